@@ -1,0 +1,63 @@
+#include "cli/cli.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/context.hpp"
+
+#ifndef GPUENV_VERSION
+#define GPUENV_VERSION "0.0.0"
+#endif
+
+namespace gpuenv::cli {
+
+ExitCode report_error(Context& context, const util::Error& error) {
+  context.err << "gpuenv: " << error.message << "\n";
+  if (!error.remedy.empty()) context.err << "  fix: " << error.remedy << "\n";
+  return error.kind == util::ErrorKind::internal ? ExitCode::internal : ExitCode::usage;
+}
+
+namespace {
+
+/// Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org).
+report::TextStyle terminal_style() {
+  const char* no_color = std::getenv("NO_COLOR");
+  return {::isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0')};
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"gpuenv: make a GPU server ready for work, and prove that it is."};
+  app.set_version_flag("--version", std::string("gpuenv ") + GPUENV_VERSION);
+  app.require_subcommand(1);
+  app.footer("Exit codes: 0 ok (warnings allowed), 1 not ok, 2 usage or bad input, 3 internal error.");
+
+  Action action;
+  add_profile_command(app, action);
+  add_matrix_command(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+
+  auto system = system::make_real_system();
+  Context context{*system, std::cout, std::cerr, terminal_style()};
+  try {
+    const ExitCode code = action ? action(context) : ExitCode::usage;
+    std::cout.flush();
+    return static_cast<int>(code);
+  } catch (const std::exception& e) {
+    std::cerr << "gpuenv: internal error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::internal);
+  }
+}
+
+}  // namespace gpuenv::cli

@@ -1,0 +1,96 @@
+// `gpuenv matrix NAME|FILE [--format table|json|github]`.
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/profile_output.hpp"
+#include "compat/rules.hpp"
+#include "profile/catalog.hpp"
+#include "profile/matrix.hpp"
+
+namespace gpuenv::cli {
+namespace {
+
+struct MatrixOptions {
+  std::string profile;
+  std::string format = "table";
+};
+
+/// `--set` arguments that select this cell with `gpuenv dockerfile`.
+std::string set_arguments(const profile::Assignments& assignments) {
+  std::string out;
+  for (const auto& [key, value] : assignments) out += (out.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+  return out;
+}
+
+std::string render_table(const std::vector<compat::CellVerdict>& verdicts, const report::TextStyle& style) {
+  std::string out;
+  std::size_t index = 0;
+  for (const compat::CellVerdict& v : verdicts) {
+    const std::string label = v.cell.assignments.empty() ? "(base profile)" : v.cell.label();
+    const std::string state = v.valid ? report::status_label(report::worst_status(v.findings), style) : report::status_label(report::Status::fail, style);
+    out += std::to_string(++index) + ". " + state + "  " + (v.valid ? "valid    " : "invalid  ") + label +
+           (v.cell.requested && !v.cell.assignments.empty() ? "  (include)" : "") + "\n";
+    for (const report::Finding& f : v.findings) {
+      if (f.status == report::Status::fail || f.status == report::Status::warn) {
+        out += "     " + report::status_label(f.status, style) + " " + f.id + ": " + f.message + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+nlohmann::json render_json(const profile::Profile& base, const std::vector<compat::CellVerdict>& verdicts) {
+  nlohmann::json out = check_json(base, verdicts);
+  for (std::size_t i = 0; i < verdicts.size(); ++i) out["cells"][i]["requested"] = verdicts[i].cell.requested;
+  return out;
+}
+
+nlohmann::json render_github(const profile::Profile& base, const std::vector<compat::CellVerdict>& verdicts) {
+  nlohmann::json include = nlohmann::json::array();
+  for (const compat::CellVerdict& v : verdicts) {
+    if (!v.valid) continue;
+    nlohmann::json cell = assignments_json(v.cell.assignments);
+    cell["profile"] = base.origin.rfind("builtin:", 0) == 0 ? base.name : base.origin;
+    cell["label"] = v.cell.assignments.empty() ? base.name : v.cell.label();
+    cell["set"] = set_arguments(v.cell.assignments);
+    include.push_back(cell);
+  }
+  return {{"include", include}};
+}
+
+ExitCode run_matrix(Context& context, const MatrixOptions& options) {
+  auto kb = compat::builtin_knowledge_base();
+  if (!kb) return report_error(context, kb.error());
+  auto document = profile::load_profile(options.profile, context.system);
+  if (!document) return report_error(context, document.error());
+  const auto verdicts = compat::check_cells(profile::expand_matrix(*document), **kb);
+  if (options.format == "json") {
+    context.out << render_json(document->base, verdicts).dump(2) << "\n";
+  } else if (options.format == "github") {
+    context.out << render_github(document->base, verdicts).dump() << "\n";
+  } else {
+    context.out << render_table(verdicts, context.style);
+  }
+  // Cells from the product may be invalid (they are filtered out); a requested cell or an empty result is not ok.
+  bool any_valid = false;
+  for (const auto& v : verdicts) {
+    if (v.valid) any_valid = true;
+    if (!v.valid && v.cell.requested) return ExitCode::not_ok;
+  }
+  return any_valid ? ExitCode::ok : ExitCode::not_ok;
+}
+
+}  // namespace
+
+void add_matrix_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<MatrixOptions>();
+  CLI::App* command = app.add_subcommand("matrix", "Expand a profile's matrix and mark each cell valid or invalid");
+  command->add_option("profile", options->profile, "Shipped profile name or path to a .toml file")->required();
+  command->add_option("--format", options->format, "table, json, or github ({\"include\":[...]} of the valid cells)")
+      ->check(CLI::IsMember({"table", "json", "github"}));
+  command->add_flag_callback("--json", [options] { options->format = "json"; }, "Same as --format json");
+  command->callback([&action, options] { action = [options](Context& c) { return run_matrix(c, *options); }; });
+}
+
+}  // namespace gpuenv::cli

@@ -1,0 +1,142 @@
+#pragma once
+// The compatibility knowledge base: data/compat/*.toml, compiled in, each row with its status and source.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/embedded_file.hpp"
+#include "util/expected.hpp"
+#include "util/version.hpp"
+
+namespace gpuenv::compat {
+
+/// Where a fact comes from and how sure we are of it (verified | secondary | unverified).
+struct Provenance {
+  std::string status;
+  std::string source;
+  std::string note;
+};
+
+struct CudaRelease {
+  util::Version version;
+  std::optional<util::Version> driver_min;  ///< Linux x86_64; absent when NVIDIA does not list it
+  Provenance provenance;
+};
+
+struct CudaMajor {
+  int major = 0;
+  util::Version compat_driver_min;  ///< minor-version compatibility floor
+  Provenance provenance;
+};
+
+struct ArchSupport {
+  std::string compute_capability;  ///< "7.5"
+  std::string name;
+  util::Version first_cuda;                ///< major.minor
+  std::optional<util::Version> last_cuda;  ///< absent while still supported
+  Provenance provenance;
+};
+
+struct CudnnBuild {
+  util::Version cudnn;
+  int cuda_major = 0;
+  std::vector<util::Version> cuda_versions;  ///< major.minor
+  std::optional<util::Version> driver_min;
+  std::vector<std::string> compute_capabilities;  ///< empty when the matrix states no list
+  Provenance provenance;
+};
+
+struct TorchSeries {
+  util::Version series;  ///< "2.4"
+  util::Version python_min;
+  util::Version python_max;
+  Provenance provenance;
+};
+
+struct TorchRelease {
+  util::Version version;  ///< "2.4.1", or a series "2.12" when patch releases are not known
+  std::vector<std::string> variants;
+  std::string torchvision;  ///< empty when unknown
+  std::string torchaudio;
+  std::string install;  ///< index-url | extra-index-url | find-links
+  Provenance provenance;
+};
+
+struct TorchArch {
+  std::vector<util::Version> series;
+  std::string variant;
+  std::vector<std::string> compute_capabilities;
+  std::string ptx;
+  Provenance provenance;
+};
+
+struct TensorflowRelease {
+  util::Version version;
+  util::Version python_min;
+  util::Version python_max;
+  util::Version cuda;   ///< major.minor
+  util::Version cudnn;  ///< major.minor
+  bool and_cuda = false;
+  Provenance provenance;
+};
+
+struct CudaImage {
+  util::Version cuda;
+  std::string lifecycle;  ///< active | eol
+  std::vector<std::string> os;
+  std::string cudnn_token;  ///< cudnn8 | cudnn9 | cudnn | "" (none)
+  std::vector<std::string> cudnn_os;
+  std::string cudnn_version;  ///< inside the cuDNN variant; may be empty
+  std::string eol_date;
+  std::string deletion_date;
+  Provenance provenance;
+};
+
+struct GpuModel {
+  std::string model;
+  std::vector<std::string> aliases;
+  std::string compute_capability;
+  Provenance provenance;
+};
+
+/// All tables. Lookups return nullptr (or empty) when the knowledge base has no such row.
+struct KnowledgeBase {
+  std::vector<CudaRelease> cuda_releases;  ///< sorted by version
+  std::vector<CudaMajor> cuda_majors;
+  std::vector<ArchSupport> archs;
+  std::vector<CudnnBuild> cudnn_builds;
+  std::vector<TorchSeries> torch_series;
+  std::vector<TorchRelease> torch_releases;
+  std::vector<TorchArch> torch_archs;
+  std::vector<TensorflowRelease> tensorflow_releases;
+  std::vector<CudaImage> images;
+  std::vector<util::Version> os_less_tags;
+  std::vector<GpuModel> gpus;
+
+  const CudaRelease* cuda_release(const util::Version& version) const;
+  /// The releases just below and just above `version` (either may be null), for "nearest real release".
+  std::pair<const CudaRelease*, const CudaRelease*> neighbours(const util::Version& version) const;
+  /// The lowest driver any release of CUDA major.minor requires (its GA), if known.
+  std::optional<util::Version> driver_for_minor(const util::Version& major_minor) const;
+  const CudaMajor* cuda_major(int major) const;
+  const ArchSupport* arch(const std::string& compute_capability) const;
+  const TorchSeries* torch_series_of(const util::Version& torch) const;
+  /// The exact release, or the series-level row covering it.
+  const TorchRelease* torch_release(const util::Version& torch) const;
+  const TorchArch* torch_arch(const util::Version& torch, const std::string& variant) const;
+  /// The release whose version starts with `tf` ("2.16" matches "2.16.1").
+  const TensorflowRelease* tensorflow_release(const util::Version& tf) const;
+  const CudaImage* image(const util::Version& cuda) const;
+  /// Matches a model name or alias, case-insensitively.
+  const GpuModel* gpu(const std::string& name) const;
+};
+
+/// Parses the tables from their TOML files (name -> text); an internal Error naming the file and row on bad data.
+util::Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile> files);
+
+/// The knowledge base compiled into this binary, parsed once.
+util::Expected<const KnowledgeBase*> builtin_knowledge_base();
+
+}  // namespace gpuenv::compat

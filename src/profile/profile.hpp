@@ -1,0 +1,61 @@
+#pragma once
+// A profile (schema 1) describes one GPU environment, or a matrix of them; see docs/profile-format.md.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuenv::profile {
+
+/// A user's description of one environment. Text fields keep the user's spelling; they were validated on parse.
+struct Profile {
+  int schema = 1;
+  std::string name;
+  std::string description;
+  std::string os_distro;   ///< ubuntu | debian | rockylinux | rhel | ubi | amzn
+  std::string os_version;  ///< "22.04", "9", "2023"
+  std::string cuda_version;
+  std::string cudnn_version;   ///< empty: no cuDNN
+  std::string driver_min;      ///< empty: what the CUDA release requires
+  std::string driver_branch;   ///< empty: derived from driver floor
+  std::string driver_modules;  ///< open | proprietary; empty: not specified
+  std::string image_flavor = "runtime";
+  std::string framework_name;  ///< empty: no framework
+  std::string framework_version;
+  std::string framework_python;
+  std::string framework_variant;  ///< pytorch wheel variant (cuXYZ); empty: derived from cuda.version
+  std::vector<std::string> gpu_compute_capabilities;
+  std::vector<std::string> gpu_models;
+
+  std::string origin;  ///< where it came from: a file path or "builtin:<name>"
+};
+
+/// Field assignments that define one matrix cell, in axis order.
+using Assignments = std::vector<std::pair<std::string, std::string>>;
+
+/// The [matrix] table: axes (dotted field -> values), exclude and include entries.
+struct Matrix {
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+  std::vector<std::map<std::string, std::string>> exclude;
+  std::vector<std::map<std::string, std::string>> include;
+  bool empty() const { return axes.empty() && include.empty(); }
+};
+
+/// A parsed profile file: the base profile and its matrix (empty when there is none).
+struct ProfileDocument {
+  Profile base;
+  Matrix matrix;
+};
+
+/// One expanded matrix cell: its assignments and the profile with them applied.
+struct Cell {
+  Assignments assignments;
+  Profile profile;
+  bool requested = false;  ///< added by `include` (asked for by name), not by the product of the axes
+  /// A stable, file-name-safe label for the cell, e.g. "cuda.version=12.4.1,framework.python=3.11".
+  std::string label() const;
+};
+
+}  // namespace gpuenv::profile

@@ -1,0 +1,170 @@
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/process.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include "system/system.hpp"
+
+namespace gpuenv::system {
+namespace {
+
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+using util::Error;
+using util::Expected;
+
+class RealLibrary final : public DynamicLibrary {
+ public:
+  explicit RealLibrary(void* handle) : m_handle(handle) {}
+  ~RealLibrary() override { dlclose(m_handle); }
+  RealLibrary(const RealLibrary&) = delete;
+  RealLibrary& operator=(const RealLibrary&) = delete;
+  void* symbol(const std::string& name) override { return dlsym(m_handle, name.c_str()); }
+
+ private:
+  void* m_handle;
+};
+
+class RealSystem final : public System {
+ public:
+  explicit RealSystem(std::string root) : m_root(std::move(root)) {}
+
+  Expected<std::string> read_file(const std::string& path) override {
+    const std::string full = under_root(path);
+    std::ifstream in(full, std::ios::binary);
+    if (!in) return Error::input("cannot read " + path + ": " + std::strerror(errno));
+    std::ostringstream contents;
+    contents << in.rdbuf();
+    if (in.bad()) return Error::input("error while reading " + path);
+    return contents.str();
+  }
+
+  bool exists(const std::string& path) override {
+    std::error_code ignored;
+    return fs::exists(fs::symlink_status(under_root(path), ignored)) || fs::exists(under_root(path), ignored);
+  }
+
+  std::vector<std::string> list_directory(const std::string& path) override {
+    std::vector<std::string> names;
+    std::error_code error;
+    for (fs::directory_iterator it(under_root(path), error), end; !error && it != end; it.increment(error)) {
+      names.push_back(it->path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  std::optional<std::string> environment(const std::string& name) override {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  }
+
+  CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override {
+    CommandResult result;
+    if (argv.empty() || !m_root.empty()) {
+      result.not_found = true;
+      return result;
+    }
+    const boost::filesystem::path program = resolve_program(argv[0]);
+    if (program.empty()) {
+      result.not_found = true;
+      return result;
+    }
+    try {
+      boost::asio::io_context io;
+      std::future<std::string> out;
+      std::future<std::string> err;
+      std::vector<std::string> args(argv.begin() + 1, argv.end());
+      bp::child child(program, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err, io);
+      // Run the I/O loop on its own thread so the wait below can give up after the timeout.
+      auto io_done = std::async(std::launch::async, [&io] { io.run(); });
+      if (!child.wait_for(timeout)) {
+        result.timed_out = true;
+        std::error_code ignored;
+        child.terminate(ignored);
+        io.stop();  // a grandchild may still hold the pipes open; stop reading them
+      } else {
+        result.exit_code = child.exit_code();
+      }
+      io_done.wait();
+      if (!result.timed_out) {
+        result.out = out.get();
+        result.err = err.get();
+      }
+    } catch (const std::exception& e) {
+      result.not_found = true;
+      result.err = e.what();
+    }
+    return result;
+  }
+
+  LibraryResult load_library(const std::string& name) override {
+    if (!m_root.empty()) return Error::input("not loading " + name + ": inspecting a tree with --root loads nothing from it");
+    dlerror();
+    void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* message = dlerror();
+      return Error::input(message != nullptr ? message : ("cannot load " + name));
+    }
+    return std::unique_ptr<DynamicLibrary>(std::make_unique<RealLibrary>(handle));
+  }
+
+  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
+    const fs::path target(path);
+    fs::path temporary = target;
+    temporary += ".tmp." + std::to_string(::getpid());
+    {
+      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+      if (!out) return Error::input("cannot write " + temporary.string() + ": " + std::strerror(errno));
+      out << contents;
+      out.flush();
+      if (!out) {
+        std::error_code ignored;
+        fs::remove(temporary, ignored);
+        return Error::input("cannot write " + temporary.string() + ": " + std::strerror(errno));
+      }
+    }
+    std::error_code error;
+    fs::rename(temporary, target, error);
+    if (error) {
+      std::error_code ignored;
+      fs::remove(temporary, ignored);
+      return Error::input("cannot rename " + temporary.string() + " to " + path + ": " + error.message());
+    }
+    return util::Ok{};
+  }
+
+ private:
+  std::string under_root(const std::string& path) const {
+    if (m_root.empty()) return path;
+    return m_root + (path.empty() || path.front() != '/' ? "/" : "") + path;
+  }
+
+  static boost::filesystem::path resolve_program(const std::string& name) {
+    if (name.find('/') != std::string::npos) {
+      return ::access(name.c_str(), X_OK) == 0 ? boost::filesystem::path(name) : boost::filesystem::path();
+    }
+    return bp::search_path(name);
+  }
+
+  std::string m_root;
+};
+
+}  // namespace
+
+std::unique_ptr<System> make_real_system(const std::string& root) {
+  return std::make_unique<RealSystem>(root == "/" ? std::string() : root);
+}
+
+}  // namespace gpuenv::system

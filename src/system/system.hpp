@@ -1,0 +1,60 @@
+#pragma once
+// The one seam between gpuenv and the machine: files, commands, environment and dynamic libraries.
+// Probes receive a System&; tests pass a FakeSystem built from a fixture host tree.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/expected.hpp"
+
+namespace gpuenv::system {
+
+/// What a finished (or killed) command left behind.
+struct CommandResult {
+  int exit_code = -1;       ///< -1 when the command did not run to an exit
+  bool timed_out = false;   ///< killed after the timeout
+  bool not_found = false;   ///< the program does not exist or is not executable
+  std::string out;          ///< standard output
+  std::string err;          ///< standard error
+};
+
+/// A library opened at run time; symbols are looked up by name. Closed on destruction.
+class DynamicLibrary {
+ public:
+  virtual ~DynamicLibrary() = default;
+  /// The address of `symbol`, or nullptr when the library does not export it.
+  virtual void* symbol(const std::string& name) = 0;
+};
+
+/// Why a library could not be opened (the loader's message), or the library.
+using LibraryResult = util::Expected<std::unique_ptr<DynamicLibrary>>;
+
+/// Everything gpuenv reads from or does to the machine goes through this interface.
+class System {
+ public:
+  virtual ~System() = default;
+
+  /// The whole file at `path`; an input Error naming the path when it cannot be read.
+  virtual util::Expected<std::string> read_file(const std::string& path) = 0;
+  /// True when `path` exists (file, directory or device node).
+  virtual bool exists(const std::string& path) = 0;
+  /// Names (not paths) in directory `path`, sorted; empty when it is not a readable directory.
+  virtual std::vector<std::string> list_directory(const std::string& path) = 0;
+  /// The environment variable `name`, if set.
+  virtual std::optional<std::string> environment(const std::string& name) = 0;
+  /// Runs argv[0] (looked up in PATH) with the rest as arguments; never through a shell.
+  virtual CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) = 0;
+  /// Opens a shared library by soname or path with dlopen.
+  virtual LibraryResult load_library(const std::string& name) = 0;
+  /// Writes `contents` to `path` through a temporary file and a rename, so readers never see half a file.
+  virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
+};
+
+/// The real machine. `root` ("" or "/") reads files under another tree; with a root set,
+/// nothing is executed and no library is loaded (inspecting an image must not run its code).
+std::unique_ptr<System> make_real_system(const std::string& root = "");
+
+}  // namespace gpuenv::system

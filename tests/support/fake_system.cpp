@@ -1,0 +1,88 @@
+#include "support/fake_system.hpp"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gpuenv::testing {
+
+namespace fs = std::filesystem;
+
+void FakeSystem::add_tree(const std::string& directory) {
+  for (const auto& entry : fs::recursive_directory_iterator(directory)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::ostringstream contents;
+    contents << in.rdbuf();
+    files["/" + fs::relative(entry.path(), directory).generic_string()] = contents.str();
+  }
+}
+
+util::Expected<std::string> FakeSystem::read_file(const std::string& path) {
+  files_read.push_back(path);
+  const auto it = files.find(path);
+  if (it == files.end()) return util::Error::input("cannot read " + path + ": No such file or directory");
+  return it->second;
+}
+
+bool FakeSystem::exists(const std::string& path) {
+  if (files.contains(path)) return true;
+  const std::string prefix = path.back() == '/' ? path : path + "/";
+  for (const auto& [name, contents] : files) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> FakeSystem::list_directory(const std::string& path) {
+  const std::string prefix = path.back() == '/' ? path : path + "/";
+  std::vector<std::string> names;
+  for (const auto& [name, contents] : files) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const std::string first = rest.substr(0, rest.find('/'));
+    if (names.empty() || names.back() != first) names.push_back(first);
+  }
+  return names;
+}
+
+std::optional<std::string> FakeSystem::environment(const std::string& name) {
+  const auto it = env.find(name);
+  if (it == env.end()) return std::nullopt;
+  return it->second;
+}
+
+system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std::chrono::milliseconds) {
+  std::string key;
+  for (const std::string& arg : argv) key += (key.empty() ? "" : " ") + arg;
+  commands_run.push_back(key);
+  const auto it = commands.find(key);
+  if (it == commands.end()) {
+    system::CommandResult missing;
+    missing.not_found = true;
+    return missing;
+  }
+  return it->second;
+}
+
+system::LibraryResult FakeSystem::load_library(const std::string& name) {
+  return util::Error::input(name + ": cannot open shared object file: No such file or directory");
+}
+
+util::Expected<util::Ok> FakeSystem::write_file_atomic(const std::string& path, const std::string& contents) {
+  written[path] = contents;
+  return util::Ok{};
+}
+
+std::string fixture_path(const std::string& relative) { return std::string(GPUENV_FIXTURES) + "/" + relative; }
+
+std::string read_fixture(const std::string& relative) {
+  std::ifstream in(fixture_path(relative), std::ios::binary);
+  REQUIRE(in.good());
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+}  // namespace gpuenv::testing

@@ -1,0 +1,40 @@
+#pragma once
+// An in-memory System for tests: files from a map or a fixture host tree, scripted commands, no real I/O.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "system/system.hpp"
+
+namespace gpuenv::testing {
+
+class FakeSystem : public system::System {
+ public:
+  /// Adds every file under `directory` as if it were at "/" (a fixture host tree).
+  void add_tree(const std::string& directory);
+
+  std::map<std::string, std::string> files;
+  std::map<std::string, std::string> env;
+  /// Commands keyed by argv joined with spaces; unscripted commands report not_found.
+  std::map<std::string, system::CommandResult> commands;
+  std::vector<std::string> files_read;
+  std::vector<std::string> commands_run;
+  std::map<std::string, std::string> written;
+
+  util::Expected<std::string> read_file(const std::string& path) override;
+  bool exists(const std::string& path) override;
+  std::vector<std::string> list_directory(const std::string& path) override;
+  std::optional<std::string> environment(const std::string& name) override;
+  system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
+  system::LibraryResult load_library(const std::string& name) override;
+  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
+};
+
+/// The path of a file under tests/fixtures.
+std::string fixture_path(const std::string& relative);
+/// The contents of a file under tests/fixtures (empty string and a failed REQUIRE when missing).
+std::string read_fixture(const std::string& relative);
+
+}  // namespace gpuenv::testing
