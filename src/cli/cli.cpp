@@ -38,6 +38,7 @@ int run(int argc, char** argv) {
   app.footer("Exit codes: 0 ok (warnings allowed), 1 not ok, 2 usage or bad input, 3 internal error.");
 
   Action action;
+  add_doctor_command(app, action);
   add_profile_command(app, action);
   add_matrix_command(app, action);
 

@@ -19,6 +19,7 @@ namespace {
 struct ProfileOptions {
   std::vector<std::string> profiles;
   bool json = false;
+  bool all = false;  ///< check every shipped profile
 };
 
 ExitCode run_list(Context& context, bool json) {
@@ -64,9 +65,14 @@ ExitCode run_show(Context& context, const std::string& name, bool json) {
 ExitCode run_check(Context& context, const ProfileOptions& options) {
   auto kb = compat::builtin_knowledge_base();
   if (!kb) return report_error(context, kb.error());
+  std::vector<std::string> names = options.profiles;
+  if (options.all) {
+    for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) names.push_back(shipped.name);
+  }
+  if (names.empty()) return report_error(context, util::Error::usage("profile check: name at least one profile", "or pass --all"));
   ExitCode worst = ExitCode::ok;
   nlohmann::json results = nlohmann::json::array();
-  for (const std::string& name : options.profiles) {
+  for (const std::string& name : names) {
     auto document = profile::load_profile(name, context.system);
     if (!document) {
       worst = std::max(worst, report_error(context, document.error()));
@@ -104,7 +110,8 @@ void add_profile_command(CLI::App& app, Action& action) {
   });
 
   CLI::App* check = command->add_subcommand("check", "Check profiles against the compatibility rules (exit 0 ok, 1 incompatible, 2 bad input)");
-  check->add_option("profiles", options->profiles, "Shipped profile names or paths to .toml files")->required();
+  check->add_option("profiles", options->profiles, "Shipped profile names or paths to .toml files");
+  check->add_flag("--all", options->all, "Check every shipped profile");
   check->add_flag("--json", options->json, "Print JSON");
   check->callback([&action, options] { action = [options](Context& c) { return run_check(c, *options); }; });
 }

@@ -1,4 +1,5 @@
 #include <dlfcn.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -118,6 +119,12 @@ class RealSystem final : public System {
       return Error::input(message != nullptr ? message : ("cannot load " + name));
     }
     return std::unique_ptr<DynamicLibrary>(std::make_unique<RealLibrary>(handle));
+  }
+
+  std::optional<std::uint64_t> available_bytes(const std::string& path) override {
+    struct statvfs stats {};
+    if (::statvfs(under_root(path).c_str(), &stats) != 0) return std::nullopt;
+    return static_cast<std::uint64_t>(stats.f_bavail) * stats.f_frsize;
   }
 
   Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {

@@ -3,6 +3,7 @@
 // Probes receive a System&; tests pass a FakeSystem built from a fixture host tree.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,8 @@ class System {
   virtual CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) = 0;
   /// Opens a shared library by soname or path with dlopen.
   virtual LibraryResult load_library(const std::string& name) = 0;
+  /// Bytes available to an unprivileged user on the filesystem holding `path`; nullopt when unknown.
+  virtual std::optional<std::uint64_t> available_bytes(const std::string& path) = 0;
   /// Writes `contents` to `path` through a temporary file and a rename, so readers never see half a file.
   virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
 };

@@ -75,6 +75,12 @@ util::Expected<util::Ok> FakeSystem::write_file_atomic(const std::string& path, 
   return util::Ok{};
 }
 
+std::optional<std::uint64_t> FakeSystem::available_bytes(const std::string& path) {
+  const auto it = free_space.find(path);
+  if (it == free_space.end()) return std::nullopt;
+  return it->second;
+}
+
 std::string fixture_path(const std::string& relative) { return std::string(GPUENV_FIXTURES) + "/" + relative; }
 
 std::string read_fixture(const std::string& relative) {

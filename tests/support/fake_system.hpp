@@ -30,6 +30,9 @@ class FakeSystem : public system::System {
   system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
   system::LibraryResult load_library(const std::string& name) override;
   util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
+  std::optional<std::uint64_t> available_bytes(const std::string& path) override;
+  /// Free bytes by path prefix, for available_bytes.
+  std::map<std::string, std::uint64_t> free_space;
 };
 
 /// The path of a file under tests/fixtures.

@@ -1,0 +1,116 @@
+// `gpuenv doctor`: collect, judge, render; the exit code follows the verdict.
+
+#include <chrono>
+
+#include "cli/commands.hpp"
+#include "cli/doctor_output.hpp"
+#include "doctor/doctor.hpp"
+#include "profile/catalog.hpp"
+#include "profile/matrix.hpp"
+
+#ifndef GPUENV_VERSION
+#define GPUENV_VERSION "0.0.0"
+#endif
+
+namespace gpuenv::cli {
+namespace {
+
+struct DoctorOptions {
+  bool json = false;
+  bool oneline = false;
+  bool strict = false;
+  bool quick = false;
+  std::string prometheus;
+  std::string root;
+  std::string nvidia_smi_xml;
+  std::string profile;
+  std::vector<std::string> set;
+  int expect_gpus = -1;
+  double timeout_s = 10;
+};
+
+/// The profile to judge the node against; a matrix profile needs --set to pick one cell.
+util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
+  if (options.profile.empty()) return std::optional<profile::Profile>();
+  auto document = profile::load_profile(options.profile, context.system);
+  if (!document) return document.error();
+  auto overrides = profile::parse_assignments(options.set);
+  if (!overrides) return overrides.error();
+  const auto cells = profile::select_cells(profile::expand_matrix(*document), *overrides);
+  if (cells.size() != 1) {
+    return util::Error::usage("--profile " + options.profile + ": " + std::to_string(cells.size()) + " matrix cells match",
+                              "pick one cell with --set FIELD=VALUE (see `gpuenv matrix " + options.profile + "`)");
+  }
+  auto with_overrides = profile::apply_overrides(cells.front().profile, *overrides);
+  if (!with_overrides) return with_overrides.error();
+  return std::optional<profile::Profile>(std::move(*with_overrides));
+}
+
+ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
+  doctor::DoctorRequest request;
+  request.collect.live = options.root.empty();
+  request.collect.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  request.collect.nvml_library = context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
+  if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
+  if (!options.nvidia_smi_xml.empty()) {
+    // The report is the user's file, read from this machine even under --root.
+    auto xml = context.system.read_file(options.nvidia_smi_xml);
+    if (!xml) return report_error(context, util::Error::input(xml.error().message, "check the --nvidia-smi-xml path"));
+    request.collect.nvidia_smi_xml = std::move(*xml);
+    request.collect.nvidia_smi_xml_origin = options.nvidia_smi_xml;
+  }
+  auto profile = load_profile_for(context, options);
+  if (!profile) return report_error(context, profile.error());
+  request.profile = std::move(*profile);
+
+  std::unique_ptr<system::System> rooted;
+  system::System* target = &context.system;
+  if (!options.root.empty()) {
+    if (!context.system.exists(options.root)) return report_error(context, util::Error::usage("--root " + options.root + ": no such directory"));
+    rooted = system::make_real_system(options.root);
+    target = rooted.get();
+  }
+  auto report = doctor::run_doctor(*target, request);
+  if (!report) return report_error(context, report.error());
+
+  if (!options.prometheus.empty()) {
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (auto written = context.system.write_file_atomic(options.prometheus, doctor_prometheus(*report, now)); !written) {
+      return report_error(context, written.error());
+    }
+  }
+  if (options.json) {
+    context.out << doctor_json(*report, GPUENV_VERSION);
+  } else if (options.oneline) {
+    context.out << doctor_oneline(*report);
+  } else {
+    context.out << doctor_text(*report, context.style);
+  }
+  switch (report->verdict) {
+    case report::Verdict::ok: return ExitCode::ok;
+    case report::Verdict::degraded: return options.strict ? ExitCode::not_ok : ExitCode::ok;
+    case report::Verdict::not_ok: return ExitCode::not_ok;
+  }
+  return ExitCode::internal;
+}
+
+}  // namespace
+
+void add_doctor_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<DoctorOptions>();
+  CLI::App* command = app.add_subcommand("doctor", "Is this node ready for GPU work? READY / DEGRADED / NOT READY, with the reasons and the fixes");
+  CLI::Option* json = command->add_flag("--json", options->json, "Print the report as JSON (docs/doctor-json.md)");
+  command->add_flag("--oneline", options->oneline, "Print one line of at most 80 characters naming the worst finding")->excludes(json);
+  command->add_option("--prometheus", options->prometheus, "Also write node_exporter textfile metrics to FILE (atomically)");
+  command->add_flag("--strict", options->strict, "Exit 1 when DEGRADED (warnings), not only when NOT READY");
+  command->add_flag("--quick", options->quick, "Skip on-device smoke tests (doctor runs none yet)");
+  command->add_option("--profile", options->profile, "Judge the node against a profile (shipped name or .toml path)");
+  command->add_option("--set", options->set, "With --profile: pick a matrix cell or override a field (FIELD=VALUE)");
+  command->add_option("--expect-gpus", options->expect_gpus, "Fail unless exactly N GPUs are visible")->check(CLI::NonNegativeNumber);
+  command->add_option("--root", options->root, "Inspect a mounted image or captured host tree: read files under DIR, run and load nothing");
+  command->add_option("--nvidia-smi-xml", options->nvidia_smi_xml, "Take GPU facts from a captured `nvidia-smi -q -x` report instead of NVML");
+  command->add_option("--timeout", options->timeout_s, "Seconds to wait for NVML, libcuda or nvidia-smi before reporting them hung")->check(CLI::PositiveNumber);
+  command->callback([&action, options] { action = [options](Context& c) { return run_doctor_command(c, *options); }; });
+}
+
+}  // namespace gpuenv::cli

@@ -1,0 +1,169 @@
+#include "cli/doctor_output.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "util/strings.hpp"
+
+namespace gpuenv::cli {
+namespace {
+
+using report::Status;
+
+std::string driver_summary(const probe::HostFacts& facts) {
+  if (!facts.kernel.module_version.empty()) {
+    std::string text = facts.kernel.module_version;
+    if (facts.kernel.open_module) text += *facts.kernel.open_module ? " (open)" : " (proprietary)";
+    const std::string cuda = facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version : facts.cuda_driver.driver_cuda_version;
+    if (!cuda.empty()) text += ", CUDA " + cuda;
+    return text;
+  }
+  if (!facts.gpus.driver_version.empty()) return facts.gpus.driver_version + " (from " + facts.gpus.availability.source + ")";
+  return "none loaded";
+}
+
+/// The first finding of the worst status: what a one-line summary names.
+const report::Finding* worst_finding(const std::vector<report::Finding>& findings) {
+  const report::Finding* worst = nullptr;
+  for (const report::Finding& f : findings) {
+    if (f.status == Status::skip || f.status == Status::pass) continue;
+    if (worst == nullptr || f.status > worst->status) worst = &f;
+  }
+  return worst;
+}
+
+std::string escape_label(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+int verdict_number(report::Verdict verdict) {
+  switch (verdict) {
+    case report::Verdict::ok: return 0;
+    case report::Verdict::degraded: return 1;
+    case report::Verdict::not_ok: return 2;
+  }
+  return 2;
+}
+
+}  // namespace
+
+std::string doctor_text(const doctor::DoctorReport& r, const report::TextStyle& style) {
+  const probe::HostFacts& facts = r.facts;
+  std::string out = "gpuenv doctor\n";
+  out += "  host:   " + (facts.host.os_pretty_name.empty() ? facts.host.os_id + " " + facts.host.os_version_id : facts.host.os_pretty_name);
+  if (facts.host.cpu_count) out += ", " + std::to_string(*facts.host.cpu_count) + " vCPUs";
+  if (facts.host.memory_total_kib) out += ", " + std::to_string(*facts.host.memory_total_kib / (1024 * 1024)) + " GiB RAM";
+  out += "\n  driver: " + driver_summary(facts) + "\n";
+  out += "  GPUs:   " + std::to_string(facts.gpus.gpus.size()) + (facts.gpus.availability.available ? " (" + facts.gpus.availability.source + ")" : "") + "\n\n";
+  out += report::render_findings(r.findings, style);
+  std::string verdict(doctor::verdict_word(r.verdict));
+  if (style.color) {
+    const char* color = r.verdict == report::Verdict::ok ? "\033[32m" : r.verdict == report::Verdict::degraded ? "\033[33m" : "\033[31m";
+    verdict = color + verdict + "\033[0m";
+  }
+  out += "\n" + verdict + ": " + std::to_string(report::count_status(r.findings, Status::fail)) + " failed, " +
+         std::to_string(report::count_status(r.findings, Status::warn)) + " warnings, " +
+         std::to_string(report::count_status(r.findings, Status::pass)) + " passed, " +
+         std::to_string(report::count_status(r.findings, Status::skip)) + " skipped\n";
+  return out;
+}
+
+std::string doctor_json(const doctor::DoctorReport& r, const std::string& version) {
+  const probe::HostFacts& facts = r.facts;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const probe::GpuFacts& gpu : facts.gpus.gpus) {
+    nlohmann::json g = {{"index", gpu.index}, {"name", gpu.name}, {"uuid", gpu.uuid}, {"pci_bus_id", gpu.pci_bus_id},
+                        {"memory_mib", gpu.memory_total_mib ? nlohmann::json(*gpu.memory_total_mib) : nlohmann::json()},
+                        {"compute_capability", gpu.compute_capability.empty() ? nlohmann::json() : nlohmann::json(gpu.compute_capability)}};
+    const auto optional = [&g](const char* key, const auto& value) {
+      if (value) g[key] = *value;
+    };
+    optional("temperature_c", gpu.temperature_c);
+    optional("power_draw_w", gpu.power_draw_w);
+    optional("ecc_enabled", gpu.ecc_enabled);
+    optional("ecc_uncorrected_volatile", gpu.ecc_uncorrected_volatile);
+    optional("persistence_mode", gpu.persistence_mode);
+    optional("mig_enabled", gpu.mig_enabled);
+    optional("pcie_gen_current", gpu.pcie_gen_current);
+    optional("pcie_gen_max", gpu.pcie_gen_max);
+    optional("pcie_width_current", gpu.pcie_width_current);
+    optional("pcie_width_max", gpu.pcie_width_max);
+    if (!gpu.throttle_reasons.empty()) g["throttle_reasons"] = gpu.throttle_reasons;
+    gpus.push_back(g);
+  }
+  nlohmann::json driver = {
+      {"version", facts.kernel.module_version.empty() ? (facts.gpus.driver_version.empty() ? nlohmann::json() : nlohmann::json(facts.gpus.driver_version))
+                                                      : nlohmann::json(facts.kernel.module_version)},
+      {"kernel_module_loaded", facts.kernel.module_loaded},
+      {"cuda_version", facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version : facts.cuda_driver.driver_cuda_version}};
+  if (facts.kernel.open_module) driver["open_module"] = *facts.kernel.open_module;
+  nlohmann::json toolkits = nlohmann::json::array();
+  for (const auto& tk : facts.toolkits) toolkits.push_back({{"version", tk.version}, {"root", tk.root}, {"nvcc", tk.has_nvcc}});
+  nlohmann::json out = {
+      {"schema", 1},
+      {"gpuenv_version", version},
+      {"verdict", std::string(doctor::verdict_word(r.verdict))},
+      {"host", {{"os", facts.host.os_id}, {"os_version", facts.host.os_version_id}, {"kernel", facts.host.kernel_release},
+                {"architecture", facts.host.architecture},
+                {"cpus", facts.host.cpu_count ? nlohmann::json(*facts.host.cpu_count) : nlohmann::json()},
+                {"memory_kib", facts.host.memory_total_kib ? nlohmann::json(*facts.host.memory_total_kib) : nlohmann::json()}}},
+      {"driver", driver},
+      {"gpus", gpus},
+      {"gpu_source", facts.gpus.availability.available ? nlohmann::json(facts.gpus.availability.source) : nlohmann::json()},
+      {"cuda_toolkits", toolkits},
+      {"findings", report::to_json(r.findings)},
+      {"summary", {{"pass", report::count_status(r.findings, Status::pass)}, {"warn", report::count_status(r.findings, Status::warn)},
+                   {"fail", report::count_status(r.findings, Status::fail)}, {"skip", report::count_status(r.findings, Status::skip)}}}};
+  return out.dump(2) + "\n";
+}
+
+std::string doctor_oneline(const doctor::DoctorReport& r) {
+  std::string line(doctor::verdict_word(r.verdict));
+  if (const report::Finding* worst = worst_finding(r.findings)) {
+    line += ": " + worst->id + ": " + worst->message;
+    const std::size_t others = report::count_status(r.findings, Status::fail) + report::count_status(r.findings, Status::warn) - 1;
+    const std::string more = others > 0 ? " (+" + std::to_string(others) + ")" : "";
+    constexpr std::size_t k_limit = 80;
+    if (line.size() + more.size() > k_limit) line = line.substr(0, k_limit - more.size() - 3) + "...";
+    line += more;
+  } else {
+    line += ": " + std::to_string(r.facts.gpus.gpus.size()) + " GPUs";
+    if (!r.facts.kernel.module_version.empty()) line += ", driver " + r.facts.kernel.module_version;
+    if (line.size() > 80) line.resize(80);
+  }
+  return line + "\n";
+}
+
+std::string doctor_prometheus(const doctor::DoctorReport& r, long long timestamp) {
+  std::string out;
+  out += "# HELP gpuenv_doctor_verdict Node verdict: 0 ready, 1 degraded, 2 not ready.\n# TYPE gpuenv_doctor_verdict gauge\n";
+  out += "gpuenv_doctor_verdict " + std::to_string(verdict_number(r.verdict)) + "\n";
+  out += "# HELP gpuenv_doctor_check One series per check, labelled with its status (pass, warn, fail, skip).\n# TYPE gpuenv_doctor_check gauge\n";
+  std::vector<std::string> seen;
+  for (const report::Finding& f : r.findings) {
+    // Several findings can share an id (per-toolkit checks): keep the first, which the text lists first.
+    if (std::find(seen.begin(), seen.end(), f.id) != seen.end()) continue;
+    seen.push_back(f.id);
+    out += "gpuenv_doctor_check{check=\"" + escape_label(f.id) + "\",status=\"" + std::string(report::to_string(f.status)) + "\"} 1\n";
+  }
+  out += "# HELP gpuenv_doctor_findings Number of findings by status.\n# TYPE gpuenv_doctor_findings gauge\n";
+  for (Status status : {Status::pass, Status::warn, Status::fail, Status::skip}) {
+    out += "gpuenv_doctor_findings{status=\"" + std::string(report::to_string(status)) + "\"} " +
+           std::to_string(report::count_status(r.findings, status)) + "\n";
+  }
+  out += "# HELP gpuenv_doctor_gpus GPUs visible to the driver.\n# TYPE gpuenv_doctor_gpus gauge\n";
+  out += "gpuenv_doctor_gpus " + std::to_string(r.facts.gpus.gpus.size()) + "\n";
+  out += "# HELP gpuenv_doctor_last_run_timestamp_seconds When doctor last ran.\n# TYPE gpuenv_doctor_last_run_timestamp_seconds gauge\n";
+  out += "gpuenv_doctor_last_run_timestamp_seconds " + std::to_string(timestamp) + "\n";
+  return out;
+}
+
+}  // namespace gpuenv::cli

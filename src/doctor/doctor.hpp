@@ -1,0 +1,36 @@
+#pragma once
+// gpuenv doctor: is this node ready for GPU work, and if not, exactly why.
+
+#include <optional>
+#include <vector>
+
+#include "compat/knowledge_base.hpp"
+#include "probe/collect.hpp"
+#include "probe/facts.hpp"
+#include "profile/profile.hpp"
+#include "report/finding.hpp"
+#include "system/system.hpp"
+#include "util/expected.hpp"
+
+namespace gpuenv::doctor {
+
+struct DoctorRequest {
+  probe::CollectOptions collect;
+  std::optional<unsigned> expect_gpus;
+  std::optional<profile::Profile> profile;  ///< judge the node against this environment
+};
+
+struct DoctorReport {
+  probe::HostFacts facts;
+  std::vector<report::Finding> findings;
+  report::Verdict verdict = report::Verdict::ok;
+};
+
+/// Collects the facts, judges them, and returns the report; an internal Error only when gpuenv's own
+/// embedded data is broken.
+util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequest& request);
+
+/// "READY", "DEGRADED" or "NOT READY".
+std::string_view verdict_word(report::Verdict verdict);
+
+}  // namespace gpuenv::doctor

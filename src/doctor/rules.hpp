@@ -1,0 +1,25 @@
+#pragma once
+// Doctor's rules: HostFacts (and an optional profile) in, findings out. Pure: no I/O.
+
+#include <optional>
+#include <vector>
+
+#include "compat/knowledge_base.hpp"
+#include "doctor/thresholds.hpp"
+#include "probe/facts.hpp"
+#include "profile/profile.hpp"
+#include "report/finding.hpp"
+
+namespace gpuenv::doctor {
+
+/// What the node is judged against, besides the thresholds.
+struct Expectations {
+  std::optional<unsigned> gpu_count;        ///< --expect-gpus
+  const profile::Profile* profile = nullptr;  ///< --profile
+};
+
+/// All findings for a node, grouped host, driver, GPUs, kernel log, CUDA, libraries, containers, profile.
+std::vector<report::Finding> evaluate(const probe::HostFacts& facts, const Thresholds& thresholds,
+                                      const compat::KnowledgeBase& kb, const Expectations& expectations);
+
+}  // namespace gpuenv::doctor

@@ -1,0 +1,35 @@
+#pragma once
+// Collectors: read the machine through System and fill HostFacts. Parsing is left to the pure parsers.
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "probe/facts.hpp"
+#include "system/system.hpp"
+
+namespace gpuenv::probe {
+
+struct CollectOptions {
+  /// False under --root: read files only; run no command, load no library, ignore this process's environment.
+  bool live = true;
+  /// The NVML library to open (tests point it at a fake).
+  std::string nvml_library = "libnvidia-ml.so.1";
+  /// A captured `nvidia-smi -q -x` report to take GPU facts from instead of NVML.
+  std::optional<std::string> nvidia_smi_xml;
+  std::string nvidia_smi_xml_origin;  ///< its file name, for messages
+  /// Limit for each library call group or command that could hang.
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+};
+
+/// Everything doctor needs to know about the node. Never throws: what cannot be read becomes a
+/// reason in the facts (an unreadable file is a finding, not a crash).
+HostFacts collect_host_facts(system::System& system, const CollectOptions& options);
+
+/// GPU facts from a parsed nvidia-smi report, in NVML's shape.
+GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::string& origin);
+
+/// The version in a versioned library file name: "libnvidia-ml.so.550.54.15" -> "550.54.15"; empty otherwise.
+std::string version_from_library_name(std::string_view file_name, std::string_view stem);
+
+}  // namespace gpuenv::probe

@@ -1,0 +1,153 @@
+#pragma once
+// HostFacts: everything doctor knows about a node, as plain data. Collectors fill it through System;
+// rules read it; nothing here touches the machine.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/xid.hpp"
+
+namespace gpuenv::probe {
+
+/// Where a group of facts came from, or why it is missing: rules say "skip: <reason>" instead of guessing.
+struct Availability {
+  bool available = false;
+  std::string source;  ///< "NVML", "nvidia-smi -q -x", "/proc/driver/nvidia/version", ...
+  std::string reason;  ///< why not available (empty when available)
+};
+
+/// One GPU as NVML or nvidia-smi reports it. Absent optionals mean "not reported / not supported".
+struct GpuFacts {
+  unsigned index = 0;
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  std::optional<std::uint64_t> memory_total_mib;
+  std::optional<std::uint64_t> memory_used_mib;
+  std::string compute_capability;  ///< "9.0"; empty when not reported
+  std::optional<bool> persistence_mode;
+  std::optional<bool> mig_enabled;
+  std::optional<bool> ecc_enabled;
+  std::optional<std::uint64_t> ecc_uncorrected_volatile;
+  std::optional<std::uint64_t> ecc_uncorrected_aggregate;
+  std::optional<std::uint64_t> ecc_corrected_volatile;
+  std::optional<unsigned> retired_pages_single_bit;
+  std::optional<unsigned> retired_pages_double_bit;
+  std::optional<bool> retired_pages_pending;
+  std::optional<unsigned> remapped_rows_correctable;
+  std::optional<unsigned> remapped_rows_uncorrectable;
+  std::optional<bool> remapped_rows_pending;
+  std::optional<bool> remapped_rows_failure;
+  std::optional<double> temperature_c;
+  std::optional<double> temperature_slowdown_c;
+  std::optional<double> power_draw_w;
+  std::optional<double> power_limit_w;
+  std::optional<double> utilization_percent;
+  std::vector<std::string> throttle_reasons;  ///< active reasons: hw_slowdown, hw_thermal_slowdown, sw_power_cap, ...
+  std::optional<unsigned> pcie_gen_current;
+  std::optional<unsigned> pcie_gen_max;
+  std::optional<unsigned> pcie_width_current;
+  std::optional<unsigned> pcie_width_max;
+  std::optional<unsigned> process_count;
+};
+
+/// The GPUs and the driver as seen through NVML (or a captured nvidia-smi report).
+struct GpuInventory {
+  Availability availability;
+  std::string driver_version;      ///< user-space driver (NVML's view)
+  std::string nvml_version;
+  std::string cuda_driver_version; ///< highest CUDA the driver supports, "12.4"
+  std::vector<GpuFacts> gpus;
+  std::optional<unsigned> attached_gpus;  ///< as reported in the header, may differ from gpus.size()
+};
+
+/// The operating system and the machine's size.
+struct HostInfo {
+  std::string os_id;          ///< os-release ID: "ubuntu"
+  std::string os_version_id;  ///< "22.04"
+  std::string os_pretty_name;
+  std::string kernel_release;  ///< /proc/sys/kernel/osrelease
+  std::string architecture;    ///< "x86_64", "aarch64"
+  std::optional<unsigned> cpu_count;
+  std::optional<std::uint64_t> memory_total_kib;
+  /// Free bytes where the CUDA stack and container images live, by path.
+  std::vector<std::pair<std::string, std::uint64_t>> free_bytes;
+};
+
+/// The NVIDIA kernel module and what surrounds it.
+struct KernelDriver {
+  bool module_loaded = false;        ///< "nvidia" in /proc/modules, or /proc/driver/nvidia/version present
+  std::string module_version;        ///< from /proc/driver/nvidia/version
+  std::optional<bool> open_module;   ///< open vs proprietary kernel module
+  bool nouveau_loaded = false;
+  std::optional<bool> secure_boot;   ///< from efivars, when readable
+  std::vector<std::string> device_nodes;  ///< /dev/nvidia* present
+  std::string modules_source;        ///< where module facts came from, or why unknown
+};
+
+/// A user-space driver library found on disk, with the version in its file name.
+struct DriverLibrary {
+  std::string name;     ///< "libnvidia-ml", "libcuda"
+  std::string path;     ///< e.g. /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15
+  std::string version;  ///< "550.54.15"
+};
+
+/// The CUDA driver API (libcuda), loaded at run time.
+struct CudaDriver {
+  Availability availability;
+  std::optional<int> init_result;  ///< cuInit's CUresult
+  std::string init_error;          ///< its name / description when not 0
+  std::string driver_cuda_version; ///< cuDriverGetVersion: the highest CUDA the driver supports, "12.4"
+};
+
+/// One CUDA toolkit installation.
+struct CudaToolkit {
+  std::string root;     ///< /usr/local/cuda-12.4
+  std::string version;  ///< from version.json or version.txt
+  bool has_nvcc = false;
+  bool on_path = false;             ///< its bin/ is in PATH
+  bool on_library_path = false;     ///< its lib64/ is in LD_LIBRARY_PATH or the loader config
+  std::string cublas_version;       ///< from libcublas.so.X.Y.Z in lib64, when present
+};
+
+/// cuDNN / NCCL found on the node.
+struct Library {
+  std::string version;       ///< header version (X.Y.Z); empty when no header
+  std::string header;        ///< where it was read
+  std::string runtime_version;  ///< what the loaded library says (cudnnGetVersion), when it could be loaded
+  std::string library_path;  ///< a shared library found on disk
+  std::string built_for_cuda;   ///< cuDNN: the CUDA major it was built for, when known ("12")
+};
+
+/// The NVIDIA Container Toolkit and container engines.
+struct ContainerRuntime {
+  std::optional<std::string> nvidia_ctk;  ///< path of nvidia-ctk when found
+  bool nvidia_container_runtime = false;  ///< nvidia-container-runtime binary or its config present
+  bool docker_installed = false;
+  bool docker_nvidia_runtime = false;     ///< /etc/docker/daemon.json names the nvidia runtime
+  bool containerd_installed = false;
+  bool containerd_nvidia_runtime = false; ///< /etc/containerd/config.toml names the nvidia runtime
+};
+
+/// Everything doctor collected, in one value. From here on, facts are immutable.
+struct HostFacts {
+  /// True when facts come from the running machine (commands run, libraries loaded, environment read);
+  /// false under --root, where only files of the inspected tree are read.
+  bool live = true;
+  HostInfo host;
+  KernelDriver kernel;
+  std::vector<DriverLibrary> driver_libraries;
+  GpuInventory gpus;
+  std::vector<KernelEvent> kernel_events;
+  std::string kernel_log_source;  ///< "dmesg", "/var/log/kern.log", or why none was readable
+  CudaDriver cuda_driver;
+  std::vector<CudaToolkit> toolkits;
+  std::optional<Library> cudnn;
+  std::optional<Library> nccl;
+  ContainerRuntime containers;
+  std::vector<std::string> unreadable;  ///< files that exist but could not be read (permissions)
+};
+
+}  // namespace gpuenv::probe

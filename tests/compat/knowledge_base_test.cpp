@@ -1,0 +1,354 @@
+// Integrity of the compiled-in knowledge base (data/compat/*.toml, docs/knowledge-base.md) and the strictness
+// of parse_knowledge_base on synthetic files.
+
+#include <catch2/catch.hpp>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compat/derive.hpp"
+#include "compat/knowledge_base.hpp"
+#include "util/embedded_file.hpp"
+#include "util/version.hpp"
+
+namespace gpuenv::compat {
+std::span<const util::EmbeddedFile> embedded_compat_data();  // generated from data/compat/*.toml
+}  // namespace gpuenv::compat
+
+namespace {
+
+using gpuenv::compat::KnowledgeBase;
+using gpuenv::compat::Provenance;
+using gpuenv::util::EmbeddedFile;
+using gpuenv::util::Version;
+
+const KnowledgeBase& kb() {
+  const auto loaded = gpuenv::compat::builtin_knowledge_base();
+  if (!loaded) throw std::runtime_error("builtin knowledge base: " + loaded.error().message);
+  return **loaded;
+}
+
+bool valid_status(const std::string& status) {
+  return status == "verified" || status == "secondary" || status == "unverified";
+}
+
+void check_provenance(const Provenance& p, const std::string& row) {
+  INFO(row << ": status '" << p.status << "', source '" << p.source << "'");
+  CHECK(valid_status(p.status));
+  CHECK_FALSE(p.source.empty());
+}
+
+/// A compute capability "X.Y" (major.minor, one decimal digit).
+bool is_compute_capability(const std::string& text) {
+  const auto parsed = Version::parse(text);
+  return parsed.has_value() && parsed->size() == 2 && parsed->minor() < 10 && text.back() != '.';
+}
+
+bool contains(const std::vector<std::string>& items, const std::string& item) {
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+}  // namespace
+
+TEST_CASE("compat: the builtin knowledge base loads and holds every table", "[compat][kb]") {
+  const auto loaded = gpuenv::compat::builtin_knowledge_base();
+  INFO((loaded ? std::string() : loaded.error().message));
+  REQUIRE(loaded.has_value());
+  const KnowledgeBase& data = **loaded;
+  CHECK_FALSE(data.cuda_releases.empty());
+  CHECK(data.cuda_majors.size() == 3);
+  CHECK_FALSE(data.archs.empty());
+  CHECK_FALSE(data.cudnn_builds.empty());
+  CHECK_FALSE(data.torch_series.empty());
+  CHECK_FALSE(data.torch_releases.empty());
+  CHECK_FALSE(data.torch_archs.empty());
+  CHECK_FALSE(data.tensorflow_releases.empty());
+  CHECK_FALSE(data.images.empty());
+  CHECK_FALSE(data.os_less_tags.empty());
+  CHECK_FALSE(data.gpus.empty());
+}
+
+TEST_CASE("compat: every knowledge-base row has a status and a source", "[compat][kb]") {
+  const KnowledgeBase& data = kb();
+  for (const auto& r : data.cuda_releases) check_provenance(r.provenance, "cuda release " + r.version.str());
+  for (const auto& r : data.cuda_majors) check_provenance(r.provenance, "cuda major " + std::to_string(r.major));
+  for (const auto& r : data.archs) check_provenance(r.provenance, "arch " + r.compute_capability);
+  for (const auto& r : data.cudnn_builds) check_provenance(r.provenance, "cudnn " + r.cudnn.str());
+  for (const auto& r : data.torch_series) check_provenance(r.provenance, "torch series " + r.series.str());
+  for (const auto& r : data.torch_releases) check_provenance(r.provenance, "torch release " + r.version.str());
+  for (const auto& r : data.torch_archs) check_provenance(r.provenance, "torch arch " + r.variant);
+  for (const auto& r : data.tensorflow_releases) check_provenance(r.provenance, "tensorflow " + r.version.str());
+  for (const auto& r : data.images) check_provenance(r.provenance, "image " + r.cuda.str());
+  for (const auto& r : data.gpus) check_provenance(r.provenance, "gpu " + r.model);
+}
+
+// docs/knowledge-base.md: `source` names where the fact was read, "followed by `via shared/reference/<file>.md`".
+// Read from the raw tables, so rows the KnowledgeBase keeps no provenance for ([[os_less_tag]]) count too.
+TEST_CASE("compat: every raw table row cites a shared/reference file", "[compat][kb]") {
+  const auto files = gpuenv::compat::embedded_compat_data();
+  REQUIRE(files.size() == 6);
+  std::size_t rows = 0;
+  for (const EmbeddedFile& file : files) {
+    toml::parse_result parsed = toml::parse(file.contents, std::string(file.name));
+    INFO(file.name);
+    REQUIRE(parsed.succeeded());
+    for (const auto& [key, node] : parsed.table()) {
+      const toml::array* array = node.as_array();
+      REQUIRE(array != nullptr);
+      for (std::size_t i = 0; i < array->size(); ++i) {
+        const toml::table* row = (*array)[i].as_table();
+        REQUIRE(row != nullptr);
+        ++rows;
+        const std::string status = (*row)["status"].value_or(std::string());
+        const std::string source = (*row)["source"].value_or(std::string());
+        INFO("[[" << key.str() << "]] #" << i + 1 << " status '" << status << "' source '" << source << "'");
+        CHECK(valid_status(status));
+        CHECK(source.find("via shared/reference/") != std::string::npos);
+      }
+    }
+  }
+  CHECK(rows > 100);
+}
+
+TEST_CASE("compat: CUDA releases are sorted and unique", "[compat][kb]") {
+  const auto& releases = kb().cuda_releases;
+  for (std::size_t i = 1; i < releases.size(); ++i) {
+    INFO(releases[i - 1].version.str() << " then " << releases[i].version.str());
+    CHECK(releases[i - 1].version < releases[i].version);
+  }
+  for (const auto& r : releases) {
+    INFO(r.version.str());
+    CHECK(r.version.size() == 3);
+  }
+  // No 12.7 toolkit exists (cuda-driver.md Table 1).
+  for (const auto& r : releases) CHECK_FALSE(r.version.truncated(2) == Version({12, 7}));
+}
+
+TEST_CASE("compat: other knowledge-base keys are unique", "[compat][kb]") {
+  const KnowledgeBase& data = kb();
+  std::set<std::string> seen;
+  for (const auto& r : data.torch_releases) CHECK(seen.insert("torch " + r.version.str()).second);
+  for (const auto& r : data.torch_series) CHECK(seen.insert("series " + r.series.str()).second);
+  for (const auto& r : data.tensorflow_releases) CHECK(seen.insert("tf " + r.version.str()).second);
+  for (const auto& r : data.images) CHECK(seen.insert("image " + r.cuda.str()).second);
+  for (const auto& r : data.archs) CHECK(seen.insert("arch " + r.compute_capability).second);
+  for (const auto& r : data.cuda_majors) CHECK(seen.insert("major " + std::to_string(r.major)).second);
+  for (const auto& r : data.cudnn_builds) {
+    std::string key = "cudnn " + r.cudnn.str() + " cuda " + std::to_string(r.cuda_major);
+    for (const auto& cv : r.cuda_versions) key += " " + cv.str();
+    CHECK(seen.insert(key).second);
+  }
+  for (const auto& g : data.gpus) {
+    CHECK(seen.insert("gpu " + g.model).second);
+    for (const auto& alias : g.aliases) CHECK(seen.insert("gpu " + alias).second);
+  }
+}
+
+TEST_CASE("compat: every nvidia/cuda image version is a CUDA release", "[compat][kb]") {
+  const KnowledgeBase& data = kb();
+  for (const auto& image : data.images) {
+    INFO("image " << image.cuda.str());
+    CHECK(data.cuda_release(image.cuda) != nullptr);
+  }
+  for (const auto& tag : data.os_less_tags) {
+    INFO("os-less tag " << tag.str());
+    CHECK(data.cuda_release(tag) != nullptr);
+    CHECK(data.image(tag) != nullptr);
+  }
+}
+
+TEST_CASE("compat: image rows are consistent", "[compat][kb]") {
+  for (const auto& image : kb().images) {
+    INFO("image " << image.cuda.str());
+    CHECK((image.lifecycle == "active" || image.lifecycle == "eol"));
+    CHECK((image.cudnn_token.empty() || image.cudnn_token == "cudnn8" || image.cudnn_token == "cudnn9" ||
+           image.cudnn_token == "cudnn"));
+    CHECK_FALSE(image.os.empty());
+    for (const auto& os : image.cudnn_os) {
+      INFO("cudnn_os " << os);
+      CHECK(contains(image.os, os));
+    }
+    // No cuDNN token means no cuDNN OS and no bundled cuDNN, and the other way round.
+    CHECK(image.cudnn_token.empty() == image.cudnn_os.empty());
+    if (image.cudnn_token.empty()) CHECK(image.cudnn_version.empty());
+    if (!image.cudnn_version.empty()) {
+      const auto bundled = Version::parse(image.cudnn_version);
+      REQUIRE(bundled.has_value());
+      if (image.cudnn_token == "cudnn8") CHECK(bundled->major() == 8);
+      if (image.cudnn_token == "cudnn9" || image.cudnn_token == "cudnn") CHECK(bundled->major() == 9);
+    }
+    if (!image.eol_date.empty() || !image.deletion_date.empty()) CHECK(image.lifecycle == "eol");
+  }
+}
+
+TEST_CASE("compat: every compute capability in the knowledge base parses", "[compat][kb]") {
+  const KnowledgeBase& data = kb();
+  for (const auto& arch : data.archs) {
+    INFO("arch " << arch.compute_capability);
+    CHECK(is_compute_capability(arch.compute_capability));
+    if (arch.last_cuda) CHECK(arch.first_cuda <= *arch.last_cuda);
+  }
+  for (const auto& build : data.cudnn_builds) {
+    for (const auto& cc : build.compute_capabilities) {
+      INFO("cudnn " << build.cudnn.str() << " cc " << cc);
+      CHECK(is_compute_capability(cc));
+      CHECK(data.arch(cc) != nullptr);
+    }
+  }
+  for (const auto& row : data.torch_archs) {
+    for (const auto& cc : row.compute_capabilities) {
+      INFO("torch arch " << row.variant << " cc " << cc);
+      CHECK(is_compute_capability(cc));
+      CHECK(data.arch(cc) != nullptr);
+    }
+    if (!row.ptx.empty()) {
+      INFO("ptx " << row.ptx);
+      CHECK(is_compute_capability(row.ptx));
+      CHECK(contains(row.compute_capabilities, row.ptx));
+    }
+  }
+  for (const auto& gpu : data.gpus) {
+    INFO("gpu " << gpu.model << " cc " << gpu.compute_capability);
+    CHECK(is_compute_capability(gpu.compute_capability));
+    CHECK(data.arch(gpu.compute_capability) != nullptr);
+  }
+}
+
+TEST_CASE("compat: every PyTorch wheel variant names a CUDA version", "[compat][kb]") {
+  const KnowledgeBase& data = kb();
+  for (const auto& release : data.torch_releases) {
+    CHECK_FALSE(release.variants.empty());
+    CHECK((release.install == "index-url" || release.install == "extra-index-url" || release.install == "find-links"));
+    for (const auto& variant : release.variants) {
+      INFO("torch " << release.version.str() << " " << variant);
+      const auto cuda = gpuenv::compat::cuda_of_variant(variant);
+      REQUIRE(cuda.has_value());
+      CHECK(gpuenv::compat::torch_variant_for(*cuda) == variant);
+    }
+  }
+  for (const auto& row : data.torch_archs) {
+    INFO("torch arch " << row.variant);
+    CHECK(gpuenv::compat::cuda_of_variant(row.variant).has_value());
+    for (const auto& series : row.series) {
+      // The variant exists for a release of that series.
+      const auto* release = data.torch_release(series);
+      const bool series_row = release != nullptr;
+      bool listed = false;
+      for (const auto& r : data.torch_releases) {
+        if (r.version.starts_with(series) && contains(r.variants, row.variant)) listed = true;
+      }
+      INFO("series " << series.str());
+      CHECK((listed || series_row));
+    }
+  }
+}
+
+TEST_CASE("compat: cuDNN builds and TensorFlow rows are well formed", "[compat][kb]") {
+  const KnowledgeBase& data = kb();
+  for (const auto& build : data.cudnn_builds) {
+    INFO("cudnn " << build.cudnn.str() << " for CUDA " << build.cuda_major);
+    CHECK_FALSE(build.cuda_versions.empty());
+    for (const auto& cv : build.cuda_versions) CHECK(cv.major() == build.cuda_major);
+  }
+  for (const auto& tf : data.tensorflow_releases) {
+    INFO("tensorflow " << tf.version.str());
+    CHECK(tf.python_min <= tf.python_max);
+    CHECK(tf.cuda.size() == 2);
+    CHECK(tf.cudnn.size() == 2);
+  }
+  for (const auto& series : data.torch_series) {
+    INFO("torch series " << series.series.str());
+    CHECK(series.python_min <= series.python_max);
+  }
+}
+
+// ---- parse_knowledge_base on synthetic files --------------------------------------------------------
+
+namespace {
+
+constexpr const char* good_release = R"([[release]]
+version = "12.4.1"
+driver_min = "550.54.15"
+status = "verified"
+source = "test via shared/reference/cuda-driver.md"
+)";
+
+gpuenv::util::Expected<KnowledgeBase> parse(std::string_view name, std::string_view contents) {
+  const EmbeddedFile files[] = {{name, contents}};
+  return gpuenv::compat::parse_knowledge_base(files);
+}
+
+}  // namespace
+
+TEST_CASE("compat: parse_knowledge_base reads a well-formed row", "[compat][kb]") {
+  const std::string older = R"([[release]]
+version = "11.8.0"
+status = "secondary"
+source = "test via shared/reference/cuda-driver.md"
+note = "no driver_min: optional"
+)";
+  const std::string text = std::string(good_release) + "\n" + older;
+  const auto parsed = parse("cuda.toml", text);
+  INFO((parsed ? std::string() : parsed.error().message));
+  REQUIRE(parsed.has_value());
+  REQUIRE(parsed->cuda_releases.size() == 2);
+  // Sorted by version whatever the file order.
+  CHECK(parsed->cuda_releases[0].version.str() == "11.8.0");
+  CHECK_FALSE(parsed->cuda_releases[0].driver_min.has_value());
+  CHECK(parsed->cuda_releases[1].driver_min->str() == "550.54.15");
+  CHECK(parsed->cuda_releases[0].provenance.note == "no driver_min: optional");
+}
+
+TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
+  struct Case {
+    const char* what;
+    const char* file;
+    std::string contents;
+    const char* message;  ///< part of the error
+  };
+  const Case cases[] = {
+      {"unknown key", "cuda.toml", std::string(good_release) + "driver_minimum = \"550.54.15\"\n", "unexpected key `driver_minimum`"},
+      {"missing source", "cuda.toml", "[[release]]\nversion = \"12.4.1\"\nstatus = \"verified\"\n", "missing `source`"},
+      {"missing status", "gpus.toml",
+       "[[gpu]]\nmodel = \"H100\"\ncompute_capability = \"9.0\"\nsource = \"x via shared/reference/gpus.md\"\n", "missing `status`"},
+      {"bad status", "cuda.toml",
+       "[[release]]\nversion = \"12.4.1\"\nstatus = \"confirmed\"\nsource = \"x via shared/reference/cuda-driver.md\"\n",
+       "verified, secondary or unverified"},
+      {"not a version", "cuda.toml",
+       "[[release]]\nversion = \"12.4.x\"\nstatus = \"verified\"\nsource = \"x via shared/reference/cuda-driver.md\"\n",
+       "not a version"},
+      {"unknown key in another table", "gpus.toml",
+       "[[gpu]]\nmodel = \"H100\"\ncompute_capability = \"9.0\"\nmemory = \"80 GB\"\nstatus = \"verified\"\n"
+       "source = \"x via shared/reference/gpus.md\"\n",
+       "unexpected key `memory`"},
+      {"missing source in images", "images.toml",
+       "[[image]]\ncuda = \"12.4.1\"\nlifecycle = \"active\"\nos = [\"ubuntu22.04\"]\nstatus = \"verified\"\n", "missing `source`"},
+      {"wrong type", "tensorflow.toml",
+       "[[release]]\nversion = \"2.15.0\"\npython_min = \"3.9\"\npython_max = \"3.11\"\ncuda = \"12.2\"\ncudnn = \"8.9\"\n"
+       "and_cuda = \"yes\"\nstatus = \"verified\"\nsource = \"x via shared/reference/tensorflow.md\"\n",
+       "and_cuda"},
+      {"unexpected file", "drivers.toml", good_release, "drivers.toml"},
+      {"TOML syntax", "cuda.toml", "[[release]]\nversion = \n", "cuda.toml"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const auto parsed = parse(c.file, c.contents);
+    REQUIRE_FALSE(parsed.has_value());
+    CHECK(parsed.error().kind == gpuenv::util::ErrorKind::internal);
+    CHECK_THAT(parsed.error().message, Catch::Contains(c.message));
+    CHECK_THAT(parsed.error().message, Catch::Contains(c.file));
+  }
+}
+
+TEST_CASE("compat: parse_knowledge_base names the offending row", "[compat][kb]") {
+  const std::string text = std::string(good_release) + "\n" + good_release + "typo = \"x\"\n";
+  const auto parsed = parse("cuda.toml", text);
+  REQUIRE_FALSE(parsed.has_value());
+  CHECK_THAT(parsed.error().message, Catch::Contains("[[release]] #2"));
+  CHECK_THAT(parsed.error().message, Catch::Contains("unexpected key `typo`"));
+}

@@ -1,0 +1,571 @@
+// Table-driven tests of compat::check_profile against the builtin knowledge base. Every expected verdict
+// follows from shared/reference/*.md (cited per row group), not from what the rules happen to print.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compat/knowledge_base.hpp"
+#include "compat/rules.hpp"
+#include "profile/profile.hpp"
+#include "report/finding.hpp"
+
+namespace {
+
+using gpuenv::compat::KnowledgeBase;
+using gpuenv::compat::Purpose;
+using gpuenv::profile::Profile;
+using gpuenv::report::Finding;
+
+/// One profile field as the profile file spells it; list fields take comma-separated values.
+struct Field {
+  std::string_view key;
+  std::string value;
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::size_t end = comma == std::string::npos ? text.size() : comma;
+    if (end > start) out.push_back(text.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+void set(Profile& profile, std::string_view key, const std::string& value) {
+  if (key == "os.distro") profile.os_distro = value;
+  else if (key == "os.version") profile.os_version = value;
+  else if (key == "cuda.version") profile.cuda_version = value;
+  else if (key == "cudnn.version") profile.cudnn_version = value;
+  else if (key == "driver.min") profile.driver_min = value;
+  else if (key == "driver.branch") profile.driver_branch = value;
+  else if (key == "image.flavor") profile.image_flavor = value;
+  else if (key == "framework.name") profile.framework_name = value;
+  else if (key == "framework.version") profile.framework_version = value;
+  else if (key == "framework.python") profile.framework_python = value;
+  else if (key == "framework.variant") profile.framework_variant = value;
+  else if (key == "gpu.compute_capabilities") profile.gpu_compute_capabilities = split_commas(value);
+  else if (key == "gpu.models") profile.gpu_models = split_commas(value);
+  else throw std::invalid_argument("test bug: unknown profile field " + std::string(key));
+}
+
+/// An Ubuntu 22.04 / CUDA 12.4.1 / runtime profile with `fields` applied.
+Profile make_profile(const std::vector<Field>& fields) {
+  Profile profile;
+  profile.name = "test";
+  profile.os_distro = "ubuntu";
+  profile.os_version = "22.04";
+  profile.cuda_version = "12.4.1";
+  profile.image_flavor = "runtime";
+  for (const Field& field : fields) set(profile, field.key, field.value);
+  return profile;
+}
+
+const KnowledgeBase& kb() {
+  const auto loaded = gpuenv::compat::builtin_knowledge_base();
+  if (!loaded) throw std::runtime_error("builtin knowledge base: " + loaded.error().message);
+  return **loaded;
+}
+
+/// What a row expects of the findings with its rule id: every one of them has this status, or there is none.
+enum class Expect { pass, warn, fail, skip, absent };
+
+std::string_view name_of(Expect expect) {
+  switch (expect) {
+    case Expect::pass: return "pass";
+    case Expect::warn: return "warn";
+    case Expect::fail: return "fail";
+    case Expect::skip: return "skip";
+    case Expect::absent: return "absent";
+  }
+  return "?";
+}
+
+struct Row {
+  std::string what;           ///< why the verdict follows (reference fact)
+  std::vector<Field> fields;  ///< on top of make_profile's defaults
+  std::string id;             ///< rule id under test
+  Expect expect;
+  std::string contains;  ///< "" or text one of the findings' message/remedy must contain
+  Purpose purpose;
+};
+
+Row row(std::string what, std::vector<Field> fields, std::string id, Expect expect, std::string contains = {},
+        Purpose purpose = Purpose::check) {
+  return Row{std::move(what), std::move(fields), std::move(id), expect, std::move(contains), purpose};
+}
+
+std::string describe(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const Finding& f : findings) {
+    out += "  " + f.id + " " + std::string(gpuenv::report::to_string(f.status)) + ": " + f.message;
+    if (!f.remedy.empty()) out += " | remedy: " + f.remedy;
+    out += "\n";
+  }
+  return out;
+}
+
+void check_rows(const std::vector<Row>& rows) {
+  for (const Row& r : rows) {
+    const Profile profile = make_profile(r.fields);
+    const std::vector<Finding> findings = gpuenv::compat::check_profile(profile, kb(), r.purpose);
+    std::vector<const Finding*> matching;
+    for (const Finding& f : findings) {
+      if (f.id == r.id) matching.push_back(&f);
+    }
+    INFO("row: " << r.what << "\nexpect " << r.id << " = " << name_of(r.expect) << "\nfindings:\n" << describe(findings));
+    if (r.expect == Expect::absent) {
+      CHECK(matching.empty());
+      continue;
+    }
+    REQUIRE_FALSE(matching.empty());
+    for (const Finding* f : matching) CHECK(gpuenv::report::to_string(f->status) == name_of(r.expect));
+    if (!r.contains.empty()) {
+      bool found = false;
+      for (const Finding* f : matching) {
+        found = found || f->message.find(r.contains) != std::string::npos || f->remedy.find(r.contains) != std::string::npos;
+      }
+      INFO("expected text: " << r.contains);
+      CHECK(found);
+    }
+    // A finding that does not pass says what to do about it.
+    for (const Finding* f : matching) {
+      if (f->status == gpuenv::report::Status::warn || f->status == gpuenv::report::Status::fail) CHECK_FALSE(f->remedy.empty());
+    }
+  }
+}
+
+Field torch(const char* version) { return {"framework.version", version}; }
+
+}  // namespace
+
+// cuda-driver.md Table 1: the toolkit releases (no 12.7 release exists).
+TEST_CASE("compat: cuda.release accepts real releases and names the nearest for others", "[compat][rules]") {
+  check_rows({
+      row("12.4.1 is CUDA 12.4 Update 1", {{"cuda.version", "12.4.1"}}, "cuda.release", Expect::pass),
+      row("11.8.0 is CUDA 11.8 GA", {{"cuda.version", "11.8.0"}}, "cuda.release", Expect::pass),
+      row("13.1.0 is CUDA 13.1 GA", {{"cuda.version", "13.1.0"}}, "cuda.release", Expect::pass),
+      row("12.3.2 exists (driver row unverified)", {{"cuda.version", "12.3.2"}}, "cuda.release", Expect::pass),
+      row("11.0.1 is the 11.0 RC", {{"cuda.version", "11.0.1"}}, "cuda.release", Expect::pass),
+      row("no CUDA 12.7 release", {{"cuda.version", "12.7.0"}}, "cuda.release", Expect::fail, "12.6.3 and 12.8.0"),
+      row("12.4 has no Update 2", {{"cuda.version", "12.4.2"}}, "cuda.release", Expect::fail, "12.4.1 and 12.5.0"),
+      row("11.8 has no Update 1", {{"cuda.version", "11.8.1"}}, "cuda.release", Expect::fail, "11.8.0 and 12.0.0"),
+  });
+}
+
+// cuda-driver.md Table 1 (release minimum) and Table 2 (minor-version floors 450.80.02 / 525.60.13 / 580.65.06).
+TEST_CASE("compat: driver.cuda_minimum passes, warns above the minor-version floor, fails below it", "[compat][rules]") {
+  const std::string id = "driver.cuda_minimum";
+  check_rows({
+      row("12.4.1 needs >= 550.54.15", {{"driver.min", "550.54.15"}}, id, Expect::pass),
+      row("newer than 12.4.1's minimum", {{"driver.min", "570.124.06"}}, id, Expect::pass),
+      row("550.54.14 is one below 12.4.1's minimum, above the 12.x floor", {{"driver.min", "550.54.14"}}, id, Expect::warn,
+          "550.54.15"),
+      row("535 is between the 12.x floor and 12.4.1's minimum", {{"driver.min", "535.104.05"}}, id, Expect::warn,
+          "cuda-compat"),
+      row("exactly the 12.x floor 525.60.13", {{"driver.min", "525.60.13"}}, id, Expect::warn, "525.60.13"),
+      row("below the 12.x floor", {{"driver.min", "520.61.05"}}, id, Expect::fail, "525.60.13"),
+      row("11.8.0 needs >= 520.61.05", {{"cuda.version", "11.8.0"}, {"driver.min", "520.61.05"}}, id, Expect::pass),
+      row("11.x floor 450.80.02", {{"cuda.version", "11.8.0"}, {"driver.min", "450.80.02"}}, id, Expect::warn),
+      row("below the 11.x floor", {{"cuda.version", "11.8.0"}, {"driver.min", "450.51.06"}}, id, Expect::fail, "450.80.02"),
+      row("11.0.1 RC shipped below the 11.x floor", {{"cuda.version", "11.0.1"}, {"driver.min", "450.36.06"}}, id, Expect::pass),
+      row("13.0.0 needs >= 580.65.06", {{"cuda.version", "13.0.0"}, {"driver.min", "580.65.06"}}, id, Expect::pass),
+      row("13.1.0 needs 590.44.01; 580.65.06 is the 13.x floor", {{"cuda.version", "13.1.0"}, {"driver.min", "580.65.06"}}, id,
+          Expect::warn, "590.44.01"),
+      row("a 12.x-era driver cannot run CUDA 13", {{"cuda.version", "13.1.0"}, {"driver.min", "575.57.08"}}, id, Expect::fail,
+          "580.65.06"),
+      row("12.3.2 has no listed minimum: judged by the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.min", "530.30.02"}}, id,
+          Expect::pass),
+      row("12.3.2 below the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.min", "520.61.05"}}, id, Expect::fail),
+      row("no driver.min: nothing to judge", {}, id, Expect::absent),
+  });
+}
+
+// A driver branch NNN holds only NNN.x drivers (cuda-driver.md Tables 1 and 2).
+TEST_CASE("compat: driver.branch judges the branch against driver.min and the CUDA release", "[compat][rules]") {
+  const std::string id = "driver.branch";
+  check_rows({
+      row("R550 reaches 550.54.15", {{"driver.branch", "550"}}, id, Expect::pass),
+      row("R560 is newer", {{"driver.branch", "560"}}, id, Expect::pass),
+      row("R525 reaches 12.0.0's 525.60.13", {{"cuda.version", "12.0.0"}, {"driver.branch", "525"}}, id, Expect::pass),
+      row("R535 is below 12.4.1's minimum but above the 12.x floor", {{"driver.branch", "535"}}, id, Expect::warn),
+      row("R470 is below the 12.x floor", {{"driver.branch", "470"}}, id, Expect::fail),
+      row("R575 is below the 13.x floor", {{"cuda.version", "13.0.0"}, {"driver.branch", "575"}}, id, Expect::fail),
+      row("R580 for CUDA 13.0.2", {{"cuda.version", "13.0.2"}, {"driver.branch", "580"}}, id, Expect::pass),
+      row("R535 cannot satisfy driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "535"}}, id, Expect::fail,
+          "550"),
+      row("R550 satisfies driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "550"}}, id, Expect::pass),
+      row("no driver.branch: nothing to judge", {}, id, Expect::absent),
+  });
+}
+
+// cudnn.md Table 1 (builds per CUDA major, toolkit minors, compute capabilities) and Table 2 (cuDNN in images).
+TEST_CASE("compat: cudnn.cuda_major needs a cuDNN build for the CUDA major", "[compat][rules]") {
+  const std::string id = "cudnn.cuda_major";
+  check_rows({
+      row("cuDNN 9 has CUDA 12.x builds", {{"cudnn.version", "9"}}, id, Expect::pass),
+      row("cuDNN 9.17 has a CUDA 13.x build", {{"cuda.version", "13.0.2"}, {"cudnn.version", "9.17"}}, id, Expect::pass),
+      row("cuDNN 8.9.6 has a CUDA 11.x build", {{"cuda.version", "11.8.0"}, {"cudnn.version", "8.9.6"}}, id, Expect::pass),
+      row("cuDNN 9.17.0 has no CUDA 11.x package", {{"cuda.version", "11.8.0"}, {"cudnn.version", "9.17"}}, id, Expect::fail, "11.x"),
+      row("cuDNN 8 has no CUDA 13.x build", {{"cuda.version", "13.0.2"}, {"cudnn.version", "8"}}, id, Expect::fail),
+      row("cuDNN 7.6.5 stops at CUDA 10.x", {{"cudnn.version", "7.6.5"}}, id, Expect::fail),
+      row("cuDNN 9.99 is unknown", {{"cudnn.version", "9.99"}}, id, Expect::warn, "not in the knowledge base"),
+      row("no cuDNN: nothing to judge", {}, id, Expect::absent),
+  });
+}
+
+TEST_CASE("compat: cudnn.cuda_version warns when the support matrix does not list the CUDA minor", "[compat][rules]") {
+  const std::string id = "cudnn.cuda_version";
+  check_rows({
+      row("cuDNN 9 lists CUDA 12.4", {{"cudnn.version", "9"}}, id, Expect::absent),
+      row("cuDNN 9.5.1 lists 12.0 - 12.6", {{"cuda.version", "12.6.3"}, {"cudnn.version", "9.5.1"}}, id, Expect::absent),
+      row("cuDNN 9.17 for 12.x lists 12.8", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}}, id, Expect::absent),
+      row("cuDNN 9.5.1 does not list 12.8", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.5.1"}}, id, Expect::warn, "12.8"),
+      row("cuDNN 8.9.6 lists 12.0 - 12.2 only", {{"cudnn.version", "8.9.6"}}, id, Expect::warn, "12.4"),
+      row("cuDNN 9.0.0 lists 12.0 - 12.3 only", {{"cudnn.version", "9.0.0"}}, id, Expect::warn),
+  });
+}
+
+TEST_CASE("compat: cudnn.compute_capability warns for architectures the matrix does not list", "[compat][rules]") {
+  const std::string id = "cudnn.compute_capability";
+  check_rows({
+      row("cuDNN 9.17 lists 8.0", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "8.0"}}, id,
+          Expect::absent),
+      row("cuDNN 9.17 for 13.x lists 12.0",
+          {{"cuda.version", "13.0.2"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "12.0"}}, id, Expect::absent),
+      row("cuDNN 9.17 is Turing+ only: no 7.0",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "7.0"}}, id, Expect::warn, "7.0"),
+      row("cuDNN 9.17 is Turing+ only: no 6.1",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "6.1"}}, id, Expect::warn),
+      row("a V100 (7.0) resolved from gpu.models", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.models", "V100"}}, id,
+          Expect::warn, "7.0"),
+      row("cuDNN 9.10.2 lists 7.0 (footnote [5])",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "7.0"}}, id, Expect::absent),
+  });
+}
+
+// pytorch.md Table 2 (releases and variants).
+TEST_CASE("compat: pytorch.release accepts known releases and series", "[compat][rules]") {
+  const std::string id = "pytorch.release";
+  const Field pt{"framework.name", "pytorch"};
+  const Field py{"framework.python", "3.11"};
+  check_rows({
+      row("2.4.1 is a release", {pt, torch("2.4.1"), py}, id, Expect::pass),
+      row("2.11.0 is a release", {pt, torch("2.11.0"), py, {"cuda.version", "12.8.1"}}, id, Expect::pass),
+      row("2.13 is known at series level", {pt, torch("2.13.0"), py, {"cuda.version", "13.0.2"}}, id, Expect::pass, "series"),
+      row("2.4.3 does not exist", {pt, torch("2.4.3"), py}, id, Expect::fail, "2.4.1"),
+      row("3.0.0 does not exist", {pt, torch("3.0.0"), py}, id, Expect::fail),
+      row("1.8.1 predates the table", {pt, torch("1.8.1"), {"framework.python", "3.8"}, {"cuda.version", "11.1.1"}}, id,
+          Expect::fail),
+  });
+}
+
+TEST_CASE("compat: pytorch.variant needs the +cuXYZ wheel to exist", "[compat][rules]") {
+  const std::string id = "pytorch.variant";
+  const Field pt{"framework.name", "pytorch"};
+  const Field py{"framework.python", "3.11"};
+  check_rows({
+      row("2.4.1 has cu124", {pt, torch("2.4.1"), py}, id, Expect::pass),
+      row("2.4.1 has cu118", {pt, torch("2.4.1"), py, {"cuda.version", "11.8.0"}}, id, Expect::pass),
+      row("2.9.1 has cu130", {pt, torch("2.9.1"), py, {"cuda.version", "13.0.2"}}, id, Expect::pass),
+      row("explicit cu121 exists for 2.4.1", {pt, torch("2.4.1"), py, {"framework.variant", "cu121"}}, id, Expect::pass),
+      row("2.3.1 has cu118 and cu121 only", {pt, torch("2.3.1"), py}, id, Expect::fail, "cu124"),
+      row("2.8.0's cu118 is unverified", {pt, torch("2.8.0"), py, {"cuda.version", "11.8.0"}}, id, Expect::fail, "cu118"),
+      row("2.6.0 has no cu130", {pt, torch("2.6.0"), py, {"framework.variant", "cu130"}}, id, Expect::fail, "cu130"),
+  });
+}
+
+TEST_CASE("compat: pytorch.variant_cuda warns when an explicit variant bundles another CUDA major", "[compat][rules]") {
+  const std::string id = "pytorch.variant_cuda";
+  const Field pt{"framework.name", "pytorch"};
+  const Field py{"framework.python", "3.11"};
+  check_rows({
+      row("derived variant matches cuda.version", {pt, torch("2.4.1"), py}, id, Expect::absent),
+      row("cu121 and CUDA 12.4.1 share the major", {pt, torch("2.4.1"), py, {"framework.variant", "cu121"}}, id, Expect::absent),
+      row("cu118 in a CUDA 12 image", {pt, torch("2.4.1"), py, {"framework.variant", "cu118"}}, id, Expect::warn, "11.8"),
+      row("cu130 in a CUDA 12 image", {pt, torch("2.9.1"), py, {"cuda.version", "12.8.1"}, {"framework.variant", "cu130"}}, id,
+          Expect::warn),
+  });
+}
+
+// pytorch.md Table 1 (Python range per series); no range is known before 1.12.
+TEST_CASE("compat: pytorch.python checks the series' Python range", "[compat][rules]") {
+  const std::string id = "pytorch.python";
+  const Field pt{"framework.name", "pytorch"};
+  check_rows({
+      row("2.4 supports 3.8", {pt, torch("2.4.1"), {"framework.python", "3.8"}}, id, Expect::pass),
+      row("2.4 supports 3.12", {pt, torch("2.4.1"), {"framework.python", "3.12"}}, id, Expect::pass),
+      row("2.4 stops at 3.12", {pt, torch("2.4.1"), {"framework.python", "3.13"}}, id, Expect::fail, "3.8-3.12"),
+      row("2.4 starts at 3.8", {pt, torch("2.4.1"), {"framework.python", "3.7"}}, id, Expect::fail),
+      row("2.11 supports 3.14", {pt, torch("2.11.0"), {"framework.python", "3.14"}, {"cuda.version", "12.8.1"}}, id, Expect::pass),
+      row("2.11 starts at 3.10", {pt, torch("2.11.0"), {"framework.python", "3.9"}, {"cuda.version", "12.8.1"}}, id, Expect::fail),
+      row("2.1 is not 2.10: 2.1 stops at 3.11", {pt, torch("2.1.2"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id,
+          Expect::fail, "3.8-3.11"),
+      row("1.11 has no Python range in the reference",
+          {pt, torch("1.11.0"), {"framework.python", "3.9"}, {"cuda.version", "11.3.1"}}, id, Expect::warn),
+  });
+}
+
+// pytorch.md: the host needs a driver new enough for the wheel's CUDA (cuda-driver.md Tables 1 and 2).
+TEST_CASE("compat: pytorch.driver judges the driver floor against the wheel's CUDA", "[compat][rules]") {
+  const std::string id = "pytorch.driver";
+  const Field pt{"framework.name", "pytorch"};
+  const Field py{"framework.python", "3.11"};
+  check_rows({
+      row("CUDA 12.4.1's driver runs cu124 (needs 550.54.14)", {pt, torch("2.4.1"), py}, id, Expect::pass),
+      row("driver 550.54.14 runs cu124", {pt, torch("2.4.1"), py, {"driver.min", "550.54.14"}}, id, Expect::pass),
+      row("CUDA 12.2.2's driver under cu124: minor-version compatibility only",
+          {pt, torch("2.4.1"), py, {"cuda.version", "12.2.2"}, {"framework.variant", "cu124"}}, id, Expect::warn),
+      row("CUDA 12.8.1's driver (570) cannot run cu130 (needs 580)",
+          {pt, torch("2.9.1"), py, {"cuda.version", "12.8.1"}, {"framework.variant", "cu130"}}, id, Expect::fail, "580.65.06"),
+      row("CUDA 11.8.0's driver (520) cannot run cu121 (12.x floor 525.60.13)",
+          {pt, torch("2.4.1"), py, {"cuda.version", "11.8.0"}, {"framework.variant", "cu121"}}, id, Expect::fail, "525.60.13"),
+      row("no wheel, no driver judgement", {pt, torch("2.3.1"), py}, id, Expect::absent),
+  });
+}
+
+// pytorch.md Table 3 (architectures per wheel variant; 2.11 cu128 dropped sm_70); gpus.md cross-checks.
+TEST_CASE("compat: pytorch.compute_capability checks the wheel's architecture list", "[compat][rules]") {
+  const std::string id = "pytorch.compute_capability";
+  const Field pt{"framework.name", "pytorch"};
+  const Field py{"framework.python", "3.11"};
+  const Field t211 = torch("2.11.0");
+  check_rows({
+      row("2.11 cu128 is built for 9.0", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "9.0"}}, id,
+          Expect::pass),
+      row("2.11 cu128 is built for 12.0", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "12.0"}}, id,
+          Expect::pass),
+      row("2.11 cu128 dropped Volta sm_70", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::fail, "7.0"),
+      row("V100 (7.0) from gpu.models on 2.11 cu128", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.models", "V100"}}, id,
+          Expect::fail),
+      row("2.11 cu126 keeps sm_70", {pt, t211, py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::pass),
+      row("cu126 wheels have no sm_100", {pt, t211, py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "10.0"}}, id,
+          Expect::fail),
+      row("2.12 cu130 runs 12.1 through its 12.0 PTX",
+          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "12.1"}}, id, Expect::warn, "PTX"),
+      row("2.12 cu130 is built for 10.0",
+          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "10.0"}}, id, Expect::pass),
+      row("2.5 cu124 (conda list) has sm_90", {pt, torch("2.5.1"), py, {"gpu.compute_capabilities", "9.0"}}, id, Expect::pass),
+      row("no architecture list for 2.4 cu124", {pt, torch("2.4.1"), py, {"gpu.compute_capabilities", "8.0"}}, id, Expect::skip,
+          "not checked"),
+      row("no architecture list for 2.6 cu126",
+          {pt, torch("2.6.0"), py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "9.0"}}, id, Expect::skip),
+      row("no GPU named: nothing to judge", {pt, t211, py, {"cuda.version", "12.8.1"}}, id, Expect::absent),
+  });
+}
+
+// tensorflow.md Table 1 (tested Linux GPU build configurations, 2.0.0 .. 2.21.0).
+TEST_CASE("compat: tensorflow.release accepts the tested configurations", "[compat][rules]") {
+  const std::string id = "tensorflow.release";
+  const Field tf{"framework.name", "tensorflow"};
+  check_rows({
+      row("2.15.0 is listed", {tf, {"framework.version", "2.15.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.2.2"}}, id,
+          Expect::pass),
+      row("2.16 is listed as 2.16.1", {tf, {"framework.version", "2.16"}, {"framework.python", "3.11"}, {"cuda.version", "12.3.2"}},
+          id, Expect::pass),
+      row("2.16.2 shares 2.16.1's line",
+          {tf, {"framework.version", "2.16.2"}, {"framework.python", "3.11"}, {"cuda.version", "12.3.2"}}, id, Expect::pass, "2.16.1"),
+      row("no 2.22 row exists", {tf, {"framework.version", "2.22.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.5.1"}}, id,
+          Expect::fail),
+  });
+}
+
+TEST_CASE("compat: tensorflow.cuda fails on another CUDA major and warns on another minor", "[compat][rules]") {
+  const std::string id = "tensorflow.cuda";
+  const Field tf{"framework.name", "tensorflow"};
+  const Field py{"framework.python", "3.11"};
+  check_rows({
+      row("2.15 was tested with 12.2", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "12.2.2"}}, id, Expect::pass),
+      row("2.15 on 12.4 is untested", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "12.4.1"}}, id, Expect::warn),
+      row("2.15 is a CUDA 12 build", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "11.8.0"}}, id, Expect::fail),
+      row("2.14 was tested with 11.8", {tf, {"framework.version", "2.14.0"}, py, {"cuda.version", "11.8.0"}}, id, Expect::pass),
+      row("2.14 is a CUDA 11 build", {tf, {"framework.version", "2.14.0"}, py, {"cuda.version", "12.2.2"}}, id, Expect::fail),
+      row("2.18 was tested with 12.5", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "12.5.1"}}, id, Expect::pass),
+      row("2.18 on 12.4 is untested", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "12.4.1"}}, id, Expect::warn),
+      row("2.18 is not a CUDA 13 build", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "13.0.2"}}, id, Expect::fail),
+  });
+}
+
+TEST_CASE("compat: tensorflow.cudnn fails on another cuDNN major and warns on another minor", "[compat][rules]") {
+  const std::string id = "tensorflow.cudnn";
+  const Field tf{"framework.name", "tensorflow"};
+  const Field py{"framework.python", "3.11"};
+  const Field tf215{"framework.version", "2.15.0"};
+  const Field tf218{"framework.version", "2.18.0"};
+  const Field cuda122{"cuda.version", "12.2.2"};
+  const Field cuda125{"cuda.version", "12.5.1"};
+  check_rows({
+      row("2.15: cuDNN 8.9", {tf, tf215, py, cuda122, {"cudnn.version", "8.9"}}, id, Expect::pass),
+      row("2.15: cuDNN 8 (major only)", {tf, tf215, py, cuda122, {"cudnn.version", "8"}}, id, Expect::pass),
+      row("2.15: cuDNN 8.6 is untested", {tf, tf215, py, cuda122, {"cudnn.version", "8.6"}}, id, Expect::warn),
+      row("2.15: cuDNN 9 is another major", {tf, tf215, py, cuda122, {"cudnn.version", "9"}}, id, Expect::fail),
+      row("2.18: cuDNN 9.3", {tf, tf218, py, cuda125, {"cudnn.version", "9.3"}}, id, Expect::pass),
+      row("2.18: cuDNN 9.1 is untested", {tf, tf218, py, cuda125, {"cudnn.version", "9.1"}}, id, Expect::warn),
+      row("2.18: cuDNN 8.9 is another major", {tf, tf218, py, cuda125, {"cudnn.version", "8.9"}}, id, Expect::fail),
+      row("no cuDNN: nothing to judge", {tf, tf218, py, cuda125}, id, Expect::absent),
+  });
+}
+
+TEST_CASE("compat: tensorflow.python checks the tested Python range", "[compat][rules]") {
+  const std::string id = "tensorflow.python";
+  const Field tf{"framework.name", "tensorflow"};
+  const Field tf215{"framework.version", "2.15.0"};
+  const Field tf221{"framework.version", "2.21.0"};
+  const Field cuda122{"cuda.version", "12.2.2"};
+  const Field cuda125{"cuda.version", "12.5.1"};
+  check_rows({
+      row("2.15: 3.9", {tf, tf215, cuda122, {"framework.python", "3.9"}}, id, Expect::pass),
+      row("2.15: 3.11", {tf, tf215, cuda122, {"framework.python", "3.11"}}, id, Expect::pass),
+      row("2.15: 3.12 is outside 3.9-3.11", {tf, tf215, cuda122, {"framework.python", "3.12"}}, id, Expect::fail, "3.9-3.11"),
+      row("2.15: 3.8 is outside 3.9-3.11", {tf, tf215, cuda122, {"framework.python", "3.8"}}, id, Expect::fail),
+      row("2.21: 3.13", {tf, tf221, cuda125, {"framework.python", "3.13"}}, id, Expect::pass),
+      row("2.21 dropped 3.9", {tf, tf221, cuda125, {"framework.python", "3.9"}}, id, Expect::fail),
+  });
+}
+
+// nvidia-cuda-images.md: no debian images; OS matrix, cuDNN tokens, EOL chart.
+TEST_CASE("compat: image.os is an error only when an image is needed", "[compat][rules]") {
+  const std::string id = "image.os";
+  const Field debian{"os.distro", "debian"};
+  const Field bookworm{"os.version", "12"};
+  check_rows({
+      row("debian for check: skip", {debian, bookworm}, id, Expect::skip, "debian"),
+      row("debian for a Dockerfile: fail", {debian, bookworm}, id, Expect::fail, "debian", Purpose::dockerfile),
+      row("ubuntu has images", {}, id, Expect::absent, {}, Purpose::dockerfile),
+      row("rhel maps to ubi", {{"os.distro", "rhel"}, {"os.version", "9"}}, id, Expect::absent, {}, Purpose::dockerfile),
+  });
+}
+
+TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[compat][rules]") {
+  const std::string id = "image.tag";
+  const Field cudnn9{"cudnn.version", "9"};
+  check_rows({
+      // published
+      row("12.4.1-runtime-ubuntu22.04", {}, id, Expect::pass, "12.4.1-runtime-ubuntu22.04"),
+      row("12.4.1-cudnn-runtime-ubuntu22.04", {cudnn9}, id, Expect::pass, "12.4.1-cudnn-runtime-ubuntu22.04"),
+      row("12.4.1-cudnn-devel-ubi9", {{"os.distro", "rhel"}, {"os.version", "9"}, {"image.flavor", "devel"}, cudnn9}, id,
+          Expect::pass, "ubi9"),
+      row("12.2.2-cudnn8-runtime-ubuntu22.04", {{"cuda.version", "12.2.2"}, {"cudnn.version", "8"}}, id, Expect::pass),
+      row("12.5.1 has ubuntu24.04 (base/runtime/devel)", {{"cuda.version", "12.5.1"}, {"os.version", "24.04"}}, id, Expect::pass),
+      row("12.6.3 has amzn2023", {{"cuda.version", "12.6.3"}, {"os.distro", "amzn"}, {"os.version", "2023"}}, id, Expect::pass),
+      row("12.0.1 has rockylinux9", {{"cuda.version", "12.0.1"}, {"os.distro", "rockylinux"}, {"os.version", "9"}}, id,
+          Expect::pass),
+      row("11.4.3 is active", {{"cuda.version", "11.4.3"}, {"os.version", "20.04"}}, id, Expect::pass),
+      // OS not published
+      row("12.4.1 has no ubuntu24.04", {{"os.version", "24.04"}}, id, Expect::fail, "ubuntu24.04"),
+      row("13.x has no ubuntu20.04", {{"cuda.version", "13.0.2"}, {"os.version", "20.04"}}, id, Expect::fail),
+      row("11.8.0 has no ubi9", {{"cuda.version", "11.8.0"}, {"os.distro", "rhel"}, {"os.version", "9"}}, id, Expect::fail),
+      row("rockylinux9 starts with 12.0.1", {{"cuda.version", "12.0.0"}, {"os.distro", "rockylinux"}, {"os.version", "9"}}, id,
+          Expect::fail),
+      row("amzn2023 starts with 12.6.0", {{"os.distro", "amzn"}, {"os.version", "2023"}}, id, Expect::fail),
+      // no cuDNN variant
+      row("12.4.0 has no cuDNN images", {{"cuda.version", "12.4.0"}, cudnn9}, id, Expect::fail, "12.4.1"),
+      row("13.1.0 has no cuDNN images", {{"cuda.version", "13.1.0"}, cudnn9}, id, Expect::fail),
+      row("12.2.0 has no cuDNN images", {{"cuda.version", "12.2.0"}, {"cudnn.version", "8"}}, id, Expect::fail),
+      row("12.5.1 ubuntu24.04 has no cuDNN variant", {{"cuda.version", "12.5.1"}, {"os.version", "24.04"}, cudnn9}, id,
+          Expect::fail),
+      row("cuDNN is never offered for base", {{"image.flavor", "base"}, cudnn9}, id, Expect::fail, "base"),
+      // end of life
+      row("12.4.0 EOL 2024-05-31, deletion 2024-11-30", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "2024-05-31"),
+      row("12.4.0's deletion date", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "2024-11-30"),
+      row("12.4.0's successor", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "12.4.1"),
+      row("11.2.2 EOL 2023-07-01", {{"cuda.version", "11.2.2"}, {"os.version", "20.04"}}, id, Expect::warn, "2023-07-01"),
+      row("12.1.0 EOL, 12.1.1 active", {{"cuda.version", "12.1.0"}}, id, Expect::warn, "12.1.1"),
+      row("13.0.0 EOL without chart dates", {{"cuda.version", "13.0.0"}}, id, Expect::warn, "13.0.2"),
+      // no image at all
+      row("no 12.7.0 images", {{"cuda.version", "12.7.0"}}, id, Expect::fail),
+      row("no 11.0.1 images", {{"cuda.version", "11.0.1"}, {"os.version", "20.04"}}, id, Expect::fail),
+  });
+}
+
+TEST_CASE("compat: image.cudnn compares the cuDNN inside the image", "[compat][rules]") {
+  const std::string id = "image.cudnn";
+  check_rows({
+      row("12.4.1 carries 9.1.0.70", {{"cudnn.version", "9"}}, id, Expect::absent),
+      row("12.4.1 carries 9.1", {{"cudnn.version", "9.1"}}, id, Expect::absent),
+      row("12.3.2 carries 9.0.0.312", {{"cuda.version", "12.3.2"}, {"cudnn.version", "9"}}, id, Expect::absent),
+      row("12.2.2 carries cuDNN 8.9.6.50", {{"cuda.version", "12.2.2"}, {"cudnn.version", "9"}}, id, Expect::fail, "8.9.6.50"),
+      row("12.3.2 carries cuDNN 9", {{"cuda.version", "12.3.2"}, {"cudnn.version", "8"}}, id, Expect::fail),
+      row("12.4.1 carries 9.1, not 9.5", {{"cudnn.version", "9.5"}}, id, Expect::warn, "9.1.0.70"),
+  });
+}
+
+// gpus.md Tables 1 and 2.
+TEST_CASE("compat: gpu.model knows the catalog and suggests near misses", "[compat][rules]") {
+  const std::string id = "gpu.model";
+  check_rows({
+      row("H100 is known", {{"gpu.models", "H100"}}, id, Expect::absent),
+      row("aliases match case-insensitively", {{"gpu.models", "nvidia h100 80gb hbm3"}}, id, Expect::absent),
+      row("A10G is known", {{"gpu.models", "A10G"}}, id, Expect::absent),
+      row("H100X is unknown", {{"gpu.models", "H100X"}}, id, Expect::fail, "did you mean `H100`"),
+      row("L40SS is unknown", {{"gpu.models", "L40SS"}}, id, Expect::fail, "did you mean `L40S`"),
+      row("an unrelated name is unknown", {{"gpu.models", "Instinct MI300X"}}, id, Expect::fail, "not in the knowledge base"),
+  });
+}
+
+// cuda-driver.md Table 3 (first / last CUDA per SM) and gpus.md cross-checks.
+TEST_CASE("compat: gpu.cuda_support checks that the CUDA release can target each GPU", "[compat][rules]") {
+  const std::string id = "gpu.cuda_support";
+  const auto cc = [](const char* value) { return Field{"gpu.compute_capabilities", value}; };
+  check_rows({
+      row("CUDA 13 dropped Volta", {{"cuda.version", "13.0.2"}, cc("7.0")}, id, Expect::fail, "12.9"),
+      row("CUDA 13 keeps Turing", {{"cuda.version", "13.0.2"}, cc("7.5")}, id, Expect::pass),
+      row("CUDA 12.9 still has Volta", {{"cuda.version", "12.9.1"}, cc("7.0")}, id, Expect::pass),
+      row("CUDA 13 dropped Maxwell", {{"cuda.version", "13.1.0"}, cc("5.0")}, id, Expect::fail),
+      row("CUDA 12 has Maxwell", {{"cuda.version", "12.0.0"}, cc("5.0")}, id, Expect::pass),
+      row("CUDA 12 dropped Kepler 3.7", {cc("3.7")}, id, Expect::fail, "11.8"),
+      row("CUDA 11.8 still has 3.7", {{"cuda.version", "11.8.0"}, cc("3.7")}, id, Expect::pass),
+      row("CUDA 11 dropped 3.0", {{"cuda.version", "11.0.3"}, cc("3.0")}, id, Expect::fail),
+      row("Hopper from 11.8", {{"cuda.version", "11.8.0"}, cc("9.0")}, id, Expect::pass),
+      row("Hopper not before 11.8", {{"cuda.version", "11.7.1"}, cc("9.0")}, id, Expect::fail, "11.8"),
+      row("8.6 from 11.1", {{"cuda.version", "11.0.3"}, cc("8.6")}, id, Expect::fail),
+      row("10.0 needs 12.8", {{"cuda.version", "12.6.3"}, cc("10.0")}, id, Expect::fail, "12.8"),
+      row("10.0 with 12.8", {{"cuda.version", "12.8.0"}, cc("10.0")}, id, Expect::pass),
+      row("12.0 needs 12.8", {{"cuda.version", "12.6.3"}, cc("12.0")}, id, Expect::fail),
+      row("12.0 with 12.8.1", {{"cuda.version", "12.8.1"}, cc("12.0")}, id, Expect::pass),
+      row("10.3 from 12.9", {{"cuda.version", "12.8.1"}, cc("10.3")}, id, Expect::fail),
+      row("10.3 with 12.9", {{"cuda.version", "12.9.0"}, cc("10.3")}, id, Expect::pass),
+      row("sm_101 is invalid in 13.x", {{"cuda.version", "13.0.2"}, cc("10.1")}, id, Expect::fail),
+      row("sm_101 in 12.9", {{"cuda.version", "12.9.1"}, cc("10.1")}, id, Expect::pass),
+      row("sm_110 from 13.0", {{"cuda.version", "12.9.1"}, cc("11.0")}, id, Expect::fail),
+      row("sm_110 with 13.0", {{"cuda.version", "13.0.0"}, cc("11.0")}, id, Expect::pass),
+      row("9.9 is no architecture", {cc("9.9")}, id, Expect::fail, "not a known"),
+      row("V100 on CUDA 13", {{"cuda.version", "13.0.2"}, {"gpu.models", "V100"}}, id, Expect::fail),
+      row("B200 on CUDA 12.6", {{"cuda.version", "12.6.3"}, {"gpu.models", "B200"}}, id, Expect::fail),
+      row("B200 on CUDA 12.8", {{"cuda.version", "12.8.1"}, {"gpu.models", "B200"}}, id, Expect::pass),
+      row("H100 on CUDA 11.8", {{"cuda.version", "11.8.0"}, {"gpu.models", "H100 PCIe"}}, id, Expect::pass),
+      row("no GPU named: nothing to judge", {}, id, Expect::absent),
+  });
+}
+
+TEST_CASE("compat: a consistent profile passes every rule", "[compat][rules]") {
+  const Profile profile = make_profile({{"cudnn.version", "9"},
+                                        {"driver.min", "550.54.15"},
+                                        {"driver.branch", "550"},
+                                        {"framework.name", "pytorch"},
+                                        {"framework.version", "2.4.1"},
+                                        {"framework.python", "3.11"},
+                                        {"gpu.models", "H100"}});
+  const std::vector<Finding> findings = gpuenv::compat::check_profile(profile, kb(), Purpose::dockerfile);
+  INFO(describe(findings));
+  CHECK(gpuenv::report::verdict_of(findings) == gpuenv::report::Verdict::ok);
+  for (const char* id : {"cuda.release", "driver.cuda_minimum", "driver.branch", "cudnn.cuda_major", "pytorch.release",
+                         "pytorch.variant", "pytorch.python", "pytorch.driver", "image.tag", "gpu.cuda_support"}) {
+    INFO(id);
+    CHECK(std::any_of(findings.begin(), findings.end(), [id](const Finding& f) { return f.id == id; }));
+  }
+  // pytorch.compute_capability: no architecture list is known for 2.4 cu124.
+  CHECK(std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.id == "pytorch.compute_capability" && f.status == gpuenv::report::Status::skip;
+  }));
+}

@@ -1,0 +1,236 @@
+// A fake libnvidia-ml.so.1 for tests: exports the NVML entry points gpuenv uses and answers them from
+// the fixture file named by GPUENV_FAKE_NVML, so the real dlopen/NVML code path runs without a GPU.
+//
+// Fixture format: "key = value" lines. Top-level keys: init_result (an NVML return code),
+// driver_version, nvml_version, cuda_driver_version (e.g. 12040), count_result, hang_seconds.
+// Each "[gpu]" section starts a GPU; its keys are listed in parse_gpu_key below.
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct FakeGpu {
+  std::map<std::string, std::string> values;
+  std::string get(const std::string& key, const std::string& fallback = "") const {
+    const auto it = values.find(key);
+    return it == values.end() ? fallback : it->second;
+  }
+  unsigned long long number(const std::string& key, unsigned long long fallback = 0) const {
+    const auto it = values.find(key);
+    return it == values.end() ? fallback : std::strtoull(it->second.c_str(), nullptr, 0);
+  }
+  bool has(const std::string& key) const { return values.count(key) != 0; }
+};
+
+struct FakeState {
+  std::map<std::string, std::string> top;
+  std::vector<FakeGpu> gpus;
+  int top_int(const std::string& key, int fallback) const {
+    const auto it = top.find(key);
+    return it == top.end() ? fallback : std::atoi(it->second.c_str());
+  }
+};
+
+std::string trim(const std::string& text) {
+  const auto begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  const auto end = text.find_last_not_of(" \t\r");
+  return text.substr(begin, end - begin + 1);
+}
+
+const FakeState& state() {
+  static const FakeState loaded = [] {
+    FakeState s;
+    const char* path = std::getenv("GPUENV_FAKE_NVML");
+    if (path == nullptr) return s;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      line = trim(line);
+      if (line.empty() || line[0] == '#') continue;
+      if (line == "[gpu]") {
+        s.gpus.emplace_back();
+        continue;
+      }
+      const auto equals = line.find('=');
+      if (equals == std::string::npos) continue;
+      const std::string key = trim(line.substr(0, equals));
+      const std::string value = trim(line.substr(equals + 1));
+      if (s.gpus.empty()) {
+        s.top[key] = value;
+      } else {
+        s.gpus.back().values[key] = value;
+      }
+    }
+    return s;
+  }();
+  return loaded;
+}
+
+const FakeGpu* gpu_of(void* device) {
+  const auto index = reinterpret_cast<std::size_t>(device) - 1;
+  return index < state().gpus.size() ? &state().gpus[index] : nullptr;
+}
+
+int copy_string(const std::string& value, char* out, unsigned length) {
+  if (value.size() + 1 > length) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::memcpy(out, value.c_str(), value.size() + 1);
+  return 0;
+}
+
+/// 3 (NVML_ERROR_NOT_SUPPORTED) when the fixture leaves the key out.
+constexpr int k_not_supported = 3;
+
+}  // namespace
+
+extern "C" {
+
+struct nvmlPciInfo_t {
+  char bus_id_legacy[16];
+  unsigned int domain, bus, device, pci_device_id, pci_sub_system_id;
+  char bus_id[32];
+};
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+struct nvmlUtilization_t {
+  unsigned int gpu, memory;
+};
+
+int nvmlInit_v2() {
+  if (const int hang = state().top_int("hang_seconds", 0); hang > 0) std::this_thread::sleep_for(std::chrono::seconds(hang));
+  return state().top_int("init_result", 0);
+}
+int nvmlShutdown() { return 0; }
+const char* nvmlErrorString(int result) {
+  switch (result) {
+    case 9: return "Driver Not Loaded";
+    case 18: return "RM has detected an NVML/RM version mismatch.";
+    default: return "Unknown Error";
+  }
+}
+int nvmlSystemGetDriverVersion(char* out, unsigned length) {
+  return copy_string(state().top.count("driver_version") ? state().top.at("driver_version") : "", out, length);
+}
+int nvmlSystemGetNVMLVersion(char* out, unsigned length) {
+  return copy_string(state().top.count("nvml_version") ? state().top.at("nvml_version") : "", out, length);
+}
+int nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  *version = state().top_int("cuda_driver_version", 0);
+  return 0;
+}
+int nvmlDeviceGetCount_v2(unsigned* count) {
+  *count = static_cast<unsigned>(state().gpus.size());
+  return state().top_int("count_result", 0);
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
+  if (index >= state().gpus.size()) return 2;
+  if (state().gpus[index].get("lost") == "1") return 15;  // NVML_ERROR_GPU_IS_LOST
+  *device = reinterpret_cast<void*>(static_cast<std::size_t>(index) + 1);
+  return 0;
+}
+int nvmlDeviceGetName(void* device, char* out, unsigned length) { return copy_string(gpu_of(device)->get("name"), out, length); }
+int nvmlDeviceGetUUID(void* device, char* out, unsigned length) { return copy_string(gpu_of(device)->get("uuid"), out, length); }
+int nvmlDeviceGetPciInfo_v3(void* device, nvmlPciInfo_t* pci) {
+  std::memset(pci, 0, sizeof *pci);
+  return copy_string(gpu_of(device)->get("pci_bus_id"), pci->bus_id, sizeof pci->bus_id);
+}
+int nvmlDeviceGetMemoryInfo(void* device, nvmlMemory_t* memory) {
+  const FakeGpu* gpu = gpu_of(device);
+  memory->total = gpu->number("memory_total_mib") * 1024 * 1024;
+  memory->used = gpu->number("memory_used_mib") * 1024 * 1024;
+  memory->free = memory->total - memory->used;
+  return 0;
+}
+int nvmlDeviceGetCudaComputeCapability(void* device, int* major, int* minor) {
+  const std::string cc = gpu_of(device)->get("compute_capability", "0.0");
+  *major = std::atoi(cc.c_str());
+  *minor = std::atoi(cc.c_str() + cc.find('.') + 1);
+  return 0;
+}
+
+#define FAKE_SCALAR(function, type, key)                           \
+  int function(void* device, type* value) {                        \
+    const FakeGpu* gpu = gpu_of(device);                           \
+    if (!gpu->has(key)) return k_not_supported;                    \
+    *value = static_cast<type>(gpu->number(key));                  \
+    return 0;                                                      \
+  }
+
+FAKE_SCALAR(nvmlDeviceGetPersistenceMode, int, "persistence_mode")
+FAKE_SCALAR(nvmlDeviceGetRetiredPagesPendingStatus, int, "retired_pages_pending")
+FAKE_SCALAR(nvmlDeviceGetPowerUsage, unsigned, "power_mw")
+FAKE_SCALAR(nvmlDeviceGetEnforcedPowerLimit, unsigned, "power_limit_mw")
+FAKE_SCALAR(nvmlDeviceGetCurrentClocksEventReasons, unsigned long long, "throttle_mask")
+FAKE_SCALAR(nvmlDeviceGetCurrPcieLinkGeneration, unsigned, "pcie_gen_current")
+FAKE_SCALAR(nvmlDeviceGetMaxPcieLinkGeneration, unsigned, "pcie_gen_max")
+FAKE_SCALAR(nvmlDeviceGetCurrPcieLinkWidth, unsigned, "pcie_width_current")
+FAKE_SCALAR(nvmlDeviceGetMaxPcieLinkWidth, unsigned, "pcie_width_max")
+
+int nvmlDeviceGetMigMode(void* device, unsigned* current, unsigned* pending) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("mig_mode")) return k_not_supported;
+  *current = *pending = static_cast<unsigned>(gpu->number("mig_mode"));
+  return 0;
+}
+int nvmlDeviceGetEccMode(void* device, int* current, int* pending) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("ecc_mode")) return k_not_supported;
+  *current = *pending = static_cast<int>(gpu->number("ecc_mode"));
+  return 0;
+}
+int nvmlDeviceGetTotalEccErrors(void* device, int error_type, int counter_type, unsigned long long* count) {
+  const FakeGpu* gpu = gpu_of(device);
+  const std::string key = std::string(error_type == 1 ? "ecc_uncorrected" : "ecc_corrected") + (counter_type == 0 ? "_volatile" : "_aggregate");
+  if (!gpu->has(key)) return k_not_supported;
+  *count = gpu->number(key);
+  return 0;
+}
+int nvmlDeviceGetRetiredPages(void* device, int cause, unsigned* count, unsigned long long*) {
+  const FakeGpu* gpu = gpu_of(device);
+  const std::string key = cause == 0 ? "retired_pages_single_bit" : "retired_pages_double_bit";
+  if (!gpu->has(key)) return k_not_supported;
+  *count = static_cast<unsigned>(gpu->number(key));
+  return 0;
+}
+int nvmlDeviceGetRemappedRows(void* device, unsigned* corrected, unsigned* uncorrected, unsigned* pending, unsigned* failure) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("remapped_rows_uncorrectable")) return k_not_supported;
+  *corrected = static_cast<unsigned>(gpu->number("remapped_rows_correctable"));
+  *uncorrected = static_cast<unsigned>(gpu->number("remapped_rows_uncorrectable"));
+  *pending = static_cast<unsigned>(gpu->number("remapped_rows_pending"));
+  *failure = static_cast<unsigned>(gpu->number("remapped_rows_failure"));
+  return 0;
+}
+int nvmlDeviceGetTemperature(void* device, int, unsigned* value) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("temperature_c")) return k_not_supported;
+  *value = static_cast<unsigned>(gpu->number("temperature_c"));
+  return 0;
+}
+int nvmlDeviceGetTemperatureThreshold(void* device, int, unsigned* value) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("temperature_slowdown_c")) return k_not_supported;
+  *value = static_cast<unsigned>(gpu->number("temperature_slowdown_c"));
+  return 0;
+}
+int nvmlDeviceGetUtilizationRates(void* device, nvmlUtilization_t* utilization) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("utilization_percent")) return k_not_supported;
+  utilization->gpu = static_cast<unsigned>(gpu->number("utilization_percent"));
+  utilization->memory = 0;
+  return 0;
+}
+int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, void*) {
+  *count = static_cast<unsigned>(gpu_of(device)->number("processes"));
+  return *count == 0 ? 0 : 7;
+}
+
+}  // extern "C"
