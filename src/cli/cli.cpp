@@ -41,6 +41,7 @@ int run(int argc, char** argv) {
   add_doctor_command(app, action);
   add_profile_command(app, action);
   add_matrix_command(app, action);
+  add_dockerfile_command(app, action);
 
   try {
     app.parse(argc, argv);

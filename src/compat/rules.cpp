@@ -77,9 +77,15 @@ void check_driver_branch(const Context& c, Findings& out) {
   }
   if (!c.cuda) return;
   const CudaRelease* release = c.kb.cuda_release(*c.cuda);
-  if (release == nullptr || !release->driver_min) return;
+  if (release == nullptr) return;
   // A branch is judged by its major number: branch 535 can never reach 550.54.15.
   const Version branch_version({branch, 9999, 9999});
+  if (!release->driver_min) {
+    // No release minimum known (12.3.2): the major's minor-version-compatibility floor still applies.
+    const DriverJudgement judged = judge_driver(branch_version, "driver branch " + c.profile.driver_branch, *c.cuda, std::nullopt, c.kb);
+    out.push_back(make("driver.branch", judged.status, judged.message, judged.remedy, release->provenance.source));
+    return;
+  }
   if (branch >= release->driver_min->major()) {
     out.push_back(make("driver.branch", Status::pass,
                        "driver branch " + c.profile.driver_branch + " can satisfy CUDA " + c.profile.cuda_version +
@@ -168,9 +174,15 @@ void check_cudnn(const Context& c, Findings& out) {
                            minor.str(),
                        "pick a cuDNN release whose support matrix lists CUDA " + minor.str(), for_major.front().source));
   }
+  // Judge compute capabilities only by the rows that cover this toolkit (9.10.2's Blackwell row covers 12.8-12.9 only).
+  std::vector<CudnnEvidence> for_minor;
+  for (const CudnnEvidence& e : for_major) {
+    if (std::find(e.cuda_versions.begin(), e.cuda_versions.end(), minor) != e.cuda_versions.end()) for_minor.push_back(e);
+  }
+  const std::vector<CudnnEvidence>& cc_rows = for_minor.empty() ? for_major : for_minor;
   for (const std::string& cc : c.profile.gpu_compute_capabilities) {
-    const bool stated = std::any_of(for_major.begin(), for_major.end(), [](const CudnnEvidence& e) { return !e.compute_capabilities.empty(); });
-    const bool listed = std::any_of(for_major.begin(), for_major.end(), [&cc](const CudnnEvidence& e) {
+    const bool stated = std::any_of(cc_rows.begin(), cc_rows.end(), [](const CudnnEvidence& e) { return !e.compute_capabilities.empty(); });
+    const bool listed = std::any_of(cc_rows.begin(), cc_rows.end(), [&cc](const CudnnEvidence& e) {
       return std::find(e.compute_capabilities.begin(), e.compute_capabilities.end(), cc) != e.compute_capabilities.end();
     });
     if (stated && !listed) {
@@ -182,6 +194,22 @@ void check_cudnn(const Context& c, Findings& out) {
 }
 
 // ---- PyTorch ------------------------------------------------------------------------------------
+
+constexpr const char* k_binary_compatibility_source =
+    "CUDA C++ Programming Guide, binary compatibility: a cubin for compute capability X.y runs on X.z with z >= y, not across "
+    "major revisions (as implemented in llvm-project openmp/libomptarget cuda rtl.cpp)";
+
+/// The highest listed architecture whose cubins run on `cc`: same major, minor not above cc's; "" if none.
+std::string binary_compatible_arch(const std::vector<std::string>& built, const std::string& cc) {
+  const auto target = Version::parse(cc);
+  std::optional<Version> best;
+  for (const std::string& candidate : built) {
+    const auto v = Version::parse(candidate);
+    if (!v || !target || v->major() != target->major() || v->minor() > target->minor()) continue;
+    if (!best || *v > *best) best = v;
+  }
+  return best ? best->str() : std::string();
+}
 
 void check_pytorch(const Context& c, Findings& out) {
   if (c.profile.framework_name != "pytorch" || !c.cuda) return;
@@ -268,9 +296,15 @@ void check_pytorch(const Context& c, Findings& out) {
     const bool listed = std::find(arch->compute_capabilities.begin(), arch->compute_capabilities.end(), cc) != arch->compute_capabilities.end();
     const auto cc_version = Version::parse(cc);
     const auto ptx = Version::parse(arch->ptx);
+    const std::string compatible = binary_compatible_arch(arch->compute_capabilities, cc);
     if (listed) {
       out.push_back(make("pytorch.compute_capability", Status::pass, name + "+" + variant + " is built for compute capability " + cc,
                          {}, arch->provenance.source));
+    } else if (!compatible.empty()) {
+      out.push_back(make("pytorch.compute_capability", Status::pass,
+                         name + "+" + variant + " has no " + cc + " kernels but its " + compatible +
+                             " kernels run there (cubins run on the same major with an equal or higher minor)",
+                         {}, k_binary_compatibility_source));
     } else if (ptx && cc_version && *cc_version > *ptx) {
       out.push_back(make("pytorch.compute_capability", Status::warn,
                          name + "+" + variant + " has no kernels for " + cc + "; it runs through JIT compilation of its " +

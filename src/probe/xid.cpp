@@ -220,8 +220,11 @@ std::vector<Record> records(std::string_view text) {
     const Prefix prefix = split_prefix(physical);
     const bool indented = physical.front() == ' ' || physical.front() == '\t';
     // Multi-line NVRM messages go on without a stamp: indented under it (dmesg) or flush left (copied logs).
-    const bool continuation = !out.empty() && !prefix.recognized &&
-                              (indented || (out.back().prefixed && util::starts_with(prefix.body, "NVRM:")));
+    // A flush-left line continues only an NVRM record, and never when it starts an Xid line of its own.
+    const bool flush_left_nvrm = !out.empty() && out.back().prefixed && util::starts_with(out.back().body, "NVRM:") &&
+                                 util::starts_with(prefix.body, "NVRM:") &&
+                                 !util::starts_with(prefix.body, "NVRM: Xid (");
+    const bool continuation = !out.empty() && !prefix.recognized && (indented || flush_left_nvrm);
     if (continuation) {
       std::string_view more = prefix.body;
       if (util::starts_with(more, "NVRM:")) more = util::trim(more.substr(5));

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <thread>
 
 #include "system/system.hpp"
 
@@ -35,6 +36,20 @@ class RealLibrary final : public DynamicLibrary {
  private:
   void* m_handle;
 };
+
+/// Polls for the child's exit. Boost 1.74's child::wait_for waits on SIGCHLD with sigtimedwait and can miss
+/// a signal that arrived before it started waiting, sleeping out the whole timeout; polling cannot.
+bool wait_with_timeout(bp::child& child, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(100);
+  std::error_code error;
+  while (child.running(error) && !error) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  return true;
+}
 
 class RealSystem final : public System {
  public:
@@ -90,7 +105,7 @@ class RealSystem final : public System {
       bp::child child(program, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err, io);
       // Run the I/O loop on its own thread so the wait below can give up after the timeout.
       auto io_done = std::async(std::launch::async, [&io] { io.run(); });
-      if (!child.wait_for(timeout)) {
+      if (!wait_with_timeout(child, timeout)) {
         result.timed_out = true;
         std::error_code ignored;
         child.terminate(ignored);

@@ -110,9 +110,10 @@ bool has_finding(const std::vector<nlohmann::json>& findings, const std::string&
   });
 }
 
+/// "invalid/x.toml", ... for the .toml files in tests/fixtures/profiles/<relative>.
 std::vector<std::string> toml_files_under(const std::string& relative) {
   std::vector<std::string> out;
-  for (const auto& entry : std::filesystem::directory_iterator(fixture_path(relative))) {
+  for (const auto& entry : std::filesystem::directory_iterator(fixture_path("profiles/" + relative))) {
     if (entry.path().extension() == ".toml") out.push_back(relative + "/" + entry.path().filename().string());
   }
   std::sort(out.begin(), out.end());
@@ -129,7 +130,7 @@ TEST_CASE("profile check gives each fixture its exit code, rule id and message",
     INFO("stderr: " << result.err);
     CHECK(result.exit_code == row.exit_code);
     if (row.exit_code == 2) {
-      CHECK(result.out.empty());
+      CHECK(result.out.find("findings") == std::string::npos);  // no check result, at most an empty `[]`
       CHECK(result.err.find(row.excerpt) != std::string::npos);
       continue;
     }
@@ -180,10 +181,10 @@ TEST_CASE("every fixture has a row in the table and a line in the README", "[cli
   std::set<std::string> in_table;
   for (const Row& row : k_rows) in_table.insert(row.file);
   const std::string readme = gpuenv::testing::read_fixture("profiles/README.md");
-  std::vector<std::string> files = toml_files_under("profiles/invalid");
-  const std::vector<std::string> valid = toml_files_under("profiles/valid");
+  std::vector<std::string> files = toml_files_under("invalid");
+  const std::vector<std::string> valid = toml_files_under("valid");
   files.insert(files.end(), valid.begin(), valid.end());
-  CHECK(toml_files_under("profiles/invalid").size() >= 30);
+  CHECK(toml_files_under("invalid").size() >= 30);
   for (const std::string& file : files) {
     INFO(file);
     CHECK(in_table.count(file) == 1);

@@ -2,6 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -11,9 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "compat/derive.hpp"
+#include "compat/knowledge_base.hpp"
+#include "profile/fields.hpp"
 #include "profile/parser.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+
+extern char** environ;
 
 namespace {
 
@@ -40,10 +51,80 @@ std::vector<ShippedFile> shipped_files() {
   return out;
 }
 
+gpuenv::profile::ProfileDocument parse_shipped(const std::string& stem) {
+  const std::string path = std::string(GPUENV_SOURCE_DIR) + "/profiles/" + stem + ".toml";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto document = gpuenv::profile::parse_profile(text.str(), path);
+  INFO(path);
+  REQUIRE(document.has_value());
+  return *document;
+}
+
 nlohmann::json parse_json(const std::string& text) {
   auto json = nlohmann::json::parse(text, nullptr, false);
+  INFO(text);
   REQUIRE_FALSE(json.is_discarded());
   return json;
+}
+
+struct DirectRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs the binary with posix_spawn and waits on its pipes. Used for commands that exit within
+/// microseconds (--help, usage errors): RealSystem::run, behind run_gpuenv, relies on Boost 1.74's
+/// child::wait_for, which misses a SIGCHLD that arrives before it starts waiting and then sits out its
+/// whole 30 s timeout.
+DirectRun run_direct(const std::vector<std::string>& args) {
+  std::vector<std::string> owned{GPUENV_BINARY};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : owned) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  int out_pipe[2];
+  int err_pipe[2];
+  REQUIRE(::pipe2(out_pipe, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(err_pipe, O_CLOEXEC) == 0);
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  ::posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  DirectRun result;
+  if (spawned == 0) {
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    std::string* sinks[2] = {&result.out, &result.err};
+    int open_fds = 2;
+    while (open_fds > 0 && ::poll(fds, 2, 10000) > 0) {
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+        char buffer[4096];
+        const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+        if (n > 0) {
+          sinks[i]->append(buffer, static_cast<std::size_t>(n));
+        } else {
+          fds[i].fd = -1;
+          --open_fds;
+        }
+      }
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, 0) == pid && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  }
+  ::close(out_pipe[0]);
+  ::close(err_pipe[0]);
+  REQUIRE(spawned == 0);
+  return result;
 }
 
 }  // namespace
@@ -61,60 +142,64 @@ TEST_CASE("gpuenv ships at least 14 profiles, each named after its file with a o
   }
 }
 
-TEST_CASE("every shipped profile passes `profile check`, by name and by path", "[cli][e2e][profiles]") {
-  for (const ShippedFile& file : shipped_files()) {
+TEST_CASE("every shipped profile passes profile check", "[cli][e2e][profiles]") {
+  const auto files = shipped_files();
+  for (const ShippedFile& file : files) {
     INFO(file.stem);
-    const auto by_name = run_gpuenv({"profile", "check", file.stem});
-    INFO(by_name.out << by_name.err);
-    CHECK(by_name.exit_code == 0);
-    CHECK(by_name.out.find("INCOMPATIBLE") == std::string::npos);
-    CHECK(run_gpuenv({"profile", "check", file.path}).exit_code == 0);
+    const auto result = run_gpuenv({"profile", "check", file.stem});
+    INFO(result.out << result.err);
+    CHECK(result.exit_code == 0);
+    CHECK(result.out.find("verdict: OK") != std::string::npos);
+    CHECK(result.out.find("INCOMPATIBLE") == std::string::npos);
   }
-}
 
-TEST_CASE("`profile check` accepts all shipped profiles at once", "[cli][e2e][profiles]") {
+  // All at once, by path: one result per file, every one valid.
   std::vector<std::string> args{"profile", "check", "--json"};
-  for (const ShippedFile& file : shipped_files()) args.push_back(file.stem);
-  const auto result = run_gpuenv(args);
-  CHECK(result.exit_code == 0);
-  const auto json = parse_json(result.out);
+  for (const ShippedFile& file : files) args.push_back(file.path);
+  const auto all = run_gpuenv(args);
+  CHECK(all.exit_code == 0);
+  const auto json = parse_json(all.out);
   REQUIRE(json.is_array());
-  CHECK(json.size() == shipped_files().size());
-  for (const auto& profile : json) {
-    INFO(profile.at("profile"));
-    CHECK(profile.at("valid") == true);
+  REQUIRE(json.size() == files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    CHECK(json[i].at("profile") == files[i].stem);
+    CHECK(json[i].at("valid") == true);
   }
 }
 
-TEST_CASE("the required shipped profiles exist with the versions they promise", "[cli][e2e][profiles]") {
+TEST_CASE("the required shipped profiles hold the versions they promise", "[cli][profiles]") {
   struct Expect {
     const char* name;
     const char* field;
     const char* value;
   };
   const Expect rows[] = {
-      {"pytorch-1.13-cu117", "framework.version", "1.13.1"}, {"pytorch-1.13-cu117", "cuda.version", "11.7.1"},
-      {"pytorch-1.13-cu117", "framework.python", "3.10"},    {"tensorflow-2.10-cu112", "framework.version", "2.10.0"},
-      {"tensorflow-2.10-cu112", "cuda.version", "11.2.2"},   {"tensorflow-2.10-cu112", "os.version", "20.04"},
-      {"cuda-11.8-ubuntu22.04", "cuda.version", "11.8.0"},   {"cuda-13.0-base", "cuda.version", "13.0.2"},
-      {"cuda-13.0-base", "image.flavor", "base"},            {"pytorch-2.9-cu126", "cuda.version", "12.6.3"},
-      {"pytorch-2.9-cu128", "cuda.version", "12.8.1"},       {"pytorch-2.9-cu130", "cuda.version", "13.0.2"},
-      {"tensorflow-2.20-cu125", "cuda.version", "12.5.1"},   {"cuda-12.4-debian12-install", "os.distro", "debian"},
+      {"pytorch-1.13-cu117", "framework.version", "1.13.1"},  {"pytorch-1.13-cu117", "cuda.version", "11.7.1"},
+      {"pytorch-1.13-cu117", "framework.python", "3.10"},     {"pytorch-1.13-cu117", "os.version", "22.04"},
+      {"pytorch-1.13-cu117", "cudnn.version", "8"},           {"pytorch-1.13-cu117", "image.flavor", "runtime"},
+      {"tensorflow-2.10-cu112", "framework.name", "tensorflow"}, {"tensorflow-2.10-cu112", "framework.version", "2.10.0"},
+      {"tensorflow-2.10-cu112", "cuda.version", "11.2.2"},    {"tensorflow-2.10-cu112", "os.version", "20.04"},
+      {"tensorflow-2.10-cu112", "cudnn.version", "8"},        {"tensorflow-2.10-cu112", "framework.variant", ""},
+      {"cuda-11.8-ubuntu22.04", "cuda.version", "11.8.0"},    {"cuda-11.8-ubuntu22.04", "framework.name", ""},
+      {"cuda-13.0-base", "cuda.version", "13.0.2"},           {"cuda-13.0-base", "image.flavor", "base"},
+      {"cuda-13.0-base", "os.version", "24.04"},              {"pytorch-2.9-cu126", "cuda.version", "12.6.3"},
+      {"pytorch-2.9-cu128", "cuda.version", "12.8.1"},        {"pytorch-2.9-cu130", "cuda.version", "13.0.2"},
+      {"pytorch-2.9-cu130", "cudnn.version", "9"},            {"tensorflow-2.20-cu125", "cuda.version", "12.5.1"},
+      {"tensorflow-2.20-cu125", "framework.version", "2.20.0"}, {"tensorflow-2.20-cu125", "os.version", "22.04"},
+      {"pytorch-2.9-cu128-rockylinux9", "os.distro", "rockylinux"}, {"cuda-12.4-debian12-install", "os.distro", "debian"},
+      {"cuda-12.4-debian12-install", "os.version", "12"},     {"cuda-12.8-driver570-open", "driver.modules", "open"},
+      {"cuda-12.8-driver570-open", "driver.branch", "570"},
   };
   for (const Expect& row : rows) {
     INFO(row.name << " " << row.field);
-    const auto result = run_gpuenv({"profile", "show", "--json", row.name});
-    REQUIRE(result.exit_code == 0);
-    const auto json = parse_json(result.out);
-    CHECK(json.at("fields").value(row.field, std::string()) == row.value);
+    CHECK(gpuenv::profile::get_field(parse_shipped(row.name).base, row.field) == row.value);
   }
-  const auto tf = parse_json(run_gpuenv({"profile", "show", "--json", "tensorflow-2.10-cu112"}).out);
-  CHECK(tf.at("fields").contains("framework.variant") == false);
-  const auto bare = parse_json(run_gpuenv({"profile", "show", "--json", "cuda-11.8-ubuntu22.04"}).out);
-  CHECK(bare.at("fields").contains("framework.name") == false);
+  CHECK_FALSE(parse_shipped("pytorch-2.9-cu128-h100").base.gpu_models.empty());
+  CHECK(parse_shipped("pytorch-2.9-cu126").base.framework_version == "2.9.1");
+  CHECK_FALSE(parse_shipped("pytorch-matrix").matrix.empty());
 }
 
-TEST_CASE("`profile list` lists every shipped profile once", "[cli][e2e][profiles]") {
+TEST_CASE("profile list lists every shipped profile once", "[cli][e2e][profiles]") {
   const auto result = run_gpuenv({"profile", "list"});
   REQUIRE(result.exit_code == 0);
   const auto files = shipped_files();
@@ -136,45 +221,65 @@ TEST_CASE("`profile list` lists every shipped profile once", "[cli][e2e][profile
   CHECK(matrix->at("cells") == 11);
 }
 
-TEST_CASE("`profile show` prints the derived image tag and wheel index", "[cli][e2e][profiles]") {
+TEST_CASE("profile show prints the derived image tag and wheel index", "[cli][e2e][profiles]") {
   const auto text = run_gpuenv({"profile", "show", "pytorch-2.9-cu128"});
   REQUIRE(text.exit_code == 0);
-  CHECK(text.out.find("image: nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04\n") != std::string::npos);
-  CHECK(text.out.find("wheel_index_url: https://download.pytorch.org/whl/cu128\n") != std::string::npos);
-  CHECK(text.out.find("torch_variant: cu128\n") != std::string::npos);
+  CHECK(text.out.find("# pytorch-2.9-cu128 (builtin:pytorch-2.9-cu128)\n") == 0);
+  CHECK(text.out.find("\ncuda.version: 12.8.1\n") != std::string::npos);
+  CHECK(text.out.find("  image: nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04\n") != std::string::npos);
+  CHECK(text.out.find("  wheel_index_url: https://download.pytorch.org/whl/cu128\n") != std::string::npos);
+  CHECK(text.out.find("  torch_variant: cu128\n") != std::string::npos);
 
-  struct Expect {
-    const char* name;
-    const char* image;  ///< "" when no image is derived
-    const char* wheel;  ///< "" when no wheel index is derived
-  };
-  const Expect rows[] = {
-      {"pytorch-1.13-cu117", "nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04", "https://download.pytorch.org/whl/cu117"},
-      {"pytorch-2.9-cu126", "nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu126"},
-      {"pytorch-2.9-cu130", "nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu130"},
-      {"pytorch-2.9-cu128-rockylinux9", "nvidia/cuda:12.8.1-cudnn-runtime-rockylinux9", "https://download.pytorch.org/whl/cu128"},
-      {"tensorflow-2.10-cu112", "nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04", ""},
-      {"tensorflow-2.20-cu125", "nvidia/cuda:12.5.1-cudnn-runtime-ubuntu22.04", ""},
-      {"cuda-13.0-base", "nvidia/cuda:13.0.2-base-ubuntu24.04", ""},
-      {"cuda-11.8-ubuntu22.04", "nvidia/cuda:11.8.0-runtime-ubuntu22.04", ""},
-      {"cuda-12.4-debian12-install", "", ""},
-  };
-  for (const Expect& row : rows) {
-    INFO(row.name);
-    const auto result = run_gpuenv({"profile", "show", "--json", row.name});
-    REQUIRE(result.exit_code == 0);
-    const auto derived = parse_json(result.out).at("derived");
-    CHECK(derived.value("image", std::string()) == row.image);
-    CHECK(derived.value("wheel_index_url", std::string()) == row.wheel);
-  }
+  const auto old = parse_json(run_gpuenv({"profile", "show", "--json", "pytorch-1.13-cu117"}).out);
+  CHECK(old.at("derived").at("image") == "nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04");
+  CHECK(old.at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu117");
+  CHECK(old.at("fields").at("framework.version") == "1.13.1");
+
+  const auto install_only = parse_json(run_gpuenv({"profile", "show", "--json", "cuda-12.4-debian12-install"}).out);
+  CHECK_FALSE(install_only.at("derived").contains("image"));
+  CHECK_FALSE(install_only.at("derived").contains("wheel_index_url"));
+  CHECK(install_only.at("derived").at("driver_floor") == "550.54.15");
 
   const auto driver = parse_json(run_gpuenv({"profile", "show", "--json", "cuda-12.8-driver570-open"}).out);
   CHECK(driver.at("fields").at("driver.modules") == "open");
   CHECK(driver.at("derived").at("driver_branch") == "570");
   CHECK(driver.at("derived").at("driver_floor") == "570.124.06");
+  CHECK(driver.at("derived").at("driver_floor_reason") == "driver.min");
 }
 
-TEST_CASE("`profile show` of a matrix profile shows every cell", "[cli][e2e][profiles]") {
+TEST_CASE("the shipped profiles derive the images and wheel indexes their names promise", "[cli][profiles]") {
+  auto kb = gpuenv::compat::builtin_knowledge_base();
+  REQUIRE(kb.has_value());
+  struct Expect {
+    const char* name;
+    const char* image;  ///< "" when no tag can be formed
+    const char* wheel;  ///< "" without PyTorch
+  };
+  const Expect rows[] = {
+      {"pytorch-1.13-cu117", "11.7.1-cudnn8-runtime-ubuntu22.04", "https://download.pytorch.org/whl/cu117"},
+      {"pytorch-2.4-cu124", "12.4.1-cudnn-runtime-ubuntu22.04", "https://download.pytorch.org/whl/cu124"},
+      {"pytorch-2.9-cu126", "12.6.3-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu126"},
+      {"pytorch-2.9-cu128", "12.8.1-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu128"},
+      {"pytorch-2.9-cu130", "13.0.2-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu130"},
+      {"pytorch-2.9-cu128-rockylinux9", "12.8.1-cudnn-runtime-rockylinux9", "https://download.pytorch.org/whl/cu128"},
+      {"pytorch-2.7-cu118-ubi8", "11.8.0-cudnn8-runtime-ubi8", "https://download.pytorch.org/whl/cu118"},
+      {"tensorflow-2.10-cu112", "11.2.2-cudnn8-runtime-ubuntu20.04", ""},
+      {"tensorflow-2.20-cu125", "12.5.1-cudnn-runtime-ubuntu22.04", ""},
+      {"cuda-13.0-base", "13.0.2-base-ubuntu24.04", ""},
+      {"cuda-13.0-ubi9-devel", "13.0.2-cudnn-devel-ubi9", ""},
+      {"cuda-11.8-ubuntu22.04", "11.8.0-runtime-ubuntu22.04", ""},
+      {"cuda-12.8-driver570-open", "12.8.1-cudnn-devel-ubuntu24.04", ""},
+      {"cuda-12.4-debian12-install", "", ""},
+  };
+  for (const Expect& row : rows) {
+    INFO(row.name);
+    const auto derived = gpuenv::compat::derive(parse_shipped(row.name).base, **kb);
+    CHECK(derived.image_tag == row.image);
+    CHECK(derived.wheel_index_url == row.wheel);
+  }
+}
+
+TEST_CASE("profile show of a matrix profile shows every cell", "[cli][e2e][profiles]") {
   const auto result = run_gpuenv({"profile", "show", "--json", "pytorch-matrix"});
   REQUIRE(result.exit_code == 0);
   const auto cells = parse_json(result.out);
@@ -183,10 +288,11 @@ TEST_CASE("`profile show` of a matrix profile shows every cell", "[cli][e2e][pro
   CHECK(cells[0].at("cell").at("cuda.version") == "12.6.3");
   CHECK(cells[0].at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu126");
   CHECK(cells[10].at("cell").at("framework.python") == "3.14");
+  CHECK(cells[10].at("derived").at("image") == "nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04");
   CHECK(cells[10].at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu130");
 }
 
-TEST_CASE("`matrix --format github` prints {\"include\": [...]} of the valid cells only", "[cli][e2e][matrix]") {
+TEST_CASE("matrix --format github prints an include list of the valid cells only", "[cli][e2e][matrix]") {
   const auto result = run_gpuenv({"matrix", "pytorch-matrix", "--format", "github"});
   REQUIRE(result.exit_code == 0);
   const auto json = parse_json(result.out);
@@ -220,7 +326,7 @@ TEST_CASE("`matrix --format github` prints {\"include\": [...]} of the valid cel
   CHECK(run_gpuenv({"profile", "check", mixed}).exit_code == 1);
 }
 
-TEST_CASE("`matrix --format json` marks validity and requested cells", "[cli][e2e][matrix]") {
+TEST_CASE("matrix --format json marks validity and requested cells", "[cli][e2e][matrix]") {
   const auto result = run_gpuenv({"matrix", fixture_path("profiles/valid/matrix-exclude-include.toml"), "--format", "json"});
   REQUIRE(result.exit_code == 0);
   const auto cells = parse_json(result.out).at("cells");
@@ -233,7 +339,7 @@ TEST_CASE("`matrix --format json` marks validity and requested cells", "[cli][e2
   for (const auto& cell : cells) CHECK(cell.at("valid") == true);
 }
 
-TEST_CASE("`matrix` without a matrix yields the base profile as one cell", "[cli][e2e][matrix]") {
+TEST_CASE("matrix without a matrix yields the base profile as one cell", "[cli][e2e][matrix]") {
   const auto result = run_gpuenv({"matrix", "pytorch-2.4-cu124", "--format", "github"});
   REQUIRE(result.exit_code == 0);
   const auto include = parse_json(result.out).at("include");
@@ -245,25 +351,42 @@ TEST_CASE("`matrix` without a matrix yields the base profile as one cell", "[cli
   CHECK(parse_json(invalid.out).at("include").empty());
 }
 
-TEST_CASE("--version and --help exit 0", "[cli][e2e]") {
-  const auto version = run_gpuenv({"--version"});
+TEST_CASE("gpuenv version and help flags exit 0", "[cli][e2e]") {
+  const auto version = run_direct({"--version"});
   CHECK(version.exit_code == 0);
   CHECK(version.out.rfind("gpuenv ", 0) == 0);
-  const auto help = run_gpuenv({"--help"});
+  const auto help = run_direct({"--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("profile") != std::string::npos);
   CHECK(help.out.find("matrix") != std::string::npos);
   CHECK(help.out.find("Exit codes") != std::string::npos);
+  const auto profile_help = run_direct({"profile", "--help"});
+  CHECK(profile_help.exit_code == 0);
+  CHECK(profile_help.out.find("check") != std::string::npos);
 }
 
 TEST_CASE("usage errors exit 2", "[cli][e2e]") {
-  CHECK(run_gpuenv({}).exit_code == 2);
-  CHECK(run_gpuenv({"frobnicate"}).exit_code == 2);
-  CHECK(run_gpuenv({"profile"}).exit_code == 2);
-  CHECK(run_gpuenv({"profile", "frobnicate"}).exit_code == 2);
-  CHECK(run_gpuenv({"profile", "check"}).exit_code == 2);
-  CHECK(run_gpuenv({"matrix", "pytorch-matrix", "--format", "yaml"}).exit_code == 2);
-  CHECK(run_gpuenv({"profile", "check", fixture_path("profiles/does-not-exist.toml")}).exit_code == 2);
+  const std::vector<std::vector<std::string>> commands = {
+      {},
+      {"frobnicate"},
+      {"--frobnicate"},
+      {"profile"},
+      {"profile", "frobnicate"},
+      {"profile", "check"},
+      {"profile", "show", "a", "b"},
+      {"matrix", "pytorch-matrix", "--format", "yaml"},
+  };
+  for (const auto& args : commands) {
+    std::string joined;
+    for (const auto& arg : args) joined += arg + " ";
+    INFO("gpuenv " << joined);
+    const auto result = run_direct(args);
+    CHECK(result.exit_code == 2);
+    CHECK_FALSE(result.err.empty());
+  }
+  const auto missing = run_gpuenv({"profile", "check", fixture_path("profiles/does-not-exist.toml")});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("does-not-exist.toml") != std::string::npos);
 }
 
 TEST_CASE("an unknown profile name exits 2 with a did-you-mean", "[cli][e2e]") {
@@ -273,6 +396,7 @@ TEST_CASE("an unknown profile name exits 2 with a did-you-mean", "[cli][e2e]") {
     INFO(args[0] << " " << args[1]);
     const auto result = run_gpuenv(args);
     CHECK(result.exit_code == 2);
+    CHECK(result.out.empty());
     CHECK(result.err.find("no shipped profile named `pytorch-2.4-cu12`") != std::string::npos);
     CHECK(result.err.find("did you mean `pytorch-2.4-cu124`?") != std::string::npos);
   }

@@ -151,7 +151,8 @@ TEST_CASE("compat: derive states the driver floor, its reason and its branch", "
       {"12.4.1", "535.104.05", "", "535.104.05", "driver.min", "535"},
       {"12.4.1", "", "560", "550.54.15", "CUDA 12.4.1 requires it", "560"},
       {"12.3.2", "", "", "525.60.13", "minor-version-compatibility floor", "525"},
-      {"10.2.89", "", "", "", "not in the knowledge base", ""},
+      {"10.2.89", "", "", "440.33", "CUDA 10.2.89 requires it", "440"},
+      {"9.2.148", "", "", "", "not in the knowledge base", ""},
   };
   for (const Case& c : cases) {
     INFO("CUDA " << c.cuda << " driver.min '" << c.driver_min << "' branch '" << c.driver_branch << "'");

@@ -155,6 +155,7 @@ TEST_CASE("compat: cuda.release accepts real releases and names the nearest for 
       row("13.1.0 is CUDA 13.1 GA", {{"cuda.version", "13.1.0"}}, "cuda.release", Expect::pass),
       row("12.3.2 exists (driver row unverified)", {{"cuda.version", "12.3.2"}}, "cuda.release", Expect::pass),
       row("11.0.1 is the 11.0 RC", {{"cuda.version", "11.0.1"}}, "cuda.release", Expect::pass),
+      row("10.2.89 is CUDA 10.2", {{"cuda.version", "10.2.89"}}, "cuda.release", Expect::pass),
       row("no CUDA 12.7 release", {{"cuda.version", "12.7.0"}}, "cuda.release", Expect::fail, "12.6.3 and 12.8.0"),
       row("12.4 has no Update 2", {{"cuda.version", "12.4.2"}}, "cuda.release", Expect::fail, "12.4.1 and 12.5.0"),
       row("11.8 has no Update 1", {{"cuda.version", "11.8.1"}}, "cuda.release", Expect::fail, "11.8.0 and 12.0.0"),
@@ -203,6 +204,10 @@ TEST_CASE("compat: driver.branch judges the branch against driver.min and the CU
       row("R535 cannot satisfy driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "535"}}, id, Expect::fail,
           "550"),
       row("R550 satisfies driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "550"}}, id, Expect::pass),
+      row("12.3.2 (no listed minimum): R470 is below the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.branch", "470"}}, id,
+          Expect::fail, "525.60.13"),
+      row("12.3.2 (no listed minimum): R535 meets the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id,
+          Expect::pass),
       row("no driver.branch: nothing to judge", {}, id, Expect::absent),
   });
 }
@@ -249,6 +254,8 @@ TEST_CASE("compat: cudnn.compute_capability warns for architectures the matrix d
           Expect::warn, "7.0"),
       row("cuDNN 9.10.2 lists 7.0 (footnote [5])",
           {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "7.0"}}, id, Expect::absent),
+      row("cuDNN 9.10.2 lists 12.0 only in its Blackwell row, which covers CUDA 12.8-12.9, not 12.4",
+          {{"cuda.version", "12.4.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "12.0"}}, id, Expect::warn, "12.0"),
   });
 }
 
@@ -351,8 +358,14 @@ TEST_CASE("compat: pytorch.compute_capability checks the wheel's architecture li
           Expect::pass),
       row("cu126 wheels have no sm_100", {pt, t211, py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "10.0"}}, id,
           Expect::fail),
-      row("2.12 cu130 runs 12.1 through its 12.0 PTX",
-          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "12.1"}}, id, Expect::warn, "PTX"),
+      row("2.12 cu130 runs its 12.0 cubins on 12.1 (binary compatible within a major)",
+          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "12.1"}}, id, Expect::pass, "12.0 kernels"),
+      row("2.11 cu128 runs its 8.6 cubins on an L4 (8.9)",
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "8.9"}}, id, Expect::pass, "8.6 kernels"),
+      row("2.12 cu130 runs its 10.0 cubins on a B300 (10.3)",
+          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.models", "B300"}}, id, Expect::pass, "10.0 kernels"),
+      row("2.11 cu128 has nothing for Jetson Thor (11.0): no same-major cubin, older PTX",
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "11.0"}}, id, Expect::fail),
       row("2.12 cu130 is built for 10.0",
           {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "10.0"}}, id, Expect::pass),
       row("2.5 cu124 (conda list) has sm_90", {pt, torch("2.5.1"), py, {"gpu.compute_capabilities", "9.0"}}, id, Expect::pass),

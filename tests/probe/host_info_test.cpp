@@ -99,9 +99,16 @@ TEST_CASE("/proc/cmdline arguments", "[probe][host]") {
 TEST_CASE("Secure Boot efivar bytes", "[probe][host]") {
   using namespace std::string_literals;
   // Attributes 0x06 0x00 0x00 0x00 (boot-service and runtime access), then the value byte.
-  CHECK(parse_secure_boot_efivar("\x06\x00\x00\x00\x01"s) == true);
-  CHECK(parse_secure_boot_efivar("\x06\x00\x00\x00\x00"s) == false);
-  CHECK(parse_secure_boot_efivar("\x16\x00\x00\x00\x01"s) == true);
+  struct Row {
+    std::string bytes;
+    bool enabled;
+  };
+  const Row rows[] = {{"\x06\x00\x00\x00\x01"s, true}, {"\x06\x00\x00\x00\x00"s, false}, {"\x16\x00\x00\x00\x01"s, true}};
+  for (const Row& row : rows) {
+    const auto state = parse_secure_boot_efivar(row.bytes);
+    REQUIRE(state.has_value());
+    CHECK(*state == row.enabled);
+  }
   for (const std::string& bad : {""s, "\x06\x00\x00\x00"s, "\x06\x00\x00\x00\x02"s, "\x06\x00\x00\x00\x01\x00"s}) {
     INFO(bad.size());
     CHECK_FALSE(parse_secure_boot_efivar(bad).has_value());

@@ -133,8 +133,8 @@ TEST_CASE("nvidia-smi XML: Tesla V100 (driver 460): legacy ECC, retired pages, t
   CHECK(gpu.temperature_c == 66);
   CHECK(gpu.temperature_slowdown_c == 87);
   CHECK(gpu.temperature_shutdown_c == 90);
-  CHECK(gpu.power_draw_w == Approx(170.16));
-  CHECK(gpu.power_limit_w == Approx(250.0));
+  CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(170.16));
+  CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(250.0));
   REQUIRE(gpu.clocks_event_reasons.has_value());
   CHECK(gpu.clocks_event_reasons->empty());
   CHECK(gpu.pcie.gen_current == 3);
@@ -158,8 +158,8 @@ TEST_CASE("nvidia-smi XML: Tesla P100 (driver 510) has 3 aggregate single-bit EC
   CHECK(gpu.temperature_c == 38);
   CHECK(gpu.temperature_slowdown_c == 82);
   CHECK(gpu.temperature_shutdown_c == 85);
-  CHECK(gpu.power_draw_w == Approx(26.16));
-  CHECK(gpu.power_limit_w == Approx(250.0));
+  CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(26.16));
+  CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(250.0));
   CHECK(gpu.clocks_event_reasons == std::optional<Names>(Names{"gpu_idle"}));
 }
 
@@ -187,8 +187,8 @@ TEST_CASE("nvidia-smi XML: A100-SXM4-80GB (driver 535): MIG, SRAM/DRAM ECC, gpu_
   CHECK(gpu.temperature_c == 27);
   CHECK(gpu.temperature_slowdown_c == 89);
   CHECK(gpu.temperature_shutdown_c == 92);
-  CHECK(gpu.power_draw_w == Approx(67.03));
-  CHECK(gpu.power_limit_w == Approx(500.0));
+  CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(67.03));
+  CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(500.0));
   CHECK(gpu.clocks_event_reasons == std::optional<Names>(Names{}));
   CHECK(gpu.pcie.gen_current == 4);
   CHECK(gpu.pcie.width_current == 16);
@@ -203,8 +203,8 @@ TEST_CASE("nvidia-smi XML: A100-SXM4-40GB (driver 510): volatile ECC N/A, aggreg
   CHECK_FALSE(gpu.ecc_errors.volatile_counts.uncorrectable.has_value());
   CHECK(gpu.ecc_errors.aggregate_counts.correctable == 0);
   CHECK(gpu.ecc_errors.aggregate_counts.uncorrectable == 0);
-  CHECK(gpu.power_draw_w == Approx(66.92));
-  CHECK(gpu.power_limit_w == Approx(400.0));
+  CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(66.92));
+  CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(400.0));
 }
 
 TEST_CASE("nvidia-smi XML: A10G (driver 515): remapped rows, idle throttle, x8 link", "[probe][nvidia-smi-xml]") {
@@ -244,8 +244,8 @@ TEST_CASE("nvidia-smi XML: RTX 4000 SFF Ada (driver 595, DTD v13): newest ECC sc
   CHECK(gpu.temperature_c == 38);
   CHECK_FALSE(gpu.temperature_slowdown_c.has_value());  // only *_tlimit_threshold on this driver
   CHECK_FALSE(gpu.temperature_shutdown_c.has_value());
-  CHECK(gpu.power_draw_w == Approx(8.44));  // instant_power_draw
-  CHECK(gpu.power_limit_w == Approx(70.0));  // current_power_limit
+  CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(8.44));  // instant_power_draw
+  CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(70.0));  // current_power_limit
   CHECK(gpu.clocks_event_reasons == std::optional<Names>(Names{"gpu_idle"}));
   CHECK(gpu.pcie.gen_current == 1);
   CHECK(gpu.pcie.gen_max == 4);
@@ -282,7 +282,7 @@ TEST_CASE("nvidia-smi XML: 8x V100S: every GPU, and sw_power_cap on two of them"
     CHECK(gpu.serial == rows[i].serial);
     CHECK(gpu.memory_used_mib == rows[i].used_mib);
     CHECK(gpu.temperature_c == rows[i].temperature);
-    CHECK(gpu.power_draw_w == Approx(rows[i].power));
+    CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(rows[i].power));
     CHECK(gpu.clocks_event_reasons == std::optional<Names>(rows[i].power_capped ? Names{"sw_power_cap"} : Names{}));
     CHECK(gpu.ecc_errors.aggregate_counts.correctable == 0);
     CHECK(gpu.retired_pages.pending == false);
@@ -295,7 +295,7 @@ TEST_CASE("nvidia-smi XML: reduced reports give absent values, not errors", "[pr
     const NvidiaSmiGpu gpu = parse_fixture("rtx-pro-6000-blackwell_driver-580_reduced.xml").gpus.at(0);
     CHECK(gpu.pci_bus_id == "00000000:01:00.0");  // from the id attribute: no <pci> element
     CHECK(gpu.temperature_c == 37);               // " 37 C "
-    CHECK(gpu.power_draw_w == Approx(66.84));     // " N/A " then " 66.84 W "
+    CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(66.84));     // " N/A " then " 66.84 W "
     CHECK_FALSE(gpu.power_limit_w.has_value());
     CHECK_FALSE(gpu.serial.has_value());
     CHECK_FALSE(gpu.clocks_event_reasons.has_value());
@@ -318,13 +318,13 @@ TEST_CASE("nvidia-smi XML: reduced reports give absent values, not errors", "[pr
     CHECK(gpu.name == "Graphics Device");
     CHECK_FALSE(gpu.retired_pages.pending.has_value());
     CHECK_FALSE(gpu.ecc_mode_current.has_value());
-    CHECK(gpu.power_draw_w == Approx(8.93));
-    CHECK(gpu.power_limit_w == Approx(130.0));
+    CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(8.93));
+    CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(130.0));
   }
   SECTION("RTX 3060 on 570: instant_power_draw before average_power_draw") {
     const NvidiaSmiGpu gpu = parse_fixture("geforce-rtx-3060_driver-570.124.04_cuda-12.8.xml").gpus.at(0);
-    CHECK(gpu.power_draw_w == Approx(11.63));
-    CHECK(gpu.power_limit_w == Approx(170.0));
+    CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(11.63));
+    CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(170.0));
     CHECK(gpu.persistence_mode == true);
   }
 }

@@ -310,6 +310,14 @@ TEST_CASE("Kernel log: other prefixes and Xid shapes from reference/xid.md Table
   CHECK(scan.events[8].pid == 1234);
   CHECK(scan.events[8].process_name == "python");
   CHECK(gpuenv::probe::to_string(scan.events[0].kind) == "fallen_off_bus");
+  // An unstamped Xid line right after a stamped NVRM record is a record of its own, not a continuation.
+  const KernelLogScan mixed = parse_xid_events(
+      "[ 1.000000] NVRM: GPU at PCI:0000:3b:00: GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee\n"
+      "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=a, An uncorrectable double bit error (DBE) has been detected\n");
+  REQUIRE(mixed.events.size() == 1);
+  CHECK(mixed.events[0].xid == 48);
+  CHECK(mixed.events[0].gpu_uuid == "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+  CHECK(mixed.events[0].timestamp.empty());
 }
 
 TEST_CASE("Kernel log: malformed Xid lines are reported, garbage and truncation never crash", "[probe][xid]") {

@@ -1,0 +1,264 @@
+// `gpuenv dockerfile NAME|FILE [--set FIELD=VALUE...] [-o FILE] [--with-doctor]`
+// `gpuenv dockerfile NAME|FILE --all --out-dir DIR [--with-doctor]`
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "cli/profile_output.hpp"
+#include "compat/derive.hpp"
+#include "compat/rules.hpp"
+#include "dockerfile/dockerfile.hpp"
+#include "profile/catalog.hpp"
+#include "profile/fields.hpp"
+#include "profile/matrix.hpp"
+
+#ifndef GPUENV_VERSION
+#define GPUENV_VERSION "0.0.0"
+#endif
+
+namespace gpuenv::cli {
+namespace {
+
+struct DockerfileOptions {
+  std::string profile;
+  std::vector<std::string> set;
+  std::string output;
+  bool all = false;
+  std::string out_dir;
+  bool with_doctor = false;
+};
+
+/// The facts every run needs.
+struct Inputs {
+  const compat::KnowledgeBase* kb = nullptr;
+  const dockerfile::Data* data = nullptr;
+  profile::ProfileDocument document;
+};
+
+/// compat's findings for a Dockerfile, then the generator's own.
+std::vector<report::Finding> dockerfile_findings(const profile::Profile& p, const Inputs& in) {
+  std::vector<report::Finding> findings = compat::check_profile(p, *in.kb, compat::Purpose::dockerfile);
+  std::vector<report::Finding> own = dockerfile::check(p, *in.kb, *in.data);
+  findings.insert(findings.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+  return findings;
+}
+
+bool usable(const std::vector<report::Finding>& findings) { return report::verdict_of(findings) != report::Verdict::not_ok; }
+
+std::string cell_name(const profile::Profile& base, const profile::Assignments& assignments) {
+  if (assignments.empty()) return base.name;
+  std::string out;
+  for (const auto& [key, value] : assignments) out += (out.empty() ? "" : ",") + key + "=" + value;
+  return out;
+}
+
+void print_warnings(Context& context, const std::vector<report::Finding>& findings) {
+  for (const report::Finding& f : findings) {
+    if (f.status == report::Status::warn) context.err << "gpuenv: warning: " << f.id << ": " << f.message << "\n";
+  }
+}
+
+dockerfile::Options render_options(const DockerfileOptions& options, profile::Assignments selection) {
+  dockerfile::Options out;
+  out.gpuenv_version = GPUENV_VERSION;
+  out.profile_argument = options.profile;
+  out.selection = std::move(selection);
+  out.with_doctor = options.with_doctor;
+  return out;
+}
+
+ExitCode run_one(Context& context, const DockerfileOptions& options, const Inputs& in) {
+  auto overrides = profile::parse_assignments(options.set);
+  if (!overrides) return report_error(context, overrides.error());
+  const profile::Profile& base = in.document.base;
+  const std::vector<profile::Cell> cells = profile::expand_matrix(in.document);
+
+  // --set FIELD=VALUE on a matrix axis (or an include field) picks cells; on any other field it overrides.
+  std::set<std::string> matrix_keys;
+  for (const profile::Cell& cell : cells) {
+    for (const auto& [key, value] : cell.assignments) matrix_keys.insert(key);
+  }
+  profile::Assignments selectors;
+  for (const auto& pair : *overrides) {
+    if (matrix_keys.contains(pair.first)) selectors.push_back(pair);
+  }
+  std::vector<profile::Cell> candidates = selectors.empty() ? cells : profile::select_cells(cells, selectors);
+  if (candidates.empty()) {
+    context.err << "gpuenv: note: no matrix cell of " << base.name << " has " << cell_name(base, selectors)
+                << "; using the base profile with --set applied\n";
+    candidates.push_back(profile::Cell{{}, base, true});
+  }
+
+  struct Choice {
+    profile::Cell cell;
+    profile::Profile resolved;
+    std::vector<report::Finding> findings;
+  };
+  std::optional<Choice> chosen;
+  std::optional<Choice> first;
+  for (const profile::Cell& cell : candidates) {
+    auto resolved = profile::apply_overrides(cell.profile, *overrides);
+    if (!resolved) return report_error(context, resolved.error());
+    Choice choice{cell, *resolved, dockerfile_findings(*resolved, in)};
+    if (usable(choice.findings)) {
+      chosen = std::move(choice);
+      break;
+    }
+    if (!first) first = std::move(choice);
+  }
+  if (!chosen) {
+    context.err << "gpuenv: refusing to write a Dockerfile: " << base.name
+                << (candidates.size() > 1 ? " has no valid cell among the " + std::to_string(candidates.size()) + " that match; the first one's findings:"
+                                          : " is not compatible:")
+                << "\n\n";
+    const compat::CellVerdict verdict{first->cell, first->findings, false};
+    context.err << check_text(base, {verdict}, report::TextStyle{});
+    return ExitCode::not_ok;
+  }
+  if (candidates.size() > 1) {
+    context.err << "gpuenv: note: " << candidates.size() << " cells of " << base.name << " match; using the first valid one, "
+                << cell_name(base, chosen->cell.assignments) << " (pick one with --set, or write all with --all --out-dir)\n";
+  }
+  print_warnings(context, chosen->findings);
+
+  // The selection repeated in the file: the cell's assignments, then overrides of other fields.
+  profile::Assignments selection = chosen->cell.assignments;
+  for (const auto& pair : *overrides) {
+    const bool present = std::any_of(selection.begin(), selection.end(), [&pair](const auto& s) { return s.first == pair.first; });
+    if (!present) selection.push_back(pair);
+  }
+  auto text = dockerfile::render(chosen->resolved, *in.kb, *in.data, render_options(options, std::move(selection)));
+  if (!text) return report_error(context, text.error());
+  if (options.output.empty()) {
+    context.out << *text;
+    return ExitCode::ok;
+  }
+  if (auto written = context.system.write_file_atomic(options.output, *text); !written) {
+    return report_error(context, util::Error::input(written.error().message, "check that -o names a writable path"));
+  }
+  return ExitCode::ok;
+}
+
+ExitCode run_all(Context& context, const DockerfileOptions& options, const Inputs& in) {
+  if (!context.system.exists(options.out_dir)) {
+    return report_error(context, util::Error::usage("--out-dir " + options.out_dir + ": no such directory",
+                                                    "create it first (mkdir -p " + options.out_dir + ")"));
+  }
+  const profile::Profile& base = in.document.base;
+  const std::vector<profile::Cell> cells = profile::expand_matrix(in.document);
+
+  struct Output {
+    std::string file;
+    std::string text;
+  };
+  std::vector<Output> outputs;
+  std::set<std::string> names;
+  nlohmann::json written = nlohmann::json::array();
+  nlohmann::json skipped = nlohmann::json::array();
+  std::string skipped_text;
+  bool requested_invalid = false;
+  for (const profile::Cell& cell : cells) {
+    const std::vector<report::Finding> findings = dockerfile_findings(cell.profile, in);
+    const std::string label = cell_name(base, cell.assignments);
+    if (!usable(findings)) {
+      std::vector<report::Finding> failing;
+      for (const report::Finding& f : findings) {
+        if (f.status == report::Status::fail) {
+          failing.push_back(f);
+          skipped_text += "  skipped " + label + (cell.requested && !cell.assignments.empty() ? " (include)" : "") + ": " + f.id + ": " +
+                          f.message + "\n";
+        }
+      }
+      skipped.push_back({{"label", label}, {"cell", assignments_json(cell.assignments)}, {"requested", cell.requested},
+                         {"findings", report::to_json(failing)}});
+      requested_invalid = requested_invalid || cell.requested;
+      continue;
+    }
+    auto text = dockerfile::render(cell.profile, *in.kb, *in.data, render_options(options, cell.assignments));
+    if (!text) return report_error(context, text.error());
+    std::string file = dockerfile::cell_file_name(base.name, cell.assignments);
+    for (int n = 2; !names.insert(file).second; ++n) {
+      file = dockerfile::cell_file_name(base.name, cell.assignments);
+      file = file.substr(0, file.size() - 11) + "-" + std::to_string(n) + ".Dockerfile";
+    }
+    std::string set;
+    for (const auto& [key, value] : cell.assignments) set += (set.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+    written.push_back({{"file", file},
+                       {"label", label},
+                       {"cell", assignments_json(cell.assignments)},
+                       {"set", set},
+                       {"requested", cell.requested},
+                       {"image", "nvidia/cuda:" + compat::derive(cell.profile, *in.kb).image_tag},
+                       {"profile_hash", dockerfile::profile_hash(cell.profile)}});
+    outputs.push_back({std::move(file), std::move(*text)});
+  }
+
+  // Everything is rendered before the first write; the index goes last, so a reader never sees an index
+  // naming a file that is not there.
+  const std::string dir = options.out_dir.back() == '/' ? options.out_dir : options.out_dir + "/";
+  for (const Output& output : outputs) {
+    if (auto ok = context.system.write_file_atomic(dir + output.file, output.text); !ok) {
+      return report_error(context, util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
+    }
+  }
+  const nlohmann::json index = {{"schema", 1},
+                                {"generator", std::string("gpuenv ") + GPUENV_VERSION},
+                                {"profile", base.name},
+                                {"origin", base.origin},
+                                {"with_doctor", options.with_doctor},
+                                {"dockerfiles", written},
+                                {"skipped", skipped}};
+  if (auto ok = context.system.write_file_atomic(dir + "index.json", index.dump(2) + "\n"); !ok) {
+    return report_error(context, util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
+  }
+  context.err << "gpuenv: wrote " << outputs.size() << " Dockerfile" << (outputs.size() == 1 ? "" : "s") << " and index.json to "
+              << options.out_dir;
+  if (!skipped.empty()) context.err << "; skipped " << skipped.size() << " invalid cell" << (skipped.size() == 1 ? "" : "s") << ":";
+  context.err << "\n" << skipped_text;
+  if (requested_invalid) return ExitCode::not_ok;
+  return outputs.empty() ? ExitCode::not_ok : ExitCode::ok;
+}
+
+ExitCode run_dockerfile(Context& context, const DockerfileOptions& options) {
+  if (options.all && options.out_dir.empty()) {
+    return report_error(context, util::Error::usage("--all needs --out-dir DIR", "e.g. gpuenv dockerfile " + options.profile + " --all --out-dir out/"));
+  }
+  if (!options.all && !options.out_dir.empty()) {
+    return report_error(context, util::Error::usage("--out-dir is for --all", "add --all, or write one Dockerfile with -o FILE"));
+  }
+  if (options.all && !options.output.empty()) {
+    return report_error(context, util::Error::usage("-o writes one Dockerfile; --all writes one per cell into --out-dir", "drop -o"));
+  }
+  if (options.all && !options.set.empty()) {
+    return report_error(context, util::Error::usage("--set picks one cell; --all writes every valid cell", "drop --set, or drop --all"));
+  }
+  Inputs in;
+  auto kb = compat::builtin_knowledge_base();
+  if (!kb) return report_error(context, kb.error());
+  auto data = dockerfile::builtin_data();
+  if (!data) return report_error(context, data.error());
+  auto document = profile::load_profile(options.profile, context.system);
+  if (!document) return report_error(context, document.error());
+  in.kb = *kb;
+  in.data = *data;
+  in.document = std::move(*document);
+  return options.all ? run_all(context, options, in) : run_one(context, options, in);
+}
+
+}  // namespace
+
+void add_dockerfile_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<DockerfileOptions>();
+  CLI::App* command = app.add_subcommand("dockerfile", "Write a Dockerfile for a profile (or one per valid matrix cell)");
+  command->add_option("profile", options->profile, "Shipped profile name or path to a .toml file")->required();
+  command->add_option("--set", options->set, "Pick a matrix cell or override a field (FIELD=VALUE; repeatable)")->allow_extra_args(false);
+  command->add_option("-o,--output", options->output, "Write the Dockerfile to FILE (atomically) instead of stdout");
+  command->add_flag("--all", options->all, "Write one Dockerfile per valid matrix cell, and index.json, into --out-dir");
+  command->add_option("--out-dir", options->out_dir, "With --all: an existing directory to write into");
+  command->add_flag("--with-doctor", options->with_doctor,
+                    "Add the gpuenv binary (build context ./gpuenv) and a HEALTHCHECK running `gpuenv doctor --quick --oneline`");
+  command->callback([&action, options] { action = [options](Context& c) { return run_dockerfile(c, *options); }; });
+}
+
+}  // namespace gpuenv::cli

@@ -1,0 +1,55 @@
+#pragma once
+// The Dockerfile generator's own facts (data/dockerfile/*.toml, compiled in): which Python each image OS ships,
+// the pinned uv that provides every other version, and NumPy caps for older frameworks.
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compat/knowledge_base.hpp"
+#include "util/embedded_file.hpp"
+#include "util/expected.hpp"
+#include "util/version.hpp"
+
+namespace gpuenv::dockerfile {
+
+/// The default `python3` of an nvidia/cuda image OS.
+struct OsPython {
+  std::string os;  ///< nvidia/cuda OS suffix: "ubuntu22.04", "ubi9", "amzn2023"
+  util::Version python;
+  std::vector<std::string> packages;
+  std::string interpreter;
+  compat::Provenance provenance;
+};
+
+/// The pinned uv used for every Python the OS does not ship as python3.
+struct Uv {
+  std::string version;
+  std::string image;  ///< "ghcr.io/astral-sh/uv:0.9.2"
+  util::Version python_min;
+  util::Version python_max;
+  compat::Provenance provenance;
+};
+
+/// "framework releases below `below` need `requirement`" (e.g. numpy<2).
+struct NumpyCap {
+  std::string framework;
+  util::Version below;
+  std::string requirement;
+  compat::Provenance provenance;
+};
+
+struct Data {
+  std::vector<OsPython> os_python;
+  Uv uv;
+  std::vector<NumpyCap> numpy;
+
+  const OsPython* python_of(const std::string& image_os) const;
+};
+
+/// Parses the tables; an internal Error naming the file and row on bad data.
+util::Expected<Data> parse_data(std::span<const util::EmbeddedFile> files);
+/// The data compiled into this binary, parsed once.
+util::Expected<const Data*> builtin_data();
+
+}  // namespace gpuenv::dockerfile

@@ -1,0 +1,70 @@
+#pragma once
+// Profile + knowledge base -> Dockerfile text. Pure: no file access, no clock, no environment; the same input
+// gives byte-identical output. `gpuenv dockerfile` (cli) decides where the text goes.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compat/knowledge_base.hpp"
+#include "dockerfile/data.hpp"
+#include "profile/profile.hpp"
+#include "report/finding.hpp"
+#include "util/expected.hpp"
+
+namespace gpuenv::dockerfile {
+
+/// What the generated file says about where it came from, and optional extras.
+struct Options {
+  std::string gpuenv_version;  ///< "0.1.0", named in the header comment
+  /// The profile argument to repeat in the "Regenerate with" line: a shipped profile's name or the user's path.
+  std::string profile_argument;
+  /// `--set FIELD=VALUE` pairs that select this cell (and any overrides), repeated in the "Regenerate with" line.
+  profile::Assignments selection;
+  /// Adds a stage copying the gpuenv binary (build context path `gpuenv`) and a HEALTHCHECK running
+  /// `gpuenv doctor --quick --oneline`.
+  bool with_doctor = false;
+};
+
+/// How the profile's Python gets into the image.
+struct PythonPlan {
+  enum class Method { none, os, uv };
+  Method method = Method::none;
+  std::string version;                ///< "3.11"
+  std::vector<std::string> packages;  ///< OS packages (Method::os)
+  std::string interpreter;            ///< "python3" (Method::os)
+  std::string why;                    ///< one sentence for the Dockerfile comment
+};
+
+/// The plan for `profile` on its image OS (empty method when the profile has no framework).
+PythonPlan plan_python(const profile::Profile& profile, const Data& data);
+
+/// Findings only the Dockerfile generator can judge (ids `dockerfile.*`, docs/rules.md): whether the profile's
+/// Python can be put into the image, and whether the framework finds the libraries it loads. `gpuenv dockerfile`
+/// refuses a profile with a failing finding here or in compat::check_profile(..., Purpose::dockerfile).
+std::vector<report::Finding> check(const profile::Profile& profile, const compat::KnowledgeBase& kb, const Data& data);
+
+/// The Dockerfile for one resolved profile. The caller must have run the checks (an internal Error otherwise:
+/// an unpublished base image, an unknown framework release, a Python with no plan). The text is verified with
+/// structural_problems() before it is returned.
+util::Expected<std::string> render(const profile::Profile& profile, const compat::KnowledgeBase& kb, const Data& data,
+                                   const Options& options);
+
+/// A stable hash of the resolved profile: FNV-1a 64 over its canonical field list, "fnv1a64:<16 hex digits>".
+/// The list is one "key=value\n" line per non-empty scalar field in schema order (profile::scalar_fields()),
+/// leaving out `name` and `description`, then gpu.compute_capabilities and gpu.models joined by ','.
+std::string profile_hash(const profile::Profile& profile);
+/// The canonical field list hashed by profile_hash().
+std::string canonical_fields(const profile::Profile& profile);
+/// FNV-1a 64 of `bytes`.
+std::uint64_t fnv1a64(std::string_view bytes);
+
+/// The file name for one matrix cell in `--all` output: "<profile>.Dockerfile" for a profile without a matrix,
+/// otherwise "<profile>_<key>-<value>_....Dockerfile" with anything outside [A-Za-z0-9._-] replaced by '-'.
+std::string cell_file_name(const std::string& profile_name, const profile::Assignments& assignments);
+
+/// The `gpuenv dockerfile` arguments that regenerate a file: profile argument, --set pairs, --with-doctor.
+std::string regenerate_arguments(const Options& options);
+
+}  // namespace gpuenv::dockerfile

@@ -1,0 +1,244 @@
+#include "dockerfile/lint.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "util/strings.hpp"
+
+namespace gpuenv::dockerfile {
+namespace {
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+/// Whitespace-separated words.
+std::vector<std::string> words(std::string_view text) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : text) {
+    if (c == ' ' || c == '\t') {
+      if (!current.empty()) out.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
+}
+
+/// The value of `--name=value` among leading flags ("" when absent).
+std::string flag_value(const std::vector<std::string>& args, std::string_view name) {
+  const std::string prefix = "--" + std::string(name) + "=";
+  for (const std::string& arg : args) {
+    if (!util::starts_with(arg, "--")) break;
+    if (util::starts_with(arg, prefix)) return arg.substr(prefix.size());
+  }
+  return {};
+}
+
+/// `from=` inside each RUN --mount=... flag.
+std::vector<std::string> mount_sources(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& arg : args) {
+    if (!util::starts_with(arg, "--")) break;
+    if (!util::starts_with(arg, "--mount=")) continue;
+    for (std::string_view part : util::split(std::string_view(arg).substr(8), ',')) {
+      if (util::starts_with(part, "from=")) out.emplace_back(part.substr(5));
+    }
+  }
+  return out;
+}
+
+bool is_stage_name(std::string_view name) {
+  static const std::regex re("[a-z][a-z0-9_.-]*");
+  return std::regex_match(name.begin(), name.end(), re);
+}
+
+/// A Docker image reference spelled in lower case with an explicit tag other than latest.
+bool is_pinned_reference(std::string_view image) {
+  const std::size_t slash = image.rfind('/');
+  const std::size_t colon = image.rfind(':');
+  if (colon == std::string_view::npos || (slash != std::string_view::npos && colon < slash)) return false;
+  return image.substr(colon + 1) != "latest" && colon + 1 < image.size();
+}
+
+class Checker {
+ public:
+  explicit Checker(const std::vector<std::string>& allowed) : m_allowed(allowed) {}
+
+  void check(const std::vector<Instruction>& instructions) {
+    bool final_user_set = false;
+    std::string final_user;
+    std::size_t stage_count = 0;
+    for (const Instruction& in : instructions) {
+      const std::vector<std::string> args = words(in.arguments);
+      if (in.keyword == "FROM") {
+        ++stage_count;
+        m_debian_frontend = false;
+        final_user_set = false;
+        from(in, args);
+      } else if (stage_count == 0 && in.keyword != "ARG") {
+        problem(in, in.keyword + " before the first FROM");
+      } else if (in.keyword == "COPY" || in.keyword == "ADD") {
+        const std::string source = flag_value(args, "from");
+        if (!source.empty()) reference(in, source, "COPY --from");
+      } else if (in.keyword == "RUN") {
+        for (const std::string& source : mount_sources(args)) reference(in, source, "RUN --mount from");
+        run(in);
+      } else if (in.keyword == "ARG") {
+        if (util::contains(in.arguments, "DEBIAN_FRONTEND=noninteractive")) m_debian_frontend = true;
+      } else if (in.keyword == "ENV") {
+        if (util::contains(in.arguments, "DEBIAN_FRONTEND")) {
+          problem(in, "DEBIAN_FRONTEND set with ENV leaks into the image; use ARG");
+        }
+      } else if (in.keyword == "USER") {
+        final_user_set = true;
+        final_user = in.arguments;
+      }
+    }
+    if (stage_count == 0) {
+      m_problems.push_back("line 1: no FROM instruction");
+      return;
+    }
+    if (!final_user_set) {
+      m_problems.push_back("the final stage sets no USER: the image would run as root");
+    } else {
+      const std::string user = final_user.substr(0, final_user.find(':'));
+      if (user == "root" || user == "0") m_problems.push_back("the final stage's USER is root");
+    }
+  }
+
+  std::vector<std::string> take() { return std::move(m_problems); }
+
+ private:
+  void problem(const Instruction& in, const std::string& what) {
+    m_problems.push_back("line " + std::to_string(in.line) + ": " + what);
+  }
+
+  void from(const Instruction& in, const std::vector<std::string>& args) {
+    std::vector<std::string> rest;
+    for (const std::string& arg : args) {
+      if (rest.empty() && util::starts_with(arg, "--")) continue;  // --platform=...
+      rest.push_back(arg);
+    }
+    if (rest.size() != 1 && !(rest.size() == 3 && upper(rest[1]) == "AS")) {
+      problem(in, "FROM needs `image [AS name]`");
+      return;
+    }
+    const std::string& image = rest[0];
+    if (image != util::to_lower(image)) problem(in, "image name `" + image + "` is not lower case");
+    if (image == "scratch" || m_stages.contains(image)) {
+      // a stage or the empty image
+    } else if (util::starts_with(image, "nvidia/cuda:")) {
+      if (!is_cuda_tag(image.substr(12))) problem(in, "`" + image + "` does not follow the nvidia/cuda tag grammar X.Y.Z-flavor-osVER");
+    } else if (std::find(m_allowed.begin(), m_allowed.end(), image) == m_allowed.end()) {
+      problem(in, "`" + image + "` is not an image gpuenv uses");
+    } else if (!is_pinned_reference(image)) {
+      problem(in, "`" + image + "` has no pinned tag");
+    }
+    if (rest.size() == 3) {
+      const std::string& name = rest[2];
+      if (!is_stage_name(name)) problem(in, "stage name `" + name + "` must be lower case [a-z][a-z0-9_.-]*");
+      if (!m_stages.insert(name).second) problem(in, "stage `" + name + "` is defined twice");
+    }
+  }
+
+  void reference(const Instruction& in, const std::string& source, const std::string& what) {
+    if (m_stages.contains(source)) return;
+    if (std::find(m_allowed.begin(), m_allowed.end(), source) != m_allowed.end()) return;
+    problem(in, what + "=" + source + " names no earlier stage");
+  }
+
+  void run(const Instruction& in) {
+    const std::string& text = in.arguments;
+    if (util::contains(text, "apt-get upgrade") || util::contains(text, "apt-get dist-upgrade") ||
+        util::contains(text, "dnf upgrade") || util::contains(text, "yum upgrade")) {
+      problem(in, "upgrading the base image's packages moves NVIDIA's pinned libraries");
+    }
+    if (util::contains(text, "apt-get install")) {
+      if (!m_debian_frontend) problem(in, "apt-get install without ARG DEBIAN_FRONTEND=noninteractive in this stage");
+      if (!util::contains(text, "apt-get update")) problem(in, "apt-get install without apt-get update in the same RUN");
+      if (!util::contains(text, "install -y --no-install-recommends")) problem(in, "apt-get install needs -y --no-install-recommends");
+      if (!util::contains(text, "rm -rf /var/lib/apt/lists/*")) problem(in, "apt lists are not removed in the same RUN");
+    }
+    if (util::contains(text, "dnf install")) {
+      if (!util::contains(text, "dnf install -y --setopt=install_weak_deps=False")) {
+        problem(in, "dnf install needs -y --setopt=install_weak_deps=False");
+      }
+      if (!util::contains(text, "dnf clean all")) problem(in, "dnf install without dnf clean all in the same RUN");
+    }
+    if (util::contains(text, "yum install")) {
+      if (!util::contains(text, "yum install -y")) problem(in, "yum install needs -y");
+      if (!util::contains(text, "yum clean all")) problem(in, "yum install without yum clean all in the same RUN");
+    }
+    if (util::contains(text, "pip install") && !util::contains(text, "pip install --no-cache-dir")) {
+      problem(in, "pip install needs --no-cache-dir");
+    }
+  }
+
+  const std::vector<std::string>& m_allowed;
+  std::set<std::string> m_stages;
+  bool m_debian_frontend = false;
+  std::vector<std::string> m_problems;
+};
+
+}  // namespace
+
+std::vector<Instruction> parse_instructions(std::string_view text) {
+  std::vector<Instruction> out;
+  std::string pending;
+  std::size_t pending_line = 0;
+  std::size_t number = 0;
+  for (std::string_view raw : util::split_lines(text)) {
+    ++number;
+    const std::string_view line = util::trim(raw);
+    if (line.empty() || line.front() == '#') continue;  // comments may sit inside a continuation, too
+    const bool continues = line.back() == '\\';
+    const std::string_view body = continues ? util::trim(line.substr(0, line.size() - 1)) : line;
+    if (pending.empty()) {
+      pending_line = number;
+      pending = std::string(body);
+    } else {
+      pending += " ";
+      pending += body;
+    }
+    if (continues) continue;
+    const std::size_t space = pending.find_first_of(" \t");
+    Instruction in;
+    in.keyword = upper(pending.substr(0, space));
+    in.arguments = space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space)));
+    in.line = pending_line;
+    out.push_back(std::move(in));
+    pending.clear();
+  }
+  if (!pending.empty()) {
+    const std::size_t space = pending.find_first_of(" \t");
+    out.push_back({upper(pending.substr(0, space)),
+                   space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space))),
+                   pending_line});
+  }
+  return out;
+}
+
+bool is_cuda_tag(std::string_view tag) {
+  static const std::regex re(
+      "[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{1,2}-"
+      "(base|runtime|devel|cudnn[0-9]?-runtime|cudnn[0-9]?-devel)-"
+      "(ubuntu[0-9]{2}\\.[0-9]{2}|ubi[0-9]{1,2}|rockylinux[0-9]{1,2}|amzn[0-9]{4}|centos[0-9]|oraclelinux[0-9]{1,2})");
+  return std::regex_match(tag.begin(), tag.end(), re);
+}
+
+std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images) {
+  Checker checker(allowed_images);
+  checker.check(parse_instructions(text));
+  return checker.take();
+}
+
+}  // namespace gpuenv::dockerfile

@@ -1,0 +1,29 @@
+#pragma once
+// Structural checks on Dockerfile text where the offline linter (dockerfile-utils) is blind: image names,
+// the nvidia/cuda tag grammar, stage references, the final USER, and the package-manager discipline gpuenv
+// promises. Pure; used by render() on its own output and by the tests on every generated file.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuenv::dockerfile {
+
+/// One instruction, continuation lines joined: "RUN", "apt-get update && ...", 1-based first line.
+struct Instruction {
+  std::string keyword;  ///< upper-cased
+  std::string arguments;
+  std::size_t line = 0;
+};
+
+/// Splits Dockerfile text into instructions (comments and blank lines dropped, `\` continuations joined).
+std::vector<Instruction> parse_instructions(std::string_view text);
+
+/// True for an nvidia/cuda tag of the published grammar: X.Y.Z-<flavor>-<os><version>, e.g. "12.4.1-cudnn-runtime-ubuntu22.04".
+bool is_cuda_tag(std::string_view tag);
+
+/// Every problem found, each "line N: what is wrong"; empty when the text is sound.
+/// `allowed_images` lists the non-nvidia images a FROM may name (exact references, tag included).
+std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images);
+
+}  // namespace gpuenv::dockerfile

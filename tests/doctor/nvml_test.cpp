@@ -1,0 +1,248 @@
+// probe::read_nvml through the real dlopen path against the fake libnvidia-ml (tests/fake_nvml), driven by the
+// fixtures in tests/fixtures/nvml/*.conf; and `gpuenv doctor` end to end with GPUENV_NVML_LIBRARY pointing at it.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include <unistd.h>
+
+#include "probe/nvml.hpp"
+#include "support/fake_system.hpp"
+#include "support/run_binary.hpp"
+#include "system/system.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gpuenv::testing::fixture_path;
+using namespace std::chrono_literals;
+
+/// Sets an environment variable for the scope and restores the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::string& value) : m_name(std::move(name)) {
+    if (const char* old = std::getenv(m_name.c_str())) m_old = old;
+    ::setenv(m_name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (m_old) {
+      ::setenv(m_name.c_str(), m_old->c_str(), 1);
+    } else {
+      ::unsetenv(m_name.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string m_name;
+  std::optional<std::string> m_old;
+};
+
+/// A private copy of the fake library. The fake reads its fixture once per loaded instance (a static), so each
+/// fixture gets its own file: a new path is a new dlopen instance even when several tests share one process.
+class FakeNvmlCopy {
+ public:
+  FakeNvmlCopy() {
+    static int counter = 0;
+    m_path = fs::temp_directory_path() /
+             ("gpuenv-fake-nvml-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".so");
+    fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, m_path, fs::copy_options::overwrite_existing);
+  }
+  ~FakeNvmlCopy() {
+    std::error_code ignored;
+    fs::remove(m_path, ignored);  // a hung reader keeps its mapping; removing the name is safe
+  }
+  FakeNvmlCopy(const FakeNvmlCopy&) = delete;
+  FakeNvmlCopy& operator=(const FakeNvmlCopy&) = delete;
+  std::string path() const { return m_path.string(); }
+
+ private:
+  fs::path m_path;
+};
+
+/// read_nvml on the real system against the fake, with GPUENV_FAKE_NVML naming tests/fixtures/nvml/<conf>.
+gpuenv::probe::GpuInventory read_fake(const std::string& conf, std::chrono::milliseconds timeout = 5s) {
+  const ScopedEnv fixture("GPUENV_FAKE_NVML", fixture_path("nvml/" + conf));
+  const FakeNvmlCopy library;
+  auto real = gpuenv::system::make_real_system();
+  return gpuenv::probe::read_nvml(*real, library.path(), timeout);
+}
+
+}  // namespace
+
+TEST_CASE("fake NVML: a healthy 8x H100 node reads as eight GPUs with every fact", "[doctor][nvml]") {
+  const auto inventory = read_fake("healthy-8xh100.conf");
+  INFO(inventory.availability.reason);
+  REQUIRE(inventory.availability.available);
+  CHECK(inventory.availability.reason.empty());
+  CHECK(inventory.availability.source.find("NVML (") == 0);
+  CHECK(inventory.driver_version == "565.57.01");
+  CHECK(inventory.nvml_version == "12.565.57.01");
+  CHECK(inventory.cuda_driver_version == "12.7");
+  REQUIRE(inventory.attached_gpus);
+  CHECK(*inventory.attached_gpus == 8);
+  REQUIRE(inventory.gpus.size() == 8);
+  const char* buses[] = {"00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0", "00000000:5D:00.0",
+                         "00000000:9A:00.0", "00000000:AB:00.0", "00000000:BA:00.0", "00000000:DB:00.0"};
+  for (unsigned i = 0; i < 8; ++i) {
+    const auto& gpu = inventory.gpus[i];
+    INFO("GPU " << i);
+    CHECK(gpu.index == i);
+    CHECK(gpu.name == "NVIDIA H100 80GB HBM3");
+    CHECK(gpu.uuid == "GPU-00000000-0000-0000-0000-00000000000" + std::to_string(i));
+    CHECK(gpu.pci_bus_id == buses[i]);
+    CHECK(gpu.memory_total_mib == std::optional<std::uint64_t>(81559));
+    CHECK(gpu.memory_used_mib == std::optional<std::uint64_t>(1));
+    CHECK(gpu.compute_capability == "9.0");
+    CHECK(gpu.persistence_mode == std::optional<bool>(true));
+    CHECK(gpu.mig_enabled == std::optional<bool>(false));
+    CHECK(gpu.ecc_enabled == std::optional<bool>(true));
+    CHECK(gpu.ecc_uncorrected_volatile == std::optional<std::uint64_t>(0));
+    CHECK(gpu.ecc_uncorrected_aggregate == std::optional<std::uint64_t>(0));
+    CHECK(gpu.remapped_rows_uncorrectable == std::optional<unsigned>(0));
+    CHECK(gpu.remapped_rows_pending == std::optional<bool>(false));
+    CHECK(gpu.remapped_rows_failure == std::optional<bool>(false));
+    // Page retirement is not supported on Hopper: the fixture leaves it out, so NVML says "not supported".
+    CHECK_FALSE(gpu.retired_pages_single_bit);
+    CHECK_FALSE(gpu.retired_pages_pending);
+    CHECK_FALSE(gpu.temperature_slowdown_c);
+    REQUIRE(gpu.temperature_c);
+    CHECK(*gpu.temperature_c >= 28);
+    CHECK(*gpu.temperature_c <= 31);
+    CHECK(gpu.power_limit_w == std::optional<double>(700.0));
+    CHECK(gpu.utilization_percent == std::optional<double>(0));
+    CHECK(gpu.throttle_reasons.empty());  // 0x1 (idle) is not a problem and is not listed
+    CHECK(gpu.pcie_gen_current == std::optional<unsigned>(5));
+    CHECK(gpu.pcie_gen_max == std::optional<unsigned>(5));
+    CHECK(gpu.pcie_width_current == std::optional<unsigned>(16));
+    CHECK(gpu.pcie_width_max == std::optional<unsigned>(16));
+    CHECK(gpu.process_count == std::optional<unsigned>(0));
+  }
+  CHECK(inventory.gpus[0].power_draw_w == std::optional<double>(100.0));
+  CHECK(inventory.gpus[7].power_draw_w == std::optional<double>(75.0));
+}
+
+TEST_CASE("fake NVML: nvmlInit failures keep NVML's own error text and code", "[doctor][nvml]") {
+  SECTION("18: driver/library version mismatch") {
+    const auto inventory = read_fake("init-version-mismatch.conf");
+    CHECK_FALSE(inventory.availability.available);
+    CHECK(inventory.gpus.empty());
+    CHECK(inventory.availability.reason.find("nvmlInit failed") != std::string::npos);
+    CHECK(inventory.availability.reason.find("RM has detected an NVML/RM version mismatch") != std::string::npos);
+    CHECK(inventory.availability.reason.find("(NVML error 18)") != std::string::npos);
+  }
+  SECTION("9: driver not loaded") {
+    const auto inventory = read_fake("init-driver-not-loaded.conf");
+    CHECK_FALSE(inventory.availability.available);
+    CHECK(inventory.gpus.empty());
+    CHECK(inventory.availability.reason.find("Driver Not Loaded") != std::string::npos);
+    CHECK(inventory.availability.reason.find("(NVML error 9)") != std::string::npos);
+  }
+}
+
+TEST_CASE("fake NVML: a lost GPU stays in the list as inaccessible", "[doctor][nvml]") {
+  const auto inventory = read_fake("gpu-lost.conf");
+  REQUIRE(inventory.availability.available);
+  REQUIRE(inventory.attached_gpus);
+  CHECK(*inventory.attached_gpus == 8);
+  REQUIRE(inventory.gpus.size() == 8);
+  const auto& lost = inventory.gpus[3];
+  CHECK(lost.index == 3);
+  CHECK(lost.name == "(inaccessible)");
+  CHECK(lost.uuid.empty());
+  CHECK(lost.pci_bus_id.empty());
+  CHECK_FALSE(lost.memory_total_mib);
+  CHECK_FALSE(lost.temperature_c);
+  for (unsigned i : {0u, 1u, 2u, 4u, 5u, 6u, 7u}) {
+    INFO("GPU " << i);
+    CHECK(inventory.gpus[i].name == "NVIDIA H100 80GB HBM3");
+    CHECK(inventory.gpus[i].index == i);
+  }
+  CHECK(inventory.gpus[4].pci_bus_id == "00000000:9A:00.0");
+}
+
+TEST_CASE("fake NVML: a hung nvmlInit is reported at the timeout, not waited for", "[doctor][nvml]") {
+  const auto start = std::chrono::steady_clock::now();
+  const auto inventory = read_fake("hang.conf", 1000ms);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= 900ms);
+  CHECK(elapsed < 2500ms);  // the fixture hangs for 3 s
+  CHECK_FALSE(inventory.availability.available);
+  CHECK(inventory.gpus.empty());
+  CHECK(inventory.availability.reason.find("did not answer within 1000 ms") != std::string::npos);
+  CHECK(inventory.availability.reason.find("hung") != std::string::npos);
+}
+
+TEST_CASE("fake NVML: a library that cannot be loaded says so", "[doctor][nvml]") {
+  auto real = gpuenv::system::make_real_system();
+  const auto inventory = gpuenv::probe::read_nvml(*real, fixture_path("nvml/no-such-libnvidia-ml.so"), 1s);
+  CHECK_FALSE(inventory.availability.available);
+  CHECK(inventory.availability.reason.find("cannot load") == 0);
+}
+
+namespace {
+
+/// The child's environment for a live doctor run against the fake: PATH and LD_LIBRARY_PATH are removed so that the
+/// run is hermetic (no nvidia-smi or dmesg of the machine running the tests) and so that doctor does not split those
+/// variables, which src/probe/collect.cpp currently does through views of a destroyed temporary (use after free).
+gpuenv::testing::EnvironmentChanges fake_nvml_environment(const FakeNvmlCopy& library, const std::string& conf) {
+  return {{"GPUENV_NVML_LIBRARY", library.path()},
+          {"GPUENV_FAKE_NVML", fixture_path("nvml/" + conf)},
+          {"PATH", std::nullopt},
+          {"LD_LIBRARY_PATH", std::nullopt}};
+}
+
+}  // namespace
+
+TEST_CASE("doctor with GPUENV_NVML_LIBRARY at the fake sees eight H100s", "[doctor][nvml][e2e]") {
+  const FakeNvmlCopy library;
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--json", "--expect-gpus", "8", "--timeout", "5"},
+                                                  fake_nvml_environment(library, "healthy-8xh100.conf"));
+  INFO("stdout: " << result.out);
+  INFO("stderr: " << result.err);
+  // The verdict depends on the machine the test runs on (its driver, disk, kernel log); the GPUs do not.
+  CHECK((result.exit_code == 0 || result.exit_code == 1));
+  const auto json = nlohmann::json::parse(result.out, nullptr, false);
+  REQUIRE_FALSE(json.is_discarded());
+  CHECK(json.at("schema") == 1);
+  REQUIRE(json.at("gpus").size() == 8);
+  for (const auto& gpu : json.at("gpus")) {
+    CHECK(gpu.at("name") == "NVIDIA H100 80GB HBM3");
+    CHECK(gpu.at("memory_mib") == 81559);
+    CHECK(gpu.at("compute_capability") == "9.0");
+  }
+  CHECK(json.at("gpus")[7].at("pci_bus_id") == "00000000:DB:00.0");
+  CHECK(json.at("gpu_source").get<std::string>().find("NVML (") == 0);
+  bool count_checked = false;
+  for (const auto& finding : json.at("findings")) {
+    if (finding.at("id") != "gpu.count") continue;
+    count_checked = true;
+    CHECK(finding.at("status") == "pass");
+    CHECK(finding.at("message").get<std::string>().find("8 GPUs: 8x NVIDIA H100 80GB HBM3") == 0);
+  }
+  CHECK(count_checked);
+}
+
+TEST_CASE("doctor with a hung fake NVML returns within its --timeout", "[doctor][nvml][e2e]") {
+  const FakeNvmlCopy library;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--json", "--timeout", "1"}, fake_nvml_environment(library, "hang-long.conf"));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  INFO("stdout: " << result.out);
+  INFO("stderr: " << result.err);
+  CHECK((result.exit_code == 0 || result.exit_code == 1));
+  const auto json = nlohmann::json::parse(result.out, nullptr, false);
+  REQUIRE_FALSE(json.is_discarded());
+  // NVML gives up after 1 s (the fixture hangs for 20 s) and the process exits without joining the stuck call; with
+  // no PATH there is no nvidia-smi to fall back to.
+  CHECK(json.at("gpus").empty());
+  CHECK(json.at("gpu_source").is_null());
+  CHECK(elapsed < 10s);
+}
