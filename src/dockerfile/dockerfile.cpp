@@ -40,6 +40,23 @@ std::string one_line(std::string_view text) {
   return out;
 }
 
+/// `text` as comment lines of at most 112 characters, broken at spaces.
+std::string comment(std::string_view text) {
+  constexpr std::size_t width = 112;
+  std::string out;
+  std::string line = "#";
+  for (std::string_view word : util::split(one_line(text), ' ')) {
+    if (word.empty()) continue;
+    if (line.size() > 1 && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = "#";
+    }
+    line += " ";
+    line += word;
+  }
+  return out + line + "\n";
+}
+
 /// A double-quoted LABEL value: backslash, quote and `$` (variable substitution) escaped, one line.
 std::string quoted(std::string_view text) {
   std::string out = "\"";
@@ -143,19 +160,19 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
   if (!numpy.empty()) requirements.push_back("\"" + numpy + "\"");
 
   FrameworkSteps steps;
-  steps.comment = "# PyTorch " + p.framework_version + ", " + variant + " wheel (it bundles its own CUDA " + major_minor(*wheel_cuda) +
-                  " runtime), " + how + ".\n";
+  std::string text = "PyTorch " + p.framework_version + ", " + variant + " wheel (it bundles its own CUDA " + major_minor(*wheel_cuda) +
+                     " runtime), " + how + ". ";
   if (release->torchvision.empty()) {
-    steps.comment += "# torchvision and torchaudio are not pinned: the knowledge base does not list torch " + release->version.str() +
-                     "'s companions.\n";
+    text += "torchvision and torchaudio are not pinned: the knowledge base does not list torch " + release->version.str() +
+            "'s companions.";
   } else {
-    steps.comment += "# torchvision and torchaudio are pinned to the companions the knowledge base lists for torch " +
-                     release->version.str() + ".\n";
+    text += "torchvision and torchaudio are pinned to the companions the knowledge base lists for torch " + release->version.str() + ".";
   }
-  if (!numpy.empty()) steps.comment += "# " + numpy + ": torch " + torch->str() + " was built against NumPy 1.x.\n";
+  if (!numpy.empty()) text += " " + numpy + ": torch " + torch->str() + " was built against NumPy 1.x.";
+  steps.comment = comment(text);
   steps.install = "RUN pip install --no-cache-dir " + index + " \\\n      " + util::join(requirements, " ") + "\n";
-  steps.check_comment = "# Fail the build when pip brought a wheel that is not a CUDA " + major_minor(*wheel_cuda) +
-                        " build (a +cpu wheel, another CUDA line).\n";
+  steps.check_comment = comment("Fail the build when pip brought a wheel that is not a CUDA " + major_minor(*wheel_cuda) +
+                                " build (a +cpu wheel, another CUDA line).");
   steps.check = "RUN python -c \"import torch; v = torch.version.cuda or 'none'; " + cuda_line_assert("v", *wheel_cuda, "torch") +
                 "; print('torch', torch.__version__, 'CUDA', v)\"\n";
   steps.label = "pytorch " + p.framework_version;
@@ -171,21 +188,23 @@ util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const
   const std::string numpy = numpy_requirement(data, "tensorflow", release->version);
   std::vector<std::string> requirements;
   FrameworkSteps steps;
+  std::string text;
   if (release->and_cuda) {
     requirements.push_back("\"tensorflow[and-cuda]==" + version + "\"");
-    steps.comment = "# TensorFlow " + version + " with the [and-cuda] extra: pip brings the CUDA " + release->cuda.str() +
-                    " and cuDNN " + release->cudnn.str() + " libraries it was built with as NVIDIA wheels.\n";
+    text = "TensorFlow " + version + " with the [and-cuda] extra: pip brings the CUDA " + release->cuda.str() + " and cuDNN " +
+           release->cudnn.str() + " libraries it was built with as NVIDIA wheels.";
   } else {
     requirements.push_back("tensorflow==" + version);
-    steps.comment = "# TensorFlow " + version + " (before the [and-cuda] extra existed): it loads CUDA " + release->cuda.str() +
-                    " and cuDNN " + release->cudnn.str() + " from the image.\n";
+    text = "TensorFlow " + version + " (before the [and-cuda] extra existed): it loads the CUDA " + release->cuda.str() + " and cuDNN " +
+           release->cudnn.str() + " libraries it was built with from the image.";
   }
   if (!numpy.empty()) {
     requirements.push_back("\"" + numpy + "\"");
-    steps.comment += "# " + numpy + ": TensorFlow " + version + " was built against NumPy 1.x.\n";
+    text += " " + numpy + ": TensorFlow " + version + " was built against NumPy 1.x.";
   }
+  steps.comment = comment(text);
   steps.install = "RUN pip install --no-cache-dir " + util::join(requirements, " ") + "\n";
-  steps.check_comment = "# Fail the build when TensorFlow is not a CUDA build of its tested CUDA " + release->cuda.str() + " line.\n";
+  steps.check_comment = comment("Fail the build when TensorFlow is not a CUDA build of its tested CUDA " + release->cuda.str() + " line.");
   steps.check = "RUN python -c \"import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; "
                 "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
                 cuda_line_assert("v", release->cuda, "TensorFlow") + "; print('tensorflow', tf.__version__, 'CUDA', v)\"\n";
@@ -377,7 +396,7 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   if (p.framework_name == "tensorflow") resolved.push_back("TensorFlow " + p.framework_version);
   if (!p.framework_name.empty()) resolved.push_back("Python " + p.framework_python);
   out += "# Resolved: " + util::join(resolved, ", ") + "\n";
-  out += "# Base image: " + base_image + " (published by NVIDIA: " + one_line(image->provenance.source) + ")\n";
+  out += "# Base image: " + base_image + " (a published tag: data/compat/images.toml, " + image->provenance.status + ")\n";
   if (image->lifecycle == "eol") {
     out += "# Warning: this tag is end-of-life" + (image->deletion_date.empty() ? std::string() : "; deletion scheduled for " + image->deletion_date) +
            ". NVIDIA deletes EOL tags six months after EOL.\n";
@@ -421,8 +440,8 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   }
 
   if (plan.method != PythonPlan::Method::none) {
-    out += "\n# " + one_line(plan.why) + ".\n";
-    out += std::string("# The framework goes into a virtual environment at ") + k_venv + ", not the system site-packages.\n";
+    out += "\n" + comment(plan.why + ". The framework goes into a virtual environment at " + k_venv +
+                         ", not the system site-packages.");
     if (plan.method == PythonPlan::Method::os) {
       out += "RUN " + chain({plan.interpreter + " -m venv " + k_venv,
                              std::string(k_venv) + "/bin/python -m pip install --no-cache-dir --upgrade pip"}) +

@@ -85,7 +85,7 @@ const Row k_rows[] = {
     {"valid/tensorflow-2.15-cuda-12.4.toml",    0, "tensorflow.cuda",            "warn", "CUDA 12.4.1 is an untested pairing"},
     {"valid/cuda-eol-image.toml",               0, "image.tag",                  "warn", "12.1.0-runtime-ubuntu22.04 is end-of-life"},
     {"valid/cudnn-minor-not-in-image.toml",     0, "image.cudnn",                "warn", "carries cuDNN 9.1.0.70, not 9.5"},
-    {"valid/torch-ptx-jit.toml",                0, "pytorch.compute_capability", "warn", "JIT compilation of its 12.0 PTX"},
+    {"valid/cudnn-8-on-cuda-12.4.toml",         0, "cudnn.cuda_version",         "warn", "not listed as supported with CUDA 12.4"},
     {"valid/torch-variant-other-cuda-major.toml", 0, "pytorch.variant_cuda",     "warn", "two CUDA runtimes of different majors"},
     {"valid/debian-install-only.toml",          0, "image.os",                   "skip", "no nvidia/cuda images for debian"},
     {"valid/rhel-maps-to-ubi.toml",             0, "image.tag",                  "pass", "nvidia/cuda:12.4.1-cudnn-runtime-ubi9 is published"},

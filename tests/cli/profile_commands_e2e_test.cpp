@@ -2,12 +2,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -23,8 +17,6 @@
 #include "profile/parser.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
-
-extern char** environ;
 
 namespace {
 
@@ -67,64 +59,6 @@ nlohmann::json parse_json(const std::string& text) {
   INFO(text);
   REQUIRE_FALSE(json.is_discarded());
   return json;
-}
-
-struct DirectRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-/// Runs the binary with posix_spawn and waits on its pipes. Used for commands that exit within
-/// microseconds (--help, usage errors): RealSystem::run, behind run_gpuenv, relies on Boost 1.74's
-/// child::wait_for, which misses a SIGCHLD that arrives before it starts waiting and then sits out its
-/// whole 30 s timeout.
-DirectRun run_direct(const std::vector<std::string>& args) {
-  std::vector<std::string> owned{GPUENV_BINARY};
-  owned.insert(owned.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : owned) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  int out_pipe[2];
-  int err_pipe[2];
-  REQUIRE(::pipe2(out_pipe, O_CLOEXEC) == 0);
-  REQUIRE(::pipe2(err_pipe, O_CLOEXEC) == 0);
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  ::posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  DirectRun result;
-  if (spawned == 0) {
-    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-    std::string* sinks[2] = {&result.out, &result.err};
-    int open_fds = 2;
-    while (open_fds > 0 && ::poll(fds, 2, 10000) > 0) {
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-        char buffer[4096];
-        const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-        if (n > 0) {
-          sinks[i]->append(buffer, static_cast<std::size_t>(n));
-        } else {
-          fds[i].fd = -1;
-          --open_fds;
-        }
-      }
-    }
-    int status = 0;
-    if (::waitpid(pid, &status, 0) == pid && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  }
-  ::close(out_pipe[0]);
-  ::close(err_pipe[0]);
-  REQUIRE(spawned == 0);
-  return result;
 }
 
 }  // namespace
@@ -352,15 +286,15 @@ TEST_CASE("matrix without a matrix yields the base profile as one cell", "[cli][
 }
 
 TEST_CASE("gpuenv version and help flags exit 0", "[cli][e2e]") {
-  const auto version = run_direct({"--version"});
+  const auto version = run_gpuenv({"--version"});
   CHECK(version.exit_code == 0);
   CHECK(version.out.rfind("gpuenv ", 0) == 0);
-  const auto help = run_direct({"--help"});
+  const auto help = run_gpuenv({"--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("profile") != std::string::npos);
   CHECK(help.out.find("matrix") != std::string::npos);
   CHECK(help.out.find("Exit codes") != std::string::npos);
-  const auto profile_help = run_direct({"profile", "--help"});
+  const auto profile_help = run_gpuenv({"profile", "--help"});
   CHECK(profile_help.exit_code == 0);
   CHECK(profile_help.out.find("check") != std::string::npos);
 }
@@ -380,7 +314,7 @@ TEST_CASE("usage errors exit 2", "[cli][e2e]") {
     std::string joined;
     for (const auto& arg : args) joined += arg + " ";
     INFO("gpuenv " << joined);
-    const auto result = run_direct(args);
+    const auto result = run_gpuenv(args);
     CHECK(result.exit_code == 2);
     CHECK_FALSE(result.err.empty());
   }

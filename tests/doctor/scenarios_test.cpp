@@ -268,7 +268,6 @@ TEST_CASE("doctor scenarios: the JSON has the keys docs/doctor-json.md documents
 TEST_CASE("doctor scenarios: every host tree has a README and a row", "[doctor][e2e]") {
   std::set<std::string> covered;
   for (const Scenario& s : k_scenarios) covered.insert(s.tree);
-  covered.insert("toolkit-not-on-path");
   std::set<std::string> trees;
   for (const auto& entry : fs::directory_iterator(fixture_path("hosts"))) {
     if (!entry.is_directory()) continue;

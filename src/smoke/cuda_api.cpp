@@ -1,0 +1,96 @@
+#include "smoke/cuda_api.hpp"
+
+#include <vector>
+
+namespace gpuenv::smoke {
+
+util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library) {
+  CudaApi api;
+  std::vector<std::string> missing;
+  auto bind = [&](auto& pointer, const char* name, bool required = true) {
+    void* address = library.symbol(name);
+    if (address == nullptr && required) missing.emplace_back(name);
+    pointer = reinterpret_cast<std::remove_reference_t<decltype(pointer)>>(address);
+  };
+  bind(api.init, "cuInit");
+  bind(api.driver_get_version, "cuDriverGetVersion");
+  bind(api.get_error_name, "cuGetErrorName", false);
+  bind(api.get_error_string, "cuGetErrorString", false);
+  bind(api.device_get_count, "cuDeviceGetCount");
+  bind(api.device_get, "cuDeviceGet");
+  bind(api.device_get_name, "cuDeviceGetName");
+  bind(api.device_get_attribute, "cuDeviceGetAttribute");
+  bind(api.device_total_mem, "cuDeviceTotalMem_v2");
+  bind(api.device_get_pci_bus_id, "cuDeviceGetPCIBusId");
+  bind(api.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+  bind(api.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2");
+  bind(api.ctx_set_current, "cuCtxSetCurrent");
+  bind(api.ctx_synchronize, "cuCtxSynchronize");
+  bind(api.module_load_data, "cuModuleLoadData");
+  bind(api.module_unload, "cuModuleUnload");
+  bind(api.module_get_function, "cuModuleGetFunction");
+  bind(api.launch_kernel, "cuLaunchKernel");
+  bind(api.mem_alloc, "cuMemAlloc_v2");
+  bind(api.mem_free, "cuMemFree_v2");
+  bind(api.mem_alloc_host, "cuMemAllocHost_v2");
+  bind(api.mem_free_host, "cuMemFreeHost");
+  bind(api.memcpy_htod, "cuMemcpyHtoD_v2");
+  bind(api.memcpy_dtoh, "cuMemcpyDtoH_v2");
+  bind(api.memcpy_htod_async, "cuMemcpyHtoDAsync_v2");
+  bind(api.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
+  bind(api.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+  bind(api.memset_d32, "cuMemsetD32_v2");
+  bind(api.stream_create, "cuStreamCreate");
+  bind(api.stream_synchronize, "cuStreamSynchronize");
+  bind(api.stream_destroy, "cuStreamDestroy_v2");
+  bind(api.event_create, "cuEventCreate");
+  bind(api.event_record, "cuEventRecord");
+  bind(api.event_synchronize, "cuEventSynchronize");
+  bind(api.event_elapsed_time, "cuEventElapsedTime");
+  bind(api.event_destroy, "cuEventDestroy_v2");
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& name : missing) list += (list.empty() ? "" : ", ") + name;
+    return util::Error::internal("the CUDA driver library does not export " + list);
+  }
+  return api;
+}
+
+std::string cuda_error_name(CUresult result) {
+  switch (result) {
+    case cuda_success: return "CUDA_SUCCESS";
+    case cuda_error_out_of_memory: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case cuda_error_not_initialized: return "CUDA_ERROR_NOT_INITIALIZED";
+    case cuda_error_insufficient_driver: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case cuda_error_no_device: return "CUDA_ERROR_NO_DEVICE";
+    case cuda_error_invalid_image: return "CUDA_ERROR_INVALID_IMAGE";
+    case cuda_error_no_binary_for_gpu: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case cuda_error_ecc_uncorrectable: return "CUDA_ERROR_ECC_UNCORRECTABLE";
+    case cuda_error_invalid_ptx: return "CUDA_ERROR_INVALID_PTX";
+    case cuda_error_unsupported_ptx_version: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    case cuda_error_illegal_address: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case cuda_error_launch_timeout: return "CUDA_ERROR_LAUNCH_TIMEOUT";
+    case cuda_error_launch_failed: return "CUDA_ERROR_LAUNCH_FAILED";
+    case cuda_error_system_driver_mismatch: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case cuda_error_compat_not_supported_on_device: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case cuda_error_unknown: return "CUDA_ERROR_UNKNOWN";
+    default: return "CUDA error " + std::to_string(result);
+  }
+}
+
+std::string describe_cuda_error(const CudaApi& api, CUresult result) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api.get_error_name != nullptr && api.get_error_name(result, &name) != cuda_success) name = nullptr;
+  if (api.get_error_string != nullptr && api.get_error_string(result, &text) != cuda_success) text = nullptr;
+  std::string out = (name != nullptr ? std::string(name) : cuda_error_name(result)) + " (" + std::to_string(result) + ")";
+  if (text != nullptr && *text != '\0') out += ": " + std::string(text);
+  return out;
+}
+
+std::string cuda_version_text(int version) {
+  if (version <= 0) return "unknown";
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+}  // namespace gpuenv::smoke

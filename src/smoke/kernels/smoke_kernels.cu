@@ -1,0 +1,114 @@
+// gpuenv smoke kernels. Compiled by nvcc into one fatbin (src/CMakeLists.txt), embedded as bytes and loaded
+// through the CUDA driver API (cuModuleLoadData); no cudart. Every kernel is extern "C" so the runner finds it
+// by its plain name. Signatures must match src/smoke/runner.cpp and tests/fake_cuda/fake_cuda.cpp.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+
+// The copy pattern: a 32-bit hash of the word index and a seed (same function as smoke::pattern_word on the CPU).
+__device__ __forceinline__ unsigned pattern_word(unsigned long long index, unsigned seed) {
+  unsigned long long x = index * 0x9E3779B97F4A7C15ull + seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<unsigned>(x);
+}
+
+extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += 1ull * gridDim.x * blockDim.x) {
+    out[i] = pattern_word(i, seed);
+  }
+}
+
+// Counts the words that differ from the pattern (atomicAdd into *errors).
+extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
+                                               unsigned long long* errors) {
+  unsigned long long local = 0;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += 1ull * gridDim.x * blockDim.x) {
+    if (in[i] != pattern_word(i, seed)) ++local;
+  }
+  if (local != 0) atomicAdd(errors, local);
+}
+
+// FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.
+// M, N multiples of 64 and K a multiple of 16 (the runner only uses such sizes).
+extern "C" __global__ void smoke_sgemm(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[16][64 + 1];
+  __shared__ float Bs[16][64];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row0 = blockIdx.y * 64, col0 = blockIdx.x * 64;
+  float acc[4][4] = {};
+  const int tid = ty * 16 + tx;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int i = tid; i < 64 * 16; i += 256) {
+      const int r = i / 16, c = i % 16;  // A tile: 64 rows x 16 cols
+      As[c][r] = A[(row0 + r) * 1ll * K + k0 + c];
+      const int br = i / 64, bc = i % 64;  // B tile: 16 rows x 64 cols
+      Bs[br][bc] = B[(k0 + br) * 1ll * N + col0 + bc];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+      float a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = As[k][ty + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[j] = Bs[k][tx + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) C[(row0 + ty + 16 * i) * 1ll * N + col0 + tx + 16 * j] = acc[i][j];
+}
+
+// Tensor-core GEMM with WMMA 16x16x16 fragments, FP32 accumulate. Row-major A[M,K], B[K,N] (16-bit), C[M,N] FP32.
+// Block = 4 warps (128 threads) computing a 64x64 tile; each warp a 32x32 sub-tile (2x2 fragments), operands read
+// straight from global memory (L2-cached). M, N multiples of 64, K a multiple of 16.
+template <typename T>
+__device__ void wmma_gemm(const T* A, const T* B, float* C, int M, int N, int K) {
+  using namespace nvcuda;
+  const int warp = threadIdx.x / 32;
+  const int row0 = blockIdx.y * 64 + (warp / 2) * 32;
+  const int col0 = blockIdx.x * 64 + (warp % 2) * 32;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  for (int k = 0; k < K; k += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[2];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(a[i], A + (row0 + 16 * i) * 1ll * K + k, K);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], B + k * 1ll * N + col0 + 16 * j, N);
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      wmma::store_matrix_sync(C + (row0 + 16 * i) * 1ll * N + col0 + 16 * j, acc[i][j], N, wmma::mem_row_major);
+}
+
+extern "C" __global__ void smoke_hgemm_wmma(const __half* A, const __half* B, float* C, int M, int N, int K) {
+  wmma_gemm<__half>(A, B, C, M, N, K);
+}
+
+// BF16 WMMA needs sm_80; on older architectures the kernel exists but traps (the runner never launches it there).
+extern "C" __global__ void smoke_bf16gemm_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N, int K) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  wmma_gemm<__nv_bfloat16>(A, B, C, M, N, K);
+#else
+  __trap();
+#endif
+}

@@ -1,0 +1,98 @@
+#pragma once
+// `gpuenv smoke`: on-device tests through the CUDA driver API (libcuda dlopen'ed through System, kernels from the
+// embedded fatbin). Each GPU: device query, host<->device and device<->device copies, FP32 and tensor-core matmuls,
+// each with a deadline, each verified, each judged against data/smoke/expectations.toml.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/finding.hpp"
+#include "smoke/expectations.hpp"
+#include "smoke/measure.hpp"
+#include "system/system.hpp"
+#include "util/expected.hpp"
+
+namespace gpuenv::smoke {
+
+struct SmokeOptions {
+  std::string library = "libcuda.so.1";  ///< soname or path (GPUENV_CUDA_LIBRARY in the CLI)
+  bool quick = false;                    ///< small sizes and fewer repetitions
+  std::optional<int> device;             ///< only this CUDA device ordinal
+  Thresholds thresholds;
+  std::size_t copy_bytes = 0;   ///< 0: 256 MiB (quick: 32 MiB)
+  int sgemm_size = 0;           ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 64
+  int tensor_size = 0;          ///< 0: 8192 (quick: 2048)
+  int repetitions = 0;          ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
+  std::size_t gemm_samples = 256;
+  std::chrono::milliseconds init_timeout{15000};   ///< cuInit / device count
+  std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
+};
+
+/// One measured number with its repetitions summarised.
+struct Metric {
+  std::string id;    ///< "h2d_pinned", "d2d", "sgemm_fp32", "gemm_bf16", ...
+  std::string unit;  ///< "GB/s" or "TFLOP/s"
+  Summary summary;   ///< of the per-repetition rates (median is the reported value)
+  std::optional<double> expected;  ///< the expected value the verdict used, if any
+  double work = 0;   ///< bytes (copies, counted as moved) or M (matmul M = N = K)
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string pci_bus_id;  ///< as the driver reports it
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::uint64_t memory_bytes = 0;
+  int clock_mhz = 0;
+  int memory_clock_mhz = 0;
+  int memory_bus_width = 0;
+  std::optional<int> pcie_generation;  ///< current link, read from sysfs right after the pinned H2D copy
+  std::optional<int> pcie_width;
+  std::optional<int> pcie_max_generation;
+  std::optional<int> pcie_max_width;
+  std::string expectation_model;  ///< the expectations row used ("" when none matched)
+};
+
+struct DeviceResult {
+  int index = 0;
+  DeviceInfo info;
+  std::vector<Metric> metrics;
+  std::vector<report::Finding> findings;
+  bool hung = false;  ///< a step missed its deadline; the GPU was abandoned
+};
+
+/// What the binary carries: the fatbin and the toolkit that built it.
+struct KernelsInfo {
+  bool embedded = false;
+  std::string cuda_version;  ///< nvcc release, e.g. "13.0"
+  std::string archs;         ///< "sm_75 sm_80 ... compute_120"
+  std::size_t bytes = 0;
+};
+KernelsInfo embedded_kernels_info();
+
+struct SmokeReport {
+  std::string library;
+  bool driver_loaded = false;
+  std::string driver_cuda_version;  ///< cuDriverGetVersion, "12.8"
+  int device_count = 0;
+  KernelsInfo kernels;
+  std::vector<report::Finding> findings;  ///< not tied to one GPU (driver, device selection)
+  std::vector<DeviceResult> devices;
+  report::Verdict verdict = report::Verdict::not_ok;
+};
+
+/// Runs the smoke tests. Machine failures (no driver, no GPU, OOM, faults, hangs) are failing findings in the report;
+/// the Error is only for internal problems (bad compiled-in data).
+util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options);
+
+/// "32.0 GT/s PCIe" -> 5 (2.5->1, 5->2, 8->3, 16->4, 32->5, 64->6); nullopt when unrecognised.
+std::optional<int> pcie_generation_from_speed(std::string_view text);
+/// "00000000:1B:00.0" -> "0000:1b:00.0" (the sysfs name under /sys/bus/pci/devices).
+std::string sysfs_bus_id(std::string_view driver_bus_id);
+
+}  // namespace gpuenv::smoke

@@ -1,0 +1,144 @@
+#include "smoke/verify.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+
+namespace gpuenv::smoke {
+
+std::uint32_t pattern_word(std::uint64_t index, std::uint32_t seed) {
+  std::uint64_t x = index * 0x9E3779B97F4A7C15ull + seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<std::uint32_t>(x);
+}
+
+void fill_pattern(std::span<std::uint32_t> words, std::uint32_t seed) {
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = pattern_word(i, seed);
+}
+
+PatternCheck check_pattern(std::span<const std::uint32_t> words, std::uint32_t seed) {
+  PatternCheck out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::uint32_t expected = pattern_word(i, seed);
+    if (words[i] == expected) continue;
+    if (out.mismatches == 0) {
+      out.first_index = i;
+      out.first_expected = expected;
+      out.first_observed = words[i];
+    }
+    ++out.mismatches;
+  }
+  return out;
+}
+
+std::string PatternCheck::describe(std::uint64_t total_words) const {
+  if (ok()) return {};
+  char buffer[200];
+  std::snprintf(buffer, sizeof buffer, "%llu of %llu words differ; first at byte offset 0x%llx: expected 0x%08x, read 0x%08x",
+                static_cast<unsigned long long>(mismatches), static_cast<unsigned long long>(total_words),
+                static_cast<unsigned long long>(first_index * 4), first_expected, first_observed);
+  return buffer;
+}
+
+std::uint16_t float_to_half(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t sign = (bits >> 16) & 0x8000u;
+  const std::uint32_t exponent = (bits >> 23) & 0xFFu;
+  std::uint32_t mantissa = bits & 0x7FFFFFu;
+  if (exponent == 0xFF) return static_cast<std::uint16_t>(sign | 0x7C00u | (mantissa != 0 ? 0x200u : 0u));
+  const int e = static_cast<int>(exponent) - 127 + 15;
+  if (e >= 31) return static_cast<std::uint16_t>(sign | 0x7C00u);  // overflow -> infinity
+  if (e <= 0) {                                                       // subnormal or zero
+    if (e < -10) return static_cast<std::uint16_t>(sign);
+    mantissa |= 0x800000u;
+    const int shift = 14 - e;
+    std::uint32_t half = mantissa >> shift;
+    const std::uint32_t rest = mantissa & ((1u << shift) - 1);
+    const std::uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u) != 0)) ++half;
+    return static_cast<std::uint16_t>(sign | half);
+  }
+  std::uint32_t half = (static_cast<std::uint32_t>(e) << 10) | (mantissa >> 13);
+  const std::uint32_t rest = mantissa & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u) != 0)) ++half;  // may carry into the exponent: correct
+  return static_cast<std::uint16_t>(sign | half);
+}
+
+float half_to_float(std::uint16_t bits) {
+  const std::uint32_t sign = (bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
+  const std::uint32_t mantissa = bits & 0x3FFu;
+  if (exponent == 0) {
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+}
+
+std::uint16_t float_to_bf16(float value) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu) != 0) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return "fp32";
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+double default_tolerance(Precision precision) { return precision == Precision::fp32 ? 1e-4 : 1e-3; }
+
+float operand_value(std::uint64_t index, std::uint32_t seed) {
+  // 1/1024 steps in [-1, 1): exactly representable in FP16 and BF16 up to 8 significant bits after rounding.
+  const std::uint32_t word = pattern_word(index, seed ^ 0x5EEDu);
+  return static_cast<float>(static_cast<int>(word % 2048u) - 1024) / 1024.0f;
+}
+
+GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b, std::span<const float> c, int m, int n,
+                             int k, std::size_t samples, double tolerance, std::uint32_t seed) {
+  GemmCheck out;
+  if (m <= 0 || n <= 0 || k <= 0) return out;
+  const auto M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
+  if (a.size() < M * K || b.size() < K * N || c.size() < M * N) return out;
+  auto check = [&](std::size_t i, std::size_t j) {
+    double reference = 0, scale = 0;
+    for (std::size_t p = 0; p < K; ++p) {
+      const double product = static_cast<double>(a[i * K + p]) * static_cast<double>(b[p * N + j]);
+      reference += product;
+      scale += std::fabs(product);
+    }
+    const double observed = c[i * N + j];
+    const double error = std::fabs(observed - reference) / (scale > 0 ? scale : 1.0);
+    ++out.sampled;
+    if (!(error <= tolerance)) {  // NaN counts as a mismatch
+      if (out.mismatches == 0) {
+        char buffer[160];
+        std::snprintf(buffer, sizeof buffer, "C[%zu][%zu] = %.6g, expected %.6g (relative error %.3g > %.1g)", i, j, observed,
+                      reference, error, tolerance);
+        out.first_mismatch = buffer;
+      }
+      ++out.mismatches;
+    }
+    if (error > out.max_relative_error || std::isnan(error)) out.max_relative_error = error;
+  };
+  check(0, 0);
+  check(0, N - 1);
+  check(M - 1, 0);
+  check(M - 1, N - 1);
+  for (std::size_t s = 4; s < samples; ++s) {
+    check(pattern_word(2 * s, seed) % M, pattern_word(2 * s + 1, seed) % N);
+  }
+  return out;
+}
+
+}  // namespace gpuenv::smoke

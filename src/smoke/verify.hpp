@@ -1,0 +1,58 @@
+#pragma once
+// Pure verification of what the GPU produced: copy patterns, 16-bit float conversions and sampled matmul checks.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace gpuenv::smoke {
+
+/// Word `index` of the copy pattern with `seed`; identical to pattern_word in kernels/smoke_kernels.cu.
+std::uint32_t pattern_word(std::uint64_t index, std::uint32_t seed);
+/// Writes the pattern into `words`.
+void fill_pattern(std::span<std::uint32_t> words, std::uint32_t seed);
+
+/// The outcome of comparing a buffer with the pattern.
+struct PatternCheck {
+  std::uint64_t mismatches = 0;
+  std::uint64_t first_index = 0;     ///< valid when mismatches > 0
+  std::uint32_t first_expected = 0;
+  std::uint32_t first_observed = 0;
+  bool ok() const { return mismatches == 0; }
+  /// "3 of 1048576 words differ; first at byte offset 0x40: expected 0x..., read 0x..." (empty when ok).
+  std::string describe(std::uint64_t total_words) const;
+};
+PatternCheck check_pattern(std::span<const std::uint32_t> words, std::uint32_t seed);
+
+/// IEEE binary16 and bfloat16 conversions, round to nearest even (NaN stays NaN).
+std::uint16_t float_to_half(float value);
+float half_to_float(std::uint16_t bits);
+std::uint16_t float_to_bf16(float value);
+float bf16_to_float(std::uint16_t bits);
+
+/// Which operand precision a matmul used (accumulation is FP32 in every kernel).
+enum class Precision { fp32, fp16, bf16 };
+const char* to_string(Precision precision);
+
+/// Default relative tolerance: |c - ref| <= tol * sum_k |a_ik * b_kj| (FP32 accumulation over K).
+double default_tolerance(Precision precision);
+
+/// The outcome of checking sampled elements of C = A·B against a CPU reference in double precision.
+struct GemmCheck {
+  std::size_t sampled = 0;
+  std::size_t mismatches = 0;
+  double max_relative_error = 0;  ///< of the error normalised by sum_k |a·b|
+  std::string first_mismatch;     ///< "C[i][j] = x, expected y" (empty when none)
+  bool ok() const { return sampled > 0 && mismatches == 0; }
+};
+
+/// Checks `samples` pseudo-random elements (always including the four corners) of row-major C[m×n] = A[m×k]·B[k×n].
+/// `a` and `b` hold the operand values as the GPU saw them (already rounded to FP16/BF16 where used).
+GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b, std::span<const float> c, int m, int n,
+                             int k, std::size_t samples, double tolerance, std::uint32_t seed = 1);
+
+/// Deterministic operand values in [-1, 1) for matrix element `index` (a simple LCG-style hash).
+float operand_value(std::uint64_t index, std::uint32_t seed);
+
+}  // namespace gpuenv::smoke
