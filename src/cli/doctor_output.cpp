@@ -135,7 +135,8 @@ std::string doctor_oneline(const doctor::DoctorReport& r) {
     if (line.size() + more.size() > k_limit) line = line.substr(0, k_limit - more.size() - 3) + "...";
     line += more;
   } else {
-    line += ": " + std::to_string(r.facts.gpus.gpus.size()) + " GPUs";
+    const std::size_t gpus = r.facts.gpus.gpus.size();
+    line += ": " + std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs");
     if (!r.facts.kernel.module_version.empty()) line += ", driver " + r.facts.kernel.module_version;
     if (line.size() > 80) line.resize(80);
   }

@@ -45,7 +45,8 @@ std::string comment(std::string_view text) {
   constexpr std::size_t width = 112;
   std::string out;
   std::string line = "#";
-  for (std::string_view word : util::split(one_line(text), ' ')) {
+  const std::string flat = one_line(text);
+  for (std::string_view word : util::split(flat, ' ')) {
     if (word.empty()) continue;
     if (line.size() > 1 && line.size() + 1 + word.size() > width) {
       out += line + "\n";

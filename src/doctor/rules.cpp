@@ -98,7 +98,8 @@ void check_host(const HostFacts& facts, const Thresholds& thresholds, Findings& 
   } else {
     const Threshold& t = thresholds.at("host.vcpus_per_gpu");
     const double ratio = static_cast<double>(*host.cpu_count) / gpus;
-    const std::string message = std::to_string(*host.cpu_count) + " vCPUs for " + std::to_string(gpus) + " GPUs (" + number(ratio) + " per GPU)";
+    const std::string message = std::to_string(*host.cpu_count) + " vCPUs for " + std::to_string(gpus) + (gpus == 1 ? " GPU (" : " GPUs (") +
+                                number(ratio) + " per GPU)";
     if (ratio < *t.warn_below) {
       out.push_back(make("host.vcpus_per_gpu", Status::warn, message + ", below " + number(*t.warn_below) + " per GPU",
                          "use an instance type with more vCPUs per GPU, or expect data loading to bottleneck the GPUs", t.source));
@@ -114,7 +115,7 @@ void check_host(const HostFacts& facts, const Thresholds& thresholds, Findings& 
     const Threshold& t = thresholds.at("host.memory_per_gpu_memory");
     const double ram_gib = static_cast<double>(*host.memory_total_kib) / (1024.0 * 1024.0);
     const double gpu_gib = static_cast<double>(gpu_mib) / 1024.0;
-    const std::string message = number(ram_gib, 0) + " GiB RAM for " + number(gpu_gib, 0) + " GiB of GPU memory (" + number(ram_gib / gpu_gib) + "x)";
+    const std::string message = number(ram_gib, 0) + " GiB RAM for " + number(gpu_gib, 0) + " GiB of GPU memory (" + number(ram_gib / gpu_gib, 2) + "x)";
     if (ram_gib < *t.warn_below * gpu_gib) {
       out.push_back(make("host.memory", Status::warn, message + ", below " + number(*t.warn_below) + "x",
                          "use an instance type with at least " + number(*t.warn_below * gpu_gib, 0) + " GiB of RAM", t.source));
@@ -225,8 +226,10 @@ void check_library_mismatch(const HostFacts& facts, Findings& out) {
 void check_gpu_count(const HostFacts& facts, const Expectations& expect, Findings& out) {
   const probe::GpuInventory& inv = facts.gpus;
   if (!inv.availability.available) {
-    if (!facts.kernel.module_loaded && facts.kernel.modules_source.empty() == false) {
+    if (!facts.kernel.module_loaded && !facts.kernel.modules_source.empty()) {
       out.push_back(make("gpu.count", Status::skip, "no NVIDIA driver, so no GPUs to query (" + inv.availability.reason + ")"));
+    } else if (!facts.live) {
+      out.push_back(make("gpu.count", Status::skip, inv.availability.reason));
     } else {
       out.push_back(make("gpu.count", Status::fail, "GPUs cannot be queried: " + inv.availability.reason,
                          "run `nvidia-smi` to see the driver's own error; a driver/library mismatch needs a reboot"));
@@ -235,11 +238,18 @@ void check_gpu_count(const HostFacts& facts, const Expectations& expect, Finding
   }
   const auto count = static_cast<unsigned>(inv.gpus.size());
   std::map<std::string, unsigned> names;
-  for (const GpuFacts& gpu : inv.gpus) ++names[gpu.name];
+  std::vector<std::string> lost;
+  for (const GpuFacts& gpu : inv.gpus) {
+    ++names[gpu.name];
+    if (!gpu.access_error.empty()) lost.push_back(gpu_label(gpu) + " (" + gpu.access_error + ")");
+  }
   std::vector<std::string> described;
   for (const auto& [name, n] : names) described.push_back(std::to_string(n) + "x " + name);
   const std::string seen = std::to_string(count) + " GPU" + (count == 1 ? "" : "s") + (described.empty() ? "" : ": " + util::join(described, ", "));
-  if (expect.gpu_count && count != *expect.gpu_count) {
+  if (!lost.empty()) {
+    out.push_back(make("gpu.count", Status::fail, seen + "; inaccessible: " + util::join(lost, ", "),
+                       "drain the node and reset the GPU or reboot; a GPU that stays lost has usually fallen off the bus: open a hardware ticket"));
+  } else if (expect.gpu_count && count != *expect.gpu_count) {
     out.push_back(make("gpu.count", Status::fail, seen + "; expected " + std::to_string(*expect.gpu_count),
                        "a missing GPU has usually fallen off the bus (see xid findings): reset it or drain the node and open a hardware ticket"));
   } else if (count == 0) {
@@ -556,7 +566,8 @@ void check_containers(const HostFacts& facts, Findings& out) {
                        c.docker_nvidia_runtime ? "Docker is configured with the nvidia runtime" : "Docker's /etc/docker/daemon.json has no nvidia runtime",
                        c.docker_nvidia_runtime ? "" : "`nvidia-ctk runtime configure --runtime=docker && systemctl restart docker`"));
   }
-  if (c.containerd_installed) {
+  // Docker CE installs containerd as its own backend; only a containerd used directly (Kubernetes) needs the runtime.
+  if (c.containerd_installed && !c.docker_installed) {
     out.push_back(make("container.containerd_runtime", c.containerd_nvidia_runtime ? Status::pass : Status::warn,
                        c.containerd_nvidia_runtime ? "containerd is configured with the nvidia runtime" : "containerd's config has no nvidia runtime",
                        c.containerd_nvidia_runtime ? "" : "`nvidia-ctk runtime configure --runtime=containerd && systemctl restart containerd`"));

@@ -194,8 +194,11 @@ void collect_toolkits(System& system, const CollectOptions& options, HostFacts& 
   std::vector<std::string> path_dirs;
   std::vector<std::string> library_dirs;
   if (options.live) {
-    for (auto dir : util::split(system.environment("PATH").value_or(""), ':')) path_dirs.emplace_back(dir);
-    for (auto dir : util::split(system.environment("LD_LIBRARY_PATH").value_or(""), ':')) library_dirs.emplace_back(dir);
+    // Keep the variables alive while their pieces (string_views) are copied out.
+    const std::string path = system.environment("PATH").value_or("");
+    const std::string library_path = system.environment("LD_LIBRARY_PATH").value_or("");
+    for (auto dir : util::split(path, ':')) path_dirs.emplace_back(dir);
+    for (auto dir : util::split(library_path, ':')) library_dirs.emplace_back(dir);
   }
   std::vector<std::string> roots;
   for (const std::string& name : system.list_directory("/usr/local")) {
@@ -270,7 +273,8 @@ void collect_containers(System& system, const CollectOptions& options, HostFacts
   ContainerRuntime& c = facts.containers;
   std::vector<std::string> bins = {"/usr/bin", "/usr/local/bin", "/usr/sbin"};
   if (options.live) {
-    for (auto dir : util::split(system.environment("PATH").value_or(""), ':')) bins.emplace_back(dir);
+    const std::string path = system.environment("PATH").value_or("");
+    for (auto dir : util::split(path, ':')) bins.emplace_back(dir);
   }
   const auto find = [&](const std::string& program) -> std::optional<std::string> {
     for (const std::string& dir : bins) {
@@ -351,7 +355,8 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
     if (smi.pcie.gen_max) gpu.pcie_gen_max = static_cast<unsigned>(*smi.pcie.gen_max);
     if (smi.pcie.width_current) gpu.pcie_width_current = static_cast<unsigned>(*smi.pcie.width_current);
     if (smi.pcie.width_max) gpu.pcie_width_max = static_cast<unsigned>(*smi.pcie.width_max);
-    if (smi.process_count) gpu.process_count = static_cast<unsigned>(*smi.process_count);
+    if (smi.compute_process_count) gpu.process_count = static_cast<unsigned>(*smi.compute_process_count);
+    if (smi.utilization_gpu_percent) gpu.utilization_percent = *smi.utilization_gpu_percent;
     inventory.gpus.push_back(std::move(gpu));
   }
   return inventory;

@@ -21,6 +21,7 @@ struct Availability {
 /// One GPU as NVML or nvidia-smi reports it. Absent optionals mean "not reported / not supported".
 struct GpuFacts {
   unsigned index = 0;
+  std::string access_error;  ///< non-empty when the driver lists the GPU but it cannot be queried ("GPU is lost")
   std::string name;
   std::string uuid;
   std::string pci_bus_id;

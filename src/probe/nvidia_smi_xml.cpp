@@ -185,13 +185,17 @@ NvidiaSmiGpu gpu_from(const pugi::xml_node& node, int index) {
   out.pcie.gen_max = small_integer(link.child("pcie_gen").child("max_link_gen"));
   out.pcie.width_current = small_integer(link.child("link_widths").child("current_link_width"));
   out.pcie.width_max = small_integer(link.child("link_widths").child("max_link_width"));
+  out.utilization_gpu_percent = small_integer(node.child("utilization").child("gpu_util"));
   if (const pugi::xml_node processes = node.child("processes")) {
     int count = 0;
+    int compute = 0;
     for (const pugi::xml_node& process : processes.children("process_info")) {
-      (void)process;
       ++count;
+      const auto type = value(process.child("type"));
+      if (type && type->find('C') != std::string::npos) ++compute;
     }
     out.process_count = count;
+    out.compute_process_count = compute;
   }
   return out;
 }

@@ -89,6 +89,9 @@ struct NvidiaSmiGpu {
   std::optional<std::vector<std::string>> clocks_event_reasons;
   PcieLink pcie;
   std::optional<int> process_count;  ///< <process_info> elements; absent when there is no <processes> element
+  /// <process_info> elements whose <type> includes compute ("C", "C+G", "M+C"); graphics-only Xorg is not work.
+  std::optional<int> compute_process_count;
+  std::optional<int> utilization_gpu_percent;  ///< utilization/gpu_util
 };
 
 /// The whole report.

@@ -239,10 +239,11 @@ GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) 
   inventory.attached_gpus = count;
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t device = nullptr;
-    if (api.handle_by_index(i, &device) != k_success) {
+    if (const nvmlReturn_t result = api.handle_by_index(i, &device); result != k_success) {
       GpuFacts lost;
       lost.index = i;
       lost.name = "(inaccessible)";
+      lost.access_error = error_text(api, result);
       inventory.gpus.push_back(lost);
       continue;
     }

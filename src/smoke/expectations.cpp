@@ -205,9 +205,9 @@ Judgement judge(double observed, std::optional<double> expected, std::optional<d
   }
   out.warn_below = thresholds.min_ratio * *expected;
   out.fail_below = minimum ? *minimum : thresholds.fail_ratio * *expected;
-  out.fail_below = std::min(out.fail_below, out.warn_below);
+  out.warn_below = std::max(out.warn_below, out.fail_below);  // an anchor minimum above the warn line still fails
   out.explanation = "expected >= " + format_number(out.warn_below) + " " + unit + " (" + format_number(thresholds.min_ratio) +
-                    " x " + format_number(*expected) + "), fail below " + format_number(out.fail_below) +
+                    " x " + format_number(*expected) + " or the minimum), fail below " + format_number(out.fail_below) +
                     (minimum ? " (anchor minimum)" : " (" + format_number(thresholds.fail_ratio) + " x expected)");
   if (observed < out.fail_below) {
     out.status = report::Status::fail;

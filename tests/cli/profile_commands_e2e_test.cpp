@@ -77,28 +77,39 @@ TEST_CASE("gpuenv ships at least 14 profiles, each named after its file with a o
 }
 
 TEST_CASE("every shipped profile passes profile check", "[cli][e2e][profiles]") {
+  // One run per form (by name with --json, by path as text) keeps this fast; each result is still per file.
   const auto files = shipped_files();
+  std::vector<std::string> by_name{"profile", "check", "--json"};
+  std::vector<std::string> by_path{"profile", "check"};
   for (const ShippedFile& file : files) {
-    INFO(file.stem);
-    const auto result = run_gpuenv({"profile", "check", file.stem});
-    INFO(result.out << result.err);
-    CHECK(result.exit_code == 0);
-    CHECK(result.out.find("verdict: OK") != std::string::npos);
-    CHECK(result.out.find("INCOMPATIBLE") == std::string::npos);
+    by_name.push_back(file.stem);
+    by_path.push_back(file.path);
   }
-
-  // All at once, by path: one result per file, every one valid.
-  std::vector<std::string> args{"profile", "check", "--json"};
-  for (const ShippedFile& file : files) args.push_back(file.path);
-  const auto all = run_gpuenv(args);
-  CHECK(all.exit_code == 0);
-  const auto json = parse_json(all.out);
+  const auto named = run_gpuenv(by_name);
+  INFO(named.err);
+  CHECK(named.exit_code == 0);
+  const auto json = parse_json(named.out);
   REQUIRE(json.is_array());
   REQUIRE(json.size() == files.size());
   for (std::size_t i = 0; i < files.size(); ++i) {
+    INFO(files[i].stem);
     CHECK(json[i].at("profile") == files[i].stem);
+    CHECK(json[i].at("origin") == "builtin:" + files[i].stem);
     CHECK(json[i].at("valid") == true);
+    for (const auto& cell : json[i].at("cells")) {
+      CHECK(cell.at("valid") == true);
+      for (const auto& finding : cell.at("findings")) {
+        INFO(finding.dump());
+        CHECK(finding.at("status") != "fail");
+      }
+    }
   }
+
+  const auto pathed = run_gpuenv(by_path);
+  INFO(pathed.out << pathed.err);
+  CHECK(pathed.exit_code == 0);
+  for (const ShippedFile& file : files) CHECK(pathed.out.find(file.stem + " (" + file.path + ")") != std::string::npos);
+  CHECK(pathed.out.find("INCOMPATIBLE") == std::string::npos);
 }
 
 TEST_CASE("the required shipped profiles hold the versions they promise", "[cli][profiles]") {

@@ -314,6 +314,16 @@ TEST_CASE("rules: GPU count against --expect-gpus", "[doctor][rules]") {
       {"7 GPUs, 8 expected", [](HostFacts& f, Expectations& e) { set_gpus(f, 7); f.host.cpu_count = 64; f.host.memory_total_kib = 2048 * k_kib_per_gib; e.gpu_count = 8; },
        "gpu.count", Status::fail, {"7 GPUs", "expected 8", "fallen off the bus"}},
       {"1 GPU, 0 expected", [](HostFacts&, Expectations& e) { e.gpu_count = 0; }, "gpu.count", Status::fail, {"expected 0"}},
+      {"8 listed, one lost, 8 expected", [](HostFacts& f, Expectations& e) {
+         set_gpus(f, 8);
+         f.gpus.gpus[3].access_error = "GPU is lost";
+         e.gpu_count = 8;
+       }, "gpu.count", Status::fail, {"inaccessible: GPU 3", "GPU is lost"}},
+      {"--root without a report: GPUs are not queried", [](HostFacts& f, Expectations&) {
+         f.live = false;
+         f.gpus = {};
+         f.gpus.availability.reason = "GPUs are not queried under --root";
+       }, "gpu.count", Status::skip, {"not queried under --root"}},
       {"no expectation, header says more than listed", [](HostFacts& f, Expectations&) { f.gpus.attached_gpus = 2; },
        "gpu.count", Status::warn, {"the report header says 2 attached"}},
       {"the driver answers but sees no GPU", [](HostFacts& f, Expectations&) { set_gpus(f, 0); }, "gpu.count", Status::fail, {"sees no GPUs", "lspci"}},

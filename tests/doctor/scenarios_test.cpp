@@ -89,8 +89,7 @@ const std::vector<Scenario> k_scenarios = {
         {"toolkit.path", "skip"},
         {"toolkit.driver_support", "pass"},
         {"container.toolkit", "pass"},
-        {"container.docker_runtime", "pass"},
-        {"container.containerd_runtime", "pass"}}},
+        {"container.docker_runtime", "pass"}}},
     {"healthy-8xh100", {"--expect-gpus", "8", "--strict"}, 0, "READY", {
         {"gpu.count", "pass", "8 GPUs"}}},
     {"healthy-8xh100", {"--expect-gpus", "7"}, 1, "NOT READY", {

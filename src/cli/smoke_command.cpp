@@ -1,0 +1,138 @@
+// `gpuenv smoke`: on-device tests (copies, matmuls) per GPU; the exit code follows the verdict.
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "smoke/runner.hpp"
+
+#ifndef GPUENV_VERSION
+#define GPUENV_VERSION "0.0.0"
+#endif
+
+namespace gpuenv::cli {
+namespace {
+
+struct SmokeCommandOptions {
+  bool json = false;
+  bool quick = false;
+  int device = -1;
+  double min_ratio = 0.75;
+  double fail_ratio = 0.5;
+  int repetitions = 0;
+  double timeout_s = 120;
+};
+
+nlohmann::json metric_json(const smoke::Metric& metric) {
+  nlohmann::json out = {{"id", metric.id},           {"unit", metric.unit},         {"median", metric.summary.median},
+                        {"min", metric.summary.min}, {"max", metric.summary.max},   {"repetitions", metric.summary.count}};
+  out["expected"] = metric.expected ? nlohmann::json(*metric.expected) : nlohmann::json();
+  if (metric.unit == "GB/s") {
+    out["bytes"] = metric.work;
+  } else {
+    out["size"] = metric.work;
+  }
+  return out;
+}
+
+nlohmann::json optional_json(const std::optional<int>& value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
+
+std::string smoke_json(const smoke::SmokeReport& report) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const smoke::DeviceResult& device : report.devices) {
+    nlohmann::json metrics = nlohmann::json::array();
+    for (const smoke::Metric& metric : device.metrics) metrics.push_back(metric_json(metric));
+    const smoke::DeviceInfo& info = device.info;
+    devices.push_back({{"index", device.index},
+                       {"name", info.name},
+                       {"pci_bus_id", info.pci_bus_id},
+                       {"compute_capability", std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor)},
+                       {"sm_count", info.sm_count},
+                       {"memory_bytes", info.memory_bytes},
+                       {"clock_mhz", info.clock_mhz},
+                       {"memory_clock_mhz", info.memory_clock_mhz},
+                       {"memory_bus_width", info.memory_bus_width},
+                       {"pcie",
+                        {{"generation", optional_json(info.pcie_generation)},
+                         {"width", optional_json(info.pcie_width)},
+                         {"max_generation", optional_json(info.pcie_max_generation)},
+                         {"max_width", optional_json(info.pcie_max_width)}}},
+                       {"expectation_model", info.expectation_model.empty() ? nlohmann::json() : nlohmann::json(info.expectation_model)},
+                       {"hung", device.hung},
+                       {"verdict", report::to_string(report::verdict_of(device.findings))},
+                       {"metrics", metrics},
+                       {"findings", report::to_json(device.findings)}});
+  }
+  nlohmann::json out = {{"gpuenv_version", GPUENV_VERSION},
+                        {"command", "smoke"},
+                        {"verdict", report::to_string(report.verdict)},
+                        {"driver",
+                         {{"library", report.library},
+                          {"loaded", report.driver_loaded},
+                          {"cuda_version", report.driver_cuda_version.empty() ? nlohmann::json() : nlohmann::json(report.driver_cuda_version)},
+                          {"device_count", report.device_count}}},
+                        {"kernels",
+                         {{"embedded", report.kernels.embedded},
+                          {"cuda_version", report.kernels.cuda_version},
+                          {"archs", report.kernels.archs},
+                          {"bytes", report.kernels.bytes}}},
+                        {"findings", report::to_json(report.findings)},
+                        {"devices", devices}};
+  return out.dump(2) + "\n";
+}
+
+std::string smoke_text(const smoke::SmokeReport& report, const report::TextStyle& style) {
+  std::ostringstream out;
+  out << "gpuenv smoke: " << report::to_string(report.verdict) << "\n\n";
+  if (!report.findings.empty()) out << report::render_findings(report.findings, style);
+  for (const smoke::DeviceResult& device : report.devices) {
+    out << "\nGPU " << device.index << ": " << (device.info.name.empty() ? "unknown" : device.info.name);
+    if (!device.info.expectation_model.empty()) out << " (expectations: " << device.info.expectation_model << ")";
+    if (device.info.pcie_generation && device.info.pcie_width) {
+      out << ", PCIe Gen" << *device.info.pcie_generation << " x" << *device.info.pcie_width;
+    }
+    out << "\n" << report::render_findings(device.findings, style);
+  }
+  return out.str();
+}
+
+ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options) {
+  smoke::SmokeOptions request;
+  request.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.library);
+  request.quick = options.quick;
+  if (options.device >= 0) request.device = options.device;
+  if (options.fail_ratio > options.min_ratio) {
+    return report_error(context, util::Error::usage("--fail-ratio must not exceed --min-ratio"));
+  }
+  request.thresholds.min_ratio = options.min_ratio;
+  request.thresholds.fail_ratio = options.fail_ratio;
+  request.repetitions = options.repetitions;
+  request.step_timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  auto report = smoke::run_smoke(context.system, request);
+  if (!report) return report_error(context, report.error());
+  if (options.json) {
+    context.out << smoke_json(*report);
+  } else {
+    context.out << smoke_text(*report, context.style);
+  }
+  return report->verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
+}
+
+}  // namespace
+
+void add_smoke_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<SmokeCommandOptions>();
+  CLI::App* command = app.add_subcommand("smoke", "Run on-device tests per GPU: copies (PCIe, memory) and matmuls, verified and judged (docs/smoke.md)");
+  command->add_flag("--json", options->json, "Print the report as JSON (docs/smoke.md)");
+  command->add_flag("--quick", options->quick, "Small sizes and 3 repetitions (seconds per GPU)");
+  command->add_option("--device", options->device, "Only the GPU with this CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  command->add_option("--min-ratio", options->min_ratio, "Warn below this fraction of the expected value (default 0.75)")->check(CLI::Range(0.0, 1.0));
+  command->add_option("--fail-ratio", options->fail_ratio, "Fail below this fraction of the expected value when no anchor minimum is known (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--repetitions", options->repetitions, "Timed repetitions per test (default 10, --quick 3)")->check(CLI::Range(1, 1000));
+  command->add_option("--timeout", options->timeout_s, "Seconds each step may take before the GPU is reported hung (default 120)")->check(CLI::PositiveNumber);
+  command->callback([&action, options] { action = [options](Context& c) { return run_smoke_command(c, *options); }; });
+}
+
+}  // namespace gpuenv::cli

@@ -1,0 +1,255 @@
+// A fake libcuda.so.1 for tests: exports the driver API entry points gpuenv smoke uses and answers them from the
+// key=value file named by GPUENV_FAKE_CUDA (re-read at every cuInit), so the real dlopen/driver-API path runs
+// without a GPU. "Device" memory is host memory; kernels are emulated on the CPU (small sizes only).
+//
+// Keys: init_result, driver_version (e.g. 12080), device_count, name, pci_bus_id, cc_major, cc_minor,
+// module_load_result, alloc_result, alloc_fail_after (allocations that succeed before alloc_result applies),
+// launch_result, launch_hang_seconds, elapsed_ms (every event interval), emulate_kernels (0: launches do nothing),
+// corrupt_dtoh (1: flip one word of every device->host copy).
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+namespace {
+
+std::map<std::string, std::string>& config() {
+  static std::map<std::string, std::string> values;
+  return values;
+}
+
+void load_config() {
+  config().clear();
+  const char* path = std::getenv("GPUENV_FAKE_CUDA");
+  if (path == nullptr) return;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto equals = line.find('=');
+    if (line.empty() || line[0] == '#' || equals == std::string::npos) continue;
+    auto trim = [](std::string text) {
+      const auto begin = text.find_first_not_of(" \t\r");
+      const auto end = text.find_last_not_of(" \t\r");
+      return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+    };
+    config()[trim(line.substr(0, equals))] = trim(line.substr(equals + 1));
+  }
+}
+
+long long number(const std::string& key, long long fallback) {
+  const auto it = config().find(key);
+  return it == config().end() ? fallback : std::strtoll(it->second.c_str(), nullptr, 0);
+}
+
+std::string text(const std::string& key, const std::string& fallback) {
+  const auto it = config().find(key);
+  return it == config().end() ? fallback : it->second;
+}
+
+int g_allocations = 0;
+
+struct FakeFunction {
+  const char* name;
+};
+FakeFunction g_functions[] = {{"smoke_sgemm"}, {"smoke_hgemm_wmma"}, {"smoke_bf16gemm_wmma"}, {"smoke_fill_pattern"}, {"smoke_check_pattern"}};
+
+float half_to_float(unsigned short bits) {
+  const unsigned sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1Fu, mantissa = bits & 0x3FFu;
+  unsigned out = 0;
+  if (exponent == 0) {
+    float value = static_cast<float>(mantissa) / 16777216.0f;
+    return sign != 0 ? -value : value;
+  }
+  out = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+  float value;
+  std::memcpy(&value, &out, 4);
+  return value;
+}
+
+float bf16_to_float(unsigned short bits) {
+  const unsigned out = static_cast<unsigned>(bits) << 16;
+  float value;
+  std::memcpy(&value, &out, 4);
+  return value;
+}
+
+template <typename Load>
+void gemm(const void* a, const void* b, float* c, int m, int n, int k, Load load) {
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      float sum = 0;
+      for (int p = 0; p < k; ++p) sum += load(a, i * k + p) * load(b, p * n + j);
+      c[i * n + j] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int cuDriverGetVersion(int* version) {
+  load_config();
+  *version = static_cast<int>(number("driver_version", 12080));
+  return 0;
+}
+int cuInit(unsigned) {
+  load_config();
+  g_allocations = 0;
+  return static_cast<int>(number("init_result", 0));
+}
+int cuGetErrorName(int result, const char** name) {
+  switch (result) {
+    case 2: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
+    case 100: *name = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 719: *name = "CUDA_ERROR_LAUNCH_FAILED"; return 0;
+    default: return 1;  // unknown: gpuenv falls back to its own table
+  }
+}
+int cuGetErrorString(int result, const char** text) {
+  if (result == 719) {
+    *text = "unspecified launch failure";
+    return 0;
+  }
+  return 1;
+}
+int cuDeviceGetCount(int* count) {
+  *count = static_cast<int>(number("device_count", 1));
+  return 0;
+}
+int cuDeviceGet(int* device, int ordinal) {
+  *device = ordinal;
+  return 0;
+}
+int cuDeviceGetName(char* name, int length, int) {
+  std::strncpy(name, text("name", "NVIDIA H100 80GB HBM3").c_str(), static_cast<std::size_t>(length));
+  return 0;
+}
+int cuDeviceGetAttribute(int* value, int attribute, int) {
+  switch (attribute) {
+    case 75: *value = static_cast<int>(number("cc_major", 9)); return 0;
+    case 76: *value = static_cast<int>(number("cc_minor", 0)); return 0;
+    case 16: *value = 132; return 0;
+    case 13: *value = 1980000; return 0;
+    case 36: *value = 2619000; return 0;
+    case 37: *value = 5120; return 0;
+    default: *value = 0; return 1;
+  }
+}
+int cuDeviceTotalMem_v2(std::size_t* bytes, int) {
+  *bytes = 85899345920ull;
+  return 0;
+}
+int cuDeviceGetPCIBusId(char* bus, int length, int device) {
+  std::string id = text("pci_bus_id", "00000000:1B:00.0");
+  if (device > 0 && device < 10) id[id.size() - 3] = static_cast<char>('0' + device);
+  std::strncpy(bus, id.c_str(), static_cast<std::size_t>(length));
+  return 0;
+}
+int cuDevicePrimaryCtxRetain(void** context, int) {
+  static int dummy;
+  *context = &dummy;
+  return 0;
+}
+int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+int cuCtxSetCurrent(void*) { return 0; }
+int cuCtxSynchronize() { return 0; }
+int cuModuleLoadData(void** module, const void* image) {
+  static int dummy;
+  *module = &dummy;
+  if (image == nullptr) return 1;
+  return static_cast<int>(number("module_load_result", 0));
+}
+int cuModuleUnload(void*) { return 0; }
+int cuModuleGetFunction(void** function, void*, const char* name) {
+  for (FakeFunction& candidate : g_functions) {
+    if (std::strcmp(candidate.name, name) == 0) {
+      *function = &candidate;
+      return 0;
+    }
+  }
+  return 500;  // CUDA_ERROR_NOT_FOUND
+}
+int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void** params, void**) {
+  if (const long long hang = number("launch_hang_seconds", 0); hang > 0) std::this_thread::sleep_for(std::chrono::seconds(hang));
+  if (const int result = static_cast<int>(number("launch_result", 0)); result != 0) return result;
+  if (number("emulate_kernels", 1) == 0) return 0;
+  const std::string name = static_cast<FakeFunction*>(function)->name;
+  const void* a = *static_cast<void**>(params[0]);
+  const void* b = *static_cast<void**>(params[1]);
+  float* c = *static_cast<float**>(params[2]);
+  const int m = *static_cast<int*>(params[3]), n = *static_cast<int*>(params[4]), k = *static_cast<int*>(params[5]);
+  if (name == "smoke_sgemm") gemm(a, b, c, m, n, k, [](const void* p, int i) { return static_cast<const float*>(p)[i]; });
+  if (name == "smoke_hgemm_wmma") gemm(a, b, c, m, n, k, [](const void* p, int i) { return half_to_float(static_cast<const unsigned short*>(p)[i]); });
+  if (name == "smoke_bf16gemm_wmma") gemm(a, b, c, m, n, k, [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
+  return 0;
+}
+int cuMemAlloc_v2(unsigned long long* pointer, std::size_t bytes) {
+  const long long result = number("alloc_result", 0);
+  if (result != 0 && g_allocations >= number("alloc_fail_after", 0)) return static_cast<int>(result);
+  ++g_allocations;
+  *pointer = reinterpret_cast<unsigned long long>(std::malloc(bytes));
+  return 0;
+}
+int cuMemFree_v2(unsigned long long pointer) {
+  std::free(reinterpret_cast<void*>(pointer));
+  return 0;
+}
+int cuMemAllocHost_v2(void** pointer, std::size_t bytes) {
+  *pointer = std::malloc(bytes);
+  return 0;
+}
+int cuMemFreeHost(void* pointer) {
+  std::free(pointer);
+  return 0;
+}
+int cuMemcpyHtoD_v2(unsigned long long destination, const void* source, std::size_t bytes) {
+  std::memcpy(reinterpret_cast<void*>(destination), source, bytes);
+  return 0;
+}
+int cuMemcpyDtoH_v2(void* destination, unsigned long long source, std::size_t bytes) {
+  std::memcpy(destination, reinterpret_cast<const void*>(source), bytes);
+  if (number("corrupt_dtoh", 0) != 0 && bytes >= 8) static_cast<unsigned*>(destination)[1] ^= 0x10u;
+  return 0;
+}
+int cuMemcpyHtoDAsync_v2(unsigned long long destination, const void* source, std::size_t bytes, void*) {
+  return cuMemcpyHtoD_v2(destination, source, bytes);
+}
+int cuMemcpyDtoHAsync_v2(void* destination, unsigned long long source, std::size_t bytes, void*) {
+  return cuMemcpyDtoH_v2(destination, source, bytes);
+}
+int cuMemcpyDtoDAsync_v2(unsigned long long destination, unsigned long long source, std::size_t bytes, void*) {
+  std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
+  return 0;
+}
+int cuMemsetD32_v2(unsigned long long destination, unsigned value, std::size_t count) {
+  auto* words = reinterpret_cast<unsigned*>(destination);
+  for (std::size_t i = 0; i < count; ++i) words[i] = value;
+  return 0;
+}
+int cuStreamCreate(void** stream, unsigned) {
+  static int dummy;
+  *stream = &dummy;
+  return 0;
+}
+int cuStreamSynchronize(void*) { return 0; }
+int cuStreamDestroy_v2(void*) { return 0; }
+int cuEventCreate(void** event, unsigned) {
+  static int dummy[2];
+  static int next = 0;
+  *event = &dummy[next++ % 2];
+  return 0;
+}
+int cuEventRecord(void*, void*) { return 0; }
+int cuEventSynchronize(void*) { return 0; }
+int cuEventElapsedTime(float* ms, void*, void*) {
+  *ms = static_cast<float>(std::strtod(text("elapsed_ms", "1.0").c_str(), nullptr));
+  return 0;
+}
+int cuEventDestroy_v2(void*) { return 0; }
+
+}  // extern "C"

@@ -1,0 +1,199 @@
+// smoke's pure parts: statistics, byte/FLOP accounting, pattern and matmul verification, expectations and verdicts.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "smoke/expectations.hpp"
+#include "smoke/measure.hpp"
+#include "smoke/runner.hpp"
+#include "smoke/verify.hpp"
+
+using namespace gpuenv::smoke;
+using gpuenv::report::Status;
+
+TEST_CASE("smoke: summarize: median of odd and even counts, min and max", "[smoke]") {
+  struct Case {
+    std::vector<double> samples;
+    double median, min, max;
+  };
+  const Case cases[] = {{{}, 0, 0, 0}, {{5}, 5, 5, 5}, {{3, 1, 2}, 2, 1, 3}, {{4, 1, 3, 2}, 2.5, 1, 4}, {{10, 10, 1, 10, 100}, 10, 1, 100}};
+  for (const Case& c : cases) {
+    const Summary s = summarize(c.samples);
+    CHECK(s.median == Approx(c.median));
+    CHECK(s.min == Approx(c.min));
+    CHECK(s.max == Approx(c.max));
+    CHECK(s.count == c.samples.size());
+  }
+}
+
+TEST_CASE("smoke: accounting: GB/s is bytes / seconds / 1e9 and TFLOP/s is 2MNK / s / 1e12", "[smoke]") {
+  CHECK(gigabytes_per_second(256.0 * 1024 * 1024, 0.01) == Approx(26.8435456));
+  CHECK(gigabytes_per_second(1e9, 0) == 0);
+  CHECK(teraflops(4096, 4096, 4096, 0.001) == Approx(137.438953472));
+  CHECK(teraflops(1, 1, 1, -1) == 0);
+}
+
+TEST_CASE("smoke: copy pattern: a clean buffer passes, a flipped bit is found with its offset", "[smoke]") {
+  std::vector<std::uint32_t> words(1000);
+  fill_pattern(words, 7);
+  CHECK(check_pattern(words, 7).ok());
+  CHECK_FALSE(check_pattern(words, 8).ok());  // the seed matters
+  words[10] ^= 0x100u;
+  words[500] = 0;
+  const PatternCheck result = check_pattern(words, 7);
+  CHECK(result.mismatches == 2);
+  CHECK(result.first_index == 10);
+  CHECK(result.describe(words.size()).find("2 of 1000 words differ; first at byte offset 0x28") == 0);
+}
+
+TEST_CASE("smoke: fp16 and bf16 conversions round to nearest even", "[smoke]") {
+  struct Case {
+    float value;
+    std::uint16_t half, bf16;
+  };
+  const Case cases[] = {{0.0f, 0x0000, 0x0000},       {1.0f, 0x3C00, 0x3F80},   {-2.0f, 0xC000, 0xC000},
+                        {0.5f, 0x3800, 0x3F00},       {65504.0f, 0x7BFF, 0x4780}, {1e6f, 0x7C00, 0x4974},
+                        {1.0f + 1.0f / 2048, 0x3C00, 0x3F80} /* tie -> even */, {5.960464477539063e-08f, 0x0001, 0x3380}};
+  for (const Case& c : cases) {
+    CAPTURE(c.value);
+    CHECK(float_to_half(c.value) == c.half);
+    CHECK(float_to_bf16(c.value) == c.bf16);
+  }
+  for (float v : {0.0f, 1.0f, -0.75f, 0.333984375f, 1024.0f}) {
+    CHECK(half_to_float(float_to_half(v)) == Approx(v).epsilon(1e-3));
+    CHECK(bf16_to_float(float_to_bf16(v)) == Approx(v).epsilon(1e-2));
+  }
+  CHECK(std::isnan(half_to_float(float_to_half(std::nanf("")))));
+  CHECK(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
+}
+
+namespace {
+std::vector<float> reference_gemm(const std::vector<float>& a, const std::vector<float>& b, int n) {
+  std::vector<float> c(static_cast<std::size_t>(n * n), 0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      float sum = 0;
+      for (int p = 0; p < n; ++p) sum += a[i * n + p] * b[p * n + j];
+      c[i * n + j] = sum;
+    }
+  return c;
+}
+}  // namespace
+
+TEST_CASE("smoke: matmul check: correct results pass, a wrong element, NaN or tolerance breach fails", "[smoke]") {
+  const int n = 64;
+  std::vector<float> a(n * n), b(n * n);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = operand_value(i, 1);
+    b[i] = operand_value(i, 2);
+  }
+  std::vector<float> c = reference_gemm(a, b, n);
+  const GemmCheck good = check_gemm_samples(a, b, c, n, n, n, 100, default_tolerance(Precision::fp32));
+  CHECK(good.ok());
+  CHECK(good.sampled == 100);
+  CHECK(good.max_relative_error < 1e-5);
+
+  std::vector<float> corner = c;
+  corner[n * n - 1] += 1.0f;  // corners are always sampled
+  const GemmCheck bad = check_gemm_samples(a, b, corner, n, n, n, 10, 1e-4);
+  CHECK_FALSE(bad.ok());
+  CHECK(bad.mismatches == 1);
+  CHECK(bad.first_mismatch.find("C[63][63]") == 0);
+
+  std::vector<float> nan = c;
+  nan[0] = std::nanf("");
+  CHECK_FALSE(check_gemm_samples(a, b, nan, n, n, n, 10, 1e-4).ok());
+  CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n, 0, 1e-4).ok());          // nothing sampled is not a pass
+  CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n + 1, 10, 1e-4).ok());     // buffers too small
+  CHECK(default_tolerance(Precision::bf16) > default_tolerance(Precision::fp32));
+}
+
+TEST_CASE("smoke: judge: pass, warn, fail and skip against expected values and anchor minimums", "[smoke]") {
+  const Thresholds defaults;
+  struct Case {
+    double observed;
+    std::optional<double> expected, minimum;
+    Status status;
+  };
+  const Case cases[] = {
+      {100, 100, std::nullopt, Status::pass}, {75, 100, std::nullopt, Status::pass},  {74.9, 100, std::nullopt, Status::warn},
+      {50, 100, std::nullopt, Status::warn},  {49.9, 100, std::nullopt, Status::fail}, {47, 50.4, 48, Status::fail},
+      {48, 50.4, 48, Status::pass},           {40, 50.4, 48, Status::fail},           {1, std::nullopt, std::nullopt, Status::skip},
+      {500, 100, 90, Status::pass},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.observed);
+    CHECK(judge(c.observed, c.expected, c.minimum, defaults, "GB/s").status == c.status);
+  }
+  const Thresholds strict{0.9, 0.8};
+  CHECK(judge(85, 100, std::nullopt, strict, "GB/s").status == Status::warn);
+  CHECK(judge(79, 100, std::nullopt, strict, "GB/s").status == Status::fail);
+  // An anchor minimum above the warn line still fails (Azure's 48 GB/s on a Gen5 x16 link expected at 50.4).
+  CHECK(judge(60, 100, 80, defaults, "GB/s").status == Status::fail);
+  CHECK(judge(76, 100, 80, defaults, "GB/s").status == Status::fail);
+  CHECK(judge(81, 100, 80, defaults, "GB/s").status == Status::pass);
+}
+
+TEST_CASE("smoke: shipped expectations parse and model names match the driver's device names", "[smoke]") {
+  auto shipped = shipped_expectations();
+  REQUIRE(shipped);
+  struct Case {
+    const char* device;
+    const char* model;
+  };
+  const Case cases[] = {{"NVIDIA H100 80GB HBM3", "H100 SXM"}, {"NVIDIA H200", "H200 SXM"},          {"NVIDIA H200 NVL", "H200 NVL"},
+                        {"NVIDIA H100 PCIe", "H100 PCIe"},     {"NVIDIA A100-SXM4-80GB", "A100 80GB SXM4"}, {"NVIDIA A100-PCIE-40GB", "A100 40GB PCIe"},
+                        {"NVIDIA L4", "L4"},                   {"NVIDIA L40S", "L40S"},              {"Tesla T4", "T4"},
+                        {"Tesla V100-SXM2-16GB", "V100 SXM2"}, {"NVIDIA B200", "B200"}};
+  for (const Case& c : cases) {
+    CAPTURE(c.device);
+    const GpuExpectation* row = find_gpu(*shipped, c.device);
+    REQUIRE(row != nullptr);
+    CHECK(row->model == c.model);
+    CHECK_FALSE(row->source.empty());
+    CHECK_FALSE(row->status.empty());
+  }
+  CHECK(find_gpu(*shipped, "NVIDIA GeForce RTX 4090") == nullptr);
+  CHECK(find_gpu(*shipped, "Tesla T4")->tensor_precision == "fp16");
+}
+
+TEST_CASE("smoke: PCIe expectations: theoretical x efficiency by generation and width, Azure minimums by link", "[smoke]") {
+  auto shipped = shipped_expectations();
+  REQUIRE(shipped);
+  auto gen5 = pcie_expectation(*shipped, 5, 16);
+  REQUIRE(gen5);
+  CHECK(gen5->theoretical_gbs == Approx(63.008));
+  CHECK(gen5->expected_gbs == Approx(63.008 * 0.8));
+  CHECK(gen5->minimum_gbs == 48);
+  auto gen4 = pcie_expectation(*shipped, 4, 16);
+  REQUIRE(gen4);
+  CHECK(gen4->minimum_gbs == 21);
+  auto gen4x8 = pcie_expectation(*shipped, 4, 8);
+  REQUIRE(gen4x8);
+  CHECK(gen4x8->theoretical_gbs == Approx(15.752));
+  CHECK_FALSE(gen4x8->minimum_gbs);
+  CHECK_FALSE(pcie_expectation(*shipped, 7, 16));
+  CHECK_FALSE(pcie_expectation(*shipped, 4, 0));
+}
+
+TEST_CASE("smoke: expectations parser rejects unknown keys, wrong types and bad precision", "[smoke]") {
+  const std::string efficiency = "[efficiency]\nd2d_copy=0.8\npcie=0.8\nsgemm=0.3\ntensor=0.15\nstatus=\"x\"\nsource=\"y\"\n";
+  CHECK(parse_expectations(efficiency, "ok.toml"));
+  auto typo = parse_expectations(efficiency + "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"bf16\"\nstatus=\"s\"\nsource=\"s\"\nmemory_bandwith=1\n", "t.toml");
+  REQUIRE_FALSE(typo);
+  CHECK(typo.error().message.find("unknown key `memory_bandwith`") != std::string::npos);
+  CHECK_FALSE(parse_expectations(efficiency + "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"fp8\"\nstatus=\"s\"\nsource=\"s\"\n", "t.toml"));
+  CHECK_FALSE(parse_expectations("[efficiency]\npcie=\"fast\"\n", "t.toml"));
+  CHECK_FALSE(parse_expectations("not toml [", "t.toml"));
+}
+
+TEST_CASE("smoke: PCIe link speed text and driver bus ids map to sysfs", "[smoke]") {
+  CHECK(pcie_generation_from_speed("32.0 GT/s PCIe\n") == 5);
+  CHECK(pcie_generation_from_speed("16.0 GT/s PCIe") == 4);
+  CHECK(pcie_generation_from_speed("8.0 GT/s") == 3);
+  CHECK(pcie_generation_from_speed("2.5 GT/s PCIe") == 1);
+  CHECK_FALSE(pcie_generation_from_speed("Unknown"));
+  CHECK(sysfs_bus_id("00000000:1B:00.0") == "0000:1b:00.0");
+  CHECK(sysfs_bus_id("0000:C1:00.0") == "0000:c1:00.0");
+}

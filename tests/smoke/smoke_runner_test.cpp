@@ -1,0 +1,274 @@
+// The smoke runner through the real dlopen/driver-API path against the fake libcuda (tests/fake_cuda), driven by a
+// key=value file named in GPUENV_FAKE_CUDA: no device, driver mismatch, OOM, launch failure, hang, old driver,
+// corrupted copies, and a healthy GPU with verified copies and matmuls.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "smoke/runner.hpp"
+#include "support/run_binary.hpp"
+
+namespace fs = std::filesystem;
+using namespace gpuenv::smoke;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+using gpuenv::report::Verdict;
+
+namespace {
+
+/// Writes the fake's configuration and points GPUENV_FAKE_CUDA at it for the scope.
+class FakeCuda {
+ public:
+  explicit FakeCuda(const std::string& config) {
+    static int counter = 0;
+    m_path = fs::temp_directory_path() / ("gpuenv-fake-cuda-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".conf");
+    std::ofstream(m_path) << config;
+    ::setenv("GPUENV_FAKE_CUDA", m_path.c_str(), 1);
+  }
+  ~FakeCuda() {
+    ::unsetenv("GPUENV_FAKE_CUDA");
+    std::error_code ignored;
+    fs::remove(m_path, ignored);
+  }
+  FakeCuda(const FakeCuda&) = delete;
+  FakeCuda& operator=(const FakeCuda&) = delete;
+  std::string path() const { return m_path.string(); }
+
+ private:
+  fs::path m_path;
+};
+
+SmokeOptions small_options() {
+  SmokeOptions options;
+  options.library = GPUENV_FAKE_CUDA_LIBRARY;
+  options.copy_bytes = 64 * 1024;
+  options.sgemm_size = 64;
+  options.tensor_size = 64;
+  options.repetitions = 2;
+  options.gemm_samples = 32;
+  options.step_timeout = std::chrono::seconds(20);
+  return options;
+}
+
+SmokeReport run_fake(const std::string& config, SmokeOptions options = small_options()) {
+  const FakeCuda fake(config);
+  auto real = gpuenv::system::make_real_system();
+  auto report = run_smoke(*real, options);
+  REQUIRE(report);
+  return *report;
+}
+
+const Finding* find(const std::vector<Finding>& findings, const std::string& id) {
+  for (const Finding& finding : findings) {
+    if (finding.id == id) return &finding;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("smoke: a library that cannot be loaded is 'no NVIDIA driver found'", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.library = "/nonexistent/libcuda.so.1";
+  auto real = gpuenv::system::make_real_system();
+  auto report = run_smoke(*real, options);
+  REQUIRE(report);
+  CHECK(report->verdict == Verdict::not_ok);
+  REQUIRE(report->findings.size() == 1);
+  CHECK(report->findings[0].id == "smoke.driver");
+  CHECK(report->findings[0].message.find("no NVIDIA driver found") == 0);
+}
+
+TEST_CASE("smoke: cuInit errors become clear driver findings", "[smoke]") {
+  struct Case {
+    const char* config;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"init_result = 100\n", "no CUDA device: cuInit failed: CUDA_ERROR_NO_DEVICE (100)"},
+      {"init_result = 35\ndriver_version = 11040\n", "the CUDA driver library (CUDA 11.4) does not match the kernel driver"},
+      {"init_result = 999\n", "cuInit failed: CUDA_ERROR_UNKNOWN (999)"},
+      {"device_count = 0\n", "no CUDA device: the driver reports 0 GPUs"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.config);
+    const SmokeReport report = run_fake(c.config);
+    CHECK(report.verdict == Verdict::not_ok);
+    CHECK(report.devices.empty());
+    const Finding* driver = find(report.findings, "smoke.driver");
+    REQUIRE(driver != nullptr);
+    CHECK(driver->status == Status::fail);
+    CHECK(driver->message.find(c.message) != std::string::npos);
+    CHECK_FALSE(driver->remedy.empty());
+  }
+}
+
+TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smoke]") {
+  // 64 KiB in 0.0025 ms = 26.2 GB/s... set elapsed so PCIe and memory numbers are plausible: 1e-3 ms -> 65.5 GB/s.
+  const SmokeReport report = run_fake("elapsed_ms = 0.001\n");
+  REQUIRE(report.devices.size() == 1);
+  const DeviceResult& gpu = report.devices[0];
+  CHECK(gpu.info.name == "NVIDIA H100 80GB HBM3");
+  CHECK(gpu.info.cc_major == 9);
+  CHECK(gpu.info.sm_count == 132);
+  CHECK(gpu.info.expectation_model == "H100 SXM");
+  CHECK(report.driver_cuda_version == "12.8");
+  for (const char* id : {"smoke.device", "smoke.kernels", "smoke.h2d_pinned", "smoke.d2h_pinned", "smoke.h2d_pageable", "smoke.d2h_pageable"}) {
+    CAPTURE(id);
+    const Finding* finding = find(gpu.findings, id);
+    REQUIRE(finding != nullptr);
+    CHECK(finding->status != Status::fail);
+  }
+  // 64^3 in 1 us is 0.5 TFLOP/s: results verified, but far below an H100, so the throughput verdict fails.
+  for (const char* id : {"smoke.sgemm_fp32", "smoke.gemm_bf16"}) {
+    CAPTURE(id);
+    REQUIRE(find(gpu.findings, id) != nullptr);
+    CHECK(find(gpu.findings, id)->message.find("sampled elements match the CPU reference") != std::string::npos);
+    CHECK(find(gpu.findings, id)->status == Status::fail);
+    CHECK(find(gpu.findings, id)->source.find("gpuenv kernel efficiency") != std::string::npos);
+  }
+  CHECK(find(gpu.findings, "smoke.d2d")->message.find("data verified") != std::string::npos);
+  REQUIRE(gpu.metrics.size() == 7);
+  CHECK(gpu.metrics[0].id == "h2d_pinned");
+  CHECK(gpu.metrics[0].summary.median == Approx(65.536));
+  CHECK(gpu.metrics[4].id == "d2d");
+  CHECK(gpu.metrics[4].summary.median == Approx(131.072));  // read + write
+  CHECK(gpu.metrics[4].summary.count == 2);
+  // 0.13 TB/s is far below an H100's memory bandwidth: the D2D verdict fails against the DCGM minimum.
+  CHECK(find(gpu.findings, "smoke.d2d")->status == Status::fail);
+  CHECK(find(gpu.findings, "smoke.d2d")->message.find("fail below 1905 (anchor minimum)") != std::string::npos);
+}
+
+TEST_CASE("smoke: compute capability 7.5 runs the FP16 tensor kernel, an unknown model gets numbers only", "[smoke]") {
+  const SmokeReport report = run_fake("name = NVIDIA GeForce RTX 2080\ncc_major = 7\ncc_minor = 5\n");
+  REQUIRE(report.devices.size() == 1);
+  const DeviceResult& gpu = report.devices[0];
+  CHECK(gpu.info.expectation_model.empty());
+  REQUIRE(find(gpu.findings, "smoke.gemm_fp16") != nullptr);
+  CHECK(find(gpu.findings, "smoke.gemm_bf16") == nullptr);
+  CHECK(find(gpu.findings, "smoke.gemm_fp16")->status == Status::skip);
+  CHECK(find(gpu.findings, "smoke.d2d")->status == Status::skip);
+  CHECK(report.verdict == Verdict::ok);
+}
+
+TEST_CASE("smoke: out of memory on cuMemAlloc is a failure naming the error, then the next step", "[smoke]") {
+  const SmokeReport report = run_fake("alloc_result = 2\n");
+  REQUIRE(report.devices.size() == 1);
+  const Finding* buffers = find(report.devices[0].findings, "smoke.copy_buffers");
+  REQUIRE(buffers != nullptr);
+  CHECK(buffers->status == Status::fail);
+  CHECK(buffers->message.find("out of GPU memory: cuMemAlloc_v2(0 MiB) failed: CUDA_ERROR_OUT_OF_MEMORY (2)") == 0);
+  CHECK(find(report.devices[0].findings, "smoke.h2d_pinned") == nullptr);
+  CHECK(find(report.devices[0].findings, "smoke.sgemm_fp32")->status == Status::fail);
+  CHECK(report.verdict == Verdict::not_ok);
+}
+
+TEST_CASE("smoke: a launch failure is reported as a GPU fault pointing at Xid, and stops that GPU", "[smoke]") {
+  const SmokeReport report = run_fake("launch_result = 719\ndevice_count = 2\n");
+  REQUIRE(report.devices.size() == 2);
+  for (const DeviceResult& gpu : report.devices) {
+    const Finding* sgemm = find(gpu.findings, "smoke.sgemm_fp32");
+    REQUIRE(sgemm != nullptr);
+    CHECK(sgemm->status == Status::fail);
+    CHECK(sgemm->message.find("the GPU faulted: cuLaunchKernel(smoke_sgemm) failed: CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure") == 0);
+    CHECK(sgemm->remedy.find("Xid") != std::string::npos);
+    CHECK(find(gpu.findings, "smoke.gemm_bf16") == nullptr);  // the context is gone: the rest is skipped
+    CHECK(find(gpu.findings, "smoke.d2d") != nullptr);         // copies ran before
+  }
+  CHECK(report.devices[1].info.pci_bus_id == "00000000:1B:01.0");
+}
+
+TEST_CASE("smoke: a driver too old for the embedded kernels says so and still runs query and copies", "[smoke]") {
+  const SmokeReport report = run_fake("module_load_result = 222\ndriver_version = 12020\n");
+  REQUIRE(report.devices.size() == 1);
+  const auto& findings = report.devices[0].findings;
+  const Finding* kernels = find(findings, "smoke.kernels");
+  REQUIRE(kernels != nullptr);
+  if (!report.kernels.embedded) {
+    CHECK(kernels->status == Status::skip);
+    CHECK(kernels->message.find("built without CUDA") != std::string::npos);
+    return;
+  }
+  CHECK(kernels->status == Status::warn);
+  CHECK(kernels->message.find("CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)") != std::string::npos);
+  CHECK(kernels->message.find("kernels built with CUDA " + report.kernels.cuda_version) != std::string::npos);
+  CHECK(kernels->message.find("driver supports CUDA 12.2") != std::string::npos);
+  CHECK(find(findings, "smoke.device")->status == Status::pass);
+  CHECK(find(findings, "smoke.d2d") != nullptr);
+  CHECK(find(findings, "smoke.matmul")->status == Status::skip);
+}
+
+TEST_CASE("smoke: corrupted copies and wrong matmul results fail", "[smoke]") {
+  const SmokeReport corrupt = run_fake("corrupt_dtoh = 1\n");
+  const Finding* d2h = find(corrupt.devices.at(0).findings, "smoke.d2h_pinned");
+  REQUIRE(d2h != nullptr);
+  CHECK(d2h->status == Status::fail);
+  CHECK(d2h->message.find("data corrupted: ") != std::string::npos);
+  CHECK(d2h->message.find("first at byte offset 0x4") != std::string::npos);
+
+  const SmokeReport wrong = run_fake("emulate_kernels = 0\n");
+  const Finding* sgemm = find(wrong.devices.at(0).findings, "smoke.sgemm_fp32");
+  REQUIRE(sgemm != nullptr);
+  CHECK(sgemm->status == Status::fail);
+  CHECK(sgemm->message.find("wrong results") != std::string::npos);
+}
+
+TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.step_timeout = std::chrono::milliseconds(300);
+  const SmokeReport report = run_fake("launch_hang_seconds = 2\n", options);
+  REQUIRE(report.devices.size() == 1);
+  CHECK(report.devices[0].hung);
+  const Finding* sgemm = find(report.devices[0].findings, "smoke.sgemm_fp32");
+  REQUIRE(sgemm != nullptr);
+  CHECK(sgemm->status == Status::fail);
+  CHECK(sgemm->message.find("hang:") == 0);
+}
+
+TEST_CASE("smoke: --device picks one GPU, an ordinal that does not exist fails", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.device = 1;
+  const SmokeReport one = run_fake("device_count = 3\n", options);
+  REQUIRE(one.devices.size() == 1);
+  CHECK(one.devices[0].index == 1);
+  options.device = 5;
+  const SmokeReport none = run_fake("device_count = 3\n", options);
+  CHECK(none.devices.empty());
+  CHECK(none.verdict == Verdict::not_ok);
+  CHECK(find(none.findings, "smoke.device")->message.find("--device 5: the driver reports 3 GPU(s)") == 0);
+}
+
+TEST_CASE("gpuenv smoke e2e: no driver on this machine exits 1 with a clear message", "[smoke][e2e]") {
+  const auto result = gpuenv::testing::run_gpuenv({"smoke"}, {{"GPUENV_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}});
+  CHECK(result.exit_code == 1);
+  CHECK(result.out.find("no NVIDIA driver found: /nonexistent/libcuda.so.1 cannot be loaded") != std::string::npos);
+  const auto json = gpuenv::testing::run_gpuenv({"smoke", "--json"}, {{"GPUENV_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}});
+  CHECK(json.exit_code == 1);
+  CHECK(json.out.find("\"verdict\": \"NOT OK\"") != std::string::npos);
+  CHECK(gpuenv::testing::run_gpuenv({"smoke", "--min-ratio", "2"}).exit_code == 2);
+}
+
+TEST_CASE("gpuenv smoke e2e: the real default library name on this machine", "[smoke][e2e]") {
+  if (fs::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1") || fs::exists("/usr/lib64/libcuda.so.1")) {
+    WARN("a libcuda.so.1 is installed here; skipping the no-driver check");
+    return;
+  }
+  const auto result = gpuenv::testing::run_gpuenv({"smoke", "--quick"}, {{"GPUENV_CUDA_LIBRARY", std::nullopt}});
+  CHECK(result.exit_code == 1);
+  CHECK(result.out.find("no NVIDIA driver found: libcuda.so.1 cannot be loaded") != std::string::npos);
+}
+
+TEST_CASE("gpuenv smoke e2e: through the fake libcuda the binary reports the device and fails wrong results", "[smoke][e2e]") {
+  // emulate_kernels = 0: --quick sizes are too large to emulate on the CPU, so the matmuls return garbage and fail.
+  const FakeCuda fake("name = NVIDIA GeForce RTX 2080\ncc_major = 7\ncc_minor = 5\nemulate_kernels = 0\n");
+  const auto result = gpuenv::testing::run_gpuenv({"smoke", "--quick", "--json", "--repetitions", "1"},
+                                                  {{"GPUENV_CUDA_LIBRARY", std::string(GPUENV_FAKE_CUDA_LIBRARY)}, {"GPUENV_FAKE_CUDA", fake.path()}});
+  CHECK(result.exit_code == 1);
+  CHECK(result.out.find("\"name\": \"NVIDIA GeForce RTX 2080\"") != std::string::npos);
+  CHECK(result.out.find("wrong results") != std::string::npos);
+  CHECK(result.out.find("\"id\": \"h2d_pinned\"") != std::string::npos);
+}
