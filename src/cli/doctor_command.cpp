@@ -51,6 +51,8 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.collect.live = options.root.empty();
   request.collect.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
   request.collect.nvml_library = context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
+  request.run_smoke = !options.quick;
+  request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.nvidia_smi_xml.empty()) {
     // The report is the user's file, read from this machine even under --root.
@@ -103,7 +105,7 @@ void add_doctor_command(CLI::App& app, Action& action) {
   command->add_flag("--oneline", options->oneline, "Print one line of at most 80 characters naming the worst finding")->excludes(json);
   command->add_option("--prometheus", options->prometheus, "Also write node_exporter textfile metrics to FILE (atomically)");
   command->add_flag("--strict", options->strict, "Exit 1 when DEGRADED (warnings), not only when NOT READY");
-  command->add_flag("--quick", options->quick, "Skip on-device smoke tests (doctor runs none yet)");
+  command->add_flag("--quick", options->quick, "Skip the on-device smoke tests (software and health checks only)");
   command->add_option("--profile", options->profile, "Judge the node against a profile (shipped name or .toml path)");
   command->add_option("--set", options->set, "With --profile: pick a matrix cell or override a field (FIELD=VALUE)");
   command->add_option("--expect-gpus", options->expect_gpus, "Fail unless exactly N GPUs are visible")->check(CLI::NonNegativeNumber);

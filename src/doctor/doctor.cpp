@@ -14,6 +14,32 @@ std::string_view verdict_word(report::Verdict verdict) {
   return "UNKNOWN";
 }
 
+namespace {
+
+/// Runs `gpuenv smoke` on a live node with visible GPUs and folds its findings (all GPUs) into the report.
+void add_smoke_findings(system::System& system, const DoctorRequest& request, DoctorReport& report) {
+  const probe::HostFacts& facts = report.facts;
+  if (!facts.live || !facts.gpus.availability.available || facts.gpus.gpus.empty()) {
+    report.findings.push_back({"smoke.run", report::Status::skip,
+                               facts.live ? "smoke tests need visible GPUs" : "smoke tests do not run under --root", "", ""});
+    return;
+  }
+  auto smoke = smoke::run_smoke(system, request.smoke);
+  if (!smoke) {
+    report.findings.push_back({"smoke.run", report::Status::fail, "smoke tests could not run: " + smoke.error().message, "", ""});
+    return;
+  }
+  for (const report::Finding& finding : smoke->findings) report.findings.push_back(finding);
+  for (const smoke::DeviceResult& device : smoke->devices) {
+    for (report::Finding finding : device.findings) {
+      finding.message = "GPU " + std::to_string(device.index) + ": " + finding.message;
+      report.findings.push_back(std::move(finding));
+    }
+  }
+}
+
+}  // namespace
+
 util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequest& request) {
   // Load gpuenv's own data first: a broken build should say so before touching the machine.
   auto thresholds = builtin_thresholds();
@@ -29,7 +55,8 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   const Expectations expectations{request.expect_gpus, request.profile ? &*request.profile : nullptr};
   report.findings = evaluate(report.facts, **thresholds, **kb, expectations);
 
-  // Smoke tests (issue 4) will run here unless --quick.
+  // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.
+  if (request.run_smoke) add_smoke_findings(system, request, report);
   report.verdict = report::verdict_of(report.findings);
   return report;
 }

@@ -9,6 +9,7 @@
 #include "probe/facts.hpp"
 #include "profile/profile.hpp"
 #include "report/finding.hpp"
+#include "smoke/runner.hpp"
 #include "system/system.hpp"
 #include "util/expected.hpp"
 
@@ -18,6 +19,8 @@ struct DoctorRequest {
   probe::CollectOptions collect;
   std::optional<unsigned> expect_gpus;
   std::optional<profile::Profile> profile;  ///< judge the node against this environment
+  bool run_smoke = false;                   ///< run the on-device smoke tests (doctor without --quick)
+  smoke::SmokeOptions smoke;
 };
 
 struct DoctorReport {

@@ -17,6 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace gpuenv::testing::dockerfile_tests;
+using gpuenv::testing::run_gpuenv;
 using gpuenv::util::contains;
 
 const fs::path k_source(GPUENV_SOURCE_DIR);

@@ -22,6 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace gpuenv::testing::dockerfile_tests;
+using gpuenv::testing::run_gpuenv;
 using gpuenv::util::contains;
 
 constexpr const char* k_linter = "dockerfile-utils@0.16.3";
