@@ -74,16 +74,25 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
   const profile::Profile& base = in.document.base;
   const std::vector<profile::Cell> cells = profile::expand_matrix(in.document);
 
-  // --set FIELD=VALUE on a matrix axis (or an include field) picks cells; on any other field it overrides.
+  // --set FIELD=VALUE on a field the matrix sets (an axis, or a field an include entry adds) picks cells; on any
+  // other field it overrides. When no cell has every such value, the axis values alone pick; when no cell has
+  // those either, the base profile takes the overrides.
   std::set<std::string> matrix_keys;
   for (const profile::Cell& cell : cells) {
     for (const auto& [key, value] : cell.assignments) matrix_keys.insert(key);
   }
+  std::set<std::string> axis_keys;
+  for (const auto& [key, values] : in.document.matrix.axes) axis_keys.insert(key);
   profile::Assignments selectors;
+  profile::Assignments axis_selectors;
   for (const auto& pair : *overrides) {
     if (matrix_keys.contains(pair.first)) selectors.push_back(pair);
+    if (axis_keys.contains(pair.first)) axis_selectors.push_back(pair);
   }
   std::vector<profile::Cell> candidates = selectors.empty() ? cells : profile::select_cells(cells, selectors);
+  if (candidates.empty() && axis_selectors.size() < selectors.size()) {
+    candidates = axis_selectors.empty() ? cells : profile::select_cells(cells, axis_selectors);
+  }
   if (candidates.empty()) {
     context.err << "gpuenv: note: no matrix cell of " << base.name << " has " << cell_name(base, selectors)
                 << "; using the base profile with --set applied\n";

@@ -87,7 +87,7 @@ ExitCode run_check(Context& context, const ProfileOptions& options) {
       context.out << check_text(document->base, verdicts, context.style);
     }
   }
-  if (options.json) context.out << (results.size() == 1 ? results[0] : results).dump(2) << "\n";
+  if (options.json && !results.empty()) context.out << (results.size() == 1 ? results[0] : results).dump(2) << "\n";
   return worst;
 }
 

@@ -106,20 +106,21 @@ struct CudnnEvidence {
   std::vector<Version> cuda_versions;  ///< empty: not stated
   std::vector<std::string> compute_capabilities;
   std::string source;
+  bool from_support_matrix = false;  ///< a cuDNN support-matrix row, not an image's bundled cuDNN
 };
 
 std::vector<CudnnEvidence> cudnn_evidence(const KnowledgeBase& kb, const Version& wanted) {
   std::vector<CudnnEvidence> out;
   for (const CudnnBuild& build : kb.cudnn_builds) {
     if (build.cudnn.starts_with(wanted)) {
-      out.push_back({build.cudnn, build.cuda_major, build.cuda_versions, build.compute_capabilities, build.provenance.source});
+      out.push_back({build.cudnn, build.cuda_major, build.cuda_versions, build.compute_capabilities, build.provenance.source, true});
     }
   }
   // The cuDNN inside nvidia/cuda images proves a build for that image's CUDA exists.
   for (const CudaImage& image : kb.images) {
     const auto bundled = Version::parse(image.cudnn_version);
     if (bundled && bundled->starts_with(wanted)) {
-      out.push_back({*bundled, image.cuda.major(), {image.cuda.truncated(2)}, {}, image.provenance.source});
+      out.push_back({*bundled, image.cuda.major(), {image.cuda.truncated(2)}, {}, image.provenance.source, false});
     }
   }
   return out;
@@ -168,7 +169,12 @@ void check_cudnn(const Context& c, Findings& out) {
   const bool minor_listed = std::any_of(for_major.begin(), for_major.end(), [&minor](const CudnnEvidence& e) {
     return std::find(e.cuda_versions.begin(), e.cuda_versions.end(), minor) != e.cuda_versions.end();
   });
-  if (!minor_listed) {
+  // Only the support matrix lists supported toolkits; an image merely proves one pairing exists.
+  const bool matrix_rows = std::any_of(for_major.begin(), for_major.end(), [](const CudnnEvidence& e) { return e.from_support_matrix; });
+  if (!minor_listed && !matrix_rows) {
+    out.push_back(make("cudnn.cuda_version", Status::skip,
+                       name + " has no support-matrix row in the knowledge base; its support for CUDA " + minor.str() + " is not checked"));
+  } else if (!minor_listed) {
     out.push_back(make("cudnn.cuda_version", Status::warn,
                        name + "'s CUDA " + std::to_string(major) + ".x builds are not listed as supported with CUDA " +
                            minor.str(),
@@ -213,8 +219,10 @@ std::string binary_compatible_arch(const std::vector<std::string>& built, const 
 
 void check_pytorch(const Context& c, Findings& out) {
   if (c.profile.framework_name != "pytorch" || !c.cuda) return;
-  const Version torch = *Version::parse(c.profile.framework_version);
-  const std::string name = "torch " + c.profile.framework_version;
+  // pip reads torch==2.4 as 2.4.0.
+  Version torch = *Version::parse(c.profile.framework_version);
+  if (torch.size() == 2) torch = Version({torch.major(), torch.minor(), 0});
+  const std::string name = "torch " + torch.str();
   const TorchRelease* release = c.kb.torch_release(torch);
   if (release == nullptr) {
     std::vector<std::string> same_series;

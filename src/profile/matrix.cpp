@@ -35,35 +35,33 @@ std::vector<Assignments> cartesian_product(const Matrix& matrix) {
   return cells;
 }
 
-/// GitHub's include rule: an entry whose axis values match existing cells extends them with its other
-/// fields (never overwriting an axis value); an entry that matches no cell is added as a new cell.
+/// GitHub's include rule: an entry is added to every *original* combination (from the product) whose axis values
+/// it does not contradict — its other fields are added, overwriting values earlier includes added; an entry that
+/// fits no original combination becomes a new cell. Cells added by include are never extended by later entries.
 void apply_includes(const Matrix& matrix, std::vector<Assignments>& cells) {
+  const std::size_t originals = cells.size();
   for (const auto& entry : matrix.include) {
-    std::map<std::string, std::string> axis_part;
-    Assignments extra;
-    for (const auto& [key, value] : entry) {
-      if (is_axis(matrix, key)) {
-        axis_part[key] = value;
-      } else {
-        extra.emplace_back(key, value);
-      }
-    }
-    bool matched = false;
-    if (!axis_part.empty()) {
-      for (Assignments& cell : cells) {
-        if (!cell_matches(cell, axis_part)) continue;
-        matched = true;
-        for (const auto& field : extra) {
-          auto existing = std::find_if(cell.begin(), cell.end(), [&field](const auto& a) { return a.first == field.first; });
-          if (existing == cell.end()) {
-            cell.push_back(field);
-          } else {
-            existing->second = field.second;
-          }
+    bool added = false;
+    for (std::size_t i = 0; i < originals; ++i) {
+      Assignments& cell = cells[i];
+      const bool contradicts = std::any_of(entry.begin(), entry.end(), [&](const auto& field) {
+        if (!is_axis(matrix, field.first)) return false;
+        const auto have = std::find_if(cell.begin(), cell.end(), [&](const auto& a) { return a.first == field.first; });
+        return have != cell.end() && have->second != field.second;
+      });
+      if (contradicts) continue;
+      added = true;
+      for (const auto& field : entry) {
+        if (is_axis(matrix, field.first)) continue;
+        auto existing = std::find_if(cell.begin(), cell.end(), [&field](const auto& a) { return a.first == field.first; });
+        if (existing == cell.end()) {
+          cell.push_back(field);
+        } else {
+          existing->second = field.second;
         }
       }
     }
-    if (!matched) cells.emplace_back(entry.begin(), entry.end());
+    if (!added) cells.emplace_back(entry.begin(), entry.end());
   }
 }
 

@@ -9,7 +9,8 @@
 namespace gpuenv::profile {
 
 /// Expands a document into its cells; a document without a matrix yields one cell with no assignments.
-/// Order is deterministic: axes in file order, values in listed order, include entries last.
+/// Order is deterministic: axes in alphabetical key order (toml++ tables are sorted), values in listed order,
+/// cells added by include last.
 std::vector<Cell> expand_matrix(const ProfileDocument& document);
 
 /// Applies `--set FIELD=VALUE` overrides to a profile; an input Error for an unknown field or a bad value.

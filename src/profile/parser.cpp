@@ -145,6 +145,10 @@ Expected<std::string> matrix_key(const Locator& where, const toml::node& node, s
       return std::string(key);
     }
   }
+  if (key == "gpu.compute_capabilities" || key == "gpu.models") {
+    return where.at(node, "matrix: `" + std::string(key) + "` is an array field and cannot be a matrix axis",
+                    "set it in [gpu] for every cell, or make one profile per GPU target");
+  }
   std::string message = "matrix: `" + std::string(key) + "` is not a profile field";
   if (auto suggestion = util::closest_match(key, all_field_keys())) message += "; did you mean `" + *suggestion + "`?";
   return where.at(node, message, "matrix keys are dotted scalar fields such as \"cuda.version\" or \"framework.python\"");

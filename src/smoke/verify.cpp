@@ -107,7 +107,8 @@ float operand_value(std::uint64_t index, std::uint32_t seed) {
 GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b, std::span<const float> c, int m, int n,
                              int k, std::size_t samples, double tolerance, std::uint32_t seed) {
   GemmCheck out;
-  if (m <= 0 || n <= 0 || k <= 0) return out;
+  // Nothing asked for, nothing verified: ok() stays false rather than passing unchecked results.
+  if (m <= 0 || n <= 0 || k <= 0 || samples == 0) return out;
   const auto M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
   if (a.size() < M * K || b.size() < K * N || c.size() < M * N) return out;
   auto check = [&](std::size_t i, std::size_t j) {

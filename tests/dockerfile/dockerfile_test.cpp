@@ -311,7 +311,7 @@ TEST_CASE("a bare CUDA profile gets no Python, only the user and labels", "[dock
   CHECK(own_problems(text).empty());
 }
 
-TEST_CASE("--with-doctor adds the gpuenv stage and a HEALTHCHECK running doctor --quick --oneline", "[dockerfile]") {
+TEST_CASE("with-doctor adds the gpuenv stage and a HEALTHCHECK running doctor --quick --oneline", "[dockerfile]") {
   Options o = options();
   o.with_doctor = true;
   o.selection = {{"cuda.version", "12.4.1"}};

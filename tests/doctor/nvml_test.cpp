@@ -203,7 +203,7 @@ gpuenv::testing::EnvironmentChanges fake_nvml_environment(const FakeNvmlCopy& li
 
 TEST_CASE("doctor with GPUENV_NVML_LIBRARY at the fake sees eight H100s", "[doctor][nvml][e2e]") {
   const FakeNvmlCopy library;
-  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--json", "--expect-gpus", "8", "--timeout", "5"},
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--expect-gpus", "8", "--timeout", "5"},
                                                   fake_nvml_environment(library, "healthy-8xh100.conf"));
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);
@@ -233,7 +233,7 @@ TEST_CASE("doctor with GPUENV_NVML_LIBRARY at the fake sees eight H100s", "[doct
 TEST_CASE("doctor with a hung fake NVML returns within its --timeout", "[doctor][nvml][e2e]") {
   const FakeNvmlCopy library;
   const auto start = std::chrono::steady_clock::now();
-  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--json", "--timeout", "1"}, fake_nvml_environment(library, "hang-long.conf"));
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--timeout", "1"}, fake_nvml_environment(library, "hang-long.conf"));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);
@@ -245,4 +245,22 @@ TEST_CASE("doctor with a hung fake NVML returns within its --timeout", "[doctor]
   CHECK(json.at("gpus").empty());
   CHECK(json.at("gpu_source").is_null());
   CHECK(elapsed < 10s);
+}
+
+TEST_CASE("doctor without --quick folds the smoke tests into its findings", "[doctor][nvml][e2e]") {
+  const FakeNvmlCopy library;
+  auto environment = fake_nvml_environment(library, "healthy-8xh100.conf");
+  // No libcuda at this path: the smoke tests must say so as a failing finding of doctor's own report.
+  environment.push_back({"GPUENV_CUDA_LIBRARY", std::string("/nonexistent/libcuda.so.1")});
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--json", "--timeout", "5"}, environment);
+  INFO("stdout: " << result.out);
+  const auto json = nlohmann::json::parse(result.out, nullptr, false);
+  REQUIRE_FALSE(json.is_discarded());
+  CHECK(result.exit_code == 1);
+  CHECK(json.at("verdict") == "NOT READY");
+  const auto& findings = json.at("findings");
+  const bool smoke_failed = std::any_of(findings.begin(), findings.end(), [](const nlohmann::json& f) {
+    return f.at("id") == "smoke.driver" && f.at("status") == "fail";
+  });
+  CHECK(smoke_failed);
 }

@@ -328,6 +328,7 @@ TEST_CASE("rules: GPU count against --expect-gpus", "[doctor][rules]") {
        "gpu.count", Status::warn, {"the report header says 2 attached"}},
       {"the driver answers but sees no GPU", [](HostFacts& f, Expectations&) { set_gpus(f, 0); }, "gpu.count", Status::fail, {"sees no GPUs", "lspci"}},
       {"NVML fails with the module loaded", [](HostFacts& f, Expectations&) {
+         f.live = true;
          f.gpus = {};
          f.gpus.availability.reason = "nvmlInit failed: Unknown Error (NVML error 999)";
        }, "gpu.count", Status::fail, {"GPUs cannot be queried: nvmlInit failed"}},

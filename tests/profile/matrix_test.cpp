@@ -159,6 +159,27 @@ TEST_CASE("a later include may overwrite a value an earlier include added, never
   CHECK(cells[5].profile.image_flavor == "base");
 }
 
+TEST_CASE("an include without axis fields extends every original cell (GitHub semantics)", "[profile][matrix]") {
+  ProfileDocument document = two_axes();
+  document.matrix.include = {{{"image.flavor", "devel"}}};
+  const auto cells = expand_matrix(document);
+  REQUIRE(cells.size() == 6);
+  for (const auto& cell : cells) {
+    CHECK(cell.profile.image_flavor == "devel");
+    CHECK_FALSE(cell.requested);
+  }
+}
+
+TEST_CASE("cells added by an include are not extended by later includes", "[profile][matrix]") {
+  ProfileDocument document = two_axes();
+  document.matrix.include = {{{"cuda.version", "13.0.2"}, {"image.flavor", "base"}},
+                             {{"cuda.version", "13.0.2"}, {"image.flavor", "devel"}}};
+  const auto cells = expand_matrix(document);
+  REQUIRE(cells.size() == 8);
+  CHECK(cells[6].label() == "cuda.version=13.0.2,image.flavor=base");
+  CHECK(cells[7].label() == "cuda.version=13.0.2,image.flavor=devel");
+}
+
 TEST_CASE("exclude runs before include, so include can add an excluded combination back", "[profile][matrix]") {
   ProfileDocument document = two_axes();
   document.matrix.exclude = {{{"cuda.version", "12.1.1"}}};

@@ -299,7 +299,7 @@ TEST_CASE("matrix keys must be scalar profile fields and their values valid stri
        "t.toml:9:18: matrix: `cuda.verison` is not a profile field; did you mean `cuda.version`?", false},
       {"\"name\" = [\"a\", \"b\"]\n", "t.toml:9:10: matrix: `name` cannot vary", false},
       {"\"description\" = [\"a\", \"b\"]\n", "t.toml:9:17: matrix: `description` cannot vary", false},
-      {"\"gpu.models\" = [\"A100\"]\n", "t.toml:9:16: matrix: `gpu.models` is not a profile field", true},
+      {"\"gpu.models\" = [\"A100\"]\n", "t.toml:9:16: matrix: `gpu.models` is an array field and cannot be a matrix axis", true},
       {"\"cuda.version\" = \"12.4.1\"\n", "t.toml:9:18: matrix: `cuda.version` must be an array of values, not a string", false},
       {"\"cuda.version\" = []\n", "t.toml:9:18: matrix: `cuda.version` has no values", false},
       {"\"cuda.version\" = [\"12.4.1\", \"12.4.1\"]\n", "t.toml:9:29: matrix: `cuda.version` lists \"12.4.1\" twice", false},
