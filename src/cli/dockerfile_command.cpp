@@ -44,7 +44,9 @@ std::vector<report::Finding> dockerfile_findings(const profile::Profile& p, cons
   return findings;
 }
 
-bool usable(const std::vector<report::Finding>& findings) { return report::verdict_of(findings) != report::Verdict::not_ok; }
+bool usable(const std::vector<report::Finding>& findings) {
+  return report::verdict_of(findings) != report::Verdict::not_ok;
+}
 
 std::string cell_name(const profile::Profile& base, const profile::Assignments& assignments) {
   if (assignments.empty()) return base.name;
@@ -118,7 +120,8 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
   }
   if (!chosen) {
     context.err << "gpuenv: refusing to write a Dockerfile: " << base.name
-                << (candidates.size() > 1 ? " has no valid cell among the " + std::to_string(candidates.size()) + " that match; the first one's findings:"
+                << (candidates.size() > 1 ? " has no valid cell among the " + std::to_string(candidates.size()) +
+                                                " that match; the first one's findings:"
                                           : " is not compatible:")
                 << "\n\n";
     const compat::CellVerdict verdict{first->cell, first->findings, false};
@@ -126,15 +129,17 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
     return ExitCode::not_ok;
   }
   if (candidates.size() > 1) {
-    context.err << "gpuenv: note: " << candidates.size() << " cells of " << base.name << " match; using the first valid one, "
-                << cell_name(base, chosen->cell.assignments) << " (pick one with --set, or write all with --all --out-dir)\n";
+    context.err << "gpuenv: note: " << candidates.size() << " cells of " << base.name
+                << " match; using the first valid one, " << cell_name(base, chosen->cell.assignments)
+                << " (pick one with --set, or write all with --all --out-dir)\n";
   }
   print_warnings(context, chosen->findings);
 
   // The selection repeated in the file: the cell's assignments, then overrides of other fields.
   profile::Assignments selection = chosen->cell.assignments;
   for (const auto& pair : *overrides) {
-    const bool present = std::any_of(selection.begin(), selection.end(), [&pair](const auto& s) { return s.first == pair.first; });
+    const bool present =
+        std::any_of(selection.begin(), selection.end(), [&pair](const auto& s) { return s.first == pair.first; });
     if (!present) selection.push_back(pair);
   }
   auto text = dockerfile::render(chosen->resolved, *in.kb, *in.data, render_options(options, std::move(selection)));
@@ -175,11 +180,13 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
       for (const report::Finding& f : findings) {
         if (f.status == report::Status::fail) {
           failing.push_back(f);
-          skipped_text += "  skipped " + label + (cell.requested && !cell.assignments.empty() ? " (include)" : "") + ": " + f.id + ": " +
-                          f.message + "\n";
+          skipped_text += "  skipped " + label + (cell.requested && !cell.assignments.empty() ? " (include)" : "") +
+                          ": " + f.id + ": " + f.message + "\n";
         }
       }
-      skipped.push_back({{"label", label}, {"cell", assignments_json(cell.assignments)}, {"requested", cell.requested},
+      skipped.push_back({{"label", label},
+                         {"cell", assignments_json(cell.assignments)},
+                         {"requested", cell.requested},
                          {"findings", report::to_json(failing)}});
       requested_invalid = requested_invalid || cell.requested;
       continue;
@@ -192,7 +199,8 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
       file = file.substr(0, file.size() - 11) + "-" + std::to_string(n) + ".Dockerfile";
     }
     std::string set;
-    for (const auto& [key, value] : cell.assignments) set += (set.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+    for (const auto& [key, value] : cell.assignments)
+      set += (set.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
     written.push_back({{"file", file},
                        {"label", label},
                        {"cell", assignments_json(cell.assignments)},
@@ -208,7 +216,8 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
   const std::string dir = options.out_dir.back() == '/' ? options.out_dir : options.out_dir + "/";
   for (const Output& output : outputs) {
     if (auto ok = context.system.write_file_atomic(dir + output.file, output.text); !ok) {
-      return report_error(context, util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
+      return report_error(context,
+                          util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
     }
   }
   const nlohmann::json index = {{"schema", 1},
@@ -219,11 +228,13 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
                                 {"dockerfiles", written},
                                 {"skipped", skipped}};
   if (auto ok = context.system.write_file_atomic(dir + "index.json", index.dump(2) + "\n"); !ok) {
-    return report_error(context, util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
+    return report_error(context,
+                        util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
   }
-  context.err << "gpuenv: wrote " << outputs.size() << " Dockerfile" << (outputs.size() == 1 ? "" : "s") << " and index.json to "
-              << options.out_dir;
-  if (!skipped.empty()) context.err << "; skipped " << skipped.size() << " invalid cell" << (skipped.size() == 1 ? "" : "s") << ":";
+  context.err << "gpuenv: wrote " << outputs.size() << " Dockerfile" << (outputs.size() == 1 ? "" : "s")
+              << " and index.json to " << options.out_dir;
+  if (!skipped.empty())
+    context.err << "; skipped " << skipped.size() << " invalid cell" << (skipped.size() == 1 ? "" : "s") << ":";
   context.err << "\n" << skipped_text;
   if (requested_invalid) return ExitCode::not_ok;
   return outputs.empty() ? ExitCode::not_ok : ExitCode::ok;
@@ -231,16 +242,21 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
 
 ExitCode run_dockerfile(Context& context, const DockerfileOptions& options) {
   if (options.all && options.out_dir.empty()) {
-    return report_error(context, util::Error::usage("--all needs --out-dir DIR", "e.g. gpuenv dockerfile " + options.profile + " --all --out-dir out/"));
+    return report_error(context,
+                        util::Error::usage("--all needs --out-dir DIR",
+                                           "e.g. gpuenv dockerfile " + options.profile + " --all --out-dir out/"));
   }
   if (!options.all && !options.out_dir.empty()) {
-    return report_error(context, util::Error::usage("--out-dir is for --all", "add --all, or write one Dockerfile with -o FILE"));
+    return report_error(
+        context, util::Error::usage("--out-dir is for --all", "add --all, or write one Dockerfile with -o FILE"));
   }
   if (options.all && !options.output.empty()) {
-    return report_error(context, util::Error::usage("-o writes one Dockerfile; --all writes one per cell into --out-dir", "drop -o"));
+    return report_error(
+        context, util::Error::usage("-o writes one Dockerfile; --all writes one per cell into --out-dir", "drop -o"));
   }
   if (options.all && !options.set.empty()) {
-    return report_error(context, util::Error::usage("--set picks one cell; --all writes every valid cell", "drop --set, or drop --all"));
+    return report_error(context, util::Error::usage("--set picks one cell; --all writes every valid cell",
+                                                    "drop --set, or drop --all"));
   }
   Inputs in;
   auto kb = compat::builtin_knowledge_base();
@@ -259,14 +275,18 @@ ExitCode run_dockerfile(Context& context, const DockerfileOptions& options) {
 
 void add_dockerfile_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<DockerfileOptions>();
-  CLI::App* command = app.add_subcommand("dockerfile", "Write a Dockerfile for a profile (or one per valid matrix cell)");
+  CLI::App* command =
+      app.add_subcommand("dockerfile", "Write a Dockerfile for a profile (or one per valid matrix cell)");
   command->add_option("profile", options->profile, "Shipped profile name or path to a .toml file")->required();
-  command->add_option("--set", options->set, "Pick a matrix cell or override a field (FIELD=VALUE; repeatable)")->allow_extra_args(false);
+  command->add_option("--set", options->set, "Pick a matrix cell or override a field (FIELD=VALUE; repeatable)")
+      ->allow_extra_args(false);
   command->add_option("-o,--output", options->output, "Write the Dockerfile to FILE (atomically) instead of stdout");
-  command->add_flag("--all", options->all, "Write one Dockerfile per valid matrix cell, and index.json, into --out-dir");
+  command->add_flag("--all", options->all,
+                    "Write one Dockerfile per valid matrix cell, and index.json, into --out-dir");
   command->add_option("--out-dir", options->out_dir, "With --all: an existing directory to write into");
-  command->add_flag("--with-doctor", options->with_doctor,
-                    "Add the gpuenv binary (build context ./gpuenv) and a HEALTHCHECK running `gpuenv doctor --quick --oneline`");
+  command->add_flag(
+      "--with-doctor", options->with_doctor,
+      "Add the gpuenv binary (build context ./gpuenv) and a HEALTHCHECK running `gpuenv doctor --quick --oneline`");
   command->callback([&action, options] { action = [options](Context& c) { return run_dockerfile(c, *options); }; });
 }
 

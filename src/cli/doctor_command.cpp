@@ -38,8 +38,9 @@ util::Expected<std::optional<profile::Profile>> load_profile_for(Context& contex
   if (!overrides) return overrides.error();
   const auto cells = profile::select_cells(profile::expand_matrix(*document), *overrides);
   if (cells.size() != 1) {
-    return util::Error::usage("--profile " + options.profile + ": " + std::to_string(cells.size()) + " matrix cells match",
-                              "pick one cell with --set FIELD=VALUE (see `gpuenv matrix " + options.profile + "`)");
+    return util::Error::usage(
+        "--profile " + options.profile + ": " + std::to_string(cells.size()) + " matrix cells match",
+        "pick one cell with --set FIELD=VALUE (see `gpuenv matrix " + options.profile + "`)");
   }
   auto with_overrides = profile::apply_overrides(cells.front().profile, *overrides);
   if (!with_overrides) return with_overrides.error();
@@ -50,7 +51,8 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   doctor::DoctorRequest request;
   request.collect.live = options.root.empty();
   request.collect.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
-  request.collect.nvml_library = context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
+  request.collect.nvml_library =
+      context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
   request.run_smoke = !options.quick;
   request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
@@ -68,7 +70,8 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   std::unique_ptr<system::System> rooted;
   system::System* target = &context.system;
   if (!options.root.empty()) {
-    if (!context.system.exists(options.root)) return report_error(context, util::Error::usage("--root " + options.root + ": no such directory"));
+    if (!context.system.exists(options.root))
+      return report_error(context, util::Error::usage("--root " + options.root + ": no such directory"));
     rooted = system::make_real_system(options.root);
     target = rooted.get();
   }
@@ -76,8 +79,10 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   if (!report) return report_error(context, report.error());
 
   if (!options.prometheus.empty()) {
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (auto written = context.system.write_file_atomic(options.prometheus, doctor_prometheus(*report, now)); !written) {
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (auto written = context.system.write_file_atomic(options.prometheus, doctor_prometheus(*report, now));
+        !written) {
       return report_error(context, written.error());
     }
   }
@@ -89,9 +94,12 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
     context.out << doctor_text(*report, context.style);
   }
   switch (report->verdict) {
-    case report::Verdict::ok: return ExitCode::ok;
-    case report::Verdict::degraded: return options.strict ? ExitCode::not_ok : ExitCode::ok;
-    case report::Verdict::not_ok: return ExitCode::not_ok;
+    case report::Verdict::ok:
+      return ExitCode::ok;
+    case report::Verdict::degraded:
+      return options.strict ? ExitCode::not_ok : ExitCode::ok;
+    case report::Verdict::not_ok:
+      return ExitCode::not_ok;
   }
   return ExitCode::internal;
 }
@@ -100,18 +108,27 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
 
 void add_doctor_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<DoctorOptions>();
-  CLI::App* command = app.add_subcommand("doctor", "Is this node ready for GPU work? READY / DEGRADED / NOT READY, with the reasons and the fixes");
+  CLI::App* command = app.add_subcommand(
+      "doctor", "Is this node ready for GPU work? READY / DEGRADED / NOT READY, with the reasons and the fixes");
   CLI::Option* json = command->add_flag("--json", options->json, "Print the report as JSON (docs/doctor-json.md)");
-  command->add_flag("--oneline", options->oneline, "Print one line of at most 80 characters naming the worst finding")->excludes(json);
-  command->add_option("--prometheus", options->prometheus, "Also write node_exporter textfile metrics to FILE (atomically)");
+  command->add_flag("--oneline", options->oneline, "Print one line of at most 80 characters naming the worst finding")
+      ->excludes(json);
+  command->add_option("--prometheus", options->prometheus,
+                      "Also write node_exporter textfile metrics to FILE (atomically)");
   command->add_flag("--strict", options->strict, "Exit 1 when DEGRADED (warnings), not only when NOT READY");
   command->add_flag("--quick", options->quick, "Skip the on-device smoke tests (software and health checks only)");
   command->add_option("--profile", options->profile, "Judge the node against a profile (shipped name or .toml path)");
   command->add_option("--set", options->set, "With --profile: pick a matrix cell or override a field (FIELD=VALUE)");
-  command->add_option("--expect-gpus", options->expect_gpus, "Fail unless exactly N GPUs are visible")->check(CLI::NonNegativeNumber);
-  command->add_option("--root", options->root, "Inspect a mounted image or captured host tree: read files under DIR, run and load nothing");
-  command->add_option("--nvidia-smi-xml", options->nvidia_smi_xml, "Take GPU facts from a captured `nvidia-smi -q -x` report instead of NVML");
-  command->add_option("--timeout", options->timeout_s, "Seconds to wait for NVML, libcuda or nvidia-smi before reporting them hung")->check(CLI::PositiveNumber);
+  command->add_option("--expect-gpus", options->expect_gpus, "Fail unless exactly N GPUs are visible")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--root", options->root,
+                      "Inspect a mounted image or captured host tree: read files under DIR, run and load nothing");
+  command->add_option("--nvidia-smi-xml", options->nvidia_smi_xml,
+                      "Take GPU facts from a captured `nvidia-smi -q -x` report instead of NVML");
+  command
+      ->add_option("--timeout", options->timeout_s,
+                   "Seconds to wait for NVML, libcuda or nvidia-smi before reporting them hung")
+      ->check(CLI::PositiveNumber);
   command->callback([&action, options] { action = [options](Context& c) { return run_doctor_command(c, *options); }; });
 }
 

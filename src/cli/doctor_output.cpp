@@ -13,11 +13,13 @@ std::string driver_summary(const probe::HostFacts& facts) {
   if (!facts.kernel.module_version.empty()) {
     std::string text = facts.kernel.module_version;
     if (facts.kernel.open_module) text += *facts.kernel.open_module ? " (open)" : " (proprietary)";
-    const std::string cuda = facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version : facts.cuda_driver.driver_cuda_version;
+    const std::string cuda = facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version
+                                                                           : facts.cuda_driver.driver_cuda_version;
     if (!cuda.empty()) text += ", CUDA " + cuda;
     return text;
   }
-  if (!facts.gpus.driver_version.empty()) return facts.gpus.driver_version + " (from " + facts.gpus.availability.source + ")";
+  if (!facts.gpus.driver_version.empty())
+    return facts.gpus.driver_version + " (from " + facts.gpus.availability.source + ")";
   return "none loaded";
 }
 
@@ -46,9 +48,12 @@ std::string escape_label(const std::string& value) {
 
 int verdict_number(report::Verdict verdict) {
   switch (verdict) {
-    case report::Verdict::ok: return 0;
-    case report::Verdict::degraded: return 1;
-    case report::Verdict::not_ok: return 2;
+    case report::Verdict::ok:
+      return 0;
+    case report::Verdict::degraded:
+      return 1;
+    case report::Verdict::not_ok:
+      return 2;
   }
   return 2;
 }
@@ -58,15 +63,20 @@ int verdict_number(report::Verdict verdict) {
 std::string doctor_text(const doctor::DoctorReport& r, const report::TextStyle& style) {
   const probe::HostFacts& facts = r.facts;
   std::string out = "gpuenv doctor\n";
-  out += "  host:   " + (facts.host.os_pretty_name.empty() ? facts.host.os_id + " " + facts.host.os_version_id : facts.host.os_pretty_name);
+  out += "  host:   " + (facts.host.os_pretty_name.empty() ? facts.host.os_id + " " + facts.host.os_version_id
+                                                           : facts.host.os_pretty_name);
   if (facts.host.cpu_count) out += ", " + std::to_string(*facts.host.cpu_count) + " vCPUs";
-  if (facts.host.memory_total_kib) out += ", " + std::to_string(*facts.host.memory_total_kib / (1024 * 1024)) + " GiB RAM";
+  if (facts.host.memory_total_kib)
+    out += ", " + std::to_string(*facts.host.memory_total_kib / (1024 * 1024)) + " GiB RAM";
   out += "\n  driver: " + driver_summary(facts) + "\n";
-  out += "  GPUs:   " + std::to_string(facts.gpus.gpus.size()) + (facts.gpus.availability.available ? " (" + facts.gpus.availability.source + ")" : "") + "\n\n";
+  out += "  GPUs:   " + std::to_string(facts.gpus.gpus.size()) +
+         (facts.gpus.availability.available ? " (" + facts.gpus.availability.source + ")" : "") + "\n\n";
   out += report::render_findings(r.findings, style);
   std::string verdict(doctor::verdict_word(r.verdict));
   if (style.color) {
-    const char* color = r.verdict == report::Verdict::ok ? "\033[32m" : r.verdict == report::Verdict::degraded ? "\033[33m" : "\033[31m";
+    const char* color = r.verdict == report::Verdict::ok         ? "\033[32m"
+                        : r.verdict == report::Verdict::degraded ? "\033[33m"
+                                                                 : "\033[31m";
     verdict = color + verdict + "\033[0m";
   }
   out += "\n" + verdict + ": " + std::to_string(report::count_status(r.findings, Status::fail)) + " failed, " +
@@ -80,9 +90,13 @@ std::string doctor_json(const doctor::DoctorReport& r, const std::string& versio
   const probe::HostFacts& facts = r.facts;
   nlohmann::json gpus = nlohmann::json::array();
   for (const probe::GpuFacts& gpu : facts.gpus.gpus) {
-    nlohmann::json g = {{"index", gpu.index}, {"name", gpu.name}, {"uuid", gpu.uuid}, {"pci_bus_id", gpu.pci_bus_id},
+    nlohmann::json g = {{"index", gpu.index},
+                        {"name", gpu.name},
+                        {"uuid", gpu.uuid},
+                        {"pci_bus_id", gpu.pci_bus_id},
                         {"memory_mib", gpu.memory_total_mib ? nlohmann::json(*gpu.memory_total_mib) : nlohmann::json()},
-                        {"compute_capability", gpu.compute_capability.empty() ? nlohmann::json() : nlohmann::json(gpu.compute_capability)}};
+                        {"compute_capability",
+                         gpu.compute_capability.empty() ? nlohmann::json() : nlohmann::json(gpu.compute_capability)}};
     const auto optional = [&g](const char* key, const auto& value) {
       if (value) g[key] = *value;
     };
@@ -100,28 +114,39 @@ std::string doctor_json(const doctor::DoctorReport& r, const std::string& versio
     gpus.push_back(g);
   }
   nlohmann::json driver = {
-      {"version", facts.kernel.module_version.empty() ? (facts.gpus.driver_version.empty() ? nlohmann::json() : nlohmann::json(facts.gpus.driver_version))
-                                                      : nlohmann::json(facts.kernel.module_version)},
+      {"version",
+       facts.kernel.module_version.empty()
+           ? (facts.gpus.driver_version.empty() ? nlohmann::json() : nlohmann::json(facts.gpus.driver_version))
+           : nlohmann::json(facts.kernel.module_version)},
       {"kernel_module_loaded", facts.kernel.module_loaded},
-      {"cuda_version", facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version : facts.cuda_driver.driver_cuda_version}};
+      {"cuda_version", facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version
+                                                                     : facts.cuda_driver.driver_cuda_version}};
   if (facts.kernel.open_module) driver["open_module"] = *facts.kernel.open_module;
   nlohmann::json toolkits = nlohmann::json::array();
-  for (const auto& tk : facts.toolkits) toolkits.push_back({{"version", tk.version}, {"root", tk.root}, {"nvcc", tk.has_nvcc}});
+  for (const auto& tk : facts.toolkits)
+    toolkits.push_back({{"version", tk.version}, {"root", tk.root}, {"nvcc", tk.has_nvcc}});
   nlohmann::json out = {
       {"schema", 1},
       {"gpuenv_version", version},
       {"verdict", std::string(doctor::verdict_word(r.verdict))},
-      {"host", {{"os", facts.host.os_id}, {"os_version", facts.host.os_version_id}, {"kernel", facts.host.kernel_release},
-                {"architecture", facts.host.architecture},
-                {"cpus", facts.host.cpu_count ? nlohmann::json(*facts.host.cpu_count) : nlohmann::json()},
-                {"memory_kib", facts.host.memory_total_kib ? nlohmann::json(*facts.host.memory_total_kib) : nlohmann::json()}}},
+      {"host",
+       {{"os", facts.host.os_id},
+        {"os_version", facts.host.os_version_id},
+        {"kernel", facts.host.kernel_release},
+        {"architecture", facts.host.architecture},
+        {"cpus", facts.host.cpu_count ? nlohmann::json(*facts.host.cpu_count) : nlohmann::json()},
+        {"memory_kib", facts.host.memory_total_kib ? nlohmann::json(*facts.host.memory_total_kib) : nlohmann::json()}}},
       {"driver", driver},
       {"gpus", gpus},
-      {"gpu_source", facts.gpus.availability.available ? nlohmann::json(facts.gpus.availability.source) : nlohmann::json()},
+      {"gpu_source",
+       facts.gpus.availability.available ? nlohmann::json(facts.gpus.availability.source) : nlohmann::json()},
       {"cuda_toolkits", toolkits},
       {"findings", report::to_json(r.findings)},
-      {"summary", {{"pass", report::count_status(r.findings, Status::pass)}, {"warn", report::count_status(r.findings, Status::warn)},
-                   {"fail", report::count_status(r.findings, Status::fail)}, {"skip", report::count_status(r.findings, Status::skip)}}}};
+      {"summary",
+       {{"pass", report::count_status(r.findings, Status::pass)},
+        {"warn", report::count_status(r.findings, Status::warn)},
+        {"fail", report::count_status(r.findings, Status::fail)},
+        {"skip", report::count_status(r.findings, Status::skip)}}}};
   return out.dump(2) + "\n";
 }
 
@@ -129,7 +154,8 @@ std::string doctor_oneline(const doctor::DoctorReport& r) {
   std::string line(doctor::verdict_word(r.verdict));
   if (const report::Finding* worst = worst_finding(r.findings)) {
     line += ": " + worst->id + ": " + worst->message;
-    const std::size_t others = report::count_status(r.findings, Status::fail) + report::count_status(r.findings, Status::warn) - 1;
+    const std::size_t others =
+        report::count_status(r.findings, Status::fail) + report::count_status(r.findings, Status::warn) - 1;
     const std::string more = others > 0 ? " (+" + std::to_string(others) + ")" : "";
     constexpr std::size_t k_limit = 80;
     if (line.size() + more.size() > k_limit) line = line.substr(0, k_limit - more.size() - 3) + "...";
@@ -145,15 +171,20 @@ std::string doctor_oneline(const doctor::DoctorReport& r) {
 
 std::string doctor_prometheus(const doctor::DoctorReport& r, long long timestamp) {
   std::string out;
-  out += "# HELP gpuenv_doctor_verdict Node verdict: 0 ready, 1 degraded, 2 not ready.\n# TYPE gpuenv_doctor_verdict gauge\n";
+  out +=
+      "# HELP gpuenv_doctor_verdict Node verdict: 0 ready, 1 degraded, 2 not ready.\n# TYPE gpuenv_doctor_verdict "
+      "gauge\n";
   out += "gpuenv_doctor_verdict " + std::to_string(verdict_number(r.verdict)) + "\n";
-  out += "# HELP gpuenv_doctor_check One series per check, labelled with its status (pass, warn, fail, skip).\n# TYPE gpuenv_doctor_check gauge\n";
+  out +=
+      "# HELP gpuenv_doctor_check One series per check, labelled with its status (pass, warn, fail, skip).\n# TYPE "
+      "gpuenv_doctor_check gauge\n";
   std::vector<std::string> seen;
   for (const report::Finding& f : r.findings) {
     // Several findings can share an id (per-toolkit checks): keep the first, which the text lists first.
     if (std::find(seen.begin(), seen.end(), f.id) != seen.end()) continue;
     seen.push_back(f.id);
-    out += "gpuenv_doctor_check{check=\"" + escape_label(f.id) + "\",status=\"" + std::string(report::to_string(f.status)) + "\"} 1\n";
+    out += "gpuenv_doctor_check{check=\"" + escape_label(f.id) + "\",status=\"" +
+           std::string(report::to_string(f.status)) + "\"} 1\n";
   }
   out += "# HELP gpuenv_doctor_findings Number of findings by status.\n# TYPE gpuenv_doctor_findings gauge\n";
   for (Status status : {Status::pass, Status::warn, Status::fail, Status::skip}) {
@@ -162,7 +193,9 @@ std::string doctor_prometheus(const doctor::DoctorReport& r, long long timestamp
   }
   out += "# HELP gpuenv_doctor_gpus GPUs visible to the driver.\n# TYPE gpuenv_doctor_gpus gauge\n";
   out += "gpuenv_doctor_gpus " + std::to_string(r.facts.gpus.gpus.size()) + "\n";
-  out += "# HELP gpuenv_doctor_last_run_timestamp_seconds When doctor last ran.\n# TYPE gpuenv_doctor_last_run_timestamp_seconds gauge\n";
+  out +=
+      "# HELP gpuenv_doctor_last_run_timestamp_seconds When doctor last ran.\n# TYPE "
+      "gpuenv_doctor_last_run_timestamp_seconds gauge\n";
   out += "gpuenv_doctor_last_run_timestamp_seconds " + std::to_string(timestamp) + "\n";
   return out;
 }

@@ -19,7 +19,8 @@ struct MatrixOptions {
 /// `--set` arguments that select this cell with `gpuenv dockerfile`.
 std::string set_arguments(const profile::Assignments& assignments) {
   std::string out;
-  for (const auto& [key, value] : assignments) out += (out.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+  for (const auto& [key, value] : assignments)
+    out += (out.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
   return out;
 }
 
@@ -28,7 +29,8 @@ std::string render_table(const std::vector<compat::CellVerdict>& verdicts, const
   std::size_t index = 0;
   for (const compat::CellVerdict& v : verdicts) {
     const std::string label = v.cell.assignments.empty() ? "(base profile)" : v.cell.label();
-    const std::string state = v.valid ? report::status_label(report::worst_status(v.findings), style) : report::status_label(report::Status::fail, style);
+    const std::string state = v.valid ? report::status_label(report::worst_status(v.findings), style)
+                                      : report::status_label(report::Status::fail, style);
     out += std::to_string(++index) + ". " + state + "  " + (v.valid ? "valid    " : "invalid  ") + label +
            (v.cell.requested && !v.cell.assignments.empty() ? "  (include)" : "") + "\n";
     for (const report::Finding& f : v.findings) {
@@ -89,7 +91,8 @@ void add_matrix_command(CLI::App& app, Action& action) {
   command->add_option("profile", options->profile, "Shipped profile name or path to a .toml file")->required();
   command->add_option("--format", options->format, "table, json, or github ({\"include\":[...]} of the valid cells)")
       ->check(CLI::IsMember({"table", "json", "github"}));
-  command->add_flag_callback("--json", [options] { options->format = "json"; }, "Same as --format json");
+  command->add_flag_callback(
+      "--json", [options] { options->format = "json"; }, "Same as --format json");
   command->callback([&action, options] { action = [options](Context& c) { return run_matrix(c, *options); }; });
 }
 

@@ -31,12 +31,16 @@ ExitCode run_list(Context& context, bool json) {
     const profile::Profile& p = document->base;
     const std::size_t cells = profile::expand_matrix(*document).size();
     std::string framework = p.framework_name.empty() ? "-" : p.framework_name + " " + p.framework_version;
-    rows.push_back({{"name", p.name}, {"cuda", p.cuda_version}, {"os", p.os_distro + " " + p.os_version},
+    rows.push_back({{"name", p.name},
+                    {"cuda", p.cuda_version},
+                    {"os", p.os_distro + " " + p.os_version},
                     {"framework", p.framework_name.empty() ? nlohmann::json() : nlohmann::json(framework)},
-                    {"cells", cells}, {"description", p.description}});
-    table << std::left << std::setw(30) << p.name << std::setw(9) << (p.cuda_version.empty() ? "matrix" : p.cuda_version)
-          << std::setw(15) << (p.os_distro + " " + p.os_version) << std::setw(18) << framework
-          << (cells > 1 ? "[" + std::to_string(cells) + " cells] " : "") << p.description << "\n";
+                    {"cells", cells},
+                    {"description", p.description}});
+    table << std::left << std::setw(30) << p.name << std::setw(9)
+          << (p.cuda_version.empty() ? "matrix" : p.cuda_version) << std::setw(15) << (p.os_distro + " " + p.os_version)
+          << std::setw(18) << framework << (cells > 1 ? "[" + std::to_string(cells) + " cells] " : "") << p.description
+          << "\n";
   }
   if (json) {
     context.out << rows.dump(2) << "\n";
@@ -69,7 +73,8 @@ ExitCode run_check(Context& context, const ProfileOptions& options) {
   if (options.all) {
     for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) names.push_back(shipped.name);
   }
-  if (names.empty()) return report_error(context, util::Error::usage("profile check: name at least one profile", "or pass --all"));
+  if (names.empty())
+    return report_error(context, util::Error::usage("profile check: name at least one profile", "or pass --all"));
   ExitCode worst = ExitCode::ok;
   nlohmann::json results = nlohmann::json::array();
   for (const std::string& name : names) {
@@ -102,14 +107,18 @@ void add_profile_command(CLI::App& app, Action& action) {
   list->add_flag("--json", options->json, "Print JSON");
   list->callback([&action, options] { action = [options](Context& c) { return run_list(c, options->json); }; });
 
-  CLI::App* show = command->add_subcommand("show", "Show a resolved profile with its derived values (image tag, wheel index, driver floor)");
-  show->add_option("profile", options->profiles, "Shipped profile name or path to a .toml file")->required()->expected(1);
+  CLI::App* show = command->add_subcommand(
+      "show", "Show a resolved profile with its derived values (image tag, wheel index, driver floor)");
+  show->add_option("profile", options->profiles, "Shipped profile name or path to a .toml file")
+      ->required()
+      ->expected(1);
   show->add_flag("--json", options->json, "Print JSON");
   show->callback([&action, options] {
     action = [options](Context& c) { return run_show(c, options->profiles.front(), options->json); };
   });
 
-  CLI::App* check = command->add_subcommand("check", "Check profiles against the compatibility rules (exit 0 ok, 1 incompatible, 2 bad input)");
+  CLI::App* check = command->add_subcommand(
+      "check", "Check profiles against the compatibility rules (exit 0 ok, 1 incompatible, 2 bad input)");
   check->add_option("profiles", options->profiles, "Shipped profile names or paths to .toml files");
   check->add_flag("--all", options->all, "Check every shipped profile");
   check->add_flag("--json", options->json, "Print JSON");

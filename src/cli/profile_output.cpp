@@ -69,10 +69,12 @@ std::string check_text(const profile::Profile& base, const std::vector<compat::C
                        const report::TextStyle& style) {
   std::string out;
   for (const compat::CellVerdict& verdict : verdicts) {
-    out += base.name + " (" + base.origin + ")" + (verdict.cell.assignments.empty() ? "" : " [" + verdict.cell.label() + "]") + "\n";
+    out += base.name + " (" + base.origin + ")" +
+           (verdict.cell.assignments.empty() ? "" : " [" + verdict.cell.label() + "]") + "\n";
     out += report::render_findings(verdict.findings, style);
-    out += "verdict: " + verdict_word(verdict) + " (" + std::to_string(report::count_status(verdict.findings, report::Status::fail)) +
-           " failed, " + std::to_string(report::count_status(verdict.findings, report::Status::warn)) + " warnings)\n\n";
+    out += "verdict: " + verdict_word(verdict) + " (" +
+           std::to_string(report::count_status(verdict.findings, report::Status::fail)) + " failed, " +
+           std::to_string(report::count_status(verdict.findings, report::Status::warn)) + " warnings)\n\n";
   }
   return out;
 }

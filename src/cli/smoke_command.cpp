@@ -25,8 +25,9 @@ struct SmokeCommandOptions {
 };
 
 nlohmann::json metric_json(const smoke::Metric& metric) {
-  nlohmann::json out = {{"id", metric.id},           {"unit", metric.unit},         {"median", metric.summary.median},
-                        {"min", metric.summary.min}, {"max", metric.summary.max},   {"repetitions", metric.summary.count}};
+  nlohmann::json out = {
+      {"id", metric.id},           {"unit", metric.unit},       {"median", metric.summary.median},
+      {"min", metric.summary.min}, {"max", metric.summary.max}, {"repetitions", metric.summary.count}};
   out["expected"] = metric.expected ? nlohmann::json(*metric.expected) : nlohmann::json();
   if (metric.unit == "GB/s") {
     out["bytes"] = metric.work;
@@ -36,7 +37,9 @@ nlohmann::json metric_json(const smoke::Metric& metric) {
   return out;
 }
 
-nlohmann::json optional_json(const std::optional<int>& value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
+nlohmann::json optional_json(const std::optional<int>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
 
 std::string smoke_json(const smoke::SmokeReport& report) {
   nlohmann::json devices = nlohmann::json::array();
@@ -58,27 +61,30 @@ std::string smoke_json(const smoke::SmokeReport& report) {
                          {"width", optional_json(info.pcie_width)},
                          {"max_generation", optional_json(info.pcie_max_generation)},
                          {"max_width", optional_json(info.pcie_max_width)}}},
-                       {"expectation_model", info.expectation_model.empty() ? nlohmann::json() : nlohmann::json(info.expectation_model)},
+                       {"expectation_model",
+                        info.expectation_model.empty() ? nlohmann::json() : nlohmann::json(info.expectation_model)},
                        {"hung", device.hung},
                        {"verdict", report::to_string(report::verdict_of(device.findings))},
                        {"metrics", metrics},
                        {"findings", report::to_json(device.findings)}});
   }
-  nlohmann::json out = {{"gpuenv_version", GPUENV_VERSION},
-                        {"command", "smoke"},
-                        {"verdict", report::to_string(report.verdict)},
-                        {"driver",
-                         {{"library", report.library},
-                          {"loaded", report.driver_loaded},
-                          {"cuda_version", report.driver_cuda_version.empty() ? nlohmann::json() : nlohmann::json(report.driver_cuda_version)},
-                          {"device_count", report.device_count}}},
-                        {"kernels",
-                         {{"embedded", report.kernels.embedded},
-                          {"cuda_version", report.kernels.cuda_version},
-                          {"archs", report.kernels.archs},
-                          {"bytes", report.kernels.bytes}}},
-                        {"findings", report::to_json(report.findings)},
-                        {"devices", devices}};
+  nlohmann::json out = {
+      {"gpuenv_version", GPUENV_VERSION},
+      {"command", "smoke"},
+      {"verdict", report::to_string(report.verdict)},
+      {"driver",
+       {{"library", report.library},
+        {"loaded", report.driver_loaded},
+        {"cuda_version",
+         report.driver_cuda_version.empty() ? nlohmann::json() : nlohmann::json(report.driver_cuda_version)},
+        {"device_count", report.device_count}}},
+      {"kernels",
+       {{"embedded", report.kernels.embedded},
+        {"cuda_version", report.kernels.cuda_version},
+        {"archs", report.kernels.archs},
+        {"bytes", report.kernels.bytes}}},
+      {"findings", report::to_json(report.findings)},
+      {"devices", devices}};
   return out.dump(2) + "\n";
 }
 
@@ -123,15 +129,25 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
 
 void add_smoke_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<SmokeCommandOptions>();
-  CLI::App* command = app.add_subcommand("smoke", "Run on-device tests per GPU: copies (PCIe, memory) and matmuls, verified and judged (docs/smoke.md)");
+  CLI::App* command = app.add_subcommand(
+      "smoke", "Run on-device tests per GPU: copies (PCIe, memory) and matmuls, verified and judged (docs/smoke.md)");
   command->add_flag("--json", options->json, "Print the report as JSON (docs/smoke.md)");
   command->add_flag("--quick", options->quick, "Small sizes and 3 repetitions (seconds per GPU)");
-  command->add_option("--device", options->device, "Only the GPU with this CUDA device ordinal")->check(CLI::NonNegativeNumber);
-  command->add_option("--min-ratio", options->min_ratio, "Warn below this fraction of the expected value (default 0.75)")->check(CLI::Range(0.0, 1.0));
-  command->add_option("--fail-ratio", options->fail_ratio, "Fail below this fraction of the expected value when no anchor minimum is known (default 0.5)")
+  command->add_option("--device", options->device, "Only the GPU with this CUDA device ordinal")
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--min-ratio", options->min_ratio, "Warn below this fraction of the expected value (default 0.75)")
       ->check(CLI::Range(0.0, 1.0));
-  command->add_option("--repetitions", options->repetitions, "Timed repetitions per test (default 10, --quick 3)")->check(CLI::Range(1, 1000));
-  command->add_option("--timeout", options->timeout_s, "Seconds each step may take before the GPU is reported hung (default 120)")->check(CLI::PositiveNumber);
+  command
+      ->add_option("--fail-ratio", options->fail_ratio,
+                   "Fail below this fraction of the expected value when no anchor minimum is known (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--repetitions", options->repetitions, "Timed repetitions per test (default 10, --quick 3)")
+      ->check(CLI::Range(1, 1000));
+  command
+      ->add_option("--timeout", options->timeout_s,
+                   "Seconds each step may take before the GPU is reported hung (default 120)")
+      ->check(CLI::PositiveNumber);
   command->callback([&action, options] { action = [options](Context& c) { return run_smoke_command(c, *options); }; });
 }
 

@@ -17,13 +17,13 @@ struct DriverFloor {
 
 /// Everything `profile show` prints beyond the user's own fields.
 struct Derived {
-  std::string image_os;        ///< "ubuntu22.04"; empty when the distro has no nvidia/cuda images
-  std::string image_flavor;    ///< "cudnn-runtime", "runtime", ...
-  std::string image_tag;       ///< "12.4.1-cudnn-runtime-ubuntu22.04"; empty when no tag can be formed
-  std::string torch_variant;   ///< "cu124"; empty without PyTorch
-  std::string wheel_index_url; ///< "https://download.pytorch.org/whl/cu124"; empty without PyTorch
+  std::string image_os;         ///< "ubuntu22.04"; empty when the distro has no nvidia/cuda images
+  std::string image_flavor;     ///< "cudnn-runtime", "runtime", ...
+  std::string image_tag;        ///< "12.4.1-cudnn-runtime-ubuntu22.04"; empty when no tag can be formed
+  std::string torch_variant;    ///< "cu124"; empty without PyTorch
+  std::string wheel_index_url;  ///< "https://download.pytorch.org/whl/cu124"; empty without PyTorch
   DriverFloor driver_floor;
-  std::string driver_branch;   ///< driver.branch, or the floor's branch
+  std::string driver_branch;  ///< driver.branch, or the floor's branch
 };
 
 /// The nvidia/cuda OS suffix for a distro and version ("rhel", "9" -> "ubi9"); empty for debian.

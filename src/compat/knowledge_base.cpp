@@ -131,8 +131,8 @@ class Row {
 
 /// Calls `read(Row&)` for each [[array]] entry of `root`; stops at the first bad row.
 template <typename T, typename Read>
-Expected<util::Ok> read_rows(const toml::table& root, const std::string& file, const char* array_name, std::vector<T>& out,
-                             Read read) {
+Expected<util::Ok> read_rows(const toml::table& root, const std::string& file, const char* array_name,
+                             std::vector<T>& out, Read read) {
   const toml::array* rows = root[array_name].as_array();
   if (rows == nullptr) return util::Ok{};
   for (std::size_t i = 0; i < rows->size(); ++i) {
@@ -148,12 +148,20 @@ Expected<util::Ok> read_rows(const toml::table& root, const std::string& file, c
 }
 
 Expected<util::Ok> read_cuda(const toml::table& root, const std::string& file, KnowledgeBase& kb) {
-  if (auto r = read_rows(root, file, "release", kb.cuda_releases, [](Row& row) {
-        return CudaRelease{row.version("version"), row.optional_version("driver_min"), row.provenance()};
-      }); !r) return r;
-  if (auto r = read_rows(root, file, "major", kb.cuda_majors, [](Row& row) {
-        return CudaMajor{static_cast<int>(row.integer("major")), row.version("compat_driver_min"), row.provenance()};
-      }); !r) return r;
+  if (auto r =
+          read_rows(root, file, "release", kb.cuda_releases,
+                    [](Row& row) {
+                      return CudaRelease{row.version("version"), row.optional_version("driver_min"), row.provenance()};
+                    });
+      !r)
+    return r;
+  if (auto r = read_rows(root, file, "major", kb.cuda_majors,
+                         [](Row& row) {
+                           return CudaMajor{static_cast<int>(row.integer("major")), row.version("compat_driver_min"),
+                                            row.provenance()};
+                         });
+      !r)
+    return r;
   return read_rows(root, file, "arch", kb.archs, [](Row& row) {
     return ArchSupport{row.text("compute_capability"), row.text("name"), row.version("first_cuda"),
                        row.optional_version("last_cuda"), row.provenance()};
@@ -162,19 +170,31 @@ Expected<util::Ok> read_cuda(const toml::table& root, const std::string& file, K
 
 Expected<util::Ok> read_cudnn(const toml::table& root, const std::string& file, KnowledgeBase& kb) {
   return read_rows(root, file, "build", kb.cudnn_builds, [](Row& row) {
-    return CudnnBuild{row.version("cudnn"), static_cast<int>(row.integer("cuda_major")), row.versions("cuda_versions"),
-                      row.optional_version("driver_min"), row.texts("compute_capabilities", false), row.provenance()};
+    return CudnnBuild{row.version("cudnn"),
+                      static_cast<int>(row.integer("cuda_major")),
+                      row.versions("cuda_versions"),
+                      row.optional_version("driver_min"),
+                      row.texts("compute_capabilities", false),
+                      row.provenance()};
   });
 }
 
 Expected<util::Ok> read_pytorch(const toml::table& root, const std::string& file, KnowledgeBase& kb) {
-  if (auto r = read_rows(root, file, "series", kb.torch_series, [](Row& row) {
-        return TorchSeries{row.version("series"), row.version("python_min"), row.version("python_max"), row.provenance()};
-      }); !r) return r;
-  if (auto r = read_rows(root, file, "release", kb.torch_releases, [](Row& row) {
-        return TorchRelease{row.version("version"), row.texts("variants"), row.text("torchvision", false),
-                            row.text("torchaudio", false), row.text("install"), row.provenance()};
-      }); !r) return r;
+  if (auto r = read_rows(root, file, "series", kb.torch_series,
+                         [](Row& row) {
+                           return TorchSeries{row.version("series"), row.version("python_min"),
+                                              row.version("python_max"), row.provenance()};
+                         });
+      !r)
+    return r;
+  if (auto r = read_rows(root, file, "release", kb.torch_releases,
+                         [](Row& row) {
+                           return TorchRelease{
+                               row.version("version"),        row.texts("variants"), row.text("torchvision", false),
+                               row.text("torchaudio", false), row.text("install"),   row.provenance()};
+                         });
+      !r)
+    return r;
   return read_rows(root, file, "arch", kb.torch_archs, [](Row& row) {
     std::vector<Version> series;
     for (const std::string& s : row.texts("series")) series.push_back(Version::parse(s).value_or(Version()));
@@ -186,20 +206,33 @@ Expected<util::Ok> read_pytorch(const toml::table& root, const std::string& file
 Expected<util::Ok> read_tensorflow(const toml::table& root, const std::string& file, KnowledgeBase& kb) {
   return read_rows(root, file, "release", kb.tensorflow_releases, [](Row& row) {
     return TensorflowRelease{row.version("version"), row.version("python_min"), row.version("python_max"),
-                             row.version("cuda"), row.version("cudnn"), row.boolean("and_cuda"), row.provenance()};
+                             row.version("cuda"),    row.version("cudnn"),      row.boolean("and_cuda"),
+                             row.provenance()};
   });
 }
 
 Expected<util::Ok> read_images(const toml::table& root, const std::string& file, KnowledgeBase& kb) {
-  if (auto r = read_rows(root, file, "image", kb.images, [](Row& row) {
-        return CudaImage{row.version("cuda"), row.text("lifecycle"), row.texts("os"), row.text("cudnn_token", false),
-                         row.texts("cudnn_os", false), row.text("cudnn_version", false), row.text("eol_date", false),
-                         row.text("deletion_date", false), row.provenance()};
-      }); !r) return r;
+  if (auto r = read_rows(root, file, "image", kb.images,
+                         [](Row& row) {
+                           return CudaImage{row.version("cuda"),
+                                            row.text("lifecycle"),
+                                            row.texts("os"),
+                                            row.text("cudnn_token", false),
+                                            row.texts("cudnn_os", false),
+                                            row.text("cudnn_version", false),
+                                            row.text("eol_date", false),
+                                            row.text("deletion_date", false),
+                                            row.provenance()};
+                         });
+      !r)
+    return r;
   std::vector<CudaRelease> os_less;
-  if (auto r = read_rows(root, file, "os_less_tag", os_less, [](Row& row) {
-        return CudaRelease{row.version("cuda"), std::nullopt, row.provenance()};
-      }); !r) return r;
+  if (auto r = read_rows(root, file, "os_less_tag", os_less,
+                         [](Row& row) {
+                           return CudaRelease{row.version("cuda"), std::nullopt, row.provenance()};
+                         });
+      !r)
+    return r;
   for (const CudaRelease& row : os_less) kb.os_less_tags.push_back(row.version);
   return util::Ok{};
 }
@@ -215,8 +248,9 @@ Expected<util::Ok> read_gpus(const toml::table& root, const std::string& file, K
 Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile> files) {
   using Reader = Expected<util::Ok> (*)(const toml::table&, const std::string&, KnowledgeBase&);
   const std::pair<std::string_view, Reader> readers[] = {
-      {"cuda.toml", read_cuda},           {"cudnn.toml", read_cudnn}, {"pytorch.toml", read_pytorch},
-      {"tensorflow.toml", read_tensorflow}, {"images.toml", read_images}, {"gpus.toml", read_gpus},
+      {"cuda.toml", read_cuda},       {"cudnn.toml", read_cudnn},
+      {"pytorch.toml", read_pytorch}, {"tensorflow.toml", read_tensorflow},
+      {"images.toml", read_images},   {"gpus.toml", read_gpus},
   };
   KnowledgeBase kb;
   for (const util::EmbeddedFile& file : files) {
@@ -226,7 +260,8 @@ Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile>
       return Error::internal(name + ":" + std::to_string(parsed.error().source().begin.line) + ": " +
                              std::string(parsed.error().description()));
     }
-    const auto reader = std::find_if(std::begin(readers), std::end(readers), [&name](const auto& r) { return r.first == name; });
+    const auto reader =
+        std::find_if(std::begin(readers), std::end(readers), [&name](const auto& r) { return r.first == name; });
     if (reader == std::end(readers)) return Error::internal("unexpected knowledge-base file " + name);
     if (auto read = reader->second(parsed.table(), name, kb); !read) return read.error();
   }
@@ -304,7 +339,8 @@ const TorchArch* KnowledgeBase::torch_arch(const Version& torch, const std::stri
   const TorchArch* fallback = nullptr;
   for (const TorchArch& row : torch_archs) {
     if (row.variant != variant) continue;
-    const bool covers = std::any_of(row.series.begin(), row.series.end(), [&torch](const Version& s) { return torch.starts_with(s); });
+    const bool covers =
+        std::any_of(row.series.begin(), row.series.end(), [&torch](const Version& s) { return torch.starts_with(s); });
     if (!covers) continue;
     if (!util::contains(row.provenance.note, "conda")) return &row;
     fallback = &row;

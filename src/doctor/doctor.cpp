@@ -7,9 +7,12 @@ namespace gpuenv::doctor {
 
 std::string_view verdict_word(report::Verdict verdict) {
   switch (verdict) {
-    case report::Verdict::ok: return "READY";
-    case report::Verdict::degraded: return "DEGRADED";
-    case report::Verdict::not_ok: return "NOT READY";
+    case report::Verdict::ok:
+      return "READY";
+    case report::Verdict::degraded:
+      return "DEGRADED";
+    case report::Verdict::not_ok:
+      return "NOT READY";
   }
   return "UNKNOWN";
 }
@@ -21,12 +24,14 @@ void add_smoke_findings(system::System& system, const DoctorRequest& request, Do
   const probe::HostFacts& facts = report.facts;
   if (!facts.live || !facts.gpus.availability.available || facts.gpus.gpus.empty()) {
     report.findings.push_back({"smoke.run", report::Status::skip,
-                               facts.live ? "smoke tests need visible GPUs" : "smoke tests do not run under --root", "", ""});
+                               facts.live ? "smoke tests need visible GPUs" : "smoke tests do not run under --root", "",
+                               ""});
     return;
   }
   auto smoke = smoke::run_smoke(system, request.smoke);
   if (!smoke) {
-    report.findings.push_back({"smoke.run", report::Status::fail, "smoke tests could not run: " + smoke.error().message, "", ""});
+    report.findings.push_back(
+        {"smoke.run", report::Status::fail, "smoke tests could not run: " + smoke.error().message, "", ""});
     return;
   }
   for (const report::Finding& finding : smoke->findings) report.findings.push_back(finding);

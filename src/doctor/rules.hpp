@@ -14,7 +14,7 @@ namespace gpuenv::doctor {
 
 /// What the node is judged against, besides the thresholds.
 struct Expectations {
-  std::optional<unsigned> gpu_count;        ///< --expect-gpus
+  std::optional<unsigned> gpu_count;          ///< --expect-gpus
   const profile::Profile* profile = nullptr;  ///< --profile
 };
 

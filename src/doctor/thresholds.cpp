@@ -35,7 +35,8 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text) {
       const toml::table* row = node.as_table();
       const auto id = row ? row->get_as<std::string>("id") : nullptr;
       const auto source = row ? row->get_as<std::string>("source") : nullptr;
-      if (id == nullptr || source == nullptr) return util::Error::internal("thresholds.toml: a [[threshold]] lacks id or source");
+      if (id == nullptr || source == nullptr)
+        return util::Error::internal("thresholds.toml: a [[threshold]] lacks id or source");
       Threshold threshold{number(*row, "warn_below"), number(*row, "warn_at"), number(*row, "fail_at"), source->get()};
       if (!threshold.warn_below && !threshold.warn_at && !threshold.fail_at) {
         return util::Error::internal("thresholds.toml: " + id->get() + " has no warn_below, warn_at or fail_at");
@@ -51,9 +52,11 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text) {
       const auto meaning = row ? row->get_as<std::string>("meaning") : nullptr;
       const auto source = row ? row->get_as<std::string>("source") : nullptr;
       if (!name || !status || !meaning || !source || (status->get() != "warn" && status->get() != "fail")) {
-        return util::Error::internal("thresholds.toml: a [[throttle_reason]] needs name, status_on (warn|fail), meaning, source");
+        return util::Error::internal(
+            "thresholds.toml: a [[throttle_reason]] needs name, status_on (warn|fail), meaning, source");
       }
-      out.throttle_reasons[name->get()] = {status->get() == "fail" ? report::Status::fail : report::Status::warn, meaning->get(), source->get()};
+      out.throttle_reasons[name->get()] = {status->get() == "fail" ? report::Status::fail : report::Status::warn,
+                                           meaning->get(), source->get()};
     }
   }
   return out;

@@ -26,7 +26,7 @@ struct ThrottleReason {
 };
 
 struct Thresholds {
-  std::map<std::string, Threshold> values;             ///< by id, e.g. "gpu.temperature_c"
+  std::map<std::string, Threshold> values;                 ///< by id, e.g. "gpu.temperature_c"
   std::map<std::string, ThrottleReason> throttle_reasons;  ///< by NVML reason name
 
   /// The threshold with that id; an internal error in the shipped data if missing (tests guard it).

@@ -19,8 +19,8 @@ namespace {
 using system::System;
 
 /// Directories where distributions and NVIDIA's installers put the driver's user-space libraries.
-constexpr const char* k_library_dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-                                          "/usr/local/nvidia/lib64"};
+constexpr const char* k_library_dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                                          "/usr/lib", "/usr/local/nvidia/lib64"};
 
 std::optional<std::string> read_if_exists(System& system, const std::string& path, HostFacts& facts) {
   if (!system.exists(path)) return std::nullopt;
@@ -43,7 +43,8 @@ void collect_host(System& system, const CollectOptions& options, HostFacts& fact
       break;
     }
   }
-  if (auto text = read_if_exists(system, "/proc/sys/kernel/osrelease", facts)) host.kernel_release = std::string(util::trim(*text));
+  if (auto text = read_if_exists(system, "/proc/sys/kernel/osrelease", facts))
+    host.kernel_release = std::string(util::trim(*text));
   if (auto text = read_if_exists(system, "/proc/sys/kernel/arch", facts)) {
     host.architecture = std::string(util::trim(*text));
   } else if (options.live) {
@@ -63,7 +64,8 @@ void collect_host(System& system, const CollectOptions& options, HostFacts& fact
   for (const char* path : {"/", "/usr/local", "/var/lib/docker", "/var/lib/containerd"}) {
     if (!system.exists(path)) continue;
     if (auto bytes = system.available_bytes(path)) {
-      const bool same = std::any_of(host.free_bytes.begin(), host.free_bytes.end(), [&](const auto& e) { return e.second == *bytes; });
+      const bool same = std::any_of(host.free_bytes.begin(), host.free_bytes.end(),
+                                    [&](const auto& e) { return e.second == *bytes; });
       if (!same) host.free_bytes.emplace_back(path, *bytes);
     }
   }
@@ -113,7 +115,8 @@ GpuInventory run_nvidia_smi(System& system, const CollectOptions& options, const
   if (result.not_found) {
     inventory.availability.reason = nvml_reason + "; nvidia-smi is not installed";
   } else if (result.timed_out) {
-    inventory.availability.reason = nvml_reason + "; nvidia-smi did not answer within " + std::to_string(options.timeout.count()) + " ms (a hung GPU or driver)";
+    inventory.availability.reason = nvml_reason + "; nvidia-smi did not answer within " +
+                                    std::to_string(options.timeout.count()) + " ms (a hung GPU or driver)";
   } else if (result.exit_code != 0) {
     std::string meaning = "exit code " + std::to_string(result.exit_code);
     if (auto known = nvidia_smi_exit_code(result.exit_code)) meaning += " (" + std::string(known->meaning) + ")";
@@ -121,7 +124,8 @@ GpuInventory run_nvidia_smi(System& system, const CollectOptions& options, const
     std::string detail = error.line;
     if (error.nvml_library_version) detail += " (NVML library version " + *error.nvml_library_version + ")";
     if (detail.size() > 200) detail.resize(200);
-    inventory.availability.reason = nvml_reason + "; nvidia-smi failed with " + meaning + (detail.empty() ? "" : ": " + detail);
+    inventory.availability.reason =
+        nvml_reason + "; nvidia-smi failed with " + meaning + (detail.empty() ? "" : ": " + detail);
   } else {
     return inventory_from_nvidia_smi_xml(result.out, "nvidia-smi -q -x");
   }
@@ -134,7 +138,8 @@ void collect_gpus(System& system, const CollectOptions& options, HostFacts& fact
     return;
   }
   if (!options.live) {
-    facts.gpus.availability.reason = "GPUs are not queried under --root (pass --nvidia-smi-xml FILE to judge a captured report)";
+    facts.gpus.availability.reason =
+        "GPUs are not queried under --root (pass --nvidia-smi-xml FILE to judge a captured report)";
     return;
   }
   facts.gpus = read_nvml(system, options.nvml_library, options.timeout);
@@ -169,8 +174,9 @@ void collect_kernel_log(System& system, const CollectOptions& options, HostFacts
       break;
     }
     if (!text) {
-      facts.kernel_log_source = unreadable.empty() ? "unreadable: dmesg is not allowed and no kernel log file exists"
-                                                   : "unreadable: " + util::join(unreadable, ", ") + " (needs root or the adm group)";
+      facts.kernel_log_source = unreadable.empty()
+                                    ? "unreadable: dmesg is not allowed and no kernel log file exists"
+                                    : "unreadable: " + util::join(unreadable, ", ") + " (needs root or the adm group)";
       return;
     }
   }
@@ -216,13 +222,15 @@ void collect_toolkits(System& system, const CollectOptions& options, HostFacts& 
         if (auto parsed = parse_cuda_version_txt(*txt)) toolkit.version = parsed->str();
       }
     }
-    if (toolkit.version.empty()) toolkit.version = root.substr(root.rfind("cuda-") == std::string::npos ? root.size() : root.rfind("cuda-") + 5);
+    if (toolkit.version.empty())
+      toolkit.version = root.substr(root.rfind("cuda-") == std::string::npos ? root.size() : root.rfind("cuda-") + 5);
     if (toolkit.version.empty()) continue;
     toolkit.has_nvcc = system.exists(root + "/bin/nvcc");
     // /usr/local/cuda is the conventional symlink to the default toolkit.
     const auto on = [&](const std::vector<std::string>& dirs, const std::string& sub) {
       return std::any_of(dirs.begin(), dirs.end(), [&](const std::string& d) {
-        return d == root + sub || d == root + sub + "/" || (roots.size() == 1 && (d == "/usr/local/cuda" + sub || d == "/usr/local/cuda" + sub + "/"));
+        return d == root + sub || d == root + sub + "/" ||
+               (roots.size() == 1 && (d == "/usr/local/cuda" + sub || d == "/usr/local/cuda" + sub + "/"));
       });
     };
     toolkit.on_path = on(path_dirs, "/bin");
@@ -234,13 +242,15 @@ void collect_toolkits(System& system, const CollectOptions& options, HostFacts& 
     facts.toolkits.push_back(std::move(toolkit));
   }
   std::sort(facts.toolkits.begin(), facts.toolkits.end(), [](const CudaToolkit& a, const CudaToolkit& b) {
-    return util::Version::parse(a.version).value_or(util::Version()) < util::Version::parse(b.version).value_or(util::Version());
+    return util::Version::parse(a.version).value_or(util::Version()) <
+           util::Version::parse(b.version).value_or(util::Version());
   });
 }
 
 void collect_libraries(System& system, const CollectOptions& options, HostFacts& facts) {
-  std::vector<std::string> cudnn_headers = {"/usr/include/cudnn_version.h", "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
-                                            "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h", "/usr/include/aarch64-linux-gnu/cudnn_version_v9.h"};
+  std::vector<std::string> cudnn_headers = {
+      "/usr/include/cudnn_version.h", "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
+      "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h", "/usr/include/aarch64-linux-gnu/cudnn_version_v9.h"};
   std::vector<std::string> nccl_headers = {"/usr/include/nccl.h"};
   for (const CudaToolkit& toolkit : facts.toolkits) {
     cudnn_headers.push_back(toolkit.root + "/include/cudnn_version.h");
@@ -251,7 +261,9 @@ void collect_libraries(System& system, const CollectOptions& options, HostFacts&
   if (options.live) cudnn.runtime_version = read_cudnn_runtime_version(system);
   if (auto status = read_if_exists(system, "/var/lib/dpkg/status", facts)) {
     for (const InstalledPackage& package : parse_dpkg_status(*status)) {
-      if (!util::starts_with(package.name, "libcudnn") || util::contains(package.name, "-dev") || util::contains(package.name, "samples")) continue;
+      if (!util::starts_with(package.name, "libcudnn") || util::contains(package.name, "-dev") ||
+          util::contains(package.name, "samples"))
+        continue;
       const std::string cuda = cudnn_package_cuda(package);
       if (!cuda.empty()) cudnn.built_for_cuda = cuda;
       if (cudnn.version.empty()) cudnn.version = std::string(util::split(package.version, '-').front());
@@ -283,13 +295,15 @@ void collect_containers(System& system, const CollectOptions& options, HostFacts
     return std::nullopt;
   };
   c.nvidia_ctk = find("nvidia-ctk");
-  c.nvidia_container_runtime = find("nvidia-container-runtime").has_value() || system.exists("/etc/nvidia-container-runtime/config.toml");
+  c.nvidia_container_runtime =
+      find("nvidia-container-runtime").has_value() || system.exists("/etc/nvidia-container-runtime/config.toml");
   c.docker_installed = find("dockerd").has_value() || find("docker").has_value();
   c.docker_nvidia_runtime = file_mentions(system, "/etc/docker/daemon.json", "nvidia");
   c.containerd_installed = find("containerd").has_value();
   c.containerd_nvidia_runtime = file_mentions(system, "/etc/containerd/config.toml", "nvidia");
   for (const std::string& name : system.list_directory("/etc/containerd/conf.d")) {
-    c.containerd_nvidia_runtime = c.containerd_nvidia_runtime || file_mentions(system, "/etc/containerd/conf.d/" + name, "nvidia");
+    c.containerd_nvidia_runtime =
+        c.containerd_nvidia_runtime || file_mentions(system, "/etc/containerd/conf.d/" + name, "nvidia");
   }
 }
 
@@ -341,8 +355,10 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
     if (auto n = to_unsigned(smi.retired_pages.double_bit)) gpu.retired_pages_double_bit = static_cast<unsigned>(*n);
     gpu.retired_pages_pending = smi.retired_pages.pending;
     if (smi.remapped_rows.reported) {
-      if (auto n = to_unsigned(smi.remapped_rows.correctable)) gpu.remapped_rows_correctable = static_cast<unsigned>(*n);
-      if (auto n = to_unsigned(smi.remapped_rows.uncorrectable)) gpu.remapped_rows_uncorrectable = static_cast<unsigned>(*n);
+      if (auto n = to_unsigned(smi.remapped_rows.correctable))
+        gpu.remapped_rows_correctable = static_cast<unsigned>(*n);
+      if (auto n = to_unsigned(smi.remapped_rows.uncorrectable))
+        gpu.remapped_rows_uncorrectable = static_cast<unsigned>(*n);
       gpu.remapped_rows_pending = smi.remapped_rows.pending;
       gpu.remapped_rows_failure = smi.remapped_rows.failure;
     }

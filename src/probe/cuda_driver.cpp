@@ -40,7 +40,8 @@ CudaDriver call_driver(system::DynamicLibrary& library) {
     const char* text = nullptr;
     if (api.get_error_name != nullptr) api.get_error_name(init, &name);
     if (api.get_error_string != nullptr) api.get_error_string(init, &text);
-    out.init_error = std::string(name != nullptr ? name : "CUDA error") + (text != nullptr ? std::string(": ") + text : std::string());
+    out.init_error = std::string(name != nullptr ? name : "CUDA error") +
+                     (text != nullptr ? std::string(": ") + text : std::string());
   }
   return out;
 }
@@ -69,7 +70,9 @@ CudaDriver read_cuda_driver(system::System& system, std::chrono::milliseconds ti
 
 std::string decode_cudnn_version(std::size_t value) {
   if (value == 0) return {};
-  if (value >= 90000) return std::to_string(value / 10000) + "." + std::to_string((value % 10000) / 100) + "." + std::to_string(value % 100);
+  if (value >= 90000)
+    return std::to_string(value / 10000) + "." + std::to_string((value % 10000) / 100) + "." +
+           std::to_string(value % 100);
   return std::to_string(value / 1000) + "." + std::to_string((value % 1000) / 100) + "." + std::to_string(value % 100);
 }
 

@@ -95,14 +95,31 @@ class JsonReader {
       if (m_pos >= m_text.size()) return std::nullopt;
       const char e = m_text[m_pos++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': out += "\\u"; break;
-        case '"': case '\\': case '/': out += e; break;
-        default: return std::nullopt;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'u':
+          out += "\\u";
+          break;
+        case '"':
+        case '\\':
+        case '/':
+          out += e;
+          break;
+        default:
+          return std::nullopt;
       }
     }
     return std::nullopt;

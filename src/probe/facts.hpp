@@ -57,9 +57,9 @@ struct GpuFacts {
 /// The GPUs and the driver as seen through NVML (or a captured nvidia-smi report).
 struct GpuInventory {
   Availability availability;
-  std::string driver_version;      ///< user-space driver (NVML's view)
+  std::string driver_version;  ///< user-space driver (NVML's view)
   std::string nvml_version;
-  std::string cuda_driver_version; ///< highest CUDA the driver supports, "12.4"
+  std::string cuda_driver_version;  ///< highest CUDA the driver supports, "12.4"
   std::vector<GpuFacts> gpus;
   std::optional<unsigned> attached_gpus;  ///< as reported in the header, may differ from gpus.size()
 };
@@ -79,13 +79,13 @@ struct HostInfo {
 
 /// The NVIDIA kernel module and what surrounds it.
 struct KernelDriver {
-  bool module_loaded = false;        ///< "nvidia" in /proc/modules, or /proc/driver/nvidia/version present
-  std::string module_version;        ///< from /proc/driver/nvidia/version
-  std::optional<bool> open_module;   ///< open vs proprietary kernel module
+  bool module_loaded = false;       ///< "nvidia" in /proc/modules, or /proc/driver/nvidia/version present
+  std::string module_version;       ///< from /proc/driver/nvidia/version
+  std::optional<bool> open_module;  ///< open vs proprietary kernel module
   bool nouveau_loaded = false;
-  std::optional<bool> secure_boot;   ///< from efivars, when readable
+  std::optional<bool> secure_boot;        ///< from efivars, when readable
   std::vector<std::string> device_nodes;  ///< /dev/nvidia* present
-  std::string modules_source;        ///< where module facts came from, or why unknown
+  std::string modules_source;             ///< where module facts came from, or why unknown
 };
 
 /// A user-space driver library found on disk, with the version in its file name.
@@ -98,9 +98,9 @@ struct DriverLibrary {
 /// The CUDA driver API (libcuda), loaded at run time.
 struct CudaDriver {
   Availability availability;
-  std::optional<int> init_result;  ///< cuInit's CUresult
-  std::string init_error;          ///< its name / description when not 0
-  std::string driver_cuda_version; ///< cuDriverGetVersion: the highest CUDA the driver supports, "12.4"
+  std::optional<int> init_result;   ///< cuInit's CUresult
+  std::string init_error;           ///< its name / description when not 0
+  std::string driver_cuda_version;  ///< cuDriverGetVersion: the highest CUDA the driver supports, "12.4"
 };
 
 /// One CUDA toolkit installation.
@@ -108,17 +108,17 @@ struct CudaToolkit {
   std::string root;     ///< /usr/local/cuda-12.4
   std::string version;  ///< from version.json or version.txt
   bool has_nvcc = false;
-  bool on_path = false;             ///< its bin/ is in PATH
-  bool on_library_path = false;     ///< its lib64/ is in LD_LIBRARY_PATH or the loader config
-  std::string cublas_version;       ///< from libcublas.so.X.Y.Z in lib64, when present
+  bool on_path = false;          ///< its bin/ is in PATH
+  bool on_library_path = false;  ///< its lib64/ is in LD_LIBRARY_PATH or the loader config
+  std::string cublas_version;    ///< from libcublas.so.X.Y.Z in lib64, when present
 };
 
 /// cuDNN / NCCL found on the node.
 struct Library {
-  std::string version;       ///< header version (X.Y.Z); empty when no header
-  std::string header;        ///< where it was read
+  std::string version;          ///< header version (X.Y.Z); empty when no header
+  std::string header;           ///< where it was read
   std::string runtime_version;  ///< what the loaded library says (cudnnGetVersion), when it could be loaded
-  std::string library_path;  ///< a shared library found on disk
+  std::string library_path;     ///< a shared library found on disk
   std::string built_for_cuda;   ///< cuDNN: the CUDA major it was built for, when known ("12")
 };
 
@@ -127,9 +127,9 @@ struct ContainerRuntime {
   std::optional<std::string> nvidia_ctk;  ///< path of nvidia-ctk when found
   bool nvidia_container_runtime = false;  ///< nvidia-container-runtime binary or its config present
   bool docker_installed = false;
-  bool docker_nvidia_runtime = false;     ///< /etc/docker/daemon.json names the nvidia runtime
+  bool docker_nvidia_runtime = false;  ///< /etc/docker/daemon.json names the nvidia runtime
   bool containerd_installed = false;
-  bool containerd_nvidia_runtime = false; ///< /etc/containerd/config.toml names the nvidia runtime
+  bool containerd_nvidia_runtime = false;  ///< /etc/containerd/config.toml names the nvidia runtime
 };
 
 /// Everything doctor collected, in one value. From here on, facts are immutable.

@@ -101,8 +101,8 @@ LoadedModules parse_proc_modules(std::string_view text) {
 
 bool KernelCmdline::has(std::string_view key) const {
   for (const std::string& argument : arguments) {
-    if (argument == key || (util::starts_with(argument, key) && argument.size() > key.size() &&
-                            argument[key.size()] == '=')) {
+    if (argument == key ||
+        (util::starts_with(argument, key) && argument.size() > key.size() && argument[key.size()] == '=')) {
       return true;
     }
   }

@@ -13,9 +13,9 @@ namespace gpuenv::probe {
 
 /// /etc/os-release (os-release(5)).
 struct OsRelease {
-  std::string id;           ///< "ubuntu", "debian", "rhel"; empty when missing
-  std::string version_id;   ///< "22.04"; empty when missing (rolling distributions)
-  std::string pretty_name;  ///< "Ubuntu 22.04.4 LTS"
+  std::string id;                             ///< "ubuntu", "debian", "rhel"; empty when missing
+  std::string version_id;                     ///< "22.04"; empty when missing (rolling distributions)
+  std::string pretty_name;                    ///< "Ubuntu 22.04.4 LTS"
   std::map<std::string, std::string> fields;  ///< every KEY=value, unquoted and unescaped
 };
 

@@ -94,12 +94,14 @@ NvidiaSmiError classify_nvidia_smi_error(std::string_view output) {
       }
     } else if (util::contains(line, "couldn't find libnvidia-ml.so")) {
       out.kind = NvidiaSmiFailure::nvml_library_not_found;
-      out.remedy = "install the driver's user-space libraries, or add the directory of libnvidia-ml.so to the "
-                   "loader path (ldconfig)";
+      out.remedy =
+          "install the driver's user-space libraries, or add the directory of libnvidia-ml.so to the "
+          "loader path (ldconfig)";
     } else if (line == "No devices were found") {
       out.kind = NvidiaSmiFailure::no_devices_found;
-      out.remedy = "the driver sees no GPU: check lspci for the device, dmesg for NVRM probe errors, and "
-                   "whether another driver (nouveau, vfio-pci) owns it";
+      out.remedy =
+          "the driver sees no GPU: check lspci for the device, dmesg for NVRM probe errors, and "
+          "whether another driver (nouveau, vfio-pci) owns it";
     } else if (util::starts_with(line, k_handle)) {
       out.kind = NvidiaSmiFailure::device_handle_error;
       // "...for GPU0000:08:00.0: Unknown Error" or "...for GPU1: 0000:34:00.0: Unknown Error": the reason follows

@@ -37,10 +37,10 @@ enum class NvidiaSmiFailure {
 /// The classification of nvidia-smi's error text.
 struct NvidiaSmiError {
   NvidiaSmiFailure kind = NvidiaSmiFailure::none;
-  std::string line;                          ///< the line that decided `kind` (first non-empty line if unrecognized)
-  std::string detail;                        ///< the reason NVML gave, e.g. "Unknown Error"; empty if none
+  std::string line;    ///< the line that decided `kind` (first non-empty line if unrecognized)
+  std::string detail;  ///< the reason NVML gave, e.g. "Unknown Error"; empty if none
   std::optional<std::string> nvml_library_version;  ///< from "NVML library version: 550.144" (newer drivers)
-  std::string remedy;                        ///< what to do; empty for none/unrecognized
+  std::string remedy;                               ///< what to do; empty for none/unrecognized
 };
 
 /// Recognizes nvidia-smi's known failure messages in its stdout/stderr text (CRLF and extra lines tolerated).

@@ -1,8 +1,7 @@
 #include "probe/nvidia_smi_xml.hpp"
 
-#include <pugixml.hpp>
-
 #include <initializer_list>
+#include <pugixml.hpp>
 
 #include "util/strings.hpp"
 
@@ -60,8 +59,7 @@ std::optional<bool> flag(const pugi::xml_node& node) {
 
 /// The first of `paths` (relative to `node`) that yields a value with `read`.
 template <typename Read>
-auto first_of(const pugi::xml_node& node, std::initializer_list<const char*> paths, Read read)
-    -> decltype(read(node)) {
+auto first_of(const pugi::xml_node& node, std::initializer_list<const char*> paths, Read read) -> decltype(read(node)) {
   for (const char* path : paths) {
     if (auto found = read(node.first_element_by_path(path))) return found;
   }
@@ -85,10 +83,10 @@ EccCounts ecc_counts(const pugi::xml_node& node, EccSchema schema) {
     return out;
   }
   out.sram_correctable = integer(node.child("sram_correctable"));
-  out.sram_uncorrectable = node.child("sram_uncorrectable")
-                               ? integer(node.child("sram_uncorrectable"))
-                               : sum({integer(node.child("sram_uncorrectable_parity")),
-                                      integer(node.child("sram_uncorrectable_secded"))});
+  out.sram_uncorrectable =
+      node.child("sram_uncorrectable")
+          ? integer(node.child("sram_uncorrectable"))
+          : sum({integer(node.child("sram_uncorrectable_parity")), integer(node.child("sram_uncorrectable_secded"))});
   out.dram_correctable = integer(node.child("dram_correctable"));
   out.dram_uncorrectable = integer(node.child("dram_uncorrectable"));
   out.correctable = sum({out.sram_correctable, out.dram_correctable});
@@ -175,10 +173,10 @@ NvidiaSmiGpu gpu_from(const pugi::xml_node& node, int index) {
                               {"power_readings/power_draw", "gpu_power_readings/power_draw",
                                "gpu_power_readings/instant_power_draw", "gpu_power_readings/average_power_draw"},
                               real);
-  out.power_limit_w = first_of(node,
-                               {"power_readings/power_limit", "power_readings/enforced_power_limit",
-                                "gpu_power_readings/current_power_limit"},
-                               real);
+  out.power_limit_w = first_of(
+      node,
+      {"power_readings/power_limit", "power_readings/enforced_power_limit", "gpu_power_readings/current_power_limit"},
+      real);
   out.clocks_event_reasons = clocks_event_reasons(node);
   const pugi::xml_node link = node.child("pci").child("pci_gpu_link_info");
   out.pcie.gen_current = small_integer(link.child("pcie_gen").child("current_link_gen"));

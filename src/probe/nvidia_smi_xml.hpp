@@ -62,10 +62,10 @@ struct PcieLink {
 
 /// One <gpu> element.
 struct NvidiaSmiGpu {
-  int index = 0;            ///< position in the report (nvidia-smi lists GPUs in its enumeration order)
-  std::string name;         ///< product_name; empty when missing
+  int index = 0;     ///< position in the report (nvidia-smi lists GPUs in its enumeration order)
+  std::string name;  ///< product_name; empty when missing
   std::string uuid;
-  std::string pci_bus_id;   ///< "00000000:21:01.0": pci/pci_bus_id, else the gpu element's id attribute
+  std::string pci_bus_id;  ///< "00000000:21:01.0": pci/pci_bus_id, else the gpu element's id attribute
   std::optional<std::string> serial;
   std::optional<long long> memory_total_mib;
   std::optional<long long> memory_used_mib;

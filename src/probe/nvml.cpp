@@ -149,7 +149,8 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
   gpu.index = index;
   gpu.name = query_string(api.name, device);
   gpu.uuid = query_string(api.uuid, device);
-  if (auto pci = query<nvmlPciInfo_t>(api.pci_info, device)) gpu.pci_bus_id = std::string(pci->bus_id, strnlen(pci->bus_id, sizeof pci->bus_id));
+  if (auto pci = query<nvmlPciInfo_t>(api.pci_info, device))
+    gpu.pci_bus_id = std::string(pci->bus_id, strnlen(pci->bus_id, sizeof pci->bus_id));
   if (auto memory = query<nvmlMemory_t>(api.memory_info, device)) {
     gpu.memory_total_mib = memory->total / (1024 * 1024);
     gpu.memory_used_mib = memory->used / (1024 * 1024);
@@ -157,7 +158,8 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
   if (api.compute_capability != nullptr) {
     int major = 0;
     int minor = 0;
-    if (api.compute_capability(device, &major, &minor) == k_success) gpu.compute_capability = std::to_string(major) + "." + std::to_string(minor);
+    if (api.compute_capability(device, &major, &minor) == k_success)
+      gpu.compute_capability = std::to_string(major) + "." + std::to_string(minor);
   }
   if (auto mode = query<int>(api.persistence_mode, device)) gpu.persistence_mode = *mode == 1;
   if (api.mig_mode != nullptr) {
@@ -198,7 +200,8 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
   if (auto p = query<unsigned>(api.power_usage, device)) gpu.power_draw_w = *p / 1000.0;
   if (auto p = query<unsigned>(api.power_limit, device)) gpu.power_limit_w = *p / 1000.0;
   if (auto u = query<nvmlUtilization_t>(api.utilization, device)) gpu.utilization_percent = u->gpu;
-  if (auto mask = query<unsigned long long>(api.throttle_reasons, device)) gpu.throttle_reasons = throttle_reason_names(*mask);
+  if (auto mask = query<unsigned long long>(api.throttle_reasons, device))
+    gpu.throttle_reasons = throttle_reason_names(*mask);
   gpu.pcie_gen_current = query<unsigned>(api.pcie_gen_current, device);
   gpu.pcie_gen_max = query<unsigned>(api.pcie_gen_max, device);
   gpu.pcie_width_current = query<unsigned>(api.pcie_width_current, device);
@@ -220,13 +223,16 @@ GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) 
     return inventory;
   }
   if (const nvmlReturn_t init = api.init(); init != k_success) {
-    inventory.availability.reason = "nvmlInit failed: " + error_text(api, init) + " (NVML error " + std::to_string(init) + ")";
+    inventory.availability.reason =
+        "nvmlInit failed: " + error_text(api, init) + " (NVML error " + std::to_string(init) + ")";
     return inventory;
   }
   char buffer[96] = {};
-  if (api.driver_version != nullptr && api.driver_version(buffer, sizeof buffer) == k_success) inventory.driver_version = buffer;
+  if (api.driver_version != nullptr && api.driver_version(buffer, sizeof buffer) == k_success)
+    inventory.driver_version = buffer;
   std::memset(buffer, 0, sizeof buffer);
-  if (api.nvml_version != nullptr && api.nvml_version(buffer, sizeof buffer) == k_success) inventory.nvml_version = buffer;
+  if (api.nvml_version != nullptr && api.nvml_version(buffer, sizeof buffer) == k_success)
+    inventory.nvml_version = buffer;
   if (auto cuda = query<int>(api.cuda_driver_version)) {
     inventory.cuda_driver_version = std::to_string(*cuda / 1000) + "." + std::to_string((*cuda % 1000) / 10);
   }
@@ -258,20 +264,34 @@ GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) 
 
 std::string nvml_error_name(int code) {
   switch (code) {
-    case 1: return "Uninitialized";
-    case 2: return "Invalid Argument";
-    case 3: return "Not Supported";
-    case 4: return "Insufficient Permissions";
-    case 6: return "Not Found";
-    case 9: return "Driver Not Loaded";
-    case 10: return "Timeout";
-    case 12: return "NVML Shared Library Not Found";
-    case 14: return "Corrupted infoROM";
-    case 15: return "GPU is lost";
-    case 16: return "GPU requires restart";
-    case 18: return "RM has detected an NVML/RM version mismatch";
-    case 999: return "Unknown Error";
-    default: return "NVML error " + std::to_string(code);
+    case 1:
+      return "Uninitialized";
+    case 2:
+      return "Invalid Argument";
+    case 3:
+      return "Not Supported";
+    case 4:
+      return "Insufficient Permissions";
+    case 6:
+      return "Not Found";
+    case 9:
+      return "Driver Not Loaded";
+    case 10:
+      return "Timeout";
+    case 12:
+      return "NVML Shared Library Not Found";
+    case 14:
+      return "Corrupted infoROM";
+    case 15:
+      return "GPU is lost";
+    case 16:
+      return "GPU requires restart";
+    case 18:
+      return "RM has detected an NVML/RM version mismatch";
+    case 999:
+      return "Unknown Error";
+    default:
+      return "NVML error " + std::to_string(code);
   }
 }
 
@@ -302,7 +322,8 @@ GpuInventory read_nvml(system::System& system, const std::string& library, std::
   std::future<GpuInventory> result = promise->get_future();
   std::thread([handle, promise, library] { promise->set_value(read_all(*handle, library)); }).detach();
   if (result.wait_for(timeout) != std::future_status::ready) {
-    failed.availability.reason = "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
+    failed.availability.reason =
+        "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
     return failed;
   }
   return result.get();

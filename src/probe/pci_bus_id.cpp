@@ -16,8 +16,8 @@ std::optional<unsigned long> hex(std::string_view text, std::size_t max_digits) 
   for (const char c : text) {
     if (std::isxdigit(static_cast<unsigned char>(c)) == 0) return std::nullopt;
     value = value * 16 + static_cast<unsigned long>(std::isdigit(static_cast<unsigned char>(c)) != 0
-                                                         ? c - '0'
-                                                         : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10);
+                                                        ? c - '0'
+                                                        : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10);
   }
   return value;
 }

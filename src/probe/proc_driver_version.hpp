@@ -11,10 +11,10 @@ namespace gpuenv::probe {
 
 /// The loaded NVIDIA kernel module as its banner describes it.
 struct KernelModuleBanner {
-  std::string version;           ///< "460.39", "565.57.01": as printed, leading zeros kept
-  bool open_module = false;      ///< "Open Kernel Module" (open-gpu-kernel-modules) vs the proprietary module
-  std::string architecture;      ///< "x86_64", "aarch64"; empty when the banner does not name one
-  std::string build_info;        ///< the rest of the banner: build date, or "Release Build (builder) date"
+  std::string version;       ///< "460.39", "565.57.01": as printed, leading zeros kept
+  bool open_module = false;  ///< "Open Kernel Module" (open-gpu-kernel-modules) vs the proprietary module
+  std::string architecture;  ///< "x86_64", "aarch64"; empty when the banner does not name one
+  std::string build_info;    ///< the rest of the banner: build date, or "Release Build (builder) date"
 };
 
 /// The whole /proc/driver/nvidia/version file.

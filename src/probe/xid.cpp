@@ -33,11 +33,11 @@ std::optional<XidSeverity> severity_from(std::string_view text) {
 
 /// Reads one [[xid]] strictly, so a typo in the data fails the tests instead of dropping a fact.
 Expected<XidInfo> read_row(const toml::table& row, std::size_t index) {
-  const std::string where = "xid.toml [[xid]] #" + std::to_string(index + 1) + " (line " +
-                            std::to_string(row.source().begin.line) + ")";
+  const std::string where =
+      "xid.toml [[xid]] #" + std::to_string(index + 1) + " (line " + std::to_string(row.source().begin.line) + ")";
   static const std::set<std::string, std::less<>> k_keys = {
-      "code",   "mnemonic", "meaning", "causes", "catalog_action", "action", "severity",
-      "aznhc",  "dcgm",     "k8s_dp",  "gpud",   "status",         "tools_status", "source"};
+      "code",  "mnemonic", "meaning", "causes", "catalog_action", "action",       "severity",
+      "aznhc", "dcgm",     "k8s_dp",  "gpud",   "status",         "tools_status", "source"};
   for (const auto& [key, node] : row) {
     (void)node;
     if (!k_keys.contains(key.str())) return Error::internal(where + ": unknown key `" + std::string(key.str()) + "`");
@@ -47,10 +47,12 @@ Expected<XidInfo> read_row(const toml::table& row, std::size_t index) {
   if (!code || *code <= 0 || *code > 100000) return Error::internal(where + ": `code` must be a positive integer");
   out.code = static_cast<int>(*code);
   const std::pair<const char*, std::string*> texts[] = {
-      {"mnemonic", &out.mnemonic}, {"meaning", &out.meaning}, {"causes", &out.causes},
-      {"catalog_action", &out.catalog_action}, {"action", &out.action}, {"dcgm", &out.dcgm},
-      {"k8s_dp", &out.k8s_dp}, {"gpud", &out.gpud}, {"status", &out.status},
-      {"tools_status", &out.tools_status}, {"source", &out.source}};
+      {"mnemonic", &out.mnemonic}, {"meaning", &out.meaning},
+      {"causes", &out.causes},     {"catalog_action", &out.catalog_action},
+      {"action", &out.action},     {"dcgm", &out.dcgm},
+      {"k8s_dp", &out.k8s_dp},     {"gpud", &out.gpud},
+      {"status", &out.status},     {"tools_status", &out.tools_status},
+      {"source", &out.source}};
   for (const auto& [key, target] : texts) {
     const auto text = row[key].value<std::string>();
     if (!text) return Error::internal(where + ": `" + key + "` must be a string");
@@ -140,9 +142,9 @@ bool is_ctime_stamp(std::string_view text) {
 /// The text after dmesg --decode's "facility:level: " columns ("kern  :warn  : "), or nullopt.
 std::optional<std::string_view> decode_columns(std::string_view text) {
   static const std::set<std::string_view> k_facilities = {
-      "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp",
-      "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"};
-  static const std::set<std::string_view> k_levels = {"emerg", "alert", "crit", "err",
+      "kern",     "user", "mail",   "daemon", "auth",   "syslog", "lpr",    "news",   "uucp",   "cron",
+      "authpriv", "ftp",  "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"};
+  static const std::set<std::string_view> k_levels = {"emerg", "alert",  "crit", "err",
                                                       "warn",  "notice", "info", "debug"};
   const std::size_t first = text.find(':');
   if (first == std::string_view::npos || first > 12) return std::nullopt;
@@ -189,7 +191,8 @@ Prefix split_prefix(std::string_view line) {
     const std::size_t space = text.find(' ');
     out.recognized = true;
     out.timestamp = text.substr(0, space);
-    out.body = space == std::string_view::npos ? std::string_view() : strip_host_and_tag(util::trim(text.substr(space)));
+    out.body =
+        space == std::string_view::npos ? std::string_view() : strip_host_and_tag(util::trim(text.substr(space)));
     return out;
   }
   if (is_syslog_stamp(text)) {
@@ -249,8 +252,8 @@ std::string find_pci_address(std::string_view text) {
   for (std::size_t i = 0; i + 10 <= text.size(); ++i) {
     if (i > 0 && std::isxdigit(static_cast<unsigned char>(text[i - 1])) != 0) continue;
     std::size_t end = i;
-    while (end < text.size() && (std::isxdigit(static_cast<unsigned char>(text[end])) != 0 || text[end] == ':' ||
-                                 text[end] == '.')) {
+    while (end < text.size() &&
+           (std::isxdigit(static_cast<unsigned char>(text[end])) != 0 || text[end] == ':' || text[end] == '.')) {
       ++end;
     }
     std::string_view candidate = text.substr(i, end - i);
@@ -287,8 +290,7 @@ void take_pid_and_name(std::string_view& rest, KernelEvent& event) {
   }
   if (util::starts_with(rest, "name=")) {
     const std::size_t comma = rest.find(", ");
-    const std::string_view name =
-        rest.substr(5, comma == std::string_view::npos ? std::string_view::npos : comma - 5);
+    const std::string_view name = rest.substr(5, comma == std::string_view::npos ? std::string_view::npos : comma - 5);
     if (name != "<unknown>" && name != "'<unknown>'") event.process_name = std::string(util::trim(name));
     rest = comma == std::string_view::npos ? std::string_view() : util::trim(rest.substr(comma + 1));
   }
@@ -328,23 +330,34 @@ std::optional<KernelEvent> xid_event(std::string_view at) {
 
 std::string_view to_string(XidSeverity severity) {
   switch (severity) {
-    case XidSeverity::info: return "info";
-    case XidSeverity::warning: return "warning";
-    case XidSeverity::error: return "error";
-    case XidSeverity::critical: return "critical";
+    case XidSeverity::info:
+      return "info";
+    case XidSeverity::warning:
+      return "warning";
+    case XidSeverity::error:
+      return "error";
+    case XidSeverity::critical:
+      return "critical";
   }
   return "info";
 }
 
 std::string_view to_string(KernelEventKind kind) {
   switch (kind) {
-    case KernelEventKind::xid: return "xid";
-    case KernelEventKind::fallen_off_bus: return "fallen_off_bus";
-    case KernelEventKind::probe_not_called: return "probe_not_called";
-    case KernelEventKind::probe_failed: return "probe_failed";
-    case KernelEventKind::no_adapter_probed: return "no_adapter_probed";
-    case KernelEventKind::nouveau: return "nouveau";
-    case KernelEventKind::driver_loaded: return "driver_loaded";
+    case KernelEventKind::xid:
+      return "xid";
+    case KernelEventKind::fallen_off_bus:
+      return "fallen_off_bus";
+    case KernelEventKind::probe_not_called:
+      return "probe_not_called";
+    case KernelEventKind::probe_failed:
+      return "probe_failed";
+    case KernelEventKind::no_adapter_probed:
+      return "no_adapter_probed";
+    case KernelEventKind::nouveau:
+      return "nouveau";
+    case KernelEventKind::driver_loaded:
+      return "driver_loaded";
   }
   return "xid";
 }

@@ -19,18 +19,18 @@ std::string_view to_string(XidSeverity severity);
 /// One row of data/xid.toml (shared/reference/xid.md, Table 1).
 struct XidInfo {
   int code = 0;
-  std::string mnemonic;        ///< NVIDIA catalog mnemonic, e.g. "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"
+  std::string mnemonic;  ///< NVIDIA catalog mnemonic, e.g. "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"
   std::string meaning;
   std::string causes;          ///< r555 cause flags, e.g. "HW, drv, bus"
   std::string catalog_action;  ///< NVIDIA's resolution buckets, "immediate / investigatory"
   std::string action;          ///< the remedy in gpuenv's words ("reboot node", "reset GPU", ...); "-" if none
   XidSeverity severity = XidSeverity::info;
-  bool aznhc_fails = false;    ///< Azure aznhc fails the node on it
-  std::string dcgm;            ///< DCGM health result and label, "-" when unmapped
-  std::string k8s_dp;          ///< "ignored" or "unhealthy"
-  std::string gpud;            ///< gpud event type
-  std::string status;          ///< of the catalog columns: "secondary"
-  std::string tools_status;    ///< of the tool columns: "verified"
+  bool aznhc_fails = false;  ///< Azure aznhc fails the node on it
+  std::string dcgm;          ///< DCGM health result and label, "-" when unmapped
+  std::string k8s_dp;        ///< "ignored" or "unhealthy"
+  std::string gpud;          ///< gpud event type
+  std::string status;        ///< of the catalog columns: "secondary"
+  std::string tools_status;  ///< of the tool columns: "verified"
   std::string source;
 };
 
@@ -60,19 +60,19 @@ std::string_view to_string(KernelEventKind kind);
 /// One record of a kernel log that matters to GPU health.
 struct KernelEvent {
   KernelEventKind kind = KernelEventKind::xid;
-  std::optional<int> xid;            ///< the Xid code (kind xid only)
-  std::string pci_bus_id;            ///< as printed without "PCI:", e.g. "0000:3b:00" or "0000:b3:00.0"; may be empty
-  std::optional<int> gpu_instance;   ///< MIG "GPU-I:<n>" after the bus id
-  std::string gpu_uuid;              ///< from an earlier "NVRM: GPU at <bus>: GPU-..." line for the same bus
-  std::optional<long long> pid;      ///< "pid=<n>"; absent for "pid='<unknown>'"
-  std::string process_name;          ///< "name=<process>"; empty when absent or "<unknown>"
-  std::string message;               ///< the text after code/pid/name; for other kinds the whole NVRM text
-  std::string timestamp;             ///< as printed: "1843.308145", "Sun Feb 23 16:24:18 2025", ISO, syslog
-  std::string raw;                   ///< the physical line(s), continuation lines joined with '\n'
-  std::size_t line_number = 0;       ///< 1-based number of the first physical line
-  std::optional<int> device_count;   ///< "for N device(s)" in probe lines
-  std::string driver_version;        ///< driver_loaded: the module version
-  bool open_module = false;          ///< driver_loaded: the open kernel module
+  std::optional<int> xid;           ///< the Xid code (kind xid only)
+  std::string pci_bus_id;           ///< as printed without "PCI:", e.g. "0000:3b:00" or "0000:b3:00.0"; may be empty
+  std::optional<int> gpu_instance;  ///< MIG "GPU-I:<n>" after the bus id
+  std::string gpu_uuid;             ///< from an earlier "NVRM: GPU at <bus>: GPU-..." line for the same bus
+  std::optional<long long> pid;     ///< "pid=<n>"; absent for "pid='<unknown>'"
+  std::string process_name;         ///< "name=<process>"; empty when absent or "<unknown>"
+  std::string message;              ///< the text after code/pid/name; for other kinds the whole NVRM text
+  std::string timestamp;            ///< as printed: "1843.308145", "Sun Feb 23 16:24:18 2025", ISO, syslog
+  std::string raw;                  ///< the physical line(s), continuation lines joined with '\n'
+  std::size_t line_number = 0;      ///< 1-based number of the first physical line
+  std::optional<int> device_count;  ///< "for N device(s)" in probe lines
+  std::string driver_version;       ///< driver_loaded: the module version
+  bool open_module = false;         ///< driver_loaded: the open kernel module
 };
 
 /// Everything found in a log, plus the Xid-looking lines that could not be parsed.

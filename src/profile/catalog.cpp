@@ -28,7 +28,9 @@ util::Expected<ProfileDocument> load_profile(const std::string& name_or_path, sy
   const bool is_path = name_or_path.find('/') != std::string::npos || util::ends_with(name_or_path, ".toml");
   if (is_path) {
     auto text = system.read_file(name_or_path);
-    if (!text) return util::Error::input(text.error().message, "check the path, or give a shipped profile's name (gpuenv profile list)");
+    if (!text)
+      return util::Error::input(text.error().message,
+                                "check the path, or give a shipped profile's name (gpuenv profile list)");
     return parse_profile(*text, name_or_path);
   }
   std::vector<std::string> names;

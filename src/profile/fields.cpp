@@ -31,34 +31,53 @@ struct FieldEntry {
 const std::vector<FieldEntry>& entries() {
   static const std::vector<FieldEntry> table = {
       {{"name", "[a-z0-9][a-z0-9._-]{0,63} (lower-case letters, digits, '.', '_', '-')", true},
-       [](std::string_view v) { return matches(v, "[a-z0-9][a-z0-9._-]{0,63}"); }, &Profile::name},
+       [](std::string_view v) { return matches(v, "[a-z0-9][a-z0-9._-]{0,63}"); },
+       &Profile::name},
       {{"description", "any text", false}, [](std::string_view) { return true; }, &Profile::description},
       {{"os.distro", "one of ubuntu, debian, rockylinux, rhel, ubi, amzn", true},
-       [](std::string_view v) { return one_of(v, {"ubuntu", "debian", "rockylinux", "rhel", "ubi", "amzn"}); },
+       [](std::string_view v) {
+         return one_of(v, {"ubuntu", "debian", "rockylinux", "rhel", "ubi", "amzn"});
+       },
        &Profile::os_distro},
       {{"os.version", "the distribution's version, e.g. \"22.04\", \"9\", \"2023\"", true},
-       [](std::string_view v) { return matches(v, "[0-9]{1,4}(\\.[0-9]{1,2})?"); }, &Profile::os_version},
+       [](std::string_view v) { return matches(v, "[0-9]{1,4}(\\.[0-9]{1,2})?"); },
+       &Profile::os_version},
       {{"cuda.version", "X.Y.Z, as NVIDIA names releases and nvidia/cuda tags (e.g. \"12.4.1\")", true},
-       [](std::string_view v) { return matches(v, "[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{1,2}"); }, &Profile::cuda_version},
+       [](std::string_view v) { return matches(v, "[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{1,2}"); },
+       &Profile::cuda_version},
       {{"cudnn.version", "a major (\"9\") or major.minor[.patch] (\"8.9\", \"9.1.0\")", false},
-       [](std::string_view v) { return matches(v, "[0-9]{1,2}(\\.[0-9]{1,3}){0,3}"); }, &Profile::cudnn_version},
+       [](std::string_view v) { return matches(v, "[0-9]{1,2}(\\.[0-9]{1,3}){0,3}"); },
+       &Profile::cudnn_version},
       {{"driver.min", "a driver version such as \"550.54.15\" or \"570.26\"", false},
-       [](std::string_view v) { return matches(v, "[0-9]{3}(\\.[0-9]{1,3}){0,2}"); }, &Profile::driver_min},
+       [](std::string_view v) { return matches(v, "[0-9]{3}(\\.[0-9]{1,3}){0,2}"); },
+       &Profile::driver_min},
       {{"driver.branch", "a three-digit driver branch such as \"550\"", false},
-       [](std::string_view v) { return matches(v, "[0-9]{3}"); }, &Profile::driver_branch},
+       [](std::string_view v) { return matches(v, "[0-9]{3}"); },
+       &Profile::driver_branch},
       {{"driver.modules", "one of open, proprietary", false},
-       [](std::string_view v) { return one_of(v, {"open", "proprietary"}); }, &Profile::driver_modules},
+       [](std::string_view v) {
+         return one_of(v, {"open", "proprietary"});
+       },
+       &Profile::driver_modules},
       {{"image.flavor", "one of base, runtime, devel", false},
-       [](std::string_view v) { return one_of(v, {"base", "runtime", "devel"}); }, &Profile::image_flavor},
+       [](std::string_view v) {
+         return one_of(v, {"base", "runtime", "devel"});
+       },
+       &Profile::image_flavor},
       {{"framework.name", "one of pytorch, tensorflow", false},
-       [](std::string_view v) { return one_of(v, {"pytorch", "tensorflow"}); }, &Profile::framework_name},
+       [](std::string_view v) {
+         return one_of(v, {"pytorch", "tensorflow"});
+       },
+       &Profile::framework_name},
       {{"framework.version", "X.Y or X.Y.Z (e.g. \"2.4.1\")", false},
        [](std::string_view v) { return matches(v, "[0-9]{1,2}\\.[0-9]{1,3}(\\.[0-9]{1,3})?"); },
        &Profile::framework_version},
       {{"framework.python", "X.Y (e.g. \"3.11\")", false},
-       [](std::string_view v) { return matches(v, "[23]\\.[0-9]{1,2}"); }, &Profile::framework_python},
+       [](std::string_view v) { return matches(v, "[23]\\.[0-9]{1,2}"); },
+       &Profile::framework_python},
       {{"framework.variant", "a PyTorch wheel variant cuXYZ (e.g. \"cu124\")", false},
-       [](std::string_view v) { return matches(v, "cu[0-9]{2,3}"); }, &Profile::framework_variant},
+       [](std::string_view v) { return matches(v, "cu[0-9]{2,3}"); },
+       &Profile::framework_variant},
   };
   return table;
 }
@@ -103,7 +122,8 @@ std::vector<std::string> keys_in_section(std::string_view section) {
   if (section.empty()) keys = {"schema", "matrix"};
   for (const std::string& key : all_field_keys()) {
     const std::size_t dot = key.find('.');
-    const std::string_view key_section = dot == std::string::npos ? std::string_view() : std::string_view(key).substr(0, dot);
+    const std::string_view key_section =
+        dot == std::string::npos ? std::string_view() : std::string_view(key).substr(0, dot);
     if (key_section != section) continue;
     if (section.empty()) {
       keys.push_back(key);
@@ -112,7 +132,8 @@ std::vector<std::string> keys_in_section(std::string_view section) {
     }
   }
   if (section.empty()) {
-    for (std::string_view table : {"os", "cuda", "cudnn", "driver", "image", "framework", "gpu"}) keys.emplace_back(table);
+    for (std::string_view table : {"os", "cuda", "cudnn", "driver", "image", "framework", "gpu"})
+      keys.emplace_back(table);
   }
   return keys;
 }

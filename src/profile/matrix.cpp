@@ -9,7 +9,9 @@ namespace {
 
 bool cell_matches(const Assignments& cell, const std::map<std::string, std::string>& pattern) {
   return std::all_of(pattern.begin(), pattern.end(), [&cell](const auto& wanted) {
-    return std::any_of(cell.begin(), cell.end(), [&wanted](const auto& have) { return have.first == wanted.first && have.second == wanted.second; });
+    return std::any_of(cell.begin(), cell.end(), [&wanted](const auto& have) {
+      return have.first == wanted.first && have.second == wanted.second;
+    });
   });
 }
 
@@ -53,7 +55,8 @@ void apply_includes(const Matrix& matrix, std::vector<Assignments>& cells) {
       added = true;
       for (const auto& field : entry) {
         if (is_axis(matrix, field.first)) continue;
-        auto existing = std::find_if(cell.begin(), cell.end(), [&field](const auto& a) { return a.first == field.first; });
+        auto existing =
+            std::find_if(cell.begin(), cell.end(), [&field](const auto& a) { return a.first == field.first; });
         if (existing == cell.end()) {
           cell.push_back(field);
         } else {

@@ -22,9 +22,9 @@ class Locator {
     return at(node.source(), std::move(message), std::move(remedy));
   }
   Error at(const toml::source_region& region, std::string message, std::string remedy = {}) const {
-    return Error::input(m_origin + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column) +
-                            ": " + message,
-                        std::move(remedy));
+    return Error::input(
+        m_origin + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column) + ": " + message,
+        std::move(remedy));
   }
   Error whole(std::string message, std::string remedy = {}) const {
     return Error::input(m_origin + ": " + message, std::move(remedy));
@@ -36,13 +36,20 @@ class Locator {
 
 std::string type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a number";
-    case toml::node_type::boolean: return "a boolean";
-    default: return "a date or time";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date or time";
   }
 }
 
@@ -69,7 +76,8 @@ Expected<util::Ok> read_scalar(const Locator& where, Profile& profile, const tom
   return util::Ok{};
 }
 
-Expected<std::vector<std::string>> read_string_array(const Locator& where, const toml::node& node, const std::string& key) {
+Expected<std::vector<std::string>> read_string_array(const Locator& where, const toml::node& node,
+                                                     const std::string& key) {
   const auto* array = node.as_array();
   if (array == nullptr) return where.at(node, "`" + key + "` must be an array of strings, not " + type_name(node));
   std::vector<std::string> values;
@@ -90,7 +98,8 @@ Expected<util::Ok> read_gpu(const Locator& where, Profile& profile, const toml::
     if (name != "compute_capabilities" && name != "models") return unknown_key(where, node, "gpu", name);
     auto values = read_string_array(where, node, dotted);
     if (!values) return values.error();
-    if (values->empty()) return where.at(node, "`" + dotted + "` is empty", "list at least one value or remove the key");
+    if (values->empty())
+      return where.at(node, "`" + dotted + "` is empty", "list at least one value or remove the key");
     if (name == "compute_capabilities") {
       for (const std::string& cc : *values) {
         if (!is_compute_capability(cc)) {
@@ -106,7 +115,8 @@ Expected<util::Ok> read_gpu(const Locator& where, Profile& profile, const toml::
   return util::Ok{};
 }
 
-Expected<util::Ok> read_section(const Locator& where, Profile& profile, const std::string& section, const toml::node& node) {
+Expected<util::Ok> read_section(const Locator& where, Profile& profile, const std::string& section,
+                                const toml::node& node) {
   if (section == "gpu") {
     if (!node.is_table()) return where.at(node, "`gpu` must be a table, not " + type_name(node));
     return read_gpu(where, profile, *node.as_table());
@@ -119,7 +129,8 @@ Expected<util::Ok> read_section(const Locator& where, Profile& profile, const st
   for (const auto& [key, value] : *table) {
     const std::string name(key.str());
     const std::vector<std::string> allowed = keys_in_section(section);
-    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) return unknown_key(where, value, section, name);
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
+      return unknown_key(where, value, section, name);
     if (auto read = read_scalar(where, profile, value, section + "." + name); !read) return read.error();
   }
   return util::Ok{};
@@ -151,13 +162,16 @@ Expected<std::string> matrix_key(const Locator& where, const toml::node& node, s
   }
   std::string message = "matrix: `" + std::string(key) + "` is not a profile field";
   if (auto suggestion = util::closest_match(key, all_field_keys())) message += "; did you mean `" + *suggestion + "`?";
-  return where.at(node, message, "matrix keys are dotted scalar fields such as \"cuda.version\" or \"framework.python\"");
+  return where.at(node, message,
+                  "matrix keys are dotted scalar fields such as \"cuda.version\" or \"framework.python\"");
 }
 
 Expected<std::vector<std::map<std::string, std::string>>> read_cell_list(const Locator& where, const toml::node& node,
                                                                          const std::string& what) {
   const auto* array = node.as_array();
-  if (array == nullptr) return where.at(node, "matrix." + what + " must be an array of tables", "write " + what + " = [ { \"cuda.version\" = \"12.4.1\" } ]");
+  if (array == nullptr)
+    return where.at(node, "matrix." + what + " must be an array of tables",
+                    "write " + what + " = [ { \"cuda.version\" = \"12.4.1\" } ]");
   std::vector<std::map<std::string, std::string>> cells;
   for (const toml::node& item : *array) {
     const auto* table = item.as_table();
@@ -208,7 +222,8 @@ Expected<Matrix> read_matrix(const Locator& where, const toml::node& node) {
     matrix.axes.emplace_back(*field, std::move(values));
   }
   if (matrix.empty()) {
-    return where.at(node, "the matrix is empty", "give at least one axis (\"cuda.version\" = [...]) or remove [matrix]");
+    return where.at(node, "the matrix is empty",
+                    "give at least one axis (\"cuda.version\" = [...]) or remove [matrix]");
   }
   return matrix;
 }

@@ -6,10 +6,14 @@ namespace gpuenv::report {
 
 std::string_view to_string(Status status) {
   switch (status) {
-    case Status::pass: return "pass";
-    case Status::skip: return "skip";
-    case Status::warn: return "warn";
-    case Status::fail: return "fail";
+    case Status::pass:
+      return "pass";
+    case Status::skip:
+      return "skip";
+    case Status::warn:
+      return "warn";
+    case Status::fail:
+      return "fail";
   }
   return "unknown";
 }
@@ -22,9 +26,12 @@ Status worst_status(const std::vector<Finding>& findings) {
 
 Verdict verdict_of(const std::vector<Finding>& findings) {
   switch (worst_status(findings)) {
-    case Status::fail: return Verdict::not_ok;
-    case Status::warn: return Verdict::degraded;
-    default: return Verdict::ok;
+    case Status::fail:
+      return Verdict::not_ok;
+    case Status::warn:
+      return Verdict::degraded;
+    default:
+      return Verdict::ok;
   }
 }
 

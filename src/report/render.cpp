@@ -8,10 +8,14 @@ namespace {
 
 std::string_view color_of(Status status) {
   switch (status) {
-    case Status::pass: return "\033[32m";
-    case Status::warn: return "\033[33m";
-    case Status::fail: return "\033[31m";
-    case Status::skip: return "\033[2m";
+    case Status::pass:
+      return "\033[32m";
+    case Status::warn:
+      return "\033[33m";
+    case Status::fail:
+      return "\033[31m";
+    case Status::skip:
+      return "\033[2m";
   }
   return "";
 }
@@ -20,16 +24,20 @@ std::string_view color_of(Status status) {
 
 std::string status_label(Status status, const TextStyle& style) {
   std::string label(to_string(status));
-  std::transform(label.begin(), label.end(), label.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::transform(label.begin(), label.end(), label.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (!style.color) return label;
   return std::string(color_of(status)) + label + "\033[0m";
 }
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::ok: return "OK";
-    case Verdict::degraded: return "DEGRADED";
-    case Verdict::not_ok: return "NOT OK";
+    case Verdict::ok:
+      return "OK";
+    case Verdict::degraded:
+      return "DEGRADED";
+    case Verdict::not_ok:
+      return "NOT OK";
   }
   return "UNKNOWN";
 }
@@ -39,7 +47,8 @@ std::string render_findings(const std::vector<Finding>& findings, const TextStyl
   for (const Finding& f : findings) id_width = std::max(id_width, f.id.size());
   std::string out;
   for (const Finding& f : findings) {
-    out += "  " + status_label(f.status, style) + "  " + f.id + std::string(id_width - f.id.size() + 2, ' ') + f.message + "\n";
+    out += "  " + status_label(f.status, style) + "  " + f.id + std::string(id_width - f.id.size() + 2, ' ') +
+           f.message + "\n";
   }
   bool heading = false;
   for (const Finding& f : findings) {

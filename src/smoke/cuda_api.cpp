@@ -58,23 +58,40 @@ util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library) {
 
 std::string cuda_error_name(CUresult result) {
   switch (result) {
-    case cuda_success: return "CUDA_SUCCESS";
-    case cuda_error_out_of_memory: return "CUDA_ERROR_OUT_OF_MEMORY";
-    case cuda_error_not_initialized: return "CUDA_ERROR_NOT_INITIALIZED";
-    case cuda_error_insufficient_driver: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
-    case cuda_error_no_device: return "CUDA_ERROR_NO_DEVICE";
-    case cuda_error_invalid_image: return "CUDA_ERROR_INVALID_IMAGE";
-    case cuda_error_no_binary_for_gpu: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
-    case cuda_error_ecc_uncorrectable: return "CUDA_ERROR_ECC_UNCORRECTABLE";
-    case cuda_error_invalid_ptx: return "CUDA_ERROR_INVALID_PTX";
-    case cuda_error_unsupported_ptx_version: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
-    case cuda_error_illegal_address: return "CUDA_ERROR_ILLEGAL_ADDRESS";
-    case cuda_error_launch_timeout: return "CUDA_ERROR_LAUNCH_TIMEOUT";
-    case cuda_error_launch_failed: return "CUDA_ERROR_LAUNCH_FAILED";
-    case cuda_error_system_driver_mismatch: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
-    case cuda_error_compat_not_supported_on_device: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
-    case cuda_error_unknown: return "CUDA_ERROR_UNKNOWN";
-    default: return "CUDA error " + std::to_string(result);
+    case cuda_success:
+      return "CUDA_SUCCESS";
+    case cuda_error_out_of_memory:
+      return "CUDA_ERROR_OUT_OF_MEMORY";
+    case cuda_error_not_initialized:
+      return "CUDA_ERROR_NOT_INITIALIZED";
+    case cuda_error_insufficient_driver:
+      return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case cuda_error_no_device:
+      return "CUDA_ERROR_NO_DEVICE";
+    case cuda_error_invalid_image:
+      return "CUDA_ERROR_INVALID_IMAGE";
+    case cuda_error_no_binary_for_gpu:
+      return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case cuda_error_ecc_uncorrectable:
+      return "CUDA_ERROR_ECC_UNCORRECTABLE";
+    case cuda_error_invalid_ptx:
+      return "CUDA_ERROR_INVALID_PTX";
+    case cuda_error_unsupported_ptx_version:
+      return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    case cuda_error_illegal_address:
+      return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case cuda_error_launch_timeout:
+      return "CUDA_ERROR_LAUNCH_TIMEOUT";
+    case cuda_error_launch_failed:
+      return "CUDA_ERROR_LAUNCH_FAILED";
+    case cuda_error_system_driver_mismatch:
+      return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case cuda_error_compat_not_supported_on_device:
+      return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case cuda_error_unknown:
+      return "CUDA_ERROR_UNKNOWN";
+    default:
+      return "CUDA error " + std::to_string(result);
   }
 }
 
@@ -83,7 +100,8 @@ std::string describe_cuda_error(const CudaApi& api, CUresult result) {
   const char* text = nullptr;
   if (api.get_error_name != nullptr && api.get_error_name(result, &name) != cuda_success) name = nullptr;
   if (api.get_error_string != nullptr && api.get_error_string(result, &text) != cuda_success) text = nullptr;
-  std::string out = (name != nullptr ? std::string(name) : cuda_error_name(result)) + " (" + std::to_string(result) + ")";
+  std::string out =
+      (name != nullptr ? std::string(name) : cuda_error_name(result)) + " (" + std::to_string(result) + ")";
   if (text != nullptr && *text != '\0') out += ": " + std::string(text);
   return out;
 }

@@ -59,38 +59,39 @@ struct CudaApi {
   CUresult (*device_get)(CUdevice*, int) = nullptr;
   CUresult (*device_get_name)(char*, int, CUdevice) = nullptr;
   CUresult (*device_get_attribute)(int*, int, CUdevice) = nullptr;
-  CUresult (*device_total_mem)(std::size_t*, CUdevice) = nullptr;             // cuDeviceTotalMem_v2
+  CUresult (*device_total_mem)(std::size_t*, CUdevice) = nullptr;  // cuDeviceTotalMem_v2
   CUresult (*device_get_pci_bus_id)(char*, int, CUdevice) = nullptr;
   CUresult (*primary_ctx_retain)(CUcontext*, CUdevice) = nullptr;
-  CUresult (*primary_ctx_release)(CUdevice) = nullptr;                        // cuDevicePrimaryCtxRelease_v2
+  CUresult (*primary_ctx_release)(CUdevice) = nullptr;  // cuDevicePrimaryCtxRelease_v2
   CUresult (*ctx_set_current)(CUcontext) = nullptr;
   CUresult (*ctx_synchronize)() = nullptr;
   CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*module_unload)(CUmodule) = nullptr;
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,
-                            void**) = nullptr;
-  CUresult (*mem_alloc)(CUdeviceptr*, std::size_t) = nullptr;                 // cuMemAlloc_v2
-  CUresult (*mem_free)(CUdeviceptr) = nullptr;                                // cuMemFree_v2
-  CUresult (*mem_alloc_host)(void**, std::size_t) = nullptr;                  // cuMemAllocHost_v2
+  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                            void**, void**) = nullptr;
+  CUresult (*mem_alloc)(CUdeviceptr*, std::size_t) = nullptr;  // cuMemAlloc_v2
+  CUresult (*mem_free)(CUdeviceptr) = nullptr;                 // cuMemFree_v2
+  CUresult (*mem_alloc_host)(void**, std::size_t) = nullptr;   // cuMemAllocHost_v2
   CUresult (*mem_free_host)(void*) = nullptr;
-  CUresult (*memcpy_htod)(CUdeviceptr, const void*, std::size_t) = nullptr;   // cuMemcpyHtoD_v2
-  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, std::size_t) = nullptr;         // cuMemcpyDtoH_v2
+  CUresult (*memcpy_htod)(CUdeviceptr, const void*, std::size_t) = nullptr;  // cuMemcpyHtoD_v2
+  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, std::size_t) = nullptr;        // cuMemcpyDtoH_v2
   CUresult (*memcpy_htod_async)(CUdeviceptr, const void*, std::size_t, CUstream) = nullptr;
   CUresult (*memcpy_dtoh_async)(void*, CUdeviceptr, std::size_t, CUstream) = nullptr;
   CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) = nullptr;
-  CUresult (*memset_d32)(CUdeviceptr, unsigned, std::size_t) = nullptr;       // cuMemsetD32_v2
+  CUresult (*memset_d32)(CUdeviceptr, unsigned, std::size_t) = nullptr;  // cuMemsetD32_v2
   CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
   CUresult (*stream_synchronize)(CUstream) = nullptr;
-  CUresult (*stream_destroy)(CUstream) = nullptr;                             // cuStreamDestroy_v2
+  CUresult (*stream_destroy)(CUstream) = nullptr;  // cuStreamDestroy_v2
   CUresult (*event_create)(CUevent*, unsigned) = nullptr;
   CUresult (*event_record)(CUevent, CUstream) = nullptr;
   CUresult (*event_synchronize)(CUevent) = nullptr;
   CUresult (*event_elapsed_time)(float*, CUevent, CUevent) = nullptr;
-  CUresult (*event_destroy)(CUevent) = nullptr;                               // cuEventDestroy_v2
+  CUresult (*event_destroy)(CUevent) = nullptr;  // cuEventDestroy_v2
 };
 
-/// Resolves every entry point; the error lists the symbols the library lacks (a driver older than CUDA 4 or not libcuda).
+/// Resolves every entry point; the error lists the symbols the library lacks (a driver older than CUDA 4 or not
+/// libcuda).
 util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library);
 
 /// "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", through cuGetErrorName/String when available, else a built-in table.

@@ -56,8 +56,10 @@ class Reader {
       return out;
     }
     for (const toml::node& item : *array) {
-      if (item.is_string()) out.push_back(item.as_string()->get());
-      else fail(std::string("`") + key + "` must hold strings");
+      if (item.is_string())
+        out.push_back(item.as_string()->get());
+      else
+        fail(std::string("`") + key + "` must hold strings");
     }
     return out;
   }
@@ -72,7 +74,8 @@ class Reader {
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -155,7 +158,9 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     }
     out.gpus.push_back(std::move(gpu));
   });
-  if (!errors.empty()) return util::Error::internal(errors.front() + (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+  if (!errors.empty())
+    return util::Error::internal(errors.front() +
+                                 (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
   return out;
 }
 
@@ -196,8 +201,8 @@ std::optional<PcieExpectation> pcie_expectation(const Expectations& expectations
   return std::nullopt;
 }
 
-Judgement judge(double observed, std::optional<double> expected, std::optional<double> minimum, const Thresholds& thresholds,
-                const std::string& unit) {
+Judgement judge(double observed, std::optional<double> expected, std::optional<double> minimum,
+                const Thresholds& thresholds, const std::string& unit) {
   Judgement out;
   if (!expected || *expected <= 0) {
     out.explanation = "no expectation for this GPU";
@@ -206,8 +211,9 @@ Judgement judge(double observed, std::optional<double> expected, std::optional<d
   out.warn_below = thresholds.min_ratio * *expected;
   out.fail_below = minimum ? *minimum : thresholds.fail_ratio * *expected;
   out.warn_below = std::max(out.warn_below, out.fail_below);  // an anchor minimum above the warn line still fails
-  out.explanation = "expected >= " + format_number(out.warn_below) + " " + unit + " (" + format_number(thresholds.min_ratio) +
-                    " x " + format_number(*expected) + " or the minimum), fail below " + format_number(out.fail_below) +
+  out.explanation = "expected >= " + format_number(out.warn_below) + " " + unit + " (" +
+                    format_number(thresholds.min_ratio) + " x " + format_number(*expected) +
+                    " or the minimum), fail below " + format_number(out.fail_below) +
                     (minimum ? " (anchor minimum)" : " (" + format_number(thresholds.fail_ratio) + " x expected)");
   if (observed < out.fail_below) {
     out.status = report::Status::fail;

@@ -76,8 +76,8 @@ std::optional<PcieExpectation> pcie_expectation(const Expectations& expectations
 
 /// Ratios applied to an expected value (flags --min-ratio and --fail-ratio).
 struct Thresholds {
-  double min_ratio = 0.75;   ///< below min_ratio × expected: warn (DCGM's 0.75 × measured convention)
-  double fail_ratio = 0.5;   ///< below fail_ratio × expected (when no anchor minimum): fail
+  double min_ratio = 0.75;  ///< below min_ratio × expected: warn (DCGM's 0.75 × measured convention)
+  double fail_ratio = 0.5;  ///< below fail_ratio × expected (when no anchor minimum): fail
 };
 
 /// The verdict on one measured number.
@@ -91,7 +91,7 @@ struct Judgement {
 
 /// observed < fail floor (the anchor minimum, else fail_ratio × expected) -> fail; observed < min_ratio × expected
 /// -> warn; otherwise pass. No expected value -> skip (numbers only).
-Judgement judge(double observed, std::optional<double> expected, std::optional<double> minimum, const Thresholds& thresholds,
-                const std::string& unit);
+Judgement judge(double observed, std::optional<double> expected, std::optional<double> minimum,
+                const Thresholds& thresholds, const std::string& unit);
 
 }  // namespace gpuenv::smoke

@@ -18,6 +18,8 @@ Summary summarize(std::vector<double> samples) {
 
 double gigabytes_per_second(double bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 
-double teraflops(double m, double n, double k, double seconds) { return seconds > 0 ? 2 * m * n * k / seconds / 1e12 : 0; }
+double teraflops(double m, double n, double k, double seconds) {
+  return seconds > 0 ? 2 * m * n * k / seconds / 1e12 : 0;
+}
 
 }  // namespace gpuenv::smoke

@@ -51,8 +51,8 @@ std::string size_text(std::size_t bytes) {
 }
 
 bool is_sticky(CUresult result) {
-  return result == cuda_error_illegal_address || result == cuda_error_launch_failed || result == cuda_error_launch_timeout ||
-         result == cuda_error_ecc_uncorrectable || result == cuda_error_unknown;
+  return result == cuda_error_illegal_address || result == cuda_error_launch_failed ||
+         result == cuda_error_launch_timeout || result == cuda_error_ecc_uncorrectable || result == cuda_error_unknown;
 }
 
 /// Everything one GPU's steps share. Owned jointly by the main thread and the step threads, so an abandoned
@@ -106,7 +106,9 @@ Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& f
     out.remedy = "free GPU memory (nvidia-smi lists the processes holding it) or rerun with --quick";
   } else if (is_sticky(failure.result)) {
     out.message = "the GPU faulted: " + out.message;
-    out.remedy = "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may need a reset";
+    out.remedy =
+        "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may need a "
+        "reset";
   } else {
     out.remedy = "run `gpuenv doctor` to check the driver and the GPU";
   }
@@ -163,13 +165,16 @@ StepOutcome query_device(Gpu& gpu) {
   check(api.stream_create(&gpu.stream, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
   check(api.event_create(&gpu.start, 0), "cuEventCreate");
   check(api.event_create(&gpu.stop, 0), "cuEventCreate");
-  out.findings.push_back(Finding{"smoke.device", Status::pass,
-                                 gpu.info.name + " at " + (gpu.info.pci_bus_id.empty() ? "unknown PCI address" : gpu.info.pci_bus_id) +
-                                     ": CC " + std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor) + ", " +
-                                     std::to_string(gpu.info.sm_count) + " SMs, " + size_text(gpu.info.memory_bytes) + ", SM clock " +
-                                     std::to_string(gpu.info.clock_mhz) + " MHz, memory clock " + std::to_string(gpu.info.memory_clock_mhz) +
-                                     " MHz",
-                                 {}, {}});
+  out.findings.push_back(
+      Finding{"smoke.device",
+              Status::pass,
+              gpu.info.name + " at " + (gpu.info.pci_bus_id.empty() ? "unknown PCI address" : gpu.info.pci_bus_id) +
+                  ": CC " + std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor) + ", " +
+                  std::to_string(gpu.info.sm_count) + " SMs, " + size_text(gpu.info.memory_bytes) + ", SM clock " +
+                  std::to_string(gpu.info.clock_mhz) + " MHz, memory clock " +
+                  std::to_string(gpu.info.memory_clock_mhz) + " MHz",
+              {},
+              {}});
   return out;
 }
 
@@ -179,8 +184,12 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
   StepOutcome out;
   const KernelsInfo kernels = embedded_kernels_info();
   if (!kernels.embedded) {
-    out.findings.push_back(Finding{"smoke.kernels", Status::skip, "skipped: built without CUDA (nvcc was not found when gpuenv was built); matmul tests do not run",
-                                   "rebuild gpuenv on a machine with the CUDA toolkit (nvcc) to include the kernels", {}});
+    out.findings.push_back(
+        Finding{"smoke.kernels",
+                Status::skip,
+                "skipped: built without CUDA (nvcc was not found when gpuenv was built); matmul tests do not run",
+                "rebuild gpuenv on a machine with the CUDA toolkit (nvcc) to include the kernels",
+                {}});
     return out;
   }
   // cuModuleLoadData reads the fatbin header with 8-byte loads: give it an aligned copy.
@@ -189,30 +198,40 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
   std::memcpy(aligned.data(), image.data(), image.size());
   const CUresult loaded = gpu.api.module_load_data(&gpu.module, aligned.data());
   const std::string cc = std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor);
-  if (loaded == cuda_error_no_binary_for_gpu || loaded == cuda_error_unsupported_ptx_version || loaded == cuda_error_invalid_ptx ||
-      loaded == cuda_error_invalid_image) {
+  if (loaded == cuda_error_no_binary_for_gpu || loaded == cuda_error_unsupported_ptx_version ||
+      loaded == cuda_error_invalid_ptx || loaded == cuda_error_invalid_image) {
     gpu.module = nullptr;
     out.findings.push_back(Finding{
-        "smoke.kernels", Status::warn,
+        "smoke.kernels",
+        Status::warn,
         "the embedded kernels cannot run here: cuModuleLoadData returned " + describe_cuda_error(gpu.api, loaded) +
-            "; kernels built with CUDA " + kernels.cuda_version + " for " + kernels.archs + "; driver supports CUDA " + driver_version +
-            ", GPU is CC " + cc + "; device query and copies still ran, matmul tests skipped",
-        "a driver that supports CUDA " + kernels.cuda_version + " (or newer) runs them; a GPU older than CC 7.5 is not supported by CUDA 13",
+            "; kernels built with CUDA " + kernels.cuda_version + " for " + kernels.archs + "; driver supports CUDA " +
+            driver_version + ", GPU is CC " + cc + "; device query and copies still ran, matmul tests skipped",
+        "a driver that supports CUDA " + kernels.cuda_version +
+            " (or newer) runs them; a GPU older than CC 7.5 is not supported by CUDA 13",
         {}});
     return out;
   }
   check(loaded, "cuModuleLoadData");
   check(gpu.api.module_get_function(&gpu.sgemm, gpu.module, "smoke_sgemm"), "cuModuleGetFunction(smoke_sgemm)");
-  check(gpu.api.module_get_function(&gpu.hgemm, gpu.module, "smoke_hgemm_wmma"), "cuModuleGetFunction(smoke_hgemm_wmma)");
-  check(gpu.api.module_get_function(&gpu.bf16gemm, gpu.module, "smoke_bf16gemm_wmma"), "cuModuleGetFunction(smoke_bf16gemm_wmma)");
-  out.findings.push_back(Finding{"smoke.kernels", Status::pass,
-                                 "kernels loaded (CUDA " + kernels.cuda_version + " fatbin, " + std::to_string(kernels.bytes) + " bytes)", {}, {}});
+  check(gpu.api.module_get_function(&gpu.hgemm, gpu.module, "smoke_hgemm_wmma"),
+        "cuModuleGetFunction(smoke_hgemm_wmma)");
+  check(gpu.api.module_get_function(&gpu.bf16gemm, gpu.module, "smoke_bf16gemm_wmma"),
+        "cuModuleGetFunction(smoke_bf16gemm_wmma)");
+  out.findings.push_back(
+      Finding{"smoke.kernels",
+              Status::pass,
+              "kernels loaded (CUDA " + kernels.cuda_version + " fatbin, " + std::to_string(kernels.bytes) + " bytes)",
+              {},
+              {}});
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------------- copies
 
-int repetitions(const SmokeOptions& options) { return options.repetitions > 0 ? options.repetitions : (options.quick ? 3 : 10); }
+int repetitions(const SmokeOptions& options) {
+  return options.repetitions > 0 ? options.repetitions : (options.quick ? 3 : 10);
+}
 
 StepOutcome allocate_copy_buffers(Gpu& gpu) {
   const CudaApi& api = gpu.api;
@@ -238,7 +257,8 @@ void free_copy_buffers(Gpu& gpu) {
   gpu.readback = {};
 }
 
-/// Times `copy` (one transfer of gpu.bytes) after one warm-up: with events on the stream when `events`, else host clock.
+/// Times `copy` (one transfer of gpu.bytes) after one warm-up: with events on the stream when `events`, else host
+/// clock.
 template <typename Copy>
 Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
   copy();
@@ -278,24 +298,32 @@ struct CopyJudgement {
   std::string source;  ///< where the expectation comes from
 };
 
-StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::string& label, const Summary& rates, double bytes,
-                         const PatternCheck& data, const CopyJudgement& expectation) {
+StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::string& label, const Summary& rates,
+                         double bytes, const PatternCheck& data, const CopyJudgement& expectation) {
   StepOutcome out;
   Metric metric{id, "GB/s", rates, expectation.expected, bytes};
   out.metrics.push_back(metric);
-  const std::string observed = label + " " + rate_text(rates.median) + " GB/s (median of " + std::to_string(rates.count) + ", " +
-                               size_text(gpu.bytes) + ", min " + rate_text(rates.min) + ", max " + rate_text(rates.max) + ")";
+  const std::string observed = label + " " + rate_text(rates.median) + " GB/s (median of " +
+                               std::to_string(rates.count) + ", " + size_text(gpu.bytes) + ", min " +
+                               rate_text(rates.min) + ", max " + rate_text(rates.max) + ")";
   if (!data.ok()) {
-    out.findings.push_back(Finding{"smoke." + id, Status::fail, observed + ": data corrupted: " + data.describe(gpu.bytes / 4),
-                                   "the copy returned wrong data: check for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`", {}});
+    out.findings.push_back(
+        Finding{"smoke." + id,
+                Status::fail,
+                observed + ": data corrupted: " + data.describe(gpu.bytes / 4),
+                "the copy returned wrong data: check for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`",
+                {}});
     return out;
   }
-  const Judgement judgement = judge(rates.median, expectation.expected, expectation.minimum, gpu.options.thresholds, "GB/s");
-  Finding finding{"smoke." + id, judgement.status, observed + ", data verified; " + judgement.explanation, {}, expectation.source};
+  const Judgement judgement =
+      judge(rates.median, expectation.expected, expectation.minimum, gpu.options.thresholds, "GB/s");
+  Finding finding{
+      "smoke." + id, judgement.status, observed + ", data verified; " + judgement.explanation, {}, expectation.source};
   if (judgement.status == Status::warn || judgement.status == Status::fail) {
-    finding.remedy = id.find("2d_pinned") != std::string::npos || id.rfind("h2d", 0) == 0
-                         ? "check the PCIe link (gen and width in `nvidia-smi -q`), the slot, NUMA placement and IOMMU settings"
-                         : "check clocks and throttling (`nvidia-smi -q -d PERFORMANCE`) and run `gpuenv doctor`";
+    finding.remedy =
+        id.find("2d_pinned") != std::string::npos || id.rfind("h2d", 0) == 0
+            ? "check the PCIe link (gen and width in `nvidia-smi -q`), the slot, NUMA placement and IOMMU settings"
+            : "check clocks and throttling (`nvidia-smi -q -d PERFORMANCE`) and run `gpuenv doctor`";
   }
   out.findings.push_back(std::move(finding));
   return out;
@@ -391,19 +419,24 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   check(api.mem_alloc(&da, count * element), "cuMemAlloc_v2 (" + what + ")");
   check(api.mem_alloc(&db, count * element), "cuMemAlloc_v2 (" + what + ")");
   check(api.mem_alloc(&dc, count * 4), "cuMemAlloc_v2 (" + what + ")");
-  check(api.memcpy_htod(da, element == 4 ? static_cast<const void*>(a.data()) : a16.data(), count * element), "cuMemcpyHtoD_v2");
-  check(api.memcpy_htod(db, element == 4 ? static_cast<const void*>(b.data()) : b16.data(), count * element), "cuMemcpyHtoD_v2");
+  check(api.memcpy_htod(da, element == 4 ? static_cast<const void*>(a.data()) : a16.data(), count * element),
+        "cuMemcpyHtoD_v2");
+  check(api.memcpy_htod(db, element == 4 ? static_cast<const void*>(b.data()) : b16.data(), count * element),
+        "cuMemcpyHtoD_v2");
   check(api.memset_d32(dc, 0x7FC00000u /* NaN: unwritten elements fail verification */, count), "cuMemsetD32_v2");
 
-  CUfunction function = plan.precision == Precision::fp32 ? gpu.sgemm : (plan.precision == Precision::bf16 ? gpu.bf16gemm : gpu.hgemm);
+  CUfunction function =
+      plan.precision == Precision::fp32 ? gpu.sgemm : (plan.precision == Precision::bf16 ? gpu.bf16gemm : gpu.hgemm);
   int m_arg = n, n_arg = n, k_arg = n;
   void* params[] = {&da, &db, &dc, &m_arg, &n_arg, &k_arg};
   const unsigned grid = static_cast<unsigned>(n / 64);
   auto launch = [&] {
     if (plan.precision == Precision::fp32) {
-      check(api.launch_kernel(function, grid, grid, 1, 16, 16, 1, 0, gpu.stream, params, nullptr), "cuLaunchKernel(smoke_sgemm)");
+      check(api.launch_kernel(function, grid, grid, 1, 16, 16, 1, 0, gpu.stream, params, nullptr),
+            "cuLaunchKernel(smoke_sgemm)");
     } else {
-      check(api.launch_kernel(function, grid, grid, 1, 128, 1, 1, 0, gpu.stream, params, nullptr), "cuLaunchKernel(" + what + ")");
+      check(api.launch_kernel(function, grid, grid, 1, 128, 1, 1, 0, gpu.stream, params, nullptr),
+            "cuLaunchKernel(" + what + ")");
     }
   };
   launch();
@@ -432,30 +465,39 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
     const double efficiency = tensor ? expectations.efficiency.tensor : expectations.efficiency.sgemm;
     if (peak) {
       expected = *peak * efficiency;
-      source = model->model + " " + (tensor ? std::string(to_string(plan.precision)) + " tensor" : std::string("FP32")) + " peak " +
-               rate_text(*peak) + " TFLOP/s x " + format("%.2g", efficiency) + " (gpuenv kernel efficiency, " + expectations.efficiency.status +
-               "); " + model->source;
+      source = model->model + " " +
+               (tensor ? std::string(to_string(plan.precision)) + " tensor" : std::string("FP32")) + " peak " +
+               rate_text(*peak) + " TFLOP/s x " + format("%.2g", efficiency) + " (gpuenv kernel efficiency, " +
+               expectations.efficiency.status + "); " + model->source;
     }
   }
   out.metrics.push_back(Metric{plan.id, "TFLOP/s", summary, expected, static_cast<double>(n)});
-  const std::string observed = what + " " + rate_text(summary.median) + " TFLOP/s (median of " + std::to_string(summary.count) + ", min " +
-                               rate_text(summary.min) + ", max " + rate_text(summary.max) + ")";
+  const std::string observed = what + " " + rate_text(summary.median) + " TFLOP/s (median of " +
+                               std::to_string(summary.count) + ", min " + rate_text(summary.min) + ", max " +
+                               rate_text(summary.max) + ")";
   if (!verified.ok()) {
-    out.findings.push_back(Finding{"smoke." + plan.id, Status::fail,
+    out.findings.push_back(Finding{"smoke." + plan.id,
+                                   Status::fail,
                                    observed + ": wrong results: " + std::to_string(verified.mismatches) + " of " +
-                                       std::to_string(verified.sampled) + " sampled elements differ from the CPU reference; " +
-                                       verified.first_mismatch,
-                                   "the GPU computed wrong results: check for Xid errors (sudo dmesg | grep -i xid), ECC errors (`gpuenv doctor`) and clocks",
+                                       std::to_string(verified.sampled) +
+                                       " sampled elements differ from the CPU reference; " + verified.first_mismatch,
+                                   "the GPU computed wrong results: check for Xid errors (sudo dmesg | grep -i xid), "
+                                   "ECC errors (`gpuenv doctor`) and clocks",
                                    {}});
     return out;
   }
   const Judgement judgement = judge(summary.median, expected, std::nullopt, gpu.options.thresholds, "TFLOP/s");
-  Finding finding{"smoke." + plan.id, judgement.status,
-                  observed + ", " + std::to_string(verified.sampled) + " sampled elements match the CPU reference (max relative error " +
-                      format("%.2g", verified.max_relative_error) + ", tolerance " + format("%.0e", tolerance) + "); " + judgement.explanation,
-                  {}, source};
+  Finding finding{"smoke." + plan.id,
+                  judgement.status,
+                  observed + ", " + std::to_string(verified.sampled) +
+                      " sampled elements match the CPU reference (max relative error " +
+                      format("%.2g", verified.max_relative_error) + ", tolerance " + format("%.0e", tolerance) + "); " +
+                      judgement.explanation,
+                  {},
+                  source};
   if (judgement.status == Status::warn || judgement.status == Status::fail) {
-    finding.remedy = "check clocks, power capping and throttling (`nvidia-smi -q -d PERFORMANCE`) and other processes on the GPU";
+    finding.remedy =
+        "check clocks, power capping and throttling (`nvidia-smi -q -d PERFORMANCE`) and other processes on the GPU";
   }
   out.findings.push_back(std::move(finding));
   return out;
@@ -463,8 +505,8 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
 
 // ---------------------------------------------------------------------------------------------------- one GPU
 
-void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const Expectations& expectations, const std::string& driver_version,
-                DeviceResult& result) {
+void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const Expectations& expectations,
+                const std::string& driver_version, DeviceResult& result) {
   bool stopped = false;
   auto step = [&](const std::string& id, auto body) {
     if (stopped) return false;
@@ -472,10 +514,13 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
     if (!outcome) {
       result.hung = true;
       stopped = true;
-      result.findings.push_back(Finding{id, Status::fail,
-                                        "hang: the step did not finish within " + std::to_string(gpu->options.step_timeout.count() / 1000) +
+      result.findings.push_back(Finding{id,
+                                        Status::fail,
+                                        "hang: the step did not finish within " +
+                                            std::to_string(gpu->options.step_timeout.count() / 1000) +
                                             " s; the GPU was abandoned",
-                                        "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may need a reset",
+                                        "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run "
+                                        "`gpuenv doctor`; the GPU may need a reset",
                                         {}});
       return false;
     }
@@ -504,13 +549,16 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
     // Pinned H2D first; the PCIe link is read right after it (an idle link may train down).
     step("smoke.h2d_pinned", [bytes](Gpu& g) {
       fill_pattern(std::span<std::uint32_t>(g.pinned, g.bytes / 4), 1);
-      const Summary rates = time_copies(g, true, bytes, [&] { check(g.api.memcpy_htod_async(g.device_a, g.pinned, g.bytes, g.stream), "cuMemcpyHtoDAsync_v2"); });
+      const Summary rates = time_copies(g, true, bytes, [&] {
+        check(g.api.memcpy_htod_async(g.device_a, g.pinned, g.bytes, g.stream), "cuMemcpyHtoDAsync_v2");
+      });
       g.h2d_check = read_back_and_check(g, g.device_a, 1);
       StepOutcome out;
       out.metrics.push_back(Metric{"h2d_pinned", "GB/s", rates, std::nullopt, bytes});
       return out;
     });
-    // Judged here, on the main thread, once the PCIe link is known (read right after the copy: an idle link may train down).
+    // Judged here, on the main thread, once the PCIe link is known (read right after the copy: an idle link may train
+    // down).
     if (!stopped && !result.metrics.empty() && result.metrics.back().id == "h2d_pinned") {
       const Summary rates = result.metrics.back().summary;
       result.metrics.pop_back();
@@ -522,44 +570,57 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
       }
       StepOutcome judged = copy_outcome(*gpu, "h2d_pinned", "pinned host->device", rates, bytes, gpu->h2d_check, pcie);
       if (!result.info.pcie_generation) judged.findings.back().message += " (PCIe link unknown: sysfs not readable)";
-      if (result.info.pcie_width && result.info.pcie_max_width && *result.info.pcie_width < *result.info.pcie_max_width) {
-        result.findings.push_back(Finding{"smoke.pcie_link", Status::warn,
-                                          "PCIe link runs x" + std::to_string(*result.info.pcie_width) + " but the GPU supports x" +
-                                              std::to_string(*result.info.pcie_max_width),
-                                          "reseat the GPU or check the slot and riser; a degraded link cuts host<->device bandwidth", {}});
+      if (result.info.pcie_width && result.info.pcie_max_width &&
+          *result.info.pcie_width < *result.info.pcie_max_width) {
+        result.findings.push_back(
+            Finding{"smoke.pcie_link",
+                    Status::warn,
+                    "PCIe link runs x" + std::to_string(*result.info.pcie_width) + " but the GPU supports x" +
+                        std::to_string(*result.info.pcie_max_width),
+                    "reseat the GPU or check the slot and riser; a degraded link cuts host<->device bandwidth",
+                    {}});
       }
       for (Finding& finding : judged.findings) result.findings.push_back(std::move(finding));
       for (Metric& metric : judged.metrics) result.metrics.push_back(std::move(metric));
     }
     step("smoke.d2h_pinned", [bytes, pcie](Gpu& g) {
       std::fill(g.pinned, g.pinned + g.bytes / 4, 0u);
-      const Summary rates = time_copies(g, true, bytes, [&] { check(g.api.memcpy_dtoh_async(g.pinned, g.device_a, g.bytes, g.stream), "cuMemcpyDtoHAsync_v2"); });
+      const Summary rates = time_copies(g, true, bytes, [&] {
+        check(g.api.memcpy_dtoh_async(g.pinned, g.device_a, g.bytes, g.stream), "cuMemcpyDtoHAsync_v2");
+      });
       const PatternCheck data = check_pattern(std::span<const std::uint32_t>(g.pinned, g.bytes / 4), 1);
       return copy_outcome(g, "d2h_pinned", "pinned device->host", rates, bytes, data, pcie);
     });
     step("smoke.h2d_pageable", [bytes](Gpu& g) {
       fill_pattern(g.pageable, 2);
-      const Summary rates = time_copies(g, false, bytes, [&] { check(g.api.memcpy_htod(g.device_a, g.pageable.data(), g.bytes), "cuMemcpyHtoD_v2"); });
+      const Summary rates = time_copies(g, false, bytes, [&] {
+        check(g.api.memcpy_htod(g.device_a, g.pageable.data(), g.bytes), "cuMemcpyHtoD_v2");
+      });
       const PatternCheck data = read_back_and_check(g, g.device_a, 2);
       CopyJudgement none;
       return copy_outcome(g, "h2d_pageable", "pageable host->device", rates, bytes, data, none);
     });
     step("smoke.d2h_pageable", [bytes](Gpu& g) {
       std::fill(g.pageable.begin(), g.pageable.end(), 0u);
-      const Summary rates = time_copies(g, false, bytes, [&] { check(g.api.memcpy_dtoh(g.pageable.data(), g.device_a, g.bytes), "cuMemcpyDtoH_v2"); });
+      const Summary rates = time_copies(g, false, bytes, [&] {
+        check(g.api.memcpy_dtoh(g.pageable.data(), g.device_a, g.bytes), "cuMemcpyDtoH_v2");
+      });
       const PatternCheck data = check_pattern(g.pageable, 2);
       return copy_outcome(g, "d2h_pageable", "pageable device->host", rates, bytes, data, CopyJudgement{});
     });
     CopyJudgement memory;
     if (model != nullptr && model->memory_bandwidth) {
-      memory = CopyJudgement{*model->memory_bandwidth * expectations.efficiency.d2d_copy, model->memory_bandwidth_minimum,
-                             model->model + " memory bandwidth " + rate_text(*model->memory_bandwidth) + " GB/s x " +
-                                 format("%.2g", expectations.efficiency.d2d_copy) + "; " + model->source};
+      memory =
+          CopyJudgement{*model->memory_bandwidth * expectations.efficiency.d2d_copy, model->memory_bandwidth_minimum,
+                        model->model + " memory bandwidth " + rate_text(*model->memory_bandwidth) + " GB/s x " +
+                            format("%.2g", expectations.efficiency.d2d_copy) + "; " + model->source};
     }
     step("smoke.d2d", [bytes, memory](Gpu& g) {
       check(g.api.memset_d32(g.device_b, 0, g.bytes / 4), "cuMemsetD32_v2");
       // A device-to-device copy reads and writes every byte: count both against the memory bandwidth.
-      const Summary rates = time_copies(g, true, 2 * bytes, [&] { check(g.api.memcpy_dtod_async(g.device_b, g.device_a, g.bytes, g.stream), "cuMemcpyDtoDAsync_v2"); });
+      const Summary rates = time_copies(g, true, 2 * bytes, [&] {
+        check(g.api.memcpy_dtod_async(g.device_b, g.device_a, g.bytes, g.stream), "cuMemcpyDtoDAsync_v2");
+      });
       const PatternCheck data = read_back_and_check(g, g.device_b, 2);
       return copy_outcome(g, "d2d", "device->device", rates, 2 * bytes, data, memory);
     });
@@ -577,13 +638,15 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
     const int sgemm_size = options.sgemm_size > 0 ? options.sgemm_size : (options.quick ? 1024 : 4096);
     const int tensor_size = options.tensor_size > 0 ? options.tensor_size : (options.quick ? 2048 : 8192);
     const bool bf16 = gpu->info.cc_major >= 8;
-    const GemmPlan plans[] = {{"sgemm_fp32", Precision::fp32, sgemm_size},
-                              {bf16 ? "gemm_bf16" : "gemm_fp16", bf16 ? Precision::bf16 : Precision::fp16, tensor_size}};
+    const GemmPlan plans[] = {
+        {"sgemm_fp32", Precision::fp32, sgemm_size},
+        {bf16 ? "gemm_bf16" : "gemm_fp16", bf16 ? Precision::bf16 : Precision::fp16, tensor_size}};
     for (const GemmPlan& plan : plans) {
       step("smoke." + plan.id, [plan, model, &expectations](Gpu& g) { return run_gemm(g, plan, model, expectations); });
     }
   } else if (!stopped) {
-    result.findings.push_back(Finding{"smoke.matmul", Status::skip, "matmul tests skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
+    result.findings.push_back(Finding{
+        "smoke.matmul", Status::skip, "matmul tests skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
   }
   if (!stopped) {
     run_step(gpu, "smoke.release", [](Gpu& g) {
@@ -618,24 +681,31 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   report.kernels = embedded_kernels_info();
   auto finish = [&]() -> util::Expected<SmokeReport> {
     std::vector<Finding> all = report.findings;
-    for (const DeviceResult& device : report.devices) all.insert(all.end(), device.findings.begin(), device.findings.end());
+    for (const DeviceResult& device : report.devices)
+      all.insert(all.end(), device.findings.begin(), device.findings.end());
     report.verdict = all.empty() ? report::Verdict::not_ok : report::verdict_of(all);
     return report;
   };
 
   auto loaded = system.load_library(options.library);
   if (!loaded) {
-    report.findings.push_back(Finding{"smoke.driver", Status::fail,
-                                      "no NVIDIA driver found: " + options.library + " cannot be loaded (" + loaded.error().message + ")",
-                                      "install the NVIDIA driver (run `gpuenv doctor` for details), or run on a machine with a GPU", {}});
+    report.findings.push_back(
+        Finding{"smoke.driver",
+                Status::fail,
+                "no NVIDIA driver found: " + options.library + " cannot be loaded (" + loaded.error().message + ")",
+                "install the NVIDIA driver (run `gpuenv doctor` for details), or run on a machine with a GPU",
+                {}});
     return finish();
   }
   auto shared = std::make_shared<Gpu>();
   shared->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
   auto api = resolve_cuda_api(*shared->library);
   if (!api) {
-    report.findings.push_back(Finding{"smoke.driver", Status::fail, options.library + " is not a usable CUDA driver: " + api.error().message,
-                                      "reinstall the NVIDIA driver; an old driver lacks these entry points", {}});
+    report.findings.push_back(Finding{"smoke.driver",
+                                      Status::fail,
+                                      options.library + " is not a usable CUDA driver: " + api.error().message,
+                                      "reinstall the NVIDIA driver; an old driver lacks these entry points",
+                                      {}});
     return finish();
   }
   shared->api = *api;
@@ -658,22 +728,31 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     init_promise->set_value(result);
   }).detach();
   if (init_future.wait_for(options.init_timeout) != std::future_status::ready) {
-    report.findings.push_back(Finding{"smoke.driver", Status::fail,
-                                      "hang: cuInit did not return within " + std::to_string(options.init_timeout.count() / 1000) + " s",
-                                      "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`", {}});
+    report.findings.push_back(
+        Finding{"smoke.driver",
+                Status::fail,
+                "hang: cuInit did not return within " + std::to_string(options.init_timeout.count() / 1000) + " s",
+                "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`",
+                {}});
     return finish();
   }
   const InitResult init = init_future.get();
   report.driver_cuda_version = cuda_version_text(init.version);
   if (init.init != cuda_success) {
-    Finding finding{"smoke.driver", Status::fail, "cuInit failed: " + describe_cuda_error(shared->api, init.init), {}, {}};
+    Finding finding{
+        "smoke.driver", Status::fail, "cuInit failed: " + describe_cuda_error(shared->api, init.init), {}, {}};
     if (init.init == cuda_error_no_device) {
       finding.message = "no CUDA device: " + finding.message;
-      finding.remedy = "check that the GPUs are visible (nvidia-smi, CUDA_VISIBLE_DEVICES, container --gpus) and run `gpuenv doctor`";
+      finding.remedy =
+          "check that the GPUs are visible (nvidia-smi, CUDA_VISIBLE_DEVICES, container --gpus) and run `gpuenv "
+          "doctor`";
     } else if (init.init == cuda_error_insufficient_driver || init.init == cuda_error_system_driver_mismatch ||
                init.init == cuda_error_compat_not_supported_on_device) {
-      finding.message = "the CUDA driver library (CUDA " + report.driver_cuda_version + ") does not match the kernel driver: " + finding.message;
-      finding.remedy = "install matching NVIDIA user-space and kernel driver packages, or remove a cuda-compat library from LD_LIBRARY_PATH";
+      finding.message = "the CUDA driver library (CUDA " + report.driver_cuda_version +
+                        ") does not match the kernel driver: " + finding.message;
+      finding.remedy =
+          "install matching NVIDIA user-space and kernel driver packages, or remove a cuda-compat library from "
+          "LD_LIBRARY_PATH";
     } else {
       finding.remedy = "run `gpuenv doctor` to check the driver and the kernel log";
     }
@@ -682,20 +761,29 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   }
   report.device_count = init.count;
   if (init.count <= 0) {
-    report.findings.push_back(Finding{"smoke.driver", Status::fail, "no CUDA device: the driver reports 0 GPUs",
-                                      "check CUDA_VISIBLE_DEVICES and the container's GPU access; run `gpuenv doctor`", {}});
+    report.findings.push_back(Finding{"smoke.driver",
+                                      Status::fail,
+                                      "no CUDA device: the driver reports 0 GPUs",
+                                      "check CUDA_VISIBLE_DEVICES and the container's GPU access; run `gpuenv doctor`",
+                                      {}});
     return finish();
   }
   if (options.device && (*options.device < 0 || *options.device >= init.count)) {
-    report.findings.push_back(Finding{"smoke.device", Status::fail,
-                                      "--device " + std::to_string(*options.device) + ": the driver reports " + std::to_string(init.count) +
-                                          " GPU(s), numbered 0 to " + std::to_string(init.count - 1),
-                                      "pick a CUDA device ordinal that exists", {}});
+    report.findings.push_back(Finding{"smoke.device",
+                                      Status::fail,
+                                      "--device " + std::to_string(*options.device) + ": the driver reports " +
+                                          std::to_string(init.count) + " GPU(s), numbered 0 to " +
+                                          std::to_string(init.count - 1),
+                                      "pick a CUDA device ordinal that exists",
+                                      {}});
     return finish();
   }
-  report.findings.push_back(Finding{"smoke.driver", Status::pass,
-                                    "CUDA driver " + report.driver_cuda_version + " (" + options.library + "), " + std::to_string(init.count) + " GPU(s)",
-                                    {}, {}});
+  report.findings.push_back(Finding{"smoke.driver",
+                                    Status::pass,
+                                    "CUDA driver " + report.driver_cuda_version + " (" + options.library + "), " +
+                                        std::to_string(init.count) + " GPU(s)",
+                                    {},
+                                    {}});
   for (int ordinal = 0; ordinal < init.count; ++ordinal) {
     if (options.device && *options.device != ordinal) continue;
     auto gpu = std::make_shared<Gpu>();

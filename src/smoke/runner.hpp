@@ -23,10 +23,10 @@ struct SmokeOptions {
   bool quick = false;                    ///< small sizes and fewer repetitions
   std::optional<int> device;             ///< only this CUDA device ordinal
   Thresholds thresholds;
-  std::size_t copy_bytes = 0;   ///< 0: 256 MiB (quick: 32 MiB)
-  int sgemm_size = 0;           ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 64
-  int tensor_size = 0;          ///< 0: 8192 (quick: 2048)
-  int repetitions = 0;          ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
+  std::size_t copy_bytes = 0;  ///< 0: 256 MiB (quick: 32 MiB)
+  int sgemm_size = 0;          ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 64
+  int tensor_size = 0;         ///< 0: 8192 (quick: 2048)
+  int repetitions = 0;         ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
   std::size_t gemm_samples = 256;
   std::chrono::milliseconds init_timeout{15000};   ///< cuInit / device count
   std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
@@ -34,11 +34,11 @@ struct SmokeOptions {
 
 /// One measured number with its repetitions summarised.
 struct Metric {
-  std::string id;    ///< "h2d_pinned", "d2d", "sgemm_fp32", "gemm_bf16", ...
-  std::string unit;  ///< "GB/s" or "TFLOP/s"
-  Summary summary;   ///< of the per-repetition rates (median is the reported value)
+  std::string id;                  ///< "h2d_pinned", "d2d", "sgemm_fp32", "gemm_bf16", ...
+  std::string unit;                ///< "GB/s" or "TFLOP/s"
+  Summary summary;                 ///< of the per-repetition rates (median is the reported value)
   std::optional<double> expected;  ///< the expected value the verdict used, if any
-  double work = 0;   ///< bytes (copies, counted as moved) or M (matmul M = N = K)
+  double work = 0;                 ///< bytes (copies, counted as moved) or M (matmul M = N = K)
 };
 
 struct DeviceInfo {

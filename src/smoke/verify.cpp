@@ -36,7 +36,8 @@ PatternCheck check_pattern(std::span<const std::uint32_t> words, std::uint32_t s
 std::string PatternCheck::describe(std::uint64_t total_words) const {
   if (ok()) return {};
   char buffer[200];
-  std::snprintf(buffer, sizeof buffer, "%llu of %llu words differ; first at byte offset 0x%llx: expected 0x%08x, read 0x%08x",
+  std::snprintf(buffer, sizeof buffer,
+                "%llu of %llu words differ; first at byte offset 0x%llx: expected 0x%08x, read 0x%08x",
                 static_cast<unsigned long long>(mismatches), static_cast<unsigned long long>(total_words),
                 static_cast<unsigned long long>(first_index * 4), first_expected, first_observed);
   return buffer;
@@ -50,7 +51,7 @@ std::uint16_t float_to_half(float value) {
   if (exponent == 0xFF) return static_cast<std::uint16_t>(sign | 0x7C00u | (mantissa != 0 ? 0x200u : 0u));
   const int e = static_cast<int>(exponent) - 127 + 15;
   if (e >= 31) return static_cast<std::uint16_t>(sign | 0x7C00u);  // overflow -> infinity
-  if (e <= 0) {                                                       // subnormal or zero
+  if (e <= 0) {                                                    // subnormal or zero
     if (e < -10) return static_cast<std::uint16_t>(sign);
     mantissa |= 0x800000u;
     const int shift = 14 - e;
@@ -80,7 +81,8 @@ float half_to_float(std::uint16_t bits) {
 
 std::uint16_t float_to_bf16(float value) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu) != 0) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu) != 0)
+    return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
   const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
@@ -89,9 +91,12 @@ float bf16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cas
 
 const char* to_string(Precision precision) {
   switch (precision) {
-    case Precision::fp32: return "fp32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
+    case Precision::fp32:
+      return "fp32";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -124,8 +129,8 @@ GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b,
     if (!(error <= tolerance)) {  // NaN counts as a mismatch
       if (out.mismatches == 0) {
         char buffer[160];
-        std::snprintf(buffer, sizeof buffer, "C[%zu][%zu] = %.6g, expected %.6g (relative error %.3g > %.1g)", i, j, observed,
-                      reference, error, tolerance);
+        std::snprintf(buffer, sizeof buffer, "C[%zu][%zu] = %.6g, expected %.6g (relative error %.3g > %.1g)", i, j,
+                      observed, reference, error, tolerance);
         out.first_mismatch = buffer;
       }
       ++out.mismatches;

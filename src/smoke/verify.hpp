@@ -16,7 +16,7 @@ void fill_pattern(std::span<std::uint32_t> words, std::uint32_t seed);
 /// The outcome of comparing a buffer with the pattern.
 struct PatternCheck {
   std::uint64_t mismatches = 0;
-  std::uint64_t first_index = 0;     ///< valid when mismatches > 0
+  std::uint64_t first_index = 0;  ///< valid when mismatches > 0
   std::uint32_t first_expected = 0;
   std::uint32_t first_observed = 0;
   bool ok() const { return mismatches == 0; }

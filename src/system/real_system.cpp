@@ -1,6 +1,6 @@
 #include <dlfcn.h>
-#include <sys/statvfs.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -126,7 +126,8 @@ class RealSystem final : public System {
   }
 
   LibraryResult load_library(const std::string& name) override {
-    if (!m_root.empty()) return Error::input("not loading " + name + ": inspecting a tree with --root loads nothing from it");
+    if (!m_root.empty())
+      return Error::input("not loading " + name + ": inspecting a tree with --root loads nothing from it");
     dlerror();
     void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {

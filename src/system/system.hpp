@@ -15,11 +15,11 @@ namespace gpuenv::system {
 
 /// What a finished (or killed) command left behind.
 struct CommandResult {
-  int exit_code = -1;       ///< -1 when the command did not run to an exit
-  bool timed_out = false;   ///< killed after the timeout
-  bool not_found = false;   ///< the program does not exist or is not executable
-  std::string out;          ///< standard output
-  std::string err;          ///< standard error
+  int exit_code = -1;      ///< -1 when the command did not run to an exit
+  bool timed_out = false;  ///< killed after the timeout
+  bool not_found = false;  ///< the program does not exist or is not executable
+  std::string out;         ///< standard output
+  std::string err;         ///< standard error
 };
 
 /// A library opened at run time; symbols are looked up by name. Closed on destruction.

@@ -33,7 +33,7 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : m_state(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : m_state(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit by design
   Expected(Error error) : m_state(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit by design
 
   bool has_value() const { return m_state.index() == 0; }

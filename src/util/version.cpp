@@ -10,8 +10,10 @@ std::optional<Version> Version::parse(std::string_view text) {
   std::size_t start = 0;
   while (true) {
     const std::size_t dot = text.find('.', start);
-    const std::string_view part = text.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (part.empty() || part.size() > 9 || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const std::string_view part =
+        text.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (part.empty() || part.size() > 9 ||
+        !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       return std::nullopt;
     }
     int value = 0;
@@ -32,7 +34,8 @@ bool Version::starts_with(const Version& prefix) const {
 }
 
 Version Version::truncated(std::size_t count) const {
-  std::vector<int> head(m_components.begin(), m_components.begin() + static_cast<long>(std::min(count, m_components.size())));
+  std::vector<int> head(m_components.begin(),
+                        m_components.begin() + static_cast<long>(std::min(count, m_components.size())));
   return Version(std::move(head));
 }
 

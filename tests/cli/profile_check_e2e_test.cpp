@@ -1,9 +1,8 @@
 // `gpuenv profile check` end to end on the fixtures under tests/fixtures/profiles/{invalid,valid}: one row per file
 // with the exit code and the rule id (exit 0/1) or a key part of the error message (exit 2).
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>

@@ -1,8 +1,7 @@
 // The shipped profiles and the `profile list|show|check` and `matrix` commands, end to end through the built binary.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -63,7 +62,8 @@ nlohmann::json parse_json(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("gpuenv ships at least 14 profiles, each named after its file with a one-line description", "[cli][e2e][profiles]") {
+TEST_CASE("gpuenv ships at least 14 profiles, each named after its file with a one-line description",
+          "[cli][e2e][profiles]") {
   const auto files = shipped_files();
   CHECK(files.size() >= 14);
   for (const ShippedFile& file : files) {
@@ -119,20 +119,34 @@ TEST_CASE("the required shipped profiles hold the versions they promise", "[cli]
     const char* value;
   };
   const Expect rows[] = {
-      {"pytorch-1.13-cu117", "framework.version", "1.13.1"},  {"pytorch-1.13-cu117", "cuda.version", "11.7.1"},
-      {"pytorch-1.13-cu117", "framework.python", "3.10"},     {"pytorch-1.13-cu117", "os.version", "22.04"},
-      {"pytorch-1.13-cu117", "cudnn.version", "8"},           {"pytorch-1.13-cu117", "image.flavor", "runtime"},
-      {"tensorflow-2.10-cu112", "framework.name", "tensorflow"}, {"tensorflow-2.10-cu112", "framework.version", "2.10.0"},
-      {"tensorflow-2.10-cu112", "cuda.version", "11.2.2"},    {"tensorflow-2.10-cu112", "os.version", "20.04"},
-      {"tensorflow-2.10-cu112", "cudnn.version", "8"},        {"tensorflow-2.10-cu112", "framework.variant", ""},
-      {"cuda-11.8-ubuntu22.04", "cuda.version", "11.8.0"},    {"cuda-11.8-ubuntu22.04", "framework.name", ""},
-      {"cuda-13.0-base", "cuda.version", "13.0.2"},           {"cuda-13.0-base", "image.flavor", "base"},
-      {"cuda-13.0-base", "os.version", "24.04"},              {"pytorch-2.9-cu126", "cuda.version", "12.6.3"},
-      {"pytorch-2.9-cu128", "cuda.version", "12.8.1"},        {"pytorch-2.9-cu130", "cuda.version", "13.0.2"},
-      {"pytorch-2.9-cu130", "cudnn.version", "9"},            {"tensorflow-2.20-cu125", "cuda.version", "12.5.1"},
-      {"tensorflow-2.20-cu125", "framework.version", "2.20.0"}, {"tensorflow-2.20-cu125", "os.version", "22.04"},
-      {"pytorch-2.9-cu128-rockylinux9", "os.distro", "rockylinux"}, {"cuda-12.4-debian12-install", "os.distro", "debian"},
-      {"cuda-12.4-debian12-install", "os.version", "12"},     {"cuda-12.8-driver570-open", "driver.modules", "open"},
+      {"pytorch-1.13-cu117", "framework.version", "1.13.1"},
+      {"pytorch-1.13-cu117", "cuda.version", "11.7.1"},
+      {"pytorch-1.13-cu117", "framework.python", "3.10"},
+      {"pytorch-1.13-cu117", "os.version", "22.04"},
+      {"pytorch-1.13-cu117", "cudnn.version", "8"},
+      {"pytorch-1.13-cu117", "image.flavor", "runtime"},
+      {"tensorflow-2.10-cu112", "framework.name", "tensorflow"},
+      {"tensorflow-2.10-cu112", "framework.version", "2.10.0"},
+      {"tensorflow-2.10-cu112", "cuda.version", "11.2.2"},
+      {"tensorflow-2.10-cu112", "os.version", "20.04"},
+      {"tensorflow-2.10-cu112", "cudnn.version", "8"},
+      {"tensorflow-2.10-cu112", "framework.variant", ""},
+      {"cuda-11.8-ubuntu22.04", "cuda.version", "11.8.0"},
+      {"cuda-11.8-ubuntu22.04", "framework.name", ""},
+      {"cuda-13.0-base", "cuda.version", "13.0.2"},
+      {"cuda-13.0-base", "image.flavor", "base"},
+      {"cuda-13.0-base", "os.version", "24.04"},
+      {"pytorch-2.9-cu126", "cuda.version", "12.6.3"},
+      {"pytorch-2.9-cu128", "cuda.version", "12.8.1"},
+      {"pytorch-2.9-cu130", "cuda.version", "13.0.2"},
+      {"pytorch-2.9-cu130", "cudnn.version", "9"},
+      {"tensorflow-2.20-cu125", "cuda.version", "12.5.1"},
+      {"tensorflow-2.20-cu125", "framework.version", "2.20.0"},
+      {"tensorflow-2.20-cu125", "os.version", "22.04"},
+      {"pytorch-2.9-cu128-rockylinux9", "os.distro", "rockylinux"},
+      {"cuda-12.4-debian12-install", "os.distro", "debian"},
+      {"cuda-12.4-debian12-install", "os.version", "12"},
+      {"cuda-12.8-driver570-open", "driver.modules", "open"},
       {"cuda-12.8-driver570-open", "driver.branch", "570"},
   };
   for (const Expect& row : rows) {
@@ -161,7 +175,8 @@ TEST_CASE("profile list lists every shipped profile once", "[cli][e2e][profiles]
     CHECK(json[i].at("name") == files[i].stem);
     CHECK_FALSE(json[i].at("description").get<std::string>().empty());
   }
-  const auto matrix = std::find_if(json.begin(), json.end(), [](const auto& row) { return row.at("name") == "pytorch-matrix"; });
+  const auto matrix =
+      std::find_if(json.begin(), json.end(), [](const auto& row) { return row.at("name") == "pytorch-matrix"; });
   REQUIRE(matrix != json.end());
   CHECK(matrix->at("cells") == 11);
 }
@@ -272,7 +287,8 @@ TEST_CASE("matrix --format github prints an include list of the valid cells only
 }
 
 TEST_CASE("matrix --format json marks validity and requested cells", "[cli][e2e][matrix]") {
-  const auto result = run_gpuenv({"matrix", fixture_path("profiles/valid/matrix-exclude-include.toml"), "--format", "json"});
+  const auto result =
+      run_gpuenv({"matrix", fixture_path("profiles/valid/matrix-exclude-include.toml"), "--format", "json"});
   REQUIRE(result.exit_code == 0);
   const auto cells = parse_json(result.out).at("cells");
   REQUIRE(cells.size() == 4);
@@ -291,7 +307,8 @@ TEST_CASE("matrix without a matrix yields the base profile as one cell", "[cli][
   REQUIRE(include.size() == 1);
   CHECK(include[0].at("label") == "pytorch-2.4-cu124");
   CHECK(include[0].at("set") == "");
-  const auto invalid = run_gpuenv({"matrix", fixture_path("profiles/invalid/torch-2.4-python-3.13.toml"), "--format", "github"});
+  const auto invalid =
+      run_gpuenv({"matrix", fixture_path("profiles/invalid/torch-2.4-python-3.13.toml"), "--format", "github"});
   CHECK(invalid.exit_code == 1);
   CHECK(parse_json(invalid.out).at("include").empty());
 }
@@ -335,8 +352,9 @@ TEST_CASE("usage errors exit 2", "[cli][e2e]") {
 }
 
 TEST_CASE("an unknown profile name exits 2 with a did-you-mean", "[cli][e2e]") {
-  const std::vector<std::vector<std::string>> commands = {
-      {"profile", "check", "pytorch-2.4-cu12"}, {"profile", "show", "pytorch-2.4-cu12"}, {"matrix", "pytorch-2.4-cu12"}};
+  const std::vector<std::vector<std::string>> commands = {{"profile", "check", "pytorch-2.4-cu12"},
+                                                          {"profile", "show", "pytorch-2.4-cu12"},
+                                                          {"matrix", "pytorch-2.4-cu12"}};
   for (const auto& args : commands) {
     INFO(args[0] << " " << args[1]);
     const auto result = run_gpuenv(args);

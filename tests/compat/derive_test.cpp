@@ -1,13 +1,13 @@
 // compat::derive (image tag, wheel variant and index, driver floor), the variant helpers and judge_driver.
 // Expected values follow shared/reference/{nvidia-cuda-images,pytorch,cuda-driver}.md.
 
-#include <catch2/catch.hpp>
+#include "compat/derive.hpp"
 
+#include <catch2/catch.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
-#include "compat/derive.hpp"
 #include "compat/knowledge_base.hpp"
 #include "compat/rules.hpp"
 #include "profile/profile.hpp"
@@ -53,17 +53,22 @@ Profile image_profile(const ImageCase& c) {
   return profile;
 }
 
-std::string_view status(const gpuenv::compat::DriverJudgement& judged) { return gpuenv::report::to_string(judged.status); }
+std::string_view status(const gpuenv::compat::DriverJudgement& judged) {
+  return gpuenv::report::to_string(judged.status);
+}
 
 }  // namespace
 
 // nvidia-cuda-images.md: tag grammar <X.Y.Z>-<flavor>-<os>; cudnn8 (11.x .. 12.2.2), cudnn9 (12.3.2), cudnn (12.4.1+).
 TEST_CASE("compat: derive forms the nvidia/cuda tag", "[compat][derive]") {
   const ImageCase cases[] = {
-      {"ubuntu", "20.04", "11.2.2", "8", "runtime", "ubuntu20.04", "cudnn8-runtime", "11.2.2-cudnn8-runtime-ubuntu20.04"},
+      {"ubuntu", "20.04", "11.2.2", "8", "runtime", "ubuntu20.04", "cudnn8-runtime",
+       "11.2.2-cudnn8-runtime-ubuntu20.04"},
       {"ubuntu", "22.04", "12.4.1", "9", "devel", "ubuntu22.04", "cudnn-devel", "12.4.1-cudnn-devel-ubuntu22.04"},
-      {"ubuntu", "22.04", "12.3.2", "9", "runtime", "ubuntu22.04", "cudnn9-runtime", "12.3.2-cudnn9-runtime-ubuntu22.04"},
-      {"ubuntu", "22.04", "12.2.2", "8", "runtime", "ubuntu22.04", "cudnn8-runtime", "12.2.2-cudnn8-runtime-ubuntu22.04"},
+      {"ubuntu", "22.04", "12.3.2", "9", "runtime", "ubuntu22.04", "cudnn9-runtime",
+       "12.3.2-cudnn9-runtime-ubuntu22.04"},
+      {"ubuntu", "22.04", "12.2.2", "8", "runtime", "ubuntu22.04", "cudnn8-runtime",
+       "12.2.2-cudnn8-runtime-ubuntu22.04"},
       {"ubuntu", "22.04", "11.7.1", "", "base", "ubuntu22.04", "base", "11.7.1-base-ubuntu22.04"},
       {"ubuntu", "24.04", "13.0.2", "9", "runtime", "ubuntu24.04", "cudnn-runtime", "13.0.2-cudnn-runtime-ubuntu24.04"},
       {"ubuntu", "22.04", "12.4.1", "", "", "ubuntu22.04", "runtime", "12.4.1-runtime-ubuntu22.04"},
@@ -104,7 +109,7 @@ TEST_CASE("compat: derive picks the PyTorch wheel variant and index URL", "[comp
     const char* expected;
   };
   const Case cases[] = {
-      {"12.4.1", "", "cu124"}, {"11.8.0", "", "cu118"}, {"13.0.2", "", "cu130"},
+      {"12.4.1", "", "cu124"}, {"11.8.0", "", "cu118"},      {"13.0.2", "", "cu130"},
       {"12.8.1", "", "cu128"}, {"12.4.1", "cu121", "cu121"}, {"12.2.2", "cu118", "cu118"},
   };
   for (const Case& c : cases) {
@@ -225,7 +230,8 @@ TEST_CASE("compat: judge_driver grades a driver against a CUDA version", "[compa
   };
   for (const Case& c : cases) {
     INFO("driver " << c.driver << " CUDA " << c.cuda << " required '" << c.required << "'");
-    const std::optional<Version> required = std::string(c.required).empty() ? std::nullopt : std::optional<Version>(v(c.required));
+    const std::optional<Version> required =
+        std::string(c.required).empty() ? std::nullopt : std::optional<Version>(v(c.required));
     const auto judged = judge_driver(v(c.driver), "the driver", v(c.cuda), required, kb());
     CHECK(status(judged) == c.status);
     CHECK_THAT(judged.message + " | " + judged.remedy, Catch::Contains(c.contains));

@@ -1,10 +1,12 @@
 // Integrity of the compiled-in knowledge base (data/compat/*.toml, docs/knowledge-base.md) and the strictness
 // of parse_knowledge_base on synthetic files.
 
-#include <catch2/catch.hpp>
+#include "compat/knowledge_base.hpp"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "compat/derive.hpp"
-#include "compat/knowledge_base.hpp"
 #include "util/embedded_file.hpp"
 #include "util/version.hpp"
 
@@ -312,12 +313,15 @@ TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
     const char* message;  ///< part of the error
   };
   const Case cases[] = {
-      {"unknown key", "cuda.toml", std::string(good_release) + "driver_minimum = \"550.54.15\"\n", "unexpected key `driver_minimum`"},
+      {"unknown key", "cuda.toml", std::string(good_release) + "driver_minimum = \"550.54.15\"\n",
+       "unexpected key `driver_minimum`"},
       {"missing source", "cuda.toml", "[[release]]\nversion = \"12.4.1\"\nstatus = \"verified\"\n", "missing `source`"},
       {"missing status", "gpus.toml",
-       "[[gpu]]\nmodel = \"H100\"\ncompute_capability = \"9.0\"\nsource = \"x via shared/reference/gpus.md\"\n", "missing `status`"},
+       "[[gpu]]\nmodel = \"H100\"\ncompute_capability = \"9.0\"\nsource = \"x via shared/reference/gpus.md\"\n",
+       "missing `status`"},
       {"bad status", "cuda.toml",
-       "[[release]]\nversion = \"12.4.1\"\nstatus = \"confirmed\"\nsource = \"x via shared/reference/cuda-driver.md\"\n",
+       "[[release]]\nversion = \"12.4.1\"\nstatus = \"confirmed\"\nsource = \"x via "
+       "shared/reference/cuda-driver.md\"\n",
        "verified, secondary or unverified"},
       {"not a version", "cuda.toml",
        "[[release]]\nversion = \"12.4.x\"\nstatus = \"verified\"\nsource = \"x via shared/reference/cuda-driver.md\"\n",
@@ -327,9 +331,11 @@ TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
        "source = \"x via shared/reference/gpus.md\"\n",
        "unexpected key `memory`"},
       {"missing source in images", "images.toml",
-       "[[image]]\ncuda = \"12.4.1\"\nlifecycle = \"active\"\nos = [\"ubuntu22.04\"]\nstatus = \"verified\"\n", "missing `source`"},
+       "[[image]]\ncuda = \"12.4.1\"\nlifecycle = \"active\"\nos = [\"ubuntu22.04\"]\nstatus = \"verified\"\n",
+       "missing `source`"},
       {"wrong type", "tensorflow.toml",
-       "[[release]]\nversion = \"2.15.0\"\npython_min = \"3.9\"\npython_max = \"3.11\"\ncuda = \"12.2\"\ncudnn = \"8.9\"\n"
+       "[[release]]\nversion = \"2.15.0\"\npython_min = \"3.9\"\npython_max = \"3.11\"\ncuda = \"12.2\"\ncudnn = "
+       "\"8.9\"\n"
        "and_cuda = \"yes\"\nstatus = \"verified\"\nsource = \"x via shared/reference/tensorflow.md\"\n",
        "and_cuda"},
       {"unexpected file", "drivers.toml", good_release, "drivers.toml"},

@@ -1,16 +1,16 @@
 // Table-driven tests of compat::check_profile against the builtin knowledge base. Every expected verdict
 // follows from shared/reference/*.md (cited per row group), not from what the rules happen to print.
 
-#include <catch2/catch.hpp>
+#include "compat/rules.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
-#include "compat/rules.hpp"
 #include "profile/profile.hpp"
 #include "report/finding.hpp"
 
@@ -41,20 +41,34 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 void set(Profile& profile, std::string_view key, const std::string& value) {
-  if (key == "os.distro") profile.os_distro = value;
-  else if (key == "os.version") profile.os_version = value;
-  else if (key == "cuda.version") profile.cuda_version = value;
-  else if (key == "cudnn.version") profile.cudnn_version = value;
-  else if (key == "driver.min") profile.driver_min = value;
-  else if (key == "driver.branch") profile.driver_branch = value;
-  else if (key == "image.flavor") profile.image_flavor = value;
-  else if (key == "framework.name") profile.framework_name = value;
-  else if (key == "framework.version") profile.framework_version = value;
-  else if (key == "framework.python") profile.framework_python = value;
-  else if (key == "framework.variant") profile.framework_variant = value;
-  else if (key == "gpu.compute_capabilities") profile.gpu_compute_capabilities = split_commas(value);
-  else if (key == "gpu.models") profile.gpu_models = split_commas(value);
-  else throw std::invalid_argument("test bug: unknown profile field " + std::string(key));
+  if (key == "os.distro")
+    profile.os_distro = value;
+  else if (key == "os.version")
+    profile.os_version = value;
+  else if (key == "cuda.version")
+    profile.cuda_version = value;
+  else if (key == "cudnn.version")
+    profile.cudnn_version = value;
+  else if (key == "driver.min")
+    profile.driver_min = value;
+  else if (key == "driver.branch")
+    profile.driver_branch = value;
+  else if (key == "image.flavor")
+    profile.image_flavor = value;
+  else if (key == "framework.name")
+    profile.framework_name = value;
+  else if (key == "framework.version")
+    profile.framework_version = value;
+  else if (key == "framework.python")
+    profile.framework_python = value;
+  else if (key == "framework.variant")
+    profile.framework_variant = value;
+  else if (key == "gpu.compute_capabilities")
+    profile.gpu_compute_capabilities = split_commas(value);
+  else if (key == "gpu.models")
+    profile.gpu_models = split_commas(value);
+  else
+    throw std::invalid_argument("test bug: unknown profile field " + std::string(key));
 }
 
 /// An Ubuntu 22.04 / CUDA 12.4.1 / runtime profile with `fields` applied.
@@ -80,11 +94,16 @@ enum class Expect { pass, warn, fail, skip, absent };
 
 std::string_view name_of(Expect expect) {
   switch (expect) {
-    case Expect::pass: return "pass";
-    case Expect::warn: return "warn";
-    case Expect::fail: return "fail";
-    case Expect::skip: return "skip";
-    case Expect::absent: return "absent";
+    case Expect::pass:
+      return "pass";
+    case Expect::warn:
+      return "warn";
+    case Expect::fail:
+      return "fail";
+    case Expect::skip:
+      return "skip";
+    case Expect::absent:
+      return "absent";
   }
   return "?";
 }
@@ -121,7 +140,8 @@ void check_rows(const std::vector<Row>& rows) {
     for (const Finding& f : findings) {
       if (f.id == r.id) matching.push_back(&f);
     }
-    INFO("row: " << r.what << "\nexpect " << r.id << " = " << name_of(r.expect) << "\nfindings:\n" << describe(findings));
+    INFO("row: " << r.what << "\nexpect " << r.id << " = " << name_of(r.expect) << "\nfindings:\n"
+                 << describe(findings));
     if (r.expect == Expect::absent) {
       CHECK(matching.empty());
       continue;
@@ -131,14 +151,16 @@ void check_rows(const std::vector<Row>& rows) {
     if (!r.contains.empty()) {
       bool found = false;
       for (const Finding* f : matching) {
-        found = found || f->message.find(r.contains) != std::string::npos || f->remedy.find(r.contains) != std::string::npos;
+        found = found || f->message.find(r.contains) != std::string::npos ||
+                f->remedy.find(r.contains) != std::string::npos;
       }
       INFO("expected text: " << r.contains);
       CHECK(found);
     }
     // A finding that does not pass says what to do about it.
     for (const Finding* f : matching) {
-      if (f->status == gpuenv::report::Status::warn || f->status == gpuenv::report::Status::fail) CHECK_FALSE(f->remedy.empty());
+      if (f->status == gpuenv::report::Status::warn || f->status == gpuenv::report::Status::fail)
+        CHECK_FALSE(f->remedy.empty());
     }
   }
 }
@@ -163,28 +185,31 @@ TEST_CASE("compat: cuda.release accepts real releases and names the nearest for 
 }
 
 // cuda-driver.md Table 1 (release minimum) and Table 2 (minor-version floors 450.80.02 / 525.60.13 / 580.65.06).
-TEST_CASE("compat: driver.cuda_minimum passes, warns above the minor-version floor, fails below it", "[compat][rules]") {
+TEST_CASE("compat: driver.cuda_minimum passes, warns above the minor-version floor, fails below it",
+          "[compat][rules]") {
   const std::string id = "driver.cuda_minimum";
   check_rows({
       row("12.4.1 needs >= 550.54.15", {{"driver.min", "550.54.15"}}, id, Expect::pass),
       row("newer than 12.4.1's minimum", {{"driver.min", "570.124.06"}}, id, Expect::pass),
-      row("550.54.14 is one below 12.4.1's minimum, above the 12.x floor", {{"driver.min", "550.54.14"}}, id, Expect::warn,
-          "550.54.15"),
+      row("550.54.14 is one below 12.4.1's minimum, above the 12.x floor", {{"driver.min", "550.54.14"}}, id,
+          Expect::warn, "550.54.15"),
       row("535 is between the 12.x floor and 12.4.1's minimum", {{"driver.min", "535.104.05"}}, id, Expect::warn,
           "cuda-compat"),
       row("exactly the 12.x floor 525.60.13", {{"driver.min", "525.60.13"}}, id, Expect::warn, "525.60.13"),
       row("below the 12.x floor", {{"driver.min", "520.61.05"}}, id, Expect::fail, "525.60.13"),
       row("11.8.0 needs >= 520.61.05", {{"cuda.version", "11.8.0"}, {"driver.min", "520.61.05"}}, id, Expect::pass),
       row("11.x floor 450.80.02", {{"cuda.version", "11.8.0"}, {"driver.min", "450.80.02"}}, id, Expect::warn),
-      row("below the 11.x floor", {{"cuda.version", "11.8.0"}, {"driver.min", "450.51.06"}}, id, Expect::fail, "450.80.02"),
-      row("11.0.1 RC shipped below the 11.x floor", {{"cuda.version", "11.0.1"}, {"driver.min", "450.36.06"}}, id, Expect::pass),
-      row("13.0.0 needs >= 580.65.06", {{"cuda.version", "13.0.0"}, {"driver.min", "580.65.06"}}, id, Expect::pass),
-      row("13.1.0 needs 590.44.01; 580.65.06 is the 13.x floor", {{"cuda.version", "13.1.0"}, {"driver.min", "580.65.06"}}, id,
-          Expect::warn, "590.44.01"),
-      row("a 12.x-era driver cannot run CUDA 13", {{"cuda.version", "13.1.0"}, {"driver.min", "575.57.08"}}, id, Expect::fail,
-          "580.65.06"),
-      row("12.3.2 has no listed minimum: judged by the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.min", "530.30.02"}}, id,
+      row("below the 11.x floor", {{"cuda.version", "11.8.0"}, {"driver.min", "450.51.06"}}, id, Expect::fail,
+          "450.80.02"),
+      row("11.0.1 RC shipped below the 11.x floor", {{"cuda.version", "11.0.1"}, {"driver.min", "450.36.06"}}, id,
           Expect::pass),
+      row("13.0.0 needs >= 580.65.06", {{"cuda.version", "13.0.0"}, {"driver.min", "580.65.06"}}, id, Expect::pass),
+      row("13.1.0 needs 590.44.01; 580.65.06 is the 13.x floor",
+          {{"cuda.version", "13.1.0"}, {"driver.min", "580.65.06"}}, id, Expect::warn, "590.44.01"),
+      row("a 12.x-era driver cannot run CUDA 13", {{"cuda.version", "13.1.0"}, {"driver.min", "575.57.08"}}, id,
+          Expect::fail, "580.65.06"),
+      row("12.3.2 has no listed minimum: judged by the 12.x floor",
+          {{"cuda.version", "12.3.2"}, {"driver.min", "530.30.02"}}, id, Expect::pass),
       row("12.3.2 below the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.min", "520.61.05"}}, id, Expect::fail),
       row("no driver.min: nothing to judge", {}, id, Expect::absent),
   });
@@ -201,13 +226,14 @@ TEST_CASE("compat: driver.branch judges the branch against driver.min and the CU
       row("R470 is below the 12.x floor", {{"driver.branch", "470"}}, id, Expect::fail),
       row("R575 is below the 13.x floor", {{"cuda.version", "13.0.0"}, {"driver.branch", "575"}}, id, Expect::fail),
       row("R580 for CUDA 13.0.2", {{"cuda.version", "13.0.2"}, {"driver.branch", "580"}}, id, Expect::pass),
-      row("R535 cannot satisfy driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "535"}}, id, Expect::fail,
-          "550"),
-      row("R550 satisfies driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "550"}}, id, Expect::pass),
-      row("12.3.2 (no listed minimum): R470 is below the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.branch", "470"}}, id,
-          Expect::fail, "525.60.13"),
-      row("12.3.2 (no listed minimum): R535 meets the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id,
+      row("R535 cannot satisfy driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "535"}}, id,
+          Expect::fail, "550"),
+      row("R550 satisfies driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "550"}}, id,
           Expect::pass),
+      row("12.3.2 (no listed minimum): R470 is below the 12.x floor",
+          {{"cuda.version", "12.3.2"}, {"driver.branch", "470"}}, id, Expect::fail, "525.60.13"),
+      row("12.3.2 (no listed minimum): R535 meets the 12.x floor",
+          {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id, Expect::pass),
       row("no driver.branch: nothing to judge", {}, id, Expect::absent),
   });
 }
@@ -217,9 +243,12 @@ TEST_CASE("compat: cudnn.cuda_major needs a cuDNN build for the CUDA major", "[c
   const std::string id = "cudnn.cuda_major";
   check_rows({
       row("cuDNN 9 has CUDA 12.x builds", {{"cudnn.version", "9"}}, id, Expect::pass),
-      row("cuDNN 9.17 has a CUDA 13.x build", {{"cuda.version", "13.0.2"}, {"cudnn.version", "9.17"}}, id, Expect::pass),
-      row("cuDNN 8.9.6 has a CUDA 11.x build", {{"cuda.version", "11.8.0"}, {"cudnn.version", "8.9.6"}}, id, Expect::pass),
-      row("cuDNN 9.17.0 has no CUDA 11.x package", {{"cuda.version", "11.8.0"}, {"cudnn.version", "9.17"}}, id, Expect::fail, "11.x"),
+      row("cuDNN 9.17 has a CUDA 13.x build", {{"cuda.version", "13.0.2"}, {"cudnn.version", "9.17"}}, id,
+          Expect::pass),
+      row("cuDNN 8.9.6 has a CUDA 11.x build", {{"cuda.version", "11.8.0"}, {"cudnn.version", "8.9.6"}}, id,
+          Expect::pass),
+      row("cuDNN 9.17.0 has no CUDA 11.x package", {{"cuda.version", "11.8.0"}, {"cudnn.version", "9.17"}}, id,
+          Expect::fail, "11.x"),
       row("cuDNN 8 has no CUDA 13.x build", {{"cuda.version", "13.0.2"}, {"cudnn.version", "8"}}, id, Expect::fail),
       row("cuDNN 7.6.5 stops at CUDA 10.x", {{"cudnn.version", "7.6.5"}}, id, Expect::fail),
       row("cuDNN 9.99 is unknown", {{"cudnn.version", "9.99"}}, id, Expect::warn, "not in the knowledge base"),
@@ -231,9 +260,12 @@ TEST_CASE("compat: cudnn.cuda_version warns when the support matrix does not lis
   const std::string id = "cudnn.cuda_version";
   check_rows({
       row("cuDNN 9 lists CUDA 12.4", {{"cudnn.version", "9"}}, id, Expect::absent),
-      row("cuDNN 9.5.1 lists 12.0 - 12.6", {{"cuda.version", "12.6.3"}, {"cudnn.version", "9.5.1"}}, id, Expect::absent),
-      row("cuDNN 9.17 for 12.x lists 12.8", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}}, id, Expect::absent),
-      row("cuDNN 9.5.1 does not list 12.8", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.5.1"}}, id, Expect::warn, "12.8"),
+      row("cuDNN 9.5.1 lists 12.0 - 12.6", {{"cuda.version", "12.6.3"}, {"cudnn.version", "9.5.1"}}, id,
+          Expect::absent),
+      row("cuDNN 9.17 for 12.x lists 12.8", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}}, id,
+          Expect::absent),
+      row("cuDNN 9.5.1 does not list 12.8", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.5.1"}}, id, Expect::warn,
+          "12.8"),
       row("cuDNN 8.9.6 lists 12.0 - 12.2 only", {{"cudnn.version", "8.9.6"}}, id, Expect::warn, "12.4"),
       row("cuDNN 9.0.0 lists 12.0 - 12.3 only", {{"cudnn.version", "9.0.0"}}, id, Expect::warn),
   });
@@ -242,20 +274,26 @@ TEST_CASE("compat: cudnn.cuda_version warns when the support matrix does not lis
 TEST_CASE("compat: cudnn.compute_capability warns for architectures the matrix does not list", "[compat][rules]") {
   const std::string id = "cudnn.compute_capability";
   check_rows({
-      row("cuDNN 9.17 lists 8.0", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "8.0"}}, id,
+      row("cuDNN 9.17 lists 8.0",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "8.0"}}, id,
           Expect::absent),
       row("cuDNN 9.17 for 13.x lists 12.0",
-          {{"cuda.version", "13.0.2"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "12.0"}}, id, Expect::absent),
+          {{"cuda.version", "13.0.2"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "12.0"}}, id,
+          Expect::absent),
       row("cuDNN 9.17 is Turing+ only: no 7.0",
-          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "7.0"}}, id, Expect::warn, "7.0"),
-      row("cuDNN 9.17 is Turing+ only: no 6.1",
-          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "6.1"}}, id, Expect::warn),
-      row("a V100 (7.0) resolved from gpu.models", {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.models", "V100"}}, id,
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "7.0"}}, id,
           Expect::warn, "7.0"),
+      row("cuDNN 9.17 is Turing+ only: no 6.1",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "6.1"}}, id,
+          Expect::warn),
+      row("a V100 (7.0) resolved from gpu.models",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.models", "V100"}}, id, Expect::warn, "7.0"),
       row("cuDNN 9.10.2 lists 7.0 (footnote [5])",
-          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "7.0"}}, id, Expect::absent),
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::absent),
       row("cuDNN 9.10.2 lists 12.0 only in its Blackwell row, which covers CUDA 12.8-12.9, not 12.4",
-          {{"cuda.version", "12.4.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "12.0"}}, id, Expect::warn, "12.0"),
+          {{"cuda.version", "12.4.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "12.0"}}, id,
+          Expect::warn, "12.0"),
   });
 }
 
@@ -267,7 +305,8 @@ TEST_CASE("compat: pytorch.release accepts known releases and series", "[compat]
   check_rows({
       row("2.4.1 is a release", {pt, torch("2.4.1"), py}, id, Expect::pass),
       row("2.11.0 is a release", {pt, torch("2.11.0"), py, {"cuda.version", "12.8.1"}}, id, Expect::pass),
-      row("2.13 is known at series level", {pt, torch("2.13.0"), py, {"cuda.version", "13.0.2"}}, id, Expect::pass, "series"),
+      row("2.13 is known at series level", {pt, torch("2.13.0"), py, {"cuda.version", "13.0.2"}}, id, Expect::pass,
+          "series"),
       row("2.4.3 does not exist", {pt, torch("2.4.3"), py}, id, Expect::fail, "2.4.1"),
       row("3.0.0 does not exist", {pt, torch("3.0.0"), py}, id, Expect::fail),
       row("1.8.1 predates the table", {pt, torch("1.8.1"), {"framework.python", "3.8"}, {"cuda.version", "11.1.1"}}, id,
@@ -283,9 +322,11 @@ TEST_CASE("compat: pytorch.variant needs the +cuXYZ wheel to exist", "[compat][r
       row("2.4.1 has cu124", {pt, torch("2.4.1"), py}, id, Expect::pass),
       row("2.4.1 has cu118", {pt, torch("2.4.1"), py, {"cuda.version", "11.8.0"}}, id, Expect::pass),
       row("2.9.1 has cu130", {pt, torch("2.9.1"), py, {"cuda.version", "13.0.2"}}, id, Expect::pass),
-      row("explicit cu121 exists for 2.4.1", {pt, torch("2.4.1"), py, {"framework.variant", "cu121"}}, id, Expect::pass),
+      row("explicit cu121 exists for 2.4.1", {pt, torch("2.4.1"), py, {"framework.variant", "cu121"}}, id,
+          Expect::pass),
       row("2.3.1 has cu118 and cu121 only", {pt, torch("2.3.1"), py}, id, Expect::fail, "cu124"),
-      row("2.8.0's cu118 is unverified", {pt, torch("2.8.0"), py, {"cuda.version", "11.8.0"}}, id, Expect::fail, "cu118"),
+      row("2.8.0's cu118 is unverified", {pt, torch("2.8.0"), py, {"cuda.version", "11.8.0"}}, id, Expect::fail,
+          "cu118"),
       row("2.6.0 has no cu130", {pt, torch("2.6.0"), py, {"framework.variant", "cu130"}}, id, Expect::fail, "cu130"),
   });
 }
@@ -296,10 +337,12 @@ TEST_CASE("compat: pytorch.variant_cuda warns when an explicit variant bundles a
   const Field py{"framework.python", "3.11"};
   check_rows({
       row("derived variant matches cuda.version", {pt, torch("2.4.1"), py}, id, Expect::absent),
-      row("cu121 and CUDA 12.4.1 share the major", {pt, torch("2.4.1"), py, {"framework.variant", "cu121"}}, id, Expect::absent),
-      row("cu118 in a CUDA 12 image", {pt, torch("2.4.1"), py, {"framework.variant", "cu118"}}, id, Expect::warn, "11.8"),
-      row("cu130 in a CUDA 12 image", {pt, torch("2.9.1"), py, {"cuda.version", "12.8.1"}, {"framework.variant", "cu130"}}, id,
-          Expect::warn),
+      row("cu121 and CUDA 12.4.1 share the major", {pt, torch("2.4.1"), py, {"framework.variant", "cu121"}}, id,
+          Expect::absent),
+      row("cu118 in a CUDA 12 image", {pt, torch("2.4.1"), py, {"framework.variant", "cu118"}}, id, Expect::warn,
+          "11.8"),
+      row("cu130 in a CUDA 12 image",
+          {pt, torch("2.9.1"), py, {"cuda.version", "12.8.1"}, {"framework.variant", "cu130"}}, id, Expect::warn),
   });
 }
 
@@ -312,10 +355,12 @@ TEST_CASE("compat: pytorch.python checks the series' Python range", "[compat][ru
       row("2.4 supports 3.12", {pt, torch("2.4.1"), {"framework.python", "3.12"}}, id, Expect::pass),
       row("2.4 stops at 3.12", {pt, torch("2.4.1"), {"framework.python", "3.13"}}, id, Expect::fail, "3.8-3.12"),
       row("2.4 starts at 3.8", {pt, torch("2.4.1"), {"framework.python", "3.7"}}, id, Expect::fail),
-      row("2.11 supports 3.14", {pt, torch("2.11.0"), {"framework.python", "3.14"}, {"cuda.version", "12.8.1"}}, id, Expect::pass),
-      row("2.11 starts at 3.10", {pt, torch("2.11.0"), {"framework.python", "3.9"}, {"cuda.version", "12.8.1"}}, id, Expect::fail),
-      row("2.1 is not 2.10: 2.1 stops at 3.11", {pt, torch("2.1.2"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id,
-          Expect::fail, "3.8-3.11"),
+      row("2.11 supports 3.14", {pt, torch("2.11.0"), {"framework.python", "3.14"}, {"cuda.version", "12.8.1"}}, id,
+          Expect::pass),
+      row("2.11 starts at 3.10", {pt, torch("2.11.0"), {"framework.python", "3.9"}, {"cuda.version", "12.8.1"}}, id,
+          Expect::fail),
+      row("2.1 is not 2.10: 2.1 stops at 3.11",
+          {pt, torch("2.1.2"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id, Expect::fail, "3.8-3.11"),
       row("1.11 has no Python range in the reference",
           {pt, torch("1.11.0"), {"framework.python", "3.9"}, {"cuda.version", "11.3.1"}}, id, Expect::warn),
   });
@@ -332,9 +377,11 @@ TEST_CASE("compat: pytorch.driver judges the driver floor against the wheel's CU
       row("CUDA 12.2.2's driver under cu124: minor-version compatibility only",
           {pt, torch("2.4.1"), py, {"cuda.version", "12.2.2"}, {"framework.variant", "cu124"}}, id, Expect::warn),
       row("CUDA 12.8.1's driver (570) cannot run cu130 (needs 580)",
-          {pt, torch("2.9.1"), py, {"cuda.version", "12.8.1"}, {"framework.variant", "cu130"}}, id, Expect::fail, "580.65.06"),
+          {pt, torch("2.9.1"), py, {"cuda.version", "12.8.1"}, {"framework.variant", "cu130"}}, id, Expect::fail,
+          "580.65.06"),
       row("CUDA 11.8.0's driver (520) cannot run cu121 (12.x floor 525.60.13)",
-          {pt, torch("2.4.1"), py, {"cuda.version", "11.8.0"}, {"framework.variant", "cu121"}}, id, Expect::fail, "525.60.13"),
+          {pt, torch("2.4.1"), py, {"cuda.version", "11.8.0"}, {"framework.variant", "cu121"}}, id, Expect::fail,
+          "525.60.13"),
       row("no wheel, no driver judgement", {pt, torch("2.3.1"), py}, id, Expect::absent),
   });
 }
@@ -346,31 +393,36 @@ TEST_CASE("compat: pytorch.compute_capability checks the wheel's architecture li
   const Field py{"framework.python", "3.11"};
   const Field t211 = torch("2.11.0");
   check_rows({
-      row("2.11 cu128 is built for 9.0", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "9.0"}}, id,
-          Expect::pass),
-      row("2.11 cu128 is built for 12.0", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "12.0"}}, id,
-          Expect::pass),
-      row("2.11 cu128 dropped Volta sm_70", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "7.0"}}, id,
-          Expect::fail, "7.0"),
-      row("V100 (7.0) from gpu.models on 2.11 cu128", {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.models", "V100"}}, id,
-          Expect::fail),
+      row("2.11 cu128 is built for 9.0",
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "9.0"}}, id, Expect::pass),
+      row("2.11 cu128 is built for 12.0",
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "12.0"}}, id, Expect::pass),
+      row("2.11 cu128 dropped Volta sm_70",
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "7.0"}}, id, Expect::fail, "7.0"),
+      row("V100 (7.0) from gpu.models on 2.11 cu128",
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.models", "V100"}}, id, Expect::fail),
       row("2.11 cu126 keeps sm_70", {pt, t211, py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "7.0"}}, id,
           Expect::pass),
-      row("cu126 wheels have no sm_100", {pt, t211, py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "10.0"}}, id,
-          Expect::fail),
+      row("cu126 wheels have no sm_100",
+          {pt, t211, py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "10.0"}}, id, Expect::fail),
       row("2.12 cu130 runs its 12.0 cubins on 12.1 (binary compatible within a major)",
-          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "12.1"}}, id, Expect::pass, "12.0 kernels"),
+          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "12.1"}}, id, Expect::pass,
+          "12.0 kernels"),
       row("2.11 cu128 runs its 8.6 cubins on an L4 (8.9)",
-          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "8.9"}}, id, Expect::pass, "8.6 kernels"),
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "8.9"}}, id, Expect::pass,
+          "8.6 kernels"),
       row("2.12 cu130 runs its 10.0 cubins on a B300 (10.3)",
-          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.models", "B300"}}, id, Expect::pass, "10.0 kernels"),
+          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.models", "B300"}}, id, Expect::pass,
+          "10.0 kernels"),
       row("2.11 cu128 has nothing for Jetson Thor (11.0): no same-major cubin, older PTX",
           {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.compute_capabilities", "11.0"}}, id, Expect::fail),
       row("2.12 cu130 is built for 10.0",
-          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "10.0"}}, id, Expect::pass),
-      row("2.5 cu124 (conda list) has sm_90", {pt, torch("2.5.1"), py, {"gpu.compute_capabilities", "9.0"}}, id, Expect::pass),
-      row("no architecture list for 2.4 cu124", {pt, torch("2.4.1"), py, {"gpu.compute_capabilities", "8.0"}}, id, Expect::skip,
-          "not checked"),
+          {pt, torch("2.12.0"), py, {"cuda.version", "13.0.2"}, {"gpu.compute_capabilities", "10.0"}}, id,
+          Expect::pass),
+      row("2.5 cu124 (conda list) has sm_90", {pt, torch("2.5.1"), py, {"gpu.compute_capabilities", "9.0"}}, id,
+          Expect::pass),
+      row("no architecture list for 2.4 cu124", {pt, torch("2.4.1"), py, {"gpu.compute_capabilities", "8.0"}}, id,
+          Expect::skip, "not checked"),
       row("no architecture list for 2.6 cu126",
           {pt, torch("2.6.0"), py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "9.0"}}, id, Expect::skip),
       row("no GPU named: nothing to judge", {pt, t211, py, {"cuda.version", "12.8.1"}}, id, Expect::absent),
@@ -382,13 +434,17 @@ TEST_CASE("compat: tensorflow.release accepts the tested configurations", "[comp
   const std::string id = "tensorflow.release";
   const Field tf{"framework.name", "tensorflow"};
   check_rows({
-      row("2.15.0 is listed", {tf, {"framework.version", "2.15.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.2.2"}}, id,
+      row("2.15.0 is listed",
+          {tf, {"framework.version", "2.15.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.2.2"}}, id,
           Expect::pass),
-      row("2.16 is listed as 2.16.1", {tf, {"framework.version", "2.16"}, {"framework.python", "3.11"}, {"cuda.version", "12.3.2"}},
-          id, Expect::pass),
+      row("2.16 is listed as 2.16.1",
+          {tf, {"framework.version", "2.16"}, {"framework.python", "3.11"}, {"cuda.version", "12.3.2"}}, id,
+          Expect::pass),
       row("2.16.2 shares 2.16.1's line",
-          {tf, {"framework.version", "2.16.2"}, {"framework.python", "3.11"}, {"cuda.version", "12.3.2"}}, id, Expect::pass, "2.16.1"),
-      row("no 2.22 row exists", {tf, {"framework.version", "2.22.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.5.1"}}, id,
+          {tf, {"framework.version", "2.16.2"}, {"framework.python", "3.11"}, {"cuda.version", "12.3.2"}}, id,
+          Expect::pass, "2.16.1"),
+      row("no 2.22 row exists",
+          {tf, {"framework.version", "2.22.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.5.1"}}, id,
           Expect::fail),
   });
 }
@@ -398,14 +454,22 @@ TEST_CASE("compat: tensorflow.cuda fails on another CUDA major and warns on anot
   const Field tf{"framework.name", "tensorflow"};
   const Field py{"framework.python", "3.11"};
   check_rows({
-      row("2.15 was tested with 12.2", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "12.2.2"}}, id, Expect::pass),
-      row("2.15 on 12.4 is untested", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "12.4.1"}}, id, Expect::warn),
-      row("2.15 is a CUDA 12 build", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "11.8.0"}}, id, Expect::fail),
-      row("2.14 was tested with 11.8", {tf, {"framework.version", "2.14.0"}, py, {"cuda.version", "11.8.0"}}, id, Expect::pass),
-      row("2.14 is a CUDA 11 build", {tf, {"framework.version", "2.14.0"}, py, {"cuda.version", "12.2.2"}}, id, Expect::fail),
-      row("2.18 was tested with 12.5", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "12.5.1"}}, id, Expect::pass),
-      row("2.18 on 12.4 is untested", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "12.4.1"}}, id, Expect::warn),
-      row("2.18 is not a CUDA 13 build", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "13.0.2"}}, id, Expect::fail),
+      row("2.15 was tested with 12.2", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "12.2.2"}}, id,
+          Expect::pass),
+      row("2.15 on 12.4 is untested", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "12.4.1"}}, id,
+          Expect::warn),
+      row("2.15 is a CUDA 12 build", {tf, {"framework.version", "2.15.0"}, py, {"cuda.version", "11.8.0"}}, id,
+          Expect::fail),
+      row("2.14 was tested with 11.8", {tf, {"framework.version", "2.14.0"}, py, {"cuda.version", "11.8.0"}}, id,
+          Expect::pass),
+      row("2.14 is a CUDA 11 build", {tf, {"framework.version", "2.14.0"}, py, {"cuda.version", "12.2.2"}}, id,
+          Expect::fail),
+      row("2.18 was tested with 12.5", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "12.5.1"}}, id,
+          Expect::pass),
+      row("2.18 on 12.4 is untested", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "12.4.1"}}, id,
+          Expect::warn),
+      row("2.18 is not a CUDA 13 build", {tf, {"framework.version", "2.18.0"}, py, {"cuda.version", "13.0.2"}}, id,
+          Expect::fail),
   });
 }
 
@@ -439,7 +503,8 @@ TEST_CASE("compat: tensorflow.python checks the tested Python range", "[compat][
   check_rows({
       row("2.15: 3.9", {tf, tf215, cuda122, {"framework.python", "3.9"}}, id, Expect::pass),
       row("2.15: 3.11", {tf, tf215, cuda122, {"framework.python", "3.11"}}, id, Expect::pass),
-      row("2.15: 3.12 is outside 3.9-3.11", {tf, tf215, cuda122, {"framework.python", "3.12"}}, id, Expect::fail, "3.9-3.11"),
+      row("2.15: 3.12 is outside 3.9-3.11", {tf, tf215, cuda122, {"framework.python", "3.12"}}, id, Expect::fail,
+          "3.9-3.11"),
       row("2.15: 3.8 is outside 3.9-3.11", {tf, tf215, cuda122, {"framework.python", "3.8"}}, id, Expect::fail),
       row("2.21: 3.13", {tf, tf221, cuda125, {"framework.python", "3.13"}}, id, Expect::pass),
       row("2.21 dropped 3.9", {tf, tf221, cuda125, {"framework.python", "3.9"}}, id, Expect::fail),
@@ -455,7 +520,8 @@ TEST_CASE("compat: image.os is an error only when an image is needed", "[compat]
       row("debian for check: skip", {debian, bookworm}, id, Expect::skip, "debian"),
       row("debian for a Dockerfile: fail", {debian, bookworm}, id, Expect::fail, "debian", Purpose::dockerfile),
       row("ubuntu has images", {}, id, Expect::absent, {}, Purpose::dockerfile),
-      row("rhel maps to ubi", {{"os.distro", "rhel"}, {"os.version", "9"}}, id, Expect::absent, {}, Purpose::dockerfile),
+      row("rhel maps to ubi", {{"os.distro", "rhel"}, {"os.version", "9"}}, id, Expect::absent, {},
+          Purpose::dockerfile),
   });
 }
 
@@ -466,20 +532,23 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       // published
       row("12.4.1-runtime-ubuntu22.04", {}, id, Expect::pass, "12.4.1-runtime-ubuntu22.04"),
       row("12.4.1-cudnn-runtime-ubuntu22.04", {cudnn9}, id, Expect::pass, "12.4.1-cudnn-runtime-ubuntu22.04"),
-      row("12.4.1-cudnn-devel-ubi9", {{"os.distro", "rhel"}, {"os.version", "9"}, {"image.flavor", "devel"}, cudnn9}, id,
-          Expect::pass, "ubi9"),
+      row("12.4.1-cudnn-devel-ubi9", {{"os.distro", "rhel"}, {"os.version", "9"}, {"image.flavor", "devel"}, cudnn9},
+          id, Expect::pass, "ubi9"),
       row("12.2.2-cudnn8-runtime-ubuntu22.04", {{"cuda.version", "12.2.2"}, {"cudnn.version", "8"}}, id, Expect::pass),
-      row("12.5.1 has ubuntu24.04 (base/runtime/devel)", {{"cuda.version", "12.5.1"}, {"os.version", "24.04"}}, id, Expect::pass),
-      row("12.6.3 has amzn2023", {{"cuda.version", "12.6.3"}, {"os.distro", "amzn"}, {"os.version", "2023"}}, id, Expect::pass),
+      row("12.5.1 has ubuntu24.04 (base/runtime/devel)", {{"cuda.version", "12.5.1"}, {"os.version", "24.04"}}, id,
+          Expect::pass),
+      row("12.6.3 has amzn2023", {{"cuda.version", "12.6.3"}, {"os.distro", "amzn"}, {"os.version", "2023"}}, id,
+          Expect::pass),
       row("12.0.1 has rockylinux9", {{"cuda.version", "12.0.1"}, {"os.distro", "rockylinux"}, {"os.version", "9"}}, id,
           Expect::pass),
       row("11.4.3 is active", {{"cuda.version", "11.4.3"}, {"os.version", "20.04"}}, id, Expect::pass),
       // OS not published
       row("12.4.1 has no ubuntu24.04", {{"os.version", "24.04"}}, id, Expect::fail, "ubuntu24.04"),
       row("13.x has no ubuntu20.04", {{"cuda.version", "13.0.2"}, {"os.version", "20.04"}}, id, Expect::fail),
-      row("11.8.0 has no ubi9", {{"cuda.version", "11.8.0"}, {"os.distro", "rhel"}, {"os.version", "9"}}, id, Expect::fail),
-      row("rockylinux9 starts with 12.0.1", {{"cuda.version", "12.0.0"}, {"os.distro", "rockylinux"}, {"os.version", "9"}}, id,
+      row("11.8.0 has no ubi9", {{"cuda.version", "11.8.0"}, {"os.distro", "rhel"}, {"os.version", "9"}}, id,
           Expect::fail),
+      row("rockylinux9 starts with 12.0.1",
+          {{"cuda.version", "12.0.0"}, {"os.distro", "rockylinux"}, {"os.version", "9"}}, id, Expect::fail),
       row("amzn2023 starts with 12.6.0", {{"os.distro", "amzn"}, {"os.version", "2023"}}, id, Expect::fail),
       // no cuDNN variant
       row("12.4.0 has no cuDNN images", {{"cuda.version", "12.4.0"}, cudnn9}, id, Expect::fail, "12.4.1"),
@@ -492,7 +561,8 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       row("12.4.0 EOL 2024-05-31, deletion 2024-11-30", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "2024-05-31"),
       row("12.4.0's deletion date", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "2024-11-30"),
       row("12.4.0's successor", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "12.4.1"),
-      row("11.2.2 EOL 2023-07-01", {{"cuda.version", "11.2.2"}, {"os.version", "20.04"}}, id, Expect::warn, "2023-07-01"),
+      row("11.2.2 EOL 2023-07-01", {{"cuda.version", "11.2.2"}, {"os.version", "20.04"}}, id, Expect::warn,
+          "2023-07-01"),
       row("12.1.0 EOL, 12.1.1 active", {{"cuda.version", "12.1.0"}}, id, Expect::warn, "12.1.1"),
       row("13.0.0 EOL without chart dates", {{"cuda.version", "13.0.0"}}, id, Expect::warn, "13.0.2"),
       // no image at all
@@ -507,7 +577,8 @@ TEST_CASE("compat: image.cudnn compares the cuDNN inside the image", "[compat][r
       row("12.4.1 carries 9.1.0.70", {{"cudnn.version", "9"}}, id, Expect::absent),
       row("12.4.1 carries 9.1", {{"cudnn.version", "9.1"}}, id, Expect::absent),
       row("12.3.2 carries 9.0.0.312", {{"cuda.version", "12.3.2"}, {"cudnn.version", "9"}}, id, Expect::absent),
-      row("12.2.2 carries cuDNN 8.9.6.50", {{"cuda.version", "12.2.2"}, {"cudnn.version", "9"}}, id, Expect::fail, "8.9.6.50"),
+      row("12.2.2 carries cuDNN 8.9.6.50", {{"cuda.version", "12.2.2"}, {"cudnn.version", "9"}}, id, Expect::fail,
+          "8.9.6.50"),
       row("12.3.2 carries cuDNN 9", {{"cuda.version", "12.3.2"}, {"cudnn.version", "8"}}, id, Expect::fail),
       row("12.4.1 carries 9.1, not 9.5", {{"cudnn.version", "9.5"}}, id, Expect::warn, "9.1.0.70"),
   });
@@ -522,7 +593,8 @@ TEST_CASE("compat: gpu.model knows the catalog and suggests near misses", "[comp
       row("A10G is known", {{"gpu.models", "A10G"}}, id, Expect::absent),
       row("H100X is unknown", {{"gpu.models", "H100X"}}, id, Expect::fail, "did you mean `H100`"),
       row("L40SS is unknown", {{"gpu.models", "L40SS"}}, id, Expect::fail, "did you mean `L40S`"),
-      row("an unrelated name is unknown", {{"gpu.models", "Instinct MI300X"}}, id, Expect::fail, "not in the knowledge base"),
+      row("an unrelated name is unknown", {{"gpu.models", "Instinct MI300X"}}, id, Expect::fail,
+          "not in the knowledge base"),
   });
 }
 

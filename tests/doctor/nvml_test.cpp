@@ -1,8 +1,11 @@
 // probe::read_nvml through the real dlopen path against the fake libnvidia-ml (tests/fake_nvml), driven by the
 // fixtures in tests/fixtures/nvml/*.conf; and `gpuenv doctor` end to end with GPUENV_NVML_LIBRARY pointing at it.
 
-#include <catch2/catch.hpp>
+#include "probe/nvml.hpp"
 
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -10,9 +13,6 @@
 #include <optional>
 #include <string>
 
-#include <unistd.h>
-
-#include "probe/nvml.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
 #include "system/system.hpp"
@@ -203,8 +203,9 @@ gpuenv::testing::EnvironmentChanges fake_nvml_environment(const FakeNvmlCopy& li
 
 TEST_CASE("doctor with GPUENV_NVML_LIBRARY at the fake sees eight H100s", "[doctor][nvml][e2e]") {
   const FakeNvmlCopy library;
-  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--expect-gpus", "8", "--timeout", "5"},
-                                                  fake_nvml_environment(library, "healthy-8xh100.conf"));
+  const auto result =
+      gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--expect-gpus", "8", "--timeout", "5"},
+                                  fake_nvml_environment(library, "healthy-8xh100.conf"));
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);
   // The verdict depends on the machine the test runs on (its driver, disk, kernel log); the GPUs do not.
@@ -233,7 +234,8 @@ TEST_CASE("doctor with GPUENV_NVML_LIBRARY at the fake sees eight H100s", "[doct
 TEST_CASE("doctor with a hung fake NVML returns within its --timeout", "[doctor][nvml][e2e]") {
   const FakeNvmlCopy library;
   const auto start = std::chrono::steady_clock::now();
-  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--timeout", "1"}, fake_nvml_environment(library, "hang-long.conf"));
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--timeout", "1"},
+                                                  fake_nvml_environment(library, "hang-long.conf"));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);

@@ -1,16 +1,16 @@
 // doctor::evaluate on HostFacts built in C++: each rule family in both directions, table-driven. The base node is
 // healthy (every check passes or skips); each row changes one thing and names the finding that must follow.
 
-#include <catch2/catch.hpp>
+#include "doctor/rules.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
-#include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
 #include "probe/facts.hpp"
 #include "profile/profile.hpp"
@@ -209,26 +209,84 @@ TEST_CASE("rules: the healthy base node is READY", "[doctor][rules]") {
 
 TEST_CASE("rules: host size (vCPUs per GPU, RAM vs GPU memory, free disk)", "[doctor][rules]") {
   run_rows({
-      {"8 GPUs, 32 vCPUs: exactly 4 per GPU", [](HostFacts& f, Expectations&) { set_gpus(f, 8); f.host.cpu_count = 32; f.host.memory_total_kib = 2048 * k_kib_per_gib; },
-       "host.vcpus_per_gpu", Status::pass, {"32 vCPUs for 8 GPUs (4 per GPU)"}},
-      {"8 GPUs, 31 vCPUs", [](HostFacts& f, Expectations&) { set_gpus(f, 8); f.host.cpu_count = 31; f.host.memory_total_kib = 2048 * k_kib_per_gib; },
-       "host.vcpus_per_gpu", Status::warn, {"3.9 per GPU", "below 4 per GPU", "more vCPUs"}},
-      {"CPU count unknown", [](HostFacts& f, Expectations&) { f.host.cpu_count.reset(); }, "host.vcpus_per_gpu", Status::skip, {"CPU count unknown"}},
-      {"no GPUs to size against", [](HostFacts& f, Expectations&) { f.gpus.availability = {false, "NVML", "no"}; f.gpus.gpus.clear(); },
-       "host.vcpus_per_gpu", Status::skip, {"no GPUs"}},
-      {"RAM exactly 2x GPU memory", [](HostFacts& f, Expectations&) { f.host.memory_total_kib = 2ull * 81559 * 1024; },
-       "host.memory", Status::pass, {"(2x)"}},
-      {"RAM 128 GiB for 80 GiB of GPU memory", [](HostFacts& f, Expectations&) { f.host.memory_total_kib = 128 * k_kib_per_gib; },
-       "host.memory", Status::warn, {"128 GiB RAM", "below 2x", "at least 159 GiB"}},
-      {"8x80 GiB GPUs with 1 TiB RAM", [](HostFacts& f, Expectations&) { set_gpus(f, 8); f.host.cpu_count = 64; f.host.memory_total_kib = 1024 * k_kib_per_gib; },
-       "host.memory", Status::warn, {"1024 GiB RAM for 637 GiB of GPU memory"}},
-      {"host memory unknown", [](HostFacts& f, Expectations&) { f.host.memory_total_kib.reset(); }, "host.memory", Status::skip, {"host memory unknown"}},
-      {"20 GiB free", [](HostFacts& f, Expectations&) { f.host.free_bytes = {{"/", 20 * k_gib}}; }, "host.disk_free", Status::pass, {"/ 20 GiB free"}},
-      {"19.5 GiB free on /", [](HostFacts& f, Expectations&) { f.host.free_bytes = {{"/", 39 * k_gib / 2}}; },
-       "host.disk_free", Status::warn, {"/ has 19.5 GiB free", "below 20 GiB"}},
-      {"/ roomy, /var/lib/docker full", [](HostFacts& f, Expectations&) { f.host.free_bytes = {{"/", 100 * k_gib}, {"/var/lib/docker", 2 * k_gib}}; },
-       "host.disk_free", Status::warn, {"/var/lib/docker has 2 GiB free"}},
-      {"free space unknown", [](HostFacts& f, Expectations&) { f.host.free_bytes.clear(); }, "host.disk_free", Status::skip},
+      {"8 GPUs, 32 vCPUs: exactly 4 per GPU",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         f.host.cpu_count = 32;
+         f.host.memory_total_kib = 2048 * k_kib_per_gib;
+       },
+       "host.vcpus_per_gpu",
+       Status::pass,
+       {"32 vCPUs for 8 GPUs (4 per GPU)"}},
+      {"8 GPUs, 31 vCPUs",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         f.host.cpu_count = 31;
+         f.host.memory_total_kib = 2048 * k_kib_per_gib;
+       },
+       "host.vcpus_per_gpu",
+       Status::warn,
+       {"3.9 per GPU", "below 4 per GPU", "more vCPUs"}},
+      {"CPU count unknown",
+       [](HostFacts& f, Expectations&) { f.host.cpu_count.reset(); },
+       "host.vcpus_per_gpu",
+       Status::skip,
+       {"CPU count unknown"}},
+      {"no GPUs to size against",
+       [](HostFacts& f, Expectations&) {
+         f.gpus.availability = {false, "NVML", "no"};
+         f.gpus.gpus.clear();
+       },
+       "host.vcpus_per_gpu",
+       Status::skip,
+       {"no GPUs"}},
+      {"RAM exactly 2x GPU memory",
+       [](HostFacts& f, Expectations&) { f.host.memory_total_kib = 2ull * 81559 * 1024; },
+       "host.memory",
+       Status::pass,
+       {"(2x)"}},
+      {"RAM 128 GiB for 80 GiB of GPU memory",
+       [](HostFacts& f, Expectations&) { f.host.memory_total_kib = 128 * k_kib_per_gib; },
+       "host.memory",
+       Status::warn,
+       {"128 GiB RAM", "below 2x", "at least 159 GiB"}},
+      {"8x80 GiB GPUs with 1 TiB RAM",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         f.host.cpu_count = 64;
+         f.host.memory_total_kib = 1024 * k_kib_per_gib;
+       },
+       "host.memory",
+       Status::warn,
+       {"1024 GiB RAM for 637 GiB of GPU memory"}},
+      {"host memory unknown",
+       [](HostFacts& f, Expectations&) { f.host.memory_total_kib.reset(); },
+       "host.memory",
+       Status::skip,
+       {"host memory unknown"}},
+      {"20 GiB free",
+       [](HostFacts& f, Expectations&) {
+         f.host.free_bytes = {{"/", 20 * k_gib}};
+       },
+       "host.disk_free",
+       Status::pass,
+       {"/ 20 GiB free"}},
+      {"19.5 GiB free on /",
+       [](HostFacts& f, Expectations&) {
+         f.host.free_bytes = {{"/", 39 * k_gib / 2}};
+       },
+       "host.disk_free",
+       Status::warn,
+       {"/ has 19.5 GiB free", "below 20 GiB"}},
+      {"/ roomy, /var/lib/docker full",
+       [](HostFacts& f, Expectations&) {
+         f.host.free_bytes = {{"/", 100 * k_gib}, {"/var/lib/docker", 2 * k_gib}};
+       },
+       "host.disk_free",
+       Status::warn,
+       {"/var/lib/docker has 2 GiB free"}},
+      {"free space unknown", [](HostFacts& f, Expectations&) { f.host.free_bytes.clear(); }, "host.disk_free",
+       Status::skip},
   });
 }
 
@@ -241,294 +299,632 @@ TEST_CASE("rules: kernel module, nouveau, Secure Boot, device nodes, probe error
     f.gpus.availability.reason = "cannot load libnvidia-ml.so.1";
   };
   run_rows({
-      {"module loaded", [](HostFacts&, Expectations&) {}, "driver.kernel_module", Status::pass, {"550.127.05 loaded (proprietary kernel module)"}},
-      {"open module loaded", [](HostFacts& f, Expectations&) { f.kernel.open_module = true; }, "driver.kernel_module", Status::pass, {"(open kernel module)"}},
-      {"no module", [&](HostFacts& f, Expectations&) { no_module(f); }, "driver.kernel_module", Status::fail,
+      {"module loaded",
+       [](HostFacts&, Expectations&) {},
+       "driver.kernel_module",
+       Status::pass,
+       {"550.127.05 loaded (proprietary kernel module)"}},
+      {"open module loaded",
+       [](HostFacts& f, Expectations&) { f.kernel.open_module = true; },
+       "driver.kernel_module",
+       Status::pass,
+       {"(open kernel module)"}},
+      {"no module",
+       [&](HostFacts& f, Expectations&) { no_module(f); },
+       "driver.kernel_module",
+       Status::fail,
        {"no NVIDIA kernel module is loaded (/proc/modules)", "install the NVIDIA driver", "modprobe nvidia"}},
-      {"no module, nouveau loaded", [&](HostFacts& f, Expectations&) { no_module(f); f.kernel.nouveau_loaded = true; },
-       "driver.kernel_module", Status::fail, {"blacklist nouveau", "update-initramfs -u", "then install the NVIDIA driver"}},
-      {"no module, nouveau loaded: nouveau finding", [&](HostFacts& f, Expectations&) { no_module(f); f.kernel.nouveau_loaded = true; },
-       "driver.nouveau", Status::fail, {"owns the GPUs", "modeset=0"}},
-      {"nvidia and nouveau both loaded", [](HostFacts& f, Expectations&) { f.kernel.nouveau_loaded = true; }, "driver.nouveau", Status::warn, {"next to nvidia"}},
+      {"no module, nouveau loaded",
+       [&](HostFacts& f, Expectations&) {
+         no_module(f);
+         f.kernel.nouveau_loaded = true;
+       },
+       "driver.kernel_module",
+       Status::fail,
+       {"blacklist nouveau", "update-initramfs -u", "then install the NVIDIA driver"}},
+      {"no module, nouveau loaded: nouveau finding",
+       [&](HostFacts& f, Expectations&) {
+         no_module(f);
+         f.kernel.nouveau_loaded = true;
+       },
+       "driver.nouveau",
+       Status::fail,
+       {"owns the GPUs", "modeset=0"}},
+      {"nvidia and nouveau both loaded",
+       [](HostFacts& f, Expectations&) { f.kernel.nouveau_loaded = true; },
+       "driver.nouveau",
+       Status::warn,
+       {"next to nvidia"}},
       {"nouveau not loaded", [](HostFacts&, Expectations&) {}, "driver.nouveau", Status::pass},
-      {"no module, Secure Boot on", [&](HostFacts& f, Expectations&) { no_module(f); f.kernel.secure_boot = true; },
-       "driver.kernel_module", Status::fail, {"Secure Boot is on", "mokutil --import"}},
-      {"no module, Secure Boot on: its own finding", [&](HostFacts& f, Expectations&) { no_module(f); f.kernel.secure_boot = true; },
-       "driver.secure_boot", Status::warn, {"refuses unsigned NVIDIA modules"}},
-      {"no module, Secure Boot off", [&](HostFacts& f, Expectations&) { no_module(f); f.kernel.secure_boot = false; }, "driver.secure_boot", Status::pass},
-      {"module loaded, Secure Boot on: not a problem", [](HostFacts& f, Expectations&) { f.kernel.secure_boot = true; }, "driver.secure_boot", std::nullopt},
-      {"no module: GPUs are not queried", [&](HostFacts& f, Expectations&) { no_module(f); }, "gpu.count", Status::skip, {"no NVIDIA driver"}},
-      {"live, /dev/nvidiactl missing", [](HostFacts& f, Expectations&) { f.live = true; f.kernel.device_nodes = {"nvidia0"}; },
-       "driver.device_nodes", Status::warn, {"/dev/nvidiactl is missing", "nvidia-modprobe"}},
-      {"live, /dev/nvidiactl present", [](HostFacts& f, Expectations&) { f.live = true; }, "driver.device_nodes", Status::pass, {"nvidiactl"}},
-      {"--root: device nodes are not judged", [](HostFacts& f, Expectations&) { f.kernel.device_nodes.clear(); }, "driver.device_nodes", std::nullopt},
-      {"probe routine not called (nouveau conflict)", [&](HostFacts& f, Expectations&) {
+      {"no module, Secure Boot on",
+       [&](HostFacts& f, Expectations&) {
+         no_module(f);
+         f.kernel.secure_boot = true;
+       },
+       "driver.kernel_module",
+       Status::fail,
+       {"Secure Boot is on", "mokutil --import"}},
+      {"no module, Secure Boot on: its own finding",
+       [&](HostFacts& f, Expectations&) {
+         no_module(f);
+         f.kernel.secure_boot = true;
+       },
+       "driver.secure_boot",
+       Status::warn,
+       {"refuses unsigned NVIDIA modules"}},
+      {"no module, Secure Boot off",
+       [&](HostFacts& f, Expectations&) {
+         no_module(f);
+         f.kernel.secure_boot = false;
+       },
+       "driver.secure_boot", Status::pass},
+      {"module loaded, Secure Boot on: not a problem", [](HostFacts& f, Expectations&) { f.kernel.secure_boot = true; },
+       "driver.secure_boot", std::nullopt},
+      {"no module: GPUs are not queried",
+       [&](HostFacts& f, Expectations&) { no_module(f); },
+       "gpu.count",
+       Status::skip,
+       {"no NVIDIA driver"}},
+      {"live, /dev/nvidiactl missing",
+       [](HostFacts& f, Expectations&) {
+         f.live = true;
+         f.kernel.device_nodes = {"nvidia0"};
+       },
+       "driver.device_nodes",
+       Status::warn,
+       {"/dev/nvidiactl is missing", "nvidia-modprobe"}},
+      {"live, /dev/nvidiactl present",
+       [](HostFacts& f, Expectations&) { f.live = true; },
+       "driver.device_nodes",
+       Status::pass,
+       {"nvidiactl"}},
+      {"--root: device nodes are not judged", [](HostFacts& f, Expectations&) { f.kernel.device_nodes.clear(); },
+       "driver.device_nodes", std::nullopt},
+      {"probe routine not called (nouveau conflict)",
+       [&](HostFacts& f, Expectations&) {
          no_module(f);
          gpuenv::probe::KernelEvent e;
          e.kind = gpuenv::probe::KernelEventKind::probe_not_called;
          e.message = "The NVIDIA probe routine was not called for 3 device(s).";
          f.kernel_events.push_back(e);
-       }, "driver.probe", Status::fail, {"probe routine was not called", "blacklist nouveau"}},
-      {"probe failed", [](HostFacts& f, Expectations&) {
+       },
+       "driver.probe",
+       Status::fail,
+       {"probe routine was not called", "blacklist nouveau"}},
+      {"probe failed",
+       [](HostFacts& f, Expectations&) {
          gpuenv::probe::KernelEvent e;
          e.kind = gpuenv::probe::KernelEventKind::probe_failed;
          e.message = "The NVIDIA probe routine failed for 1 device(s).";
          f.kernel_events.push_back(e);
-       }, "driver.probe", Status::fail, {"failed for 1 device", "supported by this driver branch"}},
-      {"driver loaded event alone", [](HostFacts& f, Expectations&) {
+       },
+       "driver.probe",
+       Status::fail,
+       {"failed for 1 device", "supported by this driver branch"}},
+      {"driver loaded event alone",
+       [](HostFacts& f, Expectations&) {
          gpuenv::probe::KernelEvent e;
          e.kind = gpuenv::probe::KernelEventKind::driver_loaded;
          e.driver_version = "550.127.05";
          f.kernel_events.push_back(e);
-       }, "driver.probe", std::nullopt},
+       },
+       "driver.probe", std::nullopt},
   });
 }
 
 TEST_CASE("rules: driver/library version mismatch", "[doctor][rules]") {
   run_rows({
-      {"libraries match the module", [](HostFacts&, Expectations&) {}, "driver.library_mismatch", Status::pass, {"match the kernel module 550.127.05"}},
-      {"libraries upgraded under the loaded module", [](HostFacts& f, Expectations&) {
+      {"libraries match the module",
+       [](HostFacts&, Expectations&) {},
+       "driver.library_mismatch",
+       Status::pass,
+       {"match the kernel module 550.127.05"}},
+      {"libraries upgraded under the loaded module",
+       [](HostFacts& f, Expectations&) {
          for (auto& lib : f.driver_libraries) {
            lib.version = "550.144.03";
            lib.path = "/usr/lib/x86_64-linux-gnu/" + lib.name + ".so.550.144.03";
          }
-       }, "driver.library_mismatch", Status::fail,
-       {"the loaded kernel module is 550.127.05", "libnvidia-ml 550.144.03", "libcuda 550.144.03", "reboot", "unattended upgrades"}},
-      {"one stale copy among matching ones", [](HostFacts& f, Expectations&) {
-         f.driver_libraries.push_back({"libnvidia-ml", "/usr/local/nvidia/lib64/libnvidia-ml.so.535.183.01", "535.183.01"});
-       }, "driver.library_mismatch", Status::fail, {"550.127.05", "libnvidia-ml 535.183.01 (/usr/local/nvidia/lib64/"}},
-      {"NVML says version mismatch", [](HostFacts& f, Expectations&) {
+       },
+       "driver.library_mismatch",
+       Status::fail,
+       {"the loaded kernel module is 550.127.05", "libnvidia-ml 550.144.03", "libcuda 550.144.03", "reboot",
+        "unattended upgrades"}},
+      {"one stale copy among matching ones",
+       [](HostFacts& f, Expectations&) {
+         f.driver_libraries.push_back(
+             {"libnvidia-ml", "/usr/local/nvidia/lib64/libnvidia-ml.so.535.183.01", "535.183.01"});
+       },
+       "driver.library_mismatch",
+       Status::fail,
+       {"550.127.05", "libnvidia-ml 535.183.01 (/usr/local/nvidia/lib64/"}},
+      {"NVML says version mismatch",
+       [](HostFacts& f, Expectations&) {
          f.gpus = {};
          f.gpus.availability.reason = "nvmlInit failed: RM has detected an NVML/RM version mismatch. (NVML error 18)";
-       }, "driver.library_mismatch", Status::fail, {"550.127.05", "NVML reports a driver/library version mismatch"}},
-      {"no libraries on disk", [](HostFacts& f, Expectations&) { f.driver_libraries.clear(); }, "driver.library_mismatch", Status::skip, {"no libnvidia-ml or libcuda"}},
-      {"libraries but no module", [](HostFacts& f, Expectations&) { f.kernel.module_loaded = false; f.kernel.module_version.clear(); },
-       "driver.library_mismatch", Status::skip, {"550.127.05 found, but no loaded module"}},
+       },
+       "driver.library_mismatch",
+       Status::fail,
+       {"550.127.05", "NVML reports a driver/library version mismatch"}},
+      {"no libraries on disk",
+       [](HostFacts& f, Expectations&) { f.driver_libraries.clear(); },
+       "driver.library_mismatch",
+       Status::skip,
+       {"no libnvidia-ml or libcuda"}},
+      {"libraries but no module",
+       [](HostFacts& f, Expectations&) {
+         f.kernel.module_loaded = false;
+         f.kernel.module_version.clear();
+       },
+       "driver.library_mismatch",
+       Status::skip,
+       {"550.127.05 found, but no loaded module"}},
   });
 }
 
 TEST_CASE("rules: GPU count against --expect-gpus", "[doctor][rules]") {
   run_rows({
-      {"8 GPUs, 8 expected", [](HostFacts& f, Expectations& e) { set_gpus(f, 8); f.host.cpu_count = 64; f.host.memory_total_kib = 2048 * k_kib_per_gib; e.gpu_count = 8; },
-       "gpu.count", Status::pass, {"8 GPUs: 8x NVIDIA H100 80GB HBM3 (test)"}},
-      {"7 GPUs, 8 expected", [](HostFacts& f, Expectations& e) { set_gpus(f, 7); f.host.cpu_count = 64; f.host.memory_total_kib = 2048 * k_kib_per_gib; e.gpu_count = 8; },
-       "gpu.count", Status::fail, {"7 GPUs", "expected 8", "fallen off the bus"}},
-      {"1 GPU, 0 expected", [](HostFacts&, Expectations& e) { e.gpu_count = 0; }, "gpu.count", Status::fail, {"expected 0"}},
-      {"8 listed, one lost, 8 expected", [](HostFacts& f, Expectations& e) {
+      {"8 GPUs, 8 expected",
+       [](HostFacts& f, Expectations& e) {
+         set_gpus(f, 8);
+         f.host.cpu_count = 64;
+         f.host.memory_total_kib = 2048 * k_kib_per_gib;
+         e.gpu_count = 8;
+       },
+       "gpu.count",
+       Status::pass,
+       {"8 GPUs: 8x NVIDIA H100 80GB HBM3 (test)"}},
+      {"7 GPUs, 8 expected",
+       [](HostFacts& f, Expectations& e) {
+         set_gpus(f, 7);
+         f.host.cpu_count = 64;
+         f.host.memory_total_kib = 2048 * k_kib_per_gib;
+         e.gpu_count = 8;
+       },
+       "gpu.count",
+       Status::fail,
+       {"7 GPUs", "expected 8", "fallen off the bus"}},
+      {"1 GPU, 0 expected",
+       [](HostFacts&, Expectations& e) { e.gpu_count = 0; },
+       "gpu.count",
+       Status::fail,
+       {"expected 0"}},
+      {"8 listed, one lost, 8 expected",
+       [](HostFacts& f, Expectations& e) {
          set_gpus(f, 8);
          f.gpus.gpus[3].access_error = "GPU is lost";
          e.gpu_count = 8;
-       }, "gpu.count", Status::fail, {"inaccessible: GPU 3", "GPU is lost"}},
-      {"--root without a report: GPUs are not queried", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.count",
+       Status::fail,
+       {"inaccessible: GPU 3", "GPU is lost"}},
+      {"--root without a report: GPUs are not queried",
+       [](HostFacts& f, Expectations&) {
          f.live = false;
          f.gpus = {};
          f.gpus.availability.reason = "GPUs are not queried under --root";
-       }, "gpu.count", Status::skip, {"not queried under --root"}},
-      {"no expectation, header says more than listed", [](HostFacts& f, Expectations&) { f.gpus.attached_gpus = 2; },
-       "gpu.count", Status::warn, {"the report header says 2 attached"}},
-      {"the driver answers but sees no GPU", [](HostFacts& f, Expectations&) { set_gpus(f, 0); }, "gpu.count", Status::fail, {"sees no GPUs", "lspci"}},
-      {"NVML fails with the module loaded", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.count",
+       Status::skip,
+       {"not queried under --root"}},
+      {"no expectation, header says more than listed",
+       [](HostFacts& f, Expectations&) { f.gpus.attached_gpus = 2; },
+       "gpu.count",
+       Status::warn,
+       {"the report header says 2 attached"}},
+      {"the driver answers but sees no GPU",
+       [](HostFacts& f, Expectations&) { set_gpus(f, 0); },
+       "gpu.count",
+       Status::fail,
+       {"sees no GPUs", "lspci"}},
+      {"NVML fails with the module loaded",
+       [](HostFacts& f, Expectations&) {
          f.live = true;
          f.gpus = {};
          f.gpus.availability.reason = "nvmlInit failed: Unknown Error (NVML error 999)";
-       }, "gpu.count", Status::fail, {"GPUs cannot be queried: nvmlInit failed"}},
-      {"mixed models are listed by name", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.count",
+       Status::fail,
+       {"GPUs cannot be queried: nvmlInit failed"}},
+      {"mixed models are listed by name",
+       [](HostFacts& f, Expectations&) {
          set_gpus(f, 2);
          f.gpus.gpus[1].name = "NVIDIA A100-SXM4-80GB";
-       }, "gpu.count", Status::pass, {"2 GPUs: 1x NVIDIA A100-SXM4-80GB, 1x NVIDIA H100 80GB HBM3"}},
+       },
+       "gpu.count",
+       Status::pass,
+       {"2 GPUs: 1x NVIDIA A100-SXM4-80GB, 1x NVIDIA H100 80GB HBM3"}},
   });
 }
 
 TEST_CASE("rules: ECC, retired pages and row remapping", "[doctor][rules]") {
   run_rows({
-      {"ECC on, no errors", [](HostFacts&, Expectations&) {}, "gpu.ecc", Status::pass, {"ECC on, no uncorrectable errors"}},
-      {"1 volatile uncorrectable error", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].ecc_uncorrected_volatile = 1; },
-       "gpu.ecc", Status::fail, {"1 uncorrectable ECC errors since the last driver load", "nvidia-smi -r"}},
-      {"aggregate errors only (an earlier tenant's, already handled)", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].ecc_uncorrected_aggregate = 12; },
-       "gpu.ecc", Status::pass},
-      {"ECC disabled", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].ecc_enabled = false; }, "gpu.ecc", Status::warn, {"ECC is disabled", "nvidia-smi -e 1"}},
-      {"ECC not reported (consumer GPU)", [](HostFacts& f, Expectations&) {
+      {"ECC on, no errors",
+       [](HostFacts&, Expectations&) {},
+       "gpu.ecc",
+       Status::pass,
+       {"ECC on, no uncorrectable errors"}},
+      {"1 volatile uncorrectable error",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].ecc_uncorrected_volatile = 1; },
+       "gpu.ecc",
+       Status::fail,
+       {"1 uncorrectable ECC errors since the last driver load", "nvidia-smi -r"}},
+      {"aggregate errors only (an earlier tenant's, already handled)",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].ecc_uncorrected_aggregate = 12; }, "gpu.ecc", Status::pass},
+      {"ECC disabled",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].ecc_enabled = false; },
+       "gpu.ecc",
+       Status::warn,
+       {"ECC is disabled", "nvidia-smi -e 1"}},
+      {"ECC not reported (consumer GPU)",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].ecc_enabled.reset();
          f.gpus.gpus[0].ecc_uncorrected_volatile.reset();
-       }, "gpu.ecc", Status::skip},
-      {"retired pages: 62", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.ecc", Status::skip},
+      {"retired pages: 62",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].retired_pages_single_bit = 60;
          f.gpus.gpus[0].retired_pages_double_bit = 2;
          f.gpus.gpus[0].retired_pages_pending = false;
-       }, "gpu.retired_pages", Status::pass, {"62 retired pages"}},
-      {"retired pages: 63", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.retired_pages",
+       Status::pass,
+       {"62 retired pages"}},
+      {"retired pages: 63",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].retired_pages_single_bit = 60;
          f.gpus.gpus[0].retired_pages_double_bit = 3;
          f.gpus.gpus[0].retired_pages_pending = false;
-       }, "gpu.retired_pages", Status::fail, {"63 retired pages", "hardware ticket"}},
-      {"retirement pending", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.retired_pages",
+       Status::fail,
+       {"63 retired pages", "hardware ticket"}},
+      {"retirement pending",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].retired_pages_double_bit = 1;
          f.gpus.gpus[0].retired_pages_pending = true;
-       }, "gpu.retired_pages", Status::fail, {"page retirement is pending", "reset the GPU"}},
-      {"no page retirement reported (Ampere and later)", [](HostFacts&, Expectations&) {}, "gpu.retired_pages", Status::skip},
-      {"row remap: none", [](HostFacts&, Expectations&) {}, "gpu.row_remap", Status::pass, {"no pending or failed row remap"}},
-      {"row remap pending", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_pending = true; },
-       "gpu.row_remap", Status::fail, {"a row remap is pending", "reset the GPU"}},
-      {"row remap failure", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_failure = true; },
-       "gpu.row_remap", Status::fail, {"a row remap failed", "RMA"}},
-      {"511 rows remapped for uncorrectable errors", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_uncorrectable = 511; },
-       "gpu.row_remap", Status::pass, {"511 rows remapped"}},
-      {"512 rows remapped for uncorrectable errors", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_uncorrectable = 512; },
-       "gpu.row_remap", Status::fail, {"512 rows remapped for uncorrectable errors", "replace the GPU"}},
-      {"no row remapping reported (before Ampere)", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.retired_pages",
+       Status::fail,
+       {"page retirement is pending", "reset the GPU"}},
+      {"no page retirement reported (Ampere and later)", [](HostFacts&, Expectations&) {}, "gpu.retired_pages",
+       Status::skip},
+      {"row remap: none",
+       [](HostFacts&, Expectations&) {},
+       "gpu.row_remap",
+       Status::pass,
+       {"no pending or failed row remap"}},
+      {"row remap pending",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_pending = true; },
+       "gpu.row_remap",
+       Status::fail,
+       {"a row remap is pending", "reset the GPU"}},
+      {"row remap failure",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_failure = true; },
+       "gpu.row_remap",
+       Status::fail,
+       {"a row remap failed", "RMA"}},
+      {"511 rows remapped for uncorrectable errors",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_uncorrectable = 511; },
+       "gpu.row_remap",
+       Status::pass,
+       {"511 rows remapped"}},
+      {"512 rows remapped for uncorrectable errors",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].remapped_rows_uncorrectable = 512; },
+       "gpu.row_remap",
+       Status::fail,
+       {"512 rows remapped for uncorrectable errors", "replace the GPU"}},
+      {"no row remapping reported (before Ampere)",
+       [](HostFacts& f, Expectations&) {
          auto& g = f.gpus.gpus[0];
          g.remapped_rows_correctable.reset();
          g.remapped_rows_uncorrectable.reset();
          g.remapped_rows_pending.reset();
          g.remapped_rows_failure.reset();
-       }, "gpu.row_remap", Status::skip},
+       },
+       "gpu.row_remap", Status::skip},
   });
 }
 
 TEST_CASE("rules: temperature and clock-event (throttle) reasons", "[doctor][rules]") {
   run_rows({
-      {"84 C", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c = 84; }, "gpu.temperature", Status::pass, {"below 85 C"}},
-      {"85 C", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c = 85; }, "gpu.temperature", Status::warn, {"85 C (warning at 85 C)", "airflow"}},
-      {"86 C, no slowdown threshold reported", [](HostFacts& f, Expectations&) {
+      {"84 C",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c = 84; },
+       "gpu.temperature",
+       Status::pass,
+       {"below 85 C"}},
+      {"85 C",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c = 85; },
+       "gpu.temperature",
+       Status::warn,
+       {"85 C (warning at 85 C)", "airflow"}},
+      {"86 C, no slowdown threshold reported",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].temperature_c = 86;
          f.gpus.gpus[0].temperature_slowdown_c.reset();
-       }, "gpu.temperature", Status::warn},
-      {"at the slowdown threshold", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c = 87; },
-       "gpu.temperature", Status::fail, {"87 C, at or above its slowdown threshold 87 C"}},
-      {"slowdown threshold below the warning level", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.temperature", Status::warn},
+      {"at the slowdown threshold",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c = 87; },
+       "gpu.temperature",
+       Status::fail,
+       {"87 C, at or above its slowdown threshold 87 C"}},
+      {"slowdown threshold below the warning level",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].temperature_slowdown_c = 80;
          f.gpus.gpus[0].temperature_c = 82;
-       }, "gpu.temperature", Status::fail, {"slowdown threshold 80 C"}},
-      {"no temperature", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c.reset(); }, "gpu.temperature", Status::skip},
-      {"hw_slowdown", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"hw_slowdown"}; },
-       "gpu.throttle", Status::fail, {"hw_slowdown active", "power brake"}},
-      {"hw_thermal_slowdown", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"hw_thermal_slowdown"}; }, "gpu.throttle", Status::fail},
-      {"hw_power_brake_slowdown", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"hw_power_brake_slowdown"}; }, "gpu.throttle", Status::fail},
-      {"sw_thermal_slowdown", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"sw_thermal_slowdown"}; },
-       "gpu.throttle", Status::warn, {"sw_thermal_slowdown active"}},
-      {"sw_power_cap is normal under load", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"sw_power_cap"}; },
-       "gpu.throttle", Status::pass, {"no hardware or thermal slowdown active"}},
-      {"gpu_idle and sync_boost are ignored", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"gpu_idle", "sync_boost"}; },
+       },
+       "gpu.temperature",
+       Status::fail,
+       {"slowdown threshold 80 C"}},
+      {"no temperature", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c.reset(); }, "gpu.temperature",
+       Status::skip},
+      {"hw_slowdown",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"hw_slowdown"}; },
+       "gpu.throttle",
+       Status::fail,
+       {"hw_slowdown active", "power brake"}},
+      {"hw_thermal_slowdown",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"hw_thermal_slowdown"}; }, "gpu.throttle",
+       Status::fail},
+      {"hw_power_brake_slowdown",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"hw_power_brake_slowdown"}; },
+       "gpu.throttle", Status::fail},
+      {"sw_thermal_slowdown",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"sw_thermal_slowdown"}; },
+       "gpu.throttle",
+       Status::warn,
+       {"sw_thermal_slowdown active"}},
+      {"sw_power_cap is normal under load",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"sw_power_cap"}; },
+       "gpu.throttle",
+       Status::pass,
+       {"no hardware or thermal slowdown active"}},
+      {"gpu_idle and sync_boost are ignored",
+       [](HostFacts& f, Expectations&) {
+         f.gpus.gpus[0].throttle_reasons = {"gpu_idle", "sync_boost"};
+       },
        "gpu.throttle", Status::pass},
-      {"sw_power_cap with sw_thermal_slowdown", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].throttle_reasons = {"sw_power_cap", "sw_thermal_slowdown"}; },
+      {"sw_power_cap with sw_thermal_slowdown",
+       [](HostFacts& f, Expectations&) {
+         f.gpus.gpus[0].throttle_reasons = {"sw_power_cap", "sw_thermal_slowdown"};
+       },
        "gpu.throttle", Status::warn},
-      {"neither temperature nor reasons", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c.reset(); }, "gpu.throttle", Status::skip},
+      {"neither temperature nor reasons", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].temperature_c.reset(); },
+       "gpu.throttle", Status::skip},
   });
 }
 
 TEST_CASE("rules: PCIe link generation and width", "[doctor][rules]") {
   run_rows({
-      {"Gen5 x16 of Gen5 x16", [](HostFacts&, Expectations&) {}, "gpu.pcie_link", Status::pass, {"at their maximum generation and width"}},
-      {"Gen1 while idle: a note, not a problem", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].pcie_gen_current = 1; },
-       "gpu.pcie_link", Status::pass, {"Gen1 x16 of Gen5 x16 while idle"}},
-      {"x8 while idle: a note", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].pcie_width_current = 8; },
-       "gpu.pcie_link", Status::pass, {"Gen5 x8 of Gen5 x16 while idle"}},
-      {"9 % utilization still counts as idle", [](HostFacts& f, Expectations&) {
+      {"Gen5 x16 of Gen5 x16",
+       [](HostFacts&, Expectations&) {},
+       "gpu.pcie_link",
+       Status::pass,
+       {"at their maximum generation and width"}},
+      {"Gen1 while idle: a note, not a problem",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].pcie_gen_current = 1; },
+       "gpu.pcie_link",
+       Status::pass,
+       {"Gen1 x16 of Gen5 x16 while idle"}},
+      {"x8 while idle: a note",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].pcie_width_current = 8; },
+       "gpu.pcie_link",
+       Status::pass,
+       {"Gen5 x8 of Gen5 x16 while idle"}},
+      {"9 % utilization still counts as idle",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].pcie_width_current = 8;
          f.gpus.gpus[0].utilization_percent = 9;
-       }, "gpu.pcie_link", Status::pass, {"while idle"}},
-      {"x8 under load (10 % utilization)", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.pcie_link",
+       Status::pass,
+       {"while idle"}},
+      {"x8 under load (10 % utilization)",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].pcie_width_current = 8;
          f.gpus.gpus[0].utilization_percent = 10;
-       }, "gpu.pcie_link", Status::fail, {"Gen5 x8 of Gen5 x16 under load", "reseat the GPU"}},
-      {"x8 under load (97 % utilization)", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.pcie_link",
+       Status::fail,
+       {"Gen5 x8 of Gen5 x16 under load", "reseat the GPU"}},
+      {"x8 under load (97 % utilization)",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].pcie_width_current = 8;
          f.gpus.gpus[0].utilization_percent = 97;
-       }, "gpu.pcie_link", Status::fail, {"fewer lanes"}},
-      {"Gen3 under load, full width", [](HostFacts& f, Expectations&) {
+       },
+       "gpu.pcie_link",
+       Status::fail,
+       {"fewer lanes"}},
+      {"Gen3 under load, full width",
+       [](HostFacts& f, Expectations&) {
          f.gpus.gpus[0].pcie_gen_current = 3;
          f.gpus.gpus[0].utilization_percent = 80;
-       }, "gpu.pcie_link", Status::warn, {"Gen3 x16 of Gen5 x16 under load", "BIOS PCIe speed"}},
-      {"link not reported", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].pcie_width_max.reset(); }, "gpu.pcie_link", Status::skip},
+       },
+       "gpu.pcie_link",
+       Status::warn,
+       {"Gen3 x16 of Gen5 x16 under load", "BIOS PCIe speed"}},
+      {"link not reported", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].pcie_width_max.reset(); }, "gpu.pcie_link",
+       Status::skip},
   });
 }
 
 TEST_CASE("rules: persistence mode, MIG and running processes", "[doctor][rules]") {
   run_rows({
       {"persistence on", [](HostFacts&, Expectations&) {}, "gpu.persistence_mode", Status::pass},
-      {"persistence off", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].persistence_mode = false; },
-       "gpu.persistence_mode", Status::warn, {"persistence mode is off", "nvidia-persistenced"}},
-      {"persistence not reported", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].persistence_mode.reset(); }, "gpu.persistence_mode", Status::skip},
+      {"persistence off",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].persistence_mode = false; },
+       "gpu.persistence_mode",
+       Status::warn,
+       {"persistence mode is off", "nvidia-persistenced"}},
+      {"persistence not reported", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].persistence_mode.reset(); },
+       "gpu.persistence_mode", Status::skip},
       {"MIG off", [](HostFacts&, Expectations&) {}, "gpu.mig", std::nullopt},
-      {"MIG on", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].mig_enabled = true; },
-       "gpu.mig", Status::warn, {"MIG mode is enabled on GPU 0", "-mig 0"}},
+      {"MIG on",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].mig_enabled = true; },
+       "gpu.mig",
+       Status::warn,
+       {"MIG mode is enabled on GPU 0", "-mig 0"}},
       {"no processes", [](HostFacts&, Expectations&) {}, "gpu.processes", Status::pass},
-      {"two compute processes", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].process_count = 2; },
-       "gpu.processes", Status::warn, {"2 compute process(es) already running"}},
-      {"processes not reported", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].process_count.reset(); }, "gpu.processes", Status::skip},
-      {"GPU checks need GPUs", [](HostFacts& f, Expectations&) { f.gpus = {}; f.gpus.availability.reason = "x"; }, "gpu.persistence_mode", std::nullopt},
+      {"two compute processes",
+       [](HostFacts& f, Expectations&) { f.gpus.gpus[0].process_count = 2; },
+       "gpu.processes",
+       Status::warn,
+       {"2 compute process(es) already running"}},
+      {"processes not reported", [](HostFacts& f, Expectations&) { f.gpus.gpus[0].process_count.reset(); },
+       "gpu.processes", Status::skip},
+      {"GPU checks need GPUs",
+       [](HostFacts& f, Expectations&) {
+         f.gpus = {};
+         f.gpus.availability.reason = "x";
+       },
+       "gpu.persistence_mode", std::nullopt},
   });
 }
 
 TEST_CASE("rules: Xid events in the kernel log", "[doctor][rules]") {
   run_rows({
-      {"no events", [](HostFacts&, Expectations&) {}, "xid.events", Status::pass, {"no Xid events in /var/log/kern.log"}},
-      {"Xid 79", [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(79)); },
-       "xid.events", Status::fail, {"Xid 79 on 0000:3b:00", "fallen off the bus", "Xid 79:"}},
-      {"Xid 79 twice on one bus", [](HostFacts& f, Expectations&) {
+      {"no events",
+       [](HostFacts&, Expectations&) {},
+       "xid.events",
+       Status::pass,
+       {"no Xid events in /var/log/kern.log"}},
+      {"Xid 79",
+       [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(79)); },
+       "xid.events",
+       Status::fail,
+       {"Xid 79 on 0000:3b:00", "fallen off the bus", "Xid 79:"}},
+      {"Xid 79 twice on one bus",
+       [](HostFacts& f, Expectations&) {
          f.kernel_events.push_back(xid_event(79));
          f.kernel_events.push_back(xid_event(79));
-       }, "xid.events", Status::fail, {"Xid 79 on 0000:3b:00 x2"}},
-      {"Xid 48 (double-bit ECC)", [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(48)); }, "xid.events", Status::fail},
-      {"Xid 13 alone is a warning", [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(13)); }, "xid.events", Status::warn, {"Xid 13"}},
-      {"Xid 13 and 79: the worst wins", [](HostFacts& f, Expectations&) {
+       },
+       "xid.events",
+       Status::fail,
+       {"Xid 79 on 0000:3b:00 x2"}},
+      {"Xid 48 (double-bit ECC)", [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(48)); },
+       "xid.events", Status::fail},
+      {"Xid 13 alone is a warning",
+       [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(13)); },
+       "xid.events",
+       Status::warn,
+       {"Xid 13"}},
+      {"Xid 13 and 79: the worst wins",
+       [](HostFacts& f, Expectations&) {
          f.kernel_events.push_back(xid_event(13));
          f.kernel_events.push_back(xid_event(79, "0000:9b:00"));
-       }, "xid.events", Status::fail, {"Xid 13 on 0000:3b:00", "Xid 79 on 0000:9b:00"}},
-      {"an Xid not in the table", [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(9999)); },
-       "xid.events", Status::warn, {"not in gpuenv's Xid table", "look up Xid 9999"}},
-      {"fallen off the bus without an Xid line", [](HostFacts& f, Expectations&) {
+       },
+       "xid.events",
+       Status::fail,
+       {"Xid 13 on 0000:3b:00", "Xid 79 on 0000:9b:00"}},
+      {"an Xid not in the table",
+       [](HostFacts& f, Expectations&) { f.kernel_events.push_back(xid_event(9999)); },
+       "xid.events",
+       Status::warn,
+       {"not in gpuenv's Xid table", "look up Xid 9999"}},
+      {"fallen off the bus without an Xid line",
+       [](HostFacts& f, Expectations&) {
          gpuenv::probe::KernelEvent e;
          e.kind = gpuenv::probe::KernelEventKind::fallen_off_bus;
          e.pci_bus_id = "0000:b3:00.0";
          f.kernel_events.push_back(e);
-       }, "xid.events", Status::fail, {"fallen off the bus on 0000:b3:00.0"}},
-      {"no log readable", [](HostFacts& f, Expectations&) {
+       },
+       "xid.events",
+       Status::fail,
+       {"fallen off the bus on 0000:b3:00.0"}},
+      {"no log readable",
+       [](HostFacts& f, Expectations&) {
          f.kernel_log_source = "unreadable: /var/log/kern.log (needs root or the adm group)";
-       }, "xid.events", Status::skip, {"no kernel log could be read", "run doctor as root"}},
-      {"no log source at all", [](HostFacts& f, Expectations&) { f.kernel_log_source.clear(); }, "xid.events", Status::skip},
+       },
+       "xid.events",
+       Status::skip,
+       {"no kernel log could be read", "run doctor as root"}},
+      {"no log source at all", [](HostFacts& f, Expectations&) { f.kernel_log_source.clear(); }, "xid.events",
+       Status::skip},
   });
 }
 
 TEST_CASE("rules: CUDA toolkit on PATH and against the driver", "[doctor][rules]") {
   run_rows({
       {"no toolkit", [](HostFacts&, Expectations&) {}, "toolkit.installed", Status::skip},
-      {"no toolkit: nothing to judge on PATH", [](HostFacts& f, Expectations&) { f.live = true; }, "toolkit.path", std::nullopt},
-      {"live, nvcc not on PATH", [](HostFacts& f, Expectations&) { f.live = true; f.toolkits = {toolkit("12.4.1")}; },
-       "toolkit.path", Status::warn, {"CUDA 12.4.1 is installed but its nvcc is not on PATH", "export PATH=/usr/local/cuda-12.4/bin:$PATH"}},
-      {"live, nvcc on PATH", [](HostFacts& f, Expectations&) { f.live = true; f.toolkits = {toolkit("12.4.1", true, true)}; },
-       "toolkit.path", Status::pass, {"nvcc of CUDA 12.4.1 is on PATH"}},
-      {"live, the older of two toolkits on PATH", [](HostFacts& f, Expectations&) {
+      {"no toolkit: nothing to judge on PATH", [](HostFacts& f, Expectations&) { f.live = true; }, "toolkit.path",
+       std::nullopt},
+      {"live, nvcc not on PATH",
+       [](HostFacts& f, Expectations&) {
+         f.live = true;
+         f.toolkits = {toolkit("12.4.1")};
+       },
+       "toolkit.path",
+       Status::warn,
+       {"CUDA 12.4.1 is installed but its nvcc is not on PATH", "export PATH=/usr/local/cuda-12.4/bin:$PATH"}},
+      {"live, nvcc on PATH",
+       [](HostFacts& f, Expectations&) {
+         f.live = true;
+         f.toolkits = {toolkit("12.4.1", true, true)};
+       },
+       "toolkit.path",
+       Status::pass,
+       {"nvcc of CUDA 12.4.1 is on PATH"}},
+      {"live, the older of two toolkits on PATH",
+       [](HostFacts& f, Expectations&) {
          f.live = true;
          f.toolkits = {toolkit("11.8.0", true, true), toolkit("12.4.1")};
-       }, "toolkit.path", Status::pass, {"CUDA 11.8.0"}},
-      {"live, toolkit without nvcc (runtime only)", [](HostFacts& f, Expectations&) { f.live = true; f.toolkits = {toolkit("12.4.1", false)}; },
+       },
+       "toolkit.path",
+       Status::pass,
+       {"CUDA 11.8.0"}},
+      {"live, toolkit without nvcc (runtime only)",
+       [](HostFacts& f, Expectations&) {
+         f.live = true;
+         f.toolkits = {toolkit("12.4.1", false)};
+       },
        "toolkit.path", std::nullopt},
-      {"--root: PATH is not judged", [](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; }, "toolkit.path", Status::skip},
-      {"toolkit 12.4.1 on driver 550.127.05", [](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; },
-       "toolkit.driver_support", Status::pass, {"meets CUDA 12.4.1's minimum driver 550.54.15"}},
-      {"toolkit 12.8 on driver 535 (minor-version compatibility)", [](HostFacts& f, Expectations&) {
+      {"--root: PATH is not judged", [](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; },
+       "toolkit.path", Status::skip},
+      {"toolkit 12.4.1 on driver 550.127.05",
+       [](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; },
+       "toolkit.driver_support",
+       Status::pass,
+       {"meets CUDA 12.4.1's minimum driver 550.54.15"}},
+      {"toolkit 12.8 on driver 535 (minor-version compatibility)",
+       [](HostFacts& f, Expectations&) {
          f.kernel.module_version = "535.86.05";
          for (auto& lib : f.driver_libraries) lib.version = "535.86.05";
          f.gpus.cuda_driver_version = "12.2";
          f.toolkits = {toolkit("12.8.1")};
-       }, "toolkit.driver_support", Status::warn, {"driver 535.86.05 is below CUDA 12.8.1's minimum", "minor-version-compatibility", "570"}},
-      {"toolkit 12.4 on driver 470 (below the CUDA 12 floor)", [](HostFacts& f, Expectations&) {
+       },
+       "toolkit.driver_support",
+       Status::warn,
+       {"driver 535.86.05 is below CUDA 12.8.1's minimum", "minor-version-compatibility", "570"}},
+      {"toolkit 12.4 on driver 470 (below the CUDA 12 floor)",
+       [](HostFacts& f, Expectations&) {
          f.kernel.module_version = "470.256.02";
          for (auto& lib : f.driver_libraries) lib.version = "470.256.02";
          f.gpus.cuda_driver_version = "11.4";
          f.toolkits = {toolkit("12.4.1")};
-       }, "toolkit.driver_support", Status::fail, {"below the CUDA 12.x floor", "cuda-compat-12-4"}},
-      {"driver meets the minimum but reports an older CUDA", [](HostFacts& f, Expectations&) {
+       },
+       "toolkit.driver_support",
+       Status::fail,
+       {"below the CUDA 12.x floor", "cuda-compat-12-4"}},
+      {"driver meets the minimum but reports an older CUDA",
+       [](HostFacts& f, Expectations&) {
          f.gpus.cuda_driver_version = "12.2";
          f.toolkits = {toolkit("12.4.1")};
-       }, "toolkit.driver_support", Status::warn, {"newer than the CUDA 12.2 the driver reports"}},
-      {"no driver to judge against", [](HostFacts& f, Expectations&) {
+       },
+       "toolkit.driver_support",
+       Status::warn,
+       {"newer than the CUDA 12.2 the driver reports"}},
+      {"no driver to judge against",
+       [](HostFacts& f, Expectations&) {
          f.kernel.module_loaded = false;
          f.kernel.module_version.clear();
          f.gpus = {};
          f.toolkits = {toolkit("12.4.1")};
-       }, "toolkit.driver_support", Status::skip, {"no driver to judge it against"}},
+       },
+       "toolkit.driver_support",
+       Status::skip,
+       {"no driver to judge it against"}},
   });
 }
 
@@ -542,46 +938,91 @@ TEST_CASE("rules: cuDNN built for another CUDA major", "[doctor][rules]") {
   };
   run_rows({
       {"no cuDNN", [](HostFacts&, Expectations&) {}, "cudnn.installed", Status::skip},
-      {"cuDNN 9 for CUDA 11 with toolkit 12.4", [&](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; f.cudnn = cudnn("9.6.0", "11"); },
-       "cudnn.cuda_major", Status::fail, {"cuDNN 9.6.0 was built for CUDA 11 but the toolkit is CUDA 12.4.1", "libcudnn9-cuda-12"}},
-      {"cuDNN 9 for CUDA 12 with toolkit 12.4", [&](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; f.cudnn = cudnn("9.6.0", "12"); },
-       "cudnn.cuda_major", Status::pass, {"built for CUDA 12, matching the toolkit"}},
-      {"cuDNN 8 package for CUDA 12.2 with toolkit 12.4", [&](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; f.cudnn = cudnn("8.9.7", "12.2"); },
+      {"cuDNN 9 for CUDA 11 with toolkit 12.4",
+       [&](HostFacts& f, Expectations&) {
+         f.toolkits = {toolkit("12.4.1")};
+         f.cudnn = cudnn("9.6.0", "11");
+       },
+       "cudnn.cuda_major",
+       Status::fail,
+       {"cuDNN 9.6.0 was built for CUDA 11 but the toolkit is CUDA 12.4.1", "libcudnn9-cuda-12"}},
+      {"cuDNN 9 for CUDA 12 with toolkit 12.4",
+       [&](HostFacts& f, Expectations&) {
+         f.toolkits = {toolkit("12.4.1")};
+         f.cudnn = cudnn("9.6.0", "12");
+       },
+       "cudnn.cuda_major",
+       Status::pass,
+       {"built for CUDA 12, matching the toolkit"}},
+      {"cuDNN 8 package for CUDA 12.2 with toolkit 12.4",
+       [&](HostFacts& f, Expectations&) {
+         f.toolkits = {toolkit("12.4.1")};
+         f.cudnn = cudnn("8.9.7", "12.2");
+       },
        "cudnn.cuda_major", Status::pass},
-      {"cuDNN 8 for CUDA 11.8 with toolkits 11.8 and 12.4: the newest counts", [&](HostFacts& f, Expectations&) {
+      {"cuDNN 8 for CUDA 11.8 with toolkits 11.8 and 12.4: the newest counts",
+       [&](HostFacts& f, Expectations&) {
          f.toolkits = {toolkit("11.8.0"), toolkit("12.4.1")};
          f.cudnn = cudnn("8.9.7", "11.8");
-       }, "cudnn.cuda_major", Status::fail},
-      {"built-for unknown", [&](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; f.cudnn = cudnn("9.6.0", ""); }, "cudnn.cuda_major", std::nullopt},
-      {"no toolkit to compare with", [&](HostFacts& f, Expectations&) { f.cudnn = cudnn("9.6.0", "11"); }, "cudnn.cuda_major", std::nullopt},
-      {"header and library disagree", [&](HostFacts& f, Expectations&) {
+       },
+       "cudnn.cuda_major", Status::fail},
+      {"built-for unknown",
+       [&](HostFacts& f, Expectations&) {
+         f.toolkits = {toolkit("12.4.1")};
+         f.cudnn = cudnn("9.6.0", "");
+       },
+       "cudnn.cuda_major", std::nullopt},
+      {"no toolkit to compare with", [&](HostFacts& f, Expectations&) { f.cudnn = cudnn("9.6.0", "11"); },
+       "cudnn.cuda_major", std::nullopt},
+      {"header and library disagree",
+       [&](HostFacts& f, Expectations&) {
          f.cudnn = cudnn("9.6.0", "12");
          f.cudnn->runtime_version = "8.9.7";
-       }, "cudnn.installed", Status::warn, {"header says 9.6.0 but the library reports 8.9.7"}},
+       },
+       "cudnn.installed",
+       Status::warn,
+       {"header says 9.6.0 but the library reports 8.9.7"}},
   });
 }
 
 TEST_CASE("rules: NVIDIA Container Toolkit and engine runtimes", "[doctor][rules]") {
   run_rows({
       {"no engine, no toolkit", [](HostFacts&, Expectations&) {}, "container.toolkit", Status::skip},
-      {"Docker without the toolkit", [](HostFacts& f, Expectations&) { f.containers.docker_installed = true; },
-       "container.toolkit", Status::warn, {"containers cannot see the GPUs", "nvidia-ctk runtime configure"}},
-      {"containerd without the toolkit", [](HostFacts& f, Expectations&) { f.containers.containerd_installed = true; }, "container.toolkit", Status::warn},
-      {"toolkit present", [](HostFacts& f, Expectations&) { f.containers.nvidia_ctk = "/usr/bin/nvidia-ctk"; },
-       "container.toolkit", Status::pass, {"(/usr/bin/nvidia-ctk)"}},
-      {"toolkit and Docker configured", [](HostFacts& f, Expectations&) {
+      {"Docker without the toolkit",
+       [](HostFacts& f, Expectations&) { f.containers.docker_installed = true; },
+       "container.toolkit",
+       Status::warn,
+       {"containers cannot see the GPUs", "nvidia-ctk runtime configure"}},
+      {"containerd without the toolkit", [](HostFacts& f, Expectations&) { f.containers.containerd_installed = true; },
+       "container.toolkit", Status::warn},
+      {"toolkit present",
+       [](HostFacts& f, Expectations&) { f.containers.nvidia_ctk = "/usr/bin/nvidia-ctk"; },
+       "container.toolkit",
+       Status::pass,
+       {"(/usr/bin/nvidia-ctk)"}},
+      {"toolkit and Docker configured",
+       [](HostFacts& f, Expectations&) {
          f.containers.nvidia_ctk = "/usr/bin/nvidia-ctk";
          f.containers.docker_installed = true;
          f.containers.docker_nvidia_runtime = true;
-       }, "container.docker_runtime", Status::pass},
-      {"toolkit, Docker not configured", [](HostFacts& f, Expectations&) {
+       },
+       "container.docker_runtime", Status::pass},
+      {"toolkit, Docker not configured",
+       [](HostFacts& f, Expectations&) {
          f.containers.nvidia_ctk = "/usr/bin/nvidia-ctk";
          f.containers.docker_installed = true;
-       }, "container.docker_runtime", Status::warn, {"no nvidia runtime", "--runtime=docker"}},
-      {"toolkit, containerd not configured", [](HostFacts& f, Expectations&) {
+       },
+       "container.docker_runtime",
+       Status::warn,
+       {"no nvidia runtime", "--runtime=docker"}},
+      {"toolkit, containerd not configured",
+       [](HostFacts& f, Expectations&) {
          f.containers.nvidia_container_runtime = true;
          f.containers.containerd_installed = true;
-       }, "container.containerd_runtime", Status::warn, {"--runtime=containerd"}},
+       },
+       "container.containerd_runtime",
+       Status::warn,
+       {"--runtime=containerd"}},
   });
 }
 
@@ -603,46 +1044,92 @@ TEST_CASE("rules: conformance to a profile", "[doctor][rules]") {
     return p;
   }();
   run_rows({
-      {"no profile: no profile findings", [](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; }, "profile.cuda_toolkit", std::nullopt},
-      {"the profile's toolkit is installed", [](HostFacts& f, Expectations& e) { e.profile = &profile; f.toolkits = {toolkit("12.4.1")}; },
-       "profile.cuda_toolkit", Status::pass, {"CUDA 12.4.1 is installed at /usr/local/cuda-12.4"}},
-      {"another toolkit is installed", [](HostFacts& f, Expectations& e) { e.profile = &profile; f.toolkits = {toolkit("12.6.3")}; },
-       "profile.cuda_toolkit", Status::fail, {"wants CUDA 12.4.1; the node has 12.6.3", "install CUDA 12.4.1"}},
-      {"no toolkit", [](HostFacts&, Expectations& e) { e.profile = &profile; }, "profile.cuda_toolkit", Status::fail, {"the node has no toolkit"}},
-      {"driver 550.127.05 meets the profile's floor", [](HostFacts&, Expectations& e) { e.profile = &profile; },
-       "profile.driver", Status::pass, {"profile node-test", "550.127.05"}},
-      {"driver 470 below the CUDA 12 floor", [](HostFacts& f, Expectations& e) {
+      {"no profile: no profile findings", [](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; },
+       "profile.cuda_toolkit", std::nullopt},
+      {"the profile's toolkit is installed",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &profile;
+         f.toolkits = {toolkit("12.4.1")};
+       },
+       "profile.cuda_toolkit",
+       Status::pass,
+       {"CUDA 12.4.1 is installed at /usr/local/cuda-12.4"}},
+      {"another toolkit is installed",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &profile;
+         f.toolkits = {toolkit("12.6.3")};
+       },
+       "profile.cuda_toolkit",
+       Status::fail,
+       {"wants CUDA 12.4.1; the node has 12.6.3", "install CUDA 12.4.1"}},
+      {"no toolkit",
+       [](HostFacts&, Expectations& e) { e.profile = &profile; },
+       "profile.cuda_toolkit",
+       Status::fail,
+       {"the node has no toolkit"}},
+      {"driver 550.127.05 meets the profile's floor",
+       [](HostFacts&, Expectations& e) { e.profile = &profile; },
+       "profile.driver",
+       Status::pass,
+       {"profile node-test", "550.127.05"}},
+      {"driver 470 below the CUDA 12 floor",
+       [](HostFacts& f, Expectations& e) {
          e.profile = &profile;
          f.kernel.module_version = "470.256.02";
-       }, "profile.driver", Status::fail},
-      {"no driver loaded", [](HostFacts& f, Expectations& e) {
+       },
+       "profile.driver", Status::fail},
+      {"no driver loaded",
+       [](HostFacts& f, Expectations& e) {
          e.profile = &profile;
          f.kernel.module_loaded = false;
          f.kernel.module_version.clear();
          f.gpus = {};
-       }, "profile.driver", Status::fail, {"needs driver >= 550.54.15; no driver is loaded", "branch 550"}},
-      {"cuDNN 9.6.0 satisfies 9", [](HostFacts& f, Expectations& e) {
+       },
+       "profile.driver",
+       Status::fail,
+       {"needs driver >= 550.54.15; no driver is loaded", "branch 550"}},
+      {"cuDNN 9.6.0 satisfies 9",
+       [](HostFacts& f, Expectations& e) {
          e.profile = &profile;
          f.cudnn = gpuenv::probe::Library{"9.6.0", "/usr/include/cudnn_version.h", "", "", "12"};
-       }, "profile.cudnn", Status::pass, {"cuDNN 9.6.0 satisfies the profile's 9"}},
-      {"cuDNN 8 does not satisfy 9", [](HostFacts& f, Expectations& e) {
+       },
+       "profile.cudnn",
+       Status::pass,
+       {"cuDNN 9.6.0 satisfies the profile's 9"}},
+      {"cuDNN 8 does not satisfy 9",
+       [](HostFacts& f, Expectations& e) {
          e.profile = &profile;
          f.cudnn = gpuenv::probe::Library{"8.9.7", "/usr/include/cudnn_version.h", "", "", "12.2"};
-       }, "profile.cudnn", Status::fail, {"wants cuDNN 9; the node has cuDNN 8.9.7"}},
-      {"GPU compute capability not targeted", [](HostFacts&, Expectations& e) { e.profile = &cc80; },
-       "profile.gpu_targets", Status::fail, {"compute capability 9.0", "does not target (8.0)", "add \"9.0\""}},
-      {"GPU compute capability targeted", [](HostFacts&, Expectations& e) { e.profile = &cc90; }, "profile.gpu_targets", std::nullopt},
-      {"no targets in the profile", [](HostFacts&, Expectations& e) { e.profile = &profile; }, "profile.gpu_targets", std::nullopt},
-      {"GPU compute capability unknown", [](HostFacts& f, Expectations& e) {
+       },
+       "profile.cudnn",
+       Status::fail,
+       {"wants cuDNN 9; the node has cuDNN 8.9.7"}},
+      {"GPU compute capability not targeted",
+       [](HostFacts&, Expectations& e) { e.profile = &cc80; },
+       "profile.gpu_targets",
+       Status::fail,
+       {"compute capability 9.0", "does not target (8.0)", "add \"9.0\""}},
+      {"GPU compute capability targeted", [](HostFacts&, Expectations& e) { e.profile = &cc90; }, "profile.gpu_targets",
+       std::nullopt},
+      {"no targets in the profile", [](HostFacts&, Expectations& e) { e.profile = &profile; }, "profile.gpu_targets",
+       std::nullopt},
+      {"GPU compute capability unknown",
+       [](HostFacts& f, Expectations& e) {
          e.profile = &cc80;
          f.gpus.gpus[0].compute_capability.clear();
-       }, "profile.gpu_targets", std::nullopt},
-      {"profile wants open modules, the node runs proprietary", [](HostFacts&, Expectations& e) { e.profile = &open_modules; },
-       "profile.driver_modules", Status::warn, {"wants open kernel modules; the loaded module is proprietary"}},
-      {"profile wants open modules and gets them", [](HostFacts& f, Expectations& e) {
+       },
+       "profile.gpu_targets", std::nullopt},
+      {"profile wants open modules, the node runs proprietary",
+       [](HostFacts&, Expectations& e) { e.profile = &open_modules; },
+       "profile.driver_modules",
+       Status::warn,
+       {"wants open kernel modules; the loaded module is proprietary"}},
+      {"profile wants open modules and gets them",
+       [](HostFacts& f, Expectations& e) {
          e.profile = &open_modules;
          f.kernel.open_module = true;
-       }, "profile.driver_modules", std::nullopt},
+       },
+       "profile.driver_modules", std::nullopt},
   });
 }
 

@@ -2,9 +2,10 @@
 // tests/fixtures/hosts (each tree's README.md says what it is). One row per run: exit code, verdict and the status
 // of the findings that make the scenario what it is.
 
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -14,8 +15,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "doctor/doctor.hpp"
 #include "support/fake_system.hpp"
@@ -35,8 +34,8 @@ struct Expect {
 };
 
 struct Scenario {
-  const char* tree;                 ///< tests/fixtures/hosts/<tree>; <tree>.nvidia-smi.xml is used when it exists
-  std::vector<std::string> args;    ///< extra doctor arguments
+  const char* tree;               ///< tests/fixtures/hosts/<tree>; <tree>.nvidia-smi.xml is used when it exists
+  std::vector<std::string> args;  ///< extra doctor arguments
   int exit_code;
   const char* verdict;
   std::vector<Expect> findings;
@@ -155,7 +154,8 @@ std::optional<std::string> xml_for(const std::string& tree) {
 }
 
 /// doctor's base arguments for a tree: --root, and --nvidia-smi-xml when the tree has a captured report.
-std::vector<std::string> doctor_args(const std::string& tree, const std::vector<std::string>& extra, const std::string& format) {
+std::vector<std::string> doctor_args(const std::string& tree, const std::vector<std::string>& extra,
+                                     const std::string& format) {
   std::vector<std::string> args{"doctor", "--root", tree_path(tree)};
   if (auto xml = xml_for(tree)) {
     args.push_back("--nvidia-smi-xml");
@@ -174,7 +174,9 @@ bool low_disk() {
   return !error && space.available < 20ull * 1024 * 1024 * 1024;
 }
 
-std::string expected_verdict(const Scenario& s) { return std::string(s.verdict) == "READY" && low_disk() ? "DEGRADED" : s.verdict; }
+std::string expected_verdict(const Scenario& s) {
+  return std::string(s.verdict) == "READY" && low_disk() ? "DEGRADED" : s.verdict;
+}
 
 int expected_exit(const Scenario& s) {
   const bool strict = std::find(s.args.begin(), s.args.end(), "--strict") != s.args.end();
@@ -221,7 +223,8 @@ TEST_CASE("doctor scenarios: exit code, verdict and key findings of every host t
     }
     // The summary counts what the findings say.
     for (const char* status : {"pass", "warn", "fail", "skip"}) {
-      const auto n = std::count_if(findings.begin(), findings.end(), [&](const nlohmann::json& f) { return f.at("status") == status; });
+      const auto n = std::count_if(findings.begin(), findings.end(),
+                                   [&](const nlohmann::json& f) { return f.at("status") == status; });
       CHECK(json.at("summary").at(status) == n);
     }
   }
@@ -236,17 +239,20 @@ TEST_CASE("doctor scenarios: the JSON has the keys docs/doctor-json.md documents
   const auto result = run_gpuenv(doctor_args("healthy-8xh100", {}, "--json"));
   const auto json = nlohmann::json::parse(result.out, nullptr, false);
   REQUIRE_FALSE(json.is_discarded());
-  CHECK(keys(json) == std::set<std::string>{"schema", "gpuenv_version", "verdict", "host", "driver", "gpus", "gpu_source",
-                                            "cuda_toolkits", "findings", "summary"});
-  CHECK(keys(json.at("host")) == std::set<std::string>{"os", "os_version", "kernel", "architecture", "cpus", "memory_kib"});
-  CHECK(keys(json.at("driver")) == std::set<std::string>{"version", "kernel_module_loaded", "open_module", "cuda_version"});
+  CHECK(keys(json) == std::set<std::string>{"schema", "gpuenv_version", "verdict", "host", "driver", "gpus",
+                                            "gpu_source", "cuda_toolkits", "findings", "summary"});
+  CHECK(keys(json.at("host")) ==
+        std::set<std::string>{"os", "os_version", "kernel", "architecture", "cpus", "memory_kib"});
+  CHECK(keys(json.at("driver")) ==
+        std::set<std::string>{"version", "kernel_module_loaded", "open_module", "cuda_version"});
   CHECK(keys(json.at("summary")) == std::set<std::string>{"pass", "warn", "fail", "skip"});
   CHECK(keys(json.at("cuda_toolkits").at(0)) == std::set<std::string>{"version", "root", "nvcc"});
   // An idle H100 from the report: every optional GPU key is present (throttle_reasons: gpu_idle is active).
   CHECK(keys(json.at("gpus").at(0)) ==
-        std::set<std::string>{"index", "name", "uuid", "pci_bus_id", "memory_mib", "compute_capability", "temperature_c",
-                              "power_draw_w", "ecc_enabled", "ecc_uncorrected_volatile", "persistence_mode", "mig_enabled",
-                              "pcie_gen_current", "pcie_gen_max", "pcie_width_current", "pcie_width_max", "throttle_reasons"});
+        std::set<std::string>{"index", "name", "uuid", "pci_bus_id", "memory_mib", "compute_capability",
+                              "temperature_c", "power_draw_w", "ecc_enabled", "ecc_uncorrected_volatile",
+                              "persistence_mode", "mig_enabled", "pcie_gen_current", "pcie_gen_max",
+                              "pcie_width_current", "pcie_width_max", "throttle_reasons"});
   CHECK(json.at("gpus").at(0).at("compute_capability").is_null());
   for (const auto& finding : json.at("findings")) {
     const auto k = keys(finding);
@@ -282,7 +288,8 @@ TEST_CASE("doctor scenarios: every host tree has a README and a row", "[doctor][
   CHECK(trees == covered);
 }
 
-TEST_CASE("doctor scenarios: --oneline is one line of at most 80 characters naming the worst finding", "[doctor][e2e]") {
+TEST_CASE("doctor scenarios: --oneline is one line of at most 80 characters naming the worst finding",
+          "[doctor][e2e]") {
   std::set<std::string> seen;
   for (const Scenario& s : k_scenarios) {
     if (!seen.insert(describe(s)).second) continue;
@@ -316,7 +323,8 @@ TEST_CASE("doctor scenarios: --prometheus writes the metrics file atomically", "
   static int counter = 0;
   for (const Row& row : rows) {
     INFO("scenario: " << row.tree);
-    const fs::path dir = fs::temp_directory_path() / ("gpuenv-doctor-prom-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+    const fs::path dir = fs::temp_directory_path() /
+                         ("gpuenv-doctor-prom-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path file = dir / "gpuenv.prom";

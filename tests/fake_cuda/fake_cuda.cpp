@@ -55,7 +55,8 @@ int g_allocations = 0;
 struct FakeFunction {
   const char* name;
 };
-FakeFunction g_functions[] = {{"smoke_sgemm"}, {"smoke_hgemm_wmma"}, {"smoke_bf16gemm_wmma"}, {"smoke_fill_pattern"}, {"smoke_check_pattern"}};
+FakeFunction g_functions[] = {
+    {"smoke_sgemm"}, {"smoke_hgemm_wmma"}, {"smoke_bf16gemm_wmma"}, {"smoke_fill_pattern"}, {"smoke_check_pattern"}};
 
 float half_to_float(unsigned short bits) {
   const unsigned sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1Fu, mantissa = bits & 0x3FFu;
@@ -104,10 +105,17 @@ int cuInit(unsigned) {
 }
 int cuGetErrorName(int result, const char** name) {
   switch (result) {
-    case 2: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
-    case 100: *name = "CUDA_ERROR_NO_DEVICE"; return 0;
-    case 719: *name = "CUDA_ERROR_LAUNCH_FAILED"; return 0;
-    default: return 1;  // unknown: gpuenv falls back to its own table
+    case 2:
+      *name = "CUDA_ERROR_OUT_OF_MEMORY";
+      return 0;
+    case 100:
+      *name = "CUDA_ERROR_NO_DEVICE";
+      return 0;
+    case 719:
+      *name = "CUDA_ERROR_LAUNCH_FAILED";
+      return 0;
+    default:
+      return 1;  // unknown: gpuenv falls back to its own table
   }
 }
 int cuGetErrorString(int result, const char** text) {
@@ -131,13 +139,27 @@ int cuDeviceGetName(char* name, int length, int) {
 }
 int cuDeviceGetAttribute(int* value, int attribute, int) {
   switch (attribute) {
-    case 75: *value = static_cast<int>(number("cc_major", 9)); return 0;
-    case 76: *value = static_cast<int>(number("cc_minor", 0)); return 0;
-    case 16: *value = 132; return 0;
-    case 13: *value = 1980000; return 0;
-    case 36: *value = 2619000; return 0;
-    case 37: *value = 5120; return 0;
-    default: *value = 0; return 1;
+    case 75:
+      *value = static_cast<int>(number("cc_major", 9));
+      return 0;
+    case 76:
+      *value = static_cast<int>(number("cc_minor", 0));
+      return 0;
+    case 16:
+      *value = 132;
+      return 0;
+    case 13:
+      *value = 1980000;
+      return 0;
+    case 36:
+      *value = 2619000;
+      return 0;
+    case 37:
+      *value = 5120;
+      return 0;
+    default:
+      *value = 0;
+      return 1;
   }
 }
 int cuDeviceTotalMem_v2(std::size_t* bytes, int) {
@@ -174,8 +196,10 @@ int cuModuleGetFunction(void** function, void*, const char* name) {
   }
   return 500;  // CUDA_ERROR_NOT_FOUND
 }
-int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void** params, void**) {
-  if (const long long hang = number("launch_hang_seconds", 0); hang > 0) std::this_thread::sleep_for(std::chrono::seconds(hang));
+int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                   void** params, void**) {
+  if (const long long hang = number("launch_hang_seconds", 0); hang > 0)
+    std::this_thread::sleep_for(std::chrono::seconds(hang));
   if (const int result = static_cast<int>(number("launch_result", 0)); result != 0) return result;
   if (number("emulate_kernels", 1) == 0) return 0;
   const std::string name = static_cast<FakeFunction*>(function)->name;
@@ -183,9 +207,14 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   const void* b = *static_cast<void**>(params[1]);
   float* c = *static_cast<float**>(params[2]);
   const int m = *static_cast<int*>(params[3]), n = *static_cast<int*>(params[4]), k = *static_cast<int*>(params[5]);
-  if (name == "smoke_sgemm") gemm(a, b, c, m, n, k, [](const void* p, int i) { return static_cast<const float*>(p)[i]; });
-  if (name == "smoke_hgemm_wmma") gemm(a, b, c, m, n, k, [](const void* p, int i) { return half_to_float(static_cast<const unsigned short*>(p)[i]); });
-  if (name == "smoke_bf16gemm_wmma") gemm(a, b, c, m, n, k, [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
+  if (name == "smoke_sgemm")
+    gemm(a, b, c, m, n, k, [](const void* p, int i) { return static_cast<const float*>(p)[i]; });
+  if (name == "smoke_hgemm_wmma")
+    gemm(a, b, c, m, n, k,
+         [](const void* p, int i) { return half_to_float(static_cast<const unsigned short*>(p)[i]); });
+  if (name == "smoke_bf16gemm_wmma")
+    gemm(a, b, c, m, n, k,
+         [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
   return 0;
 }
 int cuMemAlloc_v2(unsigned long long* pointer, std::size_t bytes) {

@@ -105,15 +105,19 @@ struct nvmlUtilization_t {
 };
 
 int nvmlInit_v2() {
-  if (const int hang = state().top_int("hang_seconds", 0); hang > 0) std::this_thread::sleep_for(std::chrono::seconds(hang));
+  if (const int hang = state().top_int("hang_seconds", 0); hang > 0)
+    std::this_thread::sleep_for(std::chrono::seconds(hang));
   return state().top_int("init_result", 0);
 }
 int nvmlShutdown() { return 0; }
 const char* nvmlErrorString(int result) {
   switch (result) {
-    case 9: return "Driver Not Loaded";
-    case 18: return "RM has detected an NVML/RM version mismatch.";
-    default: return "Unknown Error";
+    case 9:
+      return "Driver Not Loaded";
+    case 18:
+      return "RM has detected an NVML/RM version mismatch.";
+    default:
+      return "Unknown Error";
   }
 }
 int nvmlSystemGetDriverVersion(char* out, unsigned length) {
@@ -136,8 +140,12 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
   *device = reinterpret_cast<void*>(static_cast<std::size_t>(index) + 1);
   return 0;
 }
-int nvmlDeviceGetName(void* device, char* out, unsigned length) { return copy_string(gpu_of(device)->get("name"), out, length); }
-int nvmlDeviceGetUUID(void* device, char* out, unsigned length) { return copy_string(gpu_of(device)->get("uuid"), out, length); }
+int nvmlDeviceGetName(void* device, char* out, unsigned length) {
+  return copy_string(gpu_of(device)->get("name"), out, length);
+}
+int nvmlDeviceGetUUID(void* device, char* out, unsigned length) {
+  return copy_string(gpu_of(device)->get("uuid"), out, length);
+}
 int nvmlDeviceGetPciInfo_v3(void* device, nvmlPciInfo_t* pci) {
   std::memset(pci, 0, sizeof *pci);
   return copy_string(gpu_of(device)->get("pci_bus_id"), pci->bus_id, sizeof pci->bus_id);
@@ -156,12 +164,12 @@ int nvmlDeviceGetCudaComputeCapability(void* device, int* major, int* minor) {
   return 0;
 }
 
-#define FAKE_SCALAR(function, type, key)                           \
-  int function(void* device, type* value) {                        \
-    const FakeGpu* gpu = gpu_of(device);                           \
-    if (!gpu->has(key)) return k_not_supported;                    \
-    *value = static_cast<type>(gpu->number(key));                  \
-    return 0;                                                      \
+#define FAKE_SCALAR(function, type, key)          \
+  int function(void* device, type* value) {       \
+    const FakeGpu* gpu = gpu_of(device);          \
+    if (!gpu->has(key)) return k_not_supported;   \
+    *value = static_cast<type>(gpu->number(key)); \
+    return 0;                                     \
   }
 
 FAKE_SCALAR(nvmlDeviceGetPersistenceMode, int, "persistence_mode")
@@ -188,7 +196,8 @@ int nvmlDeviceGetEccMode(void* device, int* current, int* pending) {
 }
 int nvmlDeviceGetTotalEccErrors(void* device, int error_type, int counter_type, unsigned long long* count) {
   const FakeGpu* gpu = gpu_of(device);
-  const std::string key = std::string(error_type == 1 ? "ecc_uncorrected" : "ecc_corrected") + (counter_type == 0 ? "_volatile" : "_aggregate");
+  const std::string key = std::string(error_type == 1 ? "ecc_uncorrected" : "ecc_corrected") +
+                          (counter_type == 0 ? "_volatile" : "_aggregate");
   if (!gpu->has(key)) return k_not_supported;
   *count = gpu->number(key);
   return 0;
@@ -200,7 +209,8 @@ int nvmlDeviceGetRetiredPages(void* device, int cause, unsigned* count, unsigned
   *count = static_cast<unsigned>(gpu->number(key));
   return 0;
 }
-int nvmlDeviceGetRemappedRows(void* device, unsigned* corrected, unsigned* uncorrected, unsigned* pending, unsigned* failure) {
+int nvmlDeviceGetRemappedRows(void* device, unsigned* corrected, unsigned* uncorrected, unsigned* pending,
+                              unsigned* failure) {
   const FakeGpu* gpu = gpu_of(device);
   if (!gpu->has("remapped_rows_uncorrectable")) return k_not_supported;
   *corrected = static_cast<unsigned>(gpu->number("remapped_rows_correctable"));

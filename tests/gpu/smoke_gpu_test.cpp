@@ -12,7 +12,8 @@ TEST_CASE("smoke gpu: --quick on the real driver verifies copies and matmuls on 
   auto report = gpuenv::smoke::run_smoke(*real, options);
   REQUIRE(report);
   if (!report->driver_loaded || report->devices.empty()) {
-    WARN("skipped: no NVIDIA driver or GPU here (" + (report->findings.empty() ? std::string("?") : report->findings.front().message) + ")");
+    WARN("skipped: no NVIDIA driver or GPU here (" +
+         (report->findings.empty() ? std::string("?") : report->findings.front().message) + ")");
     return;
   }
   for (const auto& device : report->devices) {

@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "probe/cuda_toolkit.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 
-#include "probe/cuda_toolkit.hpp"
 #include "support/fake_system.hpp"
 
 using gpuenv::probe::parse_cuda_version_json;
@@ -140,8 +140,9 @@ TEST_CASE("NCCL header: NCCL_MAJOR/MINOR/PATCH (inline sample: no nccl.h fixture
       "#define NCCL_VERSION_CODE 22105\r\n#  define NCCL_VERSION(X,Y,Z) ((X) * 10000 + (Y) * 100 + (Z))\r\n");
   REQUIRE(version.has_value());
   CHECK(version->str() == "2.21.5");
-  CHECK(parse_nccl_header("#  define NCCL_MAJOR 2 /* major */\n#define NCCL_MINOR\t18\n#define NCCL_PATCH 1\n")->str() ==
-        "2.18.1");
+  CHECK(
+      parse_nccl_header("#  define NCCL_MAJOR 2 /* major */\n#define NCCL_MINOR\t18\n#define NCCL_PATCH 1\n")->str() ==
+      "2.18.1");
   CHECK_FALSE(parse_nccl_header("").has_value());
   CHECK_FALSE(parse_nccl_header("#define NCCL_MAJOR 2\n#define NCCL_MINOR 21\n").has_value());
 }

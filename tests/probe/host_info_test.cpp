@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "probe/host_info.hpp"
 
+#include <catch2/catch.hpp>
 #include <optional>
 #include <string>
-
-#include "probe/host_info.hpp"
 
 using namespace gpuenv::probe;
 
@@ -18,8 +17,8 @@ TEST_CASE("os-release: quoted and unquoted values", "[probe][host]") {
     const char* pretty_name;
   };
   const Row rows[] = {
-      {"PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nID=ubuntu\nID_LIKE=debian\n", "ubuntu",
-       "22.04", "Ubuntu 22.04.4 LTS"},
+      {"PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nID=ubuntu\nID_LIKE=debian\n",
+       "ubuntu", "22.04", "Ubuntu 22.04.4 LTS"},
       {"PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\r\nVERSION_ID=\"12\"\r\nID=debian\r\n", "debian", "12",
        "Debian GNU/Linux 12 (bookworm)"},
       {"NAME='Rocky Linux'\nID='rocky'\nVERSION_ID='9.3'\nPRETTY_NAME='Rocky Linux 9.3 (Blue Onyx)'\n", "rocky", "9.3",
@@ -103,7 +102,8 @@ TEST_CASE("Secure Boot efivar bytes", "[probe][host]") {
     std::string bytes;
     bool enabled;
   };
-  const Row rows[] = {{"\x06\x00\x00\x00\x01"s, true}, {"\x06\x00\x00\x00\x00"s, false}, {"\x16\x00\x00\x00\x01"s, true}};
+  const Row rows[] = {
+      {"\x06\x00\x00\x00\x01"s, true}, {"\x06\x00\x00\x00\x00"s, false}, {"\x16\x00\x00\x00\x01"s, true}};
   for (const Row& row : rows) {
     const auto state = parse_secure_boot_efivar(row.bytes);
     REQUIRE(state.has_value());

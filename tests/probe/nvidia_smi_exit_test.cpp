@@ -1,15 +1,15 @@
-#include <catch2/catch.hpp>
+#include "probe/nvidia_smi_exit.hpp"
 
+#include <catch2/catch.hpp>
 #include <optional>
 #include <string>
 
-#include "probe/nvidia_smi_exit.hpp"
 #include "support/fake_system.hpp"
 
 using gpuenv::probe::classify_nvidia_smi_error;
-using gpuenv::probe::NvidiaSmiFailure;
 using gpuenv::probe::nvidia_smi_exit_code;
 using gpuenv::probe::nvidia_smi_exit_codes;
+using gpuenv::probe::NvidiaSmiFailure;
 using gpuenv::testing::read_fixture;
 
 TEST_CASE("nvidia-smi exit codes follow the man page's RETURN VALUE list", "[probe][nvidia-smi-exit]") {

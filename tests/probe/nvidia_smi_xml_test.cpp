@@ -1,10 +1,10 @@
-#include <catch2/catch.hpp>
+#include "probe/nvidia_smi_xml.hpp"
 
+#include <catch2/catch.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "probe/nvidia_smi_xml.hpp"
 #include "support/fake_system.hpp"
 
 using gpuenv::probe::EccSchema;
@@ -110,7 +110,8 @@ TEST_CASE("nvidia-smi XML: attached_gpus=4 with one <gpu> element reports both n
   CHECK_FALSE(parse_fixture("geforce-gtx-1070-ti_dtd-v10_reduced.xml").gpu_count_mismatch());  // no header count
 }
 
-TEST_CASE("nvidia-smi XML: Tesla V100 (driver 460): legacy ECC, retired pages, thermals, power, link", "[probe][nvidia-smi-xml]") {
+TEST_CASE("nvidia-smi XML: Tesla V100 (driver 460): legacy ECC, retired pages, thermals, power, link",
+          "[probe][nvidia-smi-xml]") {
   const auto report = parse_fixture("tesla-v100-pcie-32gb_driver-460.39_cuda-11.2.xml");
   const NvidiaSmiGpu& gpu = report.gpus.at(0);
   CHECK(gpu.serial == "0324418086185");
@@ -163,7 +164,8 @@ TEST_CASE("nvidia-smi XML: Tesla P100 (driver 510) has 3 aggregate single-bit EC
   CHECK(gpu.clocks_event_reasons == std::optional<Names>(Names{"gpu_idle"}));
 }
 
-TEST_CASE("nvidia-smi XML: A100-SXM4-80GB (driver 535): MIG, SRAM/DRAM ECC, gpu_power_readings", "[probe][nvidia-smi-xml]") {
+TEST_CASE("nvidia-smi XML: A100-SXM4-80GB (driver 535): MIG, SRAM/DRAM ECC, gpu_power_readings",
+          "[probe][nvidia-smi-xml]") {
   const NvidiaSmiGpu gpu = parse_fixture("a100-sxm4-80gb_driver-535.54.03_cuda-12.2_mig-enabled.xml").gpus.at(0);
   CHECK(gpu.serial == "1650522003820");
   CHECK(gpu.memory_used_mib == 50);
@@ -228,7 +230,8 @@ TEST_CASE("nvidia-smi XML: A10G (driver 515): remapped rows, idle throttle, x8 l
   CHECK(gpu.process_count == 1);
 }
 
-TEST_CASE("nvidia-smi XML: RTX 4000 SFF Ada (driver 595, DTD v13): newest ECC schema and power tags", "[probe][nvidia-smi-xml]") {
+TEST_CASE("nvidia-smi XML: RTX 4000 SFF Ada (driver 595, DTD v13): newest ECC schema and power tags",
+          "[probe][nvidia-smi-xml]") {
   const NvidiaSmiGpu gpu = parse_fixture("rtx-4000-sff-ada_driver-595.84_cuda-13.2.xml").gpus.at(0);
   CHECK(gpu.serial == "REDACTED");
   CHECK(gpu.persistence_mode == true);
@@ -244,7 +247,7 @@ TEST_CASE("nvidia-smi XML: RTX 4000 SFF Ada (driver 595, DTD v13): newest ECC sc
   CHECK(gpu.temperature_c == 38);
   CHECK_FALSE(gpu.temperature_slowdown_c.has_value());  // only *_tlimit_threshold on this driver
   CHECK_FALSE(gpu.temperature_shutdown_c.has_value());
-  CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(8.44));  // instant_power_draw
+  CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(8.44));   // instant_power_draw
   CHECK(gpu.power_limit_w.value_or(-1.0) == Approx(70.0));  // current_power_limit
   CHECK(gpu.clocks_event_reasons == std::optional<Names>(Names{"gpu_idle"}));
   CHECK(gpu.pcie.gen_current == 1);
@@ -293,9 +296,9 @@ TEST_CASE("nvidia-smi XML: 8x V100S: every GPU, and sw_power_cap on two of them"
 TEST_CASE("nvidia-smi XML: reduced reports give absent values, not errors", "[probe][nvidia-smi-xml]") {
   SECTION("RTX PRO 6000 Blackwell: padded values, N/A power_draw falls back to instant_power_draw") {
     const NvidiaSmiGpu gpu = parse_fixture("rtx-pro-6000-blackwell_driver-580_reduced.xml").gpus.at(0);
-    CHECK(gpu.pci_bus_id == "00000000:01:00.0");  // from the id attribute: no <pci> element
-    CHECK(gpu.temperature_c == 37);               // " 37 C "
-    CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(66.84));     // " N/A " then " 66.84 W "
+    CHECK(gpu.pci_bus_id == "00000000:01:00.0");              // from the id attribute: no <pci> element
+    CHECK(gpu.temperature_c == 37);                           // " 37 C "
+    CHECK(gpu.power_draw_w.value_or(-1.0) == Approx(66.84));  // " N/A " then " 66.84 W "
     CHECK_FALSE(gpu.power_limit_w.has_value());
     CHECK_FALSE(gpu.serial.has_value());
     CHECK_FALSE(gpu.clocks_event_reasons.has_value());
@@ -329,20 +332,24 @@ TEST_CASE("nvidia-smi XML: reduced reports give absent values, not errors", "[pr
   }
 }
 
-TEST_CASE("nvidia-smi XML: compute_cap, Active throttle bits and bracketed N/A (inline sample)", "[probe][nvidia-smi-xml]") {
+TEST_CASE("nvidia-smi XML: compute_cap, Active throttle bits and bracketed N/A (inline sample)",
+          "[probe][nvidia-smi-xml]") {
   // No captured report prints <compute_cap> or an active hw_slowdown; this sample is written for the test.
   const char* xml =
       "<nvidia_smi_log><driver_version>550.54.15</driver_version><attached_gpus>1</attached_gpus>\r\n"
       "<gpu id=\"00000000:3B:00.0\"><product_name>Test GPU</product_name><compute_cap>9.0</compute_cap>\r\n"
       "<serial>[N/A]</serial><persistence_mode>Enabled</persistence_mode>\r\n"
-      "<retired_pages><pending_blacklist>No</pending_blacklist><pending_retirement>Yes</pending_retirement></retired_pages>\r\n"
+      "<retired_pages><pending_blacklist>No</pending_blacklist><pending_retirement>Yes</pending_retirement></"
+      "retired_pages>\r\n"
       "<remapped_rows><remapped_row_corr>2</remapped_row_corr><remapped_row_unc>1</remapped_row_unc>"
-      "<remapped_row_pending>Yes</remapped_row_pending><remapped_row_failure>No</remapped_row_failure></remapped_rows>\r\n"
+      "<remapped_row_pending>Yes</remapped_row_pending><remapped_row_failure>No</remapped_row_failure></"
+      "remapped_rows>\r\n"
       "<clocks_event_reasons><clocks_event_reason_hw_slowdown>Active</clocks_event_reason_hw_slowdown>"
       "<clocks_event_reason_hw_power_brake_slowdown>Active</clocks_event_reason_hw_power_brake_slowdown>"
       "<clocks_event_reason_sw_thermal_slowdown>Not Active</clocks_event_reason_sw_thermal_slowdown>"
       "</clocks_event_reasons>\r\n"
-      "<ecc_errors><volatile><sram_correctable>5</sram_correctable><sram_uncorrectable_parity>1</sram_uncorrectable_parity>"
+      "<ecc_errors><volatile><sram_correctable>5</sram_correctable><sram_uncorrectable_parity>1</"
+      "sram_uncorrectable_parity>"
       "<sram_uncorrectable_secded>2</sram_uncorrectable_secded><dram_correctable>Not Supported</dram_correctable>"
       "<dram_uncorrectable>4</dram_uncorrectable></volatile></ecc_errors>\r\n"
       "</gpu></nvidia_smi_log>\r\n";

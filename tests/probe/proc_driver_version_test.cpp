@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
+#include "probe/proc_driver_version.hpp"
 
+#include <catch2/catch.hpp>
 #include <optional>
 #include <string>
 
-#include "probe/proc_driver_version.hpp"
 #include "support/fake_system.hpp"
 
 using gpuenv::probe::parse_kernel_module_banner;
@@ -40,7 +40,8 @@ TEST_CASE("/proc/driver/nvidia/version: proprietary and open kernel module banne
     CHECK(parsed->module.build_info == row.build_info);
     CHECK(parsed->gcc_version == row.gcc_version);
   }
-  const auto gcc = parse_proc_driver_version(read_fixture("probe/proc-version/driver-460.39_ubuntu-18.04_gcc-7.5.0.txt"));
+  const auto gcc =
+      parse_proc_driver_version(read_fixture("probe/proc-version/driver-460.39_ubuntu-18.04_gcc-7.5.0.txt"));
   REQUIRE(gcc.has_value());
   CHECK(gcc->gcc_line == "gcc version 7.5.0 (Ubuntu 7.5.0-3ubuntu1~18.04)");
 }
@@ -56,7 +57,8 @@ TEST_CASE("/proc/driver/nvidia/version: CRLF, aarch64 and the dmesg loading bann
   CHECK_FALSE(crlf->module.open_module);
   CHECK(crlf->gcc_version == "11.4.0");
   // The same banner after "NVRM: loading " in the kernel log (fixture dmesg-kmsg_nvrm-driver-load-unload).
-  const auto banner = parse_kernel_module_banner("NVIDIA UNIX x86_64 Kernel Module  550.144.03  Mon Dec 30 17:44:08 UTC 2024");
+  const auto banner =
+      parse_kernel_module_banner("NVIDIA UNIX x86_64 Kernel Module  550.144.03  Mon Dec 30 17:44:08 UTC 2024");
   REQUIRE(banner.has_value());
   CHECK(banner->version == "550.144.03");
   CHECK(banner->build_info == "Mon Dec 30 17:44:08 UTC 2024");
@@ -78,7 +80,8 @@ TEST_CASE("/proc/driver/nvidia/version: malformed text is an Error", "[probe][pr
     CHECK_FALSE(parse_proc_driver_version(text).has_value());
   }
   // Every truncation of a real file either fails or yields the version printed so far, never a crash.
-  const std::string whole = read_fixture("probe/proc-version/open-kernel-module_565.57.01_x86_64_ubuntu-24.04_gcc-13.3.0.txt");
+  const std::string whole =
+      read_fixture("probe/proc-version/open-kernel-module_565.57.01_x86_64_ubuntu-24.04_gcc-13.3.0.txt");
   for (std::size_t cut = 0; cut <= whole.size(); ++cut) {
     const auto parsed = parse_proc_driver_version(whole.substr(0, cut));
     if (parsed) CHECK_THAT(std::string("565.57.01"), Catch::StartsWith(parsed->module.version));

@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "probe/xid.hpp"
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "probe/pci_bus_id.hpp"
-#include "probe/xid.hpp"
 #include "support/fake_system.hpp"
 #include "util/strings.hpp"
 
@@ -88,8 +88,8 @@ TEST_CASE("Xid table: xid_info rows", "[probe][xid]") {
       {13, "ROBUST_CHANNEL_GR_EXCEPTION / GR_ERROR_SW_NOTIFY",
        "restart app (r555 doc: run DCGM + field diag to rule out HW, else debug app)", XidSeverity::warning, false,
        "ignored", "Warning"},
-      {45, "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL",
-       "none if other Xids present; if alone, restart Fabric Manager", XidSeverity::info, false, "ignored", "Warning"},
+      {45, "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL", "none if other Xids present; if alone, restart Fabric Manager",
+       XidSeverity::info, false, "ignored", "Warning"},
       {63, "INFOROM_DRAM_RETIREMENT_EVENT",
        "none now. Reset GPU when convenient so the remap takes effect. With Xid 94: restart the affected app",
        XidSeverity::error, true, "unhealthy", "Fatal"},
@@ -134,9 +134,8 @@ TEST_CASE("Xid table: malformed data is an Error naming the row", "[probe][xid]"
       {good + good, "appears twice"},
       {good + "colour = \"red\"\n", "unknown key `colour`"},
       {"[[xid]]\ncode = \"79\"\n", "`code` must be a positive integer"},
-      {gpuenv::util::join({good.substr(0, good.find("severity")), "severity = \"fatal\"\n",
-                           good.substr(good.find("aznhc"))},
-                          ""),
+      {gpuenv::util::join(
+           {good.substr(0, good.find("severity")), "severity = \"fatal\"\n", good.substr(good.find("aznhc"))}, ""),
        "`severity` must be"},
       {"[[xid]\n", "xid.toml:1"},
       {"title = \"x\"\n", "unknown top-level key"},
@@ -210,7 +209,8 @@ TEST_CASE("Kernel log: dmesg -T, Xid 119 with the GPU's UUID from the preceding 
   CHECK(scan.events[0].line_number == 3);
 }
 
-TEST_CASE("Kernel log: fallen off the bus without an Xid, multi-line, then probe failure and driver load", "[probe][xid]") {
+TEST_CASE("Kernel log: fallen off the bus without an Xid, multi-line, then probe failure and driver load",
+          "[probe][xid]") {
   const KernelLogScan scan = scan_fixture("dmesg_gpu-fallen-off-bus_no-xid_open-module-570.158.01.log");
   REQUIRE(scan.events.size() == 3);
   const KernelEvent& fallen = scan.events[0];
@@ -346,10 +346,18 @@ TEST_CASE("PCI bus ids reduce to one spelling", "[probe][xid]") {
     std::optional<std::string> canonical;
   };
   const Row rows[] = {
-      {"00000000:3B:00.0", "0000:3b:00.0"}, {"PCI:0000:9b:00", "0000:9b:00.0"}, {"0000:b3:00.0", "0000:b3:00.0"},
-      {" 0018:01:00 ", "0018:01:00.0"},     {"0000:01:00.7", "0000:01:00.7"},   {"0000:01:20.0", std::nullopt},
-      {"0000:01:00.8", std::nullopt},       {"10de:26b5", std::nullopt},        {"", std::nullopt},
-      {"1:2:3:4", std::nullopt},            {"0000:zz:00.0", std::nullopt},     {"000000000:01:00.0", std::nullopt},
+      {"00000000:3B:00.0", "0000:3b:00.0"},
+      {"PCI:0000:9b:00", "0000:9b:00.0"},
+      {"0000:b3:00.0", "0000:b3:00.0"},
+      {" 0018:01:00 ", "0018:01:00.0"},
+      {"0000:01:00.7", "0000:01:00.7"},
+      {"0000:01:20.0", std::nullopt},
+      {"0000:01:00.8", std::nullopt},
+      {"10de:26b5", std::nullopt},
+      {"", std::nullopt},
+      {"1:2:3:4", std::nullopt},
+      {"0000:zz:00.0", std::nullopt},
+      {"000000000:01:00.0", std::nullopt},
   };
   for (const Row& row : rows) {
     INFO(row.text);

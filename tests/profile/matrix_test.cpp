@@ -1,11 +1,11 @@
 // Matrix expansion (GitHub Actions semantics), --set parsing, overrides and cell selection.
 
-#include <catch2/catch.hpp>
+#include "profile/matrix.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "profile/matrix.hpp"
 #include "profile/parser.hpp"
 
 using gpuenv::profile::Assignments;
@@ -241,7 +241,8 @@ TEST_CASE("select_cells keeps the cells whose fields equal every override", "[pr
       {{{"framework.python", "3.11"}},
        {"cuda.version=12.1.1,framework.python=3.11", "cuda.version=12.4.1,framework.python=3.11,image.flavor=devel"}},
       // Fields that are no axis are compared with the cell's resolved profile.
-      {{{"image.flavor", "devel"}, {"framework.python", "3.9"}}, {"cuda.version=12.4.1,framework.python=3.9,image.flavor=devel"}},
+      {{{"image.flavor", "devel"}, {"framework.python", "3.9"}},
+       {"cuda.version=12.4.1,framework.python=3.9,image.flavor=devel"}},
       {{{"os.distro", "ubuntu"}, {"cuda.version", "12.1.1"}},
        {"cuda.version=12.1.1,framework.python=3.9", "cuda.version=12.1.1,framework.python=3.10",
         "cuda.version=12.1.1,framework.python=3.11"}},
@@ -269,7 +270,8 @@ TEST_CASE("parse_assignments reads FIELD=VALUE and refuses anything else as a us
       {"cuda.verison=12.4.1", "--set cuda.verison=12.4.1: unknown field `cuda.verison`; did you mean `cuda.version`?"},
       {"cuda.version=12.4", "--set cuda.version=12.4: `cuda.version` = \"12.4\" is not valid"},
       {"cudnn.version=", "--set cudnn.version=: `cudnn.version` = \"\" is not valid"},
-      {"image.flavor=cudnn-runtime", "--set image.flavor=cudnn-runtime: `image.flavor` = \"cudnn-runtime\" is not valid"},
+      {"image.flavor=cudnn-runtime",
+       "--set image.flavor=cudnn-runtime: `image.flavor` = \"cudnn-runtime\" is not valid"},
   };
   for (const Row& row : rows) {
     INFO(row.item);
@@ -282,10 +284,9 @@ TEST_CASE("parse_assignments reads FIELD=VALUE and refuses anything else as a us
 }
 
 TEST_CASE("apply_overrides sets fields in order and names the override that is wrong", "[profile][matrix]") {
-  auto applied = gpuenv::profile::apply_overrides(base_profile(), {{"cuda.version", "12.6.3"},
-                                                                   {"framework.version", "2.9.1"},
-                                                                   {"cuda.version", "12.8.1"},
-                                                                   {"cudnn.version", "9"}});
+  auto applied = gpuenv::profile::apply_overrides(
+      base_profile(),
+      {{"cuda.version", "12.6.3"}, {"framework.version", "2.9.1"}, {"cuda.version", "12.8.1"}, {"cudnn.version", "9"}});
   REQUIRE(applied.has_value());
   CHECK(applied->cuda_version == "12.8.1");
   CHECK(applied->framework_version == "2.9.1");

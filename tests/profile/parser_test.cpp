@@ -1,10 +1,9 @@
 // parse_profile on inline text: required fields, did-you-mean, types, grammars, line:column and matrix keys.
 
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "profile/parser.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 using gpuenv::profile::parse_profile;
 using gpuenv::util::ErrorKind;
@@ -123,14 +122,17 @@ TEST_CASE("unknown keys get a did-you-mean from their own table, with line:colum
     const char* message;
   };
   const Row rows[] = {
-      {replace(k_minimal, "[cuda]\nversion", "[cuda]\nverison"), "t.toml:7:11: unknown key `cuda.verison`; did you mean `version`?"},
+      {replace(k_minimal, "[cuda]\nversion", "[cuda]\nverison"),
+       "t.toml:7:11: unknown key `cuda.verison`; did you mean `version`?"},
       {replace(k_minimal, "distro =", "distr ="), "t.toml:4:9: unknown key `os.distr`; did you mean `distro`?"},
       {replace(k_minimal, "name = \"t\"", "nmae = \"t\""), "t.toml:2:8: unknown key `nmae`; did you mean `name`?"},
       {k_minimal + "[gpu]\nmodel = [\"A100\"]\n", "t.toml:9:9: unknown key `gpu.model`; did you mean `models`?"},
-      {k_minimal + "[framework]\npyton = \"3.11\"\n", "t.toml:9:9: unknown key `framework.pyton`; did you mean `python`?"},
+      {k_minimal + "[framework]\npyton = \"3.11\"\n",
+       "t.toml:9:9: unknown key `framework.pyton`; did you mean `python`?"},
       {k_minimal + "[drivers]\nmin = \"550\"\n", "t.toml:8:1: unknown key `drivers`; did you mean `driver`?"},
       {k_minimal + "[image]\ntag = \"x\"\n", "t.toml:9:7: unknown key `image.tag`"},
-      {replace(k_minimal, "schema = 1\n", "schema = 1\ncompletely_unrelated = 1\n"), "t.toml:2:24: unknown key `completely_unrelated`"},
+      {replace(k_minimal, "schema = 1\n", "schema = 1\ncompletely_unrelated = 1\n"),
+       "t.toml:2:24: unknown key `completely_unrelated`"},
   };
   for (const Row& row : rows) {
     INFO(row.text);
@@ -152,7 +154,8 @@ TEST_CASE("values of the wrong TOML type are refused with the type named", "[pro
       {replace(replace(k_minimal, "[cuda]\nversion = \"12.4.1\"\n", ""), "[os]", "cuda = \"12.4.1\"\n[os]"),
        "t.toml:3:8: `cuda` must be a table, not a string"},
       {k_minimal + "[gpu]\nmodels = \"A100\"\n", "t.toml:9:10: `gpu.models` must be an array of strings, not a string"},
-      {k_minimal + "[gpu]\ncompute_capabilities = [8.0]\n", "t.toml:9:25: `gpu.compute_capabilities` must hold strings, found a number"},
+      {k_minimal + "[gpu]\ncompute_capabilities = [8.0]\n",
+       "t.toml:9:25: `gpu.compute_capabilities` must hold strings, found a number"},
       {replace(k_minimal, "[os]", "matrix = []\n[os]"), "t.toml:3:10: `matrix` must be a table, not an array"},
   };
   for (const Row& row : rows) {
@@ -172,11 +175,14 @@ TEST_CASE("each field's grammar accepts its forms and refuses the rest", "[profi
     bool valid;
   };
   const Row rows[] = {
-      {"cudnn", "version", "9", true},           {"cudnn", "version", "8.9.7.29", true},   {"cudnn", "version", "9.x", false},
-      {"driver", "min", "570.26", true},         {"driver", "min", "550.54.15", true},     {"driver", "min", "55", false},
-      {"driver", "branch", "550", true},         {"driver", "branch", "550.54", false},    {"driver", "modules", "open", true},
-      {"driver", "modules", "closed", false},    {"image", "flavor", "base", true},        {"image", "flavor", "cudnn-devel", false},
-      {"gpu_cc", "", "10.0", true},              {"gpu_cc", "", "9", false},               {"gpu_cc", "", "0.5", false},
+      {"cudnn", "version", "9", true},      {"cudnn", "version", "8.9.7.29", true},
+      {"cudnn", "version", "9.x", false},   {"driver", "min", "570.26", true},
+      {"driver", "min", "550.54.15", true}, {"driver", "min", "55", false},
+      {"driver", "branch", "550", true},    {"driver", "branch", "550.54", false},
+      {"driver", "modules", "open", true},  {"driver", "modules", "closed", false},
+      {"image", "flavor", "base", true},    {"image", "flavor", "cudnn-devel", false},
+      {"gpu_cc", "", "10.0", true},         {"gpu_cc", "", "9", false},
+      {"gpu_cc", "", "0.5", false},
   };
   for (const Row& row : rows) {
     INFO(row.table << "." << row.key << " = " << row.value);
@@ -192,10 +198,18 @@ TEST_CASE("each field's grammar accepts its forms and refuses the rest", "[profi
     bool valid;
   };
   const Top tops[] = {
-      {"\"12.4.1\"", "\"12.4\"", false},          {"\"12.4.1\"", "\"v12.4.1\"", false},      {"\"12.4.1\"", "\"12.4.1.0\"", false},
-      {"\"12.4.1\"", "\"13.0.2\"", true},         {"\"22.04\"", "\"jammy\"", false},         {"\"22.04\"", "\"2023\"", true},
-      {"\"ubuntu\"", "\"Ubuntu\"", false},        {"\"ubuntu\"", "\"amzn\"", true},          {"\"t\"", "\"-t\"", false},
-      {"\"t\"", "\"a.b_c-9\"", true},             {"\"t\"", "\"UPPER\"", false},             {"\"t\"", "\"" + std::string(64, 'a') + "\"", true},
+      {"\"12.4.1\"", "\"12.4\"", false},
+      {"\"12.4.1\"", "\"v12.4.1\"", false},
+      {"\"12.4.1\"", "\"12.4.1.0\"", false},
+      {"\"12.4.1\"", "\"13.0.2\"", true},
+      {"\"22.04\"", "\"jammy\"", false},
+      {"\"22.04\"", "\"2023\"", true},
+      {"\"ubuntu\"", "\"Ubuntu\"", false},
+      {"\"ubuntu\"", "\"amzn\"", true},
+      {"\"t\"", "\"-t\"", false},
+      {"\"t\"", "\"a.b_c-9\"", true},
+      {"\"t\"", "\"UPPER\"", false},
+      {"\"t\"", "\"" + std::string(64, 'a') + "\"", true},
       {"\"t\"", "\"" + std::string(65, 'a') + "\"", false},
   };
   for (const Top& row : tops) {
@@ -205,9 +219,14 @@ TEST_CASE("each field's grammar accepts its forms and refuses the rest", "[profi
 
   const std::string framework = k_minimal + "[framework]\nname = \"pytorch\"\nversion = \"2.4.1\"\npython = \"3.11\"\n";
   const Top frameworks[] = {
-      {"\"2.4.1\"", "\"2.4\"", true},     {"\"2.4.1\"", "\"2\"", false},       {"\"2.4.1\"", "\"2.4.1rc1\"", false},
-      {"\"3.11\"", "\"3\"", false},       {"\"3.11\"", "\"3.11.4\"", false},   {"\"pytorch\"", "\"torch\"", false},
-      {"\"3.11\"", "\"3.11\"\nvariant = \"cu124\"", true},                       {"\"3.11\"", "\"3.11\"\nvariant = \"cuda124\"", false},
+      {"\"2.4.1\"", "\"2.4\"", true},
+      {"\"2.4.1\"", "\"2\"", false},
+      {"\"2.4.1\"", "\"2.4.1rc1\"", false},
+      {"\"3.11\"", "\"3\"", false},
+      {"\"3.11\"", "\"3.11.4\"", false},
+      {"\"pytorch\"", "\"torch\"", false},
+      {"\"3.11\"", "\"3.11\"\nvariant = \"cu124\"", true},
+      {"\"3.11\"", "\"3.11\"\nvariant = \"cuda124\"", false},
   };
   for (const Top& row : frameworks) {
     INFO(row.from << " -> " << row.to);
@@ -233,7 +252,8 @@ TEST_CASE("malformed TOML is reported at its line and column", "[profile][parser
   CHECK(error_of("schema = 1\nschema = 1\n").rfind("t.toml:2:", 0) == 0);
 }
 
-TEST_CASE("the framework table needs name, version and python together, and variant is for pytorch only", "[profile][parser]") {
+TEST_CASE("the framework table needs name, version and python together, and variant is for pytorch only",
+          "[profile][parser]") {
   struct Row {
     const char* framework;
     const char* message;  ///< "" when valid
@@ -299,17 +319,22 @@ TEST_CASE("matrix keys must be scalar profile fields and their values valid stri
        "t.toml:9:18: matrix: `cuda.verison` is not a profile field; did you mean `cuda.version`?", false},
       {"\"name\" = [\"a\", \"b\"]\n", "t.toml:9:10: matrix: `name` cannot vary", false},
       {"\"description\" = [\"a\", \"b\"]\n", "t.toml:9:17: matrix: `description` cannot vary", false},
-      {"\"gpu.models\" = [\"A100\"]\n", "t.toml:9:16: matrix: `gpu.models` is an array field and cannot be a matrix axis", true},
-      {"\"cuda.version\" = \"12.4.1\"\n", "t.toml:9:18: matrix: `cuda.version` must be an array of values, not a string", false},
+      {"\"gpu.models\" = [\"A100\"]\n",
+       "t.toml:9:16: matrix: `gpu.models` is an array field and cannot be a matrix axis", true},
+      {"\"cuda.version\" = \"12.4.1\"\n",
+       "t.toml:9:18: matrix: `cuda.version` must be an array of values, not a string", false},
       {"\"cuda.version\" = []\n", "t.toml:9:18: matrix: `cuda.version` has no values", false},
-      {"\"cuda.version\" = [\"12.4.1\", \"12.4.1\"]\n", "t.toml:9:29: matrix: `cuda.version` lists \"12.4.1\" twice", false},
-      {"\"cuda.version\" = [12.4]\n", "t.toml:9:19: matrix: values of `cuda.version` must be strings, not a number", false},
+      {"\"cuda.version\" = [\"12.4.1\", \"12.4.1\"]\n", "t.toml:9:29: matrix: `cuda.version` lists \"12.4.1\" twice",
+       false},
+      {"\"cuda.version\" = [12.4]\n", "t.toml:9:19: matrix: values of `cuda.version` must be strings, not a number",
+       false},
       {"\"cuda.version\" = [\"12.4\"]\n", "t.toml:9:19: matrix: `cuda.version` = \"12.4\" is not valid", false},
       {"\"cuda.version\" = [\"12.4.1\"]\nexclude = { \"cuda.version\" = \"12.4.1\" }\n",
        "t.toml:10:11: matrix.exclude must be an array of tables", false},
-      {"\"cuda.version\" = [\"12.4.1\"]\ninclude = [ \"12.4.1\" ]\n", "t.toml:10:13: matrix.include entries must be tables, not a string",
+      {"\"cuda.version\" = [\"12.4.1\"]\ninclude = [ \"12.4.1\" ]\n",
+       "t.toml:10:13: matrix.include entries must be tables, not a string", false},
+      {"\"cuda.version\" = [\"12.4.1\"]\ninclude = [ { } ]\n", "t.toml:10:13: matrix.include holds an empty entry",
        false},
-      {"\"cuda.version\" = [\"12.4.1\"]\ninclude = [ { } ]\n", "t.toml:10:13: matrix.include holds an empty entry", false},
       {"\"cuda.version\" = [\"12.4.1\"]\ninclude = [ { \"cuda.verison\" = \"12.4.1\" } ]\n",
        "t.toml:10:32: matrix: `cuda.verison` is not a profile field; did you mean `cuda.version`?", false},
       {"\"cuda.version\" = [\"12.4.1\"]\nexclude = [ { \"framework.python\" = \"3\" } ]\n",

@@ -24,7 +24,9 @@ std::vector<std::string> needed_libraries(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(bytes.size() > 64);
-  REQUIRE(bytes.compare(0, 4, "\x7f" "ELF") == 0);
+  REQUIRE(bytes.compare(0, 4,
+                        "\x7f"
+                        "ELF") == 0);
   REQUIRE(bytes[4] == 2);  // ELFCLASS64
   const auto phoff = read_at<std::uint64_t>(bytes, 0x20);
   const auto phentsize = read_at<std::uint16_t>(bytes, 0x36);
@@ -52,9 +54,9 @@ std::vector<std::string> needed_libraries(const std::string& path) {
   for (std::uint64_t entry = dynamic_offset; entry + 16 <= dynamic_offset + dynamic_size; entry += 16) {
     const auto tag = read_at<std::int64_t>(bytes, entry);
     const auto value = read_at<std::uint64_t>(bytes, entry + 8);
-    if (tag == 0) break;                     // DT_NULL
-    if (tag == 1) needed.push_back(value);   // DT_NEEDED
-    if (tag == 5) strtab = value;            // DT_STRTAB (a virtual address)
+    if (tag == 0) break;                    // DT_NULL
+    if (tag == 1) needed.push_back(value);  // DT_NEEDED
+    if (tag == 5) strtab = value;           // DT_STRTAB (a virtual address)
   }
   std::uint64_t strtab_offset = 0;
   for (const Load& load : loads) {

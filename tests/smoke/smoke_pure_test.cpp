@@ -17,7 +17,11 @@ TEST_CASE("smoke: summarize: median of odd and even counts, min and max", "[smok
     std::vector<double> samples;
     double median, min, max;
   };
-  const Case cases[] = {{{}, 0, 0, 0}, {{5}, 5, 5, 5}, {{3, 1, 2}, 2, 1, 3}, {{4, 1, 3, 2}, 2.5, 1, 4}, {{10, 10, 1, 10, 100}, 10, 1, 100}};
+  const Case cases[] = {{{}, 0, 0, 0},
+                        {{5}, 5, 5, 5},
+                        {{3, 1, 2}, 2, 1, 3},
+                        {{4, 1, 3, 2}, 2.5, 1, 4},
+                        {{10, 10, 1, 10, 100}, 10, 1, 100}};
   for (const Case& c : cases) {
     const Summary s = summarize(c.samples);
     CHECK(s.median == Approx(c.median));
@@ -52,9 +56,14 @@ TEST_CASE("smoke: fp16 and bf16 conversions round to nearest even", "[smoke]") {
     float value;
     std::uint16_t half, bf16;
   };
-  const Case cases[] = {{0.0f, 0x0000, 0x0000},       {1.0f, 0x3C00, 0x3F80},   {-2.0f, 0xC000, 0xC000},
-                        {0.5f, 0x3800, 0x3F00},       {65504.0f, 0x7BFF, 0x4780}, {1e6f, 0x7C00, 0x4974},
-                        {1.0f + 1.0f / 2048, 0x3C00, 0x3F80} /* tie -> even */, {5.960464477539063e-08f, 0x0001, 0x3380}};
+  const Case cases[] = {{0.0f, 0x0000, 0x0000},
+                        {1.0f, 0x3C00, 0x3F80},
+                        {-2.0f, 0xC000, 0xC000},
+                        {0.5f, 0x3800, 0x3F00},
+                        {65504.0f, 0x7BFF, 0x4780},
+                        {1e6f, 0x7C00, 0x4974},
+                        {1.0f + 1.0f / 2048, 0x3C00, 0x3F80} /* tie -> even */,
+                        {5.960464477539063e-08f, 0x0001, 0x3380}};
   for (const Case& c : cases) {
     CAPTURE(c.value);
     CHECK(float_to_half(c.value) == c.half);
@@ -104,8 +113,8 @@ TEST_CASE("smoke: matmul check: correct results pass, a wrong element, NaN or to
   std::vector<float> nan = c;
   nan[0] = std::nanf("");
   CHECK_FALSE(check_gemm_samples(a, b, nan, n, n, n, 10, 1e-4).ok());
-  CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n, 0, 1e-4).ok());          // nothing sampled is not a pass
-  CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n + 1, 10, 1e-4).ok());     // buffers too small
+  CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n, 0, 1e-4).ok());       // nothing sampled is not a pass
+  CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n + 1, 10, 1e-4).ok());  // buffers too small
   CHECK(default_tolerance(Precision::bf16) > default_tolerance(Precision::fp32));
 }
 
@@ -117,9 +126,15 @@ TEST_CASE("smoke: judge: pass, warn, fail and skip against expected values and a
     Status status;
   };
   const Case cases[] = {
-      {100, 100, std::nullopt, Status::pass}, {75, 100, std::nullopt, Status::pass},  {74.9, 100, std::nullopt, Status::warn},
-      {50, 100, std::nullopt, Status::warn},  {49.9, 100, std::nullopt, Status::fail}, {47, 50.4, 48, Status::fail},
-      {48, 50.4, 48, Status::pass},           {40, 50.4, 48, Status::fail},           {1, std::nullopt, std::nullopt, Status::skip},
+      {100, 100, std::nullopt, Status::pass},
+      {75, 100, std::nullopt, Status::pass},
+      {74.9, 100, std::nullopt, Status::warn},
+      {50, 100, std::nullopt, Status::warn},
+      {49.9, 100, std::nullopt, Status::fail},
+      {47, 50.4, 48, Status::fail},
+      {48, 50.4, 48, Status::pass},
+      {40, 50.4, 48, Status::fail},
+      {1, std::nullopt, std::nullopt, Status::skip},
       {500, 100, 90, Status::pass},
   };
   for (const Case& c : cases) {
@@ -142,10 +157,17 @@ TEST_CASE("smoke: shipped expectations parse and model names match the driver's 
     const char* device;
     const char* model;
   };
-  const Case cases[] = {{"NVIDIA H100 80GB HBM3", "H100 SXM"}, {"NVIDIA H200", "H200 SXM"},          {"NVIDIA H200 NVL", "H200 NVL"},
-                        {"NVIDIA H100 PCIe", "H100 PCIe"},     {"NVIDIA A100-SXM4-80GB", "A100 80GB SXM4"}, {"NVIDIA A100-PCIE-40GB", "A100 40GB PCIe"},
-                        {"NVIDIA L4", "L4"},                   {"NVIDIA L40S", "L40S"},              {"Tesla T4", "T4"},
-                        {"Tesla V100-SXM2-16GB", "V100 SXM2"}, {"NVIDIA B200", "B200"}};
+  const Case cases[] = {{"NVIDIA H100 80GB HBM3", "H100 SXM"},
+                        {"NVIDIA H200", "H200 SXM"},
+                        {"NVIDIA H200 NVL", "H200 NVL"},
+                        {"NVIDIA H100 PCIe", "H100 PCIe"},
+                        {"NVIDIA A100-SXM4-80GB", "A100 80GB SXM4"},
+                        {"NVIDIA A100-PCIE-40GB", "A100 40GB PCIe"},
+                        {"NVIDIA L4", "L4"},
+                        {"NVIDIA L40S", "L40S"},
+                        {"Tesla T4", "T4"},
+                        {"Tesla V100-SXM2-16GB", "V100 SXM2"},
+                        {"NVIDIA B200", "B200"}};
   for (const Case& c : cases) {
     CAPTURE(c.device);
     const GpuExpectation* row = find_gpu(*shipped, c.device);
@@ -158,7 +180,8 @@ TEST_CASE("smoke: shipped expectations parse and model names match the driver's 
   CHECK(find_gpu(*shipped, "Tesla T4")->tensor_precision == "fp16");
 }
 
-TEST_CASE("smoke: PCIe expectations: theoretical x efficiency by generation and width, Azure minimums by link", "[smoke]") {
+TEST_CASE("smoke: PCIe expectations: theoretical x efficiency by generation and width, Azure minimums by link",
+          "[smoke]") {
   auto shipped = shipped_expectations();
   REQUIRE(shipped);
   auto gen5 = pcie_expectation(*shipped, 5, 16);
@@ -178,12 +201,18 @@ TEST_CASE("smoke: PCIe expectations: theoretical x efficiency by generation and 
 }
 
 TEST_CASE("smoke: expectations parser rejects unknown keys, wrong types and bad precision", "[smoke]") {
-  const std::string efficiency = "[efficiency]\nd2d_copy=0.8\npcie=0.8\nsgemm=0.3\ntensor=0.15\nstatus=\"x\"\nsource=\"y\"\n";
+  const std::string efficiency =
+      "[efficiency]\nd2d_copy=0.8\npcie=0.8\nsgemm=0.3\ntensor=0.15\nstatus=\"x\"\nsource=\"y\"\n";
   CHECK(parse_expectations(efficiency, "ok.toml"));
-  auto typo = parse_expectations(efficiency + "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"bf16\"\nstatus=\"s\"\nsource=\"s\"\nmemory_bandwith=1\n", "t.toml");
+  auto typo = parse_expectations(efficiency +
+                                     "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"bf16\"\nstatus="
+                                     "\"s\"\nsource=\"s\"\nmemory_bandwith=1\n",
+                                 "t.toml");
   REQUIRE_FALSE(typo);
   CHECK(typo.error().message.find("unknown key `memory_bandwith`") != std::string::npos);
-  CHECK_FALSE(parse_expectations(efficiency + "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"fp8\"\nstatus=\"s\"\nsource=\"s\"\n", "t.toml"));
+  CHECK_FALSE(parse_expectations(
+      efficiency + "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"fp8\"\nstatus=\"s\"\nsource=\"s\"\n",
+      "t.toml"));
   CHECK_FALSE(parse_expectations("[efficiency]\npcie=\"fast\"\n", "t.toml"));
   CHECK_FALSE(parse_expectations("not toml [", "t.toml"));
 }

@@ -25,7 +25,8 @@ class FakeCuda {
  public:
   explicit FakeCuda(const std::string& config) {
     static int counter = 0;
-    m_path = fs::temp_directory_path() / ("gpuenv-fake-cuda-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".conf");
+    m_path = fs::temp_directory_path() /
+             ("gpuenv-fake-cuda-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".conf");
     std::ofstream(m_path) << config;
     ::setenv("GPUENV_FAKE_CUDA", m_path.c_str(), 1);
   }
@@ -90,7 +91,8 @@ TEST_CASE("smoke: cuInit errors become clear driver findings", "[smoke]") {
   };
   const Case cases[] = {
       {"init_result = 100\n", "no CUDA device: cuInit failed: CUDA_ERROR_NO_DEVICE (100)"},
-      {"init_result = 35\ndriver_version = 11040\n", "the CUDA driver library (CUDA 11.4) does not match the kernel driver"},
+      {"init_result = 35\ndriver_version = 11040\n",
+       "the CUDA driver library (CUDA 11.4) does not match the kernel driver"},
       {"init_result = 999\n", "cuInit failed: CUDA_ERROR_UNKNOWN (999)"},
       {"device_count = 0\n", "no CUDA device: the driver reports 0 GPUs"},
   };
@@ -117,7 +119,8 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
   CHECK(gpu.info.sm_count == 132);
   CHECK(gpu.info.expectation_model == "H100 SXM");
   CHECK(report.driver_cuda_version == "12.8");
-  for (const char* id : {"smoke.device", "smoke.kernels", "smoke.h2d_pinned", "smoke.d2h_pinned", "smoke.h2d_pageable", "smoke.d2h_pageable"}) {
+  for (const char* id : {"smoke.device", "smoke.kernels", "smoke.h2d_pinned", "smoke.d2h_pinned", "smoke.h2d_pageable",
+                         "smoke.d2h_pageable"}) {
     CAPTURE(id);
     const Finding* finding = find(gpu.findings, id);
     REQUIRE(finding != nullptr);
@@ -174,10 +177,11 @@ TEST_CASE("smoke: a launch failure is reported as a GPU fault pointing at Xid, a
     const Finding* sgemm = find(gpu.findings, "smoke.sgemm_fp32");
     REQUIRE(sgemm != nullptr);
     CHECK(sgemm->status == Status::fail);
-    CHECK(sgemm->message.find("the GPU faulted: cuLaunchKernel(smoke_sgemm) failed: CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure") == 0);
+    CHECK(sgemm->message.find("the GPU faulted: cuLaunchKernel(smoke_sgemm) failed: CUDA_ERROR_LAUNCH_FAILED (719): "
+                              "unspecified launch failure") == 0);
     CHECK(sgemm->remedy.find("Xid") != std::string::npos);
     CHECK(find(gpu.findings, "smoke.gemm_bf16") == nullptr);  // the context is gone: the rest is skipped
-    CHECK(find(gpu.findings, "smoke.d2d") != nullptr);         // copies ran before
+    CHECK(find(gpu.findings, "smoke.d2d") != nullptr);        // copies ran before
   }
   CHECK(report.devices[1].info.pci_bus_id == "00000000:1B:01.0");
 }
@@ -246,7 +250,8 @@ TEST_CASE("gpuenv smoke e2e: no driver on this machine exits 1 with a clear mess
   const auto result = gpuenv::testing::run_gpuenv({"smoke"}, {{"GPUENV_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}});
   CHECK(result.exit_code == 1);
   CHECK(result.out.find("no NVIDIA driver found: /nonexistent/libcuda.so.1 cannot be loaded") != std::string::npos);
-  const auto json = gpuenv::testing::run_gpuenv({"smoke", "--json"}, {{"GPUENV_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}});
+  const auto json =
+      gpuenv::testing::run_gpuenv({"smoke", "--json"}, {{"GPUENV_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}});
   CHECK(json.exit_code == 1);
   CHECK(json.out.find("\"verdict\": \"NOT OK\"") != std::string::npos);
   CHECK(gpuenv::testing::run_gpuenv({"smoke", "--min-ratio", "2"}).exit_code == 2);
@@ -262,11 +267,13 @@ TEST_CASE("gpuenv smoke e2e: the real default library name on this machine", "[s
   CHECK(result.out.find("no NVIDIA driver found: libcuda.so.1 cannot be loaded") != std::string::npos);
 }
 
-TEST_CASE("gpuenv smoke e2e: through the fake libcuda the binary reports the device and fails wrong results", "[smoke][e2e]") {
+TEST_CASE("gpuenv smoke e2e: through the fake libcuda the binary reports the device and fails wrong results",
+          "[smoke][e2e]") {
   // emulate_kernels = 0: --quick sizes are too large to emulate on the CPU, so the matmuls return garbage and fail.
   const FakeCuda fake("name = NVIDIA GeForce RTX 2080\ncc_major = 7\ncc_minor = 5\nemulate_kernels = 0\n");
-  const auto result = gpuenv::testing::run_gpuenv({"smoke", "--quick", "--json", "--repetitions", "1"},
-                                                  {{"GPUENV_CUDA_LIBRARY", std::string(GPUENV_FAKE_CUDA_LIBRARY)}, {"GPUENV_FAKE_CUDA", fake.path()}});
+  const auto result = gpuenv::testing::run_gpuenv(
+      {"smoke", "--quick", "--json", "--repetitions", "1"},
+      {{"GPUENV_CUDA_LIBRARY", std::string(GPUENV_FAKE_CUDA_LIBRARY)}, {"GPUENV_FAKE_CUDA", fake.path()}});
   CHECK(result.exit_code == 1);
   CHECK(result.out.find("\"name\": \"NVIDIA GeForce RTX 2080\"") != std::string::npos);
   CHECK(result.out.find("wrong results") != std::string::npos);

@@ -1,7 +1,8 @@
+#include "util/version.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "util/strings.hpp"
-#include "util/version.hpp"
 
 using gpuenv::util::Version;
 
@@ -10,9 +11,9 @@ TEST_CASE("Version parses dotted numbers and refuses anything else", "[util]") {
     const char* text;
     bool valid;
   };
-  const Row rows[] = {{"12", true},     {"12.4", true},  {"12.4.1", true}, {"8.9.7.29", true}, {"535.54.03", true},
-                      {"", false},      {"12.", false},  {".4", false},    {"12..4", false},   {"12.4.1.2.3", false},
-                      {"v12.4", false}, {"12.4a", false}, {"-1", false},   {"12 .4", false}};
+  const Row rows[] = {{"12", true},     {"12.4", true},   {"12.4.1", true}, {"8.9.7.29", true}, {"535.54.03", true},
+                      {"", false},      {"12.", false},   {".4", false},    {"12..4", false},   {"12.4.1.2.3", false},
+                      {"v12.4", false}, {"12.4a", false}, {"-1", false},    {"12 .4", false}};
   for (const Row& row : rows) {
     INFO(row.text);
     CHECK(Version::parse(row.text).has_value() == row.valid);
