@@ -119,12 +119,14 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files) {
     toml::parse_result parsed = toml::parse(file.contents, name);
     if (!parsed) {
       const auto& error = parsed.error();
-      return Error::internal(name + ":" + std::to_string(error.source().begin.line) + ": " + std::string(error.description()));
+      return Error::internal(name + ":" + std::to_string(error.source().begin.line) + ": " +
+                             std::string(error.description()));
     }
     const toml::table& root = parsed.table();
     for (const auto& [key, node] : root) {
       const std::string k(key.str());
-      if (k != "os_python" && k != "uv" && k != "numpy") return Error::internal(name + ": unexpected table `" + k + "`");
+      if (k != "os_python" && k != "uv" && k != "numpy")
+        return Error::internal(name + ": unexpected table `" + k + "`");
     }
     auto os_rows = read_rows(root, name, "os_python", [&data](Row& row) {
       OsPython out;

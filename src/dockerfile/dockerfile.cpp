@@ -74,7 +74,8 @@ PackageManager package_manager(const profile::Profile& profile) {
   if (profile.os_distro == "ubuntu" || profile.os_distro == "debian") return PackageManager::apt;
   // RHEL 7 / UBI 7 images have yum only; every later RHEL-family image and Amazon Linux 2023 have dnf.
   const auto version = Version::parse(profile.os_version);
-  if ((profile.os_distro == "ubi" || profile.os_distro == "rhel") && version && version->major() <= 7) return PackageManager::yum;
+  if ((profile.os_distro == "ubi" || profile.os_distro == "rhel") && version && version->major() <= 7)
+    return PackageManager::yum;
   return PackageManager::dnf;
 }
 
@@ -89,11 +90,18 @@ std::string install_packages(PackageManager manager, const std::vector<std::stri
   const std::string list = util::join(packages, " ");
   switch (manager) {
     case PackageManager::apt:
-      return "RUN " + chain({"apt-get update", "apt-get install -y --no-install-recommends " + list, "rm -rf /var/lib/apt/lists/*"}) + "\n";
+      return "RUN " +
+             chain({"apt-get update", "apt-get install -y --no-install-recommends " + list,
+                    "rm -rf /var/lib/apt/lists/*"}) +
+             "\n";
     case PackageManager::dnf:
-      return "RUN " + chain({"dnf install -y --setopt=install_weak_deps=False --nodocs " + list, "dnf clean all", "rm -rf /var/cache/dnf"}) + "\n";
+      return "RUN " +
+             chain({"dnf install -y --setopt=install_weak_deps=False --nodocs " + list, "dnf clean all",
+                    "rm -rf /var/cache/dnf"}) +
+             "\n";
     case PackageManager::yum:
-      return "RUN " + chain({"yum install -y --setopt=tsflags=nodocs " + list, "yum clean all", "rm -rf /var/cache/yum"}) + "\n";
+      return "RUN " +
+             chain({"yum install -y --setopt=tsflags=nodocs " + list, "yum clean all", "rm -rf /var/cache/yum"}) + "\n";
   }
   return {};
 }
@@ -108,8 +116,9 @@ std::string numpy_requirement(const Data& data, const std::string& framework, co
 
 /// `assert` in a python -c one-liner that the CUDA line (major.minor) is `line`.
 std::string cuda_line_assert(const std::string& value_expr, const Version& line, const std::string& what) {
-  return "assert " + value_expr + ".split('.')[:2] == ['" + std::to_string(line.major()) + "', '" + std::to_string(line.minor()) +
-         "'], '" + what + " is built for CUDA %s, not " + major_minor(line) + "' % " + value_expr;
+  return "assert " + value_expr + ".split('.')[:2] == ['" + std::to_string(line.major()) + "', '" +
+         std::to_string(line.minor()) + "'], '" + what + " is built for CUDA %s, not " + major_minor(line) + "' % " +
+         value_expr;
 }
 
 /// The framework install and the build-time check; empty strings when the profile has no framework.
@@ -122,17 +131,20 @@ struct FrameworkSteps {
   std::string variant_label;  ///< io.gpuenv.torch.variant
 };
 
-util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const compat::KnowledgeBase& kb, const Data& data) {
-  const auto torch = Version::parse(p.framework_version);
+util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const compat::KnowledgeBase& kb,
+                                             const Data& data) {
+  auto torch = Version::parse(p.framework_version);
+  // pip reads torch==2.4 as 2.4.0, and so do the rules: pin that release, spelled out.
+  if (torch && torch->size() == 2) torch = Version({torch->major(), torch->minor(), 0});
   const auto cuda = Version::parse(p.cuda_version);
   const compat::TorchRelease* release = torch ? kb.torch_release(*torch) : nullptr;
-  if (!torch || !cuda || release == nullptr) return Error::internal("torch " + p.framework_version + " is not in the knowledge base");
+  if (!torch || !cuda || release == nullptr)
+    return Error::internal("torch " + p.framework_version + " is not in the knowledge base");
   const compat::Derived derived = compat::derive(p, kb);
   const std::string& variant = derived.torch_variant;
   const auto wheel_cuda = compat::cuda_of_variant(variant);
   if (!wheel_cuda) return Error::internal("no CUDA line for wheel variant " + variant);
-  // A series-level row ("2.12") pins what the profile says: X.Y.Z exactly, X.Y as the series (X.Y.*).
-  const std::string torch_pin = torch->size() >= 3 ? p.framework_version : p.framework_version + ".*";
+  const std::string torch_pin = torch->str();
   std::vector<std::string> requirements;
   std::string index;
   std::string how;
@@ -141,7 +153,8 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
     if (!release->torchvision.empty()) requirements.push_back("torchvision==" + release->torchvision);
     if (!release->torchaudio.empty()) requirements.push_back("torchaudio==" + release->torchaudio);
     index = "--index-url " + derived.wheel_index_url;
-    how = "from PyTorch's " + variant + " wheel index (--index-url: every package, dependencies included, comes from it)";
+    how =
+        "from PyTorch's " + variant + " wheel index (--index-url: every package, dependencies included, comes from it)";
   } else if (release->install == "extra-index-url" || release->install == "find-links") {
     // Before 2.0 the CUDA wheels carry a local version label (+cu117) that selects them over PyPI's default.
     requirements.push_back("torch==" + torch_pin + "+" + variant);
@@ -149,39 +162,43 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
     if (!release->torchaudio.empty()) requirements.push_back("torchaudio==" + release->torchaudio);
     if (release->install == "extra-index-url") {
       index = "--extra-index-url " + derived.wheel_index_url;
-      how = "+" + variant + " wheels from PyTorch's " + variant + " index added to PyPI (--extra-index-url, as PyTorch documents for 1.12-1.13)";
+      how = "+" + variant + " wheels from PyTorch's " + variant +
+            " index added to PyPI (--extra-index-url, as PyTorch documents for 1.12-1.13)";
     } else {
       index = "--find-links https://download.pytorch.org/whl/torch_stable.html";
-      how = "+" + variant + " wheels found through PyTorch's torch_stable.html page (as PyTorch documents for 1.9-1.10)";
+      how =
+          "+" + variant + " wheels found through PyTorch's torch_stable.html page (as PyTorch documents for 1.9-1.10)";
     }
   } else {
-    return Error::internal("torch " + p.framework_version + ": unknown install style `" + release->install + "`");
+    return Error::internal("torch " + torch_pin + ": unknown install style `" + release->install + "`");
   }
   const std::string numpy = numpy_requirement(data, "pytorch", *torch);
   if (!numpy.empty()) requirements.push_back("\"" + numpy + "\"");
 
   FrameworkSteps steps;
-  std::string text = "PyTorch " + p.framework_version + ", " + variant + " wheel (it bundles its own CUDA " + major_minor(*wheel_cuda) +
-                     " runtime), " + how + ". ";
+  std::string text = "PyTorch " + torch_pin + ", " + variant + " wheel (it bundles its own CUDA " +
+                     major_minor(*wheel_cuda) + " runtime), " + how + ". ";
   if (release->torchvision.empty()) {
-    text += "torchvision and torchaudio are not pinned: the knowledge base does not list torch " + release->version.str() +
-            "'s companions.";
+    text += "torchvision and torchaudio are not pinned: the knowledge base does not list torch " +
+            release->version.str() + "'s companions.";
   } else {
-    text += "torchvision and torchaudio are pinned to the companions the knowledge base lists for torch " + release->version.str() + ".";
+    text += "torchvision and torchaudio are pinned to the companions the knowledge base lists for torch " +
+            release->version.str() + ".";
   }
   if (!numpy.empty()) text += " " + numpy + ": torch " + torch->str() + " was built against NumPy 1.x.";
   steps.comment = comment(text);
   steps.install = "RUN pip install --no-cache-dir " + index + " \\\n      " + util::join(requirements, " ") + "\n";
-  steps.check_comment = comment("Fail the build when pip brought a wheel that is not a CUDA " + major_minor(*wheel_cuda) +
-                                " build (a +cpu wheel, another CUDA line).");
-  steps.check = "RUN python -c \"import torch; v = torch.version.cuda or 'none'; " + cuda_line_assert("v", *wheel_cuda, "torch") +
-                "; print('torch', torch.__version__, 'CUDA', v)\"\n";
-  steps.label = "pytorch " + p.framework_version;
+  steps.check_comment = comment("Fail the build when pip brought a wheel that is not a CUDA " +
+                                major_minor(*wheel_cuda) + " build (a +cpu wheel, another CUDA line).");
+  steps.check = "RUN python -c \"import torch; v = torch.version.cuda or 'none'; " +
+                cuda_line_assert("v", *wheel_cuda, "torch") + "; print('torch', torch.__version__, 'CUDA', v)\"\n";
+  steps.label = "pytorch " + torch_pin;
   steps.variant_label = variant;
   return steps;
 }
 
-util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const compat::KnowledgeBase& kb, const Data& data) {
+util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const compat::KnowledgeBase& kb,
+                                                const Data& data) {
   const auto tf = Version::parse(p.framework_version);
   const compat::TensorflowRelease* release = tf ? kb.tensorflow_release(*tf) : nullptr;
   if (release == nullptr) return Error::internal("TensorFlow " + p.framework_version + " is not in the knowledge base");
@@ -192,12 +209,12 @@ util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const
   std::string text;
   if (release->and_cuda) {
     requirements.push_back("\"tensorflow[and-cuda]==" + version + "\"");
-    text = "TensorFlow " + version + " with the [and-cuda] extra: pip brings the CUDA " + release->cuda.str() + " and cuDNN " +
-           release->cudnn.str() + " libraries it was built with as NVIDIA wheels.";
+    text = "TensorFlow " + version + " with the [and-cuda] extra: pip brings the CUDA " + release->cuda.str() +
+           " and cuDNN " + release->cudnn.str() + " libraries it was built with as NVIDIA wheels.";
   } else {
     requirements.push_back("tensorflow==" + version);
-    text = "TensorFlow " + version + " (before the [and-cuda] extra existed): it loads the CUDA " + release->cuda.str() + " and cuDNN " +
-           release->cudnn.str() + " libraries it was built with from the image.";
+    text = "TensorFlow " + version + " (before the [and-cuda] extra existed): it loads the CUDA " +
+           release->cuda.str() + " and cuDNN " + release->cudnn.str() + " libraries it was built with from the image.";
   }
   if (!numpy.empty()) {
     requirements.push_back("\"" + numpy + "\"");
@@ -205,10 +222,13 @@ util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const
   }
   steps.comment = comment(text);
   steps.install = "RUN pip install --no-cache-dir " + util::join(requirements, " ") + "\n";
-  steps.check_comment = comment("Fail the build when TensorFlow is not a CUDA build of its tested CUDA " + release->cuda.str() + " line.");
-  steps.check = "RUN python -c \"import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; "
-                "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
-                cuda_line_assert("v", release->cuda, "TensorFlow") + "; print('tensorflow', tf.__version__, 'CUDA', v)\"\n";
+  steps.check_comment = comment("Fail the build when TensorFlow is not a CUDA build of its tested CUDA " +
+                                release->cuda.str() + " line.");
+  steps.check =
+      "RUN python -c \"import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without "
+      "CUDA'; "
+      "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
+      cuda_line_assert("v", release->cuda, "TensorFlow") + "; print('tensorflow', tf.__version__, 'CUDA', v)\"\n";
   steps.label = "tensorflow " + version;
   return steps;
 }
@@ -246,7 +266,8 @@ PythonPlan plan_python(const profile::Profile& profile, const Data& data) {
     plan.method = PythonPlan::Method::os;
     plan.packages = os->packages;
     plan.interpreter = os->interpreter;
-    plan.why = "Python " + plan.version + " is " + os_display(image_os) + "'s own python3 (" + os->provenance.source + ")";
+    plan.why =
+        "Python " + plan.version + " is " + os_display(image_os) + "'s own python3 (" + os->provenance.source + ")";
     return plan;
   }
   plan.method = PythonPlan::Method::uv;
@@ -254,7 +275,8 @@ PythonPlan plan_python(const profile::Profile& profile, const Data& data) {
                                               : "gpuenv has no sourced default python3 for " + os_display(image_os);
   plan.why = os_python + ", so Python " + plan.version + " comes from uv " + data.uv.version +
              " (`uv python install`), which unpacks a python-build-standalone CPython build into " + k_python_dir +
-             ": one method for every distro (the deadsnakes PPA is Ubuntu-only and lacks some versions; a source build is slow)";
+             ": one method for every distro (the deadsnakes PPA is Ubuntu-only and lacks some versions; a source build "
+             "is slow)";
   return plan;
 }
 
@@ -265,18 +287,21 @@ std::vector<Finding> check(const profile::Profile& p, const compat::KnowledgeBas
     return out;
   }
   if (p.framework_version.empty() || p.framework_python.empty()) {
-    out.push_back(make("dockerfile.framework", Status::fail, "framework " + p.framework_name + " needs framework.version and framework.python",
+    out.push_back(make("dockerfile.framework", Status::fail,
+                       "framework " + p.framework_name + " needs framework.version and framework.python",
                        "set framework.version and framework.python"));
     return out;
   }
   const PythonPlan plan = plan_python(p, data);
   const auto python = Version::parse(p.framework_python);
   if (plan.method == PythonPlan::Method::os) {
-    out.push_back(make("dockerfile.python", Status::pass, plan.why, {}, data.python_of(compat::image_os_suffix(p.os_distro, p.os_version))->provenance.source));
+    out.push_back(make("dockerfile.python", Status::pass, plan.why, {},
+                       data.python_of(compat::image_os_suffix(p.os_distro, p.os_version))->provenance.source));
   } else if (python && uv_provides(data, *python)) {
-    out.push_back(make("dockerfile.python", Status::pass,
-                       "Python " + p.framework_python + " comes from uv " + data.uv.version + " (python-build-standalone)", {},
-                       data.uv.provenance.source));
+    out.push_back(
+        make("dockerfile.python", Status::pass,
+             "Python " + p.framework_python + " comes from uv " + data.uv.version + " (python-build-standalone)", {},
+             data.uv.provenance.source));
   } else {
     const std::string range = data.uv.python_min.str() + "-" + data.uv.python_max.str();
     const std::string image_os = compat::image_os_suffix(p.os_distro, p.os_version);
@@ -284,8 +309,9 @@ std::vector<Finding> check(const profile::Profile& p, const compat::KnowledgeBas
     std::string remedy = "set framework.python to a version in " + range;
     if (os != nullptr) remedy += " or " + os->python.str() + " (" + os_display(image_os) + "'s own)";
     out.push_back(make("dockerfile.python", Status::fail,
-                       "no way to put Python " + p.framework_python + " into the image: uv " + data.uv.version + " installs CPython " +
-                           range + (os != nullptr ? " and " + os_display(image_os) + "'s python3 is " + os->python.str() : ""),
+                       "no way to put Python " + p.framework_python + " into the image: uv " + data.uv.version +
+                           " installs CPython " + range +
+                           (os != nullptr ? " and " + os_display(image_os) + "'s python3 is " + os->python.str() : ""),
                        remedy, data.uv.provenance.source));
   }
   if (p.framework_name == "tensorflow") {
@@ -294,12 +320,15 @@ std::vector<Finding> check(const profile::Profile& p, const compat::KnowledgeBas
     if (release != nullptr && !release->and_cuda) {
       if (p.image_flavor == "base") {
         out.push_back(make("dockerfile.libraries", Status::warn,
-                           "TensorFlow " + release->version.str() + " loads the CUDA math libraries from the image, but a `base` image has none",
+                           "TensorFlow " + release->version.str() +
+                               " loads the CUDA math libraries from the image, but a `base` image has none",
                            "set image.flavor to runtime (with [cudnn]) or devel", release->provenance.source));
       } else if (p.cudnn_version.empty()) {
         out.push_back(make("dockerfile.libraries", Status::warn,
-                           "TensorFlow " + release->version.str() + " loads cuDNN from the image, but the profile has no [cudnn] (no cuDNN image)",
-                           "set cudnn.version to \"" + std::to_string(release->cudnn.major()) + "\"", release->provenance.source));
+                           "TensorFlow " + release->version.str() +
+                               " loads cuDNN from the image, but the profile has no [cudnn] (no cuDNN image)",
+                           "set cudnn.version to \"" + std::to_string(release->cudnn.major()) + "\"",
+                           release->provenance.source));
       }
     }
   }
@@ -322,7 +351,8 @@ std::string canonical_fields(const profile::Profile& p) {
     const std::string value = profile::get_field(p, spec.key);
     if (!value.empty()) out += std::string(spec.key) + "=" + value + "\n";
   }
-  if (!p.gpu_compute_capabilities.empty()) out += "gpu.compute_capabilities=" + util::join(p.gpu_compute_capabilities, ",") + "\n";
+  if (!p.gpu_compute_capabilities.empty())
+    out += "gpu.compute_capabilities=" + util::join(p.gpu_compute_capabilities, ",") + "\n";
   if (!p.gpu_models.empty()) out += "gpu.models=" + util::join(p.gpu_models, ",") + "\n";
   return out;
 }
@@ -337,7 +367,8 @@ std::string cell_file_name(const std::string& profile_name, const profile::Assig
   std::string out = profile_name;
   for (const auto& [key, value] : assignments) out += "_" + key + "-" + value;
   for (char& c : out) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    const bool safe =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!safe) c = '-';
   }
   return out + ".Dockerfile";
@@ -350,7 +381,8 @@ std::string regenerate_arguments(const Options& options) {
   return out;
 }
 
-util::Expected<std::string> render(const profile::Profile& p, const compat::KnowledgeBase& kb, const Data& data, const Options& options) {
+util::Expected<std::string> render(const profile::Profile& p, const compat::KnowledgeBase& kb, const Data& data,
+                                   const Options& options) {
   const auto cuda = Version::parse(p.cuda_version);
   const compat::Derived derived = compat::derive(p, kb);
   if (!cuda || derived.image_tag.empty() || !tag_published(p, kb, derived)) {
@@ -385,7 +417,8 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   std::string out;
   // ---- header ----
   out += "# syntax=docker/dockerfile:1\n";
-  out += "# Generated by gpuenv " + one_line(options.gpuenv_version) + " from profile \"" + one_line(p.name) + "\"; do not edit, regenerate.\n";
+  out += "# Generated by gpuenv " + one_line(options.gpuenv_version) + " from profile \"" + one_line(p.name) +
+         "\"; do not edit, regenerate.\n";
   out += "# Regenerate with: gpuenv dockerfile " + regenerate_arguments(options) + "\n";
   if (!p.description.empty()) out += "# " + one_line(p.description) + "\n";
   out += "# Profile hash: " + profile_hash(p) + " (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)\n";
@@ -393,20 +426,26 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   if (!p.cudnn_version.empty()) resolved.push_back("cuDNN " + p.cudnn_version);
   resolved.push_back(p.image_flavor + " image");
   resolved.push_back(os_display(image_os));
-  if (p.framework_name == "pytorch") resolved.push_back("PyTorch " + p.framework_version + " (" + framework.variant_label + " wheel)");
+  if (p.framework_name == "pytorch")
+    resolved.push_back("PyTorch " + p.framework_version + " (" + framework.variant_label + " wheel)");
   if (p.framework_name == "tensorflow") resolved.push_back("TensorFlow " + p.framework_version);
   if (!p.framework_name.empty()) resolved.push_back("Python " + p.framework_python);
   out += "# Resolved: " + util::join(resolved, ", ") + "\n";
-  out += "# Base image: " + base_image + " (a published tag: data/compat/images.toml, " + image->provenance.status + ")\n";
+  out +=
+      "# Base image: " + base_image + " (a published tag: data/compat/images.toml, " + image->provenance.status + ")\n";
   if (image->lifecycle == "eol") {
-    out += "# Warning: this tag is end-of-life" + (image->deletion_date.empty() ? std::string() : "; deletion scheduled for " + image->deletion_date) +
+    out += "# Warning: this tag is end-of-life" +
+           (image->deletion_date.empty() ? std::string() : "; deletion scheduled for " + image->deletion_date) +
            ". NVIDIA deletes EOL tags six months after EOL.\n";
   }
   if (derived.driver_floor.version) {
-    out += "# Host driver: >= " + derived.driver_floor.version->str() + " (" + one_line(derived.driver_floor.reason) + ")\n";
+    out += "# Host driver: >= " + derived.driver_floor.version->str() + " (" + one_line(derived.driver_floor.reason) +
+           ")\n";
   }
   out += "# GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them\n";
-  out += "# (all; compute,utility); narrow them at run time (docker run --gpus '\"device=0\"', -e NVIDIA_VISIBLE_DEVICES=...).\n";
+  out +=
+      "# (all; compute,utility); narrow them at run time (docker run --gpus '\"device=0\"', -e "
+      "NVIDIA_VISIBLE_DEVICES=...).\n";
   out += std::string("# Build: docker build -f <this file> .  (BuildKit; the build context is ") +
          (options.with_doctor ? "only used for ./gpuenv" : "not used") + ")\n";
 
@@ -416,7 +455,9 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
     out += "FROM " + data.uv.image + " AS uv\n";
   }
   if (options.with_doctor) {
-    out += "\n# --with-doctor: the gpuenv binary from the build context (./gpuenv). It links glibc dynamically: build it on\n";
+    out +=
+        "\n# --with-doctor: the gpuenv binary from the build context (./gpuenv). It links glibc dynamically: build it "
+        "on\n";
     out += "# a system whose glibc is no newer than " + os_display(image_os) + "'s.\n";
     out += "FROM scratch AS gpuenv-binary\n";
     out += "COPY gpuenv /gpuenv\n";
@@ -442,17 +483,19 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
 
   if (plan.method != PythonPlan::Method::none) {
     out += "\n" + comment(plan.why + ". The framework goes into a virtual environment at " + k_venv +
-                         ", not the system site-packages.");
+                          ", not the system site-packages.");
     if (plan.method == PythonPlan::Method::os) {
-      out += "RUN " + chain({plan.interpreter + " -m venv " + k_venv,
-                             std::string(k_venv) + "/bin/python -m pip install --no-cache-dir --upgrade pip"}) +
+      out += "RUN " +
+             chain({plan.interpreter + " -m venv " + k_venv,
+                    std::string(k_venv) + "/bin/python -m pip install --no-cache-dir --upgrade pip"}) +
              "\n";
     } else {
       out += std::string("ARG UV_PYTHON_INSTALL_DIR=") + k_python_dir + "\n";
       out += "ARG UV_PYTHON_PREFERENCE=only-managed\n";
       out += "ARG UV_NO_CACHE=1\n";
       out += "RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    " +
-             chain({"uv python install " + plan.version, "uv venv --seed --python " + plan.version + " " + k_venv}) + "\n";
+             chain({"uv python install " + plan.version, "uv venv --seed --python " + plan.version + " " + k_venv}) +
+             "\n";
     }
     out += std::string("ENV VIRTUAL_ENV=") + k_venv + " \\\n    PATH=" + k_venv + "/bin:$PATH\n";
     out += "\n" + framework.comment + framework.install;
@@ -463,8 +506,10 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   out += "# change them with --build-arg GPUENV_UID=... --build-arg GPUENV_GID=...\n";
   out += "ARG GPUENV_UID=10001\n";
   out += "ARG GPUENV_GID=10001\n";
-  out += "RUN " + chain({"groupadd --gid \"${GPUENV_GID}\" gpuenv",
-                         "useradd --uid \"${GPUENV_UID}\" --gid \"${GPUENV_GID}\" --create-home --no-log-init --shell /bin/bash gpuenv"}) +
+  out += "RUN " +
+         chain({"groupadd --gid \"${GPUENV_GID}\" gpuenv",
+                "useradd --uid \"${GPUENV_UID}\" --gid \"${GPUENV_GID}\" --create-home --no-log-init --shell /bin/bash "
+                "gpuenv"}) +
          "\n";
 
   if (options.with_doctor) {
@@ -476,32 +521,33 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   }
 
   // Labels last, after the heavy layers, so changing one does not invalidate the build cache.
-  std::vector<std::pair<std::string, std::string>> labels;
-  labels.emplace_back("org.opencontainers.image.title", p.name);
-  if (!p.description.empty()) labels.emplace_back("org.opencontainers.image.description", p.description);
-  labels.emplace_back("org.opencontainers.image.base.name", "docker.io/" + base_image);
-  labels.emplace_back("io.gpuenv.profile", p.name);
-  labels.emplace_back("io.gpuenv.profile.hash", profile_hash(p));
+  std::vector<std::string> labels;
+  const auto label = [&labels](const std::string& key, const std::string& value) {
+    labels.push_back(key + "=" + quoted(value));
+  };
+  label("org.opencontainers.image.title", p.name);
+  if (!p.description.empty()) label("org.opencontainers.image.description", p.description);
+  label("org.opencontainers.image.base.name", "docker.io/" + base_image);
+  label("io.gpuenv.profile", p.name);
+  label("io.gpuenv.profile.hash", profile_hash(p));
   if (!options.selection.empty()) {
     std::vector<std::string> parts;
     for (const auto& [key, value] : options.selection) parts.push_back(key + "=" + value);
-    labels.emplace_back("io.gpuenv.cell", util::join(parts, ","));
+    label("io.gpuenv.cell", util::join(parts, ","));
   }
-  labels.emplace_back("io.gpuenv.cuda", p.cuda_version);
-  if (!p.cudnn_version.empty()) labels.emplace_back("io.gpuenv.cudnn", p.cudnn_version);
-  if (!framework.label.empty()) labels.emplace_back("io.gpuenv.framework", framework.label);
-  if (!framework.variant_label.empty()) labels.emplace_back("io.gpuenv.torch.variant", framework.variant_label);
-  if (!p.framework_python.empty() && !p.framework_name.empty()) labels.emplace_back("io.gpuenv.python", p.framework_python);
-  if (derived.driver_floor.version) labels.emplace_back("io.gpuenv.driver.min", derived.driver_floor.version->str());
-  out += "\n";
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    out += (i == 0 ? "LABEL " : "      ") + labels[i].first + "=" + quoted(labels[i].second) + (i + 1 < labels.size() ? " \\\n" : "\n");
-  }
+  label("io.gpuenv.cuda", p.cuda_version);
+  if (!p.cudnn_version.empty()) label("io.gpuenv.cudnn", p.cudnn_version);
+  if (!framework.label.empty()) label("io.gpuenv.framework", framework.label);
+  if (!framework.variant_label.empty()) label("io.gpuenv.torch.variant", framework.variant_label);
+  if (!p.framework_python.empty() && !p.framework_name.empty()) label("io.gpuenv.python", p.framework_python);
+  if (derived.driver_floor.version) label("io.gpuenv.driver.min", derived.driver_floor.version->str());
+  out += "\nLABEL " + util::join(labels, " \\\n      ") + "\n";
   out += "USER gpuenv\n";
   out += "WORKDIR /home/gpuenv\n";
 
   const std::vector<std::string> problems = structural_problems(out, {data.uv.image});
-  if (!problems.empty()) return Error::internal("generated Dockerfile failed its own checks: " + util::join(problems, "; "));
+  if (!problems.empty())
+    return Error::internal("generated Dockerfile failed its own checks: " + util::join(problems, "; "));
   return out;
 }
 

@@ -137,7 +137,8 @@ class Checker {
     if (image == "scratch" || m_stages.contains(image)) {
       // a stage or the empty image
     } else if (util::starts_with(image, "nvidia/cuda:")) {
-      if (!is_cuda_tag(image.substr(12))) problem(in, "`" + image + "` does not follow the nvidia/cuda tag grammar X.Y.Z-flavor-osVER");
+      if (!is_cuda_tag(image.substr(12)))
+        problem(in, "`" + image + "` does not follow the nvidia/cuda tag grammar X.Y.Z-flavor-osVER");
     } else if (std::find(m_allowed.begin(), m_allowed.end(), image) == m_allowed.end()) {
       problem(in, "`" + image + "` is not an image gpuenv uses");
     } else if (!is_pinned_reference(image)) {
@@ -164,9 +165,12 @@ class Checker {
     }
     if (util::contains(text, "apt-get install")) {
       if (!m_debian_frontend) problem(in, "apt-get install without ARG DEBIAN_FRONTEND=noninteractive in this stage");
-      if (!util::contains(text, "apt-get update")) problem(in, "apt-get install without apt-get update in the same RUN");
-      if (!util::contains(text, "install -y --no-install-recommends")) problem(in, "apt-get install needs -y --no-install-recommends");
-      if (!util::contains(text, "rm -rf /var/lib/apt/lists/*")) problem(in, "apt lists are not removed in the same RUN");
+      if (!util::contains(text, "apt-get update"))
+        problem(in, "apt-get install without apt-get update in the same RUN");
+      if (!util::contains(text, "install -y --no-install-recommends"))
+        problem(in, "apt-get install needs -y --no-install-recommends");
+      if (!util::contains(text, "rm -rf /var/lib/apt/lists/*"))
+        problem(in, "apt lists are not removed in the same RUN");
     }
     if (util::contains(text, "dnf install")) {
       if (!util::contains(text, "dnf install -y --setopt=install_weak_deps=False")) {
@@ -213,16 +217,18 @@ std::vector<Instruction> parse_instructions(std::string_view text) {
     const std::size_t space = pending.find_first_of(" \t");
     Instruction in;
     in.keyword = upper(pending.substr(0, space));
-    in.arguments = space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space)));
+    in.arguments =
+        space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space)));
     in.line = pending_line;
     out.push_back(std::move(in));
     pending.clear();
   }
   if (!pending.empty()) {
     const std::size_t space = pending.find_first_of(" \t");
-    out.push_back({upper(pending.substr(0, space)),
-                   space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space))),
-                   pending_line});
+    out.push_back(
+        {upper(pending.substr(0, space)),
+         space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space))),
+         pending_line});
   }
   return out;
 }

@@ -19,7 +19,8 @@ struct Instruction {
 /// Splits Dockerfile text into instructions (comments and blank lines dropped, `\` continuations joined).
 std::vector<Instruction> parse_instructions(std::string_view text);
 
-/// True for an nvidia/cuda tag of the published grammar: X.Y.Z-<flavor>-<os><version>, e.g. "12.4.1-cudnn-runtime-ubuntu22.04".
+/// True for an nvidia/cuda tag of the published grammar: X.Y.Z-<flavor>-<os><version>, e.g.
+/// "12.4.1-cudnn-runtime-ubuntu22.04".
 bool is_cuda_tag(std::string_view tag);
 
 /// Every problem found, each "line N: what is wrong"; empty when the text is sound.

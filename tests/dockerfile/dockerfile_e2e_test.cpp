@@ -2,11 +2,10 @@
 // --set, -o, --all with its index, refusals with the same findings as `profile check`, and bad input (exit 2,
 // no partial files). Update the golden files with scripts/regen-dockerfiles (or GPUENV_UPDATE_GOLDEN=1).
 
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -77,7 +76,8 @@ nlohmann::json parse_json(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("golden Dockerfiles: representative profiles render byte for byte as reviewed", "[dockerfile][e2e][golden]") {
+TEST_CASE("dockerfile: golden Dockerfiles: representative profiles render byte for byte as reviewed",
+          "[dockerfile][e2e][golden]") {
   const bool update = std::getenv("GPUENV_UPDATE_GOLDEN") != nullptr;
   const auto cases = golden_cases();
   REQUIRE(cases.size() >= 12);
@@ -94,7 +94,8 @@ TEST_CASE("golden Dockerfiles: representative profiles render byte for byte as r
   // Every golden file is listed (no stale leftovers).
   std::set<std::string> listed;
   for (const GoldenCase& c : cases) listed.insert(c.file);
-  for (const std::string& name : files_in(k_source / k_fixtures / "golden", ".Dockerfile")) CHECK(listed.contains(name));
+  for (const std::string& name : files_in(k_source / k_fixtures / "golden", ".Dockerfile"))
+    CHECK(listed.contains(name));
 }
 
 TEST_CASE("dockerfiles/ holds the current Dockerfile of every shipped profile that can have one", "[dockerfile][e2e]") {
@@ -123,7 +124,8 @@ TEST_CASE("dockerfiles/ holds the current Dockerfile of every shipped profile th
   CHECK(std::set<std::string>(present.begin(), present.end()) == expected);
 }
 
-TEST_CASE("the -o file holds exactly what stdout gets and warnings go to stderr only", "[dockerfile][e2e]") {
+TEST_CASE("dockerfile: the -o file holds exactly what stdout gets and warnings go to stderr only",
+          "[dockerfile][e2e]") {
   TempDir dir;
   const auto to_stdout = run_gpuenv({"dockerfile", "tensorflow-2.10-cu112"});
   REQUIRE(to_stdout.exit_code == 0);
@@ -138,28 +140,35 @@ TEST_CASE("the -o file holds exactly what stdout gets and warnings go to stderr 
   CHECK(run_gpuenv({"dockerfile", "tensorflow-2.10-cu112"}).out == to_stdout.out);
 }
 
-TEST_CASE("a matrix profile: the first valid cell by default, --set picks a cell or overrides a field", "[dockerfile][e2e]") {
+TEST_CASE("dockerfile: a matrix profile: the first valid cell by default, --set picks a cell or overrides a field",
+          "[dockerfile][e2e]") {
   const auto first = run_gpuenv({"dockerfile", "pytorch-matrix"});
   REQUIRE(first.exit_code == 0);
   CHECK(contains(first.err, "using the first valid one, cuda.version=12.6.3,framework.python=3.10"));
-  CHECK(contains(first.out, "# Regenerate with: gpuenv dockerfile pytorch-matrix --set cuda.version=12.6.3 --set framework.python=3.10\n"));
+  CHECK(contains(
+      first.out,
+      "# Regenerate with: gpuenv dockerfile pytorch-matrix --set cuda.version=12.6.3 --set framework.python=3.10\n"));
   // The same cell named explicitly gives the same file, and no note.
-  const auto named = run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.6.3", "--set", "framework.python=3.10"});
+  const auto named =
+      run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.6.3", "--set", "framework.python=3.10"});
   REQUIRE(named.exit_code == 0);
   CHECK(named.out == first.out);
   CHECK(named.err.empty());
   // An include-extended cell: the devel image.
-  const auto devel = run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=13.0.2", "--set", "framework.python=3.13"});
+  const auto devel =
+      run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=13.0.2", "--set", "framework.python=3.13"});
   REQUIRE(devel.exit_code == 0);
   CHECK(contains(devel.out, "FROM nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04\n"));
   CHECK(contains(devel.out, "--set cuda.version=13.0.2 --set framework.python=3.13 --set image.flavor=devel\n"));
   // A field outside the matrix overrides; one axis value picks among the rest.
-  const auto flavor = run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.8.1", "--set", "image.flavor=devel"});
+  const auto flavor =
+      run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.8.1", "--set", "image.flavor=devel"});
   REQUIRE(flavor.exit_code == 0);
   CHECK(contains(flavor.out, "FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04\n"));
   CHECK(contains(flavor.out, "--set cuda.version=12.8.1 --set framework.python=3.11 --set image.flavor=devel\n"));
   // An axis value no cell has: the base profile with the override, said on stderr.
-  const auto off_axis = run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.6.3", "--set", "framework.python=3.14"});
+  const auto off_axis =
+      run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.6.3", "--set", "framework.python=3.14"});
   INFO(off_axis.err);
   REQUIRE(off_axis.exit_code == 0);
   CHECK(contains(off_axis.err, "no matrix cell of pytorch-matrix has cuda.version=12.6.3,framework.python=3.14"));
@@ -169,7 +178,8 @@ TEST_CASE("a matrix profile: the first valid cell by default, --set picks a cell
   CHECK(run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.9.1"}).exit_code == 1);
 }
 
-TEST_CASE("refused profiles: exit 1, nothing on stdout, the same findings as profile check", "[dockerfile][e2e]") {
+TEST_CASE("dockerfile: refused profiles: exit 1, nothing on stdout, the same findings as profile check",
+          "[dockerfile][e2e]") {
   const std::string path = k_fixtures + "torch-python-3.15.toml";
   const auto check = run_in_source({"profile", "check", path});
   REQUIRE(check.exit_code == 1);
@@ -196,7 +206,8 @@ TEST_CASE("refused profiles: exit 1, nothing on stdout, the same findings as pro
   CHECK(contains(unpublished.err, "nvidia/cuda:12.4.1-cudnn-runtime-ubuntu24.04 was never published"));
 }
 
-TEST_CASE("all: one Dockerfile per valid cell, identical to the single-cell command, and an index", "[dockerfile][e2e]") {
+TEST_CASE("dockerfile: all: one Dockerfile per valid cell, identical to the single-cell command, and an index",
+          "[dockerfile][e2e]") {
   TempDir dir;
   const std::string profile = k_fixtures + "matrix-frameworks.toml";
   const auto all = run_in_source({"dockerfile", profile, "--all", "--out-dir", dir.str()});
@@ -212,13 +223,16 @@ TEST_CASE("all: one Dockerfile per valid cell, identical to the single-cell comm
   CHECK(skipped.size() >= 10);
   CHECK(files_in(dir.path(), ".Dockerfile").size() == written.size());
   CHECK(contains(all.err, "wrote " + std::to_string(written.size()) + " Dockerfiles and index.json"));
-  CHECK(contains(all.err, "skipped cuda.version=11.8.0,framework.python=3.10,framework.version=1.13.1,image.flavor=runtime: pytorch.variant"));
+  CHECK(contains(all.err,
+                 "skipped cuda.version=11.8.0,framework.python=3.10,framework.version=1.13.1,image.flavor=runtime: "
+                 "pytorch.variant"));
   for (const auto& entry : written) {
     const std::string file = entry.at("file");
     INFO(file);
     CHECK(gpuenv::util::starts_with(file, "matrix-frameworks_"));
     CHECK(gpuenv::util::ends_with(file, ".Dockerfile"));
-    for (const auto& [key, value] : entry.at("cell").items()) CHECK(contains(file, "_" + key + "-" + value.get<std::string>()));
+    for (const auto& [key, value] : entry.at("cell").items())
+      CHECK(contains(file, "_" + key + "-" + value.get<std::string>()));
     std::vector<std::string> args{"dockerfile", profile};
     const std::string set = entry.at("set").get<std::string>();
     for (std::string_view word : gpuenv::util::split(set, ' ')) args.emplace_back(word);
@@ -234,19 +248,24 @@ TEST_CASE("all: one Dockerfile per valid cell, identical to the single-cell comm
   }
 }
 
-TEST_CASE("all: exit 1 when a cell asked for by include is invalid, and still writes the valid ones", "[dockerfile][e2e]") {
+TEST_CASE("dockerfile: all: exit 1 when a cell asked for by include is invalid, and still writes the valid ones",
+          "[dockerfile][e2e]") {
   TempDir dir;
-  const auto all = run_in_source({"dockerfile", k_fixtures + "matrix-requested-invalid.toml", "--all", "--out-dir", dir.str()});
+  const auto all =
+      run_in_source({"dockerfile", k_fixtures + "matrix-requested-invalid.toml", "--all", "--out-dir", dir.str()});
   CHECK(all.exit_code == 1);
   CHECK(contains(all.err, "(include): image.tag"));
   CHECK(files_in(dir.path(), ".Dockerfile") ==
-        std::vector<std::string>{"matrix-requested-invalid_framework.python-3.10.Dockerfile", "matrix-requested-invalid_framework.python-3.11.Dockerfile"});
+        std::vector<std::string>{"matrix-requested-invalid_framework.python-3.10.Dockerfile",
+                                 "matrix-requested-invalid_framework.python-3.11.Dockerfile"});
   const auto index = parse_json(read_text(dir.path() / "index.json"));
   REQUIRE(index.at("skipped").size() == 1);
   CHECK(index.at("skipped")[0].at("requested") == true);
   // A profile without a matrix: one file named after it; an invalid one is "requested" too.
   TempDir single;
-  REQUIRE(run_gpuenv({"dockerfile", "pytorch-2.4-cu124", "--all", "--out-dir", single.str(), "--with-doctor"}).exit_code == 0);
+  REQUIRE(
+      run_gpuenv({"dockerfile", "pytorch-2.4-cu124", "--all", "--out-dir", single.str(), "--with-doctor"}).exit_code ==
+      0);
   CHECK(files_in(single.path(), ".Dockerfile") == std::vector<std::string>{"pytorch-2.4-cu124.Dockerfile"});
   CHECK(parse_json(read_text(single.path() / "index.json")).at("with_doctor") == true);
   TempDir refused;
@@ -254,7 +273,7 @@ TEST_CASE("all: exit 1 when a cell asked for by include is invalid, and still wr
   CHECK(files_in(refused.path(), ".Dockerfile").empty());
 }
 
-TEST_CASE("bad input: a clear message, exit 2, and no files", "[dockerfile][e2e]") {
+TEST_CASE("dockerfile: bad input: a clear message, exit 2, and no files", "[dockerfile][e2e]") {
   TempDir dir;
   struct Bad {
     std::vector<std::string> args;
@@ -295,7 +314,8 @@ TEST_CASE("bad input: a clear message, exit 2, and no files", "[dockerfile][e2e]
   }
   // Nothing was written anywhere: the temp dir holds only the plain file made above.
   std::vector<std::string> left;
-  for (const auto& entry : fs::recursive_directory_iterator(dir.path())) left.push_back(entry.path().filename().string());
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path()))
+    left.push_back(entry.path().filename().string());
   std::sort(left.begin(), left.end());
   CHECK((left == std::vector<std::string>{"locked", "plain-file"} || left == std::vector<std::string>{"plain-file"}));
 }

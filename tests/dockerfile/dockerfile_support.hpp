@@ -1,10 +1,10 @@
 #pragma once
 // Helpers shared by the Dockerfile tests (header-only; tests/dockerfile/*_test.cpp include it).
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -80,7 +80,8 @@ class TempDir {
   }
   ~TempDir() {
     std::error_code ignored;
-    std::filesystem::permissions(m_path, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ignored);
+    std::filesystem::permissions(m_path, std::filesystem::perms::owner_all, std::filesystem::perm_options::add,
+                                 ignored);
     std::filesystem::remove_all(m_path, ignored);
   }
   TempDir(const TempDir&) = delete;
@@ -113,7 +114,8 @@ inline std::set<std::string> published_tags() {
     }
     if (image.cudnn_token.empty()) continue;
     for (const std::string& os : image.cudnn_os) {
-      for (const char* flavor : {"runtime", "devel"}) out.insert(image.cuda.str() + "-" + image.cudnn_token + "-" + flavor + "-" + os);
+      for (const char* flavor : {"runtime", "devel"})
+        out.insert(image.cuda.str() + "-" + image.cudnn_token + "-" + flavor + "-" + os);
     }
   }
   return out;
@@ -125,10 +127,13 @@ inline std::vector<std::string> own_problems(const std::string& text) {
   static const std::set<std::string> tags = published_tags();
   for (const gpuenv::dockerfile::Instruction& in : gpuenv::dockerfile::parse_instructions(text)) {
     if (in.keyword != "FROM" || !util::starts_with(in.arguments, "nvidia/cuda:")) continue;
-    const std::string tag = in.arguments.substr(12, in.arguments.find(' ') == std::string::npos ? std::string::npos : in.arguments.find(' ') - 12);
-    if (!tags.contains(tag)) problems.push_back("line " + std::to_string(in.line) + ": nvidia/cuda:" + tag + " is not a published tag");
+    const std::string tag = in.arguments.substr(
+        12, in.arguments.find(' ') == std::string::npos ? std::string::npos : in.arguments.find(' ') - 12);
+    if (!tags.contains(tag))
+      problems.push_back("line " + std::to_string(in.line) + ": nvidia/cuda:" + tag + " is not a published tag");
   }
-  if (!util::starts_with(text, "# syntax=docker/dockerfile:1\n")) problems.push_back("line 1: no `# syntax=docker/dockerfile:1` directive");
+  if (!util::starts_with(text, "# syntax=docker/dockerfile:1\n"))
+    problems.push_back("line 1: no `# syntax=docker/dockerfile:1` directive");
   return problems;
 }
 

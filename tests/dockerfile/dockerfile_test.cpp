@@ -1,15 +1,15 @@
 // The Dockerfile generator as a library: Python plans, the generator's own findings, the rendered text's
 // promises (issue 5), the profile hash, file names, and the structural checks where dockerfile-utils is blind.
 
-#include <catch2/catch.hpp>
+#include "dockerfile/dockerfile.hpp"
 
+#include <catch2/catch.hpp>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "compat/derive.hpp"
 #include "compat/rules.hpp"
-#include "dockerfile/dockerfile.hpp"
 #include "dockerfile/lint.hpp"
 #include "dockerfile_support.hpp"
 #include "report/finding.hpp"
@@ -26,8 +26,8 @@ using gpuenv::util::contains;
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
 Profile torch_profile(const Fields& extra = {}) {
-  Fields fields = {{"os.distro", "ubuntu"},       {"os.version", "22.04"},        {"cuda.version", "12.4.1"},
-                   {"cudnn.version", "9"},        {"framework.name", "pytorch"},  {"framework.version", "2.4.1"},
+  Fields fields = {{"os.distro", "ubuntu"},     {"os.version", "22.04"},       {"cuda.version", "12.4.1"},
+                   {"cudnn.version", "9"},      {"framework.name", "pytorch"}, {"framework.version", "2.4.1"},
                    {"framework.python", "3.11"}};
   // An empty value removes the field.
   for (const auto& field : extra) {
@@ -74,7 +74,7 @@ std::size_t position(const std::string& text, const std::string& needle) {
 
 }  // namespace
 
-TEST_CASE("the generator's data parses and every row has a source", "[dockerfile]") {
+TEST_CASE("dockerfile: the generator's data parses and every row has a source", "[dockerfile]") {
   const auto& d = data();
   CHECK(d.os_python.size() >= 8);
   for (const auto& row : d.os_python) {
@@ -93,16 +93,18 @@ TEST_CASE("the generator's data parses and every row has a source", "[dockerfile
   CHECK(d.numpy.size() == 2);
 }
 
-TEST_CASE("a bad data file is an internal error naming the file and the row", "[dockerfile]") {
-  const gpuenv::util::EmbeddedFile bad[] = {{"python.toml", "[uv]\nversion = \"1\"\nimage = \"x:1\"\npython_min = \"3.8\"\n"
-                                                            "python_max = \"3.14\"\nstatus = \"verified\"\nsource = \"s\"\nextra = 1\n"}};
+TEST_CASE("dockerfile: a bad data file is an internal error naming the file and the row", "[dockerfile]") {
+  const gpuenv::util::EmbeddedFile bad[] = {
+      {"python.toml",
+       "[uv]\nversion = \"1\"\nimage = \"x:1\"\npython_min = \"3.8\"\n"
+       "python_max = \"3.14\"\nstatus = \"verified\"\nsource = \"s\"\nextra = 1\n"}};
   auto parsed = gpuenv::dockerfile::parse_data(bad);
   REQUIRE_FALSE(parsed.has_value());
   CHECK(contains(parsed.error().message, "python.toml"));
   CHECK(contains(parsed.error().message, "unexpected key `extra`"));
 }
 
-TEST_CASE("Python: the OS's own python3 when it matches, otherwise uv", "[dockerfile]") {
+TEST_CASE("dockerfile: Python: the OS's own python3 when it matches, otherwise uv", "[dockerfile]") {
   struct Row {
     const char* distro;
     const char* version;
@@ -111,18 +113,25 @@ TEST_CASE("Python: the OS's own python3 when it matches, otherwise uv", "[docker
   };
   const Row rows[] = {
       // packages.ubuntu.com: focal 3.8, jammy 3.10, noble 3.12.
-      {"ubuntu", "20.04", "3.8", PythonPlan::Method::os},   {"ubuntu", "22.04", "3.10", PythonPlan::Method::os},
-      {"ubuntu", "24.04", "3.12", PythonPlan::Method::os},  {"ubuntu", "22.04", "3.11", PythonPlan::Method::uv},
-      {"ubuntu", "24.04", "3.10", PythonPlan::Method::uv},  {"ubuntu", "18.04", "3.6", PythonPlan::Method::uv},
+      {"ubuntu", "20.04", "3.8", PythonPlan::Method::os},
+      {"ubuntu", "22.04", "3.10", PythonPlan::Method::os},
+      {"ubuntu", "24.04", "3.12", PythonPlan::Method::os},
+      {"ubuntu", "22.04", "3.11", PythonPlan::Method::uv},
+      {"ubuntu", "24.04", "3.10", PythonPlan::Method::uv},
+      {"ubuntu", "18.04", "3.6", PythonPlan::Method::uv},
       // Red Hat's RHEL 8/9/10 docs: python3 is 3.6 / 3.9 / 3.12; rhel is imaged as ubi.
-      {"ubi", "8", "3.6", PythonPlan::Method::os},          {"rhel", "9", "3.9", PythonPlan::Method::os},
-      {"rockylinux", "9", "3.9", PythonPlan::Method::os},   {"rockylinux", "9", "3.11", PythonPlan::Method::uv},
-      {"ubi", "10", "3.12", PythonPlan::Method::os},        {"amzn", "2023", "3.9", PythonPlan::Method::os},
+      {"ubi", "8", "3.6", PythonPlan::Method::os},
+      {"rhel", "9", "3.9", PythonPlan::Method::os},
+      {"rockylinux", "9", "3.9", PythonPlan::Method::os},
+      {"rockylinux", "9", "3.11", PythonPlan::Method::uv},
+      {"ubi", "10", "3.12", PythonPlan::Method::os},
+      {"amzn", "2023", "3.9", PythonPlan::Method::os},
       {"amzn", "2023", "3.12", PythonPlan::Method::uv},
   };
   for (const Row& row : rows) {
     INFO(row.distro << " " << row.version << " python " << row.python);
-    const Profile p = torch_profile({{"os.distro", row.distro}, {"os.version", row.version}, {"framework.python", row.python}});
+    const Profile p =
+        torch_profile({{"os.distro", row.distro}, {"os.version", row.version}, {"framework.python", row.python}});
     const PythonPlan plan = gpuenv::dockerfile::plan_python(p, data());
     CHECK(plan.method == row.method);
     CHECK(plan.version == row.python);
@@ -134,7 +143,8 @@ TEST_CASE("Python: the OS's own python3 when it matches, otherwise uv", "[docker
       CHECK(plan.interpreter == "python3");
     }
   }
-  CHECK(gpuenv::dockerfile::plan_python(make_profile({{"os.distro", "ubuntu"}, {"os.version", "22.04"}, {"cuda.version", "12.4.1"}}), data())
+  CHECK(gpuenv::dockerfile::plan_python(
+            make_profile({{"os.distro", "ubuntu"}, {"os.version", "22.04"}, {"cuda.version", "12.4.1"}}), data())
             .method == PythonPlan::Method::none);
 }
 
@@ -142,7 +152,8 @@ TEST_CASE("dockerfile.python fails for a Python neither the OS nor uv provides",
   for (const char* python : {"3.15", "3.7", "2.7"}) {
     INFO(python);
     const auto findings = gpuenv::dockerfile::check(torch_profile({{"framework.python", python}}), kb(), data());
-    const auto it = std::find_if(findings.begin(), findings.end(), [](const auto& f) { return f.id == "dockerfile.python"; });
+    const auto it =
+        std::find_if(findings.begin(), findings.end(), [](const auto& f) { return f.id == "dockerfile.python"; });
     REQUIRE(it != findings.end());
     CHECK(it->status == Status::fail);
     CHECK(contains(it->message, python));
@@ -152,12 +163,13 @@ TEST_CASE("dockerfile.python fails for a Python neither the OS nor uv provides",
   const auto ok = gpuenv::dockerfile::check(torch_profile(), kb(), data());
   REQUIRE(ok.size() == 1);
   CHECK(ok[0].status == Status::pass);
-  CHECK(gpuenv::dockerfile::check(torch_profile({{"framework.python", "3.10"}}), kb(), data())[0].status == Status::pass);
+  CHECK(gpuenv::dockerfile::check(torch_profile({{"framework.python", "3.10"}}), kb(), data())[0].status ==
+        Status::pass);
 }
 
 TEST_CASE("dockerfile.libraries warns when TensorFlow without [and-cuda] lacks the image's libraries", "[dockerfile]") {
   const Fields tf = {{"framework.name", "tensorflow"}, {"framework.version", "2.10.0"}, {"framework.python", "3.10"},
-                     {"os.version", "20.04"}, {"cuda.version", "11.2.2"}, {"cudnn.version", "8"}};
+                     {"os.version", "20.04"},          {"cuda.version", "11.2.2"},      {"cudnn.version", "8"}};
   Fields base = tf;
   base.emplace_back("image.flavor", "base");
   auto findings = gpuenv::dockerfile::check(torch_profile(base), kb(), data());
@@ -174,23 +186,29 @@ TEST_CASE("dockerfile.libraries warns when TensorFlow without [and-cuda] lacks t
   REQUIRE(findings.size() == 1);  // a cuDNN runtime image: nothing missing
 }
 
-TEST_CASE("render writes the model Dockerfile: base tag, venv, pinned wheels, build-time CUDA check, user, labels", "[dockerfile]") {
+TEST_CASE(
+    "dockerfile: render writes the model Dockerfile: base tag, venv, pinned wheels, build-time CUDA check, user, "
+    "labels",
+    "[dockerfile]") {
   const Profile p = torch_profile({{"driver.min", "550.54.15"}, {"description", "demo \"quoted\" $HOME"}});
   const std::string text = render(p);
   const auto derived = gpuenv::compat::derive(p, kb());
 
-  CHECK(gpuenv::util::starts_with(text, "# syntax=docker/dockerfile:1\n# Generated by gpuenv 0.0.0-test from profile \"test-profile\""));
+  CHECK(gpuenv::util::starts_with(
+      text, "# syntax=docker/dockerfile:1\n# Generated by gpuenv 0.0.0-test from profile \"test-profile\""));
   CHECK(contains(text, "# Regenerate with: gpuenv dockerfile test-profile\n"));
   CHECK(contains(text, "\nFROM nvidia/cuda:" + derived.image_tag + "\n"));
   CHECK(derived.image_tag == "12.4.1-cudnn-runtime-ubuntu22.04");
   // Python 3.11 on Ubuntu 22.04 (python3 3.10) comes from the pinned uv, mounted, never copied into the image.
   CHECK(contains(text, "FROM " + data().uv.image + " AS uv\n"));
-  CHECK(contains(text, "RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    uv python install 3.11 \\\n"
-                       " && uv venv --seed --python 3.11 /opt/venv\n"));
+  CHECK(contains(text,
+                 "RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    uv python install 3.11 \\\n"
+                 " && uv venv --seed --python 3.11 /opt/venv\n"));
   CHECK(contains(text, "ARG UV_PYTHON_INSTALL_DIR=/opt/python\n"));
   CHECK(contains(text, "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:$PATH\n"));
-  CHECK(contains(text, "RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cu124 \\\n"
-                       "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1\n"));
+  CHECK(contains(text,
+                 "RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cu124 \\\n"
+                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1\n"));
   CHECK(contains(text, "assert v.split('.')[:2] == ['12', '4']"));
   CHECK_FALSE(contains(text, "numpy<2"));  // torch 2.4 supports NumPy 2
   // Non-root user, last; labels with the hash and escaped free text.
@@ -198,7 +216,8 @@ TEST_CASE("render writes the model Dockerfile: base tag, venv, pinned wheels, bu
   CHECK(gpuenv::util::ends_with(text, "USER gpuenv\nWORKDIR /home/gpuenv\n"));
   CHECK(contains(text, "io.gpuenv.profile.hash=\"" + gpuenv::dockerfile::profile_hash(p) + "\""));
   CHECK(contains(text, "org.opencontainers.image.description=\"demo \\\"quoted\\\" \\$HOME\""));
-  CHECK(contains(text, "org.opencontainers.image.base.name=\"docker.io/nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04\""));
+  CHECK(
+      contains(text, "org.opencontainers.image.base.name=\"docker.io/nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04\""));
   CHECK(contains(text, "io.gpuenv.driver.min=\"550.54.15\""));
   // Base image's NVIDIA_* variables are kept (documented, never overridden); no apt at all on this path.
   CHECK(contains(text, "NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them"));
@@ -210,90 +229,124 @@ TEST_CASE("render writes the model Dockerfile: base tag, venv, pinned wheels, bu
   CHECK(own_problems(text).empty());
 }
 
-TEST_CASE("render is deterministic and has no clock in it", "[dockerfile]") {
+TEST_CASE("dockerfile: render is deterministic and has no clock in it", "[dockerfile]") {
   const Profile p = torch_profile();
   const std::string first = render(p);
   for (int i = 0; i < 3; ++i) CHECK(render(p) == first);
   CHECK_FALSE(std::regex_search(first, std::regex("[0-9]{2}:[0-9]{2}:[0-9]{2}")));
 }
 
-TEST_CASE("the OS's own Python comes from apt or dnf with the package-manager discipline", "[dockerfile]") {
+TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the package-manager discipline", "[dockerfile]") {
   SECTION("Ubuntu: ARG DEBIAN_FRONTEND, --no-install-recommends, lists removed in the same layer") {
     const std::string text = render(torch_profile({{"framework.python", "3.10"}}));
     CHECK(contains(text, "ARG DEBIAN_FRONTEND=noninteractive\n"));
     CHECK_FALSE(contains(text, "ENV DEBIAN_FRONTEND"));
-    CHECK(contains(text, "RUN apt-get update \\\n && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
-                         " && rm -rf /var/lib/apt/lists/*\n"));
+    CHECK(contains(text,
+                   "RUN apt-get update \\\n && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
+                   " && rm -rf /var/lib/apt/lists/*\n"));
     CHECK(position(text, "ARG DEBIAN_FRONTEND") < position(text, "apt-get install"));
-    CHECK(contains(text, "RUN python3 -m venv /opt/venv \\\n && /opt/venv/bin/python -m pip install --no-cache-dir --upgrade pip\n"));
+    CHECK(contains(
+        text,
+        "RUN python3 -m venv /opt/venv \\\n && /opt/venv/bin/python -m pip install --no-cache-dir --upgrade pip\n"));
     CHECK_FALSE(contains(text, "uv python install"));
     CHECK_FALSE(contains(text, "AS uv"));
     CHECK(own_problems(text).empty());
   }
   SECTION("RHEL family: dnf without weak dependencies, cache cleaned in the same layer; shadow-utils for useradd") {
-    const std::string text = render(torch_profile({{"os.distro", "ubi"}, {"os.version", "9"}, {"framework.python", "3.9"}}));
+    const std::string text =
+        render(torch_profile({{"os.distro", "ubi"}, {"os.version", "9"}, {"framework.python", "3.9"}}));
     CHECK(contains(text, "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubi9\n"));
-    CHECK(contains(text, "RUN dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils \\\n"
-                         " && dnf clean all \\\n && rm -rf /var/cache/dnf\n"));
+    CHECK(contains(text,
+                   "RUN dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils \\\n"
+                   " && dnf clean all \\\n && rm -rf /var/cache/dnf\n"));
     CHECK_FALSE(contains(text, "DEBIAN_FRONTEND"));
     CHECK(own_problems(text).empty());
   }
   SECTION("Amazon Linux 2023 uses dnf too") {
-    const std::string text = render(torch_profile({{"os.distro", "amzn"}, {"os.version", "2023"}, {"cuda.version", "12.6.3"},
-                                                   {"cudnn.version", ""}, {"framework.version", "2.6.0"}, {"framework.python", "3.9"}}));
+    const std::string text = render(torch_profile({{"os.distro", "amzn"},
+                                                   {"os.version", "2023"},
+                                                   {"cuda.version", "12.6.3"},
+                                                   {"cudnn.version", ""},
+                                                   {"framework.version", "2.6.0"},
+                                                   {"framework.python", "3.9"}}));
     CHECK(contains(text, "FROM nvidia/cuda:12.6.3-runtime-amzn2023\n"));
     CHECK(contains(text, "dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils"));
     CHECK(own_problems(text).empty());
   }
   SECTION("UBI 7 has yum") {
-    const std::string text = render(torch_profile({{"os.distro", "ubi"}, {"os.version", "7"}, {"cuda.version", "11.8.0"},
-                                                   {"cudnn.version", "8"}, {"framework.python", "3.10"}}));
-    CHECK(contains(text, "RUN yum install -y --setopt=tsflags=nodocs shadow-utils \\\n && yum clean all \\\n && rm -rf /var/cache/yum\n"));
+    const std::string text = render(torch_profile({{"os.distro", "ubi"},
+                                                   {"os.version", "7"},
+                                                   {"cuda.version", "11.8.0"},
+                                                   {"cudnn.version", "8"},
+                                                   {"framework.python", "3.10"}}));
+    CHECK(contains(text,
+                   "RUN yum install -y --setopt=tsflags=nodocs shadow-utils \\\n && yum clean all \\\n && rm -rf "
+                   "/var/cache/yum\n"));
     CHECK(contains(text, "uv python install 3.10"));
     CHECK(own_problems(text).empty());
   }
 }
 
-TEST_CASE("PyTorch install forms follow the release: --index-url from 2.0, --extra-index-url with +cu labels before", "[dockerfile]") {
+TEST_CASE(
+    "dockerfile: PyTorch install forms follow the release: --index-url from 2.0, --extra-index-url with +cu labels "
+    "before",
+    "[dockerfile]") {
   SECTION("1.13: extra index, local version labels as PyTorch documents, numpy<2") {
-    const std::string text = render(torch_profile({{"cuda.version", "11.7.1"}, {"cudnn.version", "8"}, {"framework.version", "1.13.1"},
-                                                   {"framework.python", "3.10"}, {"framework.variant", "cu117"}}));
-    CHECK(contains(text, "RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cu117 \\\n"
-                         "      torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 \"numpy<2\"\n"));
+    const std::string text = render(torch_profile({{"cuda.version", "11.7.1"},
+                                                   {"cudnn.version", "8"},
+                                                   {"framework.version", "1.13.1"},
+                                                   {"framework.python", "3.10"},
+                                                   {"framework.variant", "cu117"}}));
+    CHECK(contains(text,
+                   "RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cu117 \\\n"
+                   "      torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 \"numpy<2\"\n"));
     CHECK(contains(text, "== ['11', '7']"));
   }
   SECTION("2.1: index URL, numpy<2 (NumPy 2 support starts with torch 2.3)") {
-    const std::string text = render(torch_profile({{"cuda.version", "12.1.1"}, {"cudnn.version", "8"}, {"framework.version", "2.1.2"},
+    const std::string text = render(torch_profile({{"cuda.version", "12.1.1"},
+                                                   {"cudnn.version", "8"},
+                                                   {"framework.version", "2.1.2"},
                                                    {"framework.python", "3.10"}}));
-    CHECK(contains(text, "--index-url https://download.pytorch.org/whl/cu121 \\\n      torch==2.1.2 torchvision==0.16.2 torchaudio==2.1.2 \"numpy<2\"\n"));
+    CHECK(contains(text,
+                   "--index-url https://download.pytorch.org/whl/cu121 \\\n      torch==2.1.2 torchvision==0.16.2 "
+                   "torchaudio==2.1.2 \"numpy<2\"\n"));
   }
-  SECTION("a series-level release pins the series and says the companions are unknown") {
-    const std::string text = render(torch_profile({{"os.version", "24.04"}, {"cuda.version", "13.0.2"}, {"framework.version", "2.12"},
+  SECTION("a series-level release: torch X.Y is X.Y.0 (as pip and the rules read it), companions unknown") {
+    const std::string text = render(torch_profile({{"os.version", "24.04"},
+                                                   {"cuda.version", "13.0.2"},
+                                                   {"framework.version", "2.12"},
                                                    {"framework.python", "3.12"}}));
-    CHECK(contains(text, "--index-url https://download.pytorch.org/whl/cu130 \\\n      torch==2.12.*\n"));
+    CHECK(contains(text, "--index-url https://download.pytorch.org/whl/cu130 \\\n      torch==2.12.0\n"));
     CHECK(contains(text, "torchvision and torchaudio are not pinned"));
     CHECK(contains(text, "== ['13', '0']"));
   }
   SECTION("an explicit variant sets the index and the CUDA line asserted") {
-    const std::string text = render(torch_profile({{"cuda.version", "12.6.3"}, {"framework.version", "2.6.0"}, {"framework.variant", "cu124"}}));
+    const std::string text = render(
+        torch_profile({{"cuda.version", "12.6.3"}, {"framework.version", "2.6.0"}, {"framework.variant", "cu124"}}));
     CHECK(contains(text, "whl/cu124"));
     CHECK(contains(text, "== ['12', '4']"));
     CHECK(contains(text, "io.gpuenv.torch.variant=\"cu124\""));
   }
 }
 
-TEST_CASE("TensorFlow: [and-cuda] where the release has it, plain before; build-time CUDA check", "[dockerfile]") {
+TEST_CASE("dockerfile: TensorFlow: [and-cuda] where the release has it, plain before, with a build-time CUDA check",
+          "[dockerfile]") {
   SECTION("2.20 with [and-cuda]") {
-    const std::string text = render(torch_profile({{"framework.name", "tensorflow"}, {"framework.version", "2.20.0"},
-                                                   {"framework.python", "3.12"}, {"cuda.version", "12.5.1"}}));
+    const std::string text = render(torch_profile({{"framework.name", "tensorflow"},
+                                                   {"framework.version", "2.20.0"},
+                                                   {"framework.python", "3.12"},
+                                                   {"cuda.version", "12.5.1"}}));
     CHECK(contains(text, "RUN pip install --no-cache-dir \"tensorflow[and-cuda]==2.20.0\"\n"));
     CHECK(contains(text, "tf.test.is_built_with_cuda()"));
     CHECK(contains(text, "== ['12', '5']"));
     CHECK_FALSE(contains(text, "numpy<2"));
   }
   SECTION("2.10 plain, with numpy<2") {
-    const std::string text = render(torch_profile({{"framework.name", "tensorflow"}, {"framework.version", "2.10.0"},
-                                                   {"framework.python", "3.10"}, {"os.version", "20.04"}, {"cuda.version", "11.2.2"},
+    const std::string text = render(torch_profile({{"framework.name", "tensorflow"},
+                                                   {"framework.version", "2.10.0"},
+                                                   {"framework.python", "3.10"},
+                                                   {"os.version", "20.04"},
+                                                   {"cuda.version", "11.2.2"},
                                                    {"cudnn.version", "8"}}));
     CHECK(contains(text, "RUN pip install --no-cache-dir tensorflow==2.10.0 \"numpy<2\"\n"));
     CHECK(contains(text, "== ['11', '2']"));
@@ -301,8 +354,9 @@ TEST_CASE("TensorFlow: [and-cuda] where the release has it, plain before; build-
   }
 }
 
-TEST_CASE("a bare CUDA profile gets no Python, only the user and labels", "[dockerfile]") {
-  const std::string text = render(make_profile({{"os.distro", "ubuntu"}, {"os.version", "24.04"}, {"cuda.version", "13.0.2"}, {"image.flavor", "base"}}));
+TEST_CASE("dockerfile: a bare CUDA profile gets no Python, only the user and labels", "[dockerfile]") {
+  const std::string text = render(make_profile(
+      {{"os.distro", "ubuntu"}, {"os.version", "24.04"}, {"cuda.version", "13.0.2"}, {"image.flavor", "base"}}));
   CHECK(contains(text, "\nFROM nvidia/cuda:13.0.2-base-ubuntu24.04\n"));
   CHECK_FALSE(contains(text, "pip"));
   CHECK_FALSE(contains(text, "venv"));
@@ -311,27 +365,29 @@ TEST_CASE("a bare CUDA profile gets no Python, only the user and labels", "[dock
   CHECK(own_problems(text).empty());
 }
 
-TEST_CASE("with-doctor adds the gpuenv stage and a HEALTHCHECK running doctor --quick --oneline", "[dockerfile]") {
+TEST_CASE("dockerfile: with-doctor adds the gpuenv stage and a HEALTHCHECK running doctor --quick --oneline",
+          "[dockerfile]") {
   Options o = options();
   o.with_doctor = true;
   o.selection = {{"cuda.version", "12.4.1"}};
   const std::string text = render(torch_profile(), o);
   CHECK(contains(text, "FROM scratch AS gpuenv-binary\nCOPY gpuenv /gpuenv\n"));
   CHECK(contains(text, "COPY --from=gpuenv-binary /gpuenv /usr/local/bin/gpuenv\n"));
-  CHECK(contains(text, "HEALTHCHECK --interval=5m --timeout=30s --start-period=30s --retries=3 \\\n"
-                       "  CMD [\"/bin/sh\", \"-c\", \"/usr/local/bin/gpuenv doctor --quick --oneline || exit 1\"]\n"));
+  CHECK(contains(text,
+                 "HEALTHCHECK --interval=5m --timeout=30s --start-period=30s --retries=3 \\\n"
+                 "  CMD [\"/bin/sh\", \"-c\", \"/usr/local/bin/gpuenv doctor --quick --oneline || exit 1\"]\n"));
   CHECK(contains(text, "# Regenerate with: gpuenv dockerfile test-profile --set cuda.version=12.4.1 --with-doctor\n"));
   CHECK(contains(text, "io.gpuenv.cell=\"cuda.version=12.4.1\""));
   CHECK(own_problems(text).empty());
 }
 
-TEST_CASE("render refuses a tag NVIDIA never published, whatever the caller checked", "[dockerfile]") {
+TEST_CASE("dockerfile: render refuses a tag NVIDIA never published, whatever the caller checked", "[dockerfile]") {
   const Profile cases[] = {
-      torch_profile({{"os.distro", "debian"}, {"os.version", "12"}}),          // no nvidia/cuda images for Debian
-      torch_profile({{"os.version", "24.04"}}),                                // 12.4.1 has no ubuntu24.04 images
-      torch_profile({{"cuda.version", "12.2.0"}, {"cudnn.version", "8"}}),     // 12.2.0 had no cuDNN variant
-      torch_profile({{"image.flavor", "base"}}),                               // no cuDNN `base` images
-      torch_profile({{"cuda.version", "12.7.0"}}),                             // no such release
+      torch_profile({{"os.distro", "debian"}, {"os.version", "12"}}),       // no nvidia/cuda images for Debian
+      torch_profile({{"os.version", "24.04"}}),                             // 12.4.1 has no ubuntu24.04 images
+      torch_profile({{"cuda.version", "12.2.0"}, {"cudnn.version", "8"}}),  // 12.2.0 had no cuDNN variant
+      torch_profile({{"image.flavor", "base"}}),                            // no cuDNN `base` images
+      torch_profile({{"cuda.version", "12.7.0"}}),                          // no such release
   };
   for (const Profile& p : cases) {
     INFO(p.os_distro << p.os_version << " " << p.cuda_version << " " << p.image_flavor);
@@ -341,7 +397,8 @@ TEST_CASE("render refuses a tag NVIDIA never published, whatever the caller chec
   }
 }
 
-TEST_CASE("profile_hash is FNV-1a 64 over the canonical fields and ignores name and description", "[dockerfile]") {
+TEST_CASE("dockerfile: profile_hash is FNV-1a 64 over the canonical fields and ignores name and description",
+          "[dockerfile]") {
   CHECK(gpuenv::dockerfile::fnv1a64("") == 0xcbf29ce484222325ULL);
   CHECK(gpuenv::dockerfile::fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
   CHECK(gpuenv::dockerfile::fnv1a64("foobar") == 0x85944171f73967e8ULL);
@@ -361,16 +418,19 @@ TEST_CASE("profile_hash is FNV-1a 64 over the canonical fields and ignores name 
   CHECK(gpuenv::dockerfile::profile_hash(p) != hash);
 }
 
-TEST_CASE("cell file names are predictable and file-name safe", "[dockerfile]") {
+TEST_CASE("dockerfile: cell file names are predictable and file-name safe", "[dockerfile]") {
   CHECK(gpuenv::dockerfile::cell_file_name("pytorch-2.4-cu124", {}) == "pytorch-2.4-cu124.Dockerfile");
-  CHECK(gpuenv::dockerfile::cell_file_name("pytorch-matrix", {{"cuda.version", "12.6.3"}, {"framework.python", "3.10"}}) ==
+  CHECK(gpuenv::dockerfile::cell_file_name("pytorch-matrix",
+                                           {{"cuda.version", "12.6.3"}, {"framework.python", "3.10"}}) ==
         "pytorch-matrix_cuda.version-12.6.3_framework.python-3.10.Dockerfile");
   CHECK(gpuenv::dockerfile::cell_file_name("m", {{"description", "a b/c"}}) == "m_description-a-b-c.Dockerfile");
 }
 
-TEST_CASE("structural checks catch what dockerfile-utils does not", "[dockerfile][lint]") {
+TEST_CASE("dockerfile: structural checks catch what dockerfile-utils does not", "[dockerfile][lint]") {
   const std::vector<std::string> allowed{"ghcr.io/astral-sh/uv:0.9.2"};
-  const auto problems = [&allowed](const std::string& text) { return gpuenv::dockerfile::structural_problems(text, allowed); };
+  const auto problems = [&allowed](const std::string& text) {
+    return gpuenv::dockerfile::structural_problems(text, allowed);
+  };
   const auto has = [](const std::vector<std::string>& found, const std::string& needle) {
     INFO(gpuenv::util::join(found, "\n"));
     return std::any_of(found.begin(), found.end(), [&needle](const std::string& p) { return contains(p, needle); });
@@ -383,35 +443,48 @@ TEST_CASE("structural checks catch what dockerfile-utils does not", "[dockerfile
   CHECK(has(problems("FROM nvidia/cuda:latest\n" + tail), "tag grammar"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-cudnn-base-ubuntu22.04\n" + tail), "tag grammar"));
   CHECK(has(problems("FROM ubuntu:22.04\n" + tail), "not an image gpuenv uses"));
-  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nCOPY --from=builder /a /b\n" + tail), "names no earlier stage"));
-  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN --mount=from=uv,source=/uv,target=/uv uv\n" + tail), "names no earlier stage"));
+  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nCOPY --from=builder /a /b\n" + tail),
+            "names no earlier stage"));
+  CHECK(has(
+      problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN --mount=from=uv,source=/uv,target=/uv uv\n" + tail),
+      "names no earlier stage"));
   CHECK(problems("FROM ghcr.io/astral-sh/uv:0.9.2 AS uv\nFROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
-                 "RUN --mount=from=uv,source=/uv,target=/uv uv\nCOPY --from=uv /uv /uv\n" + tail)
+                 "RUN --mount=from=uv,source=/uv,target=/uv uv\nCOPY --from=uv /uv /uv\n" +
+                 tail)
             .empty());
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04 AS Build\n" + tail), "stage name"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"), "no USER"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nUSER root\n"), "USER is root"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nUSER 0:0\n"), "USER is root"));
-  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN apt-get update && apt-get install -y --no-install-recommends x \\\n"
-                     " && rm -rf /var/lib/apt/lists/*\n" + tail),
+  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN apt-get update && apt-get install -y "
+                     "--no-install-recommends x \\\n"
+                     " && rm -rf /var/lib/apt/lists/*\n" +
+                     tail),
             "DEBIAN_FRONTEND"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nARG DEBIAN_FRONTEND=noninteractive\n"
-                     "RUN apt-get update && apt-get install -y x\n" + tail),
+                     "RUN apt-get update && apt-get install -y x\n" +
+                     tail),
             "--no-install-recommends"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nARG DEBIAN_FRONTEND=noninteractive\n"
-                     "RUN apt-get update && apt-get install -y --no-install-recommends x\n" + tail),
+                     "RUN apt-get update && apt-get install -y --no-install-recommends x\n" +
+                     tail),
             "apt lists"));
-  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nENV DEBIAN_FRONTEND=noninteractive\n" + tail), "use ARG"));
-  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubi9\nRUN dnf install -y python3\n" + tail), "install_weak_deps"));
-  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubi9\nRUN dnf install -y --setopt=install_weak_deps=False x\n" + tail), "dnf clean all"));
+  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nENV DEBIAN_FRONTEND=noninteractive\n" + tail),
+            "use ARG"));
+  CHECK(
+      has(problems("FROM nvidia/cuda:12.4.1-runtime-ubi9\nRUN dnf install -y python3\n" + tail), "install_weak_deps"));
+  CHECK(has(
+      problems("FROM nvidia/cuda:12.4.1-runtime-ubi9\nRUN dnf install -y --setopt=install_weak_deps=False x\n" + tail),
+      "dnf clean all"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN pip install torch\n" + tail), "--no-cache-dir"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN apt-get upgrade -y\n" + tail), "upgrading"));
   CHECK(has(problems("RUN true\nFROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n" + tail), "before the first FROM"));
   CHECK(has(problems("# nothing\n"), "no FROM"));
 }
 
-TEST_CASE("parse_instructions joins continuations and skips comments inside them", "[dockerfile][lint]") {
-  const auto instructions = gpuenv::dockerfile::parse_instructions("# c\nFROM a AS b\nrun x \\\n# inner\n  && y\n\nUSER z\n");
+TEST_CASE("dockerfile: parse_instructions joins continuations and skips comments inside them", "[dockerfile][lint]") {
+  const auto instructions =
+      gpuenv::dockerfile::parse_instructions("# c\nFROM a AS b\nrun x \\\n# inner\n  && y\n\nUSER z\n");
   REQUIRE(instructions.size() == 3);
   CHECK(instructions[0].keyword == "FROM");
   CHECK(instructions[1].keyword == "RUN");
