@@ -55,6 +55,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
       context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
   request.run_smoke = !options.quick;
   request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
+  request.smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.nvidia_smi_xml.empty()) {
     // The report is the user's file, read from this machine even under --root.

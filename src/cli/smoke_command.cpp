@@ -1,5 +1,7 @@
-// `gpuenv smoke`: on-device tests (copies, matmuls) per GPU; the exit code follows the verdict.
+// `gpuenv smoke`: on-device tests (copies, matmuls, memory test) per GPU and copies between GPUs; the exit code
+// follows the verdict.
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,6 +24,9 @@ struct SmokeCommandOptions {
   double fail_ratio = 0.5;
   int repetitions = 0;
   double timeout_s = 120;
+  bool no_cublas = false;
+  bool no_peer = false;
+  double memtest = 0;
 };
 
 nlohmann::json metric_json(const smoke::Metric& metric) {
@@ -39,6 +44,17 @@ nlohmann::json metric_json(const smoke::Metric& metric) {
 
 nlohmann::json optional_json(const std::optional<int>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+nlohmann::json peers_json(const smoke::SmokeReport& report) {
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const smoke::PeerResult& peer : report.peers) {
+    pairs.push_back({{"source", peer.source},
+                     {"destination", peer.destination},
+                     {"peer_access", peer.peer_access},
+                     {"metric", metric_json(peer.metric)}});
+  }
+  return {{"pairs", pairs}, {"findings", report::to_json(report.peer_findings)}};
 }
 
 std::string smoke_json(const smoke::SmokeReport& report) {
@@ -84,8 +100,29 @@ std::string smoke_json(const smoke::SmokeReport& report) {
         {"archs", report.kernels.archs},
         {"bytes", report.kernels.bytes}}},
       {"findings", report::to_json(report.findings)},
-      {"devices", devices}};
+      {"devices", devices},
+      {"peers", peers_json(report)}};
   return out.dump(2) + "\n";
+}
+
+/// "  metric  median  min  max  expected" rows, one per measurement, numbers right-aligned.
+std::string metrics_table(const std::vector<smoke::Metric>& metrics) {
+  if (metrics.empty()) return {};
+  std::size_t width = 6;
+  for (const smoke::Metric& metric : metrics) width = std::max(width, metric.id.size());
+  auto number = [](double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%10.1f", value);
+    return std::string(buffer);
+  };
+  std::ostringstream out;
+  out << "  " << std::string("metric").append(width - 6, ' ') << "      median         min         max    expected\n";
+  for (const smoke::Metric& metric : metrics) {
+    out << "  " << metric.id << std::string(width - metric.id.size(), ' ') << "  " << number(metric.summary.median)
+        << "  " << number(metric.summary.min) << "  " << number(metric.summary.max) << "  "
+        << (metric.expected ? number(*metric.expected) : std::string(9, ' ') + "-") << "  " << metric.unit << "\n";
+  }
+  return out.str();
 }
 
 std::string smoke_text(const smoke::SmokeReport& report, const report::TextStyle& style) {
@@ -98,7 +135,13 @@ std::string smoke_text(const smoke::SmokeReport& report, const report::TextStyle
     if (device.info.pcie_generation && device.info.pcie_width) {
       out << ", PCIe Gen" << *device.info.pcie_generation << " x" << *device.info.pcie_width;
     }
-    out << "\n" << report::render_findings(device.findings, style);
+    out << "\n" << metrics_table(device.metrics) << report::render_findings(device.findings, style);
+  }
+  if (!report.peer_findings.empty()) {
+    std::vector<smoke::Metric> pairs;
+    for (const smoke::PeerResult& peer : report.peers) pairs.push_back(peer.metric);
+    out << "\nPeer copies (destination reads source):\n"
+        << metrics_table(pairs) << report::render_findings(report.peer_findings, style);
   }
   return out.str();
 }
@@ -115,6 +158,10 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.thresholds.fail_ratio = options.fail_ratio;
   request.repetitions = options.repetitions;
   request.step_timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  request.cublas = !options.no_cublas;
+  request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  request.peer = !options.no_peer;
+  request.memtest_fraction = options.memtest;
   auto report = smoke::run_smoke(context.system, request);
   if (!report) return report_error(context, report.error());
   if (options.json) {
@@ -148,6 +195,14 @@ void add_smoke_command(CLI::App& app, Action& action) {
       ->add_option("--timeout", options->timeout_s,
                    "Seconds each step may take before the GPU is reported hung (default 120)")
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--memtest", options->memtest,
+                   "Also write and verify patterns over this fraction of each GPU's free memory (e.g. 0.9)")
+      ->check(CLI::Range(0.01, 0.95));
+  command->add_flag("--no-cublas", options->no_cublas,
+                    "Skip the cuBLAS GEMMs (by default the node's libcublas is found and used; GPUENV_CUBLAS_LIBRARY "
+                    "names one)");
+  command->add_flag("--no-peer", options->no_peer, "Skip the copies between pairs of GPUs");
   command->callback([&action, options] { action = [options](Context& c) { return run_smoke_command(c, *options); }; });
 }
 

@@ -8,6 +8,7 @@
 
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
+#include "util/toml_rows.hpp"
 #include "util/version.hpp"
 
 namespace gpuenv::compat {
@@ -18,6 +19,9 @@ struct Provenance {
   std::string source;
   std::string note;
 };
+
+/// Reads a data row's `status` (verified | secondary | unverified), `source` and optional `note`.
+Provenance read_provenance(util::TomlRow& row);
 
 struct CudaRelease {
   util::Version version;

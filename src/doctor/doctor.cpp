@@ -41,6 +41,8 @@ void add_smoke_findings(system::System& system, const DoctorRequest& request, Do
       report.findings.push_back(std::move(finding));
     }
   }
+  // Peer-copy findings already name both GPUs ("GPU 0 -> GPU 1: ...").
+  for (const report::Finding& finding : smoke->peer_findings) report.findings.push_back(finding);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #include "doctor/thresholds.hpp"
 
-#include <toml++/toml.h>
-
 #include <stdexcept>
+
+#include "util/toml_rows.hpp"
 
 namespace gpuenv::doctor {
 
@@ -10,11 +10,10 @@ std::span<const util::EmbeddedFile> embedded_doctor_data();  // generated from d
 
 namespace {
 
-std::optional<double> number(const toml::table& row, const char* key) {
-  if (const toml::node* node = row.get(key)) {
-    if (auto value = node->value<double>()) return *value;
-  }
-  return std::nullopt;
+/// A row's `source`, after checking its `status` (the knowledge base's statuses, or a gpuenv "policy").
+std::string read_source(util::TomlRow& row) {
+  row.one_of("status", {"verified", "secondary", "unverified", "policy"});
+  return row.text("source");
 }
 
 }  // namespace
@@ -26,39 +25,26 @@ const Threshold& Thresholds::at(const std::string& id) const {
 }
 
 util::Expected<Thresholds> parse_thresholds(std::string_view text) {
-  toml::parse_result parsed = toml::parse(text, std::string_view("thresholds.toml"));
-  if (!parsed) return util::Error::internal("thresholds.toml: " + std::string(parsed.error().description()));
+  const auto parsed = util::TomlFile::parse(text, "thresholds.toml");
+  if (!parsed) return parsed.error();
   Thresholds out;
-  const toml::table& root = parsed.table();
-  if (const toml::array* rows = root["threshold"].as_array()) {
-    for (const toml::node& node : *rows) {
-      const toml::table* row = node.as_table();
-      const auto id = row ? row->get_as<std::string>("id") : nullptr;
-      const auto source = row ? row->get_as<std::string>("source") : nullptr;
-      if (id == nullptr || source == nullptr)
-        return util::Error::internal("thresholds.toml: a [[threshold]] lacks id or source");
-      Threshold threshold{number(*row, "warn_below"), number(*row, "warn_at"), number(*row, "fail_at"), source->get()};
-      if (!threshold.warn_below && !threshold.warn_at && !threshold.fail_at) {
-        return util::Error::internal("thresholds.toml: " + id->get() + " has no warn_below, warn_at or fail_at");
-      }
-      out.values[id->get()] = threshold;
+  auto thresholds = parsed->read_rows("threshold", [&out](util::TomlRow& row) {
+    const std::string id = row.text("id");
+    Threshold threshold{row.optional_number("warn_below"), row.optional_number("warn_at"),
+                        row.optional_number("fail_at"), read_source(row)};
+    if (!threshold.warn_below && !threshold.warn_at && !threshold.fail_at) {
+      row.fail(id + " has no warn_below, warn_at or fail_at");
     }
-  }
-  if (const toml::array* rows = root["throttle_reason"].as_array()) {
-    for (const toml::node& node : *rows) {
-      const toml::table* row = node.as_table();
-      const auto name = row ? row->get_as<std::string>("name") : nullptr;
-      const auto status = row ? row->get_as<std::string>("status_on") : nullptr;
-      const auto meaning = row ? row->get_as<std::string>("meaning") : nullptr;
-      const auto source = row ? row->get_as<std::string>("source") : nullptr;
-      if (!name || !status || !meaning || !source || (status->get() != "warn" && status->get() != "fail")) {
-        return util::Error::internal(
-            "thresholds.toml: a [[throttle_reason]] needs name, status_on (warn|fail), meaning, source");
-      }
-      out.throttle_reasons[name->get()] = {status->get() == "fail" ? report::Status::fail : report::Status::warn,
-                                           meaning->get(), source->get()};
-    }
-  }
+    out.values[id] = threshold;
+  });
+  if (!thresholds) return thresholds.error();
+  auto reasons = parsed->read_rows("throttle_reason", [&out](util::TomlRow& row) {
+    const std::string name = row.text("name");
+    const std::string status_on = row.one_of("status_on", {"warn", "fail"});
+    out.throttle_reasons[name] = {status_on == "fail" ? report::Status::fail : report::Status::warn,
+                                  row.text("meaning"), read_source(row)};
+  });
+  if (!reasons) return reasons.error();
   return out;
 }
 

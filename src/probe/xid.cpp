@@ -1,7 +1,5 @@
 #include "probe/xid.hpp"
 
-#include <toml++/toml.h>
-
 #include <cctype>
 #include <map>
 #include <set>
@@ -11,6 +9,7 @@
 #include "probe/proc_driver_version.hpp"
 #include "util/embedded_file.hpp"
 #include "util/strings.hpp"
+#include "util/toml_rows.hpp"
 
 namespace gpuenv::probe {
 
@@ -23,47 +22,32 @@ using util::Expected;
 
 // ---- the table --------------------------------------------------------------------------------------------------
 
-std::optional<XidSeverity> severity_from(std::string_view text) {
-  if (text == "info") return XidSeverity::info;
+XidSeverity severity_from(std::string_view text) {
   if (text == "warning") return XidSeverity::warning;
   if (text == "error") return XidSeverity::error;
   if (text == "critical") return XidSeverity::critical;
-  return std::nullopt;
+  return XidSeverity::info;
 }
 
-/// Reads one [[xid]] strictly, so a typo in the data fails the tests instead of dropping a fact.
-Expected<XidInfo> read_row(const toml::table& row, std::size_t index) {
-  const std::string where =
-      "xid.toml [[xid]] #" + std::to_string(index + 1) + " (line " + std::to_string(row.source().begin.line) + ")";
-  static const std::set<std::string, std::less<>> k_keys = {
-      "code",  "mnemonic", "meaning", "causes", "catalog_action", "action",       "severity",
-      "aznhc", "dcgm",     "k8s_dp",  "gpud",   "status",         "tools_status", "source"};
-  for (const auto& [key, node] : row) {
-    (void)node;
-    if (!k_keys.contains(key.str())) return Error::internal(where + ": unknown key `" + std::string(key.str()) + "`");
-  }
+/// Reads one [[xid]] row; every key is required.
+XidInfo read_row(util::TomlRow& row) {
   XidInfo out;
-  const auto code = row["code"].value<int64_t>();
-  if (!code || *code <= 0 || *code > 100000) return Error::internal(where + ": `code` must be a positive integer");
-  out.code = static_cast<int>(*code);
-  const std::pair<const char*, std::string*> texts[] = {
-      {"mnemonic", &out.mnemonic}, {"meaning", &out.meaning},
-      {"causes", &out.causes},     {"catalog_action", &out.catalog_action},
-      {"action", &out.action},     {"dcgm", &out.dcgm},
-      {"k8s_dp", &out.k8s_dp},     {"gpud", &out.gpud},
-      {"status", &out.status},     {"tools_status", &out.tools_status},
-      {"source", &out.source}};
-  for (const auto& [key, target] : texts) {
-    const auto text = row[key].value<std::string>();
-    if (!text) return Error::internal(where + ": `" + key + "` must be a string");
-    *target = *text;
-  }
-  const auto severity = severity_from(row["severity"].value<std::string>().value_or(""));
-  if (!severity) return Error::internal(where + ": `severity` must be info, warning, error or critical");
-  out.severity = *severity;
-  const std::string aznhc = row["aznhc"].value<std::string>().value_or("");
-  if (aznhc != "FAIL" && aznhc != "-") return Error::internal(where + ": `aznhc` must be \"FAIL\" or \"-\"");
-  out.aznhc_fails = aznhc == "FAIL";
+  out.code = static_cast<int>(row.integer_in("code", 1, 100000, "a positive integer"));
+  out.mnemonic = row.text("mnemonic");
+  out.meaning = row.text("meaning");
+  out.causes = row.text("causes");
+  out.catalog_action = row.text("catalog_action");
+  out.action = row.text("action");
+  out.dcgm = row.text("dcgm");
+  out.k8s_dp = row.text("k8s_dp");
+  out.gpud = row.text("gpud");
+  out.status = row.text("status");
+  out.tools_status = row.text("tools_status");
+  out.source = row.text("source");
+  out.severity = severity_from(row.one_of("severity", {"info", "warning", "error", "critical"}));
+  out.aznhc_fails = row.one_of("aznhc", {"FAIL", "-"}) == "FAIL";
+  // This table's own word for a key no reader asks for (the shared reader says "unexpected key").
+  for (const std::string& key : row.unread_keys()) row.fail("unknown key `" + key + "`");
   return out;
 }
 
@@ -363,29 +347,19 @@ std::string_view to_string(KernelEventKind kind) {
 }
 
 Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text) {
-  toml::parse_result parsed = toml::parse(toml_text, std::string_view("xid.toml"));
-  if (!parsed) {
-    return Error::internal("xid.toml:" + std::to_string(parsed.error().source().begin.line) + ": " +
-                           std::string(parsed.error().description()));
+  const auto parsed = util::TomlFile::parse(toml_text, "xid.toml");
+  if (!parsed) return parsed.error();
+  if (const auto key = parsed->unexpected_key({"xid"})) {
+    return Error::internal("xid.toml: unknown top-level key `" + *key + "`");
   }
-  const toml::table& root = parsed.table();
-  for (const auto& [key, node] : root) {
-    (void)node;
-    if (key.str() != "xid") return Error::internal("xid.toml: unknown top-level key `" + std::string(key.str()) + "`");
-  }
-  const toml::array* rows = root["xid"].as_array();
-  if (rows == nullptr) return Error::internal("xid.toml: no [[xid]] rows");
+  if (!parsed->contains("xid")) return Error::internal("xid.toml: no [[xid]] rows");
   std::vector<XidInfo> out;
+  if (auto read = parsed->append_rows("xid", out, read_row); !read) return read.error();
   std::set<int> seen;
-  for (std::size_t i = 0; i < rows->size(); ++i) {
-    const toml::table* row = (*rows)[i].as_table();
-    if (row == nullptr) return Error::internal("xid.toml: `xid` must be an array of tables");
-    auto info = read_row(*row, i);
-    if (!info) return info.error();
-    if (!seen.insert(info->code).second) {
-      return Error::internal("xid.toml: Xid " + std::to_string(info->code) + " appears twice");
+  for (const XidInfo& info : out) {
+    if (!seen.insert(info.code).second) {
+      return Error::internal("xid.toml: Xid " + std::to_string(info.code) + " appears twice");
     }
-    out.push_back(std::move(info).value());
   }
   return out;
 }

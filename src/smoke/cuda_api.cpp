@@ -6,52 +6,49 @@ namespace gpuenv::smoke {
 
 util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library) {
   CudaApi api;
-  std::vector<std::string> missing;
-  auto bind = [&](auto& pointer, const char* name, bool required = true) {
-    void* address = library.symbol(name);
-    if (address == nullptr && required) missing.emplace_back(name);
-    pointer = reinterpret_cast<std::remove_reference_t<decltype(pointer)>>(address);
-  };
-  bind(api.init, "cuInit");
-  bind(api.driver_get_version, "cuDriverGetVersion");
-  bind(api.get_error_name, "cuGetErrorName", false);
-  bind(api.get_error_string, "cuGetErrorString", false);
-  bind(api.device_get_count, "cuDeviceGetCount");
-  bind(api.device_get, "cuDeviceGet");
-  bind(api.device_get_name, "cuDeviceGetName");
-  bind(api.device_get_attribute, "cuDeviceGetAttribute");
-  bind(api.device_total_mem, "cuDeviceTotalMem_v2");
-  bind(api.device_get_pci_bus_id, "cuDeviceGetPCIBusId");
-  bind(api.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
-  bind(api.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2");
-  bind(api.ctx_set_current, "cuCtxSetCurrent");
-  bind(api.ctx_synchronize, "cuCtxSynchronize");
-  bind(api.module_load_data, "cuModuleLoadData");
-  bind(api.module_unload, "cuModuleUnload");
-  bind(api.module_get_function, "cuModuleGetFunction");
-  bind(api.launch_kernel, "cuLaunchKernel");
-  bind(api.mem_alloc, "cuMemAlloc_v2");
-  bind(api.mem_free, "cuMemFree_v2");
-  bind(api.mem_alloc_host, "cuMemAllocHost_v2");
-  bind(api.mem_free_host, "cuMemFreeHost");
-  bind(api.memcpy_htod, "cuMemcpyHtoD_v2");
-  bind(api.memcpy_dtoh, "cuMemcpyDtoH_v2");
-  bind(api.memcpy_htod_async, "cuMemcpyHtoDAsync_v2");
-  bind(api.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
-  bind(api.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
-  bind(api.memset_d32, "cuMemsetD32_v2");
-  bind(api.stream_create, "cuStreamCreate");
-  bind(api.stream_synchronize, "cuStreamSynchronize");
-  bind(api.stream_destroy, "cuStreamDestroy_v2");
-  bind(api.event_create, "cuEventCreate");
-  bind(api.event_record, "cuEventRecord");
-  bind(api.event_synchronize, "cuEventSynchronize");
-  bind(api.event_elapsed_time, "cuEventElapsedTime");
-  bind(api.event_destroy, "cuEventDestroy_v2");
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string& name : missing) list += (list.empty() ? "" : ", ") + name;
-    return util::Error::internal("the CUDA driver library does not export " + list);
+  SymbolBinder binder(library);
+  binder.bind(api.init, "cuInit");
+  binder.bind(api.driver_get_version, "cuDriverGetVersion");
+  binder.bind(api.get_error_name, "cuGetErrorName", false);
+  binder.bind(api.get_error_string, "cuGetErrorString", false);
+  binder.bind(api.device_get_count, "cuDeviceGetCount");
+  binder.bind(api.device_get, "cuDeviceGet");
+  binder.bind(api.device_get_name, "cuDeviceGetName");
+  binder.bind(api.device_get_attribute, "cuDeviceGetAttribute");
+  binder.bind(api.device_total_mem, "cuDeviceTotalMem_v2");
+  binder.bind(api.device_get_pci_bus_id, "cuDeviceGetPCIBusId");
+  binder.bind(api.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+  binder.bind(api.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2");
+  binder.bind(api.ctx_set_current, "cuCtxSetCurrent");
+  binder.bind(api.ctx_synchronize, "cuCtxSynchronize");
+  binder.bind(api.module_load_data, "cuModuleLoadData");
+  binder.bind(api.module_unload, "cuModuleUnload");
+  binder.bind(api.module_get_function, "cuModuleGetFunction");
+  binder.bind(api.launch_kernel, "cuLaunchKernel");
+  binder.bind(api.mem_alloc, "cuMemAlloc_v2");
+  binder.bind(api.mem_free, "cuMemFree_v2");
+  binder.bind(api.mem_alloc_host, "cuMemAllocHost_v2");
+  binder.bind(api.mem_free_host, "cuMemFreeHost");
+  binder.bind(api.memcpy_htod, "cuMemcpyHtoD_v2");
+  binder.bind(api.memcpy_dtoh, "cuMemcpyDtoH_v2");
+  binder.bind(api.memcpy_htod_async, "cuMemcpyHtoDAsync_v2");
+  binder.bind(api.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
+  binder.bind(api.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+  binder.bind(api.memset_d32, "cuMemsetD32_v2");
+  binder.bind(api.stream_create, "cuStreamCreate");
+  binder.bind(api.stream_synchronize, "cuStreamSynchronize");
+  binder.bind(api.stream_destroy, "cuStreamDestroy_v2");
+  binder.bind(api.event_create, "cuEventCreate");
+  binder.bind(api.event_record, "cuEventRecord");
+  binder.bind(api.event_synchronize, "cuEventSynchronize");
+  binder.bind(api.event_elapsed_time, "cuEventElapsedTime");
+  binder.bind(api.event_destroy, "cuEventDestroy_v2");
+  binder.bind(api.mem_get_info, "cuMemGetInfo_v2");
+  binder.bind(api.device_can_access_peer, "cuDeviceCanAccessPeer");
+  binder.bind(api.ctx_enable_peer_access, "cuCtxEnablePeerAccess");
+  binder.bind(api.memcpy_peer_async, "cuMemcpyPeerAsync");
+  if (!binder.missing().empty()) {
+    return util::Error::internal("the CUDA driver library does not export " + binder.missing());
   }
   return api;
 }
@@ -74,6 +71,8 @@ std::string cuda_error_name(CUresult result) {
       return "CUDA_ERROR_NO_BINARY_FOR_GPU";
     case cuda_error_ecc_uncorrectable:
       return "CUDA_ERROR_ECC_UNCORRECTABLE";
+    case cuda_error_peer_access_already_enabled:
+      return "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED";
     case cuda_error_invalid_ptx:
       return "CUDA_ERROR_INVALID_PTX";
     case cuda_error_unsupported_ptx_version:

@@ -23,6 +23,7 @@ using CUevent = struct CUevent_st*;
 /// CUresult values smoke reacts to (cuda.h).
 enum CudaError : int {
   cuda_success = 0,
+  cuda_error_invalid_value = 1,
   cuda_error_out_of_memory = 2,
   cuda_error_not_initialized = 3,
   cuda_error_insufficient_driver = 35,
@@ -35,6 +36,7 @@ enum CudaError : int {
   cuda_error_illegal_address = 700,
   cuda_error_launch_timeout = 702,
   cuda_error_launch_failed = 719,
+  cuda_error_peer_access_already_enabled = 704,
   cuda_error_system_driver_mismatch = 803,
   cuda_error_compat_not_supported_on_device = 804,
   cuda_error_unknown = 999,
@@ -87,7 +89,30 @@ struct CudaApi {
   CUresult (*event_record)(CUevent, CUstream) = nullptr;
   CUresult (*event_synchronize)(CUevent) = nullptr;
   CUresult (*event_elapsed_time)(float*, CUevent, CUevent) = nullptr;
-  CUresult (*event_destroy)(CUevent) = nullptr;  // cuEventDestroy_v2
+  CUresult (*event_destroy)(CUevent) = nullptr;                    // cuEventDestroy_v2
+  CUresult (*mem_get_info)(std::size_t*, std::size_t*) = nullptr;  // cuMemGetInfo_v2 (free, total)
+  CUresult (*device_can_access_peer)(int*, CUdevice, CUdevice) = nullptr;
+  CUresult (*ctx_enable_peer_access)(CUcontext, unsigned) = nullptr;
+  CUresult (*memcpy_peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, std::size_t, CUstream) = nullptr;
+};
+
+/// Binds function pointers to a dlopen'ed library's symbols by name, collecting the required ones it lacks.
+class SymbolBinder {
+ public:
+  explicit SymbolBinder(system::DynamicLibrary& library) : m_library(library) {}
+  /// Sets `pointer` to the symbol `name` (nullptr when absent; absent and required is remembered).
+  template <typename Function>
+  void bind(Function*& pointer, const char* name, bool required = true) {
+    void* address = m_library.symbol(name);
+    if (address == nullptr && required) m_missing += (m_missing.empty() ? "" : ", ") + std::string(name);
+    pointer = reinterpret_cast<Function*>(address);
+  }
+  /// "cuInit, cuMemAlloc_v2": the required symbols that were absent ("" when none).
+  const std::string& missing() const { return m_missing; }
+
+ private:
+  system::DynamicLibrary& m_library;
+  std::string m_missing;
 };
 
 /// Resolves every entry point; the error lists the symbols the library lacks (a driver older than CUDA 4 or not

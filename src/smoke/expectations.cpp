@@ -1,11 +1,10 @@
 #include "smoke/expectations.hpp"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <set>
+
+#include "util/toml_rows.hpp"
 
 namespace gpuenv::smoke {
 
@@ -13,64 +12,18 @@ std::span<const util::EmbeddedFile> embedded_smoke_data();  // generated from da
 
 namespace {
 
-/// Reads one table strictly: every key read is declared, anything else is reported.
-class Reader {
- public:
-  Reader(const toml::table& table, std::string where, std::vector<std::string>& errors)
-      : m_table(table), m_where(std::move(where)), m_errors(errors) {}
-  ~Reader() {
-    for (const auto& [key, value] : m_table) {
-      if (m_known.count(std::string(key.str())) == 0) fail("unknown key `" + std::string(key.str()) + "`");
-    }
-  }
-  Reader(const Reader&) = delete;
-  Reader& operator=(const Reader&) = delete;
+/// The number at `key`, which must be there.
+double required_number(util::TomlRow& row, std::string_view key) {
+  const std::optional<double> value = row.optional_number(key);
+  if (!value) row.fail("missing `" + std::string(key) + "`");
+  return value.value_or(0);
+}
 
-  std::string text(const char* key, bool required) {
-    m_known.insert(key);
-    const toml::node* node = m_table.get(key);
-    if (node == nullptr) {
-      if (required) fail(std::string("missing `") + key + "`");
-      return {};
-    }
-    if (!node->is_string()) fail(std::string("`") + key + "` must be a string");
-    return node->is_string() ? node->as_string()->get() : std::string();
-  }
-  std::optional<double> number(const char* key, bool required) {
-    m_known.insert(key);
-    const toml::node* node = m_table.get(key);
-    if (node == nullptr) {
-      if (required) fail(std::string("missing `") + key + "`");
-      return std::nullopt;
-    }
-    if (const auto value = node->value<double>(); value && node->is_number()) return *value;
-    fail(std::string("`") + key + "` must be a number");
-    return std::nullopt;
-  }
-  std::vector<std::string> texts(const char* key) {
-    m_known.insert(key);
-    std::vector<std::string> out;
-    const toml::array* array = m_table.get(key) != nullptr ? m_table.get(key)->as_array() : nullptr;
-    if (array == nullptr) {
-      fail(std::string("`") + key + "` must be an array of strings");
-      return out;
-    }
-    for (const toml::node& item : *array) {
-      if (item.is_string())
-        out.push_back(item.as_string()->get());
-      else
-        fail(std::string("`") + key + "` must hold strings");
-    }
-    return out;
-  }
-
- private:
-  void fail(const std::string& message) { m_errors.push_back(m_where + ": " + message); }
-  const toml::table& m_table;
-  std::string m_where;
-  std::vector<std::string>& m_errors;
-  std::set<std::string> m_known;
-};
+/// A row's `source`, after checking its `status` (docs/knowledge-base.md vocabulary).
+std::string read_source(util::TomlRow& row) {
+  row.one_of("status", {"verified", "secondary", "unverified"});
+  return row.text("source");
+}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -88,79 +41,71 @@ std::string format_number(double value) {
 }  // namespace
 
 util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin) {
-  toml::parse_result parsed = toml::parse(text, origin);
-  if (!parsed) {
-    const auto& error = parsed.error();
-    return util::Error::internal(origin + ":" + std::to_string(error.source().begin.line) + ":" +
-                                 std::to_string(error.source().begin.column) + ": " + std::string(error.description()));
+  auto parsed = util::TomlFile::parse(text, origin);
+  if (!parsed) return parsed.error();
+  const util::TomlFile& file = *parsed;
+  if (auto unknown = file.unexpected_key({"efficiency", "kernel_efficiency", "dcgm", "pcie", "pcie_minimum", "gpu"})) {
+    return util::Error::internal(origin + ": unknown table `" + *unknown + "`");
   }
-  const toml::table& root = parsed.table();
-  std::vector<std::string> errors;
+  for (const char* required : {"efficiency", "kernel_efficiency"}) {
+    if (!file.contains(required)) return util::Error::internal(origin + ": missing [" + required + "]");
+  }
   Expectations out;
-  for (const auto& [key, node] : root) {
-    const std::string name(key.str());
-    if (name != "efficiency" && name != "pcie" && name != "pcie_minimum" && name != "gpu") {
-      errors.push_back(origin + ": unknown table `" + name + "`");
-    }
-  }
-  if (const toml::table* efficiency = root["efficiency"].as_table()) {
-    Reader row(*efficiency, origin + " [efficiency]", errors);
-    out.efficiency.d2d_copy = row.number("d2d_copy", true).value_or(0);
-    out.efficiency.pcie = row.number("pcie", true).value_or(0);
-    out.efficiency.sgemm = row.number("sgemm", true).value_or(0);
-    out.efficiency.tensor = row.number("tensor", true).value_or(0);
-    out.efficiency.status = row.text("status", true);
-    out.efficiency.source = row.text("source", true);
-  } else {
-    errors.push_back(origin + ": missing [efficiency]");
-  }
-  auto each = [&](const char* name, auto&& read) {
-    const toml::array* rows = root[name].as_array();
-    if (rows == nullptr) return;
-    std::size_t index = 0;
-    for (const toml::node& node : *rows) {
-      ++index;
-      if (const toml::table* table = node.as_table()) {
-        Reader row(*table, origin + " [[" + name + "]] #" + std::to_string(index), errors);
-        read(row);
-      }
-    }
-  };
-  each("pcie", [&](Reader& row) {
+  auto efficiency = file.read_table("efficiency", [&out](util::TomlRow& row) {
+    out.efficiency.d2d_copy = required_number(row, "d2d_copy");
+    out.efficiency.pcie = required_number(row, "pcie");
+    out.efficiency.status = row.text("status");
+    out.efficiency.source = row.text("source");
+  });
+  if (!efficiency) return efficiency.error();
+  auto kernels = file.read_table("kernel_efficiency", [&out](util::TomlRow& row) {
+    out.kernel_efficiency.sgemm = required_number(row, "sgemm");
+    out.kernel_efficiency.tensor = required_number(row, "tensor");
+    out.kernel_efficiency.cublas_tensor = required_number(row, "cublas_tensor");
+    out.kernel_efficiency.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    out.kernel_efficiency.source = row.text("source");
+  });
+  if (!kernels) return kernels.error();
+  auto dcgm = file.read_table("dcgm", [&out](util::TomlRow& row) {
+    out.dcgm_target_perf_min_ratio = required_number(row, "target_perf_min_ratio");
+    read_source(row);
+  });
+  if (!dcgm) return dcgm.error();
+  auto lanes = file.append_rows("pcie", out.pcie, [](util::TomlRow& row) {
     PcieLane lane;
-    lane.generation = static_cast<int>(row.number("generation", true).value_or(0));
-    lane.per_lane_gbs = row.number("per_lane_gbs", true).value_or(0);
-    lane.status = row.text("status", true);
-    out.pcie.push_back(lane);
+    lane.generation = static_cast<int>(row.integer("generation"));
+    lane.per_lane_gbs = required_number(row, "per_lane_gbs");
+    lane.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    lane.source = row.text("source");
+    return lane;
   });
-  each("pcie_minimum", [&](Reader& row) {
+  if (!lanes) return lanes.error();
+  auto minimums = file.append_rows("pcie_minimum", out.pcie_minimum, [](util::TomlRow& row) {
     PcieMinimum minimum;
-    minimum.generation = static_cast<int>(row.number("generation", true).value_or(0));
-    minimum.width = static_cast<int>(row.number("width", true).value_or(0));
-    minimum.h2d_gbs = row.number("h2d_gbs", true).value_or(0);
-    minimum.status = row.text("status", true);
-    minimum.source = row.text("source", true);
-    out.pcie_minimum.push_back(minimum);
+    minimum.generation = static_cast<int>(row.integer("generation"));
+    minimum.width = static_cast<int>(row.integer("width"));
+    minimum.h2d_gbs = required_number(row, "h2d_gbs");
+    minimum.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    minimum.source = row.text("source");
+    return minimum;
   });
-  each("gpu", [&](Reader& row) {
+  if (!minimums) return minimums.error();
+  auto gpus = file.append_rows("gpu", out.gpus, [](util::TomlRow& row) {
     GpuExpectation gpu;
-    gpu.model = row.text("model", true);
+    gpu.model = row.text("model");
     gpu.match = row.texts("match");
-    gpu.memory_bandwidth = row.number("memory_bandwidth", false);
-    gpu.memory_bandwidth_minimum = row.number("memory_bandwidth_minimum", false);
-    gpu.fp32_tflops = row.number("fp32_tflops", false);
-    gpu.tensor_tflops = row.number("tensor_tflops", false);
-    gpu.tensor_precision = row.text("tensor_precision", true);
-    gpu.status = row.text("status", true);
-    gpu.source = row.text("source", true);
-    if (gpu.tensor_precision != "bf16" && gpu.tensor_precision != "fp16") {
-      errors.push_back(origin + " gpu " + gpu.model + ": tensor_precision must be \"bf16\" or \"fp16\"");
-    }
-    out.gpus.push_back(std::move(gpu));
+    gpu.memory_bandwidth = row.optional_number("memory_bandwidth");
+    gpu.memory_bandwidth_minimum = row.optional_number("memory_bandwidth_minimum");
+    gpu.fp32_tflops = row.optional_number("fp32_tflops");
+    gpu.tensor_tflops = row.optional_number("tensor_tflops");
+    gpu.tensor_precision = row.one_of("tensor_precision", {"bf16", "fp16"});
+    gpu.dcgm_sgemm_target_gflops = row.optional_number("dcgm_sgemm_target_gflops");
+    gpu.p2p_read_minimum = row.optional_number("p2p_read_minimum");
+    gpu.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    gpu.source = row.text("source");
+    return gpu;
   });
-  if (!errors.empty())
-    return util::Error::internal(errors.front() +
-                                 (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+  if (!gpus) return gpus.error();
   return out;
 }
 
@@ -201,20 +146,33 @@ std::optional<PcieExpectation> pcie_expectation(const Expectations& expectations
   return std::nullopt;
 }
 
-Judgement judge(double observed, std::optional<double> expected, std::optional<double> minimum,
-                const Thresholds& thresholds, const std::string& unit) {
+Judgement judge(double observed, const Expectation& expectation, const Thresholds& thresholds,
+                const std::string& unit) {
   Judgement out;
-  if (!expected || *expected <= 0) {
+  const bool has_expected = expectation.expected && *expectation.expected > 0;
+  if (!has_expected && !expectation.minimum) {
     out.explanation = "no expectation for this GPU";
     return out;
   }
-  out.warn_below = thresholds.min_ratio * *expected;
-  out.fail_below = minimum ? *minimum : thresholds.fail_ratio * *expected;
-  out.warn_below = std::max(out.warn_below, out.fail_below);  // an anchor minimum above the warn line still fails
-  out.explanation = "expected >= " + format_number(out.warn_below) + " " + unit + " (" +
-                    format_number(thresholds.min_ratio) + " x " + format_number(*expected) +
-                    " or the minimum), fail below " + format_number(out.fail_below) +
-                    (minimum ? " (anchor minimum)" : " (" + format_number(thresholds.fail_ratio) + " x expected)");
+  if (expectation.minimum) {
+    out.fail_below = *expectation.minimum;
+  } else if (has_expected && expectation.calibrated) {
+    out.fail_below = thresholds.fail_ratio * *expectation.expected;
+  }
+  out.warn_below = has_expected ? std::max(thresholds.min_ratio * *expectation.expected, out.fail_below)
+                                : out.fail_below;  // an anchor minimum above the warn line still fails
+  std::string fail_text = "fail below " + format_number(out.fail_below) + " " + unit;
+  if (expectation.minimum) {
+    fail_text += " (anchor minimum)";
+  } else if (has_expected && expectation.calibrated) {
+    fail_text += " (" + format_number(thresholds.fail_ratio) + " x expected)";
+  } else {
+    fail_text = "uncalibrated estimate: a shortfall only warns";
+  }
+  out.explanation = has_expected ? "expected >= " + format_number(out.warn_below) + " " + unit + " (" +
+                                       format_number(thresholds.min_ratio) + " x " +
+                                       format_number(*expectation.expected) + " or the minimum), " + fail_text
+                                 : fail_text;
   if (observed < out.fail_below) {
     out.status = report::Status::fail;
   } else if (observed < out.warn_below) {

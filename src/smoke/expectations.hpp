@@ -22,6 +22,10 @@ struct GpuExpectation {
   std::optional<double> fp32_tflops;
   std::optional<double> tensor_tflops;
   std::string tensor_precision = "bf16";  ///< "bf16" or "fp16"
+  /// DCGM diag-skus `targeted_stress` target for this SKU where DCGM runs SGEMM (GFLOPS, 0.75 x DCGM's measurement).
+  std::optional<double> dcgm_sgemm_target_gflops;
+  /// Fail floor for a peer (NVLink) device-to-device read copy, GB/s (Azure aznhc check_gpu_bw).
+  std::optional<double> p2p_read_minimum;
   std::string status;
   std::string source;
 };
@@ -30,6 +34,7 @@ struct PcieLane {
   int generation = 0;
   double per_lane_gbs = 0;
   std::string status;
+  std::string source;
 };
 
 struct PcieMinimum {
@@ -40,18 +45,29 @@ struct PcieMinimum {
   std::string source;
 };
 
-/// Fractions of the datasheet peak that gpuenv's own measurements reach on a healthy GPU.
+/// Fractions of the theoretical bandwidth that copies reach on a healthy GPU (a rule of thumb with a source).
 struct Efficiency {
   double d2d_copy = 0.8;
   double pcie = 0.8;
-  double sgemm = 0.3;
-  double tensor = 0.15;
   std::string status;
   std::string source;
 };
 
+/// Fractions of the datasheet peak that matmuls reach on a healthy GPU. Estimates until calibrated on hardware:
+/// while `status` is "unverified", falling short of them only warns.
+struct KernelEfficiency {
+  double sgemm = 0.3;          ///< smoke_sgemm vs FP32 peak
+  double tensor = 0.15;        ///< smoke_*gemm_wmma vs dense tensor peak
+  double cublas_tensor = 0.5;  ///< cuBLAS BF16/FP16 GEMM vs dense tensor peak
+  std::string status;
+  std::string source;
+  bool calibrated() const { return status != "unverified"; }
+};
+
 struct Expectations {
   Efficiency efficiency;
+  KernelEfficiency kernel_efficiency;
+  double dcgm_target_perf_min_ratio = 0.95;  ///< DCGM fails targeted_stress below this x target
   std::vector<PcieLane> pcie;
   std::vector<PcieMinimum> pcie_minimum;
   std::vector<GpuExpectation> gpus;
@@ -80,6 +96,14 @@ struct Thresholds {
   double fail_ratio = 0.5;  ///< below fail_ratio × expected (when no anchor minimum): fail
 };
 
+/// What one measured number is judged against.
+struct Expectation {
+  std::optional<double> expected;  ///< what a healthy GPU measures
+  std::optional<double> minimum;   ///< an anchor tool's fail floor; below it fails
+  bool calibrated = true;          ///< false: `expected` is an estimate, falling short of it only warns
+  std::string source = {};         ///< where the numbers come from, for the finding
+};
+
 /// The verdict on one measured number.
 struct Judgement {
   report::Status status = report::Status::skip;
@@ -89,9 +113,8 @@ struct Judgement {
   std::string explanation;
 };
 
-/// observed < fail floor (the anchor minimum, else fail_ratio × expected) -> fail; observed < min_ratio × expected
-/// -> warn; otherwise pass. No expected value -> skip (numbers only).
-Judgement judge(double observed, std::optional<double> expected, std::optional<double> minimum,
-                const Thresholds& thresholds, const std::string& unit);
+/// observed < fail floor (the anchor minimum, else fail_ratio × expected when calibrated) -> fail; observed <
+/// min_ratio × expected -> warn; otherwise pass. Neither an expected value nor a minimum -> skip (numbers only).
+Judgement judge(double observed, const Expectation& expectation, const Thresholds& thresholds, const std::string& unit);
 
 }  // namespace gpuenv::smoke

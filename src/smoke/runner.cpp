@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "smoke/cuda_api.hpp"
+#include "smoke/step.hpp"
 #include "smoke/verify.hpp"
 #include "util/embedded_file.hpp"
 
@@ -30,112 +31,6 @@ namespace {
 using report::Finding;
 using report::Status;
 using namespace std::chrono_literals;
-
-constexpr std::size_t mib = 1024 * 1024;
-
-// Every caller passes a literal format with one double conversion.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-std::string format(const char* spec, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, spec, value);
-  return buffer;
-}
-#pragma GCC diagnostic pop
-
-std::string rate_text(double value) { return format(value >= 100 ? "%.0f" : (value >= 10 ? "%.1f" : "%.2f"), value); }
-
-std::string size_text(std::size_t bytes) {
-  if (bytes >= 1024 * mib) return format("%.1f GiB", static_cast<double>(bytes) / (1024.0 * mib));
-  return format("%.0f MiB", static_cast<double>(bytes) / mib);
-}
-
-bool is_sticky(CUresult result) {
-  return result == cuda_error_illegal_address || result == cuda_error_launch_failed ||
-         result == cuda_error_launch_timeout || result == cuda_error_ecc_uncorrectable || result == cuda_error_unknown;
-}
-
-/// Everything one GPU's steps share. Owned jointly by the main thread and the step threads, so an abandoned
-/// (hung) step keeps it, and the library, alive.
-struct Gpu {
-  std::shared_ptr<system::DynamicLibrary> library;
-  CudaApi api;
-  SmokeOptions options;
-  int ordinal = 0;
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  CUstream stream = nullptr;
-  CUevent start = nullptr;
-  CUevent stop = nullptr;
-  CUmodule module = nullptr;
-  CUfunction sgemm = nullptr;
-  CUfunction hgemm = nullptr;
-  CUfunction bf16gemm = nullptr;
-  DeviceInfo info;
-  // copy buffers
-  std::size_t bytes = 0;
-  CUdeviceptr device_a = 0;
-  CUdeviceptr device_b = 0;
-  std::uint32_t* pinned = nullptr;
-  std::vector<std::uint32_t> pageable;
-  std::vector<std::uint32_t> readback;  // pageable scratch for verification
-  PatternCheck h2d_check;
-};
-
-/// The outcome of one step, handed back to the main thread.
-struct StepOutcome {
-  std::vector<Finding> findings;
-  std::vector<Metric> metrics;
-  bool stop = false;  ///< the GPU is unusable (sticky error); skip its remaining steps
-};
-
-/// A failing CUDA call as an exception inside a step; turned into a finding by run_step.
-struct CudaFailure {
-  std::string what;
-  CUresult result;
-};
-
-void check(CUresult result, const std::string& what) {
-  if (result != cuda_success) throw CudaFailure{what, result};
-}
-
-Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& failure) {
-  Finding out{id, Status::fail, failure.what + " failed: " + describe_cuda_error(gpu.api, failure.result), {}, {}};
-  if (failure.result == cuda_error_out_of_memory) {
-    out.message = "out of GPU memory: " + out.message;
-    out.remedy = "free GPU memory (nvidia-smi lists the processes holding it) or rerun with --quick";
-  } else if (is_sticky(failure.result)) {
-    out.message = "the GPU faulted: " + out.message;
-    out.remedy =
-        "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may need a "
-        "reset";
-  } else {
-    out.remedy = "run `gpuenv doctor` to check the driver and the GPU";
-  }
-  return out;
-}
-
-/// Runs `step` on its own thread and waits until the deadline; nullopt means it hung (the thread is abandoned).
-template <typename Step>
-std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
-  auto promise = std::make_shared<std::promise<StepOutcome>>();
-  std::future<StepOutcome> future = promise->get_future();
-  std::thread([gpu, promise, id, step] {
-    StepOutcome outcome;
-    try {
-      if (gpu->context != nullptr) check(gpu->api.ctx_set_current(gpu->context), "cuCtxSetCurrent");
-      outcome = step(*gpu);
-    } catch (const CudaFailure& failure) {
-      outcome.findings.push_back(cuda_finding(*gpu, id, failure));
-      outcome.stop = is_sticky(failure.result) || failure.what.rfind("cuCtx", 0) == 0;
-    } catch (const std::exception& error) {
-      outcome.findings.push_back(Finding{id, Status::fail, std::string("internal error: ") + error.what(), {}, {}});
-    }
-    promise->set_value(std::move(outcome));
-  }).detach();
-  if (future.wait_for(gpu->options.step_timeout) != std::future_status::ready) return std::nullopt;
-  return future.get();
-}
 
 // ---------------------------------------------------------------------------------------------------- device query
 
@@ -218,6 +113,10 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
         "cuModuleGetFunction(smoke_hgemm_wmma)");
   check(gpu.api.module_get_function(&gpu.bf16gemm, gpu.module, "smoke_bf16gemm_wmma"),
         "cuModuleGetFunction(smoke_bf16gemm_wmma)");
+  check(gpu.api.module_get_function(&gpu.memtest_fill, gpu.module, "smoke_fill_pattern"),
+        "cuModuleGetFunction(smoke_fill_pattern)");
+  check(gpu.api.module_get_function(&gpu.memtest_check, gpu.module, "smoke_check_pattern"),
+        "cuModuleGetFunction(smoke_check_pattern)");
   out.findings.push_back(
       Finding{"smoke.kernels",
               Status::pass,
@@ -229,14 +128,9 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
 
 // ---------------------------------------------------------------------------------------------------- copies
 
-int repetitions(const SmokeOptions& options) {
-  return options.repetitions > 0 ? options.repetitions : (options.quick ? 3 : 10);
-}
-
 StepOutcome allocate_copy_buffers(Gpu& gpu) {
   const CudaApi& api = gpu.api;
-  gpu.bytes = gpu.options.copy_bytes > 0 ? gpu.options.copy_bytes : (gpu.options.quick ? 32 * mib : 256 * mib);
-  gpu.bytes = std::max<std::size_t>(gpu.bytes / 4 * 4, 4);
+  gpu.bytes = copy_bytes(gpu.options);
   check(api.mem_alloc(&gpu.device_a, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
   check(api.mem_alloc(&gpu.device_b, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
   void* host = nullptr;
@@ -257,34 +151,6 @@ void free_copy_buffers(Gpu& gpu) {
   gpu.readback = {};
 }
 
-/// Times `copy` (one transfer of gpu.bytes) after one warm-up: with events on the stream when `events`, else host
-/// clock.
-template <typename Copy>
-Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
-  copy();
-  check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
-  std::vector<double> rates;
-  for (int i = 0; i < repetitions(gpu.options); ++i) {
-    double seconds = 0;
-    if (events) {
-      check(gpu.api.event_record(gpu.start, gpu.stream), "cuEventRecord");
-      copy();
-      check(gpu.api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
-      check(gpu.api.event_synchronize(gpu.stop), "cuEventSynchronize");
-      float ms = 0;
-      check(gpu.api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
-      seconds = ms / 1e3;
-    } else {
-      const auto begin = std::chrono::steady_clock::now();
-      copy();
-      check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    }
-    rates.push_back(gigabytes_per_second(bytes_counted, seconds));
-  }
-  return summarize(rates);
-}
-
 /// Reads device buffer `source` back into gpu.readback and checks the pattern.
 PatternCheck read_back_and_check(Gpu& gpu, CUdeviceptr source, std::uint32_t seed) {
   std::fill(gpu.readback.begin(), gpu.readback.end(), 0u);
@@ -292,14 +158,8 @@ PatternCheck read_back_and_check(Gpu& gpu, CUdeviceptr source, std::uint32_t see
   return check_pattern(gpu.readback, seed);
 }
 
-struct CopyJudgement {
-  std::optional<double> expected;
-  std::optional<double> minimum;
-  std::string source;  ///< where the expectation comes from
-};
-
 StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::string& label, const Summary& rates,
-                         double bytes, const PatternCheck& data, const CopyJudgement& expectation) {
+                         double bytes, const PatternCheck& data, const Expectation& expectation) {
   StepOutcome out;
   Metric metric{id, "GB/s", rates, expectation.expected, bytes};
   out.metrics.push_back(metric);
@@ -315,8 +175,7 @@ StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::strin
                 {}});
     return out;
   }
-  const Judgement judgement =
-      judge(rates.median, expectation.expected, expectation.minimum, gpu.options.thresholds, "GB/s");
+  const Judgement judgement = judge(rates.median, expectation, gpu.options.thresholds, "GB/s");
   Finding finding{
       "smoke." + id, judgement.status, observed + ", data verified; " + judgement.explanation, {}, expectation.source};
   if (judgement.status == Status::warn || judgement.status == Status::fail) {
@@ -370,182 +229,79 @@ void read_pcie_link(system::System& system, DeviceInfo& info) {
   info.pcie_max_width = number("max_link_width");
 }
 
-// ---------------------------------------------------------------------------------------------------- matmul
-
-struct GemmPlan {
-  std::string id;
-  Precision precision;
-  int size;
-};
-
-int round_up_64(int value) { return std::max(64, (value + 63) / 64 * 64); }
-
-StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations) {
-  StepOutcome out;
-  const CudaApi& api = gpu.api;
-  const int n = round_up_64(plan.size);
-  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
-  // Operands as the GPU sees them (rounded to 16 bits for the tensor kernels), kept as floats for the CPU reference.
-  std::vector<float> a(count), b(count);
-  std::vector<std::uint16_t> a16, b16;
-  for (std::size_t i = 0; i < count; ++i) {
-    a[i] = operand_value(i, 11);
-    b[i] = operand_value(i, 23);
-  }
-  std::size_t element = 4;
-  if (plan.precision != Precision::fp32) {
-    element = 2;
-    a16.resize(count);
-    b16.resize(count);
-    const bool bf16 = plan.precision == Precision::bf16;
-    for (std::size_t i = 0; i < count; ++i) {
-      a16[i] = bf16 ? float_to_bf16(a[i]) : float_to_half(a[i]);
-      b16[i] = bf16 ? float_to_bf16(b[i]) : float_to_half(b[i]);
-      a[i] = bf16 ? bf16_to_float(a16[i]) : half_to_float(a16[i]);
-      b[i] = bf16 ? bf16_to_float(b16[i]) : half_to_float(b16[i]);
-    }
-  }
-  CUdeviceptr da = 0, db = 0, dc = 0;
-  struct Free {
-    const CudaApi& api;
-    CUdeviceptr* pointers[3];
-    ~Free() {
-      for (CUdeviceptr* pointer : pointers) {
-        if (*pointer != 0) api.mem_free(*pointer);
-      }
-    }
-  } release{api, {&da, &db, &dc}};
-  const std::string what = std::string(to_string(plan.precision)) + " " + std::to_string(n) + "^3 matmul";
-  check(api.mem_alloc(&da, count * element), "cuMemAlloc_v2 (" + what + ")");
-  check(api.mem_alloc(&db, count * element), "cuMemAlloc_v2 (" + what + ")");
-  check(api.mem_alloc(&dc, count * 4), "cuMemAlloc_v2 (" + what + ")");
-  check(api.memcpy_htod(da, element == 4 ? static_cast<const void*>(a.data()) : a16.data(), count * element),
-        "cuMemcpyHtoD_v2");
-  check(api.memcpy_htod(db, element == 4 ? static_cast<const void*>(b.data()) : b16.data(), count * element),
-        "cuMemcpyHtoD_v2");
-  check(api.memset_d32(dc, 0x7FC00000u /* NaN: unwritten elements fail verification */, count), "cuMemsetD32_v2");
-
-  CUfunction function =
-      plan.precision == Precision::fp32 ? gpu.sgemm : (plan.precision == Precision::bf16 ? gpu.bf16gemm : gpu.hgemm);
-  int m_arg = n, n_arg = n, k_arg = n;
-  void* params[] = {&da, &db, &dc, &m_arg, &n_arg, &k_arg};
-  const unsigned grid = static_cast<unsigned>(n / 64);
-  auto launch = [&] {
-    if (plan.precision == Precision::fp32) {
-      check(api.launch_kernel(function, grid, grid, 1, 16, 16, 1, 0, gpu.stream, params, nullptr),
-            "cuLaunchKernel(smoke_sgemm)");
-    } else {
-      check(api.launch_kernel(function, grid, grid, 1, 128, 1, 1, 0, gpu.stream, params, nullptr),
-            "cuLaunchKernel(" + what + ")");
-    }
-  };
-  launch();
-  check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
-  std::vector<double> rates;
-  for (int i = 0; i < repetitions(gpu.options); ++i) {
-    check(api.event_record(gpu.start, gpu.stream), "cuEventRecord");
-    launch();
-    check(api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
-    check(api.event_synchronize(gpu.stop), "cuEventSynchronize (" + what + ")");
-    float ms = 0;
-    check(api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
-    rates.push_back(teraflops(n, n, n, ms / 1e3));
-  }
-  std::vector<float> c(count);
-  check(api.memcpy_dtoh(c.data(), dc, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
-  const double tolerance = default_tolerance(plan.precision);
-  const GemmCheck verified = check_gemm_samples(a, b, c, n, n, n, gpu.options.gemm_samples, tolerance);
-  const Summary summary = summarize(rates);
-
-  std::optional<double> expected;
-  std::string source;
-  if (model != nullptr) {
-    const bool tensor = plan.precision != Precision::fp32;
-    const std::optional<double> peak = tensor ? model->tensor_tflops : model->fp32_tflops;
-    const double efficiency = tensor ? expectations.efficiency.tensor : expectations.efficiency.sgemm;
-    if (peak) {
-      expected = *peak * efficiency;
-      source = model->model + " " +
-               (tensor ? std::string(to_string(plan.precision)) + " tensor" : std::string("FP32")) + " peak " +
-               rate_text(*peak) + " TFLOP/s x " + format("%.2g", efficiency) + " (gpuenv kernel efficiency, " +
-               expectations.efficiency.status + "); " + model->source;
-    }
-  }
-  out.metrics.push_back(Metric{plan.id, "TFLOP/s", summary, expected, static_cast<double>(n)});
-  const std::string observed = what + " " + rate_text(summary.median) + " TFLOP/s (median of " +
-                               std::to_string(summary.count) + ", min " + rate_text(summary.min) + ", max " +
-                               rate_text(summary.max) + ")";
-  if (!verified.ok()) {
-    out.findings.push_back(Finding{"smoke." + plan.id,
-                                   Status::fail,
-                                   observed + ": wrong results: " + std::to_string(verified.mismatches) + " of " +
-                                       std::to_string(verified.sampled) +
-                                       " sampled elements differ from the CPU reference; " + verified.first_mismatch,
-                                   "the GPU computed wrong results: check for Xid errors (sudo dmesg | grep -i xid), "
-                                   "ECC errors (`gpuenv doctor`) and clocks",
-                                   {}});
-    return out;
-  }
-  const Judgement judgement = judge(summary.median, expected, std::nullopt, gpu.options.thresholds, "TFLOP/s");
-  Finding finding{"smoke." + plan.id,
-                  judgement.status,
-                  observed + ", " + std::to_string(verified.sampled) +
-                      " sampled elements match the CPU reference (max relative error " +
-                      format("%.2g", verified.max_relative_error) + ", tolerance " + format("%.0e", tolerance) + "); " +
-                      judgement.explanation,
-                  {},
-                  source};
-  if (judgement.status == Status::warn || judgement.status == Status::fail) {
-    finding.remedy =
-        "check clocks, power capping and throttling (`nvidia-smi -q -d PERFORMANCE`) and other processes on the GPU";
-  }
-  out.findings.push_back(std::move(finding));
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------------- one GPU
 
-void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const Expectations& expectations,
-                const std::string& driver_version, DeviceResult& result) {
-  bool stopped = false;
-  auto step = [&](const std::string& id, auto body) {
-    if (stopped) return false;
-    std::optional<StepOutcome> outcome = run_step(gpu, id, body);
+/// The steps of one GPU, in order; each records its findings and metrics into `result`. A failed device query, a
+/// sticky error or a hang stops the GPU (gpu->stopped); later steps then do nothing.
+class DeviceRun {
+ public:
+  DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, const Expectations& expectations,
+            std::string driver_version, DeviceResult& result)
+      : m_system(system),
+        m_gpu(std::move(gpu)),
+        m_expectations(expectations),
+        m_driver_version(std::move(driver_version)),
+        m_result(result) {}
+
+  /// Device query, kernels, copies, matmuls (ours and cuBLAS), then the optional memory test.
+  void run() {
+    if (!step("smoke.device", query_device)) {
+      m_gpu->stopped = true;
+      return;
+    }
+    m_result.info = m_gpu->info;
+    m_model = find_gpu(m_expectations, m_gpu->info.name);
+    if (m_model != nullptr) m_result.info.expectation_model = m_model->model;
+    step("smoke.kernels", [version = m_driver_version](Gpu& g) { return load_kernels(g, version); });
+    copies();
+    matmuls();
+    cublas_matmuls();
+    memtest();
+  }
+
+  /// Unloads the module and releases the context (after the peer copies, which need every GPU's context).
+  void release() {
+    if (m_gpu->stopped) return;
+    run_step(m_gpu, "smoke.release", [](Gpu& g) {
+      release_cublas(g);
+      if (g.module != nullptr) g.api.module_unload(g.module);
+      if (g.start != nullptr) g.api.event_destroy(g.start);
+      if (g.stop != nullptr) g.api.event_destroy(g.stop);
+      if (g.stream != nullptr) g.api.stream_destroy(g.stream);
+      g.api.primary_ctx_release(g.device);
+      g.module = nullptr;
+      return StepOutcome{};
+    });
+  }
+
+ private:
+  /// Runs one step unless the GPU is stopped; true when it finished without a failing finding.
+  template <typename Body>
+  bool step(const std::string& id, Body body) {
+    if (m_gpu->stopped) return false;
+    std::optional<StepOutcome> outcome = run_step(m_gpu, id, body);
     if (!outcome) {
-      result.hung = true;
-      stopped = true;
-      result.findings.push_back(Finding{id,
-                                        Status::fail,
-                                        "hang: the step did not finish within " +
-                                            std::to_string(gpu->options.step_timeout.count() / 1000) +
-                                            " s; the GPU was abandoned",
-                                        "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run "
-                                        "`gpuenv doctor`; the GPU may need a reset",
-                                        {}});
+      m_result.hung = true;
+      m_gpu->stopped = true;
+      m_result.findings.push_back(hang_finding(id, m_gpu->options.step_timeout));
       return false;
     }
-    for (Finding& finding : outcome->findings) result.findings.push_back(std::move(finding));
-    for (Metric& metric : outcome->metrics) result.metrics.push_back(std::move(metric));
-    if (outcome->stop) stopped = true;
-    return !outcome->stop && std::none_of(outcome->findings.begin(), outcome->findings.end(),
-                                          [](const Finding& finding) { return finding.status == Status::fail; });
-  };
-
-  const bool queried = step("smoke.device", query_device);
-  if (!queried) {
-    if (!result.hung) stopped = true;
-    return;
+    const bool ok =
+        !outcome->stop && std::none_of(outcome->findings.begin(), outcome->findings.end(),
+                                       [](const Finding& finding) { return finding.status == Status::fail; });
+    absorb(std::move(*outcome));
+    return ok;
   }
-  result.info = gpu->info;
-  const GpuExpectation* model = find_gpu(expectations, gpu->info.name);
-  if (model != nullptr) result.info.expectation_model = model->model;
-  step("smoke.kernels", [driver_version](Gpu& g) { return load_kernels(g, driver_version); });
 
-  // Copies.
-  const bool have_buffers = step("smoke.copy_buffers", allocate_copy_buffers);
-  if (have_buffers && !stopped) {
-    const double bytes = static_cast<double>(gpu->bytes);
-    CopyJudgement pcie;
+  void absorb(StepOutcome outcome) {
+    for (Finding& finding : outcome.findings) m_result.findings.push_back(std::move(finding));
+    for (Metric& metric : outcome.metrics) m_result.metrics.push_back(std::move(metric));
+    if (outcome.stop) m_gpu->stopped = true;
+  }
+
+  void copies() {
+    if (!step("smoke.copy_buffers", allocate_copy_buffers)) return;
+    const double bytes = static_cast<double>(m_gpu->bytes);
     // Pinned H2D first; the PCIe link is read right after it (an idle link may train down).
     step("smoke.h2d_pinned", [bytes](Gpu& g) {
       fill_pattern(std::span<std::uint32_t>(g.pinned, g.bytes / 4), 1);
@@ -557,32 +313,7 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
       out.metrics.push_back(Metric{"h2d_pinned", "GB/s", rates, std::nullopt, bytes});
       return out;
     });
-    // Judged here, on the main thread, once the PCIe link is known (read right after the copy: an idle link may train
-    // down).
-    if (!stopped && !result.metrics.empty() && result.metrics.back().id == "h2d_pinned") {
-      const Summary rates = result.metrics.back().summary;
-      result.metrics.pop_back();
-      read_pcie_link(system, result.info);
-      if (result.info.pcie_generation && result.info.pcie_width) {
-        if (auto link = pcie_expectation(expectations, *result.info.pcie_generation, *result.info.pcie_width)) {
-          pcie = CopyJudgement{link->expected_gbs, link->minimum_gbs, link->source};
-        }
-      }
-      StepOutcome judged = copy_outcome(*gpu, "h2d_pinned", "pinned host->device", rates, bytes, gpu->h2d_check, pcie);
-      if (!result.info.pcie_generation) judged.findings.back().message += " (PCIe link unknown: sysfs not readable)";
-      if (result.info.pcie_width && result.info.pcie_max_width &&
-          *result.info.pcie_width < *result.info.pcie_max_width) {
-        result.findings.push_back(
-            Finding{"smoke.pcie_link",
-                    Status::warn,
-                    "PCIe link runs x" + std::to_string(*result.info.pcie_width) + " but the GPU supports x" +
-                        std::to_string(*result.info.pcie_max_width),
-                    "reseat the GPU or check the slot and riser; a degraded link cuts host<->device bandwidth",
-                    {}});
-      }
-      for (Finding& finding : judged.findings) result.findings.push_back(std::move(finding));
-      for (Metric& metric : judged.metrics) result.metrics.push_back(std::move(metric));
-    }
+    const Expectation pcie = judge_pinned_h2d(bytes);
     step("smoke.d2h_pinned", [bytes, pcie](Gpu& g) {
       std::fill(g.pinned, g.pinned + g.bytes / 4, 0u);
       const Summary rates = time_copies(g, true, bytes, [&] {
@@ -597,8 +328,7 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
         check(g.api.memcpy_htod(g.device_a, g.pageable.data(), g.bytes), "cuMemcpyHtoD_v2");
       });
       const PatternCheck data = read_back_and_check(g, g.device_a, 2);
-      CopyJudgement none;
-      return copy_outcome(g, "h2d_pageable", "pageable host->device", rates, bytes, data, none);
+      return copy_outcome(g, "h2d_pageable", "pageable host->device", rates, bytes, data, Expectation{});
     });
     step("smoke.d2h_pageable", [bytes](Gpu& g) {
       std::fill(g.pageable.begin(), g.pageable.end(), 0u);
@@ -606,14 +336,14 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
         check(g.api.memcpy_dtoh(g.pageable.data(), g.device_a, g.bytes), "cuMemcpyDtoH_v2");
       });
       const PatternCheck data = check_pattern(g.pageable, 2);
-      return copy_outcome(g, "d2h_pageable", "pageable device->host", rates, bytes, data, CopyJudgement{});
+      return copy_outcome(g, "d2h_pageable", "pageable device->host", rates, bytes, data, Expectation{});
     });
-    CopyJudgement memory;
-    if (model != nullptr && model->memory_bandwidth) {
-      memory =
-          CopyJudgement{*model->memory_bandwidth * expectations.efficiency.d2d_copy, model->memory_bandwidth_minimum,
-                        model->model + " memory bandwidth " + rate_text(*model->memory_bandwidth) + " GB/s x " +
-                            format("%.2g", expectations.efficiency.d2d_copy) + "; " + model->source};
+    Expectation memory;
+    if (m_model != nullptr && m_model->memory_bandwidth) {
+      memory = Expectation{*m_model->memory_bandwidth * m_expectations.efficiency.d2d_copy,
+                           m_model->memory_bandwidth_minimum, true,
+                           m_model->model + " memory bandwidth " + rate_text(*m_model->memory_bandwidth) + " GB/s x " +
+                               format("%.2g", m_expectations.efficiency.d2d_copy) + "; " + m_model->source};
     }
     step("smoke.d2d", [bytes, memory](Gpu& g) {
       check(g.api.memset_d32(g.device_b, 0, g.bytes / 4), "cuMemsetD32_v2");
@@ -624,42 +354,103 @@ void run_device(system::System& system, const std::shared_ptr<Gpu>& gpu, const E
       const PatternCheck data = read_back_and_check(g, g.device_b, 2);
       return copy_outcome(g, "d2d", "device->device", rates, 2 * bytes, data, memory);
     });
-  }
-  if (!stopped) {
-    run_step(gpu, "smoke.copy_buffers", [](Gpu& g) {
-      free_copy_buffers(g);
-      return StepOutcome{};
-    });
+    if (!m_gpu->stopped) {
+      run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
+        free_copy_buffers(g);
+        return StepOutcome{};
+      });
+    }
   }
 
-  // Matmuls.
-  if (!stopped && gpu->module != nullptr) {
-    const SmokeOptions& options = gpu->options;
-    const int sgemm_size = options.sgemm_size > 0 ? options.sgemm_size : (options.quick ? 1024 : 4096);
-    const int tensor_size = options.tensor_size > 0 ? options.tensor_size : (options.quick ? 2048 : 8192);
-    const bool bf16 = gpu->info.cc_major >= 8;
-    const GemmPlan plans[] = {
-        {"sgemm_fp32", Precision::fp32, sgemm_size},
-        {bf16 ? "gemm_bf16" : "gemm_fp16", bf16 ? Precision::bf16 : Precision::fp16, tensor_size}};
-    for (const GemmPlan& plan : plans) {
-      step("smoke." + plan.id, [plan, model, &expectations](Gpu& g) { return run_gemm(g, plan, model, expectations); });
+  /// Judges the pinned H2D copy on the main thread once the PCIe link is known; returns the link's expectation for
+  /// the D2H copy.
+  Expectation judge_pinned_h2d(double bytes) {
+    Expectation pcie;
+    if (m_gpu->stopped || m_result.metrics.empty() || m_result.metrics.back().id != "h2d_pinned") return pcie;
+    const Summary rates = m_result.metrics.back().summary;
+    m_result.metrics.pop_back();
+    read_pcie_link(m_system, m_result.info);
+    const DeviceInfo& info = m_result.info;
+    if (info.pcie_generation && info.pcie_width) {
+      if (auto link = pcie_expectation(m_expectations, *info.pcie_generation, *info.pcie_width)) {
+        pcie = Expectation{link->expected_gbs, link->minimum_gbs, true, link->source};
+      }
     }
-  } else if (!stopped) {
-    result.findings.push_back(Finding{
-        "smoke.matmul", Status::skip, "matmul tests skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
+    StepOutcome judged =
+        copy_outcome(*m_gpu, "h2d_pinned", "pinned host->device", rates, bytes, m_gpu->h2d_check, pcie);
+    if (!info.pcie_generation) judged.findings.back().message += " (PCIe link unknown: sysfs not readable)";
+    if (info.pcie_width && info.pcie_max_width && *info.pcie_width < *info.pcie_max_width) {
+      m_result.findings.push_back(
+          Finding{"smoke.pcie_link",
+                  Status::warn,
+                  "PCIe link runs x" + std::to_string(*info.pcie_width) + " but the GPU supports x" +
+                      std::to_string(*info.pcie_max_width),
+                  "reseat the GPU or check the slot and riser; a degraded link cuts host<->device bandwidth",
+                  {}});
+    }
+    absorb(std::move(judged));
+    return pcie;
   }
-  if (!stopped) {
-    run_step(gpu, "smoke.release", [](Gpu& g) {
-      if (g.module != nullptr) g.api.module_unload(g.module);
-      if (g.start != nullptr) g.api.event_destroy(g.start);
-      if (g.stop != nullptr) g.api.event_destroy(g.stop);
-      if (g.stream != nullptr) g.api.stream_destroy(g.stream);
-      g.api.primary_ctx_release(g.device);
-      g.module = nullptr;
-      return StepOutcome{};
-    });
+
+  int sgemm_size() const {
+    const SmokeOptions& options = m_gpu->options;
+    return options.sgemm_size > 0 ? options.sgemm_size : (options.quick ? 1024 : 4096);
   }
-}
+  int tensor_size() const {
+    const SmokeOptions& options = m_gpu->options;
+    return options.tensor_size > 0 ? options.tensor_size : (options.quick ? 2048 : 8192);
+  }
+  /// BF16 where the GPU has it (CC 8.0 and newer), else FP16.
+  Precision tensor_precision() const { return m_gpu->info.cc_major >= 8 ? Precision::bf16 : Precision::fp16; }
+
+  void run_plans(const std::vector<GemmPlan>& plans) {
+    for (const GemmPlan& plan : plans) {
+      step("smoke." + plan.id, [plan, model = m_model, &expectations = m_expectations](Gpu& g) {
+        return run_gemm(g, plan, model, expectations);
+      });
+    }
+  }
+
+  void matmuls() {
+    if (m_gpu->stopped) return;
+    if (m_gpu->module == nullptr) {
+      m_result.findings.push_back(Finding{"smoke.matmul",
+                                          Status::skip,
+                                          "matmul tests skipped: the kernels are not loaded (see smoke.kernels)",
+                                          {},
+                                          {}});
+      return;
+    }
+    const Precision tensor = tensor_precision();
+    run_plans({{"sgemm_fp32", GemmPlan::Engine::kernel, Precision::fp32, sgemm_size()},
+               {std::string("gemm_") + to_string(tensor), GemmPlan::Engine::kernel, tensor, tensor_size()}});
+  }
+
+  void cublas_matmuls() {
+    if (m_gpu->stopped || m_gpu->cublas == nullptr) return;
+    if (!step("smoke.cublas", [version = m_driver_version](Gpu& g) { return prepare_cublas(g, version); })) return;
+    const Precision tensor = tensor_precision();
+    run_plans({{"cublas_sgemm_fp32", GemmPlan::Engine::cublas, Precision::fp32, sgemm_size()},
+               {std::string("cublas_gemm_") + to_string(tensor), GemmPlan::Engine::cublas, tensor, tensor_size()}});
+  }
+
+  void memtest() {
+    if (m_gpu->stopped || m_gpu->options.memtest_fraction <= 0) return;
+    if (m_gpu->module == nullptr) {
+      m_result.findings.push_back(Finding{
+          "smoke.memtest", Status::skip, "memtest skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
+      return;
+    }
+    step("smoke.memtest", run_memtest);
+  }
+
+  system::System& m_system;
+  std::shared_ptr<Gpu> m_gpu;
+  const Expectations& m_expectations;
+  std::string m_driver_version;
+  DeviceResult& m_result;
+  const GpuExpectation* m_model = nullptr;
+};
 
 }  // namespace
 
@@ -673,20 +464,10 @@ KernelsInfo embedded_kernels_info() {
   return out;
 }
 
-util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options) {
-  auto expectations = shipped_expectations();
-  if (!expectations) return expectations.error();
-  SmokeReport report;
-  report.library = options.library;
-  report.kernels = embedded_kernels_info();
-  auto finish = [&]() -> util::Expected<SmokeReport> {
-    std::vector<Finding> all = report.findings;
-    for (const DeviceResult& device : report.devices)
-      all.insert(all.end(), device.findings.begin(), device.findings.end());
-    report.verdict = all.empty() ? report::Verdict::not_ok : report::verdict_of(all);
-    return report;
-  };
+namespace {
 
+/// Opens libcuda and resolves the driver API; nullptr (with a failing smoke.driver finding) when it cannot.
+std::shared_ptr<Gpu> open_driver(system::System& system, const SmokeOptions& options, SmokeReport& report) {
   auto loaded = system.load_library(options.library);
   if (!loaded) {
     report.findings.push_back(
@@ -695,69 +476,78 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
                 "no NVIDIA driver found: " + options.library + " cannot be loaded (" + loaded.error().message + ")",
                 "install the NVIDIA driver (run `gpuenv doctor` for details), or run on a machine with a GPU",
                 {}});
-    return finish();
+    return nullptr;
   }
-  auto shared = std::make_shared<Gpu>();
-  shared->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
-  auto api = resolve_cuda_api(*shared->library);
+  auto driver = std::make_shared<Gpu>();
+  driver->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
+  auto api = resolve_cuda_api(*driver->library);
   if (!api) {
     report.findings.push_back(Finding{"smoke.driver",
                                       Status::fail,
                                       options.library + " is not a usable CUDA driver: " + api.error().message,
                                       "reinstall the NVIDIA driver; an old driver lacks these entry points",
                                       {}});
-    return finish();
+    return nullptr;
   }
-  shared->api = *api;
-  shared->options = options;
+  driver->api = *api;
+  driver->options = options;
   report.driver_loaded = true;
+  return driver;
+}
 
-  // cuInit and the device count on a worker thread: cuInit can hang on a GPU that fell off the bus.
+/// The failing finding for a cuInit error, with the remedy that fits it.
+Finding init_failure(const CudaApi& api, CUresult result, const std::string& driver_version) {
+  Finding finding{"smoke.driver", Status::fail, "cuInit failed: " + describe_cuda_error(api, result), {}, {}};
+  if (result == cuda_error_no_device) {
+    finding.message = "no CUDA device: " + finding.message;
+    finding.remedy =
+        "check that the GPUs are visible (nvidia-smi, CUDA_VISIBLE_DEVICES, container --gpus) and run `gpuenv doctor`";
+  } else if (result == cuda_error_insufficient_driver || result == cuda_error_system_driver_mismatch ||
+             result == cuda_error_compat_not_supported_on_device) {
+    finding.message =
+        "the CUDA driver library (CUDA " + driver_version + ") does not match the kernel driver: " + finding.message;
+    finding.remedy =
+        "install matching NVIDIA user-space and kernel driver packages, or remove a cuda-compat library from "
+        "LD_LIBRARY_PATH";
+  } else {
+    finding.remedy = "run `gpuenv doctor` to check the driver and the kernel log";
+  }
+  return finding;
+}
+
+/// cuInit, the driver version and the device count, on a worker thread (cuInit can hang on a GPU that fell off the
+/// bus). Fills report.driver_cuda_version and device_count; false (with a failing finding) when no GPU can be tested.
+bool initialise_driver(const std::shared_ptr<Gpu>& driver, const SmokeOptions& options, SmokeReport& report,
+                       int& driver_version) {
   struct InitResult {
     CUresult init = cuda_error_unknown;
     int version = 0;
     int count = 0;
   };
-  auto init_promise = std::make_shared<std::promise<InitResult>>();
-  std::future<InitResult> init_future = init_promise->get_future();
-  std::thread([shared, init_promise] {
+  auto promise = std::make_shared<std::promise<InitResult>>();
+  std::future<InitResult> future = promise->get_future();
+  std::thread([driver, promise] {
     InitResult result;
-    shared->api.driver_get_version(&result.version);
-    result.init = shared->api.init(0);
-    if (result.init == cuda_success && shared->api.device_get_count(&result.count) != cuda_success) result.count = 0;
-    init_promise->set_value(result);
+    driver->api.driver_get_version(&result.version);
+    result.init = driver->api.init(0);
+    if (result.init == cuda_success && driver->api.device_get_count(&result.count) != cuda_success) result.count = 0;
+    promise->set_value(result);
   }).detach();
-  if (init_future.wait_for(options.init_timeout) != std::future_status::ready) {
+  if (future.wait_for(options.init_timeout) != std::future_status::ready) {
     report.findings.push_back(
         Finding{"smoke.driver",
                 Status::fail,
                 "hang: cuInit did not return within " + std::to_string(options.init_timeout.count() / 1000) + " s",
                 "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`",
                 {}});
-    return finish();
+    return false;
   }
-  const InitResult init = init_future.get();
+  const InitResult init = future.get();
+  driver_version = init.version;
   report.driver_cuda_version = cuda_version_text(init.version);
   if (init.init != cuda_success) {
-    Finding finding{
-        "smoke.driver", Status::fail, "cuInit failed: " + describe_cuda_error(shared->api, init.init), {}, {}};
-    if (init.init == cuda_error_no_device) {
-      finding.message = "no CUDA device: " + finding.message;
-      finding.remedy =
-          "check that the GPUs are visible (nvidia-smi, CUDA_VISIBLE_DEVICES, container --gpus) and run `gpuenv "
-          "doctor`";
-    } else if (init.init == cuda_error_insufficient_driver || init.init == cuda_error_system_driver_mismatch ||
-               init.init == cuda_error_compat_not_supported_on_device) {
-      finding.message = "the CUDA driver library (CUDA " + report.driver_cuda_version +
-                        ") does not match the kernel driver: " + finding.message;
-      finding.remedy =
-          "install matching NVIDIA user-space and kernel driver packages, or remove a cuda-compat library from "
-          "LD_LIBRARY_PATH";
-    } else {
-      finding.remedy = "run `gpuenv doctor` to check the driver and the kernel log";
-    }
-    report.findings.push_back(std::move(finding));
-    return finish();
+    report.findings.push_back(init_failure(driver->api, init.init, report.driver_cuda_version));
+    return false;
   }
   report.device_count = init.count;
   if (init.count <= 0) {
@@ -766,7 +556,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
                                       "no CUDA device: the driver reports 0 GPUs",
                                       "check CUDA_VISIBLE_DEVICES and the container's GPU access; run `gpuenv doctor`",
                                       {}});
-    return finish();
+    return false;
   }
   if (options.device && (*options.device < 0 || *options.device >= init.count)) {
     report.findings.push_back(Finding{"smoke.device",
@@ -776,7 +566,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
                                           std::to_string(init.count - 1),
                                       "pick a CUDA device ordinal that exists",
                                       {}});
-    return finish();
+    return false;
   }
   report.findings.push_back(Finding{"smoke.driver",
                                     Status::pass,
@@ -784,18 +574,72 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
                                         std::to_string(init.count) + " GPU(s)",
                                     {},
                                     {}});
-  for (int ordinal = 0; ordinal < init.count; ++ordinal) {
+  return true;
+}
+
+/// The node's cuBLAS (options.cublas_library, else the best candidate for the driver's CUDA major); nullptr with a
+/// skip finding when there is none: a driver-only host is normal, and our own kernels still ran.
+std::shared_ptr<const Cublas> open_cublas(system::System& system, const SmokeOptions& options, int driver_version,
+                                          SmokeReport& report) {
+  const std::vector<std::string> candidates = options.cublas_library.empty()
+                                                  ? cublas_candidates(system, driver_version / 1000)
+                                                  : std::vector<std::string>{options.cublas_library};
+  auto cublas = load_cublas(system, candidates);
+  if (!cublas) {
+    report.findings.push_back(
+        Finding{"smoke.cublas",
+                Status::skip,
+                "cuBLAS GEMMs skipped: no usable cuBLAS for CUDA " + report.driver_cuda_version + " or older (" +
+                    cublas.error().message + "); the matmuls ran on gpuenv's own kernels only",
+                "to test the node's CUDA math libraries, install cuBLAS (the libcublas package of the CUDA "
+                "repository) or point GPUENV_CUBLAS_LIBRARY at a libcublas.so",
+                {}});
+    return nullptr;
+  }
+  return std::make_shared<const Cublas>(std::move(*cublas));
+}
+
+}  // namespace
+
+util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options) {
+  auto expectations = shipped_expectations();
+  if (!expectations) return expectations.error();
+  SmokeReport report;
+  report.library = options.library;
+  report.kernels = embedded_kernels_info();
+  auto finish = [&report]() -> util::Expected<SmokeReport> {
+    std::vector<Finding> all = report.findings;
+    for (const DeviceResult& device : report.devices)
+      all.insert(all.end(), device.findings.begin(), device.findings.end());
+    all.insert(all.end(), report.peer_findings.begin(), report.peer_findings.end());
+    report.verdict = all.empty() ? report::Verdict::not_ok : report::verdict_of(all);
+    return report;
+  };
+
+  const std::shared_ptr<Gpu> driver = open_driver(system, options, report);
+  int driver_version = 0;
+  if (driver == nullptr || !initialise_driver(driver, options, report, driver_version)) return finish();
+  const std::shared_ptr<const Cublas> cublas =
+      options.cublas ? open_cublas(system, options, driver_version, report) : nullptr;
+
+  std::vector<std::shared_ptr<Gpu>> gpus;
+  std::vector<DeviceRun> runs;
+  report.devices.reserve(static_cast<std::size_t>(report.device_count));  // DeviceRun keeps a reference
+  for (int ordinal = 0; ordinal < report.device_count; ++ordinal) {
     if (options.device && *options.device != ordinal) continue;
     auto gpu = std::make_shared<Gpu>();
-    gpu->library = shared->library;
-    gpu->api = shared->api;
+    gpu->library = driver->library;
+    gpu->api = driver->api;
     gpu->options = options;
     gpu->ordinal = ordinal;
-    DeviceResult result;
+    gpu->cublas = cublas;
+    DeviceResult& result = report.devices.emplace_back();
     result.index = ordinal;
-    run_device(system, gpu, *expectations, report.driver_cuda_version, result);
-    report.devices.push_back(std::move(result));
+    runs.emplace_back(system, gpu, *expectations, report.driver_cuda_version, result).run();
+    gpus.push_back(std::move(gpu));
   }
+  if (options.peer && gpus.size() > 1) report.peers = run_peer_copies(gpus, *expectations, report.peer_findings);
+  for (DeviceRun& run : runs) run.release();
   return finish();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // `gpuenv smoke`: on-device tests through the CUDA driver API (libcuda dlopen'ed through System, kernels from the
-// embedded fatbin). Each GPU: device query, host<->device and device<->device copies, FP32 and tensor-core matmuls,
-// each with a deadline, each verified, each judged against data/smoke/expectations.toml.
+// embedded fatbin). Each GPU: device query, host<->device and device<->device copies, FP32 and tensor-core matmuls
+// (our kernels and the node's cuBLAS), an optional memory test; then peer copies between every pair of GPUs. Each
+// step has a deadline, each result is verified and judged against data/smoke/expectations.toml.
 
 #include <chrono>
 #include <cstdint>
@@ -28,6 +29,10 @@ struct SmokeOptions {
   int tensor_size = 0;         ///< 0: 8192 (quick: 2048)
   int repetitions = 0;         ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
   std::size_t gemm_samples = 256;
+  bool cublas = true;           ///< also run cuBLAS GEMMs when the node has cuBLAS
+  std::string cublas_library;   ///< "" searches (cublas_candidates); else only this soname or path
+  double memtest_fraction = 0;  ///< > 0: write and verify patterns over this fraction of free GPU memory
+  bool peer = true;             ///< copies between every pair of GPUs (when more than one is tested)
   std::chrono::milliseconds init_timeout{15000};   ///< cuInit / device count
   std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
 };
@@ -66,6 +71,15 @@ struct DeviceResult {
   bool hung = false;  ///< a step missed its deadline; the GPU was abandoned
 };
 
+/// A copy from one GPU to another, timed on the destination's stream (a "read" copy, as nvbandwidth's
+/// device_to_device_memcpy_read_ce).
+struct PeerResult {
+  int source = 0;
+  int destination = 0;
+  bool peer_access = false;  ///< cuDeviceCanAccessPeer: direct (NVLink or PCIe P2P), else staged through the host
+  Metric metric;             ///< id "p2p_<source>_<destination>", GB/s
+};
+
 /// What the binary carries: the fatbin and the toolkit that built it.
 struct KernelsInfo {
   bool embedded = false;
@@ -83,6 +97,8 @@ struct SmokeReport {
   KernelsInfo kernels;
   std::vector<report::Finding> findings;  ///< not tied to one GPU (driver, device selection)
   std::vector<DeviceResult> devices;
+  std::vector<PeerResult> peers;               ///< every ordered pair, when more than one GPU was tested
+  std::vector<report::Finding> peer_findings;  ///< smoke.p2p findings
   report::Verdict verdict = report::Verdict::not_ok;
 };
 

@@ -1,11 +1,15 @@
-// A fake libcuda.so.1 for tests: exports the driver API entry points gpuenv smoke uses and answers them from the
-// key=value file named by GPUENV_FAKE_CUDA (re-read at every cuInit), so the real dlopen/driver-API path runs
-// without a GPU. "Device" memory is host memory; kernels are emulated on the CPU (small sizes only).
+// A fake libcuda.so.1 (and libcublas) for tests: exports the driver API and cuBLAS entry points gpuenv smoke uses
+// and answers them from the key=value file named by GPUENV_FAKE_CUDA (re-read at every cuInit), so the real
+// dlopen/driver-API path runs without a GPU. "Device" memory is host memory; kernels and GEMMs are emulated on the
+// CPU (small sizes only). The same library serves as GPUENV_CUBLAS_LIBRARY.
 //
 // Keys: init_result, driver_version (e.g. 12080), device_count, name, pci_bus_id, cc_major, cc_minor,
 // module_load_result, alloc_result, alloc_fail_after (allocations that succeed before alloc_result applies),
 // launch_result, launch_hang_seconds, elapsed_ms (every event interval), emulate_kernels (0: launches do nothing),
-// corrupt_dtoh (1: flip one word of every device->host copy).
+// corrupt_dtoh (1: flip one word of every device->host copy), free_memory (bytes cuMemGetInfo reports),
+// memtest_flip_word (index of a word the memtest writer gets wrong), peer_access (0: no peer access),
+// corrupt_peer (1: flip one word of every peer copy), cublas_create_result, cublas_gemm_result, cublas_major,
+// cublas_wrong (1: cuBLAS GEMMs add 1 to C[0][0]).
 
 #include <chrono>
 #include <cstdlib>
@@ -69,6 +73,15 @@ float half_to_float(unsigned short bits) {
   float value;
   std::memcpy(&value, &out, 4);
   return value;
+}
+
+// The copy pattern of src/smoke/verify.cpp (the library under test is not linked into its own fake).
+unsigned pattern_word(unsigned long long index, unsigned seed) {
+  unsigned long long x = index * 0x9E3779B97F4A7C15ull + seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<unsigned>(x);
 }
 
 float bf16_to_float(unsigned short bits) {
@@ -172,9 +185,9 @@ int cuDeviceGetPCIBusId(char* bus, int length, int device) {
   std::strncpy(bus, id.c_str(), static_cast<std::size_t>(length));
   return 0;
 }
-int cuDevicePrimaryCtxRetain(void** context, int) {
-  static int dummy;
-  *context = &dummy;
+int cuDevicePrimaryCtxRetain(void** context, int device) {
+  static int contexts[16];
+  *context = &contexts[device % 16];
   return 0;
 }
 int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
@@ -203,6 +216,25 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   if (const int result = static_cast<int>(number("launch_result", 0)); result != 0) return result;
   if (number("emulate_kernels", 1) == 0) return 0;
   const std::string name = static_cast<FakeFunction*>(function)->name;
+  if (name == "smoke_fill_pattern" || name == "smoke_check_pattern") {
+    auto* words = *static_cast<unsigned**>(params[0]);
+    const auto count = *static_cast<unsigned long long*>(params[1]);
+    const auto seed = *static_cast<unsigned*>(params[2]);
+    const auto invert = *static_cast<unsigned*>(params[3]);
+    if (name == "smoke_fill_pattern") {
+      for (unsigned long long i = 0; i < count; ++i) words[i] = pattern_word(i, seed) ^ invert;
+      const long long flip = number("memtest_flip_word", -1);
+      if (flip >= 0 && static_cast<unsigned long long>(flip) < count) words[flip] ^= 0x4u;
+      return 0;
+    }
+    auto* result = *static_cast<unsigned long long**>(params[4]);
+    for (unsigned long long i = 0; i < count; ++i) {
+      if (words[i] == (pattern_word(i, seed) ^ invert)) continue;
+      ++result[0];
+      if (i < result[1]) result[1] = i;
+    }
+    return 0;
+  }
   const void* a = *static_cast<void**>(params[0]);
   const void* b = *static_cast<void**>(params[1]);
   float* c = *static_cast<float**>(params[2]);
@@ -280,5 +312,74 @@ int cuEventElapsedTime(float* ms, void*, void*) {
   return 0;
 }
 int cuEventDestroy_v2(void*) { return 0; }
+int cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
+  *free = static_cast<std::size_t>(number("free_memory", 4 << 20));
+  *total = 85899345920ull;
+  return 0;
+}
+int cuDeviceCanAccessPeer(int* can_access, int, int) {
+  *can_access = static_cast<int>(number("peer_access", 1));
+  return 0;
+}
+int cuCtxEnablePeerAccess(void*, unsigned) { return 0; }
+int cuMemcpyPeerAsync(unsigned long long destination, void*, unsigned long long source, void*, std::size_t bytes,
+                      void*) {
+  std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
+  if (number("corrupt_peer", 0) != 0 && bytes >= 8) reinterpret_cast<unsigned*>(destination)[1] ^= 0x100u;
+  return 0;
+}
+
+// cuBLAS: column-major C[m×n] = A[m×k]·B[k×n] (no transposes), computed on the CPU.
+int cublasCreate_v2(void** handle) {
+  static int dummy;
+  *handle = &dummy;
+  return static_cast<int>(number("cublas_create_result", 0));
+}
+int cublasDestroy_v2(void*) { return 0; }
+int cublasSetStream_v2(void*, void*) { return 0; }
+int cublasGetProperty(int type, int* value) {
+  *value = type == 0 ? static_cast<int>(number("cublas_major", 12)) : (type == 1 ? 8 : 4);
+  return 0;
+}
+
+}  // extern "C"
+
+namespace {
+
+template <typename Load>
+int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b, int ldb, float* c, int ldc,
+                      Load load) {
+  if (const int result = static_cast<int>(number("cublas_gemm_result", 0)); result != 0) return result;
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      float sum = 0;
+      for (int p = 0; p < k; ++p) sum += load(a, i + p * lda) * load(b, p + j * ldb);
+      c[i + j * ldc] = sum;
+    }
+  }
+  if (number("cublas_wrong", 0) != 0) c[0] += 1.0f;
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int cublasSgemm_v2(void*, int, int, int m, int n, int k, const float*, const float* a, int lda, const float* b, int ldb,
+                   const float*, float* c, int ldc) {
+  return column_major_gemm(m, n, k, a, lda, b, ldb, c, ldc,
+                           [](const void* p, int i) { return static_cast<const float*>(p)[i]; });
+}
+int cublasGemmEx(void*, int, int, int m, int n, int k, const void*, const void* a, int type, int lda, const void* b,
+                 int, int ldb, const void*, void* c, int, int ldc, int, int) {
+  auto* out = static_cast<float*>(c);
+  if (type == 14)
+    return column_major_gemm(m, n, k, a, lda, b, ldb, out, ldc, [](const void* p, int i) {
+      return bf16_to_float(static_cast<const unsigned short*>(p)[i]);
+    });
+  return column_major_gemm(m, n, k, a, lda, b, ldb, out, ldc, [](const void* p, int i) {
+    return half_to_float(static_cast<const unsigned short*>(p)[i]);
+  });
+}
 
 }  // extern "C"

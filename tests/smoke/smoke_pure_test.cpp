@@ -4,10 +4,12 @@
 #include <cmath>
 #include <vector>
 
+#include "smoke/cublas_api.hpp"
 #include "smoke/expectations.hpp"
 #include "smoke/measure.hpp"
 #include "smoke/runner.hpp"
 #include "smoke/verify.hpp"
+#include "support/fake_system.hpp"
 
 using namespace gpuenv::smoke;
 using gpuenv::report::Status;
@@ -123,31 +125,45 @@ TEST_CASE("smoke: judge: pass, warn, fail and skip against expected values and a
   struct Case {
     double observed;
     std::optional<double> expected, minimum;
+    bool calibrated;
     Status status;
   };
   const Case cases[] = {
-      {100, 100, std::nullopt, Status::pass},
-      {75, 100, std::nullopt, Status::pass},
-      {74.9, 100, std::nullopt, Status::warn},
-      {50, 100, std::nullopt, Status::warn},
-      {49.9, 100, std::nullopt, Status::fail},
-      {47, 50.4, 48, Status::fail},
-      {48, 50.4, 48, Status::pass},
-      {40, 50.4, 48, Status::fail},
-      {1, std::nullopt, std::nullopt, Status::skip},
-      {500, 100, 90, Status::pass},
+      {100, 100, std::nullopt, true, Status::pass},
+      {75, 100, std::nullopt, true, Status::pass},
+      {74.9, 100, std::nullopt, true, Status::warn},
+      {50, 100, std::nullopt, true, Status::warn},
+      {49.9, 100, std::nullopt, true, Status::fail},
+      {47, 50.4, 48, true, Status::fail},
+      {48, 50.4, 48, true, Status::pass},
+      {40, 50.4, 48, true, Status::fail},
+      {1, std::nullopt, std::nullopt, true, Status::skip},
+      {500, 100, 90, true, Status::pass},
+      // An uncalibrated estimate never fails on its own: far below it only warns...
+      {1, 100, std::nullopt, false, Status::warn},
+      {80, 100, std::nullopt, false, Status::pass},
+      // ...but an anchor minimum still fails.
+      {1, 100, 40, false, Status::fail},
+      // A minimum alone (DCGM's SGEMM floor): fail below it, pass above, no warn band.
+      {27, std::nullopt, 27.8, true, Status::fail},
+      {27.8, std::nullopt, 27.8, true, Status::pass},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.observed);
-    CHECK(judge(c.observed, c.expected, c.minimum, defaults, "GB/s").status == c.status);
+    CAPTURE(c.observed, c.calibrated);
+    CHECK(judge(c.observed, Expectation{c.expected, c.minimum, c.calibrated, {}}, defaults, "GB/s").status == c.status);
   }
   const Thresholds strict{0.9, 0.8};
-  CHECK(judge(85, 100, std::nullopt, strict, "GB/s").status == Status::warn);
-  CHECK(judge(79, 100, std::nullopt, strict, "GB/s").status == Status::fail);
+  CHECK(judge(85, Expectation{100, std::nullopt}, strict, "GB/s").status == Status::warn);
+  CHECK(judge(79, Expectation{100, std::nullopt}, strict, "GB/s").status == Status::fail);
   // An anchor minimum above the warn line still fails (Azure's 48 GB/s on a Gen5 x16 link expected at 50.4).
-  CHECK(judge(60, 100, 80, defaults, "GB/s").status == Status::fail);
-  CHECK(judge(76, 100, 80, defaults, "GB/s").status == Status::fail);
-  CHECK(judge(81, 100, 80, defaults, "GB/s").status == Status::pass);
+  CHECK(judge(60, Expectation{100, 80}, defaults, "GB/s").status == Status::fail);
+  CHECK(judge(76, Expectation{100, 80}, defaults, "GB/s").status == Status::fail);
+  CHECK(judge(81, Expectation{100, 80}, defaults, "GB/s").status == Status::pass);
+  // The explanation says what the verdict was measured against.
+  CHECK(judge(1, Expectation{100, std::nullopt, false}, defaults, "TFLOP/s").explanation ==
+        "expected >= 75 TFLOP/s (0.75 x 100 or the minimum), uncalibrated estimate: a shortfall only warns");
+  CHECK(judge(30, Expectation{std::nullopt, 27.8}, defaults, "TFLOP/s").explanation ==
+        "fail below 27.8 TFLOP/s (anchor minimum)");
 }
 
 TEST_CASE("smoke: shipped expectations parse and model names match the driver's device names", "[smoke]") {
@@ -202,14 +218,15 @@ TEST_CASE("smoke: PCIe expectations: theoretical x efficiency by generation and 
 
 TEST_CASE("smoke: expectations parser rejects unknown keys, wrong types and bad precision", "[smoke]") {
   const std::string efficiency =
-      "[efficiency]\nd2d_copy=0.8\npcie=0.8\nsgemm=0.3\ntensor=0.15\nstatus=\"x\"\nsource=\"y\"\n";
+      "[efficiency]\nd2d_copy=0.8\npcie=0.8\nstatus=\"x\"\nsource=\"y\"\n"
+      "[kernel_efficiency]\nsgemm=0.3\ntensor=0.15\ncublas_tensor=0.5\nstatus=\"unverified\"\nsource=\"y\"\n";
   CHECK(parse_expectations(efficiency, "ok.toml"));
   auto typo = parse_expectations(efficiency +
                                      "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"bf16\"\nstatus="
-                                     "\"s\"\nsource=\"s\"\nmemory_bandwith=1\n",
+                                     "\"secondary\"\nsource=\"s\"\nmemory_bandwith=1\n",
                                  "t.toml");
   REQUIRE_FALSE(typo);
-  CHECK(typo.error().message.find("unknown key `memory_bandwith`") != std::string::npos);
+  CHECK(typo.error().message.find("unexpected key `memory_bandwith`") != std::string::npos);
   CHECK_FALSE(parse_expectations(
       efficiency + "[[gpu]]\nmodel=\"X\"\nmatch=[\"X\"]\ntensor_precision=\"fp8\"\nstatus=\"s\"\nsource=\"s\"\n",
       "t.toml"));
@@ -225,4 +242,50 @@ TEST_CASE("smoke: PCIe link speed text and driver bus ids map to sysfs", "[smoke
   CHECK_FALSE(pcie_generation_from_speed("Unknown"));
   CHECK(sysfs_bus_id("00000000:1B:00.0") == "0000:1b:00.0");
   CHECK(sysfs_bus_id("0000:C1:00.0") == "0000:c1:00.0");
+}
+
+TEST_CASE("smoke: shipped expectations carry DCGM SGEMM targets, peer floors and uncalibrated kernel factors",
+          "[smoke]") {
+  auto shipped = shipped_expectations();
+  REQUIRE(shipped);
+  CHECK_FALSE(shipped->kernel_efficiency.calibrated());  // until scripts/gpu-check has measured them
+  CHECK(shipped->dcgm_target_perf_min_ratio == 0.95);
+  struct Case {
+    const char* device;
+    std::optional<double> sgemm_target;
+    std::optional<double> p2p_minimum;
+  };
+  const Case cases[] = {
+      {"NVIDIA H100 80GB HBM3", 29250, 335},
+      {"NVIDIA H200", 37500, 335},
+      {"NVIDIA H200 NVL", 32218, std::nullopt},      // NVL shapes false-fail Azure's NVLink floor
+      {"NVIDIA A100-SXM4-80GB", std::nullopt, 238},  // DCGM runs DGEMM on A100: no SGEMM target
+      {"NVIDIA L4", 8700, std::nullopt},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.device);
+    const GpuExpectation* gpu = find_gpu(*shipped, c.device);
+    REQUIRE(gpu != nullptr);
+    CHECK(gpu->dcgm_sgemm_target_gflops == c.sgemm_target);
+    CHECK(gpu->p2p_read_minimum == c.p2p_minimum);
+  }
+}
+
+TEST_CASE("smoke: cuBLAS candidates: driver's CUDA major first, sonames then toolkits newest first", "[smoke]") {
+  gpuenv::testing::FakeSystem system;
+  system.files["/usr/local/cuda/lib64/libcublas.so.12"] = "";
+  system.files["/usr/local/cuda-12.4/lib64/libcublas.so.12"] = "";
+  system.files["/usr/local/cuda-12.10/lib64/libcublas.so.12"] = "";
+  system.files["/usr/local/cuda-11.8/lib64/libcublas.so.11"] = "";
+  system.files["/usr/local/cuda-13.0/lib64/libcublas.so.13"] = "";  // newer than the driver: never a candidate
+  const std::vector<std::string> expected = {
+      "libcublas.so.12",
+      "/usr/local/cuda/lib64/libcublas.so.12",
+      "/usr/local/cuda-12.10/lib64/libcublas.so.12",
+      "/usr/local/cuda-12.4/lib64/libcublas.so.12",
+      "libcublas.so.11",
+      "/usr/local/cuda-11.8/lib64/libcublas.so.11",
+  };
+  CHECK(cublas_candidates(system, 12) == expected);
+  CHECK(cublas_candidates(system, 10).empty());  // cuBLAS before CUDA 11 lacks the entry points smoke uses
 }

@@ -14,20 +14,28 @@ __device__ __forceinline__ unsigned pattern_word(unsigned long long index, unsig
   return static_cast<unsigned>(x);
 }
 
-extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed) {
+// Memory test writer: word i becomes pattern_word(i, seed) ^ invert (invert 0xFFFFFFFF flips every bit).
+extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed, unsigned invert) {
   for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += 1ull * gridDim.x * blockDim.x) {
-    out[i] = pattern_word(i, seed);
+    out[i] = pattern_word(i, seed) ^ invert;
   }
 }
 
-// Counts the words that differ from the pattern (atomicAdd into *errors).
+// Memory test verifier: result[0] counts the words that differ from the writer's pattern, result[1] keeps the lowest
+// differing index (the caller starts it at ~0).
 extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
-                                               unsigned long long* errors) {
-  unsigned long long local = 0;
+                                               unsigned invert, unsigned long long* result) {
+  unsigned long long local = 0, first = ~0ull;
   for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += 1ull * gridDim.x * blockDim.x) {
-    if (in[i] != pattern_word(i, seed)) ++local;
+    if (in[i] != (pattern_word(i, seed) ^ invert)) {
+      ++local;
+      if (i < first) first = i;
+    }
   }
-  if (local != 0) atomicAdd(errors, local);
+  if (local != 0) {
+    atomicAdd(&result[0], local);
+    atomicMin(&result[1], first);
+  }
 }
 
 // FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.

@@ -1,0 +1,230 @@
+// Matmuls: our own kernels (from the embedded fatbin) and the node's cuBLAS, on the same operands, timed with events,
+// verified on sampled elements against a CPU reference, judged against the GPU model's peak.
+
+#include <algorithm>
+
+#include "smoke/step.hpp"
+
+namespace gpuenv::smoke {
+
+using report::Finding;
+using report::Status;
+
+namespace {
+
+int round_up_64(int value) { return std::max(64, (value + 63) / 64 * 64); }
+
+/// A failing cuBLAS call inside a step: reported like a CUDA error, but with cuBLAS's status name.
+void check_cublas(const Gpu& gpu, int status, const std::string& what) {
+  if (status == cublas_success) return;
+  // An execution failure is a failed kernel launch: the context is as unusable as after CUDA error 719.
+  throw CudaFailure{what, status == cublas_execution_failed ? cuda_error_launch_failed : cuda_error_invalid_value,
+                    describe_cublas_status(gpu.cublas->api, status)};
+}
+
+/// Operands as the GPU sees them: `a`, `b` as floats (rounded to 16 bits for the tensor precisions, so the CPU
+/// reference uses exactly the GPU's values) and, for those precisions, the 16-bit words to upload.
+struct Operands {
+  std::vector<float> a, b;
+  std::vector<std::uint16_t> a16, b16;
+  std::size_t element = 4;
+  const void* upload_a() const { return element == 4 ? static_cast<const void*>(a.data()) : a16.data(); }
+  const void* upload_b() const { return element == 4 ? static_cast<const void*>(b.data()) : b16.data(); }
+};
+
+Operands make_operands(std::size_t count, Precision precision) {
+  Operands out;
+  out.a.resize(count);
+  out.b.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    out.a[i] = operand_value(i, 11);
+    out.b[i] = operand_value(i, 23);
+  }
+  if (precision == Precision::fp32) return out;
+  out.element = 2;
+  out.a16.resize(count);
+  out.b16.resize(count);
+  const bool bf16 = precision == Precision::bf16;
+  for (std::size_t i = 0; i < count; ++i) {
+    out.a16[i] = bf16 ? float_to_bf16(out.a[i]) : float_to_half(out.a[i]);
+    out.b16[i] = bf16 ? float_to_bf16(out.b[i]) : float_to_half(out.b[i]);
+    out.a[i] = bf16 ? bf16_to_float(out.a16[i]) : half_to_float(out.a16[i]);
+    out.b[i] = bf16 ? bf16_to_float(out.b16[i]) : half_to_float(out.b16[i]);
+  }
+  return out;
+}
+
+/// Enqueues one C = A·B (row-major, n×n) on the GPU's stream.
+void launch_gemm(Gpu& gpu, const GemmPlan& plan, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n,
+                 const std::string& what) {
+  if (plan.engine == GemmPlan::Engine::cublas) {
+    // cuBLAS is column-major: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so B goes first.
+    const float alpha = 1.0f, beta = 0.0f;
+    const CublasApi& api = gpu.cublas->api;
+    auto* pa = reinterpret_cast<const void*>(a);
+    auto* pb = reinterpret_cast<const void*>(b);
+    auto* pc = reinterpret_cast<void*>(c);
+    if (plan.precision == Precision::fp32) {
+      check_cublas(
+          gpu,
+          api.sgemm(gpu.cublas_handle, cublas_op_n, cublas_op_n, n, n, n, &alpha, static_cast<const float*>(pb), n,
+                    static_cast<const float*>(pa), n, &beta, static_cast<float*>(pc), n),
+          "cublasSgemm_v2 (" + what + ")");
+    } else {
+      const int type = plan.precision == Precision::bf16 ? cuda_r_16bf : cuda_r_16f;
+      check_cublas(gpu,
+                   api.gemm_ex(gpu.cublas_handle, cublas_op_n, cublas_op_n, n, n, n, &alpha, pb, type, n, pa, type, n,
+                               &beta, pc, cuda_r_32f, n, cublas_compute_32f, cublas_gemm_default),
+                   "cublasGemmEx (" + what + ")");
+    }
+    return;
+  }
+  int m_arg = n, n_arg = n, k_arg = n;
+  void* params[] = {&a, &b, &c, &m_arg, &n_arg, &k_arg};
+  const unsigned grid = static_cast<unsigned>(n / 64);
+  if (plan.precision == Precision::fp32) {
+    check(gpu.api.launch_kernel(gpu.sgemm, grid, grid, 1, 16, 16, 1, 0, gpu.stream, params, nullptr),
+          "cuLaunchKernel(smoke_sgemm)");
+  } else {
+    CUfunction function = plan.precision == Precision::bf16 ? gpu.bf16gemm : gpu.hgemm;
+    check(gpu.api.launch_kernel(function, grid, grid, 1, 128, 1, 1, 0, gpu.stream, params, nullptr),
+          "cuLaunchKernel(" + what + ")");
+  }
+}
+
+/// What this matmul should reach on `model`: our kernels and cuBLAS tensor GEMMs against peak × an efficiency
+/// estimate (warn only while uncalibrated); cuBLAS SGEMM against DCGM's targeted_stress floor for the SKU.
+Expectation gemm_expectation(const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations) {
+  Expectation out;
+  if (model == nullptr) return out;
+  const bool tensor = plan.precision != Precision::fp32;
+  const KernelEfficiency& efficiency = expectations.kernel_efficiency;
+  if (plan.engine == GemmPlan::Engine::cublas && !tensor) {
+    if (!model->dcgm_sgemm_target_gflops) return out;
+    out.minimum = *model->dcgm_sgemm_target_gflops / 1000.0 * expectations.dcgm_target_perf_min_ratio;
+    out.source = model->model + " DCGM targeted_stress SGEMM target " +
+                 rate_text(*model->dcgm_sgemm_target_gflops / 1000.0) + " TFLOP/s x " +
+                 format("%.2g", expectations.dcgm_target_perf_min_ratio) + "; " + model->source;
+    return out;
+  }
+  const std::optional<double> peak = tensor ? model->tensor_tflops : model->fp32_tflops;
+  if (!peak) return out;
+  const double factor = plan.engine == GemmPlan::Engine::cublas ? efficiency.cublas_tensor
+                        : tensor                                ? efficiency.tensor
+                                                                : efficiency.sgemm;
+  out.expected = *peak * factor;
+  out.calibrated = efficiency.calibrated();
+  out.source = model->model + " " +
+               (tensor ? std::string(to_string(plan.precision)) + " tensor" : std::string("FP32")) + " peak " +
+               rate_text(*peak) + " TFLOP/s x " + format("%.2g", factor) + " (gpuenv " +
+               (plan.engine == GemmPlan::Engine::cublas ? "cuBLAS" : "kernel") + " efficiency, " + efficiency.status +
+               "); " + model->source;
+  return out;
+}
+
+}  // namespace
+
+StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations) {
+  StepOutcome out;
+  const CudaApi& api = gpu.api;
+  const int n = round_up_64(plan.size);
+  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  const Operands operands = make_operands(count, plan.precision);
+  CUdeviceptr da = 0, db = 0, dc = 0;
+  struct Free {
+    const CudaApi& api;
+    CUdeviceptr* pointers[3];
+    ~Free() {
+      for (CUdeviceptr* pointer : pointers) {
+        if (*pointer != 0) api.mem_free(*pointer);
+      }
+    }
+  } release{api, {&da, &db, &dc}};
+  const std::string what = std::string(plan.engine == GemmPlan::Engine::cublas ? "cuBLAS " : "") +
+                           to_string(plan.precision) + " " + std::to_string(n) + "^3 matmul";
+  check(api.mem_alloc(&da, count * operands.element), "cuMemAlloc_v2 (" + what + ")");
+  check(api.mem_alloc(&db, count * operands.element), "cuMemAlloc_v2 (" + what + ")");
+  check(api.mem_alloc(&dc, count * 4), "cuMemAlloc_v2 (" + what + ")");
+  check(api.memcpy_htod(da, operands.upload_a(), count * operands.element), "cuMemcpyHtoD_v2");
+  check(api.memcpy_htod(db, operands.upload_b(), count * operands.element), "cuMemcpyHtoD_v2");
+  check(api.memset_d32(dc, 0x7FC00000u /* NaN: unwritten elements fail verification */, count), "cuMemsetD32_v2");
+
+  launch_gemm(gpu, plan, da, db, dc, n, what);  // warm-up (and cuBLAS's heuristics)
+  check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
+  std::vector<double> rates;
+  for (int i = 0; i < repetitions(gpu.options); ++i) {
+    check(api.event_record(gpu.start, gpu.stream), "cuEventRecord");
+    launch_gemm(gpu, plan, da, db, dc, n, what);
+    check(api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+    check(api.event_synchronize(gpu.stop), "cuEventSynchronize (" + what + ")");
+    float ms = 0;
+    check(api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
+    rates.push_back(teraflops(n, n, n, ms / 1e3));
+  }
+  std::vector<float> c(count);
+  check(api.memcpy_dtoh(c.data(), dc, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
+  const double tolerance = default_tolerance(plan.precision);
+  const GemmCheck verified =
+      check_gemm_samples(operands.a, operands.b, c, n, n, n, gpu.options.gemm_samples, tolerance);
+  const Summary summary = summarize(rates);
+  const Expectation expectation = gemm_expectation(plan, model, expectations);
+  out.metrics.push_back(Metric{plan.id, "TFLOP/s", summary, expectation.expected, static_cast<double>(n)});
+  const std::string observed = what + " " + rate_text(summary.median) + " TFLOP/s (median of " +
+                               std::to_string(summary.count) + ", min " + rate_text(summary.min) + ", max " +
+                               rate_text(summary.max) + ")";
+  if (!verified.ok()) {
+    out.findings.push_back(Finding{"smoke." + plan.id,
+                                   Status::fail,
+                                   observed + ": wrong results: " + std::to_string(verified.mismatches) + " of " +
+                                       std::to_string(verified.sampled) +
+                                       " sampled elements differ from the CPU reference; " + verified.first_mismatch,
+                                   "the GPU computed wrong results: check for Xid errors (sudo dmesg | grep -i xid), "
+                                   "ECC errors (`gpuenv doctor`) and clocks",
+                                   {}});
+    return out;
+  }
+  const Judgement judgement = judge(summary.median, expectation, gpu.options.thresholds, "TFLOP/s");
+  Finding finding{"smoke." + plan.id,
+                  judgement.status,
+                  observed + ", " + std::to_string(verified.sampled) +
+                      " sampled elements match the CPU reference (max relative error " +
+                      format("%.2g", verified.max_relative_error) + ", tolerance " + format("%.0e", tolerance) + "); " +
+                      judgement.explanation,
+                  {},
+                  expectation.source};
+  if (judgement.status == Status::warn || judgement.status == Status::fail) {
+    finding.remedy =
+        "check clocks, power capping and throttling (`nvidia-smi -q -d PERFORMANCE`) and other processes on the GPU";
+  }
+  out.findings.push_back(std::move(finding));
+  return out;
+}
+
+StepOutcome prepare_cublas(Gpu& gpu, const std::string& driver_version) {
+  StepOutcome out;
+  const Cublas& cublas = *gpu.cublas;
+  const int created = cublas.api.create(&gpu.cublas_handle);
+  if (created != cublas_success) {
+    gpu.cublas_handle = nullptr;
+    out.findings.push_back(Finding{
+        "smoke.cublas",
+        Status::fail,
+        "cuBLAS " + cublas.version + " (" + cublas.path + ") cannot start on this GPU: cublasCreate_v2 returned " +
+            describe_cublas_status(cublas.api, created) + "; the driver supports CUDA " + driver_version,
+        "the node's CUDA math libraries do not work with this driver: install a cuBLAS whose CUDA major the driver "
+        "supports, or set GPUENV_CUBLAS_LIBRARY to one",
+        {}});
+    return out;
+  }
+  check_cublas(gpu, cublas.api.set_stream(gpu.cublas_handle, gpu.stream), "cublasSetStream_v2");
+  out.findings.push_back(
+      Finding{"smoke.cublas", Status::pass, "cuBLAS " + cublas.version + " (" + cublas.path + ") initialised", {}, {}});
+  return out;
+}
+
+void release_cublas(Gpu& gpu) {
+  if (gpu.cublas != nullptr && gpu.cublas_handle != nullptr) gpu.cublas->api.destroy(gpu.cublas_handle);
+  gpu.cublas_handle = nullptr;
+}
+
+}  // namespace gpuenv::smoke

@@ -1,0 +1,146 @@
+// Peer copies: between every ordered pair of GPUs, the destination's copy engine reads the source's memory
+// (cuMemcpyPeerAsync on the destination's stream, as nvbandwidth's device_to_device_memcpy_read_ce), timed with
+// events, verified, and judged against the Azure floor where the model's GPUs are NVLink-connected SXM parts.
+
+#include <algorithm>
+
+#include "smoke/step.hpp"
+
+namespace gpuenv::smoke {
+
+using report::Finding;
+using report::Status;
+
+namespace {
+
+/// Allocates `bytes` on `gpu` with its context current, and frees it (with its context current) at scope end.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(const Gpu& owner, const Gpu& current, std::size_t bytes) : m_owner(owner), m_current(current) {
+    check(m_owner.api.ctx_set_current(m_owner.context), "cuCtxSetCurrent");
+    const CUresult allocated = m_owner.api.mem_alloc(&m_pointer, bytes);
+    check(m_owner.api.ctx_set_current(m_current.context), "cuCtxSetCurrent");
+    check(allocated, "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(m_owner.ordinal) + ")");
+  }
+  ~DeviceBuffer() {
+    if (m_pointer == 0) return;
+    m_owner.api.ctx_set_current(m_owner.context);
+    m_owner.api.mem_free(m_pointer);
+    m_owner.api.ctx_set_current(m_current.context);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CUdeviceptr get() const { return m_pointer; }
+
+ private:
+  const Gpu& m_owner;
+  const Gpu& m_current;
+  CUdeviceptr m_pointer = 0;
+};
+
+/// Runs one source -> destination copy on the destination GPU; fills `result`.
+StepOutcome copy_between(Gpu& destination, Gpu& source, PeerResult& result) {
+  const CudaApi& api = destination.api;
+  int can_access = 0;
+  check(api.device_can_access_peer(&can_access, destination.device, source.device), "cuDeviceCanAccessPeer");
+  result.peer_access = can_access != 0;
+  if (result.peer_access) {
+    const CUresult enabled = api.ctx_enable_peer_access(source.context, 0);
+    if (enabled != cuda_error_peer_access_already_enabled) check(enabled, "cuCtxEnablePeerAccess");
+  }
+  const std::size_t bytes = copy_bytes(destination.options);
+  std::vector<std::uint32_t> host(bytes / 4);
+  const std::uint32_t seed = 100 + static_cast<std::uint32_t>(source.ordinal * 16 + destination.ordinal);
+  fill_pattern(host, seed);
+  const DeviceBuffer from(source, destination, bytes);
+  const DeviceBuffer to(destination, destination, bytes);
+  check(api.memcpy_htod(from.get(), host.data(), bytes), "cuMemcpyHtoD_v2 (peer copy source)");
+  const Summary rates = time_copies(destination, true, static_cast<double>(bytes), [&] {
+    check(api.memcpy_peer_async(to.get(), destination.context, from.get(), source.context, bytes, destination.stream),
+          "cuMemcpyPeerAsync");
+  });
+  std::fill(host.begin(), host.end(), 0u);
+  check(api.memcpy_dtoh(host.data(), to.get(), bytes), "cuMemcpyDtoH_v2 (peer copy verification)");
+  const PatternCheck data = check_pattern(host, seed);
+  result.metric = Metric{"p2p_" + std::to_string(source.ordinal) + "_" + std::to_string(destination.ordinal), "GB/s",
+                         rates, std::nullopt, static_cast<double>(bytes)};
+
+  StepOutcome out;
+  const std::string observed =
+      "GPU " + std::to_string(source.ordinal) + " -> GPU " + std::to_string(destination.ordinal) + ": " +
+      rate_text(rates.median) + " GB/s (median of " + std::to_string(rates.count) + ", " + size_text(bytes) + ", " +
+      (result.peer_access ? "peer access" : "no peer access: staged through host memory") + ")";
+  if (!data.ok()) {
+    out.findings.push_back(Finding{"smoke.p2p",
+                                   Status::fail,
+                                   observed + ": data corrupted: " + data.describe(bytes / 4),
+                                   "the copy returned wrong data: check for Xid errors (sudo dmesg | grep -i xid), "
+                                   "NVLink errors (`nvidia-smi nvlink -e`) and run `gpuenv doctor`",
+                                   {}});
+    return out;
+  }
+  out.findings.push_back(Finding{"smoke.p2p", Status::skip, observed + ", data verified", {}, {}});
+  return out;
+}
+
+/// Judges a verified copy between two GPUs of a model with a peer floor (NVLink-connected SXM parts): no peer access
+/// at all fails, and so does a rate below the floor.
+Finding judge_peer_copy(Finding verified, const PeerResult& result, const GpuExpectation& model,
+                        const Thresholds& thresholds) {
+  const double minimum = *model.p2p_read_minimum;
+  verified.source = model.model + " peer read minimum " + rate_text(minimum) + " GB/s; " + model.source;
+  if (!result.peer_access) {
+    verified.status = Status::fail;
+    verified.message += ": " + model.model + " GPUs reach each other over NVLink, but peer access is not available";
+    verified.remedy =
+        "check NVLink and the fabric: `nvidia-smi nvlink --status`, `nvidia-smi topo -m`, and that "
+        "nvidia-fabricmanager is running on NVSwitch systems; then run `gpuenv doctor`";
+    return verified;
+  }
+  const Judgement judgement = judge(result.metric.summary.median,
+                                    Expectation{std::nullopt, minimum, true, verified.source}, thresholds, "GB/s");
+  verified.status = judgement.status;
+  verified.message += "; " + judgement.explanation;
+  if (judgement.status == Status::fail) {
+    verified.remedy =
+        "check NVLink state and error counters (`nvidia-smi nvlink --status`, `nvidia-smi nvlink -e`) and the fabric "
+        "manager; a degraded or inactive link cuts peer bandwidth";
+  }
+  return verified;
+}
+
+}  // namespace
+
+std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
+                                        std::vector<Finding>& findings) {
+  std::vector<PeerResult> results;
+  for (const std::shared_ptr<Gpu>& source : gpus) {
+    for (const std::shared_ptr<Gpu>& destination : gpus) {
+      if (source == destination || source->stopped || destination->stopped) continue;
+      auto result = std::make_shared<PeerResult>();
+      result->source = source->ordinal;
+      result->destination = destination->ordinal;
+      std::optional<StepOutcome> outcome = run_step(
+          destination, "smoke.p2p", [source, result](Gpu& gpu) { return copy_between(gpu, *source, *result); });
+      if (!outcome) {
+        // Both GPUs took part in the hung copy: neither is trusted with another step.
+        destination->stopped = source->stopped = true;
+        findings.push_back(hang_finding("smoke.p2p", destination->options.step_timeout));
+        continue;
+      }
+      const GpuExpectation* model = find_gpu(expectations, source->info.name);
+      const bool same_model = model != nullptr && model == find_gpu(expectations, destination->info.name);
+      for (Finding& finding : outcome->findings) {
+        if (finding.status == Status::skip && same_model && model->p2p_read_minimum) {
+          finding = judge_peer_copy(finding, *result, *model, destination->options.thresholds);
+        }
+        findings.push_back(std::move(finding));
+      }
+      if (outcome->stop) destination->stopped = true;
+      if (!result->metric.id.empty()) results.push_back(*result);
+    }
+  }
+  return results;
+}
+
+}  // namespace gpuenv::smoke

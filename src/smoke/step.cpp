@@ -1,0 +1,70 @@
+#include "smoke/step.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gpuenv::smoke {
+
+using report::Finding;
+using report::Status;
+
+// Every caller passes a literal format with one double conversion.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+std::string format(const char* spec, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, spec, value);
+  return buffer;
+}
+#pragma GCC diagnostic pop
+
+std::string rate_text(double value) { return format(value >= 100 ? "%.0f" : (value >= 10 ? "%.1f" : "%.2f"), value); }
+
+std::string size_text(std::size_t bytes) {
+  if (bytes >= 1024 * mib) return format("%.1f GiB", static_cast<double>(bytes) / (1024.0 * mib));
+  if (bytes >= mib) return format("%.0f MiB", static_cast<double>(bytes) / mib);
+  return format("%.0f KiB", static_cast<double>(bytes) / 1024);
+}
+
+int repetitions(const SmokeOptions& options) {
+  return options.repetitions > 0 ? options.repetitions : (options.quick ? 3 : 10);
+}
+
+std::size_t copy_bytes(const SmokeOptions& options) {
+  const std::size_t bytes = options.copy_bytes > 0 ? options.copy_bytes : (options.quick ? 32 * mib : 256 * mib);
+  return std::max<std::size_t>(bytes / 4 * 4, 4);
+}
+
+bool is_sticky(CUresult result) {
+  return result == cuda_error_illegal_address || result == cuda_error_launch_failed ||
+         result == cuda_error_launch_timeout || result == cuda_error_ecc_uncorrectable || result == cuda_error_unknown;
+}
+
+Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& failure) {
+  const std::string error = failure.detail.empty() ? describe_cuda_error(gpu.api, failure.result) : failure.detail;
+  Finding out{id, Status::fail, failure.what + " failed: " + error, {}, {}};
+  if (failure.result == cuda_error_out_of_memory) {
+    out.message = "out of GPU memory: " + out.message;
+    out.remedy = "free GPU memory (nvidia-smi lists the processes holding it) or rerun with --quick";
+  } else if (is_sticky(failure.result)) {
+    out.message = "the GPU faulted: " + out.message;
+    out.remedy =
+        "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may need a "
+        "reset";
+  } else {
+    out.remedy = "run `gpuenv doctor` to check the driver and the GPU";
+  }
+  return out;
+}
+
+Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout) {
+  return Finding{
+      id,
+      Status::fail,
+      "hang: the step did not finish within " + std::to_string(timeout.count() / 1000) + " s; the GPU was abandoned",
+      "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may "
+      "need a reset",
+      {}};
+}
+
+}  // namespace gpuenv::smoke

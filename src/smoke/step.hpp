@@ -1,0 +1,172 @@
+#pragma once
+// Internal to smoke: what one GPU's steps share (the Gpu state), how a step reports (StepOutcome), and how a step runs
+// on its own thread against a deadline. The step functions themselves live in runner.cpp (query, kernels, copies),
+// gemm.cpp, memtest.cpp and peer.cpp.
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "report/finding.hpp"
+#include "smoke/cublas_api.hpp"
+#include "smoke/cuda_api.hpp"
+#include "smoke/expectations.hpp"
+#include "smoke/runner.hpp"
+#include "smoke/verify.hpp"
+
+namespace gpuenv::smoke {
+
+inline constexpr std::size_t mib = 1024 * 1024;
+
+/// printf-style formatting of one double ("%.1f").
+std::string format(const char* spec, double value);
+/// 3 significant-ish digits: "1234", "56.7", "8.90".
+std::string rate_text(double value);
+/// "256 MiB", "1.5 GiB".
+std::string size_text(std::size_t bytes);
+/// Timed repetitions after the warm-up (options, else 10; --quick 3).
+int repetitions(const SmokeOptions& options);
+
+/// Everything one GPU's steps share. Owned jointly by the main thread and the step threads, so an abandoned
+/// (hung) step keeps it, and the libraries, alive.
+struct Gpu {
+  std::shared_ptr<system::DynamicLibrary> library;
+  CudaApi api;
+  SmokeOptions options;
+  int ordinal = 0;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUevent start = nullptr;
+  CUevent stop = nullptr;
+  CUmodule module = nullptr;
+  CUfunction sgemm = nullptr;
+  CUfunction hgemm = nullptr;
+  CUfunction bf16gemm = nullptr;
+  CUfunction memtest_fill = nullptr;     ///< smoke_fill_pattern
+  CUfunction memtest_check = nullptr;    ///< smoke_check_pattern
+  std::shared_ptr<const Cublas> cublas;  ///< null when the node has no usable cuBLAS
+  CublasHandle cublas_handle = nullptr;
+  DeviceInfo info;
+  bool stopped = false;  ///< a sticky error or a hang: no more steps on this GPU
+  // copy buffers
+  std::size_t bytes = 0;
+  CUdeviceptr device_a = 0;
+  CUdeviceptr device_b = 0;
+  std::uint32_t* pinned = nullptr;
+  std::vector<std::uint32_t> pageable;
+  std::vector<std::uint32_t> readback;  // pageable scratch for verification
+  PatternCheck h2d_check;
+};
+
+/// The outcome of one step, handed back to the main thread.
+struct StepOutcome {
+  std::vector<report::Finding> findings;
+  std::vector<Metric> metrics;
+  bool stop = false;  ///< the GPU is unusable (sticky error); skip its remaining steps
+};
+
+/// A failing CUDA call as an exception inside a step; turned into a finding by run_step.
+struct CudaFailure {
+  std::string what;
+  CUresult result;
+  std::string detail = {};  ///< the error as text when it is not a CUresult (cuBLAS status); else empty
+};
+
+/// Throws CudaFailure when `result` is not CUDA_SUCCESS.
+inline void check(CUresult result, const std::string& what) {
+  if (result != cuda_success) throw CudaFailure{what, result};
+}
+
+/// True for the errors after which the context is unusable (launch failure, illegal address, ECC, unknown).
+bool is_sticky(CUresult result);
+/// The failing finding for a CUDA error in step `id`, with a remedy fitting the error.
+report::Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& failure);
+
+/// Runs `step(gpu)` on its own thread with the GPU's context current and waits until the deadline; nullopt means it
+/// hung (the thread is abandoned, holding its own reference to the Gpu).
+template <typename Step>
+std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
+  auto promise = std::make_shared<std::promise<StepOutcome>>();
+  std::future<StepOutcome> future = promise->get_future();
+  std::thread([gpu, promise, id, step] {
+    StepOutcome outcome;
+    try {
+      if (gpu->context != nullptr) check(gpu->api.ctx_set_current(gpu->context), "cuCtxSetCurrent");
+      outcome = step(*gpu);
+    } catch (const CudaFailure& failure) {
+      outcome.findings.push_back(cuda_finding(*gpu, id, failure));
+      outcome.stop = is_sticky(failure.result) || failure.what.rfind("cuCtx", 0) == 0;
+    } catch (const std::exception& error) {
+      outcome.findings.push_back(
+          report::Finding{id, report::Status::fail, std::string("internal error: ") + error.what(), {}, {}});
+    }
+    promise->set_value(std::move(outcome));
+  }).detach();
+  if (future.wait_for(gpu->options.step_timeout) != std::future_status::ready) return std::nullopt;
+  return future.get();
+}
+
+/// Times `copy` (one transfer of `bytes_counted`) after one warm-up: with events on the GPU's stream when `events`,
+/// else the host clock; the summary is of GB/s.
+template <typename Copy>
+Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
+  copy();
+  check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
+  std::vector<double> rates;
+  for (int i = 0; i < repetitions(gpu.options); ++i) {
+    double seconds = 0;
+    if (events) {
+      check(gpu.api.event_record(gpu.start, gpu.stream), "cuEventRecord");
+      copy();
+      check(gpu.api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+      check(gpu.api.event_synchronize(gpu.stop), "cuEventSynchronize");
+      float ms = 0;
+      check(gpu.api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
+      seconds = ms / 1e3;
+    } else {
+      const auto begin = std::chrono::steady_clock::now();
+      copy();
+      check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    }
+    rates.push_back(gigabytes_per_second(bytes_counted, seconds));
+  }
+  return summarize(rates);
+}
+
+/// Bytes per copy: options.copy_bytes, else 256 MiB (--quick 32 MiB), a multiple of 4.
+std::size_t copy_bytes(const SmokeOptions& options);
+
+/// The finding for a step that missed its deadline.
+report::Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout);
+
+// Steps defined outside runner.cpp.
+
+/// Which matmul: our own kernel or the node's cuBLAS, at which precision and size (M = N = K).
+struct GemmPlan {
+  enum class Engine { kernel, cublas };
+  std::string id;  ///< metric id: "sgemm_fp32", "cublas_gemm_bf16", ...
+  Engine engine = Engine::kernel;
+  Precision precision = Precision::fp32;
+  int size = 0;
+};
+/// Runs, times, verifies and judges one matmul (gemm.cpp).
+StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations);
+/// Creates the cuBLAS handle on this GPU's stream (gemm.cpp); the finding says which cuBLAS and whether it works.
+StepOutcome prepare_cublas(Gpu& gpu, const std::string& driver_version);
+/// Destroys the cuBLAS handle, if any.
+void release_cublas(Gpu& gpu);
+
+/// Writes and verifies patterns over options.memtest_fraction of the free GPU memory (memtest.cpp).
+StepOutcome run_memtest(Gpu& gpu);
+
+/// Copies between every ordered pair of GPUs that finished their own steps, verified and judged (peer.cpp).
+std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
+                                        std::vector<report::Finding>& findings);
+
+}  // namespace gpuenv::smoke
