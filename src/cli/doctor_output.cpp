@@ -111,6 +111,16 @@ std::string doctor_json(const doctor::DoctorReport& r, const std::string& versio
     optional("pcie_width_current", gpu.pcie_width_current);
     optional("pcie_width_max", gpu.pcie_width_max);
     if (!gpu.throttle_reasons.empty()) g["throttle_reasons"] = gpu.throttle_reasons;
+    if (gpu.nvlink) {
+      nlohmann::json links = {{"active", gpu.nvlink->active.size()}, {"inactive", gpu.nvlink->inactive}};
+      const auto counter = [&links](const char* key, const auto& value) {
+        if (value) links[key] = *value;
+      };
+      counter("replay_errors", gpu.nvlink->replay_errors);
+      counter("recovery_errors", gpu.nvlink->recovery_errors);
+      counter("crc_errors", gpu.nvlink->crc_errors);
+      g["nvlink"] = links;
+    }
     gpus.push_back(g);
   }
   nlohmann::json driver = {

@@ -16,6 +16,7 @@ namespace {
 
 using probe::GpuFacts;
 using probe::HostFacts;
+using probe::NvLinkFacts;
 using report::Finding;
 using report::Status;
 using util::Version;
@@ -404,6 +405,49 @@ void check_pcie(const HostFacts& facts, const Thresholds& thresholds, Findings& 
   link.finish(out, "PCIe links at their maximum generation and width", "no GPU reports its PCIe link");
 }
 
+/// "3, 7".
+std::string link_list(const std::vector<unsigned>& links) {
+  std::string out;
+  for (unsigned link : links) out += (out.empty() ? "" : ", ") + std::to_string(link);
+  return out;
+}
+
+/// Each GPU's active NVLinks against the best GPU of the same model on this node. Azure's check fails on any
+/// inactive link, which false-fails shapes wired with fewer links by design (H100 NVL: 12 of 18); comparing siblings
+/// catches a link that went down without that false alarm. Error counters (cumulative since the driver loaded) are
+/// shown, not judged: one snapshot cannot tell a rate.
+void check_nvlink(const HostFacts& facts, Findings& out) {
+  std::map<std::string, std::size_t> best;  // most active links per model
+  for (const GpuFacts& gpu : facts.gpus.gpus) {
+    if (gpu.nvlink) best[gpu.name] = std::max(best[gpu.name], gpu.nvlink->active.size());
+  }
+  PerGpu links("gpu.nvlink", "aznhc check_nvlink_status (health-thresholds.md 6b), compared per model on this node");
+  for (const GpuFacts& gpu : facts.gpus.gpus) {
+    if (!gpu.nvlink) continue;
+    links.checked();
+    const NvLinkFacts& nv = *gpu.nvlink;
+    const std::size_t total = nv.active.size() + nv.inactive.size();
+    const std::string state = std::to_string(nv.active.size()) + " of " + std::to_string(total) + " NVLinks active";
+    if (nv.active.size() < best[gpu.name]) {
+      links.add(Status::fail, gpu,
+                state + " (down: link " + link_list(nv.inactive) + ") while another " + gpu.name + " here has " +
+                    std::to_string(best[gpu.name]),
+                "check `nvidia-smi nvlink --status` and `nvidia-smi nvlink -e`; reseat the NVLink bridge (PCIe "
+                "cards) or drain the node for a baseboard and NVSwitch check (SXM); a down link cuts peer bandwidth");
+    } else if (nv.active.empty()) {
+      links.note(gpu, "no NVLink active (no bridge fitted, or the NVLink fabric is down)");
+    }
+    const std::uint64_t errors =
+        nv.replay_errors.value_or(0) + nv.recovery_errors.value_or(0) + nv.crc_errors.value_or(0);
+    if (errors > 0) {
+      links.note(gpu, state + "; since the driver loaded: " + std::to_string(nv.replay_errors.value_or(0)) +
+                          " replay, " + std::to_string(nv.recovery_errors.value_or(0)) + " recovery, " +
+                          std::to_string(nv.crc_errors.value_or(0)) + " CRC errors");
+    }
+  }
+  links.finish(out, "every NVLink of its model up", "no GPU reports NVLink (PCIe-only GPUs, or an old driver)");
+}
+
 void check_gpu_state(const HostFacts& facts, Findings& out) {
   PerGpu persistence("gpu.persistence_mode"), processes("gpu.processes");
   std::vector<std::string> mig;
@@ -773,6 +817,7 @@ std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& threshol
     check_memory_errors(facts, thresholds, out);
     check_thermals_and_clocks(facts, thresholds, out);
     check_pcie(facts, thresholds, out);
+    check_nvlink(facts, out);
     check_gpu_state(facts, out);
   }
   check_kernel_log(facts, out);

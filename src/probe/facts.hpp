@@ -19,6 +19,16 @@ struct Availability {
 };
 
 /// One GPU as NVML or nvidia-smi reports it. Absent optionals mean "not reported / not supported".
+/// A GPU's NVLinks as NVML reports them; links it does not report are in neither list.
+struct NvLinkFacts {
+  std::vector<unsigned> active;    ///< link numbers that are up
+  std::vector<unsigned> inactive;  ///< link numbers that exist but are down
+  /// Error counters summed over the active links that report them, since the driver loaded.
+  std::optional<std::uint64_t> replay_errors;
+  std::optional<std::uint64_t> recovery_errors;
+  std::optional<std::uint64_t> crc_errors;  ///< flit + data CRC
+};
+
 struct GpuFacts {
   unsigned index = 0;
   std::string access_error;  ///< non-empty when the driver lists the GPU but it cannot be queried ("GPU is lost")
@@ -52,6 +62,7 @@ struct GpuFacts {
   std::optional<unsigned> pcie_width_current;
   std::optional<unsigned> pcie_width_max;
   std::optional<unsigned> process_count;
+  std::optional<NvLinkFacts> nvlink;  ///< nullopt: the GPU reports no NVLink
 };
 
 /// The GPUs and the driver as seen through NVML (or a captured nvidia-smi report).

@@ -69,6 +69,8 @@ struct NvmlApi {
   nvmlReturn_t (*pcie_width_current)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_width_max)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*running_processes)(nvmlDevice_t, unsigned*, void*) = nullptr;
+  nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned, int*) = nullptr;
+  nvmlReturn_t (*nvlink_error_counter)(nvmlDevice_t, unsigned, int, unsigned long long*) = nullptr;
 };
 
 template <typename F>
@@ -115,6 +117,8 @@ NvmlApi resolve_api(system::DynamicLibrary& lib) {
   resolve(lib, api.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth");
   resolve(lib, api.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth");
   resolve(lib, api.running_processes, "nvmlDeviceGetComputeRunningProcesses");
+  resolve(lib, api.nvlink_state, "nvmlDeviceGetNvLinkState");
+  resolve(lib, api.nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
   return api;
 }
 
@@ -139,6 +143,34 @@ std::string error_text(const NvmlApi& api, nvmlReturn_t code) {
     if (const char* text = api.error_string(code)) return text;
   }
   return nvml_error_name(code);
+}
+
+// nvml.h: NVML_NVLINK_MAX_LINKS; nvmlNvLinkErrorCounter_t 0 replay, 1 recovery, 2 CRC flit, 3 CRC data;
+// nvmlEnableState_t 1 = enabled (the link is active).
+constexpr unsigned k_nvlink_max_links = 18;
+
+/// The GPU's NVLinks: every link NVML answers for (a link number beyond the GPU's count, or a GPU without NVLink,
+/// returns an error and is left out), with error counters summed over the active links.
+std::optional<NvLinkFacts> read_nvlinks(const NvmlApi& api, nvmlDevice_t device) {
+  if (api.nvlink_state == nullptr) return std::nullopt;
+  NvLinkFacts links;
+  auto add = [&](std::optional<std::uint64_t>& total, unsigned link, int counter) {
+    if (api.nvlink_error_counter == nullptr) return;
+    unsigned long long value = 0;
+    if (api.nvlink_error_counter(device, link, counter, &value) == k_success) total = total.value_or(0) + value;
+  };
+  for (unsigned link = 0; link < k_nvlink_max_links; ++link) {
+    int state = 0;
+    if (api.nvlink_state(device, link, &state) != k_success) continue;
+    (state == 1 ? links.active : links.inactive).push_back(link);
+    if (state != 1) continue;
+    add(links.replay_errors, link, 0);
+    add(links.recovery_errors, link, 1);
+    add(links.crc_errors, link, 2);
+    add(links.crc_errors, link, 3);
+  }
+  if (links.active.empty() && links.inactive.empty()) return std::nullopt;
+  return links;
 }
 
 // NVML enums used below (nvml.h): temperature sensor 0 = GPU; threshold 1 = slowdown;
@@ -211,6 +243,7 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
     const nvmlReturn_t result = api.running_processes(device, &count, nullptr);
     if (result == k_success || result == k_insufficient_size) gpu.process_count = count;
   }
+  gpu.nvlink = read_nvlinks(api, device);
   return gpu;
 }
 

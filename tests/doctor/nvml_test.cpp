@@ -129,6 +129,23 @@ TEST_CASE("fake NVML: a healthy 8x H100 node reads as eight GPUs with every fact
   CHECK(inventory.gpus[7].power_draw_w == std::optional<double>(75.0));
 }
 
+TEST_CASE("fake NVML: NVLink state and error counters per GPU", "[doctor][nvml]") {
+  const auto healthy = read_fake("healthy-8xh100.conf");
+  REQUIRE(healthy.gpus.size() == 8);
+  CHECK_FALSE(healthy.gpus[0].nvlink);  // the fixture reports no NVLink: NVML says "not supported"
+
+  const auto inventory = read_fake("nvlink-link-down.conf");
+  REQUIRE(inventory.gpus.size() == 8);
+  REQUIRE(inventory.gpus[0].nvlink);
+  CHECK(inventory.gpus[0].nvlink->active.size() == 18);
+  CHECK(inventory.gpus[0].nvlink->inactive.empty());
+  CHECK(inventory.gpus[0].nvlink->recovery_errors == std::optional<std::uint64_t>(2));
+  CHECK(inventory.gpus[0].nvlink->crc_errors == std::optional<std::uint64_t>(0));
+  REQUIRE(inventory.gpus[3].nvlink);
+  CHECK(inventory.gpus[3].nvlink->active.size() == 16);
+  CHECK(inventory.gpus[3].nvlink->inactive == std::vector<unsigned>{4, 9});
+}
+
 TEST_CASE("fake NVML: nvmlInit failures keep NVML's own error text and code", "[doctor][nvml]") {
   SECTION("18: driver/library version mismatch") {
     const auto inventory = read_fake("init-version-mismatch.conf");
@@ -190,8 +207,7 @@ TEST_CASE("fake NVML: a library that cannot be loaded says so", "[doctor][nvml]"
 namespace {
 
 /// The child's environment for a live doctor run against the fake: PATH and LD_LIBRARY_PATH are removed so that the
-/// run is hermetic (no nvidia-smi or dmesg of the machine running the tests) and so that doctor does not split those
-/// variables, which src/probe/collect.cpp currently does through views of a destroyed temporary (use after free).
+/// run is hermetic (no nvidia-smi, dmesg or CUDA toolkit of the machine running the tests).
 gpuenv::testing::EnvironmentChanges fake_nvml_environment(const FakeNvmlCopy& library, const std::string& conf) {
   return {{"GPUENV_NVML_LIBRARY", library.path()},
           {"GPUENV_FAKE_NVML", fixture_path("nvml/" + conf)},
@@ -229,6 +245,26 @@ TEST_CASE("doctor with GPUENV_NVML_LIBRARY at the fake sees eight H100s", "[doct
     CHECK(finding.at("message").get<std::string>().find("8 GPUs: 8x NVIDIA H100 80GB HBM3") == 0);
   }
   CHECK(count_checked);
+}
+
+TEST_CASE("doctor with a fake NVML whose GPU 3 lost two NVLinks fails gpu.nvlink naming it", "[doctor][nvml][e2e]") {
+  const FakeNvmlCopy library;
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--timeout", "5"},
+                                                  fake_nvml_environment(library, "nvlink-link-down.conf"));
+  INFO("stdout: " << result.out);
+  CHECK(result.exit_code == 1);
+  const auto json = nlohmann::json::parse(result.out, nullptr, false);
+  REQUIRE_FALSE(json.is_discarded());
+  bool nvlink_checked = false;
+  for (const auto& finding : json.at("findings")) {
+    if (finding.at("id") != "gpu.nvlink") continue;
+    nvlink_checked = true;
+    CHECK(finding.at("status") == "fail");
+    CHECK(finding.at("message").get<std::string>().find(
+              "GPU 3 (00000000:5D:00.0): 16 of 18 NVLinks active (down: link 4, 9) while another NVIDIA H100 80GB "
+              "HBM3 here has 18") == 0);
+  }
+  CHECK(nvlink_checked);
 }
 
 TEST_CASE("doctor with a hung fake NVML returns within its --timeout", "[doctor][nvml][e2e]") {

@@ -750,6 +750,63 @@ TEST_CASE("rules: PCIe link generation and width", "[doctor][rules]") {
   });
 }
 
+/// Gives every GPU `active` of 18 NVLinks (the rest down).
+void set_nvlinks(HostFacts& f, unsigned active) {
+  for (GpuFacts& gpu : f.gpus.gpus) {
+    gpu.nvlink = gpuenv::probe::NvLinkFacts{};
+    for (unsigned link = 0; link < 18; ++link)
+      (link < active ? gpu.nvlink->active : gpu.nvlink->inactive).push_back(link);
+  }
+}
+
+TEST_CASE("rules: NVLinks compared with the node's other GPUs of the model", "[doctor][rules]") {
+  run_rows({
+      {"no NVLink reported", [](HostFacts&, Expectations&) {}, "gpu.nvlink", Status::skip, {"no GPU reports NVLink"}},
+      {"8 GPUs with 18 of 18",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         set_nvlinks(f, 18);
+       },
+       "gpu.nvlink",
+       Status::pass,
+       {"8 GPUs: every NVLink of its model up"}},
+      {"12 of 18 on every GPU (NVL shape): by design, not a failure",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 2);
+         set_nvlinks(f, 12);
+       },
+       "gpu.nvlink", Status::pass},
+      {"one GPU with two links down",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         set_nvlinks(f, 18);
+         auto& links = *f.gpus.gpus[5].nvlink;
+         links.active.resize(16);
+         links.inactive = {16, 17};
+       },
+       "gpu.nvlink",
+       Status::fail,
+       {"GPU 5", "16 of 18 NVLinks active (down: link 16, 17) while another", "has 18", "nvidia-smi nvlink --status"}},
+      {"no link up anywhere: a note",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 2);
+         set_nvlinks(f, 0);
+       },
+       "gpu.nvlink",
+       Status::pass,
+       {"no NVLink active"}},
+      {"error counters are shown, not judged",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 2);
+         set_nvlinks(f, 18);
+         f.gpus.gpus[1].nvlink->recovery_errors = 3;
+       },
+       "gpu.nvlink",
+       Status::pass,
+       {"0 replay, 3 recovery, 0 CRC errors"}},
+  });
+}
+
 TEST_CASE("rules: persistence mode, MIG and running processes", "[doctor][rules]") {
   run_rows({
       {"persistence on", [](HostFacts&, Expectations&) {}, "gpu.persistence_mode", Status::pass},

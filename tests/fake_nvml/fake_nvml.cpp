@@ -238,6 +238,21 @@ int nvmlDeviceGetUtilizationRates(void* device, nvmlUtilization_t* utilization) 
   utilization->memory = 0;
   return 0;
 }
+// NVLink: "nvlinks = N" links numbered 0..N-1, "nvlink_inactive = 3,7" down; "nvlink_recovery_errors" on link 0.
+int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* active) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("nvlinks")) return k_not_supported;
+  if (link >= gpu->number("nvlinks")) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  const std::string inactive = "," + gpu->get("nvlink_inactive") + ",";
+  *active = inactive.find("," + std::to_string(link) + ",") == std::string::npos ? 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, unsigned long long* value) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("nvlinks") || link >= gpu->number("nvlinks")) return k_not_supported;
+  *value = link == 0 && counter == 1 ? gpu->number("nvlink_recovery_errors") : 0;
+  return 0;
+}
 int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, void*) {
   *count = static_cast<unsigned>(gpu_of(device)->number("processes"));
   return *count == 0 ? 0 : 7;
