@@ -150,37 +150,9 @@ void collect_gpus(System& system, const CollectOptions& options, HostFacts& fact
 }
 
 void collect_kernel_log(System& system, const CollectOptions& options, HostFacts& facts) {
-  std::optional<std::string> text;
-  if (options.live) {
-    const system::CommandResult dmesg = system.run({"dmesg"}, std::chrono::milliseconds(3000));
-    if (dmesg.exit_code == 0 && !dmesg.out.empty()) {
-      text = dmesg.out;
-      facts.kernel_log_source = "dmesg";
-    }
-  }
-  if (!text) {
-    std::vector<std::string> unreadable;
-    for (const char* path : {"/var/log/kern.log", "/var/log/syslog", "/var/log/messages"}) {
-      if (!system.exists(path)) continue;
-      auto contents = system.read_file(path);
-      if (!contents) {
-        unreadable.push_back(path);
-        continue;
-      }
-      // The recent window: the last 4 MiB of the log.
-      constexpr std::size_t k_window = 4u << 20;
-      text = contents->size() > k_window ? contents->substr(contents->size() - k_window) : std::move(*contents);
-      facts.kernel_log_source = path;
-      break;
-    }
-    if (!text) {
-      facts.kernel_log_source = unreadable.empty()
-                                    ? "unreadable: dmesg is not allowed and no kernel log file exists"
-                                    : "unreadable: " + util::join(unreadable, ", ") + " (needs root or the adm group)";
-      return;
-    }
-  }
-  facts.kernel_events = parse_xid_events(*text).events;
+  KernelLog log = read_kernel_log(system, options.live);
+  facts.kernel_log_source = log.source;
+  if (log.text) facts.kernel_events = parse_xid_events(*log.text).events;
 }
 
 std::string first_header_version(System& system, const std::vector<std::string>& paths, std::string& where,
@@ -376,6 +348,35 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
     inventory.gpus.push_back(std::move(gpu));
   }
   return inventory;
+}
+
+KernelLog read_kernel_log(System& system, bool live) {
+  KernelLog log;
+  if (live) {
+    const system::CommandResult dmesg = system.run({"dmesg"}, std::chrono::milliseconds(3000));
+    if (dmesg.exit_code == 0 && !dmesg.out.empty()) {
+      log.text = dmesg.out;
+      log.source = "dmesg";
+      return log;
+    }
+  }
+  std::vector<std::string> unreadable;
+  for (const char* path : {"/var/log/kern.log", "/var/log/syslog", "/var/log/messages"}) {
+    if (!system.exists(path)) continue;
+    auto contents = system.read_file(path);
+    if (!contents) {
+      unreadable.push_back(path);
+      continue;
+    }
+    // The recent window: the last 4 MiB of the log.
+    constexpr std::size_t k_window = 4u << 20;
+    log.text = contents->size() > k_window ? contents->substr(contents->size() - k_window) : std::move(*contents);
+    log.source = path;
+    return log;
+  }
+  log.source = unreadable.empty() ? "unreadable: dmesg is not allowed and no kernel log file exists"
+                                  : "unreadable: " + util::join(unreadable, ", ") + " (needs root or the adm group)";
+  return log;
 }
 
 HostFacts collect_host_facts(System& system, const CollectOptions& options) {

@@ -26,6 +26,14 @@ struct CollectOptions {
 /// reason in the facts (an unreadable file is a finding, not a crash).
 HostFacts collect_host_facts(system::System& system, const CollectOptions& options);
 
+/// The kernel log's text and where it came from: `dmesg` when `live` and allowed, else the last 4 MiB of
+/// /var/log/kern.log, syslog or messages; no text (and the reason in `source`) when none can be read.
+struct KernelLog {
+  std::optional<std::string> text;
+  std::string source;  ///< "dmesg", a path, or "unreadable: ..."
+};
+KernelLog read_kernel_log(system::System& system, bool live);
+
 /// GPU facts from a parsed nvidia-smi report, in NVML's shape.
 GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::string& origin);
 

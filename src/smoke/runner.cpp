@@ -13,6 +13,7 @@
 #include "smoke/cuda_api.hpp"
 #include "smoke/step.hpp"
 #include "smoke/verify.hpp"
+#include "smoke/xid_watch.hpp"
 #include "util/embedded_file.hpp"
 
 #ifndef GPUENV_SMOKE_KERNELS_CUDA
@@ -621,6 +622,8 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   if (driver == nullptr || !initialise_driver(driver, options, report, driver_version)) return finish();
   const std::shared_ptr<const Cublas> cublas =
       options.cublas ? open_cublas(system, options, driver_version, report) : nullptr;
+  KernelLogSnapshot kernel_log;  // before the first GPU is touched: what the run adds is its doing
+  if (options.watch_kernel_log) kernel_log = snapshot_kernel_log(system);
 
   std::vector<std::shared_ptr<Gpu>> gpus;
   std::vector<DeviceRun> runs;
@@ -640,6 +643,12 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   }
   if (options.peer && gpus.size() > 1) report.peers = run_peer_copies(gpus, *expectations, report.peer_findings);
   for (DeviceRun& run : runs) run.release();
+  if (options.watch_kernel_log) {
+    std::vector<TestedGpu> tested;
+    for (const DeviceResult& device : report.devices) tested.push_back({device.index, device.info.pci_bus_id});
+    for (Finding& finding : kernel_events_since(system, kernel_log, tested))
+      report.findings.push_back(std::move(finding));
+  }
   return finish();
 }
 

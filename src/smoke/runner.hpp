@@ -29,10 +29,11 @@ struct SmokeOptions {
   int tensor_size = 0;         ///< 0: 8192 (quick: 2048)
   int repetitions = 0;         ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
   std::size_t gemm_samples = 256;
-  bool cublas = true;           ///< also run cuBLAS GEMMs when the node has cuBLAS
-  std::string cublas_library;   ///< "" searches (cublas_candidates); else only this soname or path
-  double memtest_fraction = 0;  ///< > 0: write and verify patterns over this fraction of free GPU memory
-  bool peer = true;             ///< copies between every pair of GPUs (when more than one is tested)
+  bool cublas = true;            ///< also run cuBLAS GEMMs when the node has cuBLAS
+  std::string cublas_library;    ///< "" searches (cublas_candidates); else only this soname or path
+  double memtest_fraction = 0;   ///< > 0: write and verify patterns over this fraction of free GPU memory
+  bool peer = true;              ///< copies between every pair of GPUs (when more than one is tested)
+  bool watch_kernel_log = true;  ///< report Xid events that appear in the kernel log during the run
   std::chrono::milliseconds init_timeout{15000};   ///< cuInit / device count
   std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
 };

@@ -57,6 +57,11 @@ system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std:
   std::string key;
   for (const std::string& arg : argv) key += (key.empty() ? "" : " ") + arg;
   commands_run.push_back(key);
+  if (auto queued = command_queue.find(key); queued != command_queue.end() && !queued->second.empty()) {
+    system::CommandResult result = queued->second.front();
+    queued->second.pop_front();
+    return result;
+  }
   const auto it = commands.find(key);
   if (it == commands.end()) {
     system::CommandResult missing;
@@ -67,6 +72,9 @@ system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std:
 }
 
 system::LibraryResult FakeSystem::load_library(const std::string& name) {
+  if (const auto it = real_libraries.find(name); it != real_libraries.end()) {
+    return system::make_real_system()->load_library(it->second);
+  }
   return util::Error::input(name + ": cannot open shared object file: No such file or directory");
 }
 

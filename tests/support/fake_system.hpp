@@ -1,6 +1,7 @@
 #pragma once
 // An in-memory System for tests: files from a map or a fixture host tree, scripted commands, no real I/O.
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -19,6 +20,10 @@ class FakeSystem : public system::System {
   std::map<std::string, std::string> env;
   /// Commands keyed by argv joined with spaces; unscripted commands report not_found.
   std::map<std::string, system::CommandResult> commands;
+  /// Results handed out one per run, first in first out, before `commands` is consulted (a log that grows).
+  std::map<std::string, std::deque<system::CommandResult>> command_queue;
+  /// Libraries opened for real, by the name asked for -> the path dlopen'ed (a fake libcuda under test).
+  std::map<std::string, std::string> real_libraries;
   std::vector<std::string> files_read;
   std::vector<std::string> commands_run;
   std::map<std::string, std::string> written;
