@@ -12,7 +12,7 @@ TEST_CASE("smoke gpu: --quick on the real driver verifies copies and matmuls on 
   auto report = gpuenv::smoke::run_smoke(*real, options);
   REQUIRE(report);
   if (!report->driver_loaded || report->devices.empty()) {
-    WARN("skipped: no NVIDIA driver or GPU here (" +
+    WARN("SKIPPED: no NVIDIA driver or GPU here (" +
          (report->findings.empty() ? std::string("?") : report->findings.front().message) + ")");
     return;
   }

@@ -391,7 +391,7 @@ TEST_CASE("gpuenv smoke e2e: no driver on this machine exits 1 with a clear mess
 
 TEST_CASE("gpuenv smoke e2e: the real default library name on this machine", "[smoke][e2e]") {
   if (fs::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1") || fs::exists("/usr/lib64/libcuda.so.1")) {
-    WARN("a libcuda.so.1 is installed here; skipping the no-driver check");
+    WARN("SKIPPED: a libcuda.so.1 is installed here, so there is no driver-less run to check");
     return;
   }
   const auto result = gpuenv::testing::run_gpuenv({"smoke", "--quick"}, {{"GPUENV_CUDA_LIBRARY", std::nullopt}});
