@@ -707,6 +707,35 @@ void check_containers(const HostFacts& facts, Findings& out) {
 
 // ---- Profile conformance ------------------------------------------------------------------------
 
+/// The os-release ID of a host that runs the profile's OS: UBI images are built from RHEL, Rocky Linux calls
+/// itself "rocky".
+std::string os_release_id(const std::string& distro) {
+  if (distro == "rockylinux") return "rocky";
+  if (distro == "ubi") return "rhel";
+  return distro;
+}
+
+/// The profile's OS against the node's (os-release). Only a warning: the profile's container image carries its own
+/// OS, so a mismatch matters only for what is installed on the host (toolkit, cuDNN, packages).
+void check_profile_os(const HostFacts& facts, const profile::Profile& p, Findings& out) {
+  if (p.os_distro.empty() || facts.host.os_id.empty()) return;
+  const std::string wanted = p.os_distro + " " + p.os_version;
+  const std::string node = facts.host.os_id + " " + facts.host.os_version_id;
+  const auto want_version = Version::parse(p.os_version);
+  const auto node_version = Version::parse(facts.host.os_version_id);
+  // "9" covers VERSION_ID "9.4"; "22.04" must be "22.04".
+  const bool same = os_release_id(p.os_distro) == facts.host.os_id && want_version && node_version &&
+                    node_version->starts_with(*want_version);
+  if (same) {
+    out.push_back(make("profile.os", Status::pass, "the node runs " + node + ", as profile " + p.name + " targets"));
+    return;
+  }
+  out.push_back(make("profile.os", Status::warn,
+                     "profile " + p.name + " targets " + wanted + "; this node runs " + node,
+                     "fine for the profile's container image (`gpuenv dockerfile " + p.name +
+                         "`); for host installs pick a profile for " + node + " or reimage the node"));
+}
+
 void check_profile_conformance(const HostFacts& facts, const compat::KnowledgeBase& kb, const profile::Profile& p,
                                Findings& out) {
   // The profile itself must be coherent: the same rules as `gpuenv profile check`.
@@ -715,6 +744,7 @@ void check_profile_conformance(const HostFacts& facts, const compat::KnowledgeBa
     finding.id = "profile." + finding.id;
     out.push_back(std::move(finding));
   }
+  check_profile_os(facts, p, out);
   const compat::DriverFloor floor = compat::driver_floor(p, kb);
   const auto driver =
       Version::parse(facts.kernel.module_version.empty() ? facts.gpus.driver_version : facts.kernel.module_version);

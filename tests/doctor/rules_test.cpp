@@ -1100,9 +1100,41 @@ TEST_CASE("rules: conformance to a profile", "[doctor][rules]") {
     p.driver_modules = "open";
     return p;
   }();
+  static const gpuenv::profile::Profile rocky = [] {
+    auto p = test_profile();
+    p.os_distro = "rockylinux";
+    p.os_version = "9";
+    return p;
+  }();
   run_rows({
       {"no profile: no profile findings", [](HostFacts& f, Expectations&) { f.toolkits = {toolkit("12.4.1")}; },
        "profile.cuda_toolkit", std::nullopt},
+      {"the node runs the profile's OS",
+       [](HostFacts&, Expectations& e) { e.profile = &profile; },
+       "profile.os",
+       Status::pass,
+       {"the node runs ubuntu 22.04, as profile node-test targets"}},
+      {"another Ubuntu release",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &profile;
+         f.host.os_version_id = "24.04";
+       },
+       "profile.os",
+       Status::warn,
+       {"profile node-test targets ubuntu 22.04; this node runs ubuntu 24.04", "container image"}},
+      {"rockylinux 9 is os-release rocky 9.4",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &rocky;
+         f.host.os_id = "rocky";
+         f.host.os_version_id = "9.4";
+       },
+       "profile.os", Status::pass},
+      {"OS unknown on the node: no finding",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &profile;
+         f.host.os_id.clear();
+       },
+       "profile.os", std::nullopt},
       {"the profile's toolkit is installed",
        [](HostFacts& f, Expectations& e) {
          e.profile = &profile;
