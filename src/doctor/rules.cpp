@@ -808,9 +808,15 @@ void check_profile_conformance(const HostFacts& facts, const compat::KnowledgeBa
   for (const std::string& model : p.gpu_models) {
     if (const compat::GpuModel* gpu = kb.gpu(model)) targets.push_back(gpu->compute_capability);
   }
+  // NVML reports the compute capability; an nvidia-smi report does not, so the product name is looked up in the
+  // knowledge base's GPU table.
   std::set<std::string> node_ccs;
   for (const GpuFacts& gpu : facts.gpus.gpus) {
-    if (!gpu.compute_capability.empty()) node_ccs.insert(gpu.compute_capability);
+    if (!gpu.compute_capability.empty()) {
+      node_ccs.insert(gpu.compute_capability);
+    } else if (const compat::GpuModel* model = kb.gpu(gpu.name)) {
+      node_ccs.insert(model->compute_capability);
+    }
   }
   if (!node_ccs.empty()) {
     profile::Profile with_node_gpus = p;

@@ -1198,16 +1198,27 @@ TEST_CASE("rules: conformance to a profile", "[doctor][rules]") {
        "profile.gpu_targets",
        Status::fail,
        {"compute capability 9.0", "does not target (8.0)", "add \"9.0\""}},
+      {"no CC reported (an nvidia-smi report): the product name gives it",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &cc80;
+         for (GpuFacts& gpu : f.gpus.gpus) gpu.compute_capability.clear();
+       },
+       "profile.gpu_targets",
+       Status::fail,
+       {"compute capability 9.0", "does not target (8.0)"}},
+      {"no CC and an unknown product: nothing to judge",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &cc80;
+         for (GpuFacts& gpu : f.gpus.gpus) {
+           gpu.compute_capability.clear();
+           gpu.name = "NVIDIA Future GPU";
+         }
+       },
+       "profile.gpu_targets", std::nullopt},
       {"GPU compute capability targeted", [](HostFacts&, Expectations& e) { e.profile = &cc90; }, "profile.gpu_targets",
        std::nullopt},
       {"no targets in the profile", [](HostFacts&, Expectations& e) { e.profile = &profile; }, "profile.gpu_targets",
        std::nullopt},
-      {"GPU compute capability unknown",
-       [](HostFacts& f, Expectations& e) {
-         e.profile = &cc80;
-         f.gpus.gpus[0].compute_capability.clear();
-       },
-       "profile.gpu_targets", std::nullopt},
       {"profile wants open modules, the node runs proprietary",
        [](HostFacts&, Expectations& e) { e.profile = &open_modules; },
        "profile.driver_modules",
