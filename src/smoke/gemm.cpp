@@ -12,7 +12,8 @@ using report::Status;
 
 namespace {
 
-int round_up_64(int value) { return std::max(64, (value + 63) / 64 * 64); }
+/// Sizes are multiples of 128: the tensor kernel's block tile (the SIMT kernel's 64 divides it).
+int round_up_128(int value) { return std::max(128, (value + 127) / 128 * 128); }
 
 /// A failing cuBLAS call inside a step: reported like a CUDA error, but with cuBLAS's status name.
 void check_cublas(const Gpu& gpu, int status, const std::string& what) {
@@ -81,13 +82,14 @@ void launch_gemm(Gpu& gpu, const GemmPlan& plan, CUdeviceptr a, CUdeviceptr b, C
   }
   int m_arg = n, n_arg = n, k_arg = n;
   void* params[] = {&a, &b, &c, &m_arg, &n_arg, &k_arg};
-  const unsigned grid = static_cast<unsigned>(n / 64);
   if (plan.precision == Precision::fp32) {
+    const unsigned grid = static_cast<unsigned>(n / 64);  // 64x64 tiles, 16x16 threads
     check(gpu.api.launch_kernel(gpu.sgemm, grid, grid, 1, 16, 16, 1, 0, gpu.stream, params, nullptr),
           "cuLaunchKernel(smoke_sgemm)");
   } else {
+    const unsigned grid = static_cast<unsigned>(n / 128);  // 128x128 tiles, 8 warps
     CUfunction function = plan.precision == Precision::bf16 ? gpu.bf16gemm : gpu.hgemm;
-    check(gpu.api.launch_kernel(function, grid, grid, 1, 128, 1, 1, 0, gpu.stream, params, nullptr),
+    check(gpu.api.launch_kernel(function, grid, grid, 1, 256, 1, 1, 0, gpu.stream, params, nullptr),
           "cuLaunchKernel(" + what + ")");
   }
 }
@@ -127,7 +129,7 @@ Expectation gemm_expectation(const GemmPlan& plan, const GpuExpectation* model, 
 StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations) {
   StepOutcome out;
   const CudaApi& api = gpu.api;
-  const int n = round_up_64(plan.size);
+  const int n = round_up_128(plan.size);
   const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
   const Operands operands = make_operands(count, plan.precision);
   CUdeviceptr da = 0, db = 0, dc = 0;

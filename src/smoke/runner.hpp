@@ -25,7 +25,7 @@ struct SmokeOptions {
   std::optional<int> device;             ///< only this CUDA device ordinal
   Thresholds thresholds;
   std::size_t copy_bytes = 0;  ///< 0: 256 MiB (quick: 32 MiB)
-  int sgemm_size = 0;          ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 64
+  int sgemm_size = 0;          ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 128
   int tensor_size = 0;         ///< 0: 8192 (quick: 2048)
   int repetitions = 0;         ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
   std::size_t gemm_samples = 256;

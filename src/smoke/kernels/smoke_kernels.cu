@@ -76,36 +76,58 @@ extern "C" __global__ void smoke_sgemm(const float* A, const float* B, float* C,
 }
 
 // Tensor-core GEMM with WMMA 16x16x16 fragments, FP32 accumulate. Row-major A[M,K], B[K,N] (16-bit), C[M,N] FP32.
-// Block = 4 warps (128 threads) computing a 64x64 tile; each warp a 32x32 sub-tile (2x2 fragments), operands read
-// straight from global memory (L2-cached). M, N multiples of 64, K a multiple of 16.
+// Block = 8 warps (256 threads) computing a 128x128 tile, K in steps of 32 staged through shared memory with 16-byte
+// loads; warps in a 2x4 layout, each a 64x32 sub-tile (4x2 fragments). Shared rows are padded by 8 elements to spread
+// the banks; every WMMA pointer stays 32-byte aligned (row strides 80 and 272 bytes). M, N, K multiples of 128.
 template <typename T>
 __device__ void wmma_gemm(const T* A, const T* B, float* C, int M, int N, int K) {
   using namespace nvcuda;
+  constexpr int BM = 128, BN = 128, BK = 32, PAD = 8;
+  __shared__ __align__(32) T As[BM][BK + PAD];
+  __shared__ __align__(32) T Bs[BK][BN + PAD];
   const int warp = threadIdx.x / 32;
-  const int row0 = blockIdx.y * 64 + (warp / 2) * 32;
-  const int col0 = blockIdx.x * 64 + (warp % 2) * 32;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+  const int warp_row = (warp / 4) * 64;  // within the block tile
+  const int warp_col = (warp % 4) * 32;
+  const int block_row = blockIdx.y * BM, block_col = blockIdx.x * BN;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-  for (int k = 0; k < K; k += 16) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[2];
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b[2];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    // A tile: 128 rows x 32 columns = 512 chunks of 8 elements; B tile: 32 rows x 128 columns = 512 chunks.
+    for (int c = threadIdx.x; c < BM * BK / 8; c += blockDim.x) {
+      const int r = c / (BK / 8), col = (c % (BK / 8)) * 8;
+      *reinterpret_cast<uint4*>(&As[r][col]) =
+          *reinterpret_cast<const uint4*>(A + (block_row + r) * 1ll * K + k0 + col);
+    }
+    for (int c = threadIdx.x; c < BK * BN / 8; c += blockDim.x) {
+      const int r = c / (BN / 8), col = (c % (BN / 8)) * 8;
+      *reinterpret_cast<uint4*>(&Bs[r][col]) =
+          *reinterpret_cast<const uint4*>(B + (k0 + r) * 1ll * N + block_col + col);
+    }
+    __syncthreads();
 #pragma unroll
-    for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(a[i], A + (row0 + 16 * i) * 1ll * K + k, K);
+    for (int kk = 0; kk < BK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b[2];
 #pragma unroll
-    for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], B + k * 1ll * N + col0 + 16 * j, N);
+      for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(a[i], &As[warp_row + 16 * i][kk], BK + PAD);
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], &Bs[kk][warp_col + 16 * j], BN + PAD);
 #pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
   }
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 2; ++j)
-      wmma::store_matrix_sync(C + (row0 + 16 * i) * 1ll * N + col0 + 16 * j, acc[i][j], N, wmma::mem_row_major);
+      wmma::store_matrix_sync(C + (block_row + warp_row + 16 * i) * 1ll * N + block_col + warp_col + 16 * j, acc[i][j],
+                              N, wmma::mem_row_major);
 }
 
 extern "C" __global__ void smoke_hgemm_wmma(const __half* A, const __half* B, float* C, int M, int N, int K) {
