@@ -125,15 +125,21 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
       if (!outcome) {
         // Both GPUs took part in the hung copy: neither is trusted with another step.
         destination->stopped = source->stopped = true;
-        findings.push_back(hang_finding("smoke.p2p", destination->options.step_timeout));
+        Finding hang = hang_finding("smoke.p2p", destination->options.step_timeout);
+        hang.message = "GPU " + std::to_string(source->ordinal) + " -> GPU " + std::to_string(destination->ordinal) +
+                       ": " + hang.message;
+        findings.push_back(std::move(hang));
         continue;
       }
       const GpuExpectation* model = find_gpu(expectations, source->info.name);
       const bool same_model = model != nullptr && model == find_gpu(expectations, destination->info.name);
+      const std::string pair =
+          "GPU " + std::to_string(source->ordinal) + " -> GPU " + std::to_string(destination->ordinal) + ": ";
       for (Finding& finding : outcome->findings) {
         if (finding.status == Status::skip && same_model && model->p2p_read_minimum) {
           finding = judge_peer_copy(finding, *result, *model, destination->options.thresholds);
         }
+        if (finding.message.rfind(pair, 0) != 0) finding.message = pair + finding.message;  // a CUDA error's finding
         findings.push_back(std::move(finding));
       }
       if (outcome->stop) destination->stopped = true;

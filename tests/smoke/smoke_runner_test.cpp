@@ -347,6 +347,13 @@ TEST_CASE("smoke: peer copies between every pair, judged against the NVLink floo
   CHECK(corrupt.peer_findings.at(0).status == Status::fail);
   CHECK(corrupt.peer_findings.at(0).message.find("data corrupted") != std::string::npos);
 
+  // A CUDA error in a pair's copy names the pair.
+  const SmokeReport failing = run_fake("device_count = 2\nalloc_result = 2\nalloc_fail_after = 4\n");
+  REQUIRE(failing.peer_findings.size() == 2);
+  CHECK(failing.peer_findings[0].status == Status::fail);
+  CHECK(failing.peer_findings[0].message.find("GPU 0 -> GPU 1: out of GPU memory: cuMemAlloc_v2 (peer copy, GPU 0)") ==
+        0);
+
   SmokeOptions options = small_options();
   options.peer = false;
   CHECK(run_fake("device_count = 2\n", options).peers.empty());
