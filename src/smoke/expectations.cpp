@@ -19,11 +19,8 @@ double required_number(util::TomlRow& row, std::string_view key) {
   return value.value_or(0);
 }
 
-/// A row's `source`, after checking its `status` (docs/knowledge-base.md vocabulary).
-std::string read_source(util::TomlRow& row) {
-  row.one_of("status", {"verified", "secondary", "unverified"});
-  return row.text("source");
-}
+/// A row's `status`, one of the knowledge base's (docs/knowledge-base.md).
+std::string read_status(util::TomlRow& row) { return row.one_of("status", {"verified", "secondary", "unverified"}); }
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -54,7 +51,7 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
   auto efficiency = file.read_table("efficiency", [&out](util::TomlRow& row) {
     out.efficiency.d2d_copy = required_number(row, "d2d_copy");
     out.efficiency.pcie = required_number(row, "pcie");
-    out.efficiency.status = row.text("status");
+    out.efficiency.status = read_status(row);
     out.efficiency.source = row.text("source");
   });
   if (!efficiency) return efficiency.error();
@@ -62,20 +59,21 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     out.kernel_efficiency.sgemm = required_number(row, "sgemm");
     out.kernel_efficiency.tensor = required_number(row, "tensor");
     out.kernel_efficiency.cublas_tensor = required_number(row, "cublas_tensor");
-    out.kernel_efficiency.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    out.kernel_efficiency.status = read_status(row);
     out.kernel_efficiency.source = row.text("source");
   });
   if (!kernels) return kernels.error();
   auto dcgm = file.read_table("dcgm", [&out](util::TomlRow& row) {
     out.dcgm_target_perf_min_ratio = required_number(row, "target_perf_min_ratio");
-    read_source(row);
+    read_status(row);
+    row.text("source");
   });
   if (!dcgm) return dcgm.error();
   auto lanes = file.append_rows("pcie", out.pcie, [](util::TomlRow& row) {
     PcieLane lane;
     lane.generation = static_cast<int>(row.integer("generation"));
     lane.per_lane_gbs = required_number(row, "per_lane_gbs");
-    lane.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    lane.status = read_status(row);
     lane.source = row.text("source");
     return lane;
   });
@@ -85,7 +83,7 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     minimum.generation = static_cast<int>(row.integer("generation"));
     minimum.width = static_cast<int>(row.integer("width"));
     minimum.h2d_gbs = required_number(row, "h2d_gbs");
-    minimum.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    minimum.status = read_status(row);
     minimum.source = row.text("source");
     return minimum;
   });
@@ -101,7 +99,7 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     gpu.tensor_precision = row.one_of("tensor_precision", {"bf16", "fp16"});
     gpu.dcgm_sgemm_target_gflops = row.optional_number("dcgm_sgemm_target_gflops");
     gpu.p2p_read_minimum = row.optional_number("p2p_read_minimum");
-    gpu.status = row.one_of("status", {"verified", "secondary", "unverified"});
+    gpu.status = read_status(row);
     gpu.source = row.text("source");
     return gpu;
   });
