@@ -218,7 +218,7 @@ TEST_CASE("smoke: PCIe expectations: theoretical x efficiency by generation and 
 
 TEST_CASE("smoke: expectations parser rejects unknown keys, wrong types and bad precision", "[smoke]") {
   const std::string efficiency =
-      "[efficiency]\nd2d_copy=0.8\npcie=0.8\nstatus=\"x\"\nsource=\"y\"\n"
+      "[efficiency]\nd2d_copy=0.8\npcie=0.8\nstatus=\"secondary\"\nsource=\"y\"\n"
       "[kernel_efficiency]\nsgemm=0.3\ntensor=0.15\ncublas_tensor=0.5\nstatus=\"unverified\"\nsource=\"y\"\n";
   CHECK(parse_expectations(efficiency, "ok.toml"));
   auto typo = parse_expectations(efficiency +
