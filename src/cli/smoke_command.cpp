@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "smoke/runner.hpp"
+#include "util/strings.hpp"
 
 #ifndef GPUENV_VERSION
 #define GPUENV_VERSION "0.0.0"
@@ -27,7 +30,29 @@ struct SmokeCommandOptions {
   bool no_cublas = false;
   bool no_peer = false;
   double memtest = 0;
+  std::vector<std::string> expect;   ///< ID=VALUE
+  std::vector<std::string> minimum;  ///< ID=VALUE
 };
+
+/// Reads `--expect` / `--minimum` ID=VALUE pairs into `overrides`; a usage Error names the bad one and the valid ids.
+util::Expected<util::Ok> read_overrides(const std::vector<std::string>& pairs, const char* flag, bool minimum,
+                                        std::map<std::string, smoke::MetricOverride>& overrides) {
+  const auto& ids = smoke::judged_metric_ids();
+  for (const std::string& pair : pairs) {
+    const auto equals = pair.find('=');
+    const std::string id = pair.substr(0, equals);
+    char* end = nullptr;
+    const double value = equals == std::string::npos ? 0 : std::strtod(pair.c_str() + equals + 1, &end);
+    const bool known = std::find(ids.begin(), ids.end(), id) != ids.end();
+    if (!known || equals == std::string::npos || end == nullptr || *end != '\0' || !(value > 0)) {
+      return util::Error::usage(std::string(flag) + " " + pair + ": expected ID=VALUE with a positive VALUE (GB/s or " +
+                                    "TFLOP/s) and ID one of " + util::join(ids, ", "),
+                                std::string("for example ") + flag + " h2d_pinned=24");
+    }
+    (minimum ? overrides[id].minimum : overrides[id].expected) = value;
+  }
+  return util::Ok{};
+}
 
 nlohmann::json metric_json(const smoke::Metric& metric) {
   nlohmann::json out = {
@@ -162,6 +187,12 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   request.peer = !options.no_peer;
   request.memtest_fraction = options.memtest;
+  if (auto read = read_overrides(options.expect, "--expect", false, request.overrides); !read) {
+    return report_error(context, read.error());
+  }
+  if (auto read = read_overrides(options.minimum, "--minimum", true, request.overrides); !read) {
+    return report_error(context, read.error());
+  }
   auto report = smoke::run_smoke(context.system, request);
   if (!report) return report_error(context, report.error());
   if (options.json) {
@@ -203,6 +234,10 @@ void add_smoke_command(CLI::App& app, Action& action) {
                     "Skip the cuBLAS GEMMs (by default the node's libcublas is found and used; GPUENV_CUBLAS_LIBRARY "
                     "names one)");
   command->add_flag("--no-peer", options->no_peer, "Skip the copies between pairs of GPUs");
+  command->add_option("--expect", options->expect,
+                      "ID=VALUE: what metric ID should reach here, replacing the data's expectation (repeatable; "
+                      "ids in docs/smoke.md, p2p for every pair)");
+  command->add_option("--minimum", options->minimum, "ID=VALUE: fail metric ID below VALUE (repeatable)");
   command->callback([&action, options] { action = [options](Context& c) { return run_smoke_command(c, *options); }; });
 }
 

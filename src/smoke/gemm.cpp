@@ -169,7 +169,7 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   const GemmCheck verified =
       check_gemm_samples(operands.a, operands.b, c, n, n, n, gpu.options.gemm_samples, tolerance);
   const Summary summary = summarize(rates);
-  const Expectation expectation = gemm_expectation(plan, model, expectations);
+  const Expectation expectation = with_override(gpu.options, plan.id, gemm_expectation(plan, model, expectations));
   out.metrics.push_back(Metric{plan.id, "TFLOP/s", summary, expectation.expected, static_cast<double>(n)});
   const std::string observed = what + " " + rate_text(summary.median) + " TFLOP/s (median of " +
                                std::to_string(summary.count) + ", min " + rate_text(summary.min) + ", max " +

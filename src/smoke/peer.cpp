@@ -83,25 +83,36 @@ StepOutcome copy_between(Gpu& destination, Gpu& source, PeerResult& result) {
   return out;
 }
 
-/// Judges a verified copy between two GPUs of a model with a peer floor (NVLink-connected SXM parts): no peer access
-/// at all fails, and so does a rate below the floor.
-Finding judge_peer_copy(Finding verified, const PeerResult& result, const GpuExpectation& model,
-                        const Thresholds& thresholds) {
-  const double minimum = *model.p2p_read_minimum;
-  verified.source = model.model + " peer read minimum " + rate_text(minimum) + " GB/s; " + model.source;
-  if (!result.peer_access) {
+/// What a copy between these two GPUs should reach: Azure's floor where both are the same SXM model with one, and
+/// the operator's `p2p` override.
+Expectation peer_expectation(const GpuExpectation* source, const GpuExpectation* destination,
+                             const SmokeOptions& options) {
+  Expectation out;
+  if (source != nullptr && source == destination && source->p2p_read_minimum) {
+    out.minimum = source->p2p_read_minimum;
+    out.source = source->model + " peer read minimum " + rate_text(*out.minimum) + " GB/s; " + source->source;
+  }
+  return with_override(options, "p2p", out);
+}
+
+/// Judges a verified copy against `expectation`. On a model whose GPUs are NVLink-connected (`nvlink_model`), no
+/// peer access at all fails too.
+Finding judge_peer_copy(Finding verified, const PeerResult& result, const Expectation& expectation,
+                        const GpuExpectation* nvlink_model, const Thresholds& thresholds) {
+  verified.source = expectation.source;
+  if (!result.peer_access && nvlink_model != nullptr) {
     verified.status = Status::fail;
-    verified.message += ": " + model.model + " GPUs reach each other over NVLink, but peer access is not available";
+    verified.message +=
+        ": " + nvlink_model->model + " GPUs reach each other over NVLink, but peer access is not available";
     verified.remedy =
         "check NVLink and the fabric: `nvidia-smi nvlink --status`, `nvidia-smi topo -m`, and that "
         "nvidia-fabricmanager is running on NVSwitch systems; then run `gpuenv doctor`";
     return verified;
   }
-  const Judgement judgement = judge(result.metric.summary.median,
-                                    Expectation{std::nullopt, minimum, true, verified.source}, thresholds, "GB/s");
+  const Judgement judgement = judge(result.metric.summary.median, expectation, thresholds, "GB/s");
   verified.status = judgement.status;
   verified.message += "; " + judgement.explanation;
-  if (judgement.status == Status::fail) {
+  if (judgement.status == Status::fail || judgement.status == Status::warn) {
     verified.remedy =
         "check NVLink state and error counters (`nvidia-smi nvlink --status`, `nvidia-smi nvlink -e`) and the fabric "
         "manager; a degraded or inactive link cuts peer bandwidth";
@@ -131,13 +142,17 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
         findings.push_back(std::move(hang));
         continue;
       }
-      const GpuExpectation* model = find_gpu(expectations, source->info.name);
-      const bool same_model = model != nullptr && model == find_gpu(expectations, destination->info.name);
+      const GpuExpectation* source_model = find_gpu(expectations, source->info.name);
+      const GpuExpectation* destination_model = find_gpu(expectations, destination->info.name);
+      const Expectation expectation = peer_expectation(source_model, destination_model, destination->options);
+      const GpuExpectation* nvlink_model =
+          source_model == destination_model && source_model != nullptr && source_model->p2p_read_minimum ? source_model
+                                                                                                         : nullptr;
       const std::string pair =
           "GPU " + std::to_string(source->ordinal) + " -> GPU " + std::to_string(destination->ordinal) + ": ";
       for (Finding& finding : outcome->findings) {
-        if (finding.status == Status::skip && same_model && model->p2p_read_minimum) {
-          finding = judge_peer_copy(finding, *result, *model, destination->options.thresholds);
+        if (finding.status == Status::skip && (expectation.expected || expectation.minimum)) {
+          finding = judge_peer_copy(finding, *result, expectation, nvlink_model, destination->options.thresholds);
         }
         if (finding.message.rfind(pair, 0) != 0) finding.message = pair + finding.message;  // a CUDA error's finding
         findings.push_back(std::move(finding));

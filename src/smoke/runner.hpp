@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,16 @@
 #include "util/expected.hpp"
 
 namespace gpuenv::smoke {
+
+/// An operator's own numbers for one metric (`--expect ID=V`, `--minimum ID=V`), e.g. for a cloud shape with fewer
+/// PCIe lanes or NVLinks than the datasheet: they replace the data's expected value and fail floor.
+struct MetricOverride {
+  std::optional<double> expected;
+  std::optional<double> minimum;
+};
+
+/// The metric ids that are judged and so can be overridden ("p2p" stands for every pair).
+const std::vector<std::string>& judged_metric_ids();
 
 struct SmokeOptions {
   std::string library = "libcuda.so.1";  ///< soname or path (GPUENV_CUDA_LIBRARY in the CLI)
@@ -34,8 +45,9 @@ struct SmokeOptions {
   double memtest_fraction = 0;   ///< > 0: write and verify patterns over this fraction of free GPU memory
   bool peer = true;              ///< copies between every pair of GPUs (when more than one is tested)
   bool watch_kernel_log = true;  ///< report Xid events that appear in the kernel log during the run
-  std::chrono::milliseconds init_timeout{15000};   ///< cuInit / device count
-  std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
+  std::map<std::string, MetricOverride> overrides;  ///< by judged_metric_ids()
+  std::chrono::milliseconds init_timeout{15000};    ///< cuInit / device count
+  std::chrono::milliseconds step_timeout{120000};   ///< each step on one GPU
 };
 
 /// One measured number with its repetitions summarised.

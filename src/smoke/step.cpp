@@ -35,6 +35,24 @@ std::size_t copy_bytes(const SmokeOptions& options) {
   return std::max<std::size_t>(bytes / 4 * 4, 4);
 }
 
+Expectation with_override(const SmokeOptions& options, const std::string& metric_id, Expectation expectation) {
+  const auto it = options.overrides.find(metric_id);
+  if (it == options.overrides.end()) return expectation;
+  std::string given;
+  if (it->second.expected) {
+    expectation.expected = it->second.expected;
+    expectation.calibrated = true;
+    given = "--expect " + metric_id + "=" + format("%g", *it->second.expected);
+  }
+  if (it->second.minimum) {
+    expectation.minimum = it->second.minimum;
+    given +=
+        (given.empty() ? "" : ", ") + std::string("--minimum ") + metric_id + "=" + format("%g", *it->second.minimum);
+  }
+  expectation.source = given + " (operator)" + (expectation.source.empty() ? "" : "; data: " + expectation.source);
+  return expectation;
+}
+
 bool is_sticky(CUresult result) {
   return result == cuda_error_illegal_address || result == cuda_error_launch_failed ||
          result == cuda_error_launch_timeout || result == cuda_error_ecc_uncorrectable || result == cuda_error_unknown;

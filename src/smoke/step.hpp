@@ -142,6 +142,10 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
 /// Bytes per copy: options.copy_bytes, else 256 MiB (--quick 32 MiB), a multiple of 4.
 std::size_t copy_bytes(const SmokeOptions& options);
 
+/// `expectation` with the operator's override for `metric_id` applied (options.overrides); an overridden expected
+/// value counts as calibrated, and the source says where it came from.
+Expectation with_override(const SmokeOptions& options, const std::string& metric_id, Expectation expectation);
+
 /// The finding for a step that missed its deadline.
 report::Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout);
 

@@ -359,6 +359,39 @@ TEST_CASE("smoke: peer copies between every pair, judged against the NVLink floo
   CHECK(run_fake("device_count = 2\n", options).peers.empty());
 }
 
+TEST_CASE("smoke: --expect and --minimum replace the data's numbers for one metric", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.overrides["h2d_pageable"].expected = 1000;  // normally not judged: no expectation for pageable copies
+  options.overrides["gemm_bf16"].expected = 100;      // the data's estimate only warns; the operator's number fails
+  options.overrides["p2p"].minimum = 1e6;             // a model without a peer floor
+  const SmokeReport report =
+      run_fake("device_count = 2\nname = NVIDIA GeForce RTX 3090\ncc_major = 8\ncc_minor = 6\n", options);
+  const auto& findings = report.devices.at(0).findings;
+  const Finding* pageable = find(findings, "smoke.h2d_pageable");
+  REQUIRE(pageable != nullptr);
+  CHECK(pageable->status == Status::fail);
+  CHECK(pageable->source == "--expect h2d_pageable=1000 (operator)");
+  const Finding* bf16 = find(findings, "smoke.gemm_bf16");
+  REQUIRE(bf16 != nullptr);
+  CHECK(bf16->status == Status::fail);
+  CHECK(bf16->message.find("fail below 50 TFLOP/s (0.5 x expected)") != std::string::npos);
+  CHECK(find(findings, "smoke.sgemm_fp32")->status == Status::skip);  // untouched: unknown model, no numbers
+  REQUIRE(report.peer_findings.size() == 2);
+  CHECK(report.peer_findings[0].status == Status::fail);
+  CHECK(report.peer_findings[0].source == "--minimum p2p=1e+06 (operator)");
+}
+
+TEST_CASE("gpuenv smoke e2e: a bad --expect or --minimum is a usage error naming the metric ids", "[smoke][e2e]") {
+  for (const char* bad : {"bogus=1", "h2d_pinned", "h2d_pinned=abc", "d2d=-5", "d2d=0"}) {
+    CAPTURE(bad);
+    const auto result = gpuenv::testing::run_gpuenv({"smoke", "--expect", bad});
+    CHECK(result.exit_code == 2);
+    CHECK(result.err.find("expected ID=VALUE with a positive VALUE") != std::string::npos);
+    CHECK(result.err.find("h2d_pinned, d2h_pinned") != std::string::npos);
+  }
+  CHECK(gpuenv::testing::run_gpuenv({"smoke", "--minimum", "p2p"}).exit_code == 2);
+}
+
 TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", "[smoke]") {
   SmokeOptions options = small_options();
   options.step_timeout = std::chrono::milliseconds(300);
