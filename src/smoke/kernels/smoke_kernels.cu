@@ -1,8 +1,9 @@
 // gpuenv smoke kernels. Compiled by nvcc into one fatbin (src/CMakeLists.txt), embedded as bytes and loaded
 // through the CUDA driver API (cuModuleLoadData); no cudart. Every kernel is extern "C" so the runner finds it
-// by its plain name. Signatures must match src/smoke/runner.cpp and tests/fake_cuda/fake_cuda.cpp.
-#include <cuda_fp16.h>
+// by its plain name. Signatures must match the launches in src/smoke/gemm.cpp and src/smoke/memtest.cpp, and
+// tests/fake_cuda/fake_cuda.cpp.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <mma.h>
 
 // The copy pattern: a 32-bit hash of the word index and a seed (same function as smoke::pattern_word on the CPU).
@@ -16,7 +17,8 @@ __device__ __forceinline__ unsigned pattern_word(unsigned long long index, unsig
 
 // Memory test writer: word i becomes pattern_word(i, seed) ^ invert (invert 0xFFFFFFFF flips every bit).
 extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed, unsigned invert) {
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += 1ull * gridDim.x * blockDim.x) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
+       i += 1ull * gridDim.x * blockDim.x) {
     out[i] = pattern_word(i, seed) ^ invert;
   }
 }
@@ -26,7 +28,8 @@ extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long 
 extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
                                                unsigned invert, unsigned long long* result) {
   unsigned long long local = 0, first = ~0ull;
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += 1ull * gridDim.x * blockDim.x) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
+       i += 1ull * gridDim.x * blockDim.x) {
     if (in[i] != (pattern_word(i, seed) ^ invert)) {
       ++local;
       if (i < first) first = i;
@@ -135,7 +138,8 @@ extern "C" __global__ void smoke_hgemm_wmma(const __half* A, const __half* B, fl
 }
 
 // BF16 WMMA needs sm_80; on older architectures the kernel exists but traps (the runner never launches it there).
-extern "C" __global__ void smoke_bf16gemm_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N, int K) {
+extern "C" __global__ void smoke_bf16gemm_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N,
+                                               int K) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   wmma_gemm<__nv_bfloat16>(A, B, C, M, N, K);
 #else
