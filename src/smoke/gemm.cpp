@@ -23,35 +23,34 @@ void check_cublas(const Gpu& gpu, int status, const std::string& what) {
                     describe_cublas_status(gpu.cublas->api, status)};
 }
 
-/// Operands as the GPU sees them: `a`, `b` as floats (rounded to 16 bits for the tensor precisions, so the CPU
-/// reference uses exactly the GPU's values) and, for those precisions, the 16-bit words to upload.
-struct Operands {
-  std::vector<float> a, b;
-  std::vector<std::uint16_t> a16, b16;
-  std::size_t element = 4;
-  const void* upload_a() const { return element == 4 ? static_cast<const void*>(a.data()) : a16.data(); }
-  const void* upload_b() const { return element == 4 ? static_cast<const void*>(b.data()) : b16.data(); }
-};
-
-Operands make_operands(std::size_t count, Precision precision) {
-  Operands out;
-  out.a.resize(count);
-  out.b.resize(count);
+/// The GPU's operands for `precision` at n×n, made once and kept for the next matmul of the same shape (our kernel
+/// and cuBLAS run back to back on the same operands; at 8192² they take about 800 MB and a second to make).
+std::shared_ptr<const GemmOperands> operands_for(Gpu& gpu, Precision precision, int n) {
+  if (gpu.operands != nullptr && gpu.operands->precision == precision && gpu.operands->n == n) return gpu.operands;
+  gpu.operands = nullptr;  // free the last shape before making the next
+  auto out = std::make_shared<GemmOperands>();
+  out->precision = precision;
+  out->n = n;
+  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  out->a.resize(count);
+  out->b.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
-    out.a[i] = operand_value(i, 11);
-    out.b[i] = operand_value(i, 23);
+    out->a[i] = operand_value(i, 11);
+    out->b[i] = operand_value(i, 23);
   }
-  if (precision == Precision::fp32) return out;
-  out.element = 2;
-  out.a16.resize(count);
-  out.b16.resize(count);
-  const bool bf16 = precision == Precision::bf16;
-  for (std::size_t i = 0; i < count; ++i) {
-    out.a16[i] = bf16 ? float_to_bf16(out.a[i]) : float_to_half(out.a[i]);
-    out.b16[i] = bf16 ? float_to_bf16(out.b[i]) : float_to_half(out.b[i]);
-    out.a[i] = bf16 ? bf16_to_float(out.a16[i]) : half_to_float(out.a16[i]);
-    out.b[i] = bf16 ? bf16_to_float(out.b16[i]) : half_to_float(out.b16[i]);
+  if (precision != Precision::fp32) {
+    out->element = 2;
+    out->a16.resize(count);
+    out->b16.resize(count);
+    const bool bf16 = precision == Precision::bf16;
+    for (std::size_t i = 0; i < count; ++i) {
+      out->a16[i] = bf16 ? float_to_bf16(out->a[i]) : float_to_half(out->a[i]);
+      out->b16[i] = bf16 ? float_to_bf16(out->b[i]) : float_to_half(out->b[i]);
+      out->a[i] = bf16 ? bf16_to_float(out->a16[i]) : half_to_float(out->a16[i]);
+      out->b[i] = bf16 ? bf16_to_float(out->b16[i]) : half_to_float(out->b16[i]);
+    }
   }
+  gpu.operands = out;
   return out;
 }
 
@@ -131,7 +130,8 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   const CudaApi& api = gpu.api;
   const int n = round_up_128(plan.size);
   const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
-  const Operands operands = make_operands(count, plan.precision);
+  const std::shared_ptr<const GemmOperands> shared = operands_for(gpu, plan.precision, n);
+  const GemmOperands& operands = *shared;
   CUdeviceptr da = 0, db = 0, dc = 0;
   struct Free {
     const CudaApi& api;

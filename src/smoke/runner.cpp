@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "smoke/cuda_api.hpp"
 #include "smoke/step.hpp"
@@ -257,7 +258,6 @@ class DeviceRun {
     step("smoke.kernels", [version = m_driver_version](Gpu& g) { return load_kernels(g, version); });
     copies();
     matmuls();
-    cublas_matmuls();
     memtest();
   }
 
@@ -405,35 +405,34 @@ class DeviceRun {
   /// BF16 where the GPU has it (CC 8.0 and newer), else FP16.
   Precision tensor_precision() const { return m_gpu->info.cc_major >= 8 ? Precision::bf16 : Precision::fp16; }
 
-  void run_plans(const std::vector<GemmPlan>& plans) {
-    for (const GemmPlan& plan : plans) {
-      step("smoke." + plan.id, [plan, model = m_model, &expectations = m_expectations](Gpu& g) {
-        return run_gemm(g, plan, model, expectations);
-      });
-    }
-  }
-
+  /// Our kernels and the node's cuBLAS, each precision back to back so that both use the same operands.
   void matmuls() {
     if (m_gpu->stopped) return;
-    if (m_gpu->module == nullptr) {
+    const bool kernels = m_gpu->module != nullptr;
+    if (!kernels) {
       m_result.findings.push_back(Finding{"smoke.matmul",
                                           Status::skip,
                                           "matmul tests skipped: the kernels are not loaded (see smoke.kernels)",
                                           {},
                                           {}});
-      return;
     }
+    const bool cublas = m_gpu->cublas != nullptr && step("smoke.cublas", [version = m_driver_version](Gpu& g) {
+                          return prepare_cublas(g, version);
+                        });
     const Precision tensor = tensor_precision();
-    run_plans({{"sgemm_fp32", GemmPlan::Engine::kernel, Precision::fp32, sgemm_size()},
-               {std::string("gemm_") + to_string(tensor), GemmPlan::Engine::kernel, tensor, tensor_size()}});
-  }
-
-  void cublas_matmuls() {
-    if (m_gpu->stopped || m_gpu->cublas == nullptr) return;
-    if (!step("smoke.cublas", [version = m_driver_version](Gpu& g) { return prepare_cublas(g, version); })) return;
-    const Precision tensor = tensor_precision();
-    run_plans({{"cublas_sgemm_fp32", GemmPlan::Engine::cublas, Precision::fp32, sgemm_size()},
-               {std::string("cublas_gemm_") + to_string(tensor), GemmPlan::Engine::cublas, tensor, tensor_size()}});
+    std::vector<GemmPlan> plans;
+    for (const auto& [precision, size, suffix] :
+         {std::tuple{Precision::fp32, sgemm_size(), std::string("sgemm_fp32")},
+          std::tuple{tensor, tensor_size(), std::string("gemm_") + to_string(tensor)}}) {
+      if (kernels) plans.push_back({suffix, GemmPlan::Engine::kernel, precision, size});
+      if (cublas) plans.push_back({"cublas_" + suffix, GemmPlan::Engine::cublas, precision, size});
+    }
+    for (const GemmPlan& plan : plans) {
+      step("smoke." + plan.id, [plan, model = m_model, &expectations = m_expectations](Gpu& g) {
+        return run_gemm(g, plan, model, expectations);
+      });
+    }
+    if (!m_gpu->stopped) m_gpu->operands = nullptr;  // free the host copies (a hung step still holds its own)
   }
 
   void memtest() {

@@ -31,6 +31,18 @@ std::string size_text(std::size_t bytes);
 /// Timed repetitions after the warm-up (options, else 10; --quick 3).
 int repetitions(const SmokeOptions& options);
 
+/// Matmul operands as the GPU sees them: `a`, `b` as floats (rounded to 16 bits for the tensor precisions, so the
+/// CPU reference uses exactly the GPU's values) and, for those precisions, the 16-bit words to upload.
+struct GemmOperands {
+  Precision precision = Precision::fp32;
+  int n = 0;  ///< M = N = K
+  std::vector<float> a, b;
+  std::vector<std::uint16_t> a16, b16;
+  std::size_t element = 4;  ///< bytes per uploaded element
+  const void* upload_a() const { return element == 4 ? static_cast<const void*>(a.data()) : a16.data(); }
+  const void* upload_b() const { return element == 4 ? static_cast<const void*>(b.data()) : b16.data(); }
+};
+
 /// Everything one GPU's steps share. Owned jointly by the main thread and the step threads, so an abandoned
 /// (hung) step keeps it, and the libraries, alive.
 struct Gpu {
@@ -51,6 +63,7 @@ struct Gpu {
   CUfunction memtest_check = nullptr;    ///< smoke_check_pattern
   std::shared_ptr<const Cublas> cublas;  ///< null when the node has no usable cuBLAS
   CublasHandle cublas_handle = nullptr;
+  std::shared_ptr<const GemmOperands> operands;  ///< the last matmul's, reused by the next of the same shape
   DeviceInfo info;
   bool stopped = false;  ///< a sticky error or a hang: no more steps on this GPU
   // copy buffers

@@ -151,8 +151,11 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
   CHECK(cublas_sgemm->source.find("H100 SXM DCGM targeted_stress SGEMM target 29.2 TFLOP/s x 0.95") == 0);
   CHECK(find(gpu.findings, "smoke.cublas_gemm_bf16")->status == Status::warn);
   CHECK(find(gpu.findings, "smoke.cublas_gemm_bf16")->message.find("sampled elements match") != std::string::npos);
+  // Each precision runs on our kernel, then on cuBLAS, with the same operands.
   REQUIRE(gpu.metrics.size() == 9);
-  CHECK(gpu.metrics[7].id == "cublas_sgemm_fp32");
+  CHECK(gpu.metrics[5].id == "sgemm_fp32");
+  CHECK(gpu.metrics[6].id == "cublas_sgemm_fp32");
+  CHECK(gpu.metrics[7].id == "gemm_bf16");
   CHECK(gpu.metrics[8].id == "cublas_gemm_bf16");
   CHECK(report.peers.empty());                            // one GPU
   CHECK(find(gpu.findings, "smoke.memtest") == nullptr);  // not asked for
