@@ -132,21 +132,12 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
   const std::shared_ptr<const GemmOperands> shared = operands_for(gpu, plan.precision, n);
   const GemmOperands& operands = *shared;
-  CUdeviceptr da = 0, db = 0, dc = 0;
-  struct Free {
-    const CudaApi& api;
-    CUdeviceptr* pointers[3];
-    ~Free() {
-      for (CUdeviceptr* pointer : pointers) {
-        if (*pointer != 0) api.mem_free(*pointer);
-      }
-    }
-  } release{api, {&da, &db, &dc}};
   const std::string what = std::string(plan.engine == GemmPlan::Engine::cublas ? "cuBLAS " : "") +
                            to_string(plan.precision) + " " + std::to_string(n) + "^3 matmul";
-  check(api.mem_alloc(&da, count * operands.element), "cuMemAlloc_v2 (" + what + ")");
-  check(api.mem_alloc(&db, count * operands.element), "cuMemAlloc_v2 (" + what + ")");
-  check(api.mem_alloc(&dc, count * 4), "cuMemAlloc_v2 (" + what + ")");
+  const DeviceBuffer device_a(gpu, count * operands.element, "cuMemAlloc_v2 (" + what + ")");
+  const DeviceBuffer device_b(gpu, count * operands.element, "cuMemAlloc_v2 (" + what + ")");
+  const DeviceBuffer device_c(gpu, count * 4, "cuMemAlloc_v2 (" + what + ")");
+  const CUdeviceptr da = device_a.get(), db = device_b.get(), dc = device_c.get();
   check(api.memcpy_htod(da, operands.upload_a(), count * operands.element), "cuMemcpyHtoD_v2");
   check(api.memcpy_htod(db, operands.upload_b(), count * operands.element), "cuMemcpyHtoD_v2");
   check(api.memset_d32(dc, 0x7FC00000u /* NaN: unwritten elements fail verification */, count), "cuMemsetD32_v2");

@@ -23,11 +23,6 @@ struct Pass {
 constexpr Pass passes[] = {
     {"address hash", 0x6d656d31u, 0u}, {"inverted address hash", 0x6d656d31u, ~0u}, {"second hash", 0x6d656d32u, 0u}};
 
-struct Chunk {
-  CUdeviceptr pointer = 0;
-  std::size_t bytes = 0;
-};
-
 /// The first wrong word found, for the message.
 struct MemtestError {
   const Pass* pass = nullptr;
@@ -52,32 +47,22 @@ StepOutcome run_memtest(Gpu& gpu) {
   check(api.mem_get_info(&free_bytes, &total_bytes), "cuMemGetInfo_v2");
   const auto target = static_cast<std::size_t>(static_cast<double>(free_bytes) * gpu.options.memtest_fraction) / 4 * 4;
 
-  std::vector<Chunk> chunks;
-  CUdeviceptr counters = 0;
-  struct Free {
-    const CudaApi& api;
-    std::vector<Chunk>& chunks;
-    CUdeviceptr& counters;
-    ~Free() {
-      for (const Chunk& chunk : chunks) api.mem_free(chunk.pointer);
-      if (counters != 0) api.mem_free(counters);
-    }
-  } release{api, chunks, counters};
-  check(api.mem_alloc(&counters, 2 * sizeof(unsigned long long)), "cuMemAlloc_v2 (memtest counters)");
+  const DeviceBuffer counters(gpu, 2 * sizeof(unsigned long long), "cuMemAlloc_v2 (memtest counters)");
   // Chunks of at most 1 GiB until the target; running out of memory early just tests less (and says so).
+  std::vector<std::unique_ptr<DeviceBuffer>> chunks;
   std::size_t allocated = 0;
   bool short_of_target = false;
   while (allocated + 4 <= target) {
-    Chunk chunk;
-    chunk.bytes = std::min<std::size_t>(1024 * mib, target - allocated) / 4 * 4;
-    const CUresult result = api.mem_alloc(&chunk.pointer, chunk.bytes);
+    const std::size_t bytes = std::min<std::size_t>(1024 * mib, target - allocated) / 4 * 4;
+    CUresult result = cuda_success;
+    std::unique_ptr<DeviceBuffer> chunk = DeviceBuffer::try_allocate(gpu, bytes, result);
     if (result == cuda_error_out_of_memory && !chunks.empty()) {
       short_of_target = true;
       break;
     }
-    check(result, "cuMemAlloc_v2 (memtest, " + size_text(chunk.bytes) + ")");
-    chunks.push_back(chunk);
-    allocated += chunk.bytes;
+    check(result, "cuMemAlloc_v2 (memtest, " + size_text(bytes) + ")");
+    chunks.push_back(std::move(chunk));
+    allocated += bytes;
   }
   if (chunks.empty()) {
     out.findings.push_back(Finding{"smoke.memtest",
@@ -94,34 +79,36 @@ StepOutcome run_memtest(Gpu& gpu) {
   const auto begin = std::chrono::steady_clock::now();
   for (const Pass& pass : passes) {
     unsigned seed = pass.seed, invert = pass.invert;
-    for (Chunk& chunk : chunks) {
-      unsigned long long words = chunk.bytes / 4;
-      void* params[] = {&chunk.pointer, &words, &seed, &invert};
+    for (const auto& chunk : chunks) {
+      CUdeviceptr pointer = chunk->get();
+      unsigned long long words = chunk->size() / 4;
+      void* params[] = {&pointer, &words, &seed, &invert};
       check(api.launch_kernel(gpu.memtest_fill, blocks, 1, 1, 256, 1, 1, 0, gpu.stream, params, nullptr),
             "cuLaunchKernel(smoke_fill_pattern)");
     }
     check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (memtest write)");
     std::size_t chunk_offset = 0;
-    for (Chunk& chunk : chunks) {
-      unsigned long long words = chunk.bytes / 4;
+    for (const auto& chunk : chunks) {
+      CUdeviceptr pointer = chunk->get(), counts = counters.get();
+      unsigned long long words = chunk->size() / 4;
       const unsigned long long initial[2] = {0, ~0ull};
-      check(api.memcpy_htod(counters, initial, sizeof initial), "cuMemcpyHtoD_v2 (memtest counters)");
-      void* params[] = {&chunk.pointer, &words, &seed, &invert, &counters};
+      check(api.memcpy_htod(counts, initial, sizeof initial), "cuMemcpyHtoD_v2 (memtest counters)");
+      void* params[] = {&pointer, &words, &seed, &invert, &counts};
       check(api.launch_kernel(gpu.memtest_check, blocks, 1, 1, 256, 1, 1, 0, gpu.stream, params, nullptr),
             "cuLaunchKernel(smoke_check_pattern)");
       check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (memtest verify)");
       unsigned long long result[2] = {0, 0};
-      check(api.memcpy_dtoh(result, counters, sizeof result), "cuMemcpyDtoH_v2 (memtest counters)");
+      check(api.memcpy_dtoh(result, counts, sizeof result), "cuMemcpyDtoH_v2 (memtest counters)");
       if (result[0] != 0 && result[1] < words) {
         if (error.words == 0) {
           error.pass = &pass;
           error.offset = chunk_offset + result[1] * 4;
           error.expected = pattern_word(result[1], seed) ^ invert;
-          check(api.memcpy_dtoh(&error.observed, chunk.pointer + result[1] * 4, 4), "cuMemcpyDtoH_v2 (memtest)");
+          check(api.memcpy_dtoh(&error.observed, pointer + result[1] * 4, 4), "cuMemcpyDtoH_v2 (memtest)");
         }
         error.words += result[0];
       }
-      chunk_offset += chunk.bytes;
+      chunk_offset += chunk->size();
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

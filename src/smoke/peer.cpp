@@ -13,31 +13,6 @@ using report::Status;
 
 namespace {
 
-/// Allocates `bytes` on `gpu` with its context current, and frees it (with its context current) at scope end.
-class DeviceBuffer {
- public:
-  DeviceBuffer(const Gpu& owner, const Gpu& current, std::size_t bytes) : m_owner(owner), m_current(current) {
-    check(m_owner.api.ctx_set_current(m_owner.context), "cuCtxSetCurrent");
-    const CUresult allocated = m_owner.api.mem_alloc(&m_pointer, bytes);
-    check(m_owner.api.ctx_set_current(m_current.context), "cuCtxSetCurrent");
-    check(allocated, "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(m_owner.ordinal) + ")");
-  }
-  ~DeviceBuffer() {
-    if (m_pointer == 0) return;
-    m_owner.api.ctx_set_current(m_owner.context);
-    m_owner.api.mem_free(m_pointer);
-    m_owner.api.ctx_set_current(m_current.context);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  CUdeviceptr get() const { return m_pointer; }
-
- private:
-  const Gpu& m_owner;
-  const Gpu& m_current;
-  CUdeviceptr m_pointer = 0;
-};
-
 /// Runs one source -> destination copy on the destination GPU; fills `result`.
 StepOutcome copy_between(Gpu& destination, Gpu& source, PeerResult& result) {
   const CudaApi& api = destination.api;
@@ -52,8 +27,10 @@ StepOutcome copy_between(Gpu& destination, Gpu& source, PeerResult& result) {
   std::vector<std::uint32_t> host(bytes / 4);
   const std::uint32_t seed = 100 + static_cast<std::uint32_t>(source.ordinal * 16 + destination.ordinal);
   fill_pattern(host, seed);
-  const DeviceBuffer from(source, destination, bytes);
-  const DeviceBuffer to(destination, destination, bytes);
+  const DeviceBuffer from(source, destination, bytes,
+                          "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(source.ordinal) + ")");
+  const DeviceBuffer to(destination, bytes,
+                        "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(destination.ordinal) + ")");
   check(api.memcpy_htod(from.get(), host.data(), bytes), "cuMemcpyHtoD_v2 (peer copy source)");
   const Summary rates = time_copies(destination, true, static_cast<double>(bytes), [&] {
     check(api.memcpy_peer_async(to.get(), destination.context, from.get(), source.context, bytes, destination.stream),

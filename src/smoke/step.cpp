@@ -75,6 +75,30 @@ Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& f
   return out;
 }
 
+DeviceBuffer::DeviceBuffer(const Gpu& owner, const Gpu& current, std::size_t bytes, const std::string& what)
+    : m_owner(owner), m_current(current), m_bytes(bytes) {
+  const bool switch_context = &owner != &current;
+  if (switch_context) check(owner.api.ctx_set_current(owner.context), "cuCtxSetCurrent");
+  const CUresult allocated = owner.api.mem_alloc(&m_pointer, bytes);
+  if (switch_context) check(owner.api.ctx_set_current(current.context), "cuCtxSetCurrent");
+  check(allocated, what);
+}
+
+std::unique_ptr<DeviceBuffer> DeviceBuffer::try_allocate(const Gpu& gpu, std::size_t bytes, CUresult& result) {
+  CUdeviceptr pointer = 0;
+  result = gpu.api.mem_alloc(&pointer, bytes);
+  if (result != cuda_success) return nullptr;
+  return std::unique_ptr<DeviceBuffer>(new DeviceBuffer(gpu, gpu, bytes, pointer));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (m_pointer == 0) return;
+  const bool switch_context = &m_owner != &m_current;
+  if (switch_context) m_owner.api.ctx_set_current(m_owner.context);
+  m_owner.api.mem_free(m_pointer);
+  if (switch_context) m_owner.api.ctx_set_current(m_current.context);
+}
+
 Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout) {
   return Finding{
       id,

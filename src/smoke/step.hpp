@@ -100,6 +100,32 @@ bool is_sticky(CUresult result);
 /// The failing finding for a CUDA error in step `id`, with a remedy fitting the error.
 report::Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& failure);
 
+/// Device memory of one GPU, freed with that GPU's context current when it goes out of scope.
+class DeviceBuffer {
+ public:
+  /// Allocates `bytes` on `owner`, with its context current for the calls and `current`'s again afterwards (a peer
+  /// copy allocates on both GPUs); throws CudaFailure naming `what`.
+  DeviceBuffer(const Gpu& owner, const Gpu& current, std::size_t bytes, const std::string& what);
+  /// Allocates `bytes` on `gpu`, whose context is current.
+  DeviceBuffer(const Gpu& gpu, std::size_t bytes, const std::string& what) : DeviceBuffer(gpu, gpu, bytes, what) {}
+  /// Allocates without throwing: nullptr and the CUresult in `result` when it fails (memtest stops at OOM).
+  static std::unique_ptr<DeviceBuffer> try_allocate(const Gpu& gpu, std::size_t bytes, CUresult& result);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  CUdeviceptr get() const { return m_pointer; }
+  std::size_t size() const { return m_bytes; }
+
+ private:
+  DeviceBuffer(const Gpu& owner, const Gpu& current, std::size_t bytes, CUdeviceptr pointer)
+      : m_owner(owner), m_current(current), m_bytes(bytes), m_pointer(pointer) {}
+  const Gpu& m_owner;
+  const Gpu& m_current;
+  std::size_t m_bytes = 0;
+  CUdeviceptr m_pointer = 0;
+};
+
 /// Runs `step(gpu)` on its own thread with the GPU's context current and waits until the deadline; nullopt means it
 /// hung (the thread is abandoned, holding its own reference to the Gpu).
 template <typename Step>
