@@ -13,8 +13,9 @@ using report::Status;
 
 namespace {
 
-/// Runs one source -> destination copy on the destination GPU; fills `result`.
-StepOutcome copy_between(Gpu& destination, Gpu& source, PeerResult& result) {
+/// Runs one source -> destination copy on the destination GPU; fills `result`. `pair` ("GPU 0 -> GPU 1: ") starts
+/// the finding's message.
+StepOutcome copy_between(Gpu& destination, Gpu& source, const std::string& pair, PeerResult& result) {
   const CudaApi& api = destination.api;
   int can_access = 0;
   check(api.device_can_access_peer(&can_access, destination.device, source.device), "cuDeviceCanAccessPeer");
@@ -44,9 +45,8 @@ StepOutcome copy_between(Gpu& destination, Gpu& source, PeerResult& result) {
 
   StepOutcome out;
   const std::string observed =
-      "GPU " + std::to_string(source.ordinal) + " -> GPU " + std::to_string(destination.ordinal) + ": " +
-      rate_text(rates.median) + " GB/s (median of " + std::to_string(rates.count) + ", " + size_text(bytes) + ", " +
-      (result.peer_access ? "peer access" : "no peer access: staged through host memory") + ")";
+      pair + rate_text(rates.median) + " GB/s (median of " + std::to_string(rates.count) + ", " + size_text(bytes) +
+      ", " + (result.peer_access ? "peer access" : "no peer access: staged through host memory") + ")";
   if (!data.ok()) {
     out.findings.push_back(Finding{"smoke.p2p",
                                    Status::fail,
@@ -108,14 +108,16 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
       auto result = std::make_shared<PeerResult>();
       result->source = source->ordinal;
       result->destination = destination->ordinal;
-      std::optional<StepOutcome> outcome = run_step(
-          destination, "smoke.p2p", [source, result](Gpu& gpu) { return copy_between(gpu, *source, *result); });
+      const std::string pair =
+          "GPU " + std::to_string(source->ordinal) + " -> GPU " + std::to_string(destination->ordinal) + ": ";
+      std::optional<StepOutcome> outcome = run_step(destination, "smoke.p2p", [source, result, pair](Gpu& gpu) {
+        return copy_between(gpu, *source, pair, *result);
+      });
       if (!outcome) {
         // Both GPUs took part in the hung copy: neither is trusted with another step.
         destination->stopped = source->stopped = true;
         Finding hang = hang_finding("smoke.p2p", destination->options.step_timeout);
-        hang.message = "GPU " + std::to_string(source->ordinal) + " -> GPU " + std::to_string(destination->ordinal) +
-                       ": " + hang.message;
+        hang.message = pair + hang.message;
         findings.push_back(std::move(hang));
         continue;
       }
@@ -125,8 +127,6 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
       const GpuExpectation* nvlink_model =
           source_model == destination_model && source_model != nullptr && source_model->p2p_read_minimum ? source_model
                                                                                                          : nullptr;
-      const std::string pair =
-          "GPU " + std::to_string(source->ordinal) + " -> GPU " + std::to_string(destination->ordinal) + ": ";
       for (Finding& finding : outcome->findings) {
         if (finding.status == Status::skip && (expectation.expected || expectation.minimum)) {
           finding = judge_peer_copy(finding, *result, expectation, nvlink_model, destination->options.thresholds);
