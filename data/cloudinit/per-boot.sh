@@ -12,8 +12,9 @@
 # marker /var/lib/gpuenv/ready only when the verdict is READY or DEGRADED. A node that is already ready: install
 # reports nothing to change, doctor confirms, the marker stays.
 #
-# JSON is read without jq or python: the install report's top-level "reboot_required" and the doctor report's
-# "verdict" are found with grep/sed on the key (docs/cloud-init.md). The doctor exit code decides the marker.
+# JSON is read without jq or python: the install report's "reboot_required" and "outcome" (docs/install.md) and the
+# doctor report's "verdict" are found with grep/sed on the key (docs/cloud-init.md). The doctor exit code decides
+# the marker.
 #
 # Every setting below is filled in by `gpuenv cloud-init`, each value single-quoted for sh.
 
@@ -31,6 +32,7 @@ DOCTOR_JSON="$STATE_DIR/doctor.json"
 INSTALL_JSON="$STATE_DIR/install.json"
 REBOOTS="$STATE_DIR/cloud-init-reboots"
 INSTALL_FAILED=no
+BOOT_ID=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)
 
 log() {
   printf '%s gpuenv-per-boot: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" | tee -a "$LOG"
@@ -145,13 +147,23 @@ run_install() {
         return 1
       fi
       rm -f "$REBOOTS"
+      if grep -Eq '"changed"[[:space:]]*:[[:space:]]*true' "$INSTALL_JSON"; then
+        log "gpuenv install: done, the node was changed"
+      else
+        log "gpuenv install: nothing to change"
+      fi
       return 0
     fi
     if [ "$rc" -eq 2 ]; then
       log "gpuenv install rejected its input (exit 2); not retrying"
       return 1
     fi
-    log "gpuenv install failed (exit $rc)"
+    # Only a failed step may be transient (a mirror, the network); a refusal or a NOT READY node is not retried.
+    if grep -Eq '"outcome"[[:space:]]*:[[:space:]]*"(refused|not_ready)"' "$INSTALL_JSON"; then
+      log "gpuenv install: $(sed -n 's/^.*"outcome"[[:space:]]*:[[:space:]]*"\([a-z_]*\)".*$/\1/p' "$INSTALL_JSON" | head -n 1) (exit $rc); not retrying (see /var/log/gpuenv/install.log)"
+      return 1
+    fi
+    log "gpuenv install failed (exit $rc; see /var/log/gpuenv/install.log)"
     attempt=$((attempt + 1))
     [ "$attempt" -le "$GPUENV_RETRIES" ] || return 1
     sleep "$GPUENV_RETRY_DELAY"
@@ -172,7 +184,7 @@ verify() {
   verdict=$(sed -n 's/^.*"verdict"[[:space:]]*:[[:space:]]*"\([A-Z ]*\)".*$/\1/p' "$DOCTOR_JSON" 2>/dev/null | head -n 1)
   case "$INSTALL_FAILED:$rc:$verdict" in
     "no:0:READY" | "no:0:DEGRADED")
-      printf 'verdict=%s\nboot_id=%s\n' "$verdict" "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" >"$MARKER.tmp"
+      printf 'verdict=%s\nboot_id=%s\n' "$verdict" "$BOOT_ID" >"$MARKER.tmp"
       mv -f "$MARKER.tmp" "$MARKER"
       log "gpuenv doctor: $verdict; marker $MARKER written"
       return 0
@@ -185,7 +197,7 @@ verify() {
 
 main() {
   mkdir -p "$STATE_DIR" "$LOG_DIR" || exit 1
-  log "boot $(cat /proc/sys/kernel/random/boot_id 2>/dev/null): mode $GPUENV_MODE, gpuenv $GPUENV_BIN ($GPUENV_SOURCE)"
+  log "boot ${BOOT_ID:-(id unknown)}: mode $GPUENV_MODE, gpuenv $GPUENV_BIN ($GPUENV_SOURCE)"
   if ! ensure_gpuenv; then
     rm -f "$MARKER"
     log "gpuenv is not available; the node is not verified"
