@@ -225,7 +225,7 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   CHECK(node.file("/var/lib/standin/calls") == k_doctor_call);
 }
 
-TEST_CASE("per-boot: reboots are bounded; --set reaches install and doctor", "[cloudinit][integration]") {
+TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor", "[cloudinit][integration]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
