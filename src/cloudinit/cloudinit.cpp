@@ -149,7 +149,11 @@ util::Expected<Source> checked_source(Source source) {
   return source;
 }
 
-util::Expected<std::string> render_per_boot_script(const Options& options) {
+util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
+  auto source = checked_source(unchecked.source);
+  if (!source) return source.error();
+  Options options = unchecked;
+  options.source = std::move(*source);
   const auto files = embedded_cloudinit_data();
   const auto file = std::find_if(files.begin(), files.end(), [](const auto& f) { return f.name == "per-boot.sh"; });
   if (file == files.end()) return util::Error::internal("embedded data/cloudinit/per-boot.sh is missing");

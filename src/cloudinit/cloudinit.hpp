@@ -18,6 +18,7 @@ enum class SourceKind {
   preinstalled,  ///< already on the image at `path`
 };
 
+/// How the gpuenv binary reaches the node.
 struct Source {
   SourceKind kind = SourceKind::preinstalled;
   std::string url;     ///< url, deb: an https URL
@@ -45,14 +46,16 @@ struct Options {
 };
 
 /// A checked source: https URL without spaces or control characters, SHA-256 as 64 hex digits (returned in lower
-/// case), an absolute path; an input Error naming the flag and the fix otherwise.
+/// case), an absolute path (preinstalled; empty means /usr/bin/gpuenv); a usage Error naming the flag and the fix
+/// otherwise.
 util::Expected<Source> checked_source(Source source);
 
-/// The per-boot script (data/cloudinit/per-boot.sh) with its settings filled in, every value quoted for sh.
+/// The per-boot script (data/cloudinit/per-boot.sh) with its settings filled in, every value quoted for sh; the
+/// source is checked first (checked_source).
 util::Expected<std::string> render_per_boot_script(const Options& options);
 
 /// The whole user-data: apt lock timeout (apt-based distros, when apt is used), the profile text as given at
-/// /etc/gpuenv/profile.toml, and the per-boot script. `options.source` must come from checked_source.
+/// /etc/gpuenv/profile.toml, and the per-boot script. Usage Error: a bad source or option, a .deb for an rpm distro.
 util::Expected<std::string> render_user_data(const profile::Profile& profile, std::string_view profile_text,
                                              const Options& options);
 

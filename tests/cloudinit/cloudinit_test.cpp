@@ -158,6 +158,16 @@ TEST_CASE("a .deb source is refused for a profile on an rpm distro", "[cloudinit
   CHECK(contains(out.error().message, "does not install on rockylinux"));
 }
 
+TEST_CASE("render_user_data checks the source itself", "[cloudinit]") {
+  Options options;
+  options.source = {SourceKind::url, "http://example.com/gpuenv", k_sha, ""};
+  auto out = gpuenv::cloudinit::render_user_data(profile_on("ubuntu"), k_profile_text, options);
+  REQUIRE_FALSE(out.has_value());
+  CHECK(contains(out.error().message, "not an https URL"));
+  options.source = {SourceKind::url, "https://example.com/gpuenv", std::string(64, 'C'), ""};
+  CHECK(contains(render("ubuntu", options), "GPUENV_SHA256='" + std::string(64, 'c') + "'"));
+}
+
 TEST_CASE("the profile text, [mirrors] included, is carried verbatim into /etc/gpuenv/profile.toml", "[cloudinit]") {
   const std::string text = k_profile_text +
                            "\n[mirrors]\ncuda_repo = \"https://mirrors.example.cn/nvidia-cuda\"\n"
