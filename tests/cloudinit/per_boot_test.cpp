@@ -286,3 +286,43 @@ TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matc
   CHECK(node.file("/var/lib/standin/downloads") == downloads);
   CHECK(node.has("/var/lib/gpuenv/ready"));
 }
+
+TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and not fetched again",
+          "[cloudinit][integration]") {
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  Node node(cached);
+  // A package holding the stand-in as /usr/bin/gpuenv, built with the host's dpkg-deb.
+  const fs::path package = node.path("/var/tmp/gpuenv-package");
+  write(package / "DEBIAN/control",
+        "Package: gpuenv\nVersion: 0.1.0\nArchitecture: all\nMaintainer: gpuenv tests <tests@example.com>\n"
+        "Description: stand-in gpuenv for the per-boot test\n");
+  write(package / "usr/bin/gpuenv", k_standin_gpuenv, fs::perms(0755));
+  auto system = gpuenv::system::make_real_system();
+  const fs::path deb = node.path("/srv/downloads/gpuenv_0.1.0_all.deb");
+  fs::create_directories(deb.parent_path());
+  const auto built =
+      system->run({"dpkg-deb", "--root-owner-group", "-b", package.string(), deb.string()}, std::chrono::seconds(60));
+  INFO(built.err);
+  REQUIRE(built.exit_code == 0);
+  fs::remove_all(package);
+  const auto sum = system->run({"sha256sum", deb.string()}, std::chrono::seconds(30));
+  REQUIRE(sum.exit_code == 0);
+
+  Options options = preinstalled_options();
+  options.source = {SourceKind::deb, "https://example.com/releases/gpuenv_0.1.0_all.deb", sum.out.substr(0, 64), ""};
+  node.install_script(options);
+  CHECK(node.boot() == 0);  // first boot: installs the package, then install asks for a reboot
+  CHECK(node.file("/usr/bin/gpuenv") == k_standin_gpuenv);
+  CHECK(contains(node.file("/var/lib/dpkg/status"), "Package: gpuenv\nStatus: install ok installed\n"));
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call);
+  CHECK_FALSE(node.has("/var/lib/gpuenv/gpuenv.deb"));
+  const std::string downloads = node.file("/var/lib/standin/downloads");
+  CHECK(node.boot() == 0);  // installed with that checksum: not downloaded again
+  CHECK(node.file("/var/lib/standin/downloads") == downloads);
+  CHECK(node.has("/var/lib/gpuenv/ready"));
+}
