@@ -326,3 +326,30 @@ TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and n
   CHECK(node.file("/var/lib/standin/downloads") == downloads);
   CHECK(node.has("/var/lib/gpuenv/ready"));
 }
+
+TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the chroot: NOT READY, no marker)",
+          "[cloudinit][integration]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("SKIPPED: a sanitizer build of gpuenv needs the host's libasan, which the Debian root does not have");
+  return;
+#endif
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  Node node(cached);
+  fs::copy_file(GPUENV_BINARY, node.path("/usr/bin/gpuenv"));
+  fs::permissions(node.path("/usr/bin/gpuenv"), fs::perms(0755));
+  write(node.path("/etc/gpuenv/profile.toml"),
+        read(std::string(GPUENV_SOURCE_DIR) + "/profiles/pytorch-2.9-cu128.toml"));
+  write(node.path("/var/lib/gpuenv/ready"), "verdict=READY\n");  // left from an earlier boot
+  Options options = preinstalled_options();
+  options.doctor_only = true;
+  node.install_script(options);
+  CHECK(node.boot() == 1);
+  CHECK(contains(node.file("/var/lib/gpuenv/doctor.json"), "\"verdict\": \"NOT READY\""));
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv doctor: NOT READY (exit 1"));
+}
