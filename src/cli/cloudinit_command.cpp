@@ -1,5 +1,6 @@
 // `gpuenv cloud-init NAME|FILE [-o FILE] [--set FIELD=VALUE...] [--doctor-only]
-//      (--gpuenv-url URL --gpuenv-sha256 HEX | --gpuenv-deb URL --gpuenv-sha256 HEX | --gpuenv-preinstalled [PATH])`
+//      (--gpuenv-url URL --gpuenv-sha256 HEX | --gpuenv-deb URL --gpuenv-sha256 HEX | --gpuenv-preinstalled
+//      [--gpuenv-path PATH])`
 
 #include "cli/commands.hpp"
 #include "cli/profile_output.hpp"
@@ -40,6 +41,9 @@ util::Expected<std::string> profile_text(const std::string& name_or_path, system
 
 /// Exactly one of the three ways to get gpuenv onto the node, checked.
 util::Expected<cloudinit::Source> source_from(const CloudInitOptions& options) {
+  if (!options.preinstalled && !options.gpuenv_preinstalled.empty()) {
+    return util::Error::usage("--gpuenv-path goes with --gpuenv-preinstalled", "add --gpuenv-preinstalled");
+  }
   const int given = static_cast<int>(!options.gpuenv_url.empty()) + static_cast<int>(!options.gpuenv_deb.empty()) +
                     static_cast<int>(options.preinstalled);
   if (given != 1) {
@@ -47,7 +51,7 @@ util::Expected<cloudinit::Source> source_from(const CloudInitOptions& options) {
         given == 0 ? "no gpuenv download URL: the node needs the gpuenv binary before it can install or verify"
                    : "--gpuenv-url, --gpuenv-deb and --gpuenv-preinstalled exclude each other",
         "give one of --gpuenv-url URL --gpuenv-sha256 HEX (the release binary), --gpuenv-deb URL --gpuenv-sha256 HEX "
-        "(the package) or --gpuenv-preinstalled [PATH] (already on the image)");
+        "(the package) or --gpuenv-preinstalled [--gpuenv-path PATH] (already on the image)");
   }
   cloudinit::Source source;
   if (options.preinstalled) {
@@ -133,16 +137,15 @@ void add_cloud_init_command(CLI::App& app, Action& action) {
   command->add_option("--gpuenv-deb", options->gpuenv_deb, "https URL of the gpuenv .deb; the node installs it");
   command->add_option("--gpuenv-sha256", options->gpuenv_sha256,
                       "SHA-256 of the --gpuenv-url/--gpuenv-deb file; the node refuses any other");
-  command
-      ->add_option("--gpuenv-preinstalled", options->gpuenv_preinstalled,
-                   "gpuenv is already on the image (at PATH; default /usr/bin/gpuenv)")
-      ->expected(0, 1);
+  // A flag and a separate path option: an optional value would swallow the profile name written after it.
+  command->add_flag("--gpuenv-preinstalled", options->preinstalled,
+                    "gpuenv is already on the image (at --gpuenv-path; default /usr/bin/gpuenv)");
+  command->add_option("--gpuenv-path", options->gpuenv_preinstalled,
+                      "Where the image has gpuenv, with --gpuenv-preinstalled (default /usr/bin/gpuenv)");
   command->add_flag("--doctor-only", options->doctor_only,
                     "Verify only (doctor + readiness marker), for images that already have the stack");
-  command->callback([&action, options, command] {
-    options->preinstalled = command->count("--gpuenv-preinstalled") > 0;
-    action = [options](Context& c) { return run_cloud_init(c, *options); };
-  });
+  command->callback(
+      [&action, options, command] { action = [options](Context& c) { return run_cloud_init(c, *options); }; });
 }
 
 }  // namespace gpuenv::cli

@@ -53,6 +53,9 @@ TEST_CASE("gpuenv cloud-init refuses bad input with exit 2 and names the fix", "
        "needs --gpuenv-sha256"},
       {"unknown profile", {"cloud-init", "pytorch-2.9-cu12", "--gpuenv-preinstalled"}, "did you mean"},
       {"matrix without a cell", {"cloud-init", "pytorch-matrix", "--gpuenv-preinstalled"}, "matrix cells match"},
+      {"--gpuenv-path without --gpuenv-preinstalled",
+       {"cloud-init", "pytorch-2.9-cu128", "--gpuenv-path", "/opt/gpuenv"},
+       "--gpuenv-path goes with --gpuenv-preinstalled"},
       {"deb on rockylinux",
        {"cloud-init", "pytorch-2.9-cu128-rockylinux9", "--gpuenv-deb", "https://e.com/g.deb", "--gpuenv-sha256", k_sha},
        "does not install on rockylinux"},
@@ -65,6 +68,14 @@ TEST_CASE("gpuenv cloud-init refuses bad input with exit 2 and names the fix", "
     CHECK(result.out.empty());
     CHECK(contains(result.err, row.message));
   }
+}
+
+TEST_CASE("--gpuenv-preinstalled written before the profile does not take the profile as its path",
+          "[cloudinit][e2e]") {
+  const auto result = run_gpuenv({"cloud-init", "--gpuenv-preinstalled", "pytorch-2.9-cu128"});
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.out, "#cloud-config"));
 }
 
 TEST_CASE("gpuenv cloud-init writes the user-data to stdout or, atomically, to -o", "[cloudinit][e2e]") {

@@ -137,7 +137,7 @@ TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid", 
   const std::vector<std::vector<std::string>> variants = {
       {"--gpuenv-deb", "https://example.com/gpuenv_0.1.0_amd64.deb", "--gpuenv-sha256", k_sha},
       {"--gpuenv-preinstalled"},
-      {"--gpuenv-preinstalled", "/opt/gpuenv/bin/gpuenv", "--doctor-only"},
+      {"--gpuenv-preinstalled", "--gpuenv-path", "/opt/gpuenv/bin/gpuenv", "--doctor-only"},
       {"--gpuenv-url", "https://example.com/gpuenv", "--gpuenv-sha256", k_sha, "--doctor-only"},
   };
   int n = 0;
