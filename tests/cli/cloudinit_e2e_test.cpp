@@ -70,7 +70,7 @@ TEST_CASE("gpuenv cloud-init refuses bad input with exit 2 and names the fix", "
   }
 }
 
-TEST_CASE("--gpuenv-preinstalled written before the profile does not take the profile as its path",
+TEST_CASE("cloud-init: a --gpuenv-preinstalled flag written before the profile does not take the profile as its path",
           "[cloudinit][e2e]") {
   const auto result = run_gpuenv({"cloud-init", "--gpuenv-preinstalled", "pytorch-2.9-cu128"});
   INFO(result.err);
