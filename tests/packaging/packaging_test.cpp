@@ -248,6 +248,10 @@ TEST_CASE("the tarball and SHA256SUMS verify, and the tarball's binary is the po
   CHECK(sums.exit_code == 0);
   CHECK(sums.out.find(": OK") != std::string::npos);
 
+  const std::string bare = k_dist + "/gpuenv-" + GPUENV_PROJECT_VERSION + "-linux-x86_64";
+  CHECK(sums.out.find("gpuenv-" + std::string(GPUENV_PROJECT_VERSION) + "-linux-x86_64: OK") != std::string::npos);
+  CHECK(run({bare, "--version"}).exit_code == 0);
+
   const CommandResult listing = run({"tar", "-tzf", tarball});
   REQUIRE(listing.exit_code == 0);
   const std::string top = std::string("gpuenv-") + GPUENV_PROJECT_VERSION + "/";
