@@ -93,12 +93,27 @@ util::Expected<std::string> slurm_node_name(system::System& system, const std::s
 
 namespace {
 
-/// Runs one scontrol command; a failure becomes an input Error naming the command and its message.
-util::Expected<system::CommandResult> run_scontrol(system::System& system, const std::vector<std::string>& argv,
+/// Where scontrol is looked for after PATH: slurmd runs HealthCheckProgram with an empty environment (only
+/// SLURMD_NODENAME), so there is no PATH to search. Debian/Ubuntu and RPM packages, a source install, OpenHPC-style.
+const std::vector<std::string>& scontrol_locations() {
+  static const std::vector<std::string> locations{"scontrol", "/usr/bin/scontrol", "/usr/local/bin/scontrol",
+                                                  "/opt/slurm/bin/scontrol"};
+  return locations;
+}
+
+/// Runs one scontrol command (argv[0] "scontrol"); a failure becomes an input Error naming the command and its message.
+util::Expected<system::CommandResult> run_scontrol(system::System& system, std::vector<std::string> argv,
                                                    std::chrono::milliseconds timeout) {
-  auto result = system.run(argv, timeout);
+  system::CommandResult result;
+  for (const std::string& program : scontrol_locations()) {
+    argv.front() = program;
+    result = system.run(argv, timeout);
+    if (!result.not_found) break;
+  }
   const std::string command = util::join(argv, " ");
-  if (result.not_found) return util::Error::input("scontrol not found", "run doctor --slurm on a Slurm node");
+  if (result.not_found)
+    return util::Error::input("scontrol not found in PATH, /usr/bin, /usr/local/bin or /opt/slurm/bin",
+                              "run doctor --slurm on a Slurm node, with scontrol's directory in PATH");
   if (result.timed_out)
     return util::Error::input(command + ": no answer within " + std::to_string(timeout.count() / 1000) + " s",
                               "check that slurmctld is reachable (scontrol ping)");

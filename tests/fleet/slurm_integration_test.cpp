@@ -1,6 +1,7 @@
 // `gpuenv doctor --slurm` against a real one-node Slurm cluster (Debian's slurmctld, slurmd and munge) that the test
 // configures in a temporary directory on loopback: its own munge key and socket, slurm.conf, state, spool and
-// ports. A failing doctor (the no-driver host tree) drains the node with a "gpuenv:" reason; a passing one
+// ports. slurmd itself runs doctor as its HealthCheckProgram at start (with the empty environment slurmd gives it)
+// on the no-driver host tree and the node ends up drained with a "gpuenv:" reason; a passing doctor
 // (healthy-8xh100) resumes it; an operator's drain is left alone either way. The daemons are always stopped.
 // Skips with a printed reason where the engine is missing or cannot start (not root, no daemons).
 
@@ -60,17 +61,25 @@ class SlurmCluster {
                       "--seed-file=" + (m_dir / "munge/seed").string(), "--force"})
             .exit_code != 0)
       return "munged did not start";
+    // slurmd runs the program with only SLURMD_NODENAME set: no PATH. The wrapper names the test's slurm.conf, as a
+    // site with a non-default configuration would, and the failing host tree.
+    write_text(health_check_program(), "#!/bin/sh\nSLURM_CONF=" + conf().string() + " exec " + GPUENV_BINARY +
+                                           " doctor --slurm --root " +
+                                           gpuenv::testing::fixture_path("hosts/no-driver") + "\n");
+    fs::permissions(health_check_program(), fs::perms::owner_all);
     write_text(conf(), slurm_conf());
     if (start_daemon({"slurmctld", "-f", conf().string(), "-i"}).exit_code != 0) return "slurmctld did not start";
     if (start_daemon({"slurmd", "-f", conf().string()}).exit_code != 0) return "slurmd did not start";
     const auto deadline = Clock::now() + std::chrono::seconds(20);
     while (Clock::now() < deadline) {
-      if (auto node = show(); node && node->state == "IDLE") return "";
+      if (auto node = show(); node && gpuenv::util::starts_with(node->state, "IDLE")) return "";
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
-    return "the node did not register as IDLE within 20 s; slurmctld.log: " +
+    return "the node did not register within 20 s; slurmctld.log: " +
            read_text(m_dir / "log/slurmctld.log").substr(0, 600);
   }
+
+  std::string slurmd_log() const { return read_text(m_dir / "log/slurmd.log"); }
 
   gpuenv::util::Expected<gpuenv::fleet::SlurmNode> show() const {
     const auto run = run_tool({"env", "SLURM_CONF=" + conf().string(), "scontrol", "show", "node", m_node},
@@ -86,6 +95,7 @@ class SlurmCluster {
 
  private:
   fs::path socket() const { return m_dir / "munge" / "munge.socket"; }
+  fs::path health_check_program() const { return m_dir / "health-check.sh"; }
 
   std::string slurm_conf() const {
     // Ports in the dynamic range, different per run so parallel or leftover clusters do not collide.
@@ -105,8 +115,9 @@ class SlurmCluster {
            "/log/slurmd.log\n"
            "ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
            "AccountingStorageType=accounting_storage/none\nSchedulerType=sched/builtin\nSelectType=select/linear\n"
-           "ReturnToService=2\nNodeName=" +
-           m_node +
+           "ReturnToService=2\nHealthCheckProgram=" +
+           health_check_program().string() +
+           "\nHealthCheckInterval=3600\nHealthCheckNodeState=ANY\nNodeName=" + m_node +
            " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
            "PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
   }
@@ -161,16 +172,21 @@ TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it w
   }
   const auto started = Clock::now();
 
-  // NOT READY drains the node with gpuenv's reason.
-  const auto bad = health_check(cluster, "no-driver");
-  INFO(bad.run.out << bad.run.err);
-  CHECK(bad.run.exit_code == 1);
+  // slurmd ran doctor at start (HealthCheckProgram): NOT READY, so the node drained itself with gpuenv's reason.
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
   auto node = cluster.show();
+  while (Clock::now() < deadline && !(node && gpuenv::fleet::is_unavailable(*node))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    node = cluster.show();
+  }
+  INFO(cluster.slurmd_log());
   REQUIRE(node);
   CHECK(gpuenv::fleet::is_unavailable(*node));
   CHECK(gpuenv::util::starts_with(node->reason, "gpuenv: NOT READY: driver.kernel_module"));
+  // slurmd only logs the exit code: 1, NOT READY (not 2: scontrol was found without PATH).
+  CHECK(gpuenv::util::contains(cluster.slurmd_log(), "health_check failed: rc:1 output:NOT READY"));
 
-  // Healthy again: gpuenv's own drain is resumed.
+  // Healthy again: gpuenv's own drain is resumed; failing again drains it again.
   const auto good = health_check(cluster, "healthy-8xh100");
   INFO(good.run.out << good.run.err);
   CHECK(good.run.exit_code == 0);
@@ -178,6 +194,13 @@ TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it w
   REQUIRE(node);
   CHECK_FALSE(gpuenv::fleet::is_unavailable(*node));
   CHECK(node->reason.empty());
+  const auto bad = health_check(cluster, "no-driver");
+  INFO(bad.run.out << bad.run.err);
+  CHECK(bad.run.exit_code == 1);
+  node = cluster.show();
+  REQUIRE(node);
+  CHECK(gpuenv::util::starts_with(node->reason, "gpuenv: NOT READY: driver.kernel_module"));
+  REQUIRE(cluster.update({"State=RESUME"}));
 
   // An operator's drain survives a healthy check and a failing one.
   REQUIRE(cluster.update({"State=DRAIN", "Reason=ops: replacing a DIMM"}));

@@ -114,3 +114,20 @@ TEST_CASE("slurm health check: reads the node, then drains it through scontrol",
   REQUIRE_FALSE(failed);
   CHECK(failed.error().message.find("Unable to contact slurm controller") != std::string::npos);
 }
+
+TEST_CASE("slurm health check: finds scontrol without PATH (slurmd runs the program with an empty environment)",
+          "[fleet][slurm]") {
+  gpuenv::testing::FakeSystem system;
+  system.commands["/usr/bin/scontrol show node vm"] = {0, false, false,
+                                                       read_fixture("fleet/scontrol-show-node-gpuenv-drain.txt"), ""};
+  system.commands["/usr/bin/scontrol update NodeName=vm State=RESUME"] = {0, false, false, "", ""};
+  const auto outcome = gpuenv::fleet::run_slurm_health_check(system, "vm", true, "READY", std::chrono::seconds(5));
+  REQUIRE(outcome);
+  CHECK(outcome->action.kind == SlurmActionKind::resume);
+  CHECK(system.commands_run.back() == "/usr/bin/scontrol update NodeName=vm State=RESUME");
+
+  gpuenv::testing::FakeSystem none;
+  const auto missing = gpuenv::fleet::run_slurm_health_check(none, "vm", true, "READY", std::chrono::seconds(5));
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message.find("scontrol not found") != std::string::npos);
+}
