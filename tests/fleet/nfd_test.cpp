@@ -23,7 +23,7 @@ TEST_CASE("nfd: label values are <= 63 chars of [A-Za-z0-9._-], alphanumeric at 
   CHECK(gpuenv::fleet::nfd_label_value(std::string(100, 'a')).size() == 63);
 }
 
-TEST_CASE("nfd: the feature file names readiness, versions and GPUs; empty facts are left out", "[fleet][nfd]") {
+TEST_CASE("nfd: the feature file names readiness, versions and GPUs, and leaves out empty facts", "[fleet][nfd]") {
   gpuenv::fleet::NodeFeatures features{true, "READY", "550.54.15", "12.4", "NVIDIA H100 80GB HBM3", 8};
   CHECK(gpuenv::fleet::nfd_feature_file(features) ==
         "# Written by `gpuenv doctor --nfd`; rewritten on every run.\n"
