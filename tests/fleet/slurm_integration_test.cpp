@@ -221,3 +221,26 @@ TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it w
                                          << " s; doctor --slurm took " << bad.seconds << " s (drain) and "
                                          << good.seconds << " s (resume)");
 }
+
+TEST_CASE("slurm: doctor --slurm caps each wait at 5 s, so a hung NVML cannot run into Slurm's 60 s kill",
+          "[fleet][slurm]") {
+  TempDir dir;
+  const fs::path library = dir.path() / "libnvidia-ml-fake.so";
+  fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, library);
+  const auto start = Clock::now();
+  // NVML hangs for 20 s and --timeout 60 asks to wait for it; without a slurm.conf scontrol retries for 60 s. --slurm
+  // cuts both at 5 s: about 10 s in all.
+  const auto run =
+      gpuenv::testing::run_gpuenv({"doctor", "--slurm", "--slurm-node", "gpu07", "--timeout", "60"},
+                                  {{"GPUENV_NVML_LIBRARY", library.string()},
+                                   {"GPUENV_FAKE_NVML", gpuenv::testing::fixture_path("nvml/hang-long.conf")},
+                                   {"SLURM_CONF", (dir.path() / "no-slurm.conf").string()},
+                                   {"PATH", std::nullopt},
+                                   {"LD_LIBRARY_PATH", std::nullopt}});
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 2);  // scontrol did not answer: reported, not hidden
+  CHECK(gpuenv::util::contains(run.err, "scontrol show node gpu07: no answer within 5 s"));
+  CHECK(seconds < 15);
+  WARN("doctor --slurm with a hung NVML finished in " << seconds << " s");
+}
