@@ -87,3 +87,19 @@ TEST_CASE(
   CHECK(not_ready.failed == 1);
   CHECK(gpuenv::util::contains(not_ready.run.out, "gpuenv doctor: NOT READY: gpu.ecc, xid.events"));
 }
+
+TEST_CASE("ansible: a reboot gpuenv asks for goes through Ansible, which the role refuses on the control node",
+          "[fleet][ansible]") {
+  if (!have_tool("ansible-playbook")) {
+    WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
+    return;
+  }
+  TempDir scratch;
+  const auto reboot = play(scratch.path(), {"STANDIN_CHANGED=true", "STANDIN_REBOOT=true"}, {});
+  INFO(reboot.run.out);
+  CHECK(reboot.run.exit_code == 2);
+  CHECK(reboot.failed == 1);
+  CHECK(gpuenv::util::contains(reboot.run.out, "gpuenv needs a reboot of localhost"));
+  // The play stopped before doctor: the node is not judged until it runs the new driver.
+  CHECK(read_text(scratch.path() / "standin.log") == "install pytorch-2.4-cu124 --json\n");
+}

@@ -1,7 +1,8 @@
 // Validates Kubernetes manifests against the Kubernetes API schemas offline with kubernetes-models (its JSON schemas
 // per apiVersion/kind), and checks the node-problem-detector custom-plugin config inside a ConfigMap.
 //   node validate.js NODE_MODULES_DIR FILE...
-// Prints one JSON object: {"objects": N, "kinds": [...], "problems": [...]}.
+// Prints one JSON object: {"objects": N, "kinds": [...], "problems": [...], "pods": [...]}, where each pod template
+// (DaemonSet) is summarized: hostPID, its containers' limits, and each mount with its hostPath and readOnly.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -39,7 +40,29 @@ function checkNpdPlugin(name, text, problems) {
   if ((config.rules || []).length === 0) problems.push(`${name}: no rules`);
 }
 
-const result = { objects: 0, kinds: [], problems: [] };
+/// What the test asserts about a workload's pod template.
+function podSummary(object) {
+  const spec = object.spec.template.spec;
+  const hostPaths = Object.fromEntries((spec.volumes || []).map((v) => [v.name, v.hostPath ? v.hostPath.path : null]));
+  return {
+    name: object.metadata.name,
+    hostPID: spec.hostPID === true,
+    containers: spec.containers.map((c) => ({
+      name: c.name,
+      command: [...(c.command || []), ...(c.args || [])].join(' '),
+      limits: (c.resources && c.resources.limits) || {},
+      readOnlyRootFilesystem: !!(c.securityContext && c.securityContext.readOnlyRootFilesystem),
+      privileged: !!(c.securityContext && c.securityContext.privileged),
+      mounts: (c.volumeMounts || []).map((m) => ({
+        mountPath: m.mountPath,
+        hostPath: hostPaths[m.name] || null,
+        readOnly: m.readOnly === true,
+      })),
+    })),
+  };
+}
+
+const result = { objects: 0, kinds: [], problems: [], pods: [] };
 for (const file of process.argv.slice(3)) {
   for (const doc of YAML.parseAllDocuments(fs.readFileSync(file, 'utf8'))) {
     if (doc.errors.length) {
@@ -65,6 +88,7 @@ for (const file of process.argv.slice(3)) {
     } catch (e) {
       result.problems.push(`${file}: ${object.kind} ${object.metadata && object.metadata.name}: ${e.message}`);
     }
+    if (object.kind === 'DaemonSet') result.pods.push(podSummary(object));
     if (object.kind === 'ConfigMap') {
       for (const [key, text] of Object.entries(object.data || {}))
         if (key.endsWith('.json')) checkNpdPlugin(`${file}: ${key}`, text, result.problems);
