@@ -23,15 +23,30 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 std::string valid_utf8(const std::string& text) {
   std::string out;
   std::size_t i = 0;
+  const auto at = [&text](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   while (i < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    std::size_t length = byte < 0x80           ? 1
-                         : (byte >> 5) == 0x6  ? 2
-                         : (byte >> 4) == 0xE  ? 3
-                         : (byte >> 3) == 0x1E ? 4
-                                               : 0;
-    bool ok = length > 0 && i + length <= text.size() && !(length == 2 && byte < 0xC2);
-    for (std::size_t k = 1; ok && k < length; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    const unsigned char byte = at(i);
+    // The lead byte fixes the length and the range of the second byte (RFC 3629 section 4: no overlong forms, no
+    // surrogates, nothing above U+10FFFF); later bytes are 0x80-0xBF.
+    std::size_t length = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (byte < 0x80) {
+      length = 1;
+    } else if (byte >= 0xC2 && byte <= 0xDF) {
+      length = 2;
+    } else if (byte >= 0xE0 && byte <= 0xEF) {
+      length = 3;
+      if (byte == 0xE0) low = 0xA0;
+      if (byte == 0xED) high = 0x9F;
+    } else if (byte >= 0xF0 && byte <= 0xF4) {
+      length = 4;
+      if (byte == 0xF0) low = 0x90;
+      if (byte == 0xF4) high = 0x8F;
+    }
+    bool ok = length > 0 && i + length <= text.size();
+    if (ok && length > 1) ok = at(i + 1) >= low && at(i + 1) <= high;
+    for (std::size_t k = 2; ok && k < length; ++k) ok = at(i + k) >= 0x80 && at(i + k) <= 0xBF;
     if (ok) {
       out.append(text, i, length);
       i += length;

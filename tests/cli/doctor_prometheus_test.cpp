@@ -49,7 +49,7 @@ gpuenv::doctor::DoctorReport hostile_report() {
   gpuenv::probe::GpuFacts gpu;
   gpu.index = 0;
   gpu.name = "NVIDIA \"H100\" 80GB\\HBM3";
-  gpu.uuid = "GPU-1";
+  gpu.uuid = "GPU-\xED\xA0\x80-\xE0\x80\x80-\xF4\x90\x80\x80-\xC3\xA9";  // surrogate, overlong, > U+10FFFF, é
   gpu.memory_total_mib = 81559;
   gpu.temperature_c = 41;
   gpu.power_draw_w = 71.5;
@@ -118,6 +118,8 @@ TEST_CASE("prometheus: hostile host text is escaped, duplicate ids keep the wors
   CHECK(text.find(R"(os_version="22.04\\n")") != std::string::npos);
   CHECK(text.find("kernel=\"6.8.0-1\\nX \xEF\xBF\xBD\xEF\xBF\xBD broken\"") != std::string::npos);
   CHECK(text.find(R"(model="NVIDIA \"H100\" 80GB\\HBM3")") != std::string::npos);
+  CHECK(text.find("uuid=\"GPU-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-"
+                  "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-\xC3\xA9\"") != std::string::npos);
   CHECK(text.find("gpuenv_finding_status{id=\"gpu.ecc\"} 2\n") != std::string::npos);
   CHECK(text.find("gpuenv_finding_status{id=\"toolkit.path\"} -1\n") != std::string::npos);
   CHECK(text.find("gpuenv_xid_events{xid=\"13\"} 1\ngpuenv_xid_events{xid=\"79\"} 2\n") != std::string::npos);
