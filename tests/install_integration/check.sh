@@ -21,6 +21,9 @@ expect_equal() {
   if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', expected '$3'"; fi
 }
 
+# quietly COMMAND...: COMMAND with its standard output dropped.
+quietly() { "$@" >/dev/null; }
+
 # json FILE FILTER: one value from a gpuenv --json answer ("" when the file is not JSON or the key is absent).
 json() { jq -r "$2 // empty" "$1" 2>/dev/null || true; }
 

@@ -4,8 +4,15 @@
 # and dpkg resolve, unpack, configure, hold and fail exactly as they do for NVIDIA's packages; the payloads only
 # leave a marker file (and, for cuda-keyring, the apt source and pin file, as the real keyring package does).
 #
-# The repository is flat, laid out as NVIDIA's (<repo>/<distro>/<arch>/), with a Packages index from
-# dpkg-scanpackages and a Release file written here, so apt reads it through a plain `file:` source.
+# Each repository is flat (`deb [trusted=yes] file:DIR /`), with a Packages index from dpkg-scanpackages and a
+# Release file written here. Three of them live under /srv in the root, each where its real counterpart would be:
+#   CUDA_REPO/debian12/<x86_64|sbsa>     NVIDIA's CUDA repository (gpuenv --repo-url file://$CUDA_REPO)
+#   TOOLKIT_REPO/stable/deb/<dpkg arch>  the NVIDIA Container Toolkit's (gpuenv --toolkit-repo-url file://$TOOLKIT_REPO)
+#   DISTRO_ARCHIVE                       the distribution archive the node already uses (kernel headers)
+
+CUDA_REPO=/srv/cuda-repo
+TOOLKIT_REPO=/srv/toolkit-repo
+DISTRO_ARCHIVE=/srv/debian-archive
 
 # The directory name NVIDIA uses for this machine's architecture (arm64 servers are "sbsa").
 nvidia_arch() {
@@ -66,13 +73,18 @@ standin() {
   rm -rf "$tree"
 }
 
+# The directories of the three repositories, relative to the root.
+cuda_dir() { echo "$CUDA_REPO/debian12/$(nvidia_arch)"; }
+toolkit_dir() { echo "$TOOLKIT_REPO/stable/deb/$(dpkg --print-architecture)"; }
+archive_dir() { echo "$DISTRO_ARCHIVE"; }
+
 # The apt source and pin file that the real cuda-keyring installs for NVIDIA's repository, pointing at ours.
 keyring_payload() {
   local tree=$1
   mkdir -p "$tree/etc/apt/sources.list.d" "$tree/etc/apt/preferences.d" "$tree/usr/share/keyrings"
   # Not a real key: the source says [trusted=yes]. The file is there because the real package installs it.
   echo "gpuenv stand-in keyring" >"$tree/usr/share/keyrings/cuda-archive-keyring.gpg"
-  echo "deb [trusted=yes] file:$REPO_IN_ROOT/debian12/$(nvidia_arch) /" \
+  echo "deb [trusted=yes] file:$(cuda_dir) /" \
     >"$tree/etc/apt/sources.list.d/cuda-debian12-$(nvidia_arch).list"
   printf 'Package: *\nPin: release o=gpuenv-stand-in\nPin-Priority: 600\n' \
     >"$tree/etc/apt/preferences.d/cuda-repository-pin-600"

@@ -5,22 +5,23 @@
 # with its last process and nothing is ever mounted on the host (no unmount to forget on any exit path). /sys is not
 # mounted: gpuenv then sees no NVIDIA PCI device, as on a CI runner, even when the host has a GPU.
 
-REPO_IN_ROOT=/srv/cuda-repo
-
-# new_root BASE DEST: a private copy of the cached root BASE at DEST, with the Debian archive sources removed (every
-# package the test installs comes from the local repository) and the local repository, gpuenv and the profile put in.
+# new_root BASE DEST: a private copy of the cached root BASE at DEST, as a node where gpuenv is about to run: its
+# apt source is the stand-in distribution archive (the Debian archive's sources are removed: every package the test
+# installs comes from a local repository), its package lists are current, and the repositories (built in $WORK/tree),
+# gpuenv and the profile are in place.
 new_root() {
   local base=$1 dest=$2
   cp -a "$base" "$dest"
-  : >"$dest/etc/apt/sources.list"
   rm -f "$dest"/etc/apt/sources.list.d/*
   rm -rf "$dest"/var/lib/apt/lists/*
-  mkdir -p "$dest$REPO_IN_ROOT" "$dest/etc/gpuenv" "$dest/var/lib/gpuenv-test"
+  echo "deb [trusted=yes] file:$(archive_dir) /" >"$dest/etc/apt/sources.list"
   # No fsync per unpacked file: the root is thrown away, and on a busy CI disk the syncs cost more than the test.
   echo force-unsafe-io >"$dest/etc/dpkg/dpkg.cfg.d/gpuenv-test-unsafe-io"
-  cp -a "$WORK/repo/." "$dest$REPO_IN_ROOT/"
+  mkdir -p "$dest/etc/gpuenv" "$dest/var/lib/gpuenv-test"
+  cp -a "$WORK/tree/." "$dest/"
   install -m 0755 "$GPUENV" "$dest/usr/local/bin/gpuenv"
   install -m 0644 "$PROFILE" "$dest/etc/gpuenv/profile.toml"
+  in_root "$dest" apt-get update -qq
 }
 
 # in_root ROOT COMMAND...: runs COMMAND as root inside ROOT with a clean environment; returns its exit code.

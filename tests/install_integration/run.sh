@@ -45,11 +45,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 started=$SECONDS
-BASE_ROOT=$("$source_dir/scripts/debian-root" bookworm)
+BASE_ROOT=$("$source_dir/scripts/debian-root" bookworm curl)
 echo "Debian 12 root: $BASE_ROOT (ready after $((SECONDS - started)) s)"
 
 # The binary is built on this machine; it runs in the root only when the root's glibc is as new as the build's.
-build_repository "$WORK/repo" "$WORK/pool"
+build_repositories "$WORK/tree" "$WORK/pool"
 probe_root=$WORK/probe
 new_root "$BASE_ROOT" "$probe_root"
 if ! in_root "$probe_root" gpuenv --version >"$WORK/version" 2>&1; then
@@ -63,13 +63,14 @@ fi
 # Every package the plan installs must be in the stand-in repository, or the cases would fail for the wrong reason.
 echo "plan"
 plan_rc=0
-in_root "$probe_root" gpuenv install /etc/gpuenv/profile.toml --dry-run --json --repo-url "file://$REPO_IN_ROOT" \
-  >"$WORK/plan.json" 2>"$WORK/plan.err" || plan_rc=$?
+in_root "$probe_root" gpuenv install /etc/gpuenv/profile.toml --dry-run --json --repo-url "file://$CUDA_REPO" \
+  --toolkit-repo-url "file://$TOOLKIT_REPO" >"$WORK/plan.json" 2>"$WORK/plan.err" || plan_rc=$?
 expect_equal "dry-run plan exits 0" "$plan_rc" 0
 [ "$plan_rc" -eq 0 ] || sed 's/^/  | /' "$WORK/plan.err"
 for package in $(jq -r -f "$here/planned-packages.jq" "$WORK/plan.json" 2>/dev/null); do
   expect "the stand-in repository has $package, which the plan installs (else add it to cases.sh)" \
-    contains "$WORK/repo/debian12/$(nvidia_arch)/Packages" "^Package: $package\$"
+    contains <(find "$WORK/tree" -name Packages -exec cat {} +) \
+    "^Package: $package\$"
 done
 rm -rf "$probe_root"
 
