@@ -29,7 +29,7 @@ in_root() {
   local root=$1
   shift
   # shellcheck disable=SC2016 # the inner script expands its own positional parameters
-  unshare --mount --pid --fork --propagation private -- /bin/sh -c '
+  unshare --mount --pid --fork --kill-child --propagation private -- /bin/sh -c '
     root=$1; shift
     mount -t proc proc "$root/proc" || exit 125
     mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts" 2>/dev/null || true
