@@ -25,7 +25,7 @@ expect_equal() {
 quietly() { "$@" >/dev/null; }
 
 # json FILE FILTER: one value from a gpuenv --json answer ("" when the file is not JSON or the key is absent).
-json() { jq -r "$2 // empty" "$1" 2>/dev/null || true; }
+json() { jq -r "($2) | if . == null then empty else . end" "$1" 2>/dev/null || true; }
 
 # contains FILE EXTENDED-REGEX
 contains() { grep -Eq -- "$2" "$1"; }
