@@ -75,6 +75,9 @@ APT_INSTALL=' \$ (.* )?apt-get( .*)? install( |$)'
 # The state file in the case's root.
 state_file() { echo "$CASE_DIR/root/var/lib/gpuenv/install-state.json"; }
 
+# The state file exists and records no failed step.
+state_has_no_failure() { jq -e '.failed == null' "$(state_file)" >/dev/null 2>&1; }
+
 # Every expected package is fully installed in the case's root.
 all_installed() {
   local package missing=0
@@ -98,19 +101,19 @@ case_fresh_and_rerun() {
   expect "fresh install: every package installed (dpkg)" all_installed
   expect "fresh install: the driver package is held" contains <(in_root "$CASE_DIR/root" apt-mark showhold) '^nvidia-open-580$'
   expect "fresh install: the log shows apt-get install" contains "$(run_log first)" "$APT_INSTALL"
-  expect "fresh install: state file names no failed step" test "$(json "$(state_file)" .failed)" = ""
+  expect "fresh install: the state file records no failed step" state_has_no_failure
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" first
 
   local dpkg_log_before history_before failures_before=$FAILURES
-  dpkg_log_before=$(sha256sum <"$CASE_DIR/root/var/log/dpkg.log")
-  history_before=$(sha256sum <"$CASE_DIR/root/var/log/apt/history.log")
+  dpkg_log_before=$(file_hash "$CASE_DIR/root/var/log/dpkg.log")
+  history_before=$(file_hash "$CASE_DIR/root/var/log/apt/history.log")
   rc=$(apply rerun)
   expect_equal "re-run exits 0" "$rc" 0
   expect_equal "re-run: changed=false" "$(json "$CASE_DIR/rerun.json" .changed)" false
   expect "re-run: the log records the run" test -s "$(run_log rerun)"
   expect "re-run: no apt-get install in the log" lacks "$(run_log rerun)" "$APT_INSTALL"
-  expect_equal "re-run: dpkg changed nothing (dpkg.log)" "$(sha256sum <"$CASE_DIR/root/var/log/dpkg.log")" "$dpkg_log_before"
-  expect_equal "re-run: apt changed nothing (history.log)" "$(sha256sum <"$CASE_DIR/root/var/log/apt/history.log")" "$history_before"
+  expect_equal "re-run: dpkg changed nothing (dpkg.log)" "$(file_hash "$CASE_DIR/root/var/log/dpkg.log")" "$dpkg_log_before"
+  expect_equal "re-run: apt changed nothing (history.log)" "$(file_hash "$CASE_DIR/root/var/log/apt/history.log")" "$history_before"
   [ "$FAILURES" -eq "$failures_before" ] || show_run "$CASE_DIR" rerun
 }
 
@@ -127,9 +130,9 @@ case_postinst_failure() {
   step=$(step_installing "$CASE_DIR/broken.json" cudnn9-cuda-12)
   expect_equal "failing postinst: exit 1" "$rc" 1
   expect "failing postinst: the plan has a step installing cudnn9-cuda-12" test -n "$step"
-  expect_equal "failing postinst: JSON failed_step" "$(json "$CASE_DIR/broken.json" .failed_step)" "$step"
+  expect_same "failing postinst: JSON failed_step" "$(json "$CASE_DIR/broken.json" .failed_step)" "$step"
   expect "failing postinst: the message names the step ($step)" contains "$CASE_DIR/broken.said" "step ${step:-<no step>}"
-  expect_equal "failing postinst: state file keeps the failed step" "$(json "$(state_file)" .failed)" "$step"
+  expect_same "failing postinst: state file keeps the failed step" "$(json "$(state_file)" .failed)" "$step"
   expect "failing postinst: state file keeps the completed steps" test -n "$(json "$(state_file)" '.completed[0]')"
   expect "failing postinst: dpkg has cudnn9-cuda-12 half-configured" \
     contains <(dpkg_state "$CASE_DIR/root" cudnn9-cuda-12) '^install ok half-configured'
@@ -144,7 +147,7 @@ case_postinst_failure() {
   expect_equal "after the fix: re-run exits 0" "$rc" 0
   expect "after the fix: cudnn9-cuda-12 $CUDNN-2 installed" installed "$CASE_DIR/root" cudnn9-cuda-12 "$CUDNN-2"
   expect "after the fix: every package installed (dpkg)" all_installed
-  expect_equal "after the fix: state file names no failed step" "$(json "$(state_file)" .failed)" ""
+  expect "after the fix: the state file records no failed step" state_has_no_failure
   [ "$FAILURES" -eq "$failures_before" ] || show_run "$CASE_DIR" fixed
 }
 

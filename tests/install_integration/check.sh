@@ -16,10 +16,18 @@ expect() {
   if "$@"; then pass "$description"; else fail "$description"; fi
 }
 
+# expect_same DESCRIPTION ACTUAL EXPECTED: as expect_equal, and EXPECTED is not empty.
+expect_same() {
+  if [ -n "$3" ] && [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', expected '$3'"; fi
+}
+
 # expect_equal DESCRIPTION ACTUAL EXPECTED
 expect_equal() {
   if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', expected '$3'"; fi
 }
+
+# file_hash FILE: the SHA-256 of FILE, or "absent".
+file_hash() { if [ -f "$1" ]; then sha256sum <"$1"; else echo absent; fi; }
 
 # quietly COMMAND...: COMMAND with its standard output dropped.
 quietly() { "$@" >/dev/null; }
@@ -28,10 +36,10 @@ quietly() { "$@" >/dev/null; }
 json() { jq -r "($2) | if . == null then empty else . end" "$1" 2>/dev/null || true; }
 
 # contains FILE EXTENDED-REGEX
-contains() { grep -Eq -- "$2" "$1"; }
+contains() { grep -Eq -- "$2" "$1" 2>/dev/null; }
 
-# lacks FILE EXTENDED-REGEX
-lacks() { ! grep -Eq -- "$2" "$1"; }
+# lacks FILE EXTENDED-REGEX: FILE exists and has no line matching.
+lacks() { [ -f "$1" ] && ! grep -Eq -- "$2" "$1"; }
 
 # installed ROOT PACKAGE [VERSION]: dpkg has PACKAGE fully installed (at VERSION when given).
 installed() {
@@ -39,7 +47,7 @@ installed() {
   state=$(dpkg_state "$1" "$2")
   case "$state" in
     "install ok installed ${3:-}"* | "hold ok installed ${3:-}"*) return 0 ;;
-    *) echo "       $2: $state" >&2; return 1 ;;
+    *) echo "       $2: $state"; return 1 ;;
   esac
 }
 
@@ -47,8 +55,8 @@ installed() {
 show_run() {
   local dir=$1 run=$2
   echo "  --- $run: exit $(cat "$dir/$run.rc"), stderr:"
-  sed 's/^/  | /' "$dir/$run.err" | tail -20
+  sed 's/^/  | /' "$dir/$run.err" | tail -20 || true
   echo "  --- $run: JSON outcome/failed_step/changed: $(json "$dir/$run.json" '.outcome') $(json "$dir/$run.json" '.failed_step') $(json "$dir/$run.json" '.changed')"
   echo "  --- $run: install log (last 30 lines):"
-  sed 's/^/  | /' "$dir/root/var/log/gpuenv/$run.log" 2>/dev/null | tail -30
+  { sed 's/^/  | /' "$dir/root/var/log/gpuenv/$run.log" 2>/dev/null || echo "  | (none)"; } | tail -30
 }

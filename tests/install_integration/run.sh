@@ -61,6 +61,10 @@ if ! in_root "$probe_root" gpuenv --version >"$WORK/version" 2>&1; then
   exit 1
 fi
 
+# Until the install module is merged, this gpuenv has no install command to test.
+in_root "$probe_root" gpuenv --help 2>/dev/null | grep -Eq '^ +install ' ||
+  skip "this gpuenv has no install command (tests/install_integration tests the install module: docs/install.md)"
+
 # Every package the plan installs must be in the stand-in repository, or the cases would fail for the wrong reason.
 echo "plan"
 plan_rc=0
@@ -68,10 +72,11 @@ in_root "$probe_root" gpuenv install /etc/gpuenv/profile.toml --dry-run --json -
   --toolkit-repo-url "file://$TOOLKIT_REPO" >"$WORK/plan.json" 2>"$WORK/plan.err" || plan_rc=$?
 expect_equal "dry-run plan exits 0" "$plan_rc" 0
 [ "$plan_rc" -eq 0 ] || sed 's/^/  | /' "$WORK/plan.err"
-for package in $(jq -r -f "$here/planned-packages.jq" "$WORK/plan.json" 2>/dev/null); do
-  expect "the stand-in repository has $package, which the plan installs (else add it to cases.sh)" \
-    contains <(find "$WORK/tree" -name Packages -exec cat {} +) \
-    "^Package: $package\$"
+# (A name with a <placeholder>, such as the headers of <running-kernel>, is resolved only when the plan is applied.)
+find "$WORK/tree" -name Packages -exec cat {} + >"$WORK/all-packages"
+for package in $(jq -r -f "$here/planned-packages.jq" "$WORK/plan.json" 2>/dev/null | grep -v '<'); do
+  expect "the stand-in repositories have $package, which the plan installs (else add it to cases.sh)" \
+    contains "$WORK/all-packages" "^Package: $package\$"
 done
 rm -rf "$probe_root"
 
