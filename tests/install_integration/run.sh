@@ -31,6 +31,9 @@ for tool in debootstrap dpkg-deb dpkg-scanpackages unshare jq; do
   command -v "$tool" >/dev/null || skip "$tool is not installed (scripts/bootstrap installs it)"
 done
 [ -x "$GPUENV" ] || { echo "no gpuenv binary at $GPUENV" >&2; exit 2; }
+# Until the install module is merged, this gpuenv has no install command to test.
+"$GPUENV" --help 2>/dev/null | grep -Eq '^ +install ' ||
+  skip "this gpuenv has no install command (tests/install_integration tests the install module: docs/install.md)"
 
 source "$here/repo.sh"
 source "$here/root.sh"
@@ -60,10 +63,6 @@ if ! in_root "$probe_root" gpuenv --version >"$WORK/version" 2>&1; then
   echo "gpuenv --version failed inside the Debian 12 root" >&2
   exit 1
 fi
-
-# Until the install module is merged, this gpuenv has no install command to test.
-in_root "$probe_root" gpuenv --help 2>/dev/null | grep -Eq '^ +install ' ||
-  skip "this gpuenv has no install command (tests/install_integration tests the install module: docs/install.md)"
 
 # Every package the plan installs must be in the stand-in repository, or the cases would fail for the wrong reason.
 echo "plan"
