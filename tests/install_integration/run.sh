@@ -3,9 +3,10 @@
 #
 #   tests/install_integration/run.sh GPUENV_BINARY [CASE...]      CASE: see `all_cases` below (default: all)
 #
-# A cached Debian 12 root (scripts/debian-root) is copied per case; a local apt repository of stand-in packages named
-# as NVIDIA names them (repo.sh) is put inside it; the built gpuenv runs `install` in it through chroot (root.sh) and
-# the results are checked with dpkg, the install log, the state file and the JSON answer (check.sh).
+# A cached Debian 12 root (scripts/debian-root) is copied per case; local apt repositories of stand-in packages named
+# as NVIDIA names them (repo.sh, cases.sh) are put inside it; the built gpuenv runs `install` in it through chroot
+# (root.sh), and the results are checked with dpkg, apt, the install log, the state file and the JSON answer
+# (check.sh). Warm (root cached): about 2 minutes on 2 busy cores; the first debootstrap adds 1-2 minutes.
 # Prints "SKIPPED: <reason>" and exits 0 where it cannot run (not root, no debootstrap, no jq). Exit 1 when a check
 # failed. GPUENV_KEEP_WORK=1 keeps the work directory for inspection.
 set -euo pipefail
@@ -32,7 +33,7 @@ for tool in debootstrap dpkg-deb dpkg-scanpackages unshare jq; do
 done
 [ -x "$GPUENV" ] || { echo "no gpuenv binary at $GPUENV" >&2; exit 2; }
 # Until the install module is merged, this gpuenv has no install command to test.
-"$GPUENV" --help 2>/dev/null | grep -Eq '^ +install ' ||
+grep -Eq '^ +install ' <<<"$("$GPUENV" --help 2>/dev/null || true)" ||
   skip "this gpuenv has no install command (tests/install_integration tests the install module: docs/install.md)"
 
 source "$here/repo.sh"
