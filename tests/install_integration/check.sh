@@ -29,6 +29,14 @@ expect_equal() {
 # file_hash FILE: the SHA-256 of FILE, or "absent".
 file_hash() { if [ -f "$1" ]; then sha256sum <"$1"; else echo absent; fi; }
 
+# both COMMAND1... -- COMMAND2...: both commands succeed.
+both() {
+  local first=()
+  while [ "$1" != -- ]; do first+=("$1"); shift; done
+  shift
+  "${first[@]}" && "$@"
+}
+
 # quietly COMMAND...: COMMAND with its standard output dropped.
 quietly() { "$@" >/dev/null; }
 
