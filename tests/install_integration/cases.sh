@@ -1,0 +1,225 @@
+# The stand-in repositories and the cases of the install integration test (sourced by run.sh).
+#
+# The profile (tests/fixtures/install/cuda-12.4-debian12-580.toml) asks for Debian 12, CUDA 12.4, cuDNN 9 and the
+# open 580 driver. For Debian with branches up to 580 the planner installs the branch-suffixed nvidia-open-<branch>
+# and holds it (data/install/targets.toml), then cuda-toolkit-12-4, cudnn9-cuda-12 and nvidia-container-toolkit.
+
+DRIVER_580=580.95.05-1
+DRIVER_550=550.163.01-1
+CUDNN=9.1.0.70
+TOOLKIT=1.17.8-1
+
+# What a converged node has installed (checked with dpkg after a successful run).
+expected_packages() {
+  echo cuda-keyring "linux-headers-$(uname -r)" nvidia-open-580 nvidia-kernel-open-dkms cuda-toolkit-12-4 \
+    cudnn9-cuda-12 libcudnn9-cuda-12 nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container1
+}
+
+# build_repositories TREE POOL: the repositories every case starts from, at their paths under TREE (merged into each
+# root), and the variants a case swaps in, in POOL.
+build_repositories() {
+  local tree=$1 pool=$2 cuda toolkit archive
+  cuda=$tree$(cuda_dir)
+  toolkit=$tree$(toolkit_dir)
+  archive=$tree$(archive_dir)
+  mkdir -p "$cuda" "$toolkit" "$archive" "$pool"
+  standin "$archive" "linux-headers-$(uname -r)" 1.0-1
+  standin "$cuda" cuda-keyring 1.1-1 arch=all
+  standin "$cuda" nvidia-kernel-open-dkms "$DRIVER_580"
+  standin "$cuda" nvidia-kernel-open-dkms "$DRIVER_550"
+  standin "$cuda" nvidia-open-580 "$DRIVER_580" "depends=nvidia-kernel-open-dkms (= $DRIVER_580)"
+  standin "$cuda" nvidia-open-550 "$DRIVER_550" "depends=nvidia-kernel-open-dkms (= $DRIVER_550)"
+  standin "$cuda" cuda-drivers-580 "$DRIVER_580"
+  standin "$cuda" nvidia-driver-pinning-580 "$DRIVER_580" arch=all
+  standin "$cuda" cuda-toolkit-12-3 12.3.2-1
+  standin "$cuda" cuda-toolkit-12-4 12.4.1-1
+  standin "$cuda" cuda-toolkit-12-5 12.5.1-1
+  standin "$cuda" cuda-compat-12-4 550.54.15-1
+  standin "$cuda" libcudnn9-cuda-12 "$CUDNN-1"
+  standin "$cuda" cudnn9-cuda-12 "$CUDNN-2" "depends=libcudnn9-cuda-12"
+  standin "$toolkit" libnvidia-container1 "$TOOLKIT"
+  standin "$toolkit" libnvidia-container-tools "$TOOLKIT" "depends=libnvidia-container1 (= $TOOLKIT)"
+  standin "$toolkit" nvidia-container-toolkit-base "$TOOLKIT"
+  standin "$toolkit" nvidia-container-toolkit "$TOOLKIT" \
+    "depends=nvidia-container-toolkit-base (= $TOOLKIT), libnvidia-container-tools (= $TOOLKIT)"
+  local repo
+  for repo in "$cuda" "$toolkit" "$archive"; do index_repository "$repo"; done
+  standin "$pool" cudnn9-cuda-12 "$CUDNN-1" "depends=libcudnn9-cuda-12" postinst=fail
+  standin "$pool" gpuenv-test-interrupted 1.0-1 postinst=flag
+}
+
+# The CUDA repository directory inside the case's root, as seen from the host.
+case_cuda_repo() { echo "$CASE_DIR/root$(cuda_dir)"; }
+
+# apply RUN [ARGS...]: runs `gpuenv install` with the test profile in the case's root; the exit code, JSON answer and
+# stderr land in $CASE_DIR/RUN.{rc,json,err} (RUN.said: both, for "the message names ..." checks), the install log
+# in the root's /var/log/gpuenv/RUN.log.
+apply() {
+  local run=$1
+  shift
+  local rc=0
+  in_root "$CASE_DIR/root" gpuenv install /etc/gpuenv/profile.toml --json --repo-url "file://$CUDA_REPO" \
+    --toolkit-repo-url "file://$TOOLKIT_REPO" --log "/var/log/gpuenv/$run.log" "$@" \
+    >"$CASE_DIR/$run.json" 2>"$CASE_DIR/$run.err" || rc=$?
+  echo "$rc" >"$CASE_DIR/$run.rc"
+  cat "$CASE_DIR/$run.err" "$CASE_DIR/$run.json" >"$CASE_DIR/$run.said"
+  echo "$rc"
+}
+
+# The install log of RUN on the host.
+run_log() { echo "$CASE_DIR/root/var/log/gpuenv/$1.log"; }
+
+# An `apt-get ... install ...` command line in an install log.
+APT_INSTALL=' \$ (.* )?apt-get( .*)? install( |$)'
+
+# The state file in the case's root.
+state_file() { echo "$CASE_DIR/root/var/lib/gpuenv/install-state.json"; }
+
+# The state file exists and records no failed step.
+state_has_no_failure() { jq -e '.failed == null' "$(state_file)" >/dev/null 2>&1; }
+
+# Every expected package is fully installed in the case's root.
+all_installed() {
+  local package missing=0
+  for package in $(expected_packages); do installed "$CASE_DIR/root" "$package" || missing=1; done
+  return $missing
+}
+
+# The id of the plan step whose commands name PACKAGE, from a gpuenv JSON answer.
+step_installing() {
+  jq -r --arg p "$2" 'first(.steps[] | select(any(.commands[][]; . == $p or startswith($p + "="))) | .id) // empty' \
+    "$1" 2>/dev/null || true
+}
+
+# A fresh node is brought to the profile; the same command again changes nothing.
+case_fresh_and_rerun() {
+  local rc
+  rc=$(apply first)
+  expect_equal "fresh install exits 0" "$rc" 0
+  expect_equal "fresh install: outcome no_gpu (no NVIDIA PCI device in the root)" "$(json "$CASE_DIR/first.json" .outcome)" no_gpu
+  expect_equal "fresh install: changed=true" "$(json "$CASE_DIR/first.json" .changed)" true
+  expect "fresh install: every package installed (dpkg)" all_installed
+  expect "fresh install: the driver package is held" contains <(in_root "$CASE_DIR/root" apt-mark showhold) '^nvidia-open-580$'
+  expect "fresh install: the log shows apt-get install" contains "$(run_log first)" "$APT_INSTALL"
+  expect "fresh install: the state file records no failed step" state_has_no_failure
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" first
+
+  local dpkg_log_before history_before failures_before=$FAILURES
+  dpkg_log_before=$(file_hash "$CASE_DIR/root/var/log/dpkg.log")
+  history_before=$(file_hash "$CASE_DIR/root/var/log/apt/history.log")
+  rc=$(apply rerun)
+  expect_equal "re-run exits 0" "$rc" 0
+  expect_equal "re-run: changed=false" "$(json "$CASE_DIR/rerun.json" .changed)" false
+  expect "re-run: the log records the run" test -s "$(run_log rerun)"
+  expect "re-run: no apt-get install in the log" lacks "$(run_log rerun)" "$APT_INSTALL"
+  expect_equal "re-run: dpkg changed nothing (dpkg.log)" "$(file_hash "$CASE_DIR/root/var/log/dpkg.log")" "$dpkg_log_before"
+  expect_equal "re-run: apt changed nothing (history.log)" "$(file_hash "$CASE_DIR/root/var/log/apt/history.log")" "$history_before"
+  [ "$FAILURES" -eq "$failures_before" ] || show_run "$CASE_DIR" rerun
+}
+
+# A package whose postinst fails stops the run at its step with the state kept; once the repository has a fixed
+# version, a re-run finishes.
+case_postinst_failure() {
+  local repo rc step
+  repo=$(case_cuda_repo)
+  rm "$repo/cudnn9-cuda-12_$CUDNN-2_"*.deb
+  cp "$WORK/pool/cudnn9-cuda-12_$CUDNN-1_"*.deb "$repo/"
+  index_repository "$repo"
+
+  rc=$(apply broken)
+  step=$(step_installing "$CASE_DIR/broken.json" cudnn9-cuda-12)
+  expect_equal "failing postinst: exit 1" "$rc" 1
+  expect "failing postinst: the plan has a step installing cudnn9-cuda-12" test -n "$step"
+  expect_same "failing postinst: JSON failed_step" "$(json "$CASE_DIR/broken.json" .failed_step)" "$step"
+  expect "failing postinst: the message names the step ($step)" contains "$CASE_DIR/broken.said" "step ${step:-<no step>}"
+  expect_same "failing postinst: state file keeps the failed step" "$(json "$(state_file)" .failed)" "$step"
+  expect "failing postinst: state file keeps the completed steps" test -n "$(json "$(state_file)" '.completed[0]')"
+  expect "failing postinst: dpkg has cudnn9-cuda-12 half-configured" \
+    contains <(dpkg_state "$CASE_DIR/root" cudnn9-cuda-12) '^install ok half-configured'
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" broken
+
+  # NVIDIA publishes a fixed version; the node's package lists learn of it.
+  local failures_before=$FAILURES
+  cp "$WORK/tree$(cuda_dir)/cudnn9-cuda-12_$CUDNN-2_"*.deb "$repo/"
+  index_repository "$repo"
+  expect "fix: apt-get update sees the fixed version" in_root "$CASE_DIR/root" apt-get update -qq
+  rc=$(apply fixed)
+  expect_equal "after the fix: re-run exits 0" "$rc" 0
+  expect "after the fix: cudnn9-cuda-12 $CUDNN-2 installed" installed "$CASE_DIR/root" cudnn9-cuda-12 "$CUDNN-2"
+  expect "after the fix: every package installed (dpkg)" all_installed
+  expect "after the fix: the state file records no failed step" state_has_no_failure
+  [ "$FAILURES" -eq "$failures_before" ] || show_run "$CASE_DIR" fixed
+}
+
+# dpkg was interrupted before gpuenv ran (a package left half-configured): gpuenv repairs it first.
+case_interrupted_dpkg() {
+  local deb
+  deb=$(basename "$WORK/pool/gpuenv-test-interrupted_"*.deb)
+  cp "$WORK/pool/$deb" "$CASE_DIR/root/var/tmp/"
+  touch "$CASE_DIR/root/var/lib/gpuenv-test/fail-postinst"
+  in_root "$CASE_DIR/root" dpkg -i "/var/tmp/$deb" >/dev/null 2>&1 || true
+  rm "$CASE_DIR/root/var/lib/gpuenv-test/fail-postinst"
+  expect "setup: dpkg --audit reports the interrupted package" \
+    contains <(in_root "$CASE_DIR/root" dpkg --audit) gpuenv-test-interrupted
+
+  local rc
+  rc=$(apply repair)
+  expect_equal "interrupted dpkg: exit 0" "$rc" 0
+  expect "interrupted dpkg: the log shows dpkg --configure -a" contains "$(run_log repair)" ' \$ dpkg --configure -a'
+  expect "interrupted dpkg: dpkg --audit is clean" test -z "$(in_root "$CASE_DIR/root" dpkg --audit)"
+  expect "interrupted dpkg: the interrupted package is configured" installed "$CASE_DIR/root" gpuenv-test-interrupted
+  expect "interrupted dpkg: every package installed (dpkg)" all_installed
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" repair
+}
+
+# install_held_550 ROOT: the 550 stack as an earlier install left it: NVIDIA's source, nvidia-open-550 with its kernel
+# modules at 550 (not the candidate version, so named with it), and the hold that keeps it there.
+install_held_550() {
+  local keyring
+  keyring=$(cuda_dir)/cuda-keyring_1.1-1_all.deb
+  in_root "$1" dpkg -i "$keyring" >/dev/null 2>&1 || return 1
+  in_root "$1" apt-get update -qq >/dev/null 2>&1 || return 1
+  in_root "$1" apt-get install -y -qq nvidia-open-550 "nvidia-kernel-open-dkms=$DRIVER_550" >/dev/null 2>&1 || return 1
+  in_root "$1" apt-mark hold nvidia-open-550 >/dev/null
+}
+
+# The node runs branch 550, held: the change to 580 is refused naming the hold and the command that releases it;
+# after that command, the same run succeeds.
+case_held_package() {
+  local root=$CASE_DIR/root
+  expect "setup: install the 550 driver and hold it" install_held_550 "$root"
+  expect "setup: nvidia-open-550 installed and held" contains <(in_root "$root" apt-mark showhold) '^nvidia-open-550$'
+
+  local rc
+  rc=$(apply held)
+  local said=$CASE_DIR/held.said
+  expect_equal "held package: exit 1" "$rc" 1
+  expect "held package: names nvidia-open-550" contains "$said" 'nvidia-open-550'
+  expect "held package: gives the release command" contains "$said" 'apt-mark unhold nvidia-open-550'
+  expect "held package: the 550 driver is still installed" installed "$root" nvidia-open-550
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" held
+
+  local failures_before=$FAILURES
+  expect "apt-mark unhold nvidia-open-550 (the command gpuenv named)" quietly in_root "$root" apt-mark unhold nvidia-open-550
+  rc=$(apply released)
+  expect_equal "after apt-mark unhold: exit 0" "$rc" 0
+  expect "after apt-mark unhold: the 580 driver is installed" installed "$root" nvidia-open-580 "$DRIVER_580"
+  expect "after apt-mark unhold: the 580 kernel modules are installed" installed "$root" nvidia-kernel-open-dkms "$DRIVER_580"
+  [ "$FAILURES" -eq "$failures_before" ] || show_run "$CASE_DIR" released
+}
+
+# The repository lacks a package the plan needs: the error names it and lists what the repository has instead.
+case_missing_package() {
+  local repo rc
+  repo=$(case_cuda_repo)
+  rm "$repo/cuda-toolkit-12-4_"*.deb
+  index_repository "$repo"
+  rc=$(apply missing)
+  local said=$CASE_DIR/missing.said
+  expect_equal "missing package: exit 1" "$rc" 1
+  expect "missing package: names cuda-toolkit-12-4" contains "$said" 'cuda-toolkit-12-4'
+  expect "missing package: lists the cuda-toolkit packages the repository has (12-3, 12-5)" \
+    both contains "$said" 'cuda-toolkit-12-3' -- contains "$said" 'cuda-toolkit-12-5'
+  expect "missing package: cuda-toolkit-12-4 is not installed" test "$(dpkg_state "$CASE_DIR/root" cuda-toolkit-12-4)" = absent
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" missing
+}
