@@ -27,6 +27,7 @@ struct SmokeCommandOptions {
   double fail_ratio = 0.5;
   int repetitions = 0;
   double timeout_s = 120;
+  double init_timeout_s = 90;
   bool no_cublas = false;
   bool no_peer = false;
   double memtest = 0;
@@ -102,6 +103,7 @@ std::string smoke_json(const smoke::SmokeReport& report) {
                          {"width", optional_json(info.pcie_width)},
                          {"max_generation", optional_json(info.pcie_max_generation)},
                          {"max_width", optional_json(info.pcie_max_width)}}},
+                       {"mig_profile", info.mig_profile.empty() ? nlohmann::json() : nlohmann::json(info.mig_profile)},
                        {"expectation_model",
                         info.expectation_model.empty() ? nlohmann::json() : nlohmann::json(info.expectation_model)},
                        {"hung", device.hung},
@@ -171,6 +173,16 @@ std::string smoke_text(const smoke::SmokeReport& report, const report::TextStyle
   return out.str();
 }
 
+/// After a hang a step thread is still inside libcuda: exit() would run static destructors and the driver's own
+/// teardown under it (a hang or a crash, turning exit code 1 into 124 or 139). Flush what was printed and leave
+/// without them.
+[[noreturn]] void leave_now(Context& context, ExitCode code) {
+  context.out.flush();
+  context.err.flush();
+  std::fflush(nullptr);
+  std::_Exit(static_cast<int>(code));
+}
+
 ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options) {
   smoke::SmokeOptions request;
   request.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.library);
@@ -183,6 +195,7 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.thresholds.fail_ratio = options.fail_ratio;
   request.repetitions = options.repetitions;
   request.step_timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  request.init_timeout = std::chrono::milliseconds(static_cast<long long>(options.init_timeout_s * 1000));
   request.cublas = !options.no_cublas;
   request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   request.peer = !options.no_peer;
@@ -200,7 +213,9 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   } else {
     context.out << smoke_text(*report, context.style);
   }
-  return report->verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
+  const ExitCode code = report->verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
+  if (report->abandoned_work) leave_now(context, code);
+  return code;
 }
 
 }  // namespace
@@ -225,6 +240,11 @@ void add_smoke_command(CLI::App& app, Action& action) {
   command
       ->add_option("--timeout", options->timeout_s,
                    "Seconds each step may take before the GPU is reported hung (default 120)")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--init-timeout", options->init_timeout_s,
+                   "Seconds cuInit may take before the driver is reported hung (default 90; without persistence mode "
+                   "many GPUs take long)")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--memtest", options->memtest,

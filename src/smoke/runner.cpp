@@ -16,6 +16,7 @@
 #include "smoke/verify.hpp"
 #include "smoke/xid_watch.hpp"
 #include "util/embedded_file.hpp"
+#include "util/strings.hpp"
 
 #ifndef GPUENV_SMOKE_KERNELS_CUDA
 #define GPUENV_SMOKE_KERNELS_CUDA ""
@@ -67,8 +68,8 @@ StepOutcome query_device(Gpu& gpu) {
               Status::pass,
               gpu.info.name + " at " + (gpu.info.pci_bus_id.empty() ? "unknown PCI address" : gpu.info.pci_bus_id) +
                   ": CC " + std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor) + ", " +
-                  std::to_string(gpu.info.sm_count) + " SMs, " + size_text(gpu.info.memory_bytes) + ", SM clock " +
-                  std::to_string(gpu.info.clock_mhz) + " MHz, memory clock " +
+                  std::to_string(gpu.info.sm_count) + " SMs, " + size_text(gpu.info.memory_bytes) + ", max SM clock " +
+                  std::to_string(gpu.info.clock_mhz) + " MHz, max memory clock " +
                   std::to_string(gpu.info.memory_clock_mhz) + " MHz",
               {},
               {}});
@@ -119,6 +120,8 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
         "cuModuleGetFunction(smoke_fill_pattern)");
   check(gpu.api.module_get_function(&gpu.memtest_check, gpu.module, "smoke_check_pattern"),
         "cuModuleGetFunction(smoke_check_pattern)");
+  check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module, "smoke_move_inversion"),
+        "cuModuleGetFunction(smoke_move_inversion)");
   out.findings.push_back(
       Finding{"smoke.kernels",
               Status::pass,
@@ -203,6 +206,41 @@ std::optional<int> pcie_generation_from_speed(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<CapableLink> capable_pcie_link(const DeviceInfo& info) {
+  auto lower_of = [](std::optional<int> gpu, std::optional<int> upstream) -> std::optional<int> {
+    if (gpu && upstream) return std::min(*gpu, *upstream);
+    return gpu ? gpu : upstream;
+  };
+  const std::optional<int> generation = lower_of(info.pcie_max_generation, info.pcie_upstream_max_generation);
+  const std::optional<int> width = lower_of(info.pcie_max_width, info.pcie_upstream_max_width);
+  if (!generation || !width) return std::nullopt;
+  return CapableLink{*generation, *width};
+}
+
+std::vector<int> parse_cpu_list(std::string_view text) {
+  std::vector<int> cpus;
+  std::string list(text);
+  while (!list.empty() && std::isspace(static_cast<unsigned char>(list.back())) != 0) list.pop_back();
+  std::size_t at = 0;
+  while (at < list.size()) {
+    std::size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    const std::string range = list.substr(at, end - at);
+    int first = -1, last = -1;
+    char extra = 0;
+    if (std::sscanf(range.c_str(), "%d-%d%c", &first, &last, &extra) == 2 ||
+        std::sscanf(range.c_str(), "%d%c", &first, &extra) == 1) {
+      if (last < 0) last = first;
+    } else {
+      return {};
+    }
+    if (first < 0 || last < first || last - first > 65536) return {};
+    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+    at = end + 1;
+  }
+  return cpus;
+}
+
 std::string sysfs_bus_id(std::string_view driver_bus_id) {
   std::string id(driver_bus_id);
   std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -213,9 +251,11 @@ std::string sysfs_bus_id(std::string_view driver_bus_id) {
 
 namespace {
 
-void read_pcie_link(system::System& system, DeviceInfo& info) {
+/// The GPU's link files, and its parent's: /sys/bus/pci/devices/<bdf> is a link into /sys/devices/pci…/<bridge>/<bdf>,
+/// and the kernel resolves "<link>/.." to the bridge (the upstream port the GPU's link trains against).
+void read_pcie_link(system::System& system, const std::string& sysfs_root, DeviceInfo& info) {
   if (info.pci_bus_id.empty()) return;
-  const std::string base = "/sys/bus/pci/devices/" + sysfs_bus_id(info.pci_bus_id) + "/";
+  const std::string base = sysfs_root + "/bus/pci/devices/" + sysfs_bus_id(info.pci_bus_id) + "/";
   auto number = [&](const std::string& file) -> std::optional<int> {
     auto text = system.read_file(base + file);
     if (!text) return std::nullopt;
@@ -230,6 +270,13 @@ void read_pcie_link(system::System& system, DeviceInfo& info) {
   info.pcie_width = number("current_link_width");
   info.pcie_max_generation = generation("max_link_speed");
   info.pcie_max_width = number("max_link_width");
+  info.pcie_upstream_max_generation = generation("../max_link_speed");
+  info.pcie_upstream_max_width = number("../max_link_width");
+}
+
+std::string link_text(std::optional<int> generation, std::optional<int> width) {
+  return (generation ? "Gen" + std::to_string(*generation) : std::string("Gen?")) + " x" +
+         (width ? std::to_string(*width) : std::string("?"));
 }
 
 // ---------------------------------------------------------------------------------------------------- one GPU
@@ -238,11 +285,11 @@ void read_pcie_link(system::System& system, DeviceInfo& info) {
 /// sticky error or a hang stops the GPU (gpu->stopped); later steps then do nothing.
 class DeviceRun {
  public:
-  DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, const Expectations& expectations,
+  DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, std::shared_ptr<const Expectations> expectations,
             std::string driver_version, DeviceResult& result)
       : m_system(system),
         m_gpu(std::move(gpu)),
-        m_expectations(expectations),
+        m_expectations(std::move(expectations)),
         m_driver_version(std::move(driver_version)),
         m_result(result) {}
 
@@ -252,9 +299,11 @@ class DeviceRun {
       m_gpu->stopped = true;
       return;
     }
+    place_on_local_cpus();
     m_result.info = m_gpu->info;
-    m_model = find_gpu(m_expectations, m_gpu->info.name);
+    m_model = find_gpu(*m_expectations, m_gpu->info.name);
     if (m_model != nullptr) m_result.info.expectation_model = m_model->model;
+    if (const auto profile = mig_profile(m_gpu->info.name)) judge_mig_instance(*profile);
     step("smoke.kernels", [version = m_driver_version](Gpu& g) { return load_kernels(g, version); });
     copies();
     matmuls();
@@ -262,8 +311,9 @@ class DeviceRun {
   }
 
   /// Unloads the module and releases the context (after the peer copies, which need every GPU's context).
+  /// A GPU stopped by an error is released too (else its context leaks); only a hung one is left alone.
   void release() {
-    if (m_gpu->stopped) return;
+    if (m_gpu->hung || m_gpu->context == nullptr) return;
     run_step(m_gpu, "smoke.release", [](Gpu& g) {
       release_cublas(g);
       if (g.module != nullptr) g.api.module_unload(g.module);
@@ -272,6 +322,7 @@ class DeviceRun {
       if (g.stream != nullptr) g.api.stream_destroy(g.stream);
       g.api.primary_ctx_release(g.device);
       g.module = nullptr;
+      g.context = nullptr;
       return StepOutcome{};
     });
   }
@@ -284,7 +335,7 @@ class DeviceRun {
     std::optional<StepOutcome> outcome = run_step(m_gpu, id, body);
     if (!outcome) {
       m_result.hung = true;
-      m_gpu->stopped = true;
+      m_gpu->stopped = m_gpu->hung = true;
       m_result.findings.push_back(hang_finding(id, m_gpu->options.step_timeout));
       return false;
     }
@@ -295,6 +346,34 @@ class DeviceRun {
     return ok;
   }
 
+  /// Every later step thread runs on the CPUs of the GPU's NUMA node (as nvbandwidth does), so pinned buffers are
+  /// allocated, and pageable copies staged, in the GPU's local memory: the far socket of a dual-socket HGX costs
+  /// several GB/s of host<->device bandwidth.
+  void place_on_local_cpus() {
+    if (m_gpu->info.pci_bus_id.empty()) return;
+    const auto text = m_system.read_file(m_gpu->options.sysfs_root + "/bus/pci/devices/" +
+                                         sysfs_bus_id(m_gpu->info.pci_bus_id) + "/local_cpulist");
+    if (!text) return;
+    m_gpu->local_cpus = parse_cpu_list(*text);
+    if (!m_gpu->local_cpus.empty()) m_gpu->info.local_cpulist = std::string(util::trim(*text));
+  }
+
+  /// A MIG instance has a slice of the GPU's SMs, memory bandwidth and copy engines: the whole GPU's floors would
+  /// fail a healthy slice, so it is measured and verified but not judged (the operator's --expect still applies).
+  void judge_mig_instance(const std::string& profile) {
+    m_result.info.mig_profile = m_gpu->info.mig_profile = profile;
+    const std::string of = m_model != nullptr ? " of " + m_model->model : std::string();
+    m_model = nullptr;
+    m_result.findings.push_back(
+        Finding{"smoke.mig",
+                Status::skip,
+                "MIG instance " + profile + of +
+                    ": the whole GPU's memory, PCIe and matmul floors do not apply to a slice; numbers only (results "
+                    "are still verified)",
+                "to judge a slice, give its numbers: --expect ID=V / --minimum ID=V",
+                {}});
+  }
+
   void absorb(StepOutcome outcome) {
     for (Finding& finding : outcome.findings) m_result.findings.push_back(std::move(finding));
     for (Metric& metric : outcome.metrics) m_result.metrics.push_back(std::move(metric));
@@ -302,7 +381,10 @@ class DeviceRun {
   }
 
   void copies() {
-    if (!step("smoke.copy_buffers", allocate_copy_buffers)) return;
+    if (!step("smoke.copy_buffers", allocate_copy_buffers)) {
+      free_copy_buffers_unless_hung();  // what was allocated before the failure
+      return;
+    }
     const double bytes = static_cast<double>(m_gpu->bytes);
     // Pinned H2D first; the PCIe link is read right after it (an idle link may train down).
     step("smoke.h2d_pinned", [bytes](Gpu& g) {
@@ -327,7 +409,9 @@ class DeviceRun {
     step("smoke.h2d_pageable", [bytes](Gpu& g) {
       fill_pattern(g.pageable, 2);
       const Summary rates = time_copies(g, false, bytes, [&] {
-        check(g.api.memcpy_htod(g.device_a, g.pageable.data(), g.bytes), "cuMemcpyHtoD_v2");
+        // Pageable memory through the async call on our stream: staged by the driver, ordered with our work, and
+        // time_copies synchronises this stream.
+        check(g.api.memcpy_htod_async(g.device_a, g.pageable.data(), g.bytes, g.stream), "cuMemcpyHtoDAsync_v2");
       });
       const PatternCheck data = read_back_and_check(g, g.device_a, 2);
       return copy_outcome(g, "h2d_pageable", "pageable host->device", rates, bytes, data, Expectation{});
@@ -335,20 +419,20 @@ class DeviceRun {
     step("smoke.d2h_pageable", [bytes](Gpu& g) {
       std::fill(g.pageable.begin(), g.pageable.end(), 0u);
       const Summary rates = time_copies(g, false, bytes, [&] {
-        check(g.api.memcpy_dtoh(g.pageable.data(), g.device_a, g.bytes), "cuMemcpyDtoH_v2");
+        check(g.api.memcpy_dtoh_async(g.pageable.data(), g.device_a, g.bytes, g.stream), "cuMemcpyDtoHAsync_v2");
       });
       const PatternCheck data = check_pattern(g.pageable, 2);
       return copy_outcome(g, "d2h_pageable", "pageable device->host", rates, bytes, data, Expectation{});
     });
     Expectation memory;
     if (m_model != nullptr && m_model->memory_bandwidth) {
-      memory = Expectation{*m_model->memory_bandwidth * m_expectations.efficiency.d2d_copy,
+      memory = Expectation{*m_model->memory_bandwidth * m_expectations->efficiency.d2d_copy,
                            m_model->memory_bandwidth_minimum, true,
                            m_model->model + " memory bandwidth " + rate_text(*m_model->memory_bandwidth) + " GB/s x " +
-                               format("%.2g", m_expectations.efficiency.d2d_copy) + "; " + m_model->source};
+                               format("%.2g", m_expectations->efficiency.d2d_copy) + "; " + m_model->source};
     }
     step("smoke.d2d", [bytes, memory](Gpu& g) {
-      check(g.api.memset_d32(g.device_b, 0, g.bytes / 4), "cuMemsetD32_v2");
+      check(g.api.memset_d32_async(g.device_b, 0, g.bytes / 4, g.stream), "cuMemsetD32Async");
       // A device-to-device copy reads and writes every byte: count both against the memory bandwidth.
       const Summary rates = time_copies(g, true, 2 * bytes, [&] {
         check(g.api.memcpy_dtod_async(g.device_b, g.device_a, g.bytes, g.stream), "cuMemcpyDtoDAsync_v2");
@@ -356,12 +440,16 @@ class DeviceRun {
       const PatternCheck data = read_back_and_check(g, g.device_b, 2);
       return copy_outcome(g, "d2d", "device->device", rates, 2 * bytes, data, memory);
     });
-    if (!m_gpu->stopped) {
-      run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
-        free_copy_buffers(g);
-        return StepOutcome{};
-      });
-    }
+    free_copy_buffers_unless_hung();
+  }
+
+  /// Frees the copy buffers, also after an error (else they leak); a hung GPU's thread may still use them.
+  void free_copy_buffers_unless_hung() {
+    if (m_gpu->hung) return;
+    run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
+      free_copy_buffers(g);
+      return StepOutcome{};
+    });
   }
 
   /// Judges the pinned H2D copy on the main thread once the PCIe link is known; returns the link's expectation for
@@ -371,23 +459,33 @@ class DeviceRun {
     if (m_gpu->stopped || m_result.metrics.empty() || m_result.metrics.back().id != "h2d_pinned") return pcie;
     const Summary rates = m_result.metrics.back().summary;
     m_result.metrics.pop_back();
-    read_pcie_link(m_system, m_result.info);
+    read_pcie_link(m_system, m_gpu->options.sysfs_root, m_result.info);
     const DeviceInfo& info = m_result.info;
-    if (info.pcie_generation && info.pcie_width) {
-      if (auto link = pcie_expectation(m_expectations, *info.pcie_generation, *info.pcie_width)) {
-        pcie = Expectation{link->expected_gbs, link->minimum_gbs, true, link->source};
+    // Judged against what the slot should give (a link trained down is the fault to find), not the current link.
+    const std::optional<CapableLink> capable = capable_pcie_link(info);
+    if (capable && info.mig_profile.empty()) {
+      if (auto link = pcie_expectation(*m_expectations, capable->generation, capable->width)) {
+        pcie = Expectation{link->expected_gbs, link->minimum_gbs, true,
+                           link->source + " (the link the GPU and its upstream port both support: GPU max " +
+                               link_text(info.pcie_max_generation, info.pcie_max_width) + ", upstream port max " +
+                               link_text(info.pcie_upstream_max_generation, info.pcie_upstream_max_width) + ")"};
       }
     }
     StepOutcome judged =
         copy_outcome(*m_gpu, "h2d_pinned", "pinned host->device", rates, bytes, m_gpu->h2d_check, pcie);
     if (!info.pcie_generation) judged.findings.back().message += " (PCIe link unknown: sysfs not readable)";
-    if (info.pcie_width && info.pcie_max_width && *info.pcie_width < *info.pcie_max_width) {
+    const bool slow_generation = capable && info.pcie_generation && *info.pcie_generation < capable->generation;
+    const bool narrow = capable && info.pcie_width && *info.pcie_width < capable->width;
+    if (slow_generation || narrow) {
       m_result.findings.push_back(
           Finding{"smoke.pcie_link",
                   Status::warn,
-                  "PCIe link runs x" + std::to_string(*info.pcie_width) + " but the GPU supports x" +
-                      std::to_string(*info.pcie_max_width),
-                  "reseat the GPU or check the slot and riser; a degraded link cuts host<->device bandwidth",
+                  "PCIe link runs " + link_text(info.pcie_generation, info.pcie_width) +
+                      " right after a copy, but the GPU and "
+                      "its upstream port support " +
+                      link_text(capable->generation, capable->width),
+                  "reseat the GPU or check the slot, riser and BIOS PCIe settings; a degraded link cuts host<->device "
+                  "bandwidth",
                   {}});
     }
     absorb(std::move(judged));
@@ -405,7 +503,8 @@ class DeviceRun {
   /// BF16 where the GPU has it (CC 8.0 and newer), else FP16.
   Precision tensor_precision() const { return m_gpu->info.cc_major >= 8 ? Precision::bf16 : Precision::fp16; }
 
-  /// Our kernels and the node's cuBLAS, each precision back to back so that both use the same operands.
+  /// The node's cuBLAS, then our kernel, each precision back to back so that both use the same operands and ours is
+  /// judged against cuBLAS's number.
   void matmuls() {
     if (m_gpu->stopped) return;
     const bool kernels = m_gpu->module != nullptr;
@@ -421,18 +520,30 @@ class DeviceRun {
                         });
     const Precision tensor = tensor_precision();
     std::vector<GemmPlan> plans;
-    for (const auto& [precision, size, suffix] :
-         {std::tuple{Precision::fp32, sgemm_size(), std::string("sgemm_fp32")},
-          std::tuple{tensor, tensor_size(), std::string("gemm_") + to_string(tensor)}}) {
-      if (kernels) plans.push_back({suffix, GemmPlan::Engine::kernel, precision, size});
-      if (cublas) plans.push_back({"cublas_" + suffix, GemmPlan::Engine::cublas, precision, size});
+    for (const auto& [precision, size, floor_size, suffix] :
+         {std::tuple{Precision::fp32, sgemm_size(), m_gpu->options.sgemm_floor_size, std::string("sgemm_fp32")},
+          std::tuple{tensor, tensor_size(), m_gpu->options.tensor_floor_size,
+                     std::string("gemm_") + to_string(tensor)}}) {
+      if (cublas) plans.push_back({"cublas_" + suffix, GemmPlan::Engine::cublas, precision, size, floor_size, {}});
+      if (kernels) plans.push_back({suffix, GemmPlan::Engine::kernel, precision, size, floor_size, {}});
     }
-    for (const GemmPlan& plan : plans) {
-      step("smoke." + plan.id, [plan, model = m_model, &expectations = m_expectations](Gpu& g) {
-        return run_gemm(g, plan, model, expectations);
+    for (GemmPlan& plan : plans) {
+      if (plan.engine == GemmPlan::Engine::kernel) plan.cublas_tflops = measured("cublas_" + plan.id);
+      // By value: `model` points into `expectations`, which the thread co-owns, so an abandoned GEMM that
+      // finishes after run_smoke returned still reads live memory.
+      step("smoke." + plan.id, [plan, model = m_model, expectations = m_expectations](Gpu& g) {
+        return run_gemm(g, plan, model, *expectations);
       });
     }
     if (!m_gpu->stopped) m_gpu->operands = nullptr;  // free the host copies (a hung step still holds its own)
+  }
+
+  /// The median of metric `id` measured on this GPU so far, if any.
+  std::optional<double> measured(const std::string& id) const {
+    for (const Metric& metric : m_result.metrics) {
+      if (metric.id == id && metric.verified) return metric.summary.median;
+    }
+    return std::nullopt;
   }
 
   void memtest() {
@@ -447,7 +558,7 @@ class DeviceRun {
 
   system::System& m_system;
   std::shared_ptr<Gpu> m_gpu;
-  const Expectations& m_expectations;
+  std::shared_ptr<const Expectations> m_expectations;  ///< shared with step threads that may outlive the run
   std::string m_driver_version;
   DeviceResult& m_result;
   const GpuExpectation* m_model = nullptr;
@@ -517,6 +628,17 @@ Finding init_failure(const CudaApi& api, CUresult result, const std::string& dri
     finding.remedy =
         "install matching NVIDIA user-space and kernel driver packages, or remove a cuda-compat library from "
         "LD_LIBRARY_PATH";
+  } else if (result == cuda_error_system_not_ready) {
+    finding.message =
+        "the system is not ready for CUDA (on NVSwitch systems: the fabric manager is not running): " + finding.message;
+    finding.remedy =
+        "on an NVSwitch system (HGX/DGX 8-GPU) start nvidia-fabricmanager (`systemctl status nvidia-fabricmanager`; "
+        "its version must equal the driver's) and wait for the fabric to be ready; then `gpuenv doctor`";
+  } else if (result == cuda_error_unknown) {
+    finding.remedy =
+        "an unknown error at initialisation usually means a GPU in a bad state or a user-space/kernel driver "
+        "mismatch: check Xid errors (sudo dmesg | grep -i xid; smoke.xid below lists new ones), `nvidia-smi`, that "
+        "/dev/nvidia* are accessible (containers: --gpus), then reset the GPU or reboot; run `gpuenv doctor`";
   } else {
     finding.remedy = "run `gpuenv doctor` to check the driver and the kernel log";
   }
@@ -542,11 +664,14 @@ bool initialise_driver(const std::shared_ptr<Gpu>& driver, const SmokeOptions& o
     promise->set_value(result);
   }).detach();
   if (future.wait_for(options.init_timeout) != std::future_status::ready) {
+    report.abandoned_work = true;
     report.findings.push_back(
         Finding{"smoke.driver",
                 Status::fail,
                 "hang: cuInit did not return within " + std::to_string(options.init_timeout.count() / 1000) + " s",
-                "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`",
+                "without persistence mode cuInit on many GPUs can be slow: enable it (`sudo nvidia-smi -pm 1`, or "
+                "nvidia-persistenced) or raise --init-timeout; otherwise check the kernel log for Xid errors (sudo "
+                "dmesg | grep -i xid) and run `gpuenv doctor`",
                 {}});
     return false;
   }
@@ -610,12 +735,22 @@ std::shared_ptr<const Cublas> open_cublas(system::System& system, const SmokeOpt
 }  // namespace
 
 util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options) {
-  auto expectations = shipped_expectations();
-  if (!expectations) return expectations.error();
+  auto parsed = shipped_expectations();
+  if (!parsed) return parsed.error();
+  // Shared with every step thread: a step abandoned at its deadline may still read it after run_smoke returns.
+  const auto expectations = std::make_shared<const Expectations>(std::move(*parsed));
   SmokeReport report;
   report.library = options.library;
   report.kernels = embedded_kernels_info();
-  auto finish = [&report]() -> util::Expected<SmokeReport> {
+  KernelLogSnapshot kernel_log;  // before cuInit: Xids raised while the driver initialises are the run's too
+  if (options.watch_kernel_log) kernel_log = snapshot_kernel_log(system);
+  auto finish = [&]() -> util::Expected<SmokeReport> {
+    if (options.watch_kernel_log) {
+      std::vector<TestedGpu> tested;
+      for (const DeviceResult& device : report.devices) tested.push_back({device.index, device.info.pci_bus_id});
+      for (Finding& finding : kernel_events_since(system, kernel_log, tested))
+        report.findings.push_back(std::move(finding));
+    }
     std::vector<Finding> all = report.findings;
     for (const DeviceResult& device : report.devices)
       all.insert(all.end(), device.findings.begin(), device.findings.end());
@@ -625,12 +760,11 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   };
 
   const std::shared_ptr<Gpu> driver = open_driver(system, options, report);
+  if (driver == nullptr) return finish();
   int driver_version = 0;
-  if (driver == nullptr || !initialise_driver(driver, options, report, driver_version)) return finish();
+  if (!initialise_driver(driver, options, report, driver_version)) return finish();
   const std::shared_ptr<const Cublas> cublas =
       options.cublas ? open_cublas(system, options, driver_version, report) : nullptr;
-  KernelLogSnapshot kernel_log;  // before the first GPU is touched: what the run adds is its doing
-  if (options.watch_kernel_log) kernel_log = snapshot_kernel_log(system);
 
   std::vector<std::shared_ptr<Gpu>> gpus;
   std::vector<DeviceRun> runs;
@@ -645,17 +779,14 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     gpu->cublas = cublas;
     DeviceResult& result = report.devices.emplace_back();
     result.index = ordinal;
-    runs.emplace_back(system, gpu, *expectations, report.driver_cuda_version, result).run();
+    runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, result).run();
     gpus.push_back(std::move(gpu));
   }
-  if (options.peer && gpus.size() > 1) report.peers = run_peer_copies(gpus, *expectations, report.peer_findings);
-  for (DeviceRun& run : runs) run.release();
-  if (options.watch_kernel_log) {
-    std::vector<TestedGpu> tested;
-    for (const DeviceResult& device : report.devices) tested.push_back({device.index, device.info.pci_bus_id});
-    for (Finding& finding : kernel_events_since(system, kernel_log, tested))
-      report.findings.push_back(std::move(finding));
+  if (options.peer && gpus.size() > 1) {
+    report.peers = run_peer_copies(gpus, *expectations, report.device_count, report.peer_findings);
   }
+  for (DeviceRun& run : runs) run.release();
+  for (const std::shared_ptr<Gpu>& gpu : gpus) report.abandoned_work = report.abandoned_work || gpu->hung;
   return finish();
 }
 

@@ -38,16 +38,23 @@ struct SmokeOptions {
   std::size_t copy_bytes = 0;  ///< 0: 256 MiB (quick: 32 MiB)
   int sgemm_size = 0;          ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 128
   int tensor_size = 0;         ///< 0: 8192 (quick: 2048)
-  int repetitions = 0;         ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
+  /// The smallest matmuls the data's floors and estimates hold for (the default full sizes: DCGM's SGEMM target is a
+  /// large-problem number that a 1024^3 launch cannot reach); smaller ones are verified and reported, not judged.
+  int sgemm_floor_size = 4096;
+  int tensor_floor_size = 8192;
+  int repetitions = 0;  ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
   std::size_t gemm_samples = 256;
-  bool cublas = true;            ///< also run cuBLAS GEMMs when the node has cuBLAS
-  std::string cublas_library;    ///< "" searches (cublas_candidates); else only this soname or path
-  double memtest_fraction = 0;   ///< > 0: write and verify patterns over this fraction of free GPU memory
-  bool peer = true;              ///< copies between every pair of GPUs (when more than one is tested)
-  bool watch_kernel_log = true;  ///< report Xid events that appear in the kernel log during the run
+  bool cublas = true;           ///< also run cuBLAS GEMMs when the node has cuBLAS
+  std::string cublas_library;   ///< "" searches (cublas_candidates); else only this soname or path
+  double memtest_fraction = 0;  ///< > 0: write and verify patterns over this fraction of free GPU memory
+  std::size_t memtest_chunk_bytes = std::size_t{1} << 30;  ///< largest allocation of the memory test (1 GiB)
+  bool peer = true;                 ///< copies between every pair of GPUs (when more than one is tested)
+  bool watch_kernel_log = true;     ///< report Xid events that appear in the kernel log during the run
+  std::string sysfs_root = "/sys";  ///< where the PCIe link files are read (tests point it at a fixture tree)
   std::map<std::string, MetricOverride> overrides;  ///< by judged_metric_ids()
-  std::chrono::milliseconds init_timeout{15000};    ///< cuInit / device count
-  std::chrono::milliseconds step_timeout{120000};   ///< each step on one GPU
+  /// cuInit / device count (--init-timeout): without persistence mode, 8 Hopper GPUs can take well over 15 s.
+  std::chrono::milliseconds init_timeout{90000};
+  std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
 };
 
 /// One measured number with its repetitions summarised.
@@ -57,6 +64,7 @@ struct Metric {
   Summary summary;                 ///< of the per-repetition rates (median is the reported value)
   std::optional<double> expected;  ///< the expected value the verdict used, if any
   double work = 0;                 ///< bytes (copies, counted as moved) or M (matmul M = N = K)
+  bool verified = true;            ///< false when the result was wrong (then no other number is judged against it)
 };
 
 struct DeviceInfo {
@@ -66,14 +74,18 @@ struct DeviceInfo {
   int cc_minor = 0;
   int sm_count = 0;
   std::uint64_t memory_bytes = 0;
-  int clock_mhz = 0;
-  int memory_clock_mhz = 0;
+  int clock_mhz = 0;         ///< the maximum (boost) SM clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE: not the current one
+  int memory_clock_mhz = 0;  ///< the maximum memory clock
   int memory_bus_width = 0;
   std::optional<int> pcie_generation;  ///< current link, read from sysfs right after the pinned H2D copy
   std::optional<int> pcie_width;
-  std::optional<int> pcie_max_generation;
+  std::optional<int> pcie_max_generation;  ///< what the GPU supports (its max_link_*)
   std::optional<int> pcie_max_width;
+  std::optional<int> pcie_upstream_max_generation;  ///< what the port above it supports (the parent's max_link_*)
+  std::optional<int> pcie_upstream_max_width;
   std::string expectation_model;  ///< the expectations row used ("" when none matched)
+  std::string mig_profile;        ///< "1g.10gb" for a MIG instance (whole-GPU floors are not applied), else ""
+  std::string local_cpulist;      ///< the CPUs of the GPU's NUMA node (sysfs local_cpulist); step threads run there
 };
 
 struct DeviceResult {
@@ -112,6 +124,9 @@ struct SmokeReport {
   std::vector<DeviceResult> devices;
   std::vector<PeerResult> peers;               ///< every ordered pair, when more than one GPU was tested
   std::vector<report::Finding> peer_findings;  ///< smoke.p2p findings
+  /// A step or cuInit missed its deadline and its thread still runs inside the driver: the process must leave with
+  /// _Exit (no static destructors, no libcuda teardown racing that thread).
+  bool abandoned_work = false;
   report::Verdict verdict = report::Verdict::not_ok;
 };
 
@@ -121,7 +136,18 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
 
 /// "32.0 GT/s PCIe" -> 5 (2.5->1, 5->2, 8->3, 16->4, 32->5, 64->6); nullopt when unrecognised.
 std::optional<int> pcie_generation_from_speed(std::string_view text);
+/// "0-3,8,10-11\n" -> {0,1,2,3,8,10,11} (the kernel's cpulist format); empty when malformed.
+std::vector<int> parse_cpu_list(std::string_view text);
+
 /// "00000000:1B:00.0" -> "0000:1b:00.0" (the sysfs name under /sys/bus/pci/devices).
 std::string sysfs_bus_id(std::string_view driver_bus_id);
+
+/// The link a healthy slot trains to: min(the GPU's maximum, the upstream port's maximum) per generation and width,
+/// each falling back to the other when one side is unknown; nullopt when neither is known.
+struct CapableLink {
+  int generation = 0;
+  int width = 0;
+};
+std::optional<CapableLink> capable_pcie_link(const DeviceInfo& info);
 
 }  // namespace gpuenv::smoke

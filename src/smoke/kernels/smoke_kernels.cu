@@ -15,30 +15,68 @@ __device__ __forceinline__ unsigned pattern_word(unsigned long long index, unsig
   return static_cast<unsigned>(x);
 }
 
-// Memory test writer: word i becomes pattern_word(i, seed) ^ invert (invert 0xFFFFFFFF flips every bit).
-extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed, unsigned invert) {
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
-       i += 1ull * gridDim.x * blockDim.x) {
-    out[i] = pattern_word(i, seed) ^ invert;
+// The memory test's word at absolute device word address `address`: mode 0 a hash of the address (pattern_word), mode
+// 1 a walking bit, 1 << ((address + seed) mod 32). The address, not the index within one allocation: chunks then hold
+// different patterns, so an address fault that aliases one chunk onto another shows.
+__device__ __forceinline__ unsigned memtest_word(unsigned long long address, unsigned seed, unsigned mode) {
+  return mode == 0 ? pattern_word(address, seed) : 1u << static_cast<unsigned>((address + seed) & 31ull);
+}
+
+__device__ __forceinline__ unsigned long long word_address(const unsigned* base, unsigned long long i) {
+  return reinterpret_cast<unsigned long long>(base) / 4 + i;
+}
+
+// Adds this thread's count of wrong words and lowest wrong index to result[0] and result[1] (the caller starts them
+// at 0 and ~0). One atomic pair per thread that found any: errors are rare.
+__device__ __forceinline__ void memtest_report(unsigned long long* result, unsigned long long wrong,
+                                               unsigned long long first) {
+  if (wrong != 0) {
+    atomicAdd(&result[0], wrong);
+    atomicMin(&result[1], first);
   }
 }
 
-// Memory test verifier: result[0] counts the words that differ from the writer's pattern, result[1] keeps the lowest
-// differing index (the caller starts it at ~0).
-extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
-                                               unsigned invert, unsigned long long* result) {
-  unsigned long long local = 0, first = ~0ull;
+// Memory test writer: word i becomes memtest_word(address of word i, seed, mode) ^ invert (invert 0xFFFFFFFF flips
+// every bit).
+extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed, unsigned invert,
+                                              unsigned mode) {
   for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
        i += 1ull * gridDim.x * blockDim.x) {
-    if (in[i] != (pattern_word(i, seed) ^ invert)) {
-      ++local;
-      if (i < first) first = i;
+    out[i] = memtest_word(word_address(out, i), seed, mode) ^ invert;
+  }
+}
+
+// Memory test verifier: counts the words that differ from the writer's pattern into result[0] and keeps the lowest
+// differing index in result[1].
+extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
+                                               unsigned invert, unsigned long long* result, unsigned mode) {
+  unsigned long long wrong = 0, first = ~0ull;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
+       i += 1ull * gridDim.x * blockDim.x) {
+    if (in[i] != (memtest_word(word_address(in, i), seed, mode) ^ invert)) {
+      ++wrong;
+      first = i < first ? i : first;
     }
   }
-  if (local != 0) {
-    atomicAdd(&result[0], local);
-    atomicMin(&result[1], first);
+  memtest_report(result, wrong, first);
+}
+
+// Moving inversions (memtest86's test, per word): check that word i holds the pattern ^ invert, then write its
+// complement, so every cell goes through both values right after being read. Each word is read and written by one
+// thread only, so no ordering between threads is needed.
+extern "C" __global__ void smoke_move_inversion(unsigned* data, unsigned long long words, unsigned seed,
+                                                unsigned invert, unsigned long long* result, unsigned mode) {
+  unsigned long long wrong = 0, first = ~0ull;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
+       i += 1ull * gridDim.x * blockDim.x) {
+    const unsigned expected = memtest_word(word_address(data, i), seed, mode) ^ invert;
+    if (data[i] != expected) {
+      ++wrong;
+      first = i < first ? i : first;
+    }
+    data[i] = ~expected;
   }
+  memtest_report(result, wrong, first);
 }
 
 // FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.
