@@ -668,7 +668,8 @@ bool initialise_driver(const std::shared_ptr<Gpu>& driver, const SmokeOptions& o
     report.findings.push_back(
         Finding{"smoke.driver",
                 Status::fail,
-                "hang: cuInit did not return within " + std::to_string(options.init_timeout.count() / 1000) + " s",
+                "hang: cuInit did not return within " +
+                    format("%g", static_cast<double>(options.init_timeout.count()) / 1000) + " s",
                 "without persistence mode cuInit on many GPUs can be slow: enable it (`sudo nvidia-smi -pm 1`, or "
                 "nvidia-persistenced) or raise --init-timeout; otherwise check the kernel log for Xid errors (sudo "
                 "dmesg | grep -i xid) and run `gpuenv doctor`",

@@ -130,13 +130,13 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout) {
-  return Finding{
-      id,
-      Status::fail,
-      "hang: the step did not finish within " + std::to_string(timeout.count() / 1000) + " s; the GPU was abandoned",
-      "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may "
-      "need a reset",
-      {}};
+  return Finding{id,
+                 Status::fail,
+                 "hang: the step did not finish within " + format("%g", static_cast<double>(timeout.count()) / 1000) +
+                     " s; the GPU was abandoned",
+                 "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may "
+                 "need a reset",
+                 {}};
 }
 
 }  // namespace gpuenv::smoke
