@@ -20,16 +20,7 @@
 #include "util/embedded_file.hpp"
 #include "util/strings.hpp"
 
-#ifndef GPUENV_SMOKE_KERNELS_CUDA
-#define GPUENV_SMOKE_KERNELS_CUDA ""
-#endif
-#ifndef GPUENV_SMOKE_KERNELS_ARCHS
-#define GPUENV_SMOKE_KERNELS_ARCHS ""
-#endif
-
 namespace gpuenv::smoke {
-
-std::span<const util::EmbeddedFile> embedded_smoke_kernels();  // generated: the nvcc fatbin, or nothing without nvcc
 
 namespace {
 
@@ -80,7 +71,14 @@ StepOutcome query_device(Gpu& gpu) {
 
 // ---------------------------------------------------------------------------------------------------- kernels
 
-StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
+/// Errors that mean "this image has no code for this GPU or driver": the next image may have.
+bool image_cannot_run(CUresult result) {
+  return result == cuda_error_no_binary_for_gpu || result == cuda_error_unsupported_ptx_version ||
+         result == cuda_error_invalid_ptx || result == cuda_error_invalid_image;
+}
+
+/// Loads the first embedded image that runs on this driver and GPU (kernel_images_for's order).
+StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver_version_number) {
   StepOutcome out;
   const KernelsInfo kernels = embedded_kernels_info();
   if (!kernels.embedded) {
@@ -92,27 +90,39 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
                 {}});
     return out;
   }
-  // cuModuleLoadData reads the fatbin header with 8-byte loads: give it an aligned copy.
-  const std::string_view image = embedded_smoke_kernels().front().contents;
-  std::vector<std::uint64_t> aligned((image.size() + 7) / 8 + 1, 0);
-  std::memcpy(aligned.data(), image.data(), image.size());
-  const CUresult loaded = gpu.api.module_load_data(&gpu.module, aligned.data());
+  const KernelImage* loaded_image = nullptr;
+  std::string tried;
+  CUresult last = cuda_success;
+  for (const KernelImage* image : kernel_images_for(kernels.images, driver_version_number)) {
+    // cuModuleLoadData reads the fatbin header with 8-byte loads: give it an aligned copy.
+    std::vector<std::uint64_t> aligned((image->bytes + 7) / 8 + 1, 0);
+    std::memcpy(aligned.data(), image->contents.data(), image->bytes);
+    last = gpu.api.module_load_data(&gpu.module, aligned.data());
+    tried += (tried.empty() ? "" : "; ") + image->file + " (CUDA " + image->cuda_version + ": " +
+             describe_cuda_error(gpu.api, last) + ")";
+    if (last == cuda_success) {
+      loaded_image = image;
+      break;
+    }
+    if (!image_cannot_run(last)) break;
+  }
   const std::string cc = std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor);
-  if (loaded == cuda_error_no_binary_for_gpu || loaded == cuda_error_unsupported_ptx_version ||
-      loaded == cuda_error_invalid_ptx || loaded == cuda_error_invalid_image) {
+  if (loaded_image == nullptr && image_cannot_run(last)) {
     gpu.module = nullptr;
-    out.findings.push_back(Finding{
-        "smoke.kernels",
-        Status::warn,
-        "the embedded kernels cannot run here: cuModuleLoadData returned " + describe_cuda_error(gpu.api, loaded) +
-            "; kernels built with CUDA " + kernels.cuda_version + " for " + kernels.archs + "; driver supports CUDA " +
-            driver_version + ", GPU is CC " + cc + "; device query and copies still ran, matmul tests skipped",
-        "a driver that supports CUDA " + kernels.cuda_version +
-            " (or newer) runs them; a GPU older than CC 7.5 is not supported by CUDA 13",
-        {}});
+    out.findings.push_back(
+        Finding{"smoke.kernels",
+                Status::warn,
+                "the embedded kernels cannot run here: cuModuleLoadData returned " +
+                    describe_cuda_error(gpu.api, last) + "; kernels built with CUDA " + kernels.cuda_version + " for " +
+                    kernels.archs + "; driver supports CUDA " + driver_version + ", GPU is CC " + cc +
+                    "; images tried: " + tried + "; device query and copies still ran, matmul tests skipped",
+                "a driver that supports CUDA " + kernels.cuda_version +
+                    " (or newer) runs them; `gpuenv smoke --describe` lists the images and the drivers each is for",
+                {}});
     return out;
   }
-  check(loaded, "cuModuleLoadData");
+  check(last, "cuModuleLoadData");
+  gpu.info.kernel_image = loaded_image->file;
   check(gpu.api.module_get_function(&gpu.sgemm, gpu.module, "smoke_sgemm"), "cuModuleGetFunction(smoke_sgemm)");
   check(gpu.api.module_get_function(&gpu.hgemm, gpu.module, "smoke_hgemm_wmma"),
         "cuModuleGetFunction(smoke_hgemm_wmma)");
@@ -124,12 +134,13 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
         "cuModuleGetFunction(smoke_check_pattern)");
   check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module, "smoke_move_inversion"),
         "cuModuleGetFunction(smoke_move_inversion)");
-  out.findings.push_back(
-      Finding{"smoke.kernels",
-              Status::pass,
-              "kernels loaded (CUDA " + kernels.cuda_version + " fatbin, " + std::to_string(kernels.bytes) + " bytes)",
-              {},
-              {}});
+  out.findings.push_back(Finding{"smoke.kernels",
+                                 Status::pass,
+                                 "kernels loaded (" + loaded_image->file + ": CUDA " + loaded_image->cuda_version +
+                                     " fatbin, " + std::to_string(loaded_image->bytes) +
+                                     " bytes; driver supports CUDA " + driver_version + ")",
+                                 {},
+                                 {}});
   return out;
 }
 
@@ -203,11 +214,12 @@ StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::strin
 class DeviceRun {
  public:
   DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, std::shared_ptr<const Expectations> expectations,
-            std::string driver_version, DeviceResult& result)
+            std::string driver_version, int driver_version_number, DeviceResult& result)
       : m_system(system),
         m_gpu(std::move(gpu)),
         m_expectations(std::move(expectations)),
         m_driver_version(std::move(driver_version)),
+        m_driver_version_number(driver_version_number),
         m_result(result) {}
 
   /// Device query, kernels, copies, matmuls (ours and cuBLAS), then the optional memory test.
@@ -221,7 +233,11 @@ class DeviceRun {
     m_model = find_gpu(*m_expectations, m_gpu->info.name);
     if (m_model != nullptr) m_result.info.expectation_model = m_model->model;
     if (const auto profile = mig_profile(m_gpu->info.name)) judge_mig_instance(*profile);
-    step("smoke.kernels", [version = m_driver_version](Gpu& g) { return load_kernels(g, version); });
+    if (step("smoke.kernels", [version = m_driver_version, number = m_driver_version_number](Gpu& g) {
+          return load_kernels(g, version, number);
+        })) {
+      m_result.info.kernel_image = m_gpu->info.kernel_image;
+    }
     copies();
     matmuls();
     memtest();
@@ -477,6 +493,7 @@ class DeviceRun {
   std::shared_ptr<Gpu> m_gpu;
   std::shared_ptr<const Expectations> m_expectations;  ///< shared with step threads that may outlive the run
   std::string m_driver_version;
+  int m_driver_version_number = 0;  ///< cuDriverGetVersion, 12080
   DeviceResult& m_result;
   const GpuExpectation* m_model = nullptr;
 };
@@ -492,11 +509,14 @@ const std::vector<std::string>& judged_metric_ids() {
 
 KernelsInfo embedded_kernels_info() {
   KernelsInfo out;
-  const auto files = embedded_smoke_kernels();
-  out.embedded = !files.empty() && !files.front().contents.empty();
-  out.bytes = out.embedded ? files.front().contents.size() : 0;
-  out.cuda_version = GPUENV_SMOKE_KERNELS_CUDA;
-  out.archs = GPUENV_SMOKE_KERNELS_ARCHS;
+  out.images = embedded_kernel_images();
+  out.embedded = !out.images.empty();
+  for (const KernelImage& image : out.images) out.bytes += image.bytes;
+  if (out.embedded) {
+    const KernelImage& newest = out.images.front();
+    out.cuda_version = newest.cuda_version;
+    out.archs = util::join(newest.sass_archs, " ") + " " + newest.ptx_arch;
+  }
   return out;
 }
 
@@ -545,7 +565,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     gpu->cublas = cublas;
     DeviceResult& result = report.devices.emplace_back();
     result.index = ordinal;
-    runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, result).run();
+    runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, driver_version, result).run();
     gpus.push_back(std::move(gpu));
   }
   if (options.peer && gpus.size() > 1) {

@@ -85,6 +85,7 @@ struct DeviceInfo {
   std::optional<int> pcie_upstream_max_width;
   std::string expectation_model;  ///< the expectations row used ("" when none matched)
   std::string mig_profile;        ///< "1g.10gb" for a MIG instance (whole-GPU floors are not applied), else ""
+  std::string kernel_image;       ///< the image loaded ("" when none)
   std::string local_cpulist;      ///< the CPUs of the GPU's NUMA node (sysfs local_cpulist); step threads run there
 };
 
@@ -105,12 +106,37 @@ struct PeerResult {
   Metric metric;             ///< id "p2p_<source>_<destination>", GB/s
 };
 
-/// What the binary carries: the fatbin and the toolkit that built it.
+/// One embedded kernel image (a fatbin) and the toolkit that built it.
+struct KernelImage {
+  std::string file;                     ///< "smoke_kernels.fatbin"
+  std::string cuda_version;             ///< the nvcc release, "13.0"
+  int min_driver = 0;                   ///< lowest cuDriverGetVersion that loads its SASS (13000: any CUDA 13 driver)
+  std::string ptx_arch;                 ///< "compute_120": JIT for newer GPUs on drivers >= cuda_version
+  std::vector<std::string> sass_archs;  ///< "sm_75", ...
+  std::size_t bytes = 0;
+  std::string_view contents;  ///< the fatbin (empty from parse_kernel_manifest)
+};
+
+/// Parses the build's manifest, one image a line: "file cuda_version min_driver ptx_arch sass_arch...", newest
+/// toolkit first; malformed lines are skipped.
+std::vector<KernelImage> parse_kernel_manifest(std::string_view text);
+/// The images embedded in this binary, newest toolkit first (none when built without nvcc).
+std::vector<KernelImage> embedded_kernel_images();
+/// The embedded file `file` ("" when absent).
+std::string_view kernel_image_contents(const std::string& file);
+/// The order to try images on a driver of `driver_version` (cuDriverGetVersion): the newest whose min_driver it
+/// meets first, then older ones, then those it does not meet.
+std::vector<const KernelImage*> kernel_images_for(const std::vector<KernelImage>& images, int driver_version);
+/// "drivers supporting CUDA 12.0 or newer, below CUDA 13.0": the drivers that get images[index] first.
+std::string kernel_image_driver_range(const std::vector<KernelImage>& images, std::size_t index);
+
+/// What the binary carries: its kernel images, and the newest one's toolkit.
 struct KernelsInfo {
   bool embedded = false;
-  std::string cuda_version;  ///< nvcc release, e.g. "13.0"
-  std::string archs;         ///< "sm_75 sm_80 ... compute_120"
-  std::size_t bytes = 0;
+  std::string cuda_version;  ///< the newest image's nvcc release, e.g. "13.0"
+  std::string archs;         ///< its "sm_75 sm_80 ... compute_120"
+  std::size_t bytes = 0;     ///< all images
+  std::vector<KernelImage> images;
 };
 KernelsInfo embedded_kernels_info();
 

@@ -405,3 +405,37 @@ TEST_CASE("smoke: step threads run on the GPU's NUMA node (sysfs local_cpulist) 
   CHECK(report.devices.at(0).info.local_cpulist == std::to_string(first));
   CHECK(fake_counter("fake_cuda_alloc_host_cpus") == 1);
 }
+
+TEST_CASE("smoke: kernel images: the manifest, the image a driver gets, and --describe", "[smoke]") {
+  const std::vector<KernelImage> images = parse_kernel_manifest(
+      "smoke_kernels_legacy.fatbin 11.8 11000 compute_90 sm_70 sm_75 sm_80 sm_86 sm_89 sm_90\n"
+      "smoke_kernels.fatbin 13.0 13000 compute_120 sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120\n"
+      "broken line\n");
+  REQUIRE(images.size() == 2);
+  CHECK(images[0].cuda_version == "13.0");  // newest first
+  CHECK(images[1].sass_archs.front() == "sm_70");
+  CHECK(images[1].ptx_arch == "compute_90");
+  // An R550 driver (CUDA 12.4) gets the 11.8 image first; an R580 driver (CUDA 13.0) the 13.0 image.
+  CHECK(kernel_images_for(images, 12040).front()->file == "smoke_kernels_legacy.fatbin");
+  CHECK(kernel_images_for(images, 13000).front()->file == "smoke_kernels.fatbin");
+  CHECK(kernel_images_for(images, 13000).back()->file == "smoke_kernels_legacy.fatbin");
+  CHECK(kernel_image_driver_range(images, 1) == "drivers supporting CUDA 11.0 or newer, below CUDA 13.0");
+  CHECK(kernel_image_driver_range(images, 0) == "drivers supporting CUDA 13.0 or newer");
+
+  const KernelsInfo embedded = embedded_kernels_info();
+  const auto text = gpuenv::testing::run_gpuenv({"smoke", "--describe"});
+  CHECK(text.exit_code == 0);
+  const auto json = gpuenv::testing::run_gpuenv({"smoke", "--describe", "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK(json.out.find("\"images\": [") != std::string::npos);
+  if (!embedded.embedded) {
+    CHECK(text.out.find("built without nvcc") != std::string::npos);
+    return;
+  }
+  CHECK(text.out.find("gpuenv smoke kernel images: " + std::to_string(embedded.images.size())) == 0);
+  CHECK(text.out.find("smoke_kernels.fatbin: CUDA " + embedded.cuda_version + " toolkit, SASS sm_75") !=
+        std::string::npos);
+  CHECK(text.out.find("PTX compute_120") != std::string::npos);
+  CHECK(text.out.find("drivers older than CUDA") != std::string::npos);
+  CHECK(json.out.find("\"min_driver_cuda\": \"13.0\"") != std::string::npos);
+}
