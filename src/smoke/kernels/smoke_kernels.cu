@@ -81,7 +81,8 @@ extern "C" __global__ void smoke_move_inversion(unsigned* data, unsigned long lo
 
 // FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.
 // M, N multiples of 64 and K a multiple of 16 (the runner only uses such sizes).
-extern "C" __global__ void smoke_sgemm(const float* A, const float* B, float* C, int M, int N, int K) {
+extern "C" __global__ void __launch_bounds__(256) smoke_sgemm(const float* A, const float* B, float* C, int M, int N,
+                                                               int K) {
   __shared__ float As[16][64 + 1];
   __shared__ float Bs[16][64];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -171,13 +172,16 @@ __device__ void wmma_gemm(const T* A, const T* B, float* C, int M, int N, int K)
                               N, wmma::mem_row_major);
 }
 
-extern "C" __global__ void smoke_hgemm_wmma(const __half* A, const __half* B, float* C, int M, int N, int K) {
+// __launch_bounds__(256, 2): at most 128 registers a thread, so two 19 KiB blocks share an SM (unbounded, sm_100 took
+// 134 registers and ran one block per SM).
+extern "C" __global__ void __launch_bounds__(256, 2)
+    smoke_hgemm_wmma(const __half* A, const __half* B, float* C, int M, int N, int K) {
   wmma_gemm<__half>(A, B, C, M, N, K);
 }
 
 // BF16 WMMA needs sm_80; on older architectures the kernel exists but traps (the runner never launches it there).
-extern "C" __global__ void smoke_bf16gemm_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N,
-                                               int K) {
+extern "C" __global__ void __launch_bounds__(256, 2)
+    smoke_bf16gemm_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N, int K) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   wmma_gemm<__nv_bfloat16>(A, B, C, M, N, K);
 #else
