@@ -142,7 +142,8 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
           source_model == destination_model && source_model != nullptr && source_model->p2p_read_minimum ? source_model
                                                                                                          : nullptr;
       for (Finding& finding : outcome->findings) {
-        if (finding.status == Status::skip && (expectation.expected || expectation.minimum || nvlink_model)) {
+        if (finding.status == Status::skip &&
+            (expectation.expected || expectation.minimum || (nvlink_model && !result->peer_access))) {
           finding = judge_peer_copy(finding, *result, expectation, nvlink_model, destination->options.thresholds);
         }
         if (finding.status == Status::skip && !basis.empty()) finding.message += "; " + basis;
