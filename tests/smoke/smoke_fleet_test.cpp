@@ -32,6 +32,7 @@ TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads afte
   SmokeOptions options = small_options();
   options.step_timeout = std::chrono::milliseconds(300);
   options.cublas = false;
+  options.repetitions = 1;  // two launches, each hanging 1 s, then the judgement that reads the expectations
   {
     const SmokeReport report = run_fake("launch_hang_seconds = 1\n", options);
     REQUIRE(report.devices.size() == 1);
@@ -39,7 +40,7 @@ TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads afte
     CHECK(report.abandoned_work);
     CHECK(find(report.devices[0].findings, "smoke.sgemm_fp32")->message.find("hang:") == 0);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the abandoned GEMM finishes inside this test
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the abandoned GEMM finishes inside this test
 }
 
 TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its exit code, output flushed",
