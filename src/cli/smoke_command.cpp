@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "util/strings.hpp"
 
@@ -21,12 +22,14 @@ namespace {
 
 struct SmokeCommandOptions {
   bool json = false;
+  bool describe = false;
   bool quick = false;
   int device = -1;
   double min_ratio = 0.75;
   double fail_ratio = 0.5;
   int repetitions = 0;
   double timeout_s = 120;
+  double init_timeout_s = 90;
   bool no_cublas = false;
   bool no_peer = false;
   double memtest = 0;
@@ -88,26 +91,33 @@ std::string smoke_json(const smoke::SmokeReport& report) {
     nlohmann::json metrics = nlohmann::json::array();
     for (const smoke::Metric& metric : device.metrics) metrics.push_back(metric_json(metric));
     const smoke::DeviceInfo& info = device.info;
-    devices.push_back({{"index", device.index},
-                       {"name", info.name},
-                       {"pci_bus_id", info.pci_bus_id},
-                       {"compute_capability", std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor)},
-                       {"sm_count", info.sm_count},
-                       {"memory_bytes", info.memory_bytes},
-                       {"clock_mhz", info.clock_mhz},
-                       {"memory_clock_mhz", info.memory_clock_mhz},
-                       {"memory_bus_width", info.memory_bus_width},
-                       {"pcie",
-                        {{"generation", optional_json(info.pcie_generation)},
-                         {"width", optional_json(info.pcie_width)},
-                         {"max_generation", optional_json(info.pcie_max_generation)},
-                         {"max_width", optional_json(info.pcie_max_width)}}},
-                       {"expectation_model",
-                        info.expectation_model.empty() ? nlohmann::json() : nlohmann::json(info.expectation_model)},
-                       {"hung", device.hung},
-                       {"verdict", report::to_string(report::verdict_of(device.findings))},
-                       {"metrics", metrics},
-                       {"findings", report::to_json(device.findings)}});
+    devices.push_back(
+        {{"index", device.index},
+         {"name", info.name},
+         {"pci_bus_id", info.pci_bus_id},
+         {"compute_capability", std::to_string(info.cc_major) + "." + std::to_string(info.cc_minor)},
+         {"sm_count", info.sm_count},
+         {"memory_bytes", info.memory_bytes},
+         {"clock_mhz", info.clock_mhz},
+         {"memory_clock_mhz", info.memory_clock_mhz},
+         {"memory_bus_width", info.memory_bus_width},
+         {"pcie",
+          {{"generation", optional_json(info.pcie_generation)},
+           {"width", optional_json(info.pcie_width)},
+           {"max_generation", optional_json(info.pcie_max_generation)},
+           {"max_width", optional_json(info.pcie_max_width)}}},
+         {"kernel_image", info.kernel_image.empty() ? nlohmann::json() : nlohmann::json(info.kernel_image)},
+         {"local_cpulist", info.local_cpulist.empty() ? nlohmann::json() : nlohmann::json(info.local_cpulist)},
+         {"pcie_upstream",
+          {{"max_generation", optional_json(info.pcie_upstream_max_generation)},
+           {"max_width", optional_json(info.pcie_upstream_max_width)}}},
+         {"mig_profile", info.mig_profile.empty() ? nlohmann::json() : nlohmann::json(info.mig_profile)},
+         {"expectation_model",
+          info.expectation_model.empty() ? nlohmann::json() : nlohmann::json(info.expectation_model)},
+         {"hung", device.hung},
+         {"verdict", report::to_string(report::verdict_of(device.findings))},
+         {"metrics", metrics},
+         {"findings", report::to_json(device.findings)}});
   }
   nlohmann::json out = {
       {"gpuenv_version", GPUENV_VERSION},
@@ -123,7 +133,13 @@ std::string smoke_json(const smoke::SmokeReport& report) {
        {{"embedded", report.kernels.embedded},
         {"cuda_version", report.kernels.cuda_version},
         {"archs", report.kernels.archs},
-        {"bytes", report.kernels.bytes}}},
+        {"bytes", report.kernels.bytes},
+        {"images",
+         [&report] {
+           nlohmann::json files = nlohmann::json::array();
+           for (const smoke::KernelImage& image : report.kernels.images) files.push_back(image.file);
+           return files;
+         }()}}},
       {"findings", report::to_json(report.findings)},
       {"devices", devices},
       {"peers", peers_json(report)}};
@@ -171,7 +187,58 @@ std::string smoke_text(const smoke::SmokeReport& report, const report::TextStyle
   return out.str();
 }
 
+/// `--describe`: the embedded kernel images and the drivers each is for; nothing touches a GPU.
+std::string describe_kernels(bool json) {
+  const smoke::KernelsInfo kernels = smoke::embedded_kernels_info();
+  const std::string oldest =
+      kernels.embedded ? smoke::cuda_version_text(kernels.images.back().min_driver) : std::string();
+  const std::string uncovered =
+      kernels.embedded ? "drivers older than CUDA " + oldest +
+                             " get no image: smoke skips its own matmuls and memory test there (copies and cuBLAS "
+                             "still run)"
+                       : "built without nvcc: no kernel image; smoke runs copies and cuBLAS only";
+  if (json) {
+    nlohmann::json images = nlohmann::json::array();
+    for (std::size_t i = 0; i < kernels.images.size(); ++i) {
+      const smoke::KernelImage& image = kernels.images[i];
+      images.push_back({{"file", image.file},
+                        {"toolkit", image.cuda_version},
+                        {"sass", image.sass_archs},
+                        {"ptx", image.ptx_arch},
+                        {"min_driver_cuda", smoke::cuda_version_text(image.min_driver)},
+                        {"drivers", smoke::kernel_image_driver_range(kernels.images, i)},
+                        {"bytes", image.bytes}});
+    }
+    return nlohmann::json{{"gpuenv_version", GPUENV_VERSION}, {"images", images}, {"not_covered", uncovered}}.dump(2) +
+           "\n";
+  }
+  std::ostringstream out;
+  out << "gpuenv smoke kernel images: " << kernels.images.size() << "\n";
+  for (std::size_t i = 0; i < kernels.images.size(); ++i) {
+    const smoke::KernelImage& image = kernels.images[i];
+    out << "  " << image.file << ": CUDA " << image.cuda_version << " toolkit, SASS "
+        << util::join(image.sass_archs, " ") << ", PTX " << image.ptx_arch << ", " << image.bytes << " bytes; for "
+        << smoke::kernel_image_driver_range(kernels.images, i) << "\n";
+  }
+  out << "  " << uncovered << "\n";
+  return out.str();
+}
+
+/// After a hang a step thread is still inside libcuda: exit() would run static destructors and the driver's own
+/// teardown under it (a hang or a crash, turning exit code 1 into 124 or 139). Flush what was printed and leave
+/// without them.
+[[noreturn]] void leave_now(Context& context, ExitCode code) {
+  context.out.flush();
+  context.err.flush();
+  std::fflush(nullptr);
+  std::_Exit(static_cast<int>(code));
+}
+
 ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options) {
+  if (options.describe) {
+    context.out << describe_kernels(options.json);
+    return ExitCode::ok;
+  }
   smoke::SmokeOptions request;
   request.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.library);
   request.quick = options.quick;
@@ -183,6 +250,7 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.thresholds.fail_ratio = options.fail_ratio;
   request.repetitions = options.repetitions;
   request.step_timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  request.init_timeout = std::chrono::milliseconds(static_cast<long long>(options.init_timeout_s * 1000));
   request.cublas = !options.no_cublas;
   request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   request.peer = !options.no_peer;
@@ -200,7 +268,9 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   } else {
     context.out << smoke_text(*report, context.style);
   }
-  return report->verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
+  const ExitCode code = report->verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
+  if (report->abandoned_work) leave_now(context, code);
+  return code;
 }
 
 }  // namespace
@@ -211,6 +281,9 @@ void add_smoke_command(CLI::App& app, Action& action) {
       "smoke", "Run on-device tests per GPU: copies (PCIe, memory) and matmuls, verified and judged (docs/smoke.md)");
   command->add_flag("--json", options->json, "Print the report as JSON (docs/smoke.md)");
   command->add_flag("--quick", options->quick, "Small sizes and 3 repetitions (seconds per GPU)");
+  command->add_flag("--describe", options->describe,
+                    "List the embedded kernel images (toolkit, SASS and PTX architectures, drivers each is for) and "
+                    "exit; touches no GPU");
   command->add_option("--device", options->device, "Only the GPU with this CUDA device ordinal")
       ->check(CLI::NonNegativeNumber);
   command
@@ -225,6 +298,11 @@ void add_smoke_command(CLI::App& app, Action& action) {
   command
       ->add_option("--timeout", options->timeout_s,
                    "Seconds each step may take before the GPU is reported hung (default 120)")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--init-timeout", options->init_timeout_s,
+                   "Seconds cuInit may take before the driver is reported hung (default 90; without persistence mode "
+                   "many GPUs take long)")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--memtest", options->memtest,

@@ -35,6 +35,7 @@ util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library) {
   binder.bind(api.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
   binder.bind(api.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
   binder.bind(api.memset_d32, "cuMemsetD32_v2");
+  binder.bind(api.memset_d32_async, "cuMemsetD32Async");
   binder.bind(api.stream_create, "cuStreamCreate");
   binder.bind(api.stream_synchronize, "cuStreamSynchronize");
   binder.bind(api.stream_destroy, "cuStreamDestroy_v2");
@@ -83,6 +84,22 @@ std::string cuda_error_name(CUresult result) {
       return "CUDA_ERROR_LAUNCH_TIMEOUT";
     case cuda_error_launch_failed:
       return "CUDA_ERROR_LAUNCH_FAILED";
+    case cuda_error_nvlink_uncorrectable:
+      return "CUDA_ERROR_NVLINK_UNCORRECTABLE";
+    case cuda_error_assert:
+      return "CUDA_ERROR_ASSERT";
+    case cuda_error_hardware_stack_error:
+      return "CUDA_ERROR_HARDWARE_STACK_ERROR";
+    case cuda_error_illegal_instruction:
+      return "CUDA_ERROR_ILLEGAL_INSTRUCTION";
+    case cuda_error_misaligned_address:
+      return "CUDA_ERROR_MISALIGNED_ADDRESS";
+    case cuda_error_invalid_address_space:
+      return "CUDA_ERROR_INVALID_ADDRESS_SPACE";
+    case cuda_error_invalid_pc:
+      return "CUDA_ERROR_INVALID_PC";
+    case cuda_error_system_not_ready:
+      return "CUDA_ERROR_SYSTEM_NOT_READY";
     case cuda_error_system_driver_mismatch:
       return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
     case cuda_error_compat_not_supported_on_device:

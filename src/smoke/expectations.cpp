@@ -59,6 +59,10 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     out.kernel_efficiency.sgemm = required_number(row, "sgemm");
     out.kernel_efficiency.tensor = required_number(row, "tensor");
     out.kernel_efficiency.cublas_tensor = required_number(row, "cublas_tensor");
+    out.kernel_efficiency.sgemm_vs_cublas =
+        row.optional_number("sgemm_vs_cublas").value_or(out.kernel_efficiency.sgemm_vs_cublas);
+    out.kernel_efficiency.tensor_vs_cublas =
+        row.optional_number("tensor_vs_cublas").value_or(out.kernel_efficiency.tensor_vs_cublas);
     out.kernel_efficiency.status = read_status(row);
     out.kernel_efficiency.source = row.text("source");
   });
@@ -99,6 +103,7 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     gpu.tensor_precision = row.one_of("tensor_precision", {"bf16", "fp16"});
     gpu.dcgm_sgemm_target_gflops = row.optional_number("dcgm_sgemm_target_gflops");
     gpu.p2p_read_minimum = row.optional_number("p2p_read_minimum");
+    if (const auto board = row.optional_number("p2p_board_gpus")) gpu.p2p_board_gpus = static_cast<int>(*board);
     gpu.status = read_status(row);
     gpu.source = row.text("source");
     return gpu;
@@ -114,11 +119,47 @@ util::Expected<Expectations> shipped_expectations() {
   return util::Error::internal("data/smoke/expectations.toml is not compiled in");
 }
 
+std::string normalized_model_name(std::string_view name) {
+  std::string out;
+  for (const char c : lower(name)) {
+    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out.push_back(space ? ' ' : c);
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  for (const std::string_view vendor : {"nvidia ", "tesla "}) {
+    if (out.rfind(vendor, 0) == 0) out.erase(0, vendor.size());
+  }
+  return out;
+}
+
+namespace {
+
+/// Where " mig <N>g.<M>gb" (or "<N>c.<N>g.<M>gb") starts in a normalized name, else npos.
+std::size_t mig_suffix(const std::string& name) {
+  const std::size_t at = name.rfind(" mig ");
+  if (at == std::string::npos) return at;
+  const std::string profile = name.substr(at + 5);
+  const bool shaped = !profile.empty() && std::isdigit(static_cast<unsigned char>(profile[0])) != 0 &&
+                      profile.find('.') != std::string::npos && profile.find("gb") != std::string::npos;
+  return shaped ? at : std::string::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> mig_profile(std::string_view device_name) {
+  const std::string name = normalized_model_name(device_name);
+  const std::size_t at = mig_suffix(name);
+  if (at == std::string::npos) return std::nullopt;
+  return name.substr(at + 5);
+}
+
 const GpuExpectation* find_gpu(const Expectations& expectations, std::string_view device_name) {
-  const std::string name = lower(device_name);
+  std::string name = normalized_model_name(device_name);
+  if (const std::size_t at = mig_suffix(name); at != std::string::npos) name.erase(at);
   for (const GpuExpectation& gpu : expectations.gpus) {
     for (const std::string& pattern : gpu.match) {
-      if (!pattern.empty() && name.find(lower(pattern)) != std::string::npos) return &gpu;
+      if (!pattern.empty() && normalized_model_name(pattern) == name) return &gpu;
     }
   }
   return nullptr;

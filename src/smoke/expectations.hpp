@@ -16,7 +16,7 @@ namespace gpuenv::smoke {
 /// One GPU model's datasheet numbers (GB/s, TFLOP/s) and anchor minimum.
 struct GpuExpectation {
   std::string model;
-  std::vector<std::string> match;  ///< case-insensitive substrings of the device name
+  std::vector<std::string> match;  ///< product names, compared whole (normalized_model_name)
   std::optional<double> memory_bandwidth;
   std::optional<double> memory_bandwidth_minimum;
   std::optional<double> fp32_tflops;
@@ -26,6 +26,8 @@ struct GpuExpectation {
   std::optional<double> dcgm_sgemm_target_gflops;
   /// Fail floor for a peer (NVLink) device-to-device read copy, GB/s (Azure aznhc check_gpu_bw).
   std::optional<double> p2p_read_minimum;
+  /// The board size p2p_read_minimum was measured on (8: NVSwitch HGX); it applies only to nodes with that many GPUs.
+  std::optional<int> p2p_board_gpus;
   std::string status;
   std::string source;
 };
@@ -56,9 +58,11 @@ struct Efficiency {
 /// Fractions of the datasheet peak that matmuls reach on a healthy GPU. Estimates until calibrated on hardware:
 /// while `status` is "unverified", falling short of them only warns.
 struct KernelEfficiency {
-  double sgemm = 0.3;          ///< smoke_sgemm vs FP32 peak
-  double tensor = 0.15;        ///< smoke_*gemm_wmma vs dense tensor peak
-  double cublas_tensor = 0.5;  ///< cuBLAS BF16/FP16 GEMM vs dense tensor peak
+  double sgemm = 0.3;              ///< smoke_sgemm vs FP32 peak
+  double tensor = 0.15;            ///< smoke_*gemm_wmma vs dense tensor peak
+  double cublas_tensor = 0.5;      ///< cuBLAS BF16/FP16 GEMM vs dense tensor peak
+  double sgemm_vs_cublas = 0.35;   ///< smoke_sgemm vs the node's cuBLAS SGEMM on the same operands
+  double tensor_vs_cublas = 0.25;  ///< smoke_*gemm_wmma vs the node's cuBLAS GemmEx on the same operands
   std::string status;
   std::string source;
   bool calibrated() const { return status != "unverified"; }
@@ -78,7 +82,16 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
 /// The compiled-in data/smoke/expectations.toml.
 util::Expected<Expectations> shipped_expectations();
 
-/// The first row whose `match` is a case-insensitive substring of `device_name`; nullptr when none.
+/// A device name for comparison: lower case, runs of white space as one space, trimmed, without a leading "nvidia "
+/// or "tesla " ("NVIDIA  H100 80GB HBM3" -> "h100 80gb hbm3").
+std::string normalized_model_name(std::string_view name);
+
+/// The MIG profile in a MIG instance's device name ("NVIDIA A100-SXM4-40GB MIG 1g.5gb" -> "1g.5gb"); nullopt for a
+/// whole GPU.
+std::optional<std::string> mig_profile(std::string_view device_name);
+
+/// The row one of whose `match` names equals `device_name` (both normalized; a MIG instance's name without its " MIG
+/// <profile>" part); nullptr when none. Whole names only: "NVIDIA T400" does not match "T4".
 const GpuExpectation* find_gpu(const Expectations& expectations, std::string_view device_name);
 
 /// Expected pinned host<->device GB/s on a PCIe link: theoretical × efficiency, plus the anchor minimum for that link.

@@ -50,9 +50,30 @@ std::shared_ptr<const GemmOperands> operands_for(Gpu& gpu, Precision precision, 
       out->b[i] = bf16 ? bf16_to_float(out->b16[i]) : half_to_float(out->b16[i]);
     }
   }
+  out->freivalds = freivalds_vector(out->a, out->b, n, n, n);
   gpu.operands = out;
   return out;
 }
+
+/// Freivalds checks of every run of one GEMM (the warm-up is run 0).
+struct RepetitionChecks {
+  int runs = 0;
+  int wrong_runs = 0;
+  std::string first;  ///< "run 3: row 17: ..."
+  void add(int run, const FreivaldsCheck& check) {
+    ++runs;
+    if (check.ok()) return;
+    if (wrong_runs++ == 0) {
+      first = "run " + std::to_string(run) + ": " +
+              (check.first_wrong.empty() ? std::string("nothing checked") : check.first_wrong);
+    }
+  }
+  bool ok() const { return runs > 0 && wrong_runs == 0; }
+  std::string describe() const {
+    return std::to_string(wrong_runs) + " of " + std::to_string(runs) +
+           " runs (warm-up and timed repetitions) fail the whole-result check C·x = A·(B·x); first " + first;
+  }
+};
 
 /// Enqueues one C = A·B (row-major, n×n) on the GPU's stream.
 void launch_gemm(Gpu& gpu, const GemmPlan& plan, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, int n,
@@ -93,21 +114,32 @@ void launch_gemm(Gpu& gpu, const GemmPlan& plan, CUdeviceptr a, CUdeviceptr b, C
   }
 }
 
-/// What this matmul should reach on `model`: our kernels and cuBLAS tensor GEMMs against peak × an efficiency
-/// estimate (warn only while uncalibrated); cuBLAS SGEMM against DCGM's targeted_stress floor for the SKU.
-Expectation gemm_expectation(const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations) {
+/// What this n^3 matmul should reach on `model`: nothing below the floor size; our kernels against the node's cuBLAS
+/// on the same operands × a ratio when cuBLAS ran, else like cuBLAS tensor GEMMs against peak × an efficiency (both
+/// estimates: warn only while uncalibrated); cuBLAS SGEMM against DCGM's targeted_stress floor for the SKU.
+Expectation gemm_expectation(const GemmPlan& plan, int n, const GpuExpectation* model,
+                             const Expectations& expectations) {
   Expectation out;
-  if (model == nullptr) return out;
+  if (n < plan.floor_size) return out;
   const bool tensor = plan.precision != Precision::fp32;
   const KernelEfficiency& efficiency = expectations.kernel_efficiency;
   if (plan.engine == GemmPlan::Engine::cublas && !tensor) {
-    if (!model->dcgm_sgemm_target_gflops) return out;
+    if (model == nullptr || !model->dcgm_sgemm_target_gflops) return out;
     out.minimum = *model->dcgm_sgemm_target_gflops / 1000.0 * expectations.dcgm_target_perf_min_ratio;
     out.source = model->model + " DCGM targeted_stress SGEMM target " +
                  rate_text(*model->dcgm_sgemm_target_gflops / 1000.0) + " TFLOP/s x " +
                  format("%.2g", expectations.dcgm_target_perf_min_ratio) + "; " + model->source;
     return out;
   }
+  if (plan.engine == GemmPlan::Engine::kernel && plan.cublas_tflops && *plan.cublas_tflops > 0) {
+    const double ratio = tensor ? efficiency.tensor_vs_cublas : efficiency.sgemm_vs_cublas;
+    out.expected = *plan.cublas_tflops * ratio;
+    out.calibrated = efficiency.calibrated();
+    out.source = "the node's cuBLAS on the same operands " + rate_text(*plan.cublas_tflops) + " TFLOP/s x " +
+                 format("%.2g", ratio) + " (gpuenv kernel vs cuBLAS, " + efficiency.status + ")";
+    return out;
+  }
+  if (model == nullptr) return out;
   const std::optional<double> peak = tensor ? model->tensor_tflops : model->fp32_tflops;
   if (!peak) return out;
   const double factor = plan.engine == GemmPlan::Engine::cublas ? efficiency.cublas_tensor
@@ -138,14 +170,27 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   const DeviceBuffer device_b(gpu, count * operands.element, "cuMemAlloc_v2 (" + what + ")");
   const DeviceBuffer device_c(gpu, count * 4, "cuMemAlloc_v2 (" + what + ")");
   const CUdeviceptr da = device_a.get(), db = device_b.get(), dc = device_c.get();
-  check(api.memcpy_htod(da, operands.upload_a(), count * operands.element), "cuMemcpyHtoD_v2");
-  check(api.memcpy_htod(db, operands.upload_b(), count * operands.element), "cuMemcpyHtoD_v2");
-  check(api.memset_d32(dc, 0x7FC00000u /* NaN: unwritten elements fail verification */, count), "cuMemsetD32_v2");
+  // Uploads and the NaN pre-fill go on the GEMM's own (non-blocking) stream: the legacy stream would not be ordered
+  // before the launch.
+  check(api.memcpy_htod_async(da, operands.upload_a(), count * operands.element, gpu.stream), "cuMemcpyHtoDAsync_v2");
+  check(api.memcpy_htod_async(db, operands.upload_b(), count * operands.element, gpu.stream), "cuMemcpyHtoDAsync_v2");
+  check(api.memset_d32_async(dc, 0x7FC00000u /* NaN: unwritten elements fail verification */, count, gpu.stream),
+        "cuMemsetD32Async");
 
+  // Every run's whole result is checked (Freivalds, exact): a sporadic fault in one repetition fails, as gpu-burn's
+  // comparison of repetitions does; the last one's sampled elements are also compared with the CPU reference.
+  std::vector<float> c(count);
+  RepetitionChecks repetitions_checked;
+  auto verify_result = [&](int run) {
+    check(api.memcpy_dtoh(c.data(), dc, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
+    repetitions_checked.add(run, check_freivalds(operands.freivalds, c));
+  };
   launch_gemm(gpu, plan, da, db, dc, n, what);  // warm-up (and cuBLAS's heuristics)
   check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
+  verify_result(0);
   std::vector<double> rates;
   for (int i = 0; i < repetitions(gpu.options); ++i) {
+    check(api.memset_d32_async(dc, 0x7FC00000u, count, gpu.stream), "cuMemsetD32Async");  // NaN again, untimed
     check(api.event_record(gpu.start, gpu.stream), "cuEventRecord");
     launch_gemm(gpu, plan, da, db, dc, n, what);
     check(api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
@@ -153,24 +198,29 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
     float ms = 0;
     check(api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
     rates.push_back(teraflops(n, n, n, ms / 1e3));
+    verify_result(i + 1);
   }
-  std::vector<float> c(count);
-  check(api.memcpy_dtoh(c.data(), dc, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
   const double tolerance = default_tolerance(plan.precision);
   const GemmCheck verified =
       check_gemm_samples(operands.a, operands.b, c, n, n, n, gpu.options.gemm_samples, tolerance);
   const Summary summary = summarize(rates);
-  const Expectation expectation = with_override(gpu.options, plan.id, gemm_expectation(plan, model, expectations));
-  out.metrics.push_back(Metric{plan.id, "TFLOP/s", summary, expectation.expected, static_cast<double>(n)});
+  const Expectation expectation = with_override(gpu.options, plan.id, gemm_expectation(plan, n, model, expectations));
+  out.metrics.push_back(Metric{plan.id, "TFLOP/s", summary, expectation.expected, static_cast<double>(n),
+                               verified.ok() && repetitions_checked.ok()});
+  const std::string versus = plan.cublas_tflops && *plan.cublas_tflops > 0
+                                 ? ", " + format("%.2f", summary.median / *plan.cublas_tflops) + " x cuBLAS"
+                                 : std::string();
   const std::string observed = what + " " + rate_text(summary.median) + " TFLOP/s (median of " +
                                std::to_string(summary.count) + ", min " + rate_text(summary.min) + ", max " +
-                               rate_text(summary.max) + ")";
-  if (!verified.ok()) {
+                               rate_text(summary.max) + versus + ")";
+  if (!verified.ok() || !repetitions_checked.ok()) {
+    const std::string wrong = !verified.ok()
+                                  ? std::to_string(verified.mismatches) + " of " + std::to_string(verified.sampled) +
+                                        " sampled elements differ from the CPU reference; " + verified.first_mismatch
+                                  : repetitions_checked.describe();
     out.findings.push_back(Finding{"smoke." + plan.id,
                                    Status::fail,
-                                   observed + ": wrong results: " + std::to_string(verified.mismatches) + " of " +
-                                       std::to_string(verified.sampled) +
-                                       " sampled elements differ from the CPU reference; " + verified.first_mismatch,
+                                   observed + ": wrong results: " + wrong,
                                    "the GPU computed wrong results: check for Xid errors (sudo dmesg | grep -i xid), "
                                    "ECC errors (`gpuenv doctor`) and clocks",
                                    {}});
@@ -179,10 +229,14 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   const Judgement judgement = judge(summary.median, expectation, gpu.options.thresholds, "TFLOP/s");
   Finding finding{"smoke." + plan.id,
                   judgement.status,
-                  observed + ", " + std::to_string(verified.sampled) +
+                  observed + ", whole result verified in all " + std::to_string(repetitions_checked.runs) +
+                      " runs (Freivalds), " + std::to_string(verified.sampled) +
                       " sampled elements match the CPU reference (max relative error " +
                       format("%.2g", verified.max_relative_error) + ", tolerance " + format("%.0e", tolerance) + "); " +
-                      judgement.explanation,
+                      (n < plan.floor_size && judgement.status == Status::skip
+                           ? "not judged at " + std::to_string(n) + "^3: the floors hold for " +
+                                 std::to_string(plan.floor_size) + "^3 and larger (one short launch cannot reach them)"
+                           : judgement.explanation),
                   {},
                   expectation.source};
   if (judgement.status == Status::warn || judgement.status == Status::fail) {

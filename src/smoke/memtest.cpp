@@ -1,6 +1,9 @@
 // `--memtest`: write patterns over a fraction of the free GPU memory with a kernel and verify them with another, so
-// the data never crosses PCIe. Three passes: an address hash (catches address aliasing), its inverse (every bit in
-// both states) and a second hash.
+// the data never crosses PCIe. Every pattern is a function of the word's absolute device address, and all chunks are
+// written before any is read back, so an address fault that aliases one chunk onto another shows. Five passes: an
+// address hash, moving inversions of it (read each word, write its complement, and back: every bit in both states
+// right after a read), walking ones and walking zeros (one bit per word, its position moving with the address), and
+// a second hash.
 
 #include <algorithm>
 #include <chrono>
@@ -15,13 +18,28 @@ using report::Status;
 
 namespace {
 
+constexpr unsigned hash_mode = 0;     // the kernels' memtest_word: pattern_word(address, seed)
+constexpr unsigned walking_mode = 1;  // 1 << ((address + seed) mod 32)
+
 struct Pass {
   const char* name;
   unsigned seed;
+  unsigned mode;
   unsigned invert;
+  bool moving;  ///< after the write: read each word and write its complement, then back (moving inversions)
 };
-constexpr Pass passes[] = {
-    {"address hash", 0x6d656d31u, 0u}, {"inverted address hash", 0x6d656d31u, ~0u}, {"second hash", 0x6d656d32u, 0u}};
+constexpr Pass passes[] = {{"address hash", 0x6d656d31u, hash_mode, 0u, false},
+                           {"moving inversions", 0x6d656d33u, hash_mode, 0u, true},
+                           {"walking ones", 0u, walking_mode, 0u, false},
+                           {"walking zeros", 7u, walking_mode, ~0u, false},
+                           {"second hash", 0x6d656d32u, hash_mode, 0u, false}};
+
+/// The word the kernels expect at absolute word address `address` (smoke_kernels.cu memtest_word).
+std::uint32_t expected_word(const Pass& pass, std::uint64_t address, unsigned invert) {
+  const std::uint32_t word = pass.mode == hash_mode ? pattern_word(address, pass.seed)
+                                                    : 1u << static_cast<unsigned>((address + pass.seed) & 31u);
+  return word ^ invert;
+}
 
 /// The first wrong word found, for the message.
 struct MemtestError {
@@ -38,6 +56,87 @@ std::string hex(std::uint64_t value) {
   return buffer;
 }
 
+/// The memory the test may take: `fraction` of the free memory, but never the last tenth of it (or the last GiB):
+/// other processes on the GPU keep room to allocate.
+std::size_t memtest_target(std::size_t free_bytes, double fraction) {
+  const std::size_t reserve = std::min<std::size_t>(1024 * mib, free_bytes / 10);
+  const auto wanted = static_cast<std::size_t>(static_cast<double>(free_bytes) * fraction);
+  return std::min(wanted, free_bytes - reserve) / 4 * 4;
+}
+
+/// Runs the passes over the chunks; `counters` holds the kernels' two result words.
+class MemtestPasses {
+ public:
+  MemtestPasses(Gpu& gpu, const std::vector<std::unique_ptr<DeviceBuffer>>& chunks, CUdeviceptr counters)
+      : m_gpu(gpu),
+        m_chunks(chunks),
+        m_counters(counters),
+        m_blocks(static_cast<unsigned>(std::max(1, gpu.info.sm_count) * 4)) {}
+
+  MemtestError run() {
+    for (const Pass& pass : passes) {
+      for_each_chunk([&](CUdeviceptr pointer, unsigned long long words, std::size_t) {
+        unsigned seed = pass.seed, invert = pass.invert, mode = pass.mode;
+        void* params[] = {&pointer, &words, &seed, &invert, &mode};
+        launch(m_gpu.memtest_fill, params, "smoke_fill_pattern");
+      });
+      if (pass.moving) {
+        verify(pass, m_gpu.memtest_move, "smoke_move_inversion", pass.invert);   // P -> ~P
+        verify(pass, m_gpu.memtest_move, "smoke_move_inversion", ~pass.invert);  // ~P -> P
+      }
+      verify(pass, m_gpu.memtest_check, "smoke_check_pattern", pass.invert);
+    }
+    return m_error;
+  }
+
+ private:
+  template <typename Body>
+  void for_each_chunk(Body body) {
+    std::size_t offset = 0;
+    for (const auto& chunk : m_chunks) {
+      body(chunk->get(), static_cast<unsigned long long>(chunk->size() / 4), offset);
+      offset += chunk->size();
+    }
+  }
+
+  void launch(CUfunction function, void** params, const std::string& name) {
+    check(m_gpu.api.launch_kernel(function, m_blocks, 1, 1, 256, 1, 1, 0, m_gpu.stream, params, nullptr),
+          "cuLaunchKernel(" + name + ")");
+  }
+
+  /// Runs a checking kernel (check, or read-then-complement) over every chunk expecting the pattern ^ `invert`, and
+  /// records the wrong words.
+  void verify(const Pass& pass, CUfunction function, const std::string& name, unsigned invert) {
+    const CudaApi& api = m_gpu.api;
+    for_each_chunk([&](CUdeviceptr pointer, unsigned long long words, std::size_t offset) {
+      CUdeviceptr counts = m_counters;
+      const unsigned long long initial[2] = {0, ~0ull};
+      check(api.memcpy_htod_async(counts, initial, sizeof initial, m_gpu.stream),
+            "cuMemcpyHtoDAsync_v2 (memtest counters)");
+      unsigned seed = pass.seed, mode = pass.mode;
+      void* params[] = {&pointer, &words, &seed, &invert, &counts, &mode};
+      launch(function, params, name);
+      check(api.stream_synchronize(m_gpu.stream), "cuStreamSynchronize (memtest verify)");
+      unsigned long long result[2] = {0, 0};
+      check(api.memcpy_dtoh(result, counts, sizeof result), "cuMemcpyDtoH_v2 (memtest counters)");
+      if (result[0] == 0 || result[1] >= words) return;
+      if (m_error.words == 0) {
+        m_error.pass = &pass;
+        m_error.offset = offset + result[1] * 4;
+        m_error.expected = expected_word(pass, pointer / 4 + result[1], invert);
+        check(api.memcpy_dtoh(&m_error.observed, pointer + result[1] * 4, 4), "cuMemcpyDtoH_v2 (memtest)");
+      }
+      m_error.words += result[0];
+    });
+  }
+
+  Gpu& m_gpu;
+  const std::vector<std::unique_ptr<DeviceBuffer>>& m_chunks;
+  CUdeviceptr m_counters;
+  unsigned m_blocks;
+  MemtestError m_error;
+};
+
 }  // namespace
 
 StepOutcome run_memtest(Gpu& gpu) {
@@ -45,18 +144,29 @@ StepOutcome run_memtest(Gpu& gpu) {
   const CudaApi& api = gpu.api;
   std::size_t free_bytes = 0, total_bytes = 0;
   check(api.mem_get_info(&free_bytes, &total_bytes), "cuMemGetInfo_v2");
-  const auto target = static_cast<std::size_t>(static_cast<double>(free_bytes) * gpu.options.memtest_fraction) / 4 * 4;
+  const std::size_t target = memtest_target(free_bytes, gpu.options.memtest_fraction);
 
   const DeviceBuffer counters(gpu, 2 * sizeof(unsigned long long), "cuMemAlloc_v2 (memtest counters)");
-  // Chunks of at most 1 GiB until the target; running out of memory early just tests less (and says so).
+  // Chunks of at most options.memtest_chunk_bytes until the target; running out of memory early just tests less (and
+  // says so); not even the first chunk is a skip: other processes hold the memory.
   std::vector<std::unique_ptr<DeviceBuffer>> chunks;
   std::size_t allocated = 0;
   bool short_of_target = false;
   while (allocated + 4 <= target) {
-    const std::size_t bytes = std::min<std::size_t>(1024 * mib, target - allocated) / 4 * 4;
+    const std::size_t bytes = std::min<std::size_t>(gpu.options.memtest_chunk_bytes, target - allocated) / 4 * 4;
     CUresult result = cuda_success;
     std::unique_ptr<DeviceBuffer> chunk = DeviceBuffer::try_allocate(gpu, bytes, result);
-    if (result == cuda_error_out_of_memory && !chunks.empty()) {
+    if (result == cuda_error_out_of_memory && chunks.empty()) {
+      out.findings.push_back(Finding{"smoke.memtest",
+                                     Status::skip,
+                                     "memtest skipped: not even a first chunk of " + size_text(bytes) +
+                                         " could be allocated (out of memory; the driver reported " +
+                                         size_text(free_bytes) + " free): other processes hold the GPU's memory",
+                                     "run the memory test on an idle GPU (nvidia-smi lists the processes)",
+                                     {}});
+      return out;
+    }
+    if (result == cuda_error_out_of_memory) {
       short_of_target = true;
       break;
     }
@@ -74,45 +184,11 @@ StepOutcome run_memtest(Gpu& gpu) {
     return out;
   }
 
-  const unsigned blocks = static_cast<unsigned>(std::max(1, gpu.info.sm_count) * 4);
-  MemtestError error;
   const auto begin = std::chrono::steady_clock::now();
-  for (const Pass& pass : passes) {
-    unsigned seed = pass.seed, invert = pass.invert;
-    for (const auto& chunk : chunks) {
-      CUdeviceptr pointer = chunk->get();
-      unsigned long long words = chunk->size() / 4;
-      void* params[] = {&pointer, &words, &seed, &invert};
-      check(api.launch_kernel(gpu.memtest_fill, blocks, 1, 1, 256, 1, 1, 0, gpu.stream, params, nullptr),
-            "cuLaunchKernel(smoke_fill_pattern)");
-    }
-    check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (memtest write)");
-    std::size_t chunk_offset = 0;
-    for (const auto& chunk : chunks) {
-      CUdeviceptr pointer = chunk->get(), counts = counters.get();
-      unsigned long long words = chunk->size() / 4;
-      const unsigned long long initial[2] = {0, ~0ull};
-      check(api.memcpy_htod(counts, initial, sizeof initial), "cuMemcpyHtoD_v2 (memtest counters)");
-      void* params[] = {&pointer, &words, &seed, &invert, &counts};
-      check(api.launch_kernel(gpu.memtest_check, blocks, 1, 1, 256, 1, 1, 0, gpu.stream, params, nullptr),
-            "cuLaunchKernel(smoke_check_pattern)");
-      check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (memtest verify)");
-      unsigned long long result[2] = {0, 0};
-      check(api.memcpy_dtoh(result, counts, sizeof result), "cuMemcpyDtoH_v2 (memtest counters)");
-      if (result[0] != 0 && result[1] < words) {
-        if (error.words == 0) {
-          error.pass = &pass;
-          error.offset = chunk_offset + result[1] * 4;
-          error.expected = pattern_word(result[1], seed) ^ invert;
-          check(api.memcpy_dtoh(&error.observed, pointer + result[1] * 4, 4), "cuMemcpyDtoH_v2 (memtest)");
-        }
-        error.words += result[0];
-      }
-      chunk_offset += chunk->size();
-    }
-  }
+  const MemtestError error = MemtestPasses(gpu, chunks, counters.get()).run();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  const double moved = static_cast<double>(allocated) * 2 * std::size(passes);  // each pass writes and reads
+  // Each pass writes and reads every word; moving inversions also read and write it twice more.
+  const double moved = static_cast<double>(allocated) * 2 * (std::size(passes) + 2);
   out.metrics.push_back(Metric{"memtest", "GB/s", summarize({gigabytes_per_second(moved, seconds)}), std::nullopt,
                                static_cast<double>(allocated)});
   const std::string tested = std::to_string(std::size(passes)) + " patterns over " + size_text(allocated) + " (" +

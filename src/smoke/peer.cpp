@@ -32,7 +32,9 @@ StepOutcome copy_between(Gpu& destination, Gpu& source, const std::string& pair,
                           "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(source.ordinal) + ")");
   const DeviceBuffer to(destination, bytes,
                         "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(destination.ordinal) + ")");
-  check(api.memcpy_htod(from.get(), host.data(), bytes), "cuMemcpyHtoD_v2 (peer copy source)");
+  // On the destination's stream (unified addressing finds the source GPU), so the copies below are ordered after it.
+  check(api.memcpy_htod_async(from.get(), host.data(), bytes, destination.stream),
+        "cuMemcpyHtoDAsync_v2 (peer copy source)");
   const Summary rates = time_copies(destination, true, static_cast<double>(bytes), [&] {
     check(api.memcpy_peer_async(to.get(), destination.context, from.get(), source.context, bytes, destination.stream),
           "cuMemcpyPeerAsync");
@@ -60,14 +62,24 @@ StepOutcome copy_between(Gpu& destination, Gpu& source, const std::string& pair,
   return out;
 }
 
-/// What a copy between these two GPUs should reach: Azure's floor where both are the same SXM model with one, and
-/// the operator's `p2p` override.
-Expectation peer_expectation(const GpuExpectation* source, const GpuExpectation* destination,
-                             const SmokeOptions& options) {
+/// What a copy between these two GPUs should reach: Azure's floor where both are the same SXM model with one and the
+/// node has the board size it was measured on, and the operator's `p2p` override. `basis` says why there is no floor
+/// when the model has one but the board differs.
+Expectation peer_expectation(const GpuExpectation* source, const GpuExpectation* destination, int device_count,
+                             const SmokeOptions& options, std::string& basis) {
   Expectation out;
   if (source != nullptr && source == destination && source->p2p_read_minimum) {
-    out.minimum = source->p2p_read_minimum;
-    out.source = source->model + " peer read minimum " + rate_text(*out.minimum) + " GB/s; " + source->source;
+    const int board = source->p2p_board_gpus.value_or(device_count);
+    if (board == device_count) {
+      out.minimum = source->p2p_read_minimum;
+      out.source = source->model + " peer read minimum " + rate_text(*out.minimum) + " GB/s, measured on " +
+                   std::to_string(board) + "-GPU NVSwitch boards (this node: " + std::to_string(device_count) +
+                   " GPUs); " + source->source;
+    } else {
+      basis = "no floor: " + source->model + "'s " + rate_text(*source->p2p_read_minimum) + " GB/s floor is for " +
+              std::to_string(board) + "-GPU NVSwitch boards and the driver reports " + std::to_string(device_count) +
+              " GPUs (fewer NVLinks per pair); give one with --minimum p2p=V";
+    }
   }
   return with_override(options, "p2p", out);
 }
@@ -100,7 +112,7 @@ Finding judge_peer_copy(Finding verified, const PeerResult& result, const Expect
 }  // namespace
 
 std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
-                                        std::vector<Finding>& findings) {
+                                        int device_count, std::vector<Finding>& findings) {
   std::vector<PeerResult> results;
   for (const std::shared_ptr<Gpu>& source : gpus) {
     for (const std::shared_ptr<Gpu>& destination : gpus) {
@@ -115,7 +127,7 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
       });
       if (!outcome) {
         // Both GPUs took part in the hung copy: neither is trusted with another step.
-        destination->stopped = source->stopped = true;
+        destination->stopped = source->stopped = destination->hung = source->hung = true;
         Finding hang = hang_finding("smoke.p2p", destination->options.step_timeout);
         hang.message = pair + hang.message;
         findings.push_back(std::move(hang));
@@ -123,14 +135,18 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
       }
       const GpuExpectation* source_model = find_gpu(expectations, source->info.name);
       const GpuExpectation* destination_model = find_gpu(expectations, destination->info.name);
-      const Expectation expectation = peer_expectation(source_model, destination_model, destination->options);
+      std::string basis;
+      const Expectation expectation =
+          peer_expectation(source_model, destination_model, device_count, destination->options, basis);
       const GpuExpectation* nvlink_model =
           source_model == destination_model && source_model != nullptr && source_model->p2p_read_minimum ? source_model
                                                                                                          : nullptr;
       for (Finding& finding : outcome->findings) {
-        if (finding.status == Status::skip && (expectation.expected || expectation.minimum)) {
+        if (finding.status == Status::skip &&
+            (expectation.expected || expectation.minimum || (nvlink_model && !result->peer_access))) {
           finding = judge_peer_copy(finding, *result, expectation, nvlink_model, destination->options.thresholds);
         }
+        if (finding.status == Status::skip && !basis.empty()) finding.message += "; " + basis;
         if (finding.message.rfind(pair, 0) != 0) finding.message = pair + finding.message;  // a CUDA error's finding
         findings.push_back(std::move(finding));
       }

@@ -12,21 +12,15 @@
 #include <tuple>
 
 #include "smoke/cuda_api.hpp"
+#include "smoke/driver_setup.hpp"
+#include "smoke/host_link.hpp"
 #include "smoke/step.hpp"
 #include "smoke/verify.hpp"
 #include "smoke/xid_watch.hpp"
 #include "util/embedded_file.hpp"
-
-#ifndef GPUENV_SMOKE_KERNELS_CUDA
-#define GPUENV_SMOKE_KERNELS_CUDA ""
-#endif
-#ifndef GPUENV_SMOKE_KERNELS_ARCHS
-#define GPUENV_SMOKE_KERNELS_ARCHS ""
-#endif
+#include "util/strings.hpp"
 
 namespace gpuenv::smoke {
-
-std::span<const util::EmbeddedFile> embedded_smoke_kernels();  // generated: the nvcc fatbin, or nothing without nvcc
 
 namespace {
 
@@ -67,8 +61,8 @@ StepOutcome query_device(Gpu& gpu) {
               Status::pass,
               gpu.info.name + " at " + (gpu.info.pci_bus_id.empty() ? "unknown PCI address" : gpu.info.pci_bus_id) +
                   ": CC " + std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor) + ", " +
-                  std::to_string(gpu.info.sm_count) + " SMs, " + size_text(gpu.info.memory_bytes) + ", SM clock " +
-                  std::to_string(gpu.info.clock_mhz) + " MHz, memory clock " +
+                  std::to_string(gpu.info.sm_count) + " SMs, " + size_text(gpu.info.memory_bytes) + ", max SM clock " +
+                  std::to_string(gpu.info.clock_mhz) + " MHz, max memory clock " +
                   std::to_string(gpu.info.memory_clock_mhz) + " MHz",
               {},
               {}});
@@ -77,7 +71,14 @@ StepOutcome query_device(Gpu& gpu) {
 
 // ---------------------------------------------------------------------------------------------------- kernels
 
-StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
+/// Errors that mean "this image has no code for this GPU or driver": the next image may have.
+bool image_cannot_run(CUresult result) {
+  return result == cuda_error_no_binary_for_gpu || result == cuda_error_unsupported_ptx_version ||
+         result == cuda_error_invalid_ptx || result == cuda_error_invalid_image;
+}
+
+/// Loads the first embedded image that runs on this driver and GPU (kernel_images_for's order).
+StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver_version_number) {
   StepOutcome out;
   const KernelsInfo kernels = embedded_kernels_info();
   if (!kernels.embedded) {
@@ -89,27 +90,39 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
                 {}});
     return out;
   }
-  // cuModuleLoadData reads the fatbin header with 8-byte loads: give it an aligned copy.
-  const std::string_view image = embedded_smoke_kernels().front().contents;
-  std::vector<std::uint64_t> aligned((image.size() + 7) / 8 + 1, 0);
-  std::memcpy(aligned.data(), image.data(), image.size());
-  const CUresult loaded = gpu.api.module_load_data(&gpu.module, aligned.data());
+  const KernelImage* loaded_image = nullptr;
+  std::string tried;
+  CUresult last = cuda_success;
+  for (const KernelImage* image : kernel_images_for(kernels.images, driver_version_number)) {
+    // cuModuleLoadData reads the fatbin header with 8-byte loads: give it an aligned copy.
+    std::vector<std::uint64_t> aligned((image->bytes + 7) / 8 + 1, 0);
+    std::memcpy(aligned.data(), image->contents.data(), image->bytes);
+    last = gpu.api.module_load_data(&gpu.module, aligned.data());
+    tried += (tried.empty() ? "" : "; ") + image->file + " (CUDA " + image->cuda_version + ": " +
+             describe_cuda_error(gpu.api, last) + ")";
+    if (last == cuda_success) {
+      loaded_image = image;
+      break;
+    }
+    if (!image_cannot_run(last)) break;
+  }
   const std::string cc = std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor);
-  if (loaded == cuda_error_no_binary_for_gpu || loaded == cuda_error_unsupported_ptx_version ||
-      loaded == cuda_error_invalid_ptx || loaded == cuda_error_invalid_image) {
+  if (loaded_image == nullptr && image_cannot_run(last)) {
     gpu.module = nullptr;
-    out.findings.push_back(Finding{
-        "smoke.kernels",
-        Status::warn,
-        "the embedded kernels cannot run here: cuModuleLoadData returned " + describe_cuda_error(gpu.api, loaded) +
-            "; kernels built with CUDA " + kernels.cuda_version + " for " + kernels.archs + "; driver supports CUDA " +
-            driver_version + ", GPU is CC " + cc + "; device query and copies still ran, matmul tests skipped",
-        "a driver that supports CUDA " + kernels.cuda_version +
-            " (or newer) runs them; a GPU older than CC 7.5 is not supported by CUDA 13",
-        {}});
+    out.findings.push_back(
+        Finding{"smoke.kernels",
+                Status::warn,
+                "the embedded kernels cannot run here: cuModuleLoadData returned " +
+                    describe_cuda_error(gpu.api, last) + "; kernels built with CUDA " + kernels.cuda_version + " for " +
+                    kernels.archs + "; driver supports CUDA " + driver_version + ", GPU is CC " + cc +
+                    "; images tried: " + tried + "; device query and copies still ran, matmul tests skipped",
+                "a driver that supports CUDA " + kernels.cuda_version +
+                    " (or newer) runs them; `gpuenv smoke --describe` lists the images and the drivers each is for",
+                {}});
     return out;
   }
-  check(loaded, "cuModuleLoadData");
+  check(last, "cuModuleLoadData");
+  gpu.info.kernel_image = loaded_image->file;
   check(gpu.api.module_get_function(&gpu.sgemm, gpu.module, "smoke_sgemm"), "cuModuleGetFunction(smoke_sgemm)");
   check(gpu.api.module_get_function(&gpu.hgemm, gpu.module, "smoke_hgemm_wmma"),
         "cuModuleGetFunction(smoke_hgemm_wmma)");
@@ -119,12 +132,15 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version) {
         "cuModuleGetFunction(smoke_fill_pattern)");
   check(gpu.api.module_get_function(&gpu.memtest_check, gpu.module, "smoke_check_pattern"),
         "cuModuleGetFunction(smoke_check_pattern)");
-  out.findings.push_back(
-      Finding{"smoke.kernels",
-              Status::pass,
-              "kernels loaded (CUDA " + kernels.cuda_version + " fatbin, " + std::to_string(kernels.bytes) + " bytes)",
-              {},
-              {}});
+  check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module, "smoke_move_inversion"),
+        "cuModuleGetFunction(smoke_move_inversion)");
+  out.findings.push_back(Finding{"smoke.kernels",
+                                 Status::pass,
+                                 "kernels loaded (" + loaded_image->file + ": CUDA " + loaded_image->cuda_version +
+                                     " fatbin, " + std::to_string(loaded_image->bytes) +
+                                     " bytes; driver supports CUDA " + driver_version + ")",
+                                 {},
+                                 {}});
   return out;
 }
 
@@ -191,59 +207,19 @@ StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::strin
   return out;
 }
 
-}  // namespace
-
-std::optional<int> pcie_generation_from_speed(std::string_view text) {
-  double rate = 0;
-  if (std::sscanf(std::string(text).c_str(), "%lf", &rate) != 1) return std::nullopt;
-  const std::pair<double, int> table[] = {{2.5, 1}, {5.0, 2}, {8.0, 3}, {16.0, 4}, {32.0, 5}, {64.0, 6}};
-  for (const auto& [speed, generation] : table) {
-    if (std::fabs(rate - speed) < 0.01) return generation;
-  }
-  return std::nullopt;
-}
-
-std::string sysfs_bus_id(std::string_view driver_bus_id) {
-  std::string id(driver_bus_id);
-  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const auto colon = id.find(':');
-  if (colon != std::string::npos && colon > 4) id = id.substr(colon - 4);  // 8-digit domain -> 4 digits
-  return id;
-}
-
-namespace {
-
-void read_pcie_link(system::System& system, DeviceInfo& info) {
-  if (info.pci_bus_id.empty()) return;
-  const std::string base = "/sys/bus/pci/devices/" + sysfs_bus_id(info.pci_bus_id) + "/";
-  auto number = [&](const std::string& file) -> std::optional<int> {
-    auto text = system.read_file(base + file);
-    if (!text) return std::nullopt;
-    int value = 0;
-    return std::sscanf(text->c_str(), "%d", &value) == 1 && value > 0 ? std::optional<int>(value) : std::nullopt;
-  };
-  auto generation = [&](const std::string& file) -> std::optional<int> {
-    auto text = system.read_file(base + file);
-    return text ? pcie_generation_from_speed(*text) : std::nullopt;
-  };
-  info.pcie_generation = generation("current_link_speed");
-  info.pcie_width = number("current_link_width");
-  info.pcie_max_generation = generation("max_link_speed");
-  info.pcie_max_width = number("max_link_width");
-}
-
 // ---------------------------------------------------------------------------------------------------- one GPU
 
 /// The steps of one GPU, in order; each records its findings and metrics into `result`. A failed device query, a
 /// sticky error or a hang stops the GPU (gpu->stopped); later steps then do nothing.
 class DeviceRun {
  public:
-  DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, const Expectations& expectations,
-            std::string driver_version, DeviceResult& result)
+  DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, std::shared_ptr<const Expectations> expectations,
+            std::string driver_version, int driver_version_number, DeviceResult& result)
       : m_system(system),
         m_gpu(std::move(gpu)),
-        m_expectations(expectations),
+        m_expectations(std::move(expectations)),
         m_driver_version(std::move(driver_version)),
+        m_driver_version_number(driver_version_number),
         m_result(result) {}
 
   /// Device query, kernels, copies, matmuls (ours and cuBLAS), then the optional memory test.
@@ -252,18 +228,25 @@ class DeviceRun {
       m_gpu->stopped = true;
       return;
     }
+    place_on_local_cpus();
     m_result.info = m_gpu->info;
-    m_model = find_gpu(m_expectations, m_gpu->info.name);
+    m_model = find_gpu(*m_expectations, m_gpu->info.name);
     if (m_model != nullptr) m_result.info.expectation_model = m_model->model;
-    step("smoke.kernels", [version = m_driver_version](Gpu& g) { return load_kernels(g, version); });
+    if (const auto profile = mig_profile(m_gpu->info.name)) judge_mig_instance(*profile);
+    if (step("smoke.kernels", [version = m_driver_version, number = m_driver_version_number](Gpu& g) {
+          return load_kernels(g, version, number);
+        })) {
+      m_result.info.kernel_image = m_gpu->info.kernel_image;
+    }
     copies();
     matmuls();
     memtest();
   }
 
   /// Unloads the module and releases the context (after the peer copies, which need every GPU's context).
+  /// A GPU stopped by an error is released too (else its context leaks); only a hung one is left alone.
   void release() {
-    if (m_gpu->stopped) return;
+    if (m_gpu->hung || m_gpu->context == nullptr) return;
     run_step(m_gpu, "smoke.release", [](Gpu& g) {
       release_cublas(g);
       if (g.module != nullptr) g.api.module_unload(g.module);
@@ -272,6 +255,7 @@ class DeviceRun {
       if (g.stream != nullptr) g.api.stream_destroy(g.stream);
       g.api.primary_ctx_release(g.device);
       g.module = nullptr;
+      g.context = nullptr;
       return StepOutcome{};
     });
   }
@@ -284,7 +268,7 @@ class DeviceRun {
     std::optional<StepOutcome> outcome = run_step(m_gpu, id, body);
     if (!outcome) {
       m_result.hung = true;
-      m_gpu->stopped = true;
+      m_gpu->stopped = m_gpu->hung = true;
       m_result.findings.push_back(hang_finding(id, m_gpu->options.step_timeout));
       return false;
     }
@@ -295,6 +279,34 @@ class DeviceRun {
     return ok;
   }
 
+  /// Every later step thread runs on the CPUs of the GPU's NUMA node (as nvbandwidth does), so pinned buffers are
+  /// allocated, and pageable copies staged, in the GPU's local memory: the far socket of a dual-socket HGX costs
+  /// several GB/s of host<->device bandwidth.
+  void place_on_local_cpus() {
+    if (m_gpu->info.pci_bus_id.empty()) return;
+    const auto text = m_system.read_file(m_gpu->options.sysfs_root + "/bus/pci/devices/" +
+                                         sysfs_bus_id(m_gpu->info.pci_bus_id) + "/local_cpulist");
+    if (!text) return;
+    m_gpu->local_cpus = parse_cpu_list(*text);
+    if (!m_gpu->local_cpus.empty()) m_gpu->info.local_cpulist = std::string(util::trim(*text));
+  }
+
+  /// A MIG instance has a slice of the GPU's SMs, memory bandwidth and copy engines: the whole GPU's floors would
+  /// fail a healthy slice, so it is measured and verified but not judged (the operator's --expect still applies).
+  void judge_mig_instance(const std::string& profile) {
+    m_result.info.mig_profile = m_gpu->info.mig_profile = profile;
+    const std::string of = m_model != nullptr ? " of " + m_model->model : std::string();
+    m_model = nullptr;
+    m_result.findings.push_back(
+        Finding{"smoke.mig",
+                Status::skip,
+                "MIG instance " + profile + of +
+                    ": the whole GPU's memory, PCIe and matmul floors do not apply to a slice; numbers only (results "
+                    "are still verified)",
+                "to judge a slice, give its numbers: --expect ID=V / --minimum ID=V",
+                {}});
+  }
+
   void absorb(StepOutcome outcome) {
     for (Finding& finding : outcome.findings) m_result.findings.push_back(std::move(finding));
     for (Metric& metric : outcome.metrics) m_result.metrics.push_back(std::move(metric));
@@ -302,7 +314,10 @@ class DeviceRun {
   }
 
   void copies() {
-    if (!step("smoke.copy_buffers", allocate_copy_buffers)) return;
+    if (!step("smoke.copy_buffers", allocate_copy_buffers)) {
+      free_copy_buffers_unless_hung();  // what was allocated before the failure
+      return;
+    }
     const double bytes = static_cast<double>(m_gpu->bytes);
     // Pinned H2D first; the PCIe link is read right after it (an idle link may train down).
     step("smoke.h2d_pinned", [bytes](Gpu& g) {
@@ -327,7 +342,9 @@ class DeviceRun {
     step("smoke.h2d_pageable", [bytes](Gpu& g) {
       fill_pattern(g.pageable, 2);
       const Summary rates = time_copies(g, false, bytes, [&] {
-        check(g.api.memcpy_htod(g.device_a, g.pageable.data(), g.bytes), "cuMemcpyHtoD_v2");
+        // Pageable memory through the async call on our stream: staged by the driver, ordered with our work, and
+        // time_copies synchronises this stream.
+        check(g.api.memcpy_htod_async(g.device_a, g.pageable.data(), g.bytes, g.stream), "cuMemcpyHtoDAsync_v2");
       });
       const PatternCheck data = read_back_and_check(g, g.device_a, 2);
       return copy_outcome(g, "h2d_pageable", "pageable host->device", rates, bytes, data, Expectation{});
@@ -335,20 +352,20 @@ class DeviceRun {
     step("smoke.d2h_pageable", [bytes](Gpu& g) {
       std::fill(g.pageable.begin(), g.pageable.end(), 0u);
       const Summary rates = time_copies(g, false, bytes, [&] {
-        check(g.api.memcpy_dtoh(g.pageable.data(), g.device_a, g.bytes), "cuMemcpyDtoH_v2");
+        check(g.api.memcpy_dtoh_async(g.pageable.data(), g.device_a, g.bytes, g.stream), "cuMemcpyDtoHAsync_v2");
       });
       const PatternCheck data = check_pattern(g.pageable, 2);
       return copy_outcome(g, "d2h_pageable", "pageable device->host", rates, bytes, data, Expectation{});
     });
     Expectation memory;
     if (m_model != nullptr && m_model->memory_bandwidth) {
-      memory = Expectation{*m_model->memory_bandwidth * m_expectations.efficiency.d2d_copy,
+      memory = Expectation{*m_model->memory_bandwidth * m_expectations->efficiency.d2d_copy,
                            m_model->memory_bandwidth_minimum, true,
                            m_model->model + " memory bandwidth " + rate_text(*m_model->memory_bandwidth) + " GB/s x " +
-                               format("%.2g", m_expectations.efficiency.d2d_copy) + "; " + m_model->source};
+                               format("%.2g", m_expectations->efficiency.d2d_copy) + "; " + m_model->source};
     }
     step("smoke.d2d", [bytes, memory](Gpu& g) {
-      check(g.api.memset_d32(g.device_b, 0, g.bytes / 4), "cuMemsetD32_v2");
+      check(g.api.memset_d32_async(g.device_b, 0, g.bytes / 4, g.stream), "cuMemsetD32Async");
       // A device-to-device copy reads and writes every byte: count both against the memory bandwidth.
       const Summary rates = time_copies(g, true, 2 * bytes, [&] {
         check(g.api.memcpy_dtod_async(g.device_b, g.device_a, g.bytes, g.stream), "cuMemcpyDtoDAsync_v2");
@@ -356,12 +373,16 @@ class DeviceRun {
       const PatternCheck data = read_back_and_check(g, g.device_b, 2);
       return copy_outcome(g, "d2d", "device->device", rates, 2 * bytes, data, memory);
     });
-    if (!m_gpu->stopped) {
-      run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
-        free_copy_buffers(g);
-        return StepOutcome{};
-      });
-    }
+    free_copy_buffers_unless_hung();
+  }
+
+  /// Frees the copy buffers, also after an error (else they leak); a hung GPU's thread may still use them.
+  void free_copy_buffers_unless_hung() {
+    if (m_gpu->hung) return;
+    run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
+      free_copy_buffers(g);
+      return StepOutcome{};
+    });
   }
 
   /// Judges the pinned H2D copy on the main thread once the PCIe link is known; returns the link's expectation for
@@ -371,23 +392,33 @@ class DeviceRun {
     if (m_gpu->stopped || m_result.metrics.empty() || m_result.metrics.back().id != "h2d_pinned") return pcie;
     const Summary rates = m_result.metrics.back().summary;
     m_result.metrics.pop_back();
-    read_pcie_link(m_system, m_result.info);
+    read_pcie_link(m_system, m_gpu->options.sysfs_root, m_result.info);
     const DeviceInfo& info = m_result.info;
-    if (info.pcie_generation && info.pcie_width) {
-      if (auto link = pcie_expectation(m_expectations, *info.pcie_generation, *info.pcie_width)) {
-        pcie = Expectation{link->expected_gbs, link->minimum_gbs, true, link->source};
+    // Judged against what the slot should give (a link trained down is the fault to find), not the current link.
+    const std::optional<CapableLink> capable = capable_pcie_link(info);
+    if (capable && info.mig_profile.empty()) {
+      if (auto link = pcie_expectation(*m_expectations, capable->generation, capable->width)) {
+        pcie = Expectation{link->expected_gbs, link->minimum_gbs, true,
+                           link->source + " (the link the GPU and its upstream port both support: GPU max " +
+                               link_text(info.pcie_max_generation, info.pcie_max_width) + ", upstream port max " +
+                               link_text(info.pcie_upstream_max_generation, info.pcie_upstream_max_width) + ")"};
       }
     }
     StepOutcome judged =
         copy_outcome(*m_gpu, "h2d_pinned", "pinned host->device", rates, bytes, m_gpu->h2d_check, pcie);
     if (!info.pcie_generation) judged.findings.back().message += " (PCIe link unknown: sysfs not readable)";
-    if (info.pcie_width && info.pcie_max_width && *info.pcie_width < *info.pcie_max_width) {
+    const bool slow_generation = capable && info.pcie_generation && *info.pcie_generation < capable->generation;
+    const bool narrow = capable && info.pcie_width && *info.pcie_width < capable->width;
+    if (slow_generation || narrow) {
       m_result.findings.push_back(
           Finding{"smoke.pcie_link",
                   Status::warn,
-                  "PCIe link runs x" + std::to_string(*info.pcie_width) + " but the GPU supports x" +
-                      std::to_string(*info.pcie_max_width),
-                  "reseat the GPU or check the slot and riser; a degraded link cuts host<->device bandwidth",
+                  "PCIe link runs " + link_text(info.pcie_generation, info.pcie_width) +
+                      " right after a copy, but the GPU and "
+                      "its upstream port support " +
+                      link_text(capable->generation, capable->width),
+                  "reseat the GPU or check the slot, riser and BIOS PCIe settings; a degraded link cuts host<->device "
+                  "bandwidth",
                   {}});
     }
     absorb(std::move(judged));
@@ -405,7 +436,8 @@ class DeviceRun {
   /// BF16 where the GPU has it (CC 8.0 and newer), else FP16.
   Precision tensor_precision() const { return m_gpu->info.cc_major >= 8 ? Precision::bf16 : Precision::fp16; }
 
-  /// Our kernels and the node's cuBLAS, each precision back to back so that both use the same operands.
+  /// The node's cuBLAS, then our kernel, each precision back to back so that both use the same operands and ours is
+  /// judged against cuBLAS's number.
   void matmuls() {
     if (m_gpu->stopped) return;
     const bool kernels = m_gpu->module != nullptr;
@@ -421,18 +453,30 @@ class DeviceRun {
                         });
     const Precision tensor = tensor_precision();
     std::vector<GemmPlan> plans;
-    for (const auto& [precision, size, suffix] :
-         {std::tuple{Precision::fp32, sgemm_size(), std::string("sgemm_fp32")},
-          std::tuple{tensor, tensor_size(), std::string("gemm_") + to_string(tensor)}}) {
-      if (kernels) plans.push_back({suffix, GemmPlan::Engine::kernel, precision, size});
-      if (cublas) plans.push_back({"cublas_" + suffix, GemmPlan::Engine::cublas, precision, size});
+    for (const auto& [precision, size, floor_size, suffix] :
+         {std::tuple{Precision::fp32, sgemm_size(), m_gpu->options.sgemm_floor_size, std::string("sgemm_fp32")},
+          std::tuple{tensor, tensor_size(), m_gpu->options.tensor_floor_size,
+                     std::string("gemm_") + to_string(tensor)}}) {
+      if (cublas) plans.push_back({"cublas_" + suffix, GemmPlan::Engine::cublas, precision, size, floor_size, {}});
+      if (kernels) plans.push_back({suffix, GemmPlan::Engine::kernel, precision, size, floor_size, {}});
     }
-    for (const GemmPlan& plan : plans) {
-      step("smoke." + plan.id, [plan, model = m_model, &expectations = m_expectations](Gpu& g) {
-        return run_gemm(g, plan, model, expectations);
+    for (GemmPlan& plan : plans) {
+      if (plan.engine == GemmPlan::Engine::kernel) plan.cublas_tflops = measured("cublas_" + plan.id);
+      // By value: `model` points into `expectations`, which the thread co-owns, so an abandoned GEMM that
+      // finishes after run_smoke returned still reads live memory.
+      step("smoke." + plan.id, [plan, model = m_model, expectations = m_expectations](Gpu& g) {
+        return run_gemm(g, plan, model, *expectations);
       });
     }
     if (!m_gpu->stopped) m_gpu->operands = nullptr;  // free the host copies (a hung step still holds its own)
+  }
+
+  /// The median of metric `id` measured on this GPU so far, if any.
+  std::optional<double> measured(const std::string& id) const {
+    for (const Metric& metric : m_result.metrics) {
+      if (metric.id == id && metric.verified) return metric.summary.median;
+    }
+    return std::nullopt;
   }
 
   void memtest() {
@@ -447,8 +491,9 @@ class DeviceRun {
 
   system::System& m_system;
   std::shared_ptr<Gpu> m_gpu;
-  const Expectations& m_expectations;
+  std::shared_ptr<const Expectations> m_expectations;  ///< shared with step threads that may outlive the run
   std::string m_driver_version;
+  int m_driver_version_number = 0;  ///< cuDriverGetVersion, 12080
   DeviceResult& m_result;
   const GpuExpectation* m_model = nullptr;
 };
@@ -464,158 +509,34 @@ const std::vector<std::string>& judged_metric_ids() {
 
 KernelsInfo embedded_kernels_info() {
   KernelsInfo out;
-  const auto files = embedded_smoke_kernels();
-  out.embedded = !files.empty() && !files.front().contents.empty();
-  out.bytes = out.embedded ? files.front().contents.size() : 0;
-  out.cuda_version = GPUENV_SMOKE_KERNELS_CUDA;
-  out.archs = GPUENV_SMOKE_KERNELS_ARCHS;
+  out.images = embedded_kernel_images();
+  out.embedded = !out.images.empty();
+  for (const KernelImage& image : out.images) out.bytes += image.bytes;
+  if (out.embedded) {
+    const KernelImage& newest = out.images.front();
+    out.cuda_version = newest.cuda_version;
+    out.archs = util::join(newest.sass_archs, " ") + " " + newest.ptx_arch;
+  }
   return out;
 }
 
-namespace {
-
-/// Opens libcuda and resolves the driver API; nullptr (with a failing smoke.driver finding) when it cannot.
-std::shared_ptr<Gpu> open_driver(system::System& system, const SmokeOptions& options, SmokeReport& report) {
-  auto loaded = system.load_library(options.library);
-  if (!loaded) {
-    report.findings.push_back(
-        Finding{"smoke.driver",
-                Status::fail,
-                "no NVIDIA driver found: " + options.library + " cannot be loaded (" + loaded.error().message + ")",
-                "install the NVIDIA driver (run `gpuenv doctor` for details), or run on a machine with a GPU",
-                {}});
-    return nullptr;
-  }
-  auto driver = std::make_shared<Gpu>();
-  driver->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
-  auto api = resolve_cuda_api(*driver->library);
-  if (!api) {
-    report.findings.push_back(Finding{"smoke.driver",
-                                      Status::fail,
-                                      options.library + " is not a usable CUDA driver: " + api.error().message,
-                                      "reinstall the NVIDIA driver; an old driver lacks these entry points",
-                                      {}});
-    return nullptr;
-  }
-  driver->api = *api;
-  driver->options = options;
-  report.driver_loaded = true;
-  return driver;
-}
-
-/// The failing finding for a cuInit error, with the remedy that fits it.
-Finding init_failure(const CudaApi& api, CUresult result, const std::string& driver_version) {
-  Finding finding{"smoke.driver", Status::fail, "cuInit failed: " + describe_cuda_error(api, result), {}, {}};
-  if (result == cuda_error_no_device) {
-    finding.message = "no CUDA device: " + finding.message;
-    finding.remedy =
-        "check that the GPUs are visible (nvidia-smi, CUDA_VISIBLE_DEVICES, container --gpus) and run `gpuenv doctor`";
-  } else if (result == cuda_error_insufficient_driver || result == cuda_error_system_driver_mismatch ||
-             result == cuda_error_compat_not_supported_on_device) {
-    finding.message =
-        "the CUDA driver library (CUDA " + driver_version + ") does not match the kernel driver: " + finding.message;
-    finding.remedy =
-        "install matching NVIDIA user-space and kernel driver packages, or remove a cuda-compat library from "
-        "LD_LIBRARY_PATH";
-  } else {
-    finding.remedy = "run `gpuenv doctor` to check the driver and the kernel log";
-  }
-  return finding;
-}
-
-/// cuInit, the driver version and the device count, on a worker thread (cuInit can hang on a GPU that fell off the
-/// bus). Fills report.driver_cuda_version and device_count; false (with a failing finding) when no GPU can be tested.
-bool initialise_driver(const std::shared_ptr<Gpu>& driver, const SmokeOptions& options, SmokeReport& report,
-                       int& driver_version) {
-  struct InitResult {
-    CUresult init = cuda_error_unknown;
-    int version = 0;
-    int count = 0;
-  };
-  auto promise = std::make_shared<std::promise<InitResult>>();
-  std::future<InitResult> future = promise->get_future();
-  std::thread([driver, promise] {
-    InitResult result;
-    driver->api.driver_get_version(&result.version);
-    result.init = driver->api.init(0);
-    if (result.init == cuda_success && driver->api.device_get_count(&result.count) != cuda_success) result.count = 0;
-    promise->set_value(result);
-  }).detach();
-  if (future.wait_for(options.init_timeout) != std::future_status::ready) {
-    report.findings.push_back(
-        Finding{"smoke.driver",
-                Status::fail,
-                "hang: cuInit did not return within " + std::to_string(options.init_timeout.count() / 1000) + " s",
-                "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`",
-                {}});
-    return false;
-  }
-  const InitResult init = future.get();
-  driver_version = init.version;
-  report.driver_cuda_version = cuda_version_text(init.version);
-  if (init.init != cuda_success) {
-    report.findings.push_back(init_failure(driver->api, init.init, report.driver_cuda_version));
-    return false;
-  }
-  report.device_count = init.count;
-  if (init.count <= 0) {
-    report.findings.push_back(Finding{"smoke.driver",
-                                      Status::fail,
-                                      "no CUDA device: the driver reports 0 GPUs",
-                                      "check CUDA_VISIBLE_DEVICES and the container's GPU access; run `gpuenv doctor`",
-                                      {}});
-    return false;
-  }
-  if (options.device && (*options.device < 0 || *options.device >= init.count)) {
-    report.findings.push_back(Finding{"smoke.device",
-                                      Status::fail,
-                                      "--device " + std::to_string(*options.device) + ": the driver reports " +
-                                          std::to_string(init.count) + " GPU(s), numbered 0 to " +
-                                          std::to_string(init.count - 1),
-                                      "pick a CUDA device ordinal that exists",
-                                      {}});
-    return false;
-  }
-  report.findings.push_back(Finding{"smoke.driver",
-                                    Status::pass,
-                                    "CUDA driver " + report.driver_cuda_version + " (" + options.library + "), " +
-                                        std::to_string(init.count) + " GPU(s)",
-                                    {},
-                                    {}});
-  return true;
-}
-
-/// The node's cuBLAS (options.cublas_library, else the best candidate for the driver's CUDA major); nullptr with a
-/// skip finding when there is none: a driver-only host is normal, and our own kernels still ran.
-std::shared_ptr<const Cublas> open_cublas(system::System& system, const SmokeOptions& options, int driver_version,
-                                          SmokeReport& report) {
-  const std::vector<std::string> candidates = options.cublas_library.empty()
-                                                  ? cublas_candidates(system, driver_version / 1000)
-                                                  : std::vector<std::string>{options.cublas_library};
-  auto cublas = load_cublas(system, candidates);
-  if (!cublas) {
-    report.findings.push_back(
-        Finding{"smoke.cublas",
-                Status::skip,
-                "cuBLAS GEMMs skipped: no usable cuBLAS for CUDA " + report.driver_cuda_version + " or older (" +
-                    cublas.error().message + "); the matmuls ran on gpuenv's own kernels only",
-                "to test the node's CUDA math libraries, install cuBLAS (the libcublas package of the CUDA "
-                "repository) or point GPUENV_CUBLAS_LIBRARY at a libcublas.so",
-                {}});
-    return nullptr;
-  }
-  return std::make_shared<const Cublas>(std::move(*cublas));
-}
-
-}  // namespace
-
 util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options) {
-  auto expectations = shipped_expectations();
-  if (!expectations) return expectations.error();
+  auto parsed = shipped_expectations();
+  if (!parsed) return parsed.error();
+  // Shared with every step thread: a step abandoned at its deadline may still read it after run_smoke returns.
+  const auto expectations = std::make_shared<const Expectations>(std::move(*parsed));
   SmokeReport report;
   report.library = options.library;
   report.kernels = embedded_kernels_info();
-  auto finish = [&report]() -> util::Expected<SmokeReport> {
+  KernelLogSnapshot kernel_log;  // before cuInit: Xids raised while the driver initialises are the run's too
+  if (options.watch_kernel_log) kernel_log = snapshot_kernel_log(system);
+  auto finish = [&]() -> util::Expected<SmokeReport> {
+    if (options.watch_kernel_log) {
+      std::vector<TestedGpu> tested;
+      for (const DeviceResult& device : report.devices) tested.push_back({device.index, device.info.pci_bus_id});
+      for (Finding& finding : kernel_events_since(system, kernel_log, tested))
+        report.findings.push_back(std::move(finding));
+    }
     std::vector<Finding> all = report.findings;
     for (const DeviceResult& device : report.devices)
       all.insert(all.end(), device.findings.begin(), device.findings.end());
@@ -625,12 +546,11 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   };
 
   const std::shared_ptr<Gpu> driver = open_driver(system, options, report);
+  if (driver == nullptr) return finish();
   int driver_version = 0;
-  if (driver == nullptr || !initialise_driver(driver, options, report, driver_version)) return finish();
+  if (!initialise_driver(driver, options, report, driver_version)) return finish();
   const std::shared_ptr<const Cublas> cublas =
       options.cublas ? open_cublas(system, options, driver_version, report) : nullptr;
-  KernelLogSnapshot kernel_log;  // before the first GPU is touched: what the run adds is its doing
-  if (options.watch_kernel_log) kernel_log = snapshot_kernel_log(system);
 
   std::vector<std::shared_ptr<Gpu>> gpus;
   std::vector<DeviceRun> runs;
@@ -645,17 +565,14 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     gpu->cublas = cublas;
     DeviceResult& result = report.devices.emplace_back();
     result.index = ordinal;
-    runs.emplace_back(system, gpu, *expectations, report.driver_cuda_version, result).run();
+    runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, driver_version, result).run();
     gpus.push_back(std::move(gpu));
   }
-  if (options.peer && gpus.size() > 1) report.peers = run_peer_copies(gpus, *expectations, report.peer_findings);
-  for (DeviceRun& run : runs) run.release();
-  if (options.watch_kernel_log) {
-    std::vector<TestedGpu> tested;
-    for (const DeviceResult& device : report.devices) tested.push_back({device.index, device.info.pci_bus_id});
-    for (Finding& finding : kernel_events_since(system, kernel_log, tested))
-      report.findings.push_back(std::move(finding));
+  if (options.peer && gpus.size() > 1) {
+    report.peers = run_peer_copies(gpus, *expectations, report.device_count, report.peer_findings);
   }
+  for (DeviceRun& run : runs) run.release();
+  for (const std::shared_ptr<Gpu>& gpu : gpus) report.abandoned_work = report.abandoned_work || gpu->hung;
   return finish();
 }
 

@@ -38,16 +38,23 @@ struct SmokeOptions {
   std::size_t copy_bytes = 0;  ///< 0: 256 MiB (quick: 32 MiB)
   int sgemm_size = 0;          ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 128
   int tensor_size = 0;         ///< 0: 8192 (quick: 2048)
-  int repetitions = 0;         ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
+  /// The smallest matmuls the data's floors and estimates hold for (the default full sizes: DCGM's SGEMM target is a
+  /// large-problem number that a 1024^3 launch cannot reach); smaller ones are verified and reported, not judged.
+  int sgemm_floor_size = 4096;
+  int tensor_floor_size = 8192;
+  int repetitions = 0;  ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
   std::size_t gemm_samples = 256;
-  bool cublas = true;            ///< also run cuBLAS GEMMs when the node has cuBLAS
-  std::string cublas_library;    ///< "" searches (cublas_candidates); else only this soname or path
-  double memtest_fraction = 0;   ///< > 0: write and verify patterns over this fraction of free GPU memory
-  bool peer = true;              ///< copies between every pair of GPUs (when more than one is tested)
-  bool watch_kernel_log = true;  ///< report Xid events that appear in the kernel log during the run
+  bool cublas = true;           ///< also run cuBLAS GEMMs when the node has cuBLAS
+  std::string cublas_library;   ///< "" searches (cublas_candidates); else only this soname or path
+  double memtest_fraction = 0;  ///< > 0: write and verify patterns over this fraction of free GPU memory
+  std::size_t memtest_chunk_bytes = std::size_t{1} << 30;  ///< largest allocation of the memory test (1 GiB)
+  bool peer = true;                 ///< copies between every pair of GPUs (when more than one is tested)
+  bool watch_kernel_log = true;     ///< report Xid events that appear in the kernel log during the run
+  std::string sysfs_root = "/sys";  ///< where the PCIe link files are read (tests point it at a fixture tree)
   std::map<std::string, MetricOverride> overrides;  ///< by judged_metric_ids()
-  std::chrono::milliseconds init_timeout{15000};    ///< cuInit / device count
-  std::chrono::milliseconds step_timeout{120000};   ///< each step on one GPU
+  /// cuInit / device count (--init-timeout): without persistence mode, 8 Hopper GPUs can take well over 15 s.
+  std::chrono::milliseconds init_timeout{90000};
+  std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
 };
 
 /// One measured number with its repetitions summarised.
@@ -57,6 +64,7 @@ struct Metric {
   Summary summary;                 ///< of the per-repetition rates (median is the reported value)
   std::optional<double> expected;  ///< the expected value the verdict used, if any
   double work = 0;                 ///< bytes (copies, counted as moved) or M (matmul M = N = K)
+  bool verified = true;            ///< false when the result was wrong (then no other number is judged against it)
 };
 
 struct DeviceInfo {
@@ -66,14 +74,19 @@ struct DeviceInfo {
   int cc_minor = 0;
   int sm_count = 0;
   std::uint64_t memory_bytes = 0;
-  int clock_mhz = 0;
-  int memory_clock_mhz = 0;
+  int clock_mhz = 0;         ///< the maximum (boost) SM clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE: not the current one
+  int memory_clock_mhz = 0;  ///< the maximum memory clock
   int memory_bus_width = 0;
   std::optional<int> pcie_generation;  ///< current link, read from sysfs right after the pinned H2D copy
   std::optional<int> pcie_width;
-  std::optional<int> pcie_max_generation;
+  std::optional<int> pcie_max_generation;  ///< what the GPU supports (its max_link_*)
   std::optional<int> pcie_max_width;
+  std::optional<int> pcie_upstream_max_generation;  ///< what the port above it supports (the parent's max_link_*)
+  std::optional<int> pcie_upstream_max_width;
   std::string expectation_model;  ///< the expectations row used ("" when none matched)
+  std::string mig_profile;        ///< "1g.10gb" for a MIG instance (whole-GPU floors are not applied), else ""
+  std::string kernel_image;       ///< the image loaded ("" when none)
+  std::string local_cpulist;      ///< the CPUs of the GPU's NUMA node (sysfs local_cpulist); step threads run there
 };
 
 struct DeviceResult {
@@ -93,12 +106,37 @@ struct PeerResult {
   Metric metric;             ///< id "p2p_<source>_<destination>", GB/s
 };
 
-/// What the binary carries: the fatbin and the toolkit that built it.
+/// One embedded kernel image (a fatbin) and the toolkit that built it.
+struct KernelImage {
+  std::string file;                     ///< "smoke_kernels.fatbin"
+  std::string cuda_version;             ///< the nvcc release, "13.0"
+  int min_driver = 0;                   ///< lowest cuDriverGetVersion that loads its SASS (13000: any CUDA 13 driver)
+  std::string ptx_arch;                 ///< "compute_120": JIT for newer GPUs on drivers >= cuda_version
+  std::vector<std::string> sass_archs;  ///< "sm_75", ...
+  std::size_t bytes = 0;
+  std::string_view contents;  ///< the fatbin (empty from parse_kernel_manifest)
+};
+
+/// Parses the build's manifest, one image a line: "file cuda_version min_driver ptx_arch sass_arch...", newest
+/// toolkit first; malformed lines are skipped.
+std::vector<KernelImage> parse_kernel_manifest(std::string_view text);
+/// The images embedded in this binary, newest toolkit first (none when built without nvcc).
+std::vector<KernelImage> embedded_kernel_images();
+/// The embedded file `file` ("" when absent).
+std::string_view kernel_image_contents(const std::string& file);
+/// The order to try images on a driver of `driver_version` (cuDriverGetVersion): the newest whose min_driver it
+/// meets first, then older ones, then those it does not meet.
+std::vector<const KernelImage*> kernel_images_for(const std::vector<KernelImage>& images, int driver_version);
+/// "drivers supporting CUDA 12.0 or newer, below CUDA 13.0": the drivers that get images[index] first.
+std::string kernel_image_driver_range(const std::vector<KernelImage>& images, std::size_t index);
+
+/// What the binary carries: its kernel images, and the newest one's toolkit.
 struct KernelsInfo {
   bool embedded = false;
-  std::string cuda_version;  ///< nvcc release, e.g. "13.0"
-  std::string archs;         ///< "sm_75 sm_80 ... compute_120"
-  std::size_t bytes = 0;
+  std::string cuda_version;  ///< the newest image's nvcc release, e.g. "13.0"
+  std::string archs;         ///< its "sm_75 sm_80 ... compute_120"
+  std::size_t bytes = 0;     ///< all images
+  std::vector<KernelImage> images;
 };
 KernelsInfo embedded_kernels_info();
 
@@ -112,6 +150,9 @@ struct SmokeReport {
   std::vector<DeviceResult> devices;
   std::vector<PeerResult> peers;               ///< every ordered pair, when more than one GPU was tested
   std::vector<report::Finding> peer_findings;  ///< smoke.p2p findings
+  /// A step or cuInit missed its deadline and its thread still runs inside the driver: the process must leave with
+  /// _Exit (no static destructors, no libcuda teardown racing that thread).
+  bool abandoned_work = false;
   report::Verdict verdict = report::Verdict::not_ok;
 };
 
@@ -121,7 +162,18 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
 
 /// "32.0 GT/s PCIe" -> 5 (2.5->1, 5->2, 8->3, 16->4, 32->5, 64->6); nullopt when unrecognised.
 std::optional<int> pcie_generation_from_speed(std::string_view text);
+/// "0-3,8,10-11\n" -> {0,1,2,3,8,10,11} (the kernel's cpulist format); empty when malformed.
+std::vector<int> parse_cpu_list(std::string_view text);
+
 /// "00000000:1B:00.0" -> "0000:1b:00.0" (the sysfs name under /sys/bus/pci/devices).
 std::string sysfs_bus_id(std::string_view driver_bus_id);
+
+/// The link a healthy slot trains to: min(the GPU's maximum, the upstream port's maximum) per generation and width,
+/// each falling back to the other when one side is unknown; nullopt when neither is known.
+struct CapableLink {
+  int generation = 0;
+  int width = 0;
+};
+std::optional<CapableLink> capable_pcie_link(const DeviceInfo& info);
 
 }  // namespace gpuenv::smoke

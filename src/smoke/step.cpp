@@ -1,5 +1,8 @@
 #include "smoke/step.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -53,10 +56,37 @@ Expectation with_override(const SmokeOptions& options, const std::string& metric
   return expectation;
 }
 
-bool is_sticky(CUresult result) {
-  return result == cuda_error_illegal_address || result == cuda_error_launch_failed ||
-         result == cuda_error_launch_timeout || result == cuda_error_ecc_uncorrectable || result == cuda_error_unknown;
+void run_on_cpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const int cpu : cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+  }
+  if (CPU_COUNT(&set) > 0) pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // refused: run anywhere
 }
+
+bool is_sticky(CUresult result) {
+  switch (result) {
+    case cuda_error_ecc_uncorrectable:
+    case cuda_error_nvlink_uncorrectable:
+    case cuda_error_illegal_address:
+    case cuda_error_launch_timeout:
+    case cuda_error_assert:
+    case cuda_error_hardware_stack_error:
+    case cuda_error_illegal_instruction:
+    case cuda_error_misaligned_address:
+    case cuda_error_invalid_address_space:
+    case cuda_error_invalid_pc:
+    case cuda_error_launch_failed:
+    case cuda_error_unknown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool stops_gpu(const CudaFailure& failure) { return is_sticky(failure.result) || failure.what == "cuCtxSetCurrent"; }
 
 Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& failure) {
   const std::string error = failure.detail.empty() ? describe_cuda_error(gpu.api, failure.result) : failure.detail;
@@ -100,13 +130,13 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout) {
-  return Finding{
-      id,
-      Status::fail,
-      "hang: the step did not finish within " + std::to_string(timeout.count() / 1000) + " s; the GPU was abandoned",
-      "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may "
-      "need a reset",
-      {}};
+  return Finding{id,
+                 Status::fail,
+                 "hang: the step did not finish within " + format("%g", static_cast<double>(timeout.count()) / 1000) +
+                     " s; the GPU was abandoned",
+                 "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may "
+                 "need a reset",
+                 {}};
 }
 
 }  // namespace gpuenv::smoke

@@ -38,7 +38,8 @@ struct GemmOperands {
   int n = 0;  ///< M = N = K
   std::vector<float> a, b;
   std::vector<std::uint16_t> a16, b16;
-  std::size_t element = 4;  ///< bytes per uploaded element
+  std::size_t element = 4;    ///< bytes per uploaded element
+  FreivaldsVector freivalds;  ///< x and A·(B·x), to check every repetition's whole result
   const void* upload_a() const { return element == 4 ? static_cast<const void*>(a.data()) : a16.data(); }
   const void* upload_b() const { return element == 4 ? static_cast<const void*>(b.data()) : b16.data(); }
 };
@@ -61,11 +62,14 @@ struct Gpu {
   CUfunction bf16gemm = nullptr;
   CUfunction memtest_fill = nullptr;     ///< smoke_fill_pattern
   CUfunction memtest_check = nullptr;    ///< smoke_check_pattern
+  CUfunction memtest_move = nullptr;     ///< smoke_move_inversion
   std::shared_ptr<const Cublas> cublas;  ///< null when the node has no usable cuBLAS
   CublasHandle cublas_handle = nullptr;
   std::shared_ptr<const GemmOperands> operands;  ///< the last matmul's, reused by the next of the same shape
   DeviceInfo info;
-  bool stopped = false;  ///< a sticky error or a hang: no more steps on this GPU
+  bool stopped = false;         ///< a sticky error or a hang: no more steps on this GPU
+  std::vector<int> local_cpus;  ///< the GPU's NUMA node's CPUs: step threads are placed there (empty: anywhere)
+  bool hung = false;  ///< a step missed its deadline: its thread still runs, so nothing more is asked of the GPU
   // copy buffers
   std::size_t bytes = 0;
   CUdeviceptr device_a = 0;
@@ -90,13 +94,21 @@ struct CudaFailure {
   std::string detail = {};  ///< the error as text when it is not a CUresult (cuBLAS status); else empty
 };
 
+/// Restricts the calling thread to `cpus` (ignored when empty or refused, e.g. by a container's cpuset).
+void run_on_cpus(const std::vector<int>& cpus);
+
 /// Throws CudaFailure when `result` is not CUDA_SUCCESS.
 inline void check(CUresult result, const std::string& what) {
   if (result != cuda_success) throw CudaFailure{what, result};
 }
 
-/// True for the errors after which the context is unusable (launch failure, illegal address, ECC, unknown).
+/// True for the errors after which the context is unusable (cuda.h: ECC 214, NVLink uncorrectable 220, illegal
+/// address 700, launch timeout 702, assert 710, hardware stack 714, illegal instruction 715, misaligned address 716,
+/// invalid address space 717, invalid PC 718, launch failure 719, unknown 999).
 bool is_sticky(CUresult result);
+/// True when a failure ends this GPU's steps: a sticky error, or the GPU's own context could not be made current.
+/// Other context calls (cuCtxEnablePeerAccess) fail one step only.
+bool stops_gpu(const CudaFailure& failure);
 /// The failing finding for a CUDA error in step `id`, with a remedy fitting the error.
 report::Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& failure);
 
@@ -134,12 +146,13 @@ std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::
   std::future<StepOutcome> future = promise->get_future();
   std::thread([gpu, promise, id, step] {
     StepOutcome outcome;
+    run_on_cpus(gpu->local_cpus);
     try {
       if (gpu->context != nullptr) check(gpu->api.ctx_set_current(gpu->context), "cuCtxSetCurrent");
       outcome = step(*gpu);
     } catch (const CudaFailure& failure) {
       outcome.findings.push_back(cuda_finding(*gpu, id, failure));
-      outcome.stop = is_sticky(failure.result) || failure.what.rfind("cuCtx", 0) == 0;
+      outcome.stop = stops_gpu(failure);
     } catch (const std::exception& error) {
       outcome.findings.push_back(
           report::Finding{id, report::Status::fail, std::string("internal error: ") + error.what(), {}, {}});
@@ -197,6 +210,11 @@ struct GemmPlan {
   Engine engine = Engine::kernel;
   Precision precision = Precision::fp32;
   int size = 0;
+  /// The size the data's floors hold for (4096 FP32, 8192 tensor: DCGM's SGEMM target is a large-problem number);
+  /// a smaller run (--quick) is verified and reported but not judged against them.
+  int floor_size = 0;
+  /// For our kernel: the node's cuBLAS median on the same operands (it runs first); our kernel is judged against it.
+  std::optional<double> cublas_tflops;
 };
 /// Runs, times, verifies and judges one matmul (gemm.cpp).
 StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations);
@@ -209,7 +227,8 @@ void release_cublas(Gpu& gpu);
 StepOutcome run_memtest(Gpu& gpu);
 
 /// Copies between every ordered pair of GPUs that finished their own steps, verified and judged (peer.cpp).
+/// `device_count` is every GPU the driver reports (the board's size decides which NVLink floor applies).
 std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
-                                        std::vector<report::Finding>& findings);
+                                        int device_count, std::vector<report::Finding>& findings);
 
 }  // namespace gpuenv::smoke

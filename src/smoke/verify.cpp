@@ -114,12 +114,58 @@ const char* to_string(Precision precision) {
   return "?";
 }
 
-double default_tolerance(Precision precision) { return precision == Precision::fp32 ? 1e-4 : 1e-3; }
+double default_tolerance(Precision) { return 1e-6; }
 
 float operand_value(std::uint64_t index, std::uint32_t seed) {
-  // 1/1024 steps in [-1, 1): exactly representable in FP16 and BF16 up to 8 significant bits after rounding.
+  // Odd eighths, ±1/8 … ±7/8: 3 significant bits, exact in FP16, BF16 and TF32, never zero (so no product can go
+  // missing unseen). Every product is a multiple of 1/64 of magnitude < 1, so every partial sum of up to 2^18 of them
+  // is exact in FP32, in any order: a correct GEMM is exact.
   const std::uint32_t word = pattern_word(index, seed ^ 0x5EEDu);
-  return static_cast<float>(static_cast<int>(word % 2048u) - 1024) / 1024.0f;
+  return static_cast<float>(2 * static_cast<int>(word % 8u) - 7) / 8.0f;
+}
+
+FreivaldsVector freivalds_vector(std::span<const float> a, std::span<const float> b, int m, int n, int k,
+                                 std::uint32_t seed) {
+  FreivaldsVector out;
+  if (m <= 0 || n <= 0 || k <= 0) return out;
+  const auto M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
+  if (a.size() < M * K || b.size() < K * N) return out;
+  out.x.resize(N);
+  for (std::size_t j = 0; j < N; ++j) {
+    const std::uint32_t word = pattern_word(j, seed ^ 0xF4E1u);
+    out.x[j] = static_cast<double>(1 + word % 7u) * ((word & 0x100u) != 0 ? -1.0 : 1.0);  // ±1 … ±7
+  }
+  std::vector<double> bx(K, 0.0);  // B·x: multiples of 1/8 below 2^16, exact in double
+  for (std::size_t p = 0; p < K; ++p) {
+    for (std::size_t j = 0; j < N; ++j) bx[p] += static_cast<double>(b[p * N + j]) * out.x[j];
+  }
+  out.expected.assign(M, 0.0);  // A·(B·x): multiples of 1/64 below 2^33, exact in double
+  for (std::size_t i = 0; i < M; ++i) {
+    for (std::size_t p = 0; p < K; ++p) out.expected[i] += static_cast<double>(a[i * K + p]) * bx[p];
+  }
+  out.n = N;
+  return out;
+}
+
+FreivaldsCheck check_freivalds(const FreivaldsVector& vector, std::span<const float> c) {
+  FreivaldsCheck out;
+  const std::size_t M = vector.expected.size(), N = vector.n;
+  if (M == 0 || N == 0 || c.size() < M * N) return out;
+  for (std::size_t i = 0; i < M; ++i) {
+    double observed = 0;  // C·x, exact in double for an exact C
+    for (std::size_t j = 0; j < N; ++j) observed += static_cast<double>(c[i * N + j]) * vector.x[j];
+    ++out.rows;
+    if (!(observed == vector.expected[i])) {  // NaN counts as wrong
+      if (out.wrong_rows == 0) {
+        char buffer[160];
+        std::snprintf(buffer, sizeof buffer, "row %zu: (C·x)[%zu] = %.17g, A·(B·x) = %.17g", i, i, observed,
+                      vector.expected[i]);
+        out.first_wrong = buffer;
+      }
+      ++out.wrong_rows;
+    }
+  }
+  return out;
 }
 
 GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b, std::span<const float> c, int m, int n,

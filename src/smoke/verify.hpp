@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace gpuenv::smoke {
 
@@ -35,7 +36,9 @@ float bf16_to_float(std::uint16_t bits);
 enum class Precision { fp32, fp16, bf16 };
 const char* to_string(Precision precision);
 
-/// Default relative tolerance: |c - ref| <= tol * sum_k |a_ik * b_kj| (FP32 accumulation over K).
+/// Relative tolerance of a sampled element: |c - ref| <= tol * sum_k |a_ik * b_kj|. The operands (operand_value)
+/// make a correct GEMM exact in FP32, so this is 1e-6 for every precision: below one product (1/64) up to K ≈ 20000,
+/// so even a single missing product fails.
 double default_tolerance(Precision precision);
 
 /// The outcome of checking sampled elements of C = A·B against a CPU reference in double precision.
@@ -52,7 +55,27 @@ struct GemmCheck {
 GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b, std::span<const float> c, int m, int n,
                              int k, std::size_t samples, double tolerance, std::uint32_t seed = 1);
 
-/// Deterministic operand values in [-1, 1) for matrix element `index` (a simple LCG-style hash).
+/// Deterministic operand values for matrix element `index`: odd eighths in [-7/8, 7/8], exact in FP16/BF16/TF32, so
+/// that every partial sum of a GEMM with K <= 2^18 is exact in FP32 whatever the summation order.
 float operand_value(std::uint64_t index, std::uint32_t seed);
+
+/// Freivalds' check of a whole result: a vector x (integers ±1…±7) and A·(B·x), computed once in double (exact for
+/// operand_value operands). C·x must then equal it exactly, row by row.
+struct FreivaldsVector {
+  std::size_t n = 0;             ///< columns of C
+  std::vector<double> x;         ///< n entries
+  std::vector<double> expected;  ///< A·(B·x), one per row of C
+};
+FreivaldsVector freivalds_vector(std::span<const float> a, std::span<const float> b, int m, int n, int k,
+                                 std::uint32_t seed = 7);
+
+/// Rows of C whose C·x differs from A·(B·x); a wrong element always changes its row's product (x has no zero).
+struct FreivaldsCheck {
+  std::size_t rows = 0;
+  std::size_t wrong_rows = 0;
+  std::string first_wrong;  ///< "row i: (C·x)[i] = …, A·(B·x) = …" (empty when none)
+  bool ok() const { return rows > 0 && wrong_rows == 0; }
+};
+FreivaldsCheck check_freivalds(const FreivaldsVector& vector, std::span<const float> c);
 
 }  // namespace gpuenv::smoke

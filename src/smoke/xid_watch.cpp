@@ -72,7 +72,8 @@ std::vector<Finding> judge_new_kernel_events(const KernelLogSnapshot& before, st
     if (!is_gpu_event(event) || before.seen.count(event.raw) != 0) continue;
     bool unattributed = false;
     const TestedGpu* gpu = gpu_of(event, gpus, unattributed);
-    if (gpu != nullptr || unattributed) out.push_back(event_finding(event, gpu));
+    // No GPU list: cuInit failed or hung, and cuInit touches every GPU, so every event counts.
+    if (gpu != nullptr || unattributed || gpus.empty()) out.push_back(event_finding(event, gpu));
   }
   if (out.empty()) {
     out.push_back(Finding{

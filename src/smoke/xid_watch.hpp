@@ -29,8 +29,8 @@ struct TestedGpu {
 };
 
 /// Findings for the Xid and fallen-off-the-bus events in `after_text` that `before` did not hold, on a tested GPU
-/// (or with no bus id): critical and error Xids fail, the rest warn; one pass finding when there are none; a skip
-/// when the log could not be read.
+/// (or with no bus id; on any GPU when `gpus` is empty, as after a failed cuInit): critical and error Xids fail, the
+/// rest warn; one pass finding when there are none; a skip when the log could not be read.
 std::vector<report::Finding> judge_new_kernel_events(const KernelLogSnapshot& before, std::string_view after_text,
                                                      const std::vector<TestedGpu>& gpus);
 

@@ -9,15 +9,31 @@
 // corrupt_dtoh (1: flip one word of every device->host copy), free_memory (bytes cuMemGetInfo reports),
 // memtest_flip_word (index of a word the memtest writer gets wrong), peer_access (0: no peer access),
 // corrupt_peer (1: flip one word of every peer copy), cublas_create_result, cublas_gemm_result, cublas_major,
-// cublas_wrong (1: cuBLAS GEMMs add 1 to C[0][0]).
+// cublas_wrong (1: cuBLAS GEMMs add 1 to C[0][0]), peer_enable_result (cuCtxEnablePeerAccess's result),
+// legacy_async (1: the legacy-stream calls cuMemsetD32_v2 and cuMemcpyHtoD_v2 take effect only after the next
+// stream or event synchronisation, as a real GPU may order them after work on a non-blocking stream),
+// exit_waits_for_hang (1: the library's teardown at exit waits for a hung launch, as libcuda's may),
+// alias_allocations_of (bytes: every allocation of exactly this size maps the same memory at a new address, as a
+// faulty address line would alias two regions), gemm_fault_launch (n: the n-th GEMM launch since cuInit, counting
+// from 1, gets one element wrong: a sporadic fault), alloc_max_bytes (larger allocations fail: out of memory).
+// fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
+// fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on.
 
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -55,12 +71,44 @@ std::string text(const std::string& key, const std::string& fallback) {
 }
 
 int g_allocations = 0;
+int g_gemm_launches = 0;
+// alias_allocations_of: one memfd backs every allocation of that size; each gets its own mapping (address).
+int g_alias_fd = -1;
+std::size_t g_alias_bytes = 0;
+std::map<unsigned long long, std::size_t> g_mappings;  // mmap'ed allocations, unmapped on free
+std::atomic<int> g_live_allocations{0};                // device and pinned host memory not yet freed
+std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
+std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
+
+// A launch that hangs holds this, and so does the library's teardown at exit (exit_waits_for_hang).
+std::mutex g_hang_mutex;
+std::atomic<bool> g_exit_waits_for_hang{false};
+struct Teardown {
+  ~Teardown() {
+    if (g_exit_waits_for_hang) const std::lock_guard<std::mutex> wait(g_hang_mutex);
+  }
+} g_teardown;
+
+// legacy_async: legacy-stream work deferred until the next synchronisation.
+std::mutex g_legacy_mutex;
+std::vector<std::function<void()>> g_legacy_pending;
+void run_legacy_pending() {
+  const std::lock_guard<std::mutex> lock(g_legacy_mutex);
+  for (auto& work : g_legacy_pending) work();
+  g_legacy_pending.clear();
+}
+/// Runs `work` now, or after the next synchronisation when legacy_async is set.
+void legacy(std::function<void()> work) {
+  if (number("legacy_async", 0) == 0) return work();
+  const std::lock_guard<std::mutex> lock(g_legacy_mutex);
+  g_legacy_pending.push_back(std::move(work));
+}
 
 struct FakeFunction {
   const char* name;
 };
-FakeFunction g_functions[] = {
-    {"smoke_sgemm"}, {"smoke_hgemm_wmma"}, {"smoke_bf16gemm_wmma"}, {"smoke_fill_pattern"}, {"smoke_check_pattern"}};
+FakeFunction g_functions[] = {{"smoke_sgemm"},        {"smoke_hgemm_wmma"},    {"smoke_bf16gemm_wmma"},
+                              {"smoke_fill_pattern"}, {"smoke_check_pattern"}, {"smoke_move_inversion"}};
 
 float half_to_float(unsigned short bits) {
   const unsigned sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1Fu, mantissa = bits & 0x3FFu;
@@ -106,6 +154,10 @@ void gemm(const void* a, const void* b, float* c, int m, int n, int k, Load load
 
 extern "C" {
 
+int fake_cuda_live_allocations() { return g_live_allocations; }
+int fake_cuda_live_contexts() { return g_live_contexts; }
+int fake_cuda_alloc_host_cpus() { return g_alloc_host_cpus; }
+
 int cuDriverGetVersion(int* version) {
   load_config();
   *version = static_cast<int>(number("driver_version", 12080));
@@ -114,6 +166,8 @@ int cuDriverGetVersion(int* version) {
 int cuInit(unsigned) {
   load_config();
   g_allocations = 0;
+  g_gemm_launches = 0;
+  g_exit_waits_for_hang = number("exit_waits_for_hang", 0) != 0;
   return static_cast<int>(number("init_result", 0));
 }
 int cuGetErrorName(int result, const char** name) {
@@ -188,9 +242,13 @@ int cuDeviceGetPCIBusId(char* bus, int length, int device) {
 int cuDevicePrimaryCtxRetain(void** context, int device) {
   static int contexts[16];
   *context = &contexts[device % 16];
+  ++g_live_contexts;
   return 0;
 }
-int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+int cuDevicePrimaryCtxRelease_v2(int) {
+  --g_live_contexts;
+  return 0;
+}
 int cuCtxSetCurrent(void*) { return 0; }
 int cuCtxSynchronize() { return 0; }
 int cuModuleLoadData(void** module, const void* image) {
@@ -211,27 +269,38 @@ int cuModuleGetFunction(void** function, void*, const char* name) {
 }
 int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                    void** params, void**) {
-  if (const long long hang = number("launch_hang_seconds", 0); hang > 0)
+  if (const long long hang = number("launch_hang_seconds", 0); hang > 0) {
+    const std::lock_guard<std::mutex> hung(g_hang_mutex);
     std::this_thread::sleep_for(std::chrono::seconds(hang));
+  }
   if (const int result = static_cast<int>(number("launch_result", 0)); result != 0) return result;
   if (number("emulate_kernels", 1) == 0) return 0;
   const std::string name = static_cast<FakeFunction*>(function)->name;
-  if (name == "smoke_fill_pattern" || name == "smoke_check_pattern") {
+  if (name == "smoke_fill_pattern" || name == "smoke_check_pattern" || name == "smoke_move_inversion") {
     auto* words = *static_cast<unsigned**>(params[0]);
     const auto count = *static_cast<unsigned long long*>(params[1]);
     const auto seed = *static_cast<unsigned*>(params[2]);
     const auto invert = *static_cast<unsigned*>(params[3]);
+    const auto mode = *static_cast<unsigned*>(params[name == "smoke_fill_pattern" ? 4 : 5]);
+    const unsigned long long base = reinterpret_cast<unsigned long long>(words) / 4;  // absolute word address
+    auto expected = [&](unsigned long long i) {
+      const unsigned long long address = base + i;
+      return (mode == 0 ? pattern_word(address, seed) : 1u << static_cast<unsigned>((address + seed) & 31u)) ^ invert;
+    };
     if (name == "smoke_fill_pattern") {
-      for (unsigned long long i = 0; i < count; ++i) words[i] = pattern_word(i, seed) ^ invert;
+      for (unsigned long long i = 0; i < count; ++i) words[i] = expected(i);
       const long long flip = number("memtest_flip_word", -1);
       if (flip >= 0 && static_cast<unsigned long long>(flip) < count) words[flip] ^= 0x4u;
       return 0;
     }
     auto* result = *static_cast<unsigned long long**>(params[4]);
     for (unsigned long long i = 0; i < count; ++i) {
-      if (words[i] == (pattern_word(i, seed) ^ invert)) continue;
-      ++result[0];
-      if (i < result[1]) result[1] = i;
+      const unsigned want = expected(i);
+      if (words[i] != want) {
+        ++result[0];
+        if (i < result[1]) result[1] = i;
+      }
+      if (name == "smoke_move_inversion") words[i] = ~want;
     }
     return 0;
   }
@@ -247,38 +316,71 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   if (name == "smoke_bf16gemm_wmma")
     gemm(a, b, c, m, n, k,
          [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
+  if (++g_gemm_launches == number("gemm_fault_launch", -1)) c[(m / 2) * n + n / 3] += 0.5f;
   return 0;
 }
 int cuMemAlloc_v2(unsigned long long* pointer, std::size_t bytes) {
   const long long result = number("alloc_result", 0);
   if (result != 0 && g_allocations >= number("alloc_fail_after", 0)) return static_cast<int>(result);
+  if (const long long limit = number("alloc_max_bytes", 0); limit > 0 && bytes > static_cast<std::size_t>(limit))
+    return 2;  // CUDA_ERROR_OUT_OF_MEMORY
   ++g_allocations;
+  ++g_live_allocations;
+  if (const auto alias = static_cast<std::size_t>(number("alias_allocations_of", 0)); alias != 0 && bytes == alias) {
+    if (g_alias_fd < 0 || g_alias_bytes != bytes) {
+      if (g_alias_fd >= 0) ::close(g_alias_fd);
+      g_alias_fd = ::memfd_create("fake-cuda-alias", 0);
+      g_alias_bytes = bytes;
+      if (g_alias_fd < 0 || ::ftruncate(g_alias_fd, static_cast<off_t>(bytes)) != 0) return 2;
+    }
+    void* mapped = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g_alias_fd, 0);
+    if (mapped == MAP_FAILED) return 2;
+    *pointer = reinterpret_cast<unsigned long long>(mapped);
+    g_mappings[*pointer] = bytes;
+    return 0;
+  }
   *pointer = reinterpret_cast<unsigned long long>(std::malloc(bytes));
   return 0;
 }
 int cuMemFree_v2(unsigned long long pointer) {
+  --g_live_allocations;
+  if (const auto mapping = g_mappings.find(pointer); mapping != g_mappings.end()) {
+    ::munmap(reinterpret_cast<void*>(pointer), mapping->second);
+    g_mappings.erase(mapping);
+    return 0;
+  }
   std::free(reinterpret_cast<void*>(pointer));
   return 0;
 }
 int cuMemAllocHost_v2(void** pointer, std::size_t bytes) {
+  cpu_set_t cpus;  // where the allocating thread may run: pinned memory lands on that NUMA node
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) g_alloc_host_cpus = CPU_COUNT(&cpus);
+  ++g_live_allocations;
   *pointer = std::malloc(bytes);
   return 0;
 }
 int cuMemFreeHost(void* pointer) {
+  --g_live_allocations;
   std::free(pointer);
   return 0;
 }
 int cuMemcpyHtoD_v2(unsigned long long destination, const void* source, std::size_t bytes) {
-  std::memcpy(reinterpret_cast<void*>(destination), source, bytes);
+  // A pageable upload returns once the data is staged; the DMA may land after later stream work.
+  std::vector<char> staged(static_cast<const char*>(source), static_cast<const char*>(source) + bytes);
+  legacy([destination, staged = std::move(staged)] {
+    std::memcpy(reinterpret_cast<void*>(destination), staged.data(), staged.size());
+  });
   return 0;
 }
 int cuMemcpyDtoH_v2(void* destination, unsigned long long source, std::size_t bytes) {
+  run_legacy_pending();  // the legacy stream orders its own work
   std::memcpy(destination, reinterpret_cast<const void*>(source), bytes);
   if (number("corrupt_dtoh", 0) != 0 && bytes >= 8) static_cast<unsigned*>(destination)[1] ^= 0x10u;
   return 0;
 }
 int cuMemcpyHtoDAsync_v2(unsigned long long destination, const void* source, std::size_t bytes, void*) {
-  return cuMemcpyHtoD_v2(destination, source, bytes);
+  std::memcpy(reinterpret_cast<void*>(destination), source, bytes);
+  return 0;
 }
 int cuMemcpyDtoHAsync_v2(void* destination, unsigned long long source, std::size_t bytes, void*) {
   return cuMemcpyDtoH_v2(destination, source, bytes);
@@ -287,9 +389,13 @@ int cuMemcpyDtoDAsync_v2(unsigned long long destination, unsigned long long sour
   std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
   return 0;
 }
-int cuMemsetD32_v2(unsigned long long destination, unsigned value, std::size_t count) {
+int cuMemsetD32Async(unsigned long long destination, unsigned value, std::size_t count, void*) {
   auto* words = reinterpret_cast<unsigned*>(destination);
   for (std::size_t i = 0; i < count; ++i) words[i] = value;
+  return 0;
+}
+int cuMemsetD32_v2(unsigned long long destination, unsigned value, std::size_t count) {
+  legacy([=] { cuMemsetD32Async(destination, value, count, nullptr); });
   return 0;
 }
 int cuStreamCreate(void** stream, unsigned) {
@@ -297,7 +403,10 @@ int cuStreamCreate(void** stream, unsigned) {
   *stream = &dummy;
   return 0;
 }
-int cuStreamSynchronize(void*) { return 0; }
+int cuStreamSynchronize(void*) {
+  run_legacy_pending();
+  return 0;
+}
 int cuStreamDestroy_v2(void*) { return 0; }
 int cuEventCreate(void** event, unsigned) {
   static int dummy[2];
@@ -306,7 +415,10 @@ int cuEventCreate(void** event, unsigned) {
   return 0;
 }
 int cuEventRecord(void*, void*) { return 0; }
-int cuEventSynchronize(void*) { return 0; }
+int cuEventSynchronize(void*) {
+  run_legacy_pending();
+  return 0;
+}
 int cuEventElapsedTime(float* ms, void*, void*) {
   *ms = static_cast<float>(std::strtod(text("elapsed_ms", "1.0").c_str(), nullptr));
   return 0;
@@ -321,7 +433,7 @@ int cuDeviceCanAccessPeer(int* can_access, int, int) {
   *can_access = static_cast<int>(number("peer_access", 1));
   return 0;
 }
-int cuCtxEnablePeerAccess(void*, unsigned) { return 0; }
+int cuCtxEnablePeerAccess(void*, unsigned) { return static_cast<int>(number("peer_enable_result", 0)); }
 int cuMemcpyPeerAsync(unsigned long long destination, void*, unsigned long long source, void*, std::size_t bytes,
                       void*) {
   std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);

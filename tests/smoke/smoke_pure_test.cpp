@@ -117,7 +117,9 @@ TEST_CASE("smoke: matmul check: correct results pass, a wrong element, NaN or to
   CHECK_FALSE(check_gemm_samples(a, b, nan, n, n, n, 10, 1e-4).ok());
   CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n, 0, 1e-4).ok());       // nothing sampled is not a pass
   CHECK_FALSE(check_gemm_samples(a, b, c, n, n, n + 1, 10, 1e-4).ok());  // buffers too small
-  CHECK(default_tolerance(Precision::bf16) > default_tolerance(Precision::fp32));
+  // Exact operands: one tight bound for every precision, far below the old 1e-3 of sum |a*b|.
+  CHECK(default_tolerance(Precision::bf16) <= 1e-6);
+  CHECK(default_tolerance(Precision::fp32) <= 1e-6);
 }
 
 TEST_CASE("smoke: judge: pass, warn, fail and skip against expected values and anchor minimums", "[smoke]") {

@@ -15,35 +15,74 @@ __device__ __forceinline__ unsigned pattern_word(unsigned long long index, unsig
   return static_cast<unsigned>(x);
 }
 
-// Memory test writer: word i becomes pattern_word(i, seed) ^ invert (invert 0xFFFFFFFF flips every bit).
-extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed, unsigned invert) {
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
-       i += 1ull * gridDim.x * blockDim.x) {
-    out[i] = pattern_word(i, seed) ^ invert;
-  }
+// The memory test's word at absolute device word address `address`: mode 0 a hash of the address (pattern_word), mode
+// 1 a walking bit, 1 << ((address + seed) mod 32). The address, not the index within one allocation: chunks then hold
+// different patterns, so an address fault that aliases one chunk onto another shows.
+__device__ __forceinline__ unsigned memtest_word(unsigned long long address, unsigned seed, unsigned mode) {
+  return mode == 0 ? pattern_word(address, seed) : 1u << static_cast<unsigned>((address + seed) & 31ull);
 }
 
-// Memory test verifier: result[0] counts the words that differ from the writer's pattern, result[1] keeps the lowest
-// differing index (the caller starts it at ~0).
-extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
-                                               unsigned invert, unsigned long long* result) {
-  unsigned long long local = 0, first = ~0ull;
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
-       i += 1ull * gridDim.x * blockDim.x) {
-    if (in[i] != (pattern_word(i, seed) ^ invert)) {
-      ++local;
-      if (i < first) first = i;
-    }
-  }
-  if (local != 0) {
-    atomicAdd(&result[0], local);
+__device__ __forceinline__ unsigned long long word_address(const unsigned* base, unsigned long long i) {
+  return reinterpret_cast<unsigned long long>(base) / 4 + i;
+}
+
+// Adds this thread's count of wrong words and lowest wrong index to result[0] and result[1] (the caller starts them
+// at 0 and ~0). One atomic pair per thread that found any: errors are rare.
+__device__ __forceinline__ void memtest_report(unsigned long long* result, unsigned long long wrong,
+                                               unsigned long long first) {
+  if (wrong != 0) {
+    atomicAdd(&result[0], wrong);
     atomicMin(&result[1], first);
   }
 }
 
+// Memory test writer: word i becomes memtest_word(address of word i, seed, mode) ^ invert (invert 0xFFFFFFFF flips
+// every bit).
+extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed, unsigned invert,
+                                              unsigned mode) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
+       i += 1ull * gridDim.x * blockDim.x) {
+    out[i] = memtest_word(word_address(out, i), seed, mode) ^ invert;
+  }
+}
+
+// Memory test verifier: counts the words that differ from the writer's pattern into result[0] and keeps the lowest
+// differing index in result[1].
+extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
+                                               unsigned invert, unsigned long long* result, unsigned mode) {
+  unsigned long long wrong = 0, first = ~0ull;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
+       i += 1ull * gridDim.x * blockDim.x) {
+    if (in[i] != (memtest_word(word_address(in, i), seed, mode) ^ invert)) {
+      ++wrong;
+      first = i < first ? i : first;
+    }
+  }
+  memtest_report(result, wrong, first);
+}
+
+// Moving inversions (memtest86's test, per word): check that word i holds the pattern ^ invert, then write its
+// complement, so every cell goes through both values right after being read. Each word is read and written by one
+// thread only, so no ordering between threads is needed.
+extern "C" __global__ void smoke_move_inversion(unsigned* data, unsigned long long words, unsigned seed,
+                                                unsigned invert, unsigned long long* result, unsigned mode) {
+  unsigned long long wrong = 0, first = ~0ull;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
+       i += 1ull * gridDim.x * blockDim.x) {
+    const unsigned expected = memtest_word(word_address(data, i), seed, mode) ^ invert;
+    if (data[i] != expected) {
+      ++wrong;
+      first = i < first ? i : first;
+    }
+    data[i] = ~expected;
+  }
+  memtest_report(result, wrong, first);
+}
+
 // FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.
 // M, N multiples of 64 and K a multiple of 16 (the runner only uses such sizes).
-extern "C" __global__ void smoke_sgemm(const float* A, const float* B, float* C, int M, int N, int K) {
+extern "C" __global__ void __launch_bounds__(256) smoke_sgemm(const float* A, const float* B, float* C, int M, int N,
+                                                               int K) {
   __shared__ float As[16][64 + 1];
   __shared__ float Bs[16][64];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -133,13 +172,16 @@ __device__ void wmma_gemm(const T* A, const T* B, float* C, int M, int N, int K)
                               N, wmma::mem_row_major);
 }
 
-extern "C" __global__ void smoke_hgemm_wmma(const __half* A, const __half* B, float* C, int M, int N, int K) {
+// __launch_bounds__(256, 2): at most 128 registers a thread, so two 19 KiB blocks share an SM (unbounded, sm_100 took
+// 134 registers and ran one block per SM).
+extern "C" __global__ void __launch_bounds__(256, 2)
+    smoke_hgemm_wmma(const __half* A, const __half* B, float* C, int M, int N, int K) {
   wmma_gemm<__half>(A, B, C, M, N, K);
 }
 
 // BF16 WMMA needs sm_80; on older architectures the kernel exists but traps (the runner never launches it there).
-extern "C" __global__ void smoke_bf16gemm_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N,
-                                               int K) {
+extern "C" __global__ void __launch_bounds__(256, 2)
+    smoke_bf16gemm_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N, int K) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   wmma_gemm<__nv_bfloat16>(A, B, C, M, N, K);
 #else

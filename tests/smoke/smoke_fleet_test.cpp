@@ -1,0 +1,442 @@
+// Smoke verdicts that must hold on real fleets (issue 11): abandoned steps own their data, the process leaves
+// cleanly after a hang, sticky errors and context failures are told apart, model names match whole, quick runs are
+// not judged against large-problem floors, PCIe is judged against what the slot supports, peer floors follow the
+// board, Xids during cuInit are reported, work is ordered on the step's stream and nothing leaks.
+
+#include <sched.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "smoke/fake_cuda_fixture.hpp"
+#include "smoke/runner.hpp"
+#include "smoke/step.hpp"
+#include "support/fake_system.hpp"
+#include "support/run_binary.hpp"
+
+using namespace gpuenv::smoke;
+using namespace gpuenv::smoke::testing;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+using gpuenv::report::Verdict;
+
+TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads after run_smoke returned",
+          "[smoke][deadline]") {
+  // The launch hangs 1 s, the deadline is 300 ms: run_smoke returns and its data is gone while the abandoned thread
+  // still has the GEMM to finish and judge. Under ASan (the asan preset) a reference into run_smoke's frame is a
+  // heap-use-after-free here.
+  SmokeOptions options = small_options();
+  options.step_timeout = std::chrono::milliseconds(300);
+  options.cublas = false;
+  options.repetitions = 1;  // two launches, each hanging 1 s, then the judgement that reads the expectations
+  {
+    const SmokeReport report = run_fake("launch_hang_seconds = 1\n", options);
+    REQUIRE(report.devices.size() == 1);
+    CHECK(report.devices[0].hung);
+    CHECK(report.abandoned_work);
+    CHECK(find(report.devices[0].findings, "smoke.sgemm_fp32")->message.find("hang:") == 0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the abandoned GEMM finishes inside this test
+}
+
+TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its exit code, output flushed",
+          "[smoke][deadline][e2e]") {
+  // The fake's teardown at exit waits for the hung launch (20 s), as libcuda's may: only _Exit avoids it. The 3 s
+  // deadline leaves the copies before the first launch time to finish on a busy machine.
+  const FakeCuda fake("launch_hang_seconds = 20\nexit_waits_for_hang = 1\nemulate_kernels = 0\n");
+  const auto begin = std::chrono::steady_clock::now();
+  const auto result = gpuenv::testing::run_gpuenv(
+      {"smoke", "--quick", "--json", "--no-cublas", "--no-peer", "--timeout", "3", "--repetitions", "1"},
+      {{"GPUENV_CUDA_LIBRARY", std::string(GPUENV_FAKE_CUDA_LIBRARY)}, {"GPUENV_FAKE_CUDA", fake.path()}});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  CHECK(result.exit_code == 1);
+  CHECK(seconds < 12);
+  CHECK(result.out.find("hang: the step did not finish within 3 s") != std::string::npos);
+  CHECK(result.out.find("\"hung\": true") != std::string::npos);
+  CHECK(result.out.find("\"verdict\": \"NOT OK\"") != std::string::npos);
+}
+
+TEST_CASE("smoke: sticky errors include assert, hardware faults and NVLink; only cuCtxSetCurrent stops a GPU",
+          "[smoke]") {
+  for (const CUresult sticky : {214, 220, 700, 702, 710, 714, 715, 716, 717, 718, 719, 999}) {
+    CAPTURE(sticky);
+    CHECK(is_sticky(sticky));
+  }
+  for (const CUresult recoverable : {1, 2, 3, 200, 209, 217, 704}) {
+    CAPTURE(recoverable);
+    CHECK_FALSE(is_sticky(recoverable));
+  }
+  CHECK(stops_gpu(CudaFailure{"cuCtxSetCurrent", 201}));
+  CHECK_FALSE(stops_gpu(CudaFailure{"cuCtxEnablePeerAccess", 217}));
+  CHECK(stops_gpu(CudaFailure{"cuCtxEnablePeerAccess", 719}));
+}
+
+TEST_CASE("smoke: a failed cuCtxEnablePeerAccess fails that pair only and every context is released", "[smoke]") {
+  const int contexts = fake_counter("fake_cuda_live_contexts");
+  const SmokeReport report = run_fake("device_count = 2\npeer_enable_result = 217\n");
+  REQUIRE(report.peer_findings.size() == 2);  // the second pair still ran: GPU 1 was not stopped by the first
+  for (const Finding& finding : report.peer_findings) {
+    CHECK(finding.status == Status::fail);
+    CHECK(finding.message.find("cuCtxEnablePeerAccess failed") != std::string::npos);
+  }
+  CHECK(fake_counter("fake_cuda_live_contexts") == contexts);
+}
+
+TEST_CASE("smoke: a GPU stopped by a sticky error still releases its context and buffers", "[smoke]") {
+  const int contexts = fake_counter("fake_cuda_live_contexts");
+  const int allocations = fake_counter("fake_cuda_live_allocations");
+  const SmokeReport report = run_fake("launch_result = 719\n");
+  CHECK(find(report.devices.at(0).findings, "smoke.sgemm_fp32")->status == Status::fail);
+  CHECK(fake_counter("fake_cuda_live_contexts") == contexts);
+  CHECK(fake_counter("fake_cuda_live_allocations") == allocations);
+}
+
+TEST_CASE("smoke: a copy-buffer step that fails half way frees what it had allocated", "[smoke]") {
+  const int allocations = fake_counter("fake_cuda_live_allocations");
+  const SmokeReport report = run_fake("alloc_result = 2\nalloc_fail_after = 1\n");
+  CHECK(find(report.devices.at(0).findings, "smoke.copy_buffers")->status == Status::fail);
+  CHECK(fake_counter("fake_cuda_live_allocations") == allocations);
+}
+
+TEST_CASE("smoke: uploads, the NaN pre-fill and the D2D clear are ordered on the step's stream", "[smoke]") {
+  // legacy_async: legacy-stream memsets and pageable uploads land after the non-blocking stream's work, as they may
+  // on a GPU. On the step's stream they are ordered, so every copy and matmul verifies.
+  const SmokeReport report = run_fake("legacy_async = 1\nelapsed_ms = 0.001\n");
+  const auto& findings = report.devices.at(0).findings;
+  for (const char* id : {"smoke.h2d_pinned", "smoke.d2h_pinned", "smoke.h2d_pageable", "smoke.d2h_pageable",
+                         "smoke.d2d", "smoke.sgemm_fp32", "smoke.gemm_bf16", "smoke.cublas_sgemm_fp32"}) {
+    CAPTURE(id);
+    REQUIRE(find(findings, id) != nullptr);
+    CHECK(find(findings, id)->message.find("verified") != std::string::npos);
+  }
+  SmokeOptions options = small_options();
+  options.memtest_fraction = 0.5;
+  const SmokeReport memtest = run_fake("legacy_async = 1\nfree_memory = 4194304\nmemtest_flip_word = 7\n", options);
+  CHECK(find(memtest.devices.at(0).findings, "smoke.memtest")->status == Status::fail);  // counters reset in order
+}
+
+TEST_CASE("smoke: model names match whole, with aliases; MIG instances are not judged as whole GPUs", "[smoke]") {
+  auto shipped = shipped_expectations();
+  REQUIRE(shipped);
+  CHECK(find_gpu(*shipped, "NVIDIA T400") == nullptr);
+  CHECK(find_gpu(*shipped, "NVIDIA T400 4GB") == nullptr);
+  CHECK(find_gpu(*shipped, "NVIDIA GH200 480GB") == nullptr);
+  CHECK(find_gpu(*shipped, "NVIDIA GB200") == nullptr);
+  CHECK(find_gpu(*shipped, "NVIDIA L40S")->model == "L40S");
+  CHECK(find_gpu(*shipped, "NVIDIA L40")->model == "L40");
+  CHECK(find_gpu(*shipped, "NVIDIA L4")->model == "L4");
+  CHECK(find_gpu(*shipped, "NVIDIA  T4")->model == "T4");
+  CHECK(find_gpu(*shipped, "Tesla T4")->model == "T4");
+  CHECK(find_gpu(*shipped, "NVIDIA H200")->model == "H200 SXM");
+  CHECK(find_gpu(*shipped, "NVIDIA B200")->model == "B200");
+  CHECK(find_gpu(*shipped, "Tesla V100-SXM2-32GB")->model == "V100 SXM2");
+  CHECK(normalized_model_name("  NVIDIA   H100 80GB HBM3 ") == "h100 80gb hbm3");
+  CHECK(mig_profile("NVIDIA A100-SXM4-40GB MIG 1g.5gb") == "1g.5gb");
+  CHECK(mig_profile("NVIDIA H100 80GB HBM3 MIG 3g.40gb") == "3g.40gb");
+  CHECK_FALSE(mig_profile("NVIDIA H100 80GB HBM3"));
+  CHECK(find_gpu(*shipped, "NVIDIA H100 80GB HBM3 MIG 1g.10gb")->model == "H100 SXM");
+
+  // A 1g.10gb slice is far slower than the whole H100: numbers, verified, but no whole-GPU floor fails it.
+  const SmokeReport mig = run_fake("name = NVIDIA H100 80GB HBM3 MIG 1g.10gb\nelapsed_ms = 0.01\n");
+  const DeviceResult& slice = mig.devices.at(0);
+  CHECK(slice.info.mig_profile == "1g.10gb");
+  REQUIRE(find(slice.findings, "smoke.mig") != nullptr);
+  CHECK(find(slice.findings, "smoke.mig")->message.find("MIG instance 1g.10gb of H100 SXM") == 0);
+  for (const char* id : {"smoke.h2d_pinned", "smoke.d2d", "smoke.cublas_sgemm_fp32"}) {
+    CAPTURE(id);
+    CHECK(find(slice.findings, id)->status == Status::skip);
+  }
+  CHECK(mig.verdict == Verdict::ok);
+
+  // A T400 is an unknown model: numbers only, not a failing T4.
+  const SmokeReport t400 = run_fake("name = NVIDIA T400 4GB\ncc_major = 7\ncc_minor = 5\nelapsed_ms = 0.01\n");
+  CHECK(t400.devices.at(0).info.expectation_model.empty());
+  CHECK(find(t400.devices.at(0).findings, "smoke.d2d")->status == Status::skip);
+}
+
+TEST_CASE("smoke: --quick matmuls are verified but not judged against the large-problem floors", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.sgemm_floor_size = 4096;  // the defaults
+  options.tensor_floor_size = 8192;
+  const SmokeReport report = run_fake("elapsed_ms = 0.001\n", options);
+  const Finding* cublas = find(report.devices.at(0).findings, "smoke.cublas_sgemm_fp32");
+  REQUIRE(cublas != nullptr);
+  CHECK(cublas->status == Status::skip);  // 4.2 TFLOP/s would fail DCGM's H100 floor of 27.8
+  CHECK(cublas->message.find("not judged at 128^3: the floors hold for 4096^3 and larger") != std::string::npos);
+  CHECK(find(report.devices.at(0).findings, "smoke.gemm_bf16")->status == Status::skip);
+  CHECK(find(report.devices.at(0).findings, "smoke.gemm_bf16")->message.find("8192^3") != std::string::npos);
+  CHECK(SmokeOptions{}.sgemm_floor_size == 4096);
+}
+
+namespace {
+
+/// A sysfs tree as the kernel lays it out: bus/pci/devices/<bdf> links to devices/pci0000:00/<bridge>/<bdf>.
+class SysfsTree {
+ public:
+  SysfsTree(const std::string& gpu_current, const std::string& gpu_max, const std::string& bridge_max) {
+    namespace fs = std::filesystem;
+    m_root = fs::temp_directory_path() / ("gpuenv-sysfs-" + std::to_string(::getpid()) + "-" +
+                                          std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    const fs::path bridge = m_root / "devices/pci0000:00/0000:00:01.0";
+    const fs::path gpu = bridge / "0000:1b:00.0";
+    fs::create_directories(gpu);
+    fs::create_directories(m_root / "bus/pci/devices");
+    fs::create_directory_symlink("../../../devices/pci0000:00/0000:00:01.0/0000:1b:00.0",
+                                 m_root / "bus/pci/devices/0000:1b:00.0");
+    auto link = [](const fs::path& dir, const std::string& prefix, const std::string& spec) {
+      const auto x = spec.find('x');  // "32.0 GT/s PCIe x16"
+      std::ofstream(dir / (prefix + "_link_speed")) << spec.substr(0, x - 1) << "\n";
+      std::ofstream(dir / (prefix + "_link_width")) << spec.substr(x + 1) << "\n";
+    };
+    link(gpu, "current", gpu_current);
+    link(gpu, "max", gpu_max);
+    if (!bridge_max.empty()) link(bridge, "max", bridge_max);
+  }
+  ~SysfsTree() {
+    std::error_code ignored;
+    std::filesystem::remove_all(m_root, ignored);
+  }
+  std::string root() const { return m_root.string(); }
+
+ private:
+  std::filesystem::path m_root;
+};
+
+}  // namespace
+
+TEST_CASE("smoke: pinned H2D is judged against min(GPU max, upstream port max), not the link it trained to",
+          "[smoke]") {
+  SmokeOptions options = small_options();
+  // A Gen5 x16 GPU under a Gen5 x16 port that trained to Gen3 x8: 64 KiB in 10 us = 6.6 GB/s. Against its current
+  // link (Gen3 x8: 6.3 GB/s expected) it would pass; against the slot's Gen5 x16 it fails Azure's 48 GB/s floor.
+  const SysfsTree degraded("8.0 GT/s PCIe x8", "32.0 GT/s PCIe x16", "32.0 GT/s PCIe x16");
+  options.sysfs_root = degraded.root();
+  const SmokeReport report = run_fake("elapsed_ms = 0.01\n", options);
+  const DeviceResult& gpu = report.devices.at(0);
+  CHECK(gpu.info.pcie_generation == 3);
+  CHECK(gpu.info.pcie_upstream_max_generation == 5);
+  const Finding* h2d = find(gpu.findings, "smoke.h2d_pinned");
+  REQUIRE(h2d != nullptr);
+  CHECK(h2d->status == Status::fail);
+  CHECK(h2d->source.find("PCIe Gen5 x16 theoretical") == 0);
+  CHECK(h2d->source.find("GPU max Gen5 x16, upstream port max Gen5 x16") != std::string::npos);
+  const Finding* link = find(gpu.findings, "smoke.pcie_link");
+  REQUIRE(link != nullptr);
+  CHECK(link->status == Status::warn);
+  CHECK(link->message.find("PCIe link runs Gen3 x8 right after a copy, but the GPU and its upstream port support "
+                           "Gen5 x16") == 0);
+
+  // A Gen5 GPU in a Gen4 slot, running Gen4 x16 at 26 GB/s: healthy for that slot, no link warning.
+  const SysfsTree gen4_slot("16.0 GT/s PCIe x16", "32.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
+  options.sysfs_root = gen4_slot.root();
+  const SmokeReport slot = run_fake("elapsed_ms = 0.0025\n", options);
+  CHECK(find(slot.devices.at(0).findings, "smoke.h2d_pinned")->status == Status::pass);
+  CHECK(find(slot.devices.at(0).findings, "smoke.h2d_pinned")->source.find("PCIe Gen4 x16") == 0);
+  CHECK(find(slot.devices.at(0).findings, "smoke.pcie_link") == nullptr);
+}
+
+TEST_CASE("smoke: the NVLink peer floor applies on the board it was measured on and says so elsewhere", "[smoke]") {
+  // A 4-GPU HGX H100 board: 6 NVLinks per pair, slower than the 8-GPU NVSwitch floor and healthy.
+  const SmokeReport four = run_fake("device_count = 4\nelapsed_ms = 0.001\n");
+  REQUIRE(four.peer_findings.size() == 12);
+  for (const Finding& finding : four.peer_findings) {
+    CHECK(finding.status != Status::fail);
+    CHECK(finding.message.find("no floor: H100 SXM's 335 GB/s floor is for 8-GPU NVSwitch boards and the driver "
+                               "reports 4 GPUs") != std::string::npos);
+  }
+  // NVLink parts without peer access still fail on any board.
+  const SmokeReport no_peer = run_fake("device_count = 4\nelapsed_ms = 0.001\npeer_access = 0\n");
+  CHECK(no_peer.peer_findings.at(0).status == Status::fail);
+}
+
+TEST_CASE("smoke: cuInit failures name their cause, and Xids raised during cuInit are reported", "[smoke]") {
+  const SmokeReport fabric = run_fake("init_result = 802\n");
+  const Finding* driver = find(fabric.findings, "smoke.driver");
+  REQUIRE(driver != nullptr);
+  CHECK(driver->message.find("fabric manager is not running") != std::string::npos);
+  CHECK(driver->remedy.find("nvidia-fabricmanager") != std::string::npos);
+  CHECK(find(run_fake("init_result = 999\n").findings, "smoke.driver")->remedy.find("Xid") != std::string::npos);
+  CHECK(SmokeOptions{}.init_timeout >= std::chrono::seconds(60));
+
+  // The kernel log is read before cuInit: an Xid 79 that cuInit's failure came with is reported.
+  gpuenv::testing::FakeSystem system;
+  system.real_libraries["fake-libcuda"] = GPUENV_FAKE_CUDA_LIBRARY;
+  const FakeCuda fake("init_result = 999\n");
+  gpuenv::system::CommandResult before, after;
+  before.exit_code = after.exit_code = 0;
+  before.out = "[  1.0] nvidia: loading\n";
+  after.out = before.out + "[ 20.0] NVRM: Xid (PCI:0000:1b:00): 79, pid=0, GPU has fallen off the bus.\n";
+  system.command_queue["dmesg"] = {before, after};
+  SmokeOptions options = small_options();
+  options.library = "fake-libcuda";
+  options.watch_kernel_log = true;
+  auto report = run_smoke(system, options);
+  REQUIRE(report);
+  CHECK(system.commands_run == std::vector<std::string>{"dmesg", "dmesg"});
+  const Finding* xid = find(report->findings, "smoke.xid");
+  REQUIRE(xid != nullptr);
+  CHECK(xid->status == Status::fail);
+  CHECK(xid->message.find("Xid 79") != std::string::npos);
+}
+
+TEST_CASE("gpuenv smoke e2e: --init-timeout is an option", "[smoke][e2e]") {
+  const FakeCuda fake("device_count = 0\n");
+  const auto result = gpuenv::testing::run_gpuenv(
+      {"smoke", "--init-timeout", "5"},
+      {{"GPUENV_CUDA_LIBRARY", std::string(GPUENV_FAKE_CUDA_LIBRARY)}, {"GPUENV_FAKE_CUDA", fake.path()}});
+  CHECK(result.exit_code == 1);
+  CHECK(result.out.find("the driver reports 0 GPUs") != std::string::npos);
+  CHECK(gpuenv::testing::run_gpuenv({"smoke", "--init-timeout", "0"}).exit_code == 2);
+}
+
+TEST_CASE("smoke: --memtest sees an address fault that aliases one chunk onto another", "[smoke]") {
+  // Two 1 MiB chunks backed by the same memory at different addresses: a pattern of the index within a chunk writes
+  // the same words into both and reads back clean; a pattern of the absolute address does not.
+  SmokeOptions options = small_options();
+  options.memtest_fraction = 0.5;
+  options.memtest_chunk_bytes = 1 << 20;
+  const SmokeReport clean = run_fake("free_memory = 4194304\n", options);
+  CHECK(find(clean.devices.at(0).findings, "smoke.memtest")->status == Status::pass);
+  const SmokeReport aliased = run_fake("free_memory = 4194304\nalias_allocations_of = 1048576\n", options);
+  const Finding* memtest = find(aliased.devices.at(0).findings, "smoke.memtest");
+  REQUIRE(memtest != nullptr);
+  CHECK(memtest->status == Status::fail);
+  CHECK(memtest->message.find("the first in the address hash pass at byte offset 0x0 ") != std::string::npos);
+}
+
+TEST_CASE("smoke: --memtest runs moving inversions and walking bits, and skips when nothing can be allocated",
+          "[smoke]") {
+  SmokeOptions options = small_options();
+  options.memtest_fraction = 0.5;
+  const SmokeReport flipped = run_fake("free_memory = 4194304\nmemtest_flip_word = 3\n", options);
+  const Finding* bad = find(flipped.devices.at(0).findings, "smoke.memtest");
+  REQUIRE(bad != nullptr);
+  // The flipped word is seen by each of the five passes: address hash, moving inversions, walking ones, walking zeros,
+  // second hash.
+  CHECK(bad->message.find("5 wrong words after writing 5 patterns") != std::string::npos);
+
+  // Out of memory at the first chunk: other tenants hold the memory; a skip with the reason, not a failure.
+  const SmokeReport full = run_fake("free_memory = 4194304\nalloc_max_bytes = 1048576\n", options);
+  const Finding* skipped = find(full.devices.at(0).findings, "smoke.memtest");
+  REQUIRE(skipped != nullptr);
+  CHECK(skipped->status == Status::skip);
+  CHECK(skipped->message.find("not even a first chunk of 2 MiB could be allocated") != std::string::npos);
+}
+
+TEST_CASE("smoke: matmul checks: exact operands, a missing product fails, Freivalds covers the whole result",
+          "[smoke]") {
+  const int n = 96;
+  std::vector<float> a(n * n), b(n * n);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = operand_value(i, 1);
+    b[i] = operand_value(i, 2);
+    CHECK(a[i] != 0.0f);
+    CHECK(a[i] * 8.0f == static_cast<float>(static_cast<int>(a[i] * 8.0f)));  // eighths
+    CHECK(bf16_to_float(float_to_bf16(a[i])) == a[i]);                        // exact in BF16
+  }
+  // FP32 accumulation in two different orders gives the identical (exact) result.
+  std::vector<float> c(n * n), reversed(n * n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      float forward = 0, backward = 0;
+      for (int p = 0; p < n; ++p) forward += a[i * n + p] * b[p * n + j];
+      for (int p = n - 1; p >= 0; --p) backward += a[i * n + p] * b[p * n + j];
+      c[i * n + j] = forward;
+      reversed[i * n + j] = backward;
+    }
+  }
+  CHECK(c == reversed);
+  const FreivaldsVector vector = freivalds_vector(a, b, n, n, n);
+  CHECK(check_freivalds(vector, c).ok());
+  CHECK(check_freivalds(vector, c).rows == static_cast<std::size_t>(n));
+
+  // One element missing one product (a k-tile of one): the sampled check (it is a corner) and Freivalds both fail.
+  std::vector<float> missing = c;
+  missing[(n - 1) * n + (n - 1)] -= a[(n - 1) * n + 5] * b[5 * n + (n - 1)];
+  CHECK_FALSE(check_gemm_samples(a, b, missing, n, n, n, 4, default_tolerance(Precision::bf16)).ok());
+  // An element that is not sampled is still seen by Freivalds.
+  std::vector<float> hidden = c;
+  hidden[17 * n + 42] += 1.0f / 64;
+  const FreivaldsCheck whole = check_freivalds(vector, hidden);
+  CHECK_FALSE(whole.ok());
+  CHECK(whole.wrong_rows == 1);
+  CHECK(whole.first_wrong.find("row 17:") == 0);
+  std::vector<float> nan = c;
+  nan[5] = std::nanf("");
+  CHECK_FALSE(check_freivalds(vector, nan).ok());
+}
+
+TEST_CASE("smoke: a sporadic wrong result in one timed repetition fails the matmul", "[smoke]") {
+  // Launch 2 is the first timed repetition of our FP32 GEMM; the last repetition (the one sampled) is right again.
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  const SmokeReport report = run_fake("gemm_fault_launch = 2\n", options);
+  const Finding* sgemm = find(report.devices.at(0).findings, "smoke.sgemm_fp32");
+  REQUIRE(sgemm != nullptr);
+  CHECK(sgemm->status == Status::fail);
+  CHECK(sgemm->message.find("wrong results: 1 of 3 runs (warm-up and timed repetitions) fail the whole-result check "
+                            "C·x = A·(B·x); first run 1: row 64:") != std::string::npos);
+  CHECK(find(report.devices.at(0).findings, "smoke.gemm_bf16")->status != Status::fail);
+}
+
+TEST_CASE("smoke: step threads run on the GPU's NUMA node (sysfs local_cpulist) before pinned memory is allocated",
+          "[smoke]") {
+  CHECK(parse_cpu_list("0-3,8,10-11\n") == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+  CHECK(parse_cpu_list("5") == std::vector<int>{5});
+  CHECK(parse_cpu_list("3-1").empty());
+  CHECK(parse_cpu_list("x").empty());
+
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  if (CPU_COUNT(&allowed) < 2) {
+    WARN("SKIPPED: this process may run on one CPU only, so placement on one CPU cannot be told apart");
+    return;
+  }
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  const SysfsTree sysfs("16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
+  std::ofstream(sysfs.root() + "/bus/pci/devices/0000:1b:00.0/local_cpulist") << first << "\n";
+  SmokeOptions options = small_options();
+  options.sysfs_root = sysfs.root();
+  const SmokeReport report = run_fake("", options);
+  CHECK(report.devices.at(0).info.local_cpulist == std::to_string(first));
+  CHECK(fake_counter("fake_cuda_alloc_host_cpus") == 1);
+}
+
+TEST_CASE("smoke: kernel images: the manifest, the image a driver gets, and --describe", "[smoke]") {
+  const std::vector<KernelImage> images = parse_kernel_manifest(
+      "smoke_kernels_legacy.fatbin 11.8 11000 compute_90 sm_70 sm_75 sm_80 sm_86 sm_89 sm_90\n"
+      "smoke_kernels.fatbin 13.0 13000 compute_120 sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120\n"
+      "broken line\n");
+  REQUIRE(images.size() == 2);
+  CHECK(images[0].cuda_version == "13.0");  // newest first
+  CHECK(images[1].sass_archs.front() == "sm_70");
+  CHECK(images[1].ptx_arch == "compute_90");
+  // An R550 driver (CUDA 12.4) gets the 11.8 image first; an R580 driver (CUDA 13.0) the 13.0 image.
+  CHECK(kernel_images_for(images, 12040).front()->file == "smoke_kernels_legacy.fatbin");
+  CHECK(kernel_images_for(images, 13000).front()->file == "smoke_kernels.fatbin");
+  CHECK(kernel_images_for(images, 13000).back()->file == "smoke_kernels_legacy.fatbin");
+  CHECK(kernel_image_driver_range(images, 1) == "drivers supporting CUDA 11.0 or newer, below CUDA 13.0");
+  CHECK(kernel_image_driver_range(images, 0) == "drivers supporting CUDA 13.0 or newer");
+
+  const KernelsInfo embedded = embedded_kernels_info();
+  const auto text = gpuenv::testing::run_gpuenv({"smoke", "--describe"});
+  CHECK(text.exit_code == 0);
+  const auto json = gpuenv::testing::run_gpuenv({"smoke", "--describe", "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK(json.out.find("\"images\": [") != std::string::npos);
+  if (!embedded.embedded) {
+    CHECK(text.out.find("built without nvcc") != std::string::npos);
+    return;
+  }
+  CHECK(text.out.find("gpuenv smoke kernel images: " + std::to_string(embedded.images.size())) == 0);
+  CHECK(text.out.find("smoke_kernels.fatbin: CUDA " + embedded.cuda_version + " toolkit, SASS sm_75") !=
+        std::string::npos);
+  CHECK(text.out.find("PTX compute_120") != std::string::npos);
+  CHECK(text.out.find("drivers older than CUDA") != std::string::npos);
+  CHECK(json.out.find("\"min_driver_cuda\": \"13.0\"") != std::string::npos);
+}
