@@ -1,5 +1,6 @@
 #include "install/apply.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 #include "install/checkpoint.hpp"
@@ -74,7 +75,7 @@ class Run {
       if (step.id == k_reboot) return reboot(step, report);
       auto ran = run_step(step, report);
       if (!ran) return ran.error();
-      if (report.result == StepResult::failed) {
+      if (report.result == StepResult::failed && step.failure_stops) {
         m_report.failed_step = step.id;
         return finish(Outcome::failed, "step " + step.id + " failed (" + report.detail + "); see " +
                                            m_options.log_path + ", fix it and re-run (or --resume)");
@@ -129,12 +130,33 @@ class Run {
       if (result.exit_code != 0) {
         report = {step.id, StepResult::failed,
                   "`" + util::join(argv, " ") + "` exited " + std::to_string(result.exit_code) +
-                      (result.timed_out ? " after the timeout" : "")};
+                      (result.timed_out ? " after the timeout" : "") + explain(step)};
+        if (!step.failure_stops) {
+          if (auto log = m_log.line(step.id, "failed; going on: a later step may repair it"); !log) return log;
+        }
         return save_failed(step.id);
       }
     }
     report = {step.id, StepResult::ran, ""};
     return mark_completed(step.id);
+  }
+
+  /// "; the repositories have: a, b" from the step's explain_failure command ("" when it has none).
+  std::string explain(const Step& step) {
+    if (step.explain_failure.empty()) return "";
+    const system::CommandResult result = m_system.run(step.explain_failure, step.timeout);
+    std::vector<std::string> names;
+    for (std::string_view line : util::split_lines(result.out)) {
+      if (!util::trim(line).empty()) names.emplace_back(util::trim(line));
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    if (names.empty()) return "; the repositories have no package named like it";
+    constexpr std::size_t k_shown = 20;
+    const std::size_t more = names.size() > k_shown ? names.size() - k_shown : 0;
+    names.resize(std::min(names.size(), k_shown));
+    return "; the repositories have: " + util::join(names, ", ") +
+           (more > 0 ? " and " + std::to_string(more) + " more" : "");
   }
 
   bool probe(const Step& step) {

@@ -1,5 +1,7 @@
 // The apt backend: Ubuntu and Debian. Sources: data/install/targets.toml rows and docs/install.md.
 
+#include <cctype>
+
 #include "install/backend.hpp"
 
 namespace gpuenv::install {
@@ -38,12 +40,17 @@ class AptBackend : public Backend {
   }
 
   Step installed_probe(Step step, const std::vector<std::string>& packages) const override {
-    step.done_if = {"dpkg-query", "-W", "-f=${Status}\\n"};
+    // db:Status-Status, not Status: a held package reads "hold ok installed".
+    step.done_if = {"dpkg-query", "-W", "-f=${db:Status-Status}\\n"};
     step.done_if.insert(step.done_if.end(), packages.begin(), packages.end());
     std::string expected;
-    for (std::size_t i = 0; i < packages.size(); ++i) expected += "install ok installed\n";
+    for (std::size_t i = 0; i < packages.size(); ++i) expected += "installed\n";
     step.done_if_stdout = expected;
     return step;
+  }
+
+  std::vector<std::string> similar_packages(const std::string& package) const override {
+    return {"apt-cache", "pkgnames", package_stem(package)};
   }
 
   std::vector<Step> preflight(const PlanContext&) const override {
@@ -57,6 +64,9 @@ class AptBackend : public Backend {
     dpkg.commands = {{"dpkg", "--configure", "-a"}};
     dpkg.done_if = {"dpkg", "--audit"};
     dpkg.done_if_stdout = "";
+    // A package whose own maintainer script fails stays half-configured until a fixed version replaces it: the
+    // step that installs that package does so, so a failure here is logged and the run goes on.
+    dpkg.failure_stops = false;
     dpkg.timeout = std::chrono::seconds(1800);
     return {lock, dpkg};
   }
@@ -93,6 +103,7 @@ class AptBackend : public Backend {
       probed.insert(probed.begin(), pinning);
     }
     step.commands.push_back(install(packages));
+    step.explain_failure = similar_packages(packages.front());
     if (context.driver.lock == "hold") {
       std::vector<std::string> hold = {"apt-mark", "hold"};
       hold.insert(hold.end(), packages.begin(), packages.end());
@@ -140,6 +151,14 @@ class AptBackend : public Backend {
 }  // namespace
 
 bool is_local_repository(const std::string& url) { return url.rfind("file:", 0) == 0; }
+
+std::string package_stem(const std::string& package) {
+  for (std::size_t dash = package.find('-'); dash != std::string::npos; dash = package.find('-', dash + 1)) {
+    if (dash + 1 < package.size() && std::isdigit(static_cast<unsigned char>(package[dash + 1])))
+      return package.substr(0, dash + 1);
+  }
+  return package;
+}
 
 std::unique_ptr<Backend> make_apt_backend() { return std::make_unique<AptBackend>(); }
 

@@ -34,6 +34,8 @@ class Backend {
   virtual std::vector<std::string> install(const std::vector<std::string>& packages) const = 0;
   /// A done_if probe: exit 0 (and, when set, the expected stdout) when every package is installed.
   virtual Step installed_probe(Step step, const std::vector<std::string>& packages) const = 0;
+  /// argv listing the repository's package names like `package` (same name up to its version), for failures.
+  virtual std::vector<std::string> similar_packages(const std::string& package) const = 0;
   /// Lock wait and interrupted-install repair, before anything else (may be none).
   virtual std::vector<Step> preflight(const PlanContext& context) const = 0;
   /// NVIDIA's CUDA repository with its key (never a downloaded script).
@@ -52,6 +54,9 @@ class Backend {
 
 std::unique_ptr<Backend> make_apt_backend();
 std::unique_ptr<Backend> make_dnf_backend();
+
+/// `package` up to its first "-<digit>": "cuda-toolkit-12-4" -> "cuda-toolkit-", "nvidia-open" -> "nvidia-open".
+std::string package_stem(const std::string& package);
 
 /// True when `url` is a local file: repository (trusted as it is, no key fetched).
 bool is_local_repository(const std::string& url);

@@ -23,6 +23,10 @@ class DnfBackend : public Backend {
     return step;
   }
 
+  std::vector<std::string> similar_packages(const std::string& package) const override {
+    return {"dnf", "-q", "repoquery", "--qf", "%{name}", package_stem(package) + "*"};
+  }
+
   std::vector<Step> preflight(const PlanContext& context) const override {
     if (context.target.prerequisites.empty()) return {};
     Step step{"install.preflight.prerequisites",
@@ -62,6 +66,7 @@ class DnfBackend : public Backend {
       step.commands.push_back({"dnf", "versionlock", "add", "*nvidia*" + branch + "*"});
     }
     step.commands.push_back(install(packages));
+    step.explain_failure = similar_packages(packages.front());
     return installed_probe(step, packages);
   }
 

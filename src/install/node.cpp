@@ -31,6 +31,18 @@ std::vector<std::string> held_packages(system::System& system) {
   return out;
 }
 
+/// Compute capabilities of the GPUs, which only a loaded driver can tell (nvidia-smi; empty without one).
+std::vector<std::string> compute_capabilities(system::System& system) {
+  const system::CommandResult result =
+      system.run({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}, k_probe_timeout);
+  if (result.exit_code != 0) return {};
+  std::vector<std::string> out;
+  for (std::string_view line : util::split_lines(result.out)) {
+    if (!util::trim(line).empty()) out.emplace_back(util::trim(line));
+  }
+  return out;
+}
+
 bool any_exists(system::System& system, std::initializer_list<const char*> paths) {
   for (const char* path : paths) {
     if (system.exists(path)) return true;
@@ -47,6 +59,7 @@ NodeFacts observe_node(system::System& system, const std::string& manager) {
   if (auto modules = system.read_file("/proc/modules"))
     node.nouveau_loaded = probe::parse_proc_modules(*modules).nouveau();
   node.loaded_driver_version = module_versions(system).loaded;
+  if (!node.loaded_driver_version.empty()) node.gpu_compute_capabilities = compute_capabilities(system);
   node.docker = any_exists(system, {"/usr/bin/dockerd", "/usr/sbin/dockerd", "/usr/bin/docker"});
   node.containerd = any_exists(system, {"/usr/bin/containerd", "/usr/local/bin/containerd"});
   if (manager == "apt") node.held_packages = held_packages(system);

@@ -29,7 +29,10 @@ struct Step {
   std::optional<std::string> done_if_stdout{};
   std::chrono::seconds timeout{600};  ///< per command
   bool reboots = false;               ///< the step is a reboot (only with --reboot)
-  bool changes_node = true;           ///< false for read-only steps (the lock wait): never "changed"
+  bool failure_stops = true;          ///< false: a failure is logged and the run goes on (later steps can repair it)
+  /// Run when a command fails; its output lines are named in the failure ("the repository has: ...").
+  std::vector<std::string> explain_failure{};
+  bool changes_node = true;  ///< false for read-only steps (the lock wait): never "changed"
 };
 
 /// The machine the plan is for.

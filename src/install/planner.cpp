@@ -136,6 +136,16 @@ std::optional<Finding> held_refusal(const InstallPlan& plan, const std::vector<s
                  "release them with `" + util::join(release, " ") + "`, then re-run");
 }
 
+/// A loaded driver of another branch: the plan changes branches (and the reboot step will be due).
+std::optional<Finding> branch_change(const InstallPlan& plan, const NodeFacts& node) {
+  const std::string loaded = major_of(node.loaded_driver_version);
+  if (loaded.empty() || loaded == plan.driver.branch) return std::nullopt;
+  return Finding{"install.driver.branch_change", Status::warn,
+                 "the loaded driver is " + node.loaded_driver_version + " (branch " + loaded +
+                     "); the plan installs branch " + plan.driver.branch + ", which needs a reboot",
+                 "", ""};
+}
+
 const DriverRow* find_driver_row(const InstallData& data, const std::string& manager, const DriverChoice& driver) {
   const int branch = std::stoi(driver.branch);
   for (const DriverRow& row : data.drivers) {
@@ -150,6 +160,7 @@ Step package_step(const Backend& backend, std::string id, std::string why, std::
                   std::chrono::seconds timeout = std::chrono::seconds(1800)) {
   Step step{std::move(id), std::move(why)};
   step.commands = {backend.install(packages)};
+  step.explain_failure = backend.similar_packages(packages.front());
   step.timeout = timeout;
   return backend.installed_probe(step, packages);
 }
@@ -316,6 +327,7 @@ util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const 
     return plan;
   }
 
+  if (auto change = branch_change(plan, request.node)) plan.notes.push_back(*change);
   std::vector<Step> steps = backend->preflight(context);
   if (plan.driver.source == "nvidia") steps.push_back(headers_step(*backend, context));
   if (request.node.nouveau_loaded) steps.push_back(nouveau_step(*backend));

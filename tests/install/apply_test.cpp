@@ -155,15 +155,28 @@ TEST_CASE("install apply: a converged node runs no install command and reports c
   CHECK(fake.written.size() == 2);  // the log and the state, nothing else
 }
 
-TEST_CASE("install apply: an interrupted dpkg is configured first", "[install][apply]") {
+TEST_CASE("install apply: an interrupted dpkg is configured first; a failing script there does not stop the run",
+          "[install][apply]") {
   const InstallPlan plan = debian_plan();
   FakeSystem fake = fresh_node(plan);
-  fake.commands["dpkg --audit"] = exited(0, "The following packages are only half configured:\n cuda-keyring\n");
+  fake.commands["dpkg --audit"] = exited(0, "The following packages are only half configured:\n cudnn9-cuda-12\n");
   auto report = gpuenv::install::apply_plan(fake, plan, options());
   REQUIRE(report.has_value());
   const std::vector<std::string> ran = actions(fake, plan);
   REQUIRE(ran.size() >= 2);
   CHECK(ran[1] == "dpkg --configure -a");
+  CHECK(report->steps[1].result == StepResult::ran);
+
+  // The half-configured package's own postinst fails: the cuDNN step installs the fixed version later.
+  FakeSystem broken = fresh_node(plan);
+  broken.commands["dpkg --audit"] = exited(0, "The following packages are only half configured:\n cudnn9-cuda-12\n");
+  broken.commands["dpkg --configure -a"] = exited(1);
+  auto going_on = gpuenv::install::apply_plan(broken, plan, options());
+  REQUIRE(going_on.has_value());
+  CHECK(going_on->steps[1].result == StepResult::failed);
+  CHECK(going_on->outcome == Outcome::no_gpu);
+  CHECK(nlohmann::json::parse(broken.written.at(k_state))["failed"].is_null());
+  CHECK(broken.written.at("/log/install.log").find("install.preflight.dpkg failed; going on") != std::string::npos);
 }
 
 TEST_CASE("install apply: a failing step stops the run, is named with the log, and a re-run resumes there",
@@ -175,11 +188,13 @@ TEST_CASE("install apply: a failing step stops the run, is named with the log, a
   CommandResult failed = exited(100);
   failed.err = "E: Sub-process /usr/bin/dpkg returned an error code (1)";
   fake.commands[driver_install] = failed;
+  fake.commands["apt-cache pkgnames cuda-drivers-"] = exited(0, "cuda-drivers-570\ncuda-drivers-535\n");
   auto report = gpuenv::install::apply_plan(fake, plan, options());
   REQUIRE(report.has_value());
   CHECK(report->outcome == Outcome::failed);
   CHECK(report->failed_step == "install.driver");
-  CHECK(report->message.find("step install.driver failed (`" + driver_install + "` exited 100)") == 0);
+  CHECK(report->message.find("step install.driver failed (`" + driver_install +
+                             "` exited 100; the repositories have: cuda-drivers-535, cuda-drivers-570)") == 0);
   CHECK(report->message.find("/log/install.log") != std::string::npos);
   CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "apt-mark hold cuda-drivers-550") ==
         fake.commands_run.end());

@@ -208,6 +208,15 @@ TEST_CASE("install plan: node states change the plan", "[install]") {
     REQUIRE(refusal_ids(p) == "install.driver.held ");
     CHECK(p.refusals[0].remedy == "release them with `apt-mark unhold nvidia-open-570`, then re-run");
   }
+  SECTION("a loaded driver of another branch without holds: a note, and the plan installs the profile's branch") {
+    NodeFacts node;
+    node.loaded_driver_version = "570.133.20";
+    const InstallPlan p = plan(profile, ubuntu, node);
+    REQUIRE(p.refusals.empty());
+    REQUIRE(p.notes.size() == 1);
+    CHECK(p.notes[0].id == "install.driver.branch_change");
+    CHECK(p.notes[0].message.find("branch 570); the plan installs branch 580") != std::string::npos);
+  }
   SECTION("a converged node's own holds do not block") {
     NodeFacts node;
     node.held_packages = {"nvidia-open-580"};
