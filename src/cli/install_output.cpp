@@ -31,6 +31,8 @@ json step_json(const install::Step& step, const install::StepReport* report) {
               {"reboots", step.reboots},
               {"result", report ? std::string(install::to_string(report->result)) : "planned"}};
   if (step.done_if_stdout) out["done_if_stdout"] = *step.done_if_stdout;
+  out["failure_stops"] = step.failure_stops;
+  out["explain_failure"] = step.explain_failure;
   if (report != nullptr && !report->detail.empty()) out["detail"] = report->detail;
   return out;
 }
@@ -43,6 +45,13 @@ std::string shown(const std::vector<std::string>& argv) {
     words.push_back(plain ? word : "'" + word + "'");
   }
   return util::join(words, " ");
+}
+
+/// `text` in double quotes with newlines as \n.
+std::string escaped(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return out + "\"";
 }
 
 }  // namespace
@@ -105,7 +114,12 @@ std::string install_plan_text(const install::InstallPlan& plan) {
   int number = 0;
   for (const install::Step& step : plan.steps) {
     out += "\n" + std::to_string(++number) + ". " + step.id + ": " + step.why + "\n";
-    if (!step.done_if.empty()) out += "   skip when: " + shown(step.done_if) + "\n";
+    if (!step.done_if.empty()) {
+      out += "   skip when: " + shown(step.done_if);
+      if (step.done_if_stdout)
+        out += step.done_if_stdout->empty() ? " prints nothing" : " prints " + escaped(*step.done_if_stdout);
+      out += "\n";
+    }
     for (const install::FileToWrite& file : step.files) out += "   write " + file.path + "\n";
     for (const auto& argv : step.commands) out += "   $ " + shown(argv) + "\n";
   }

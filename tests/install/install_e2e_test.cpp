@@ -75,7 +75,9 @@ TEST_CASE("install --dry-run prints each step, why, and its exact argv", "[insta
                         "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/)") == 0);
   CHECK(result.out.find("   $ env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y "
                         "cudnn9-cuda-12\n") != std::string::npos);
-  CHECK(result.out.find("   skip when: dpkg-query -W '-f=${db:Status-Status}\\n' cuda-keyring\n") != std::string::npos);
+  CHECK(result.out.find(
+            "   skip when: dpkg-query -W '-f=${db:Status-Status}\\n' cuda-keyring prints \"installed\\n\"\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("install: the repository override comes from --repo-url or GPUENV_CUDA_REPO_URL", "[install][e2e]") {
