@@ -65,18 +65,6 @@ std::string override_of(Context& context, const std::string& flag, const char* v
   return context.system.environment(variable).value_or("");
 }
 
-/// The node's os-release must name the profile's OS (EL releases match on the major version).
-std::optional<util::Error> check_node_os(Context& context, const install::Target& target) {
-  const auto release = install::read_os_release(context.system);
-  if (!release) return util::Error::input("cannot read /etc/os-release", "gpuenv install runs on the node itself");
-  const std::string major = release->version_id.substr(0, release->version_id.find('.'));
-  const bool same = release->id == target.distro && (release->version_id == target.version || major == target.version);
-  if (same) return std::nullopt;
-  return util::Error::input("this node runs " + release->id + " " + release->version_id + ", the profile is for " +
-                                target.distro + " " + target.version,
-                            "install a profile for this OS, or plan for the other one with --dry-run --os");
-}
-
 install::Verification verify_with_doctor(Context& context, const profile::Profile& profile) {
   doctor::DoctorRequest request;
   request.profile = profile;
@@ -125,7 +113,7 @@ ExitCode run_install(Context& context, const InstallOptions& options) {
   if (!options.dry_run) {
     if (install::effective_uid(context.system).value_or(-1) != 0)
       return report_error(context, util::Error::usage("install needs root", "run it with sudo, or use --dry-run"));
-    if (auto wrong = check_node_os(context, *target)) return report_error(context, *wrong);
+    if (auto wrong = install::check_node_os(context.system, *target)) return report_error(context, *wrong);
     const install::TargetRow* row = (*data)->find_target(target->distro, target->version);
     request.node = install::observe_node(context.system, row ? row->manager : "");
   }

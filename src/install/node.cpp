@@ -73,6 +73,20 @@ std::optional<probe::OsRelease> read_os_release(system::System& system) {
   return probe::parse_os_release(*text);
 }
 
+std::optional<util::Error> check_node_os(system::System& system, const Target& target) {
+  const auto release = read_os_release(system);
+  if (!release) return util::Error::input("cannot read /etc/os-release", "gpuenv install runs on the node itself");
+  const std::string major = release->version_id.substr(0, release->version_id.find('.'));
+  // Profiles name Rocky Linux as its container images do ("rockylinux"); its os-release ID is "rocky".
+  const std::string id = release->id == "rocky" ? "rockylinux" : release->id;
+  if (id == target.distro && (release->version_id == target.version || major == target.version)) {
+    return std::nullopt;
+  }
+  return util::Error::input("this node runs " + release->id + " " + release->version_id + ", the profile is for " +
+                                target.distro + " " + target.version,
+                            "install a profile for this OS, or plan for the other one with --dry-run --os");
+}
+
 std::optional<long> effective_uid(system::System& system) {
   auto status = system.read_file("/proc/self/status");
   if (!status) return std::nullopt;

@@ -15,6 +15,8 @@ namespace gpuenv::install {
 NodeFacts observe_node(system::System& system, const std::string& manager);
 /// /etc/os-release, parsed; nullopt when unreadable.
 std::optional<probe::OsRelease> read_os_release(system::System& system);
+/// An input Error when the node's os-release is not `target`'s OS (EL releases match on the major version).
+std::optional<util::Error> check_node_os(system::System& system, const Target& target);
 /// The effective user id from /proc/self/status; nullopt when unreadable.
 std::optional<long> effective_uid(system::System& system);
 /// True when a display or 3D controller with NVIDIA's vendor id (0x10de) is on the PCI bus.
