@@ -114,6 +114,7 @@ class Run {
       return mark_completed(step.id);
     }
     for (const FileToWrite& file : step.files) {
+      if (auto existing = m_system.read_file(file.path); existing && *existing == file.content) continue;
       if (!m_system.exists(parent_of(file.path))) m_system.run({"mkdir", "-p", parent_of(file.path)}, step.timeout);
       if (auto log = m_log.line(step.id, "write " + file.path); !log) return log;
       if (auto written = m_system.write_file_atomic(file.path, file.content); !written) {

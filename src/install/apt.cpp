@@ -71,22 +71,27 @@ class AptBackend : public Backend {
     return {lock, dpkg};
   }
 
-  Step cuda_repository(const PlanContext& context) const override {
+  std::vector<Step> cuda_repository(const PlanContext& context) const override {
     const std::string& url = context.plan.repo_url;
     const Repository& repository = context.data.repository;
-    Step step{"install.repo.cuda", "NVIDIA's CUDA repository (" + url + ") with its keyring package " +
-                                       repository.apt_keyring_file + " and a pin file so it wins over the archive"};
-    const std::string keyring = "/var/cache/gpuenv/" + repository.apt_keyring_file;
-    const std::string list =
-        "/etc/apt/sources.list.d/cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + ".list";
-    step.files.push_back({list, deb_line(url, repository.apt_keyring_path)});
-    const std::string origin = host_of(context.cuda_base_url);
-    step.files.push_back({"/etc/apt/preferences.d/cuda-repository-pin-600",
-                          "Package: *\nPin: origin \"" + origin + "\"\nPin-Priority: 600\n"});
-    step.commands = {{"curl", "-fsSL", "--create-dirs", "-o", keyring, url + repository.apt_keyring_file},
-                     {"dpkg", "-i", keyring},
-                     apt_get({"update"})};
-    return installed_probe(step, {"cuda-keyring"});
+    Step keyring{"install.repo.cuda_keyring", "NVIDIA's keyring package " + repository.apt_keyring_file +
+                                                  " (the repository's key and its apt source), fetched to a file"};
+    const std::string file = "/var/cache/gpuenv/" + repository.apt_keyring_file;
+    keyring.commands = {{"curl", "-fsSL", "--create-dirs", "-o", file, url + repository.apt_keyring_file},
+                        {"dpkg", "-i", file}};
+    Step source{"install.repo.cuda", "NVIDIA's CUDA repository (" + url +
+                                         ") with a pin so it wins over the archive; the package lists refreshed"};
+    if (context.cuda_base_url != repository.cuda_base_url) {
+      // A mirror or a local repository replaces the source the keyring package wrote (same file).
+      source.files.push_back(
+          {"/etc/apt/sources.list.d/cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + ".list",
+           deb_line(url, repository.apt_keyring_path)});
+    }
+    source.files.push_back({"/etc/apt/preferences.d/gpuenv-cuda-repository-pin-600",
+                            "Package: *\nPin: origin \"" + host_of(context.cuda_base_url) + "\"\nPin-Priority: 600\n"});
+    source.commands = {apt_get({"update"})};
+    source.changes_node = false;  // files are written only when they differ; refreshing the lists changes nothing
+    return {installed_probe(keyring, {"cuda-keyring"}), source};
   }
 
   Step driver(const PlanContext& context) const override {

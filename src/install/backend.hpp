@@ -39,7 +39,7 @@ class Backend {
   /// Lock wait and interrupted-install repair, before anything else (may be none).
   virtual std::vector<Step> preflight(const PlanContext& context) const = 0;
   /// NVIDIA's CUDA repository with its key (never a downloaded script).
-  virtual Step cuda_repository(const PlanContext& context) const = 0;
+  virtual std::vector<Step> cuda_repository(const PlanContext& context) const = 0;
   /// Driver packages pinned to the branch by this distribution's mechanism.
   virtual Step driver(const PlanContext& context) const = 0;
   /// The NVIDIA Container Toolkit repository and package.

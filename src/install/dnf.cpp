@@ -35,7 +35,7 @@ class DnfBackend : public Backend {
     return {installed_probe(step, context.target.prerequisites)};
   }
 
-  Step cuda_repository(const PlanContext& context) const override {
+  std::vector<Step> cuda_repository(const PlanContext& context) const override {
     const std::string& url = context.plan.repo_url;
     Step step{"install.repo.cuda", "NVIDIA's CUDA repository (" + url + "), its packages signed with " +
                                        context.data.repository.rpm_key_file};
@@ -47,8 +47,8 @@ class DnfBackend : public Backend {
                                  (local ? std::string("gpgcheck=0\n")
                                         : "gpgcheck=1\ngpgkey=" + url + context.data.repository.rpm_key_file + "\n")});
     step.commands = {{"dnf", "-y", "makecache"}};
-    step.done_if = {"test", "-f", repo_file(context)};
-    return step;
+    step.changes_node = false;  // the file is written only when it differs; refreshing metadata changes nothing
+    return {step};
   }
 
   Step driver(const PlanContext& context) const override {

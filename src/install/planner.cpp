@@ -331,7 +331,9 @@ util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const 
   std::vector<Step> steps = backend->preflight(context);
   if (plan.driver.source == "nvidia") steps.push_back(headers_step(*backend, context));
   if (request.node.nouveau_loaded) steps.push_back(nouveau_step(*backend));
-  if (plan.driver.source == "nvidia") steps.push_back(backend->cuda_repository(context));
+  if (plan.driver.source == "nvidia") {
+    for (Step& step : backend->cuda_repository(context)) steps.push_back(std::move(step));
+  }
   steps.push_back(backend->driver(context));
   add_stack_steps(*backend, context, steps);
   if (enabled(profile.install_container_toolkit, true)) {

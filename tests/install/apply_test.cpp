@@ -76,10 +76,11 @@ FakeSystem fresh_node(const InstallPlan& plan) {
   return fake;
 }
 
-/// The same node after a successful install: every probe says done.
+/// The same node after a successful install: every probe says done and every file is in place.
 void converge(FakeSystem& fake, const InstallPlan& plan) {
   for (const Step& step : plan.steps) {
     if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(0, step.done_if_stdout.value_or(""));
+    for (const auto& file : step.files) fake.files[file.path] = file.content;
   }
 }
 
@@ -151,8 +152,9 @@ TEST_CASE("install apply: a converged node runs no install command and reports c
   CHECK_FALSE(report->changed);
   CHECK(report->outcome == Outcome::no_gpu);
   CHECK(actions(fake, plan) ==
-        std::vector<std::string>{"env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 check"});
-  CHECK(fake.written.size() == 2);  // the log and the state, nothing else
+        std::vector<std::string>{"env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 check",
+                                 "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update"});
+  CHECK(fake.written.size() == 2);  // the log and the state: every other file already had its content
 }
 
 TEST_CASE("install apply: an interrupted dpkg is configured first; a failing script there does not stop the run",

@@ -61,8 +61,9 @@ TEST_CASE("install plan: a fresh Ubuntu node gets every step in order, ending wi
       plan(profile_of("[cudnn]\nversion = \"9\"\n[driver]\nbranch = \"570\"\n"), Target{"ubuntu", "22.04", "x86_64"});
   REQUIRE(p.refusals.empty());
   CHECK(ids(p) == std::vector<std::string>{"install.preflight.lock", "install.preflight.dpkg",
-                                           "install.preflight.headers", "install.repo.cuda", "install.driver",
-                                           "install.cuda_toolkit", "install.cudnn", "install.container_toolkit",
+                                           "install.preflight.headers", "install.repo.cuda_keyring",
+                                           "install.repo.cuda", "install.driver", "install.cuda_toolkit",
+                                           "install.cudnn", "install.container_toolkit",
                                            "install.runtime_configure.docker", "install.runtime_configure.containerd",
                                            "install.unattended_upgrades", "install.reboot", "install.verify"});
   CHECK(p.repo_url == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/");
@@ -259,8 +260,19 @@ TEST_CASE("install plan: a local file: repository is trusted as it is and needs 
   REQUIRE(p.has_value());
   CHECK(p->repo_url == "file:///srv/repo/debian12/x86_64/");
   const Step* repo = step(*p, "install.repo.cuda");
+  CHECK(repo->files.at(0).path == "/etc/apt/sources.list.d/cuda-debian12-x86_64.list");
   CHECK(repo->files.at(0).content == "deb [trusted=yes] file:///srv/repo/debian12/x86_64/ /\n");
-  CHECK(repo->commands.at(0).back() == "file:///srv/repo/debian12/x86_64/cuda-keyring_1.1-1_all.deb");
+  CHECK(repo->files.at(1).content == "Package: *\nPin: origin \"\"\nPin-Priority: 600\n");
+  CHECK(step(*p, "install.repo.cuda_keyring")->commands.at(0).back() ==
+        "file:///srv/repo/debian12/x86_64/cuda-keyring_1.1-1_all.deb");
+  // NVIDIA's own repository: the keyring package writes the source; gpuenv adds only its pin.
+  const PlanRequest official{Target{"debian", "12", "x86_64"}, {}, "", ""};
+  auto nvidia = gpuenv::install::plan_install(profile_of("[driver]\nbranch = \"550\"\n"), official, **data, **kb);
+  REQUIRE(nvidia.has_value());
+  const Step* nvidia_repo = step(*nvidia, "install.repo.cuda");
+  REQUIRE(nvidia_repo->files.size() == 1);
+  CHECK(nvidia_repo->files[0].content ==
+        "Package: *\nPin: origin \"developer.download.nvidia.com\"\nPin-Priority: 600\n");
   const Step* toolkit = step(*p, "install.container_toolkit");
   CHECK(toolkit->files.at(0).content == "deb [trusted=yes] file:///srv/nct/stable/deb/$(ARCH) /\n");
   CHECK(toolkit->commands.front().at(2) == "apt-get");  // no key download
