@@ -1,6 +1,7 @@
-// `gpuenv install` end to end through the built binary: the dry-run JSON plan of every shipped profile on every
-// supported distribution (x86_64, and arm64 where NVIDIA has an sbsa repository) against golden files, the text
-// plan, and usage errors. Update the golden files with scripts/regen-install-golden (or GPUENV_UPDATE_GOLDEN=1).
+// `gpuenv install --dry-run`: the JSON plan of every shipped profile on every supported distribution and both
+// architectures against golden files (made in-process as the CLI makes them, and through the built binary for one
+// profile per target), the text plan, the repository override, and usage errors. Update the golden files with
+// scripts/regen-install-golden (or GPUENV_UPDATE_GOLDEN=1).
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -9,8 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/install_output.hpp"
+#include "compat/knowledge_base.hpp"
 #include "install/data.hpp"
+#include "install/planner.hpp"
 #include "profile/catalog.hpp"
+#include "profile/matrix.hpp"
 #include "support/run_binary.hpp"
 
 namespace {
@@ -33,6 +38,21 @@ std::string golden_name(const std::string& profile, const std::string& distro, c
   return profile + "@" + distro + "-" + version + "-" + arch + ".json";
 }
 
+/// The plan the CLI makes for a shipped profile (a matrix: its first cell) on a target, as JSON.
+std::string dry_run_json(const std::string& name, const gpuenv::install::Target& target) {
+  auto system = gpuenv::system::make_real_system();
+  auto document = gpuenv::profile::load_profile(name, *system);
+  REQUIRE(document.has_value());
+  const gpuenv::profile::Profile profile =
+      document->matrix.empty() ? document->base : gpuenv::profile::expand_matrix(*document).front().profile;
+  auto data = gpuenv::install::builtin_install_data();
+  auto kb = gpuenv::compat::builtin_knowledge_base();
+  REQUIRE((data && kb));
+  auto plan = gpuenv::install::plan_install(profile, {target, {}, "", ""}, **data, **kb);
+  REQUIRE(plan.has_value());
+  return gpuenv::cli::install_json(*plan, std::nullopt);
+}
+
 }  // namespace
 
 TEST_CASE("install --dry-run --json: every shipped profile on every supported target matches its golden plan",
@@ -46,17 +66,13 @@ TEST_CASE("install --dry-run --json: every shipped profile on every supported ta
       for (const std::string arch : {"x86_64", "arm64"}) {
         const std::string file = golden_name(shipped.name, target.distro, target.version, arch);
         INFO(file << " (regenerate with scripts/regen-install-golden)");
-        const auto result = run_gpuenv({"install", shipped.name, "--dry-run", "--json", "--os",
-                                        target.distro + ":" + target.version, "--arch", arch});
-        REQUIRE((result.exit_code == 0 || result.exit_code == 1));
-        const auto plan = nlohmann::json::parse(result.out);
-        CHECK((result.exit_code == 0) == plan["refusals"].empty());
+        const std::string json = dry_run_json(shipped.name, {target.distro, target.version, arch});
         if (update) {
           fs::create_directories(k_golden);
-          std::ofstream(k_golden / file, std::ios::binary) << result.out;
+          std::ofstream(k_golden / file, std::ios::binary) << json;
         }
         REQUIRE(fs::exists(k_golden / file));
-        CHECK(result.out == read_text(k_golden / file));
+        CHECK(json == read_text(k_golden / file));
         ++compared;
       }
     }
@@ -65,6 +81,26 @@ TEST_CASE("install --dry-run --json: every shipped profile on every supported ta
   std::size_t files = 0;
   for (const auto& entry : fs::directory_iterator(k_golden)) files += entry.path().extension() == ".json" ? 1 : 0;
   CHECK(files == compared);  // no stale golden file for a profile or target that is gone
+}
+
+TEST_CASE("install --dry-run --json through the binary: one profile per target, both architectures, exit codes",
+          "[install][e2e]") {
+  auto data = gpuenv::install::builtin_install_data();
+  REQUIRE(data.has_value());
+  const auto& profiles = gpuenv::profile::shipped_profiles();
+  std::size_t index = 0;
+  for (const auto& target : (*data)->targets) {
+    const std::string& name = profiles[index++ % profiles.size()].name;  // a different profile for each target
+    for (const std::string arch : {"x86_64", "arm64"}) {
+      const std::string file = golden_name(name, target.distro, target.version, arch);
+      INFO(file);
+      const auto result = run_gpuenv(
+          {"install", name, "--dry-run", "--json", "--os", target.distro + ":" + target.version, "--arch", arch});
+      REQUIRE((result.exit_code == 0 || result.exit_code == 1));
+      CHECK((result.exit_code == 0) == nlohmann::json::parse(result.out)["refusals"].empty());
+      CHECK(result.out == read_text(k_golden / file));
+    }
+  }
 }
 
 TEST_CASE("install --dry-run prints each step, why, and its exact argv", "[install][e2e]") {
