@@ -184,6 +184,12 @@ class Run {
     m_report.reboot_required = true;
     const std::string why = "loaded module " + (versions.loaded.empty() ? "none" : versions.loaded) + ", installed " +
                             (versions.installed.empty() ? "none" : versions.installed);
+    if (m_state.is_completed(k_reboot)) {  // rebooted for this already: another reboot would loop
+      report = {step.id, StepResult::failed, why + " after a reboot"};
+      m_report.failed_step = step.id;
+      return finish(Outcome::failed, "the installed module is still not loaded after the reboot (" + why +
+                                         "); see dmesg and the DKMS build log under /var/lib/dkms");
+    }
     if (!m_options.allow_reboot) {
       report = {step.id, StepResult::not_run, why};
       return finish(Outcome::reboot_required, "reboot required (" + why + "); then run `gpuenv install --resume`");

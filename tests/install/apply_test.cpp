@@ -266,6 +266,20 @@ TEST_CASE("install apply: the reboot is due only when the loaded module is not t
     CHECK(report->reboot_required);
     CHECK(fake.commands_run.back() == "systemctl reboot");
   }
+  SECTION("after the reboot (--resume) the module is still not loaded: a failure, not another reboot") {
+    opts.allow_reboot = true;
+    auto rebooted = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(rebooted.has_value());
+    fake.files[k_state] = fake.written.at(k_state);
+    fake.commands_run.clear();
+    opts.resume = true;
+    auto again = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(again.has_value());
+    CHECK(again->outcome == Outcome::failed);
+    CHECK(again->failed_step == "install.reboot");
+    CHECK(again->message.find("still not loaded after the reboot") != std::string::npos);
+    CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl reboot") == fake.commands_run.end());
+  }
   SECTION("the installed module is loaded: doctor verifies; DEGRADED passes, NOT READY fails") {
     fake.files["/proc/driver/nvidia/version"] = k_banner;
     auto report = gpuenv::install::apply_plan(fake, plan, opts);
