@@ -54,6 +54,7 @@ bool any_exists(system::System& system, std::initializer_list<const char*> paths
 
 NodeFacts observe_node(system::System& system, const std::string& manager) {
   NodeFacts node;
+  node.observed = true;
   if (auto release = system.read_file("/proc/sys/kernel/osrelease")) node.kernel_release = first_line(*release);
   node.secure_boot = secure_boot(system);
   if (auto modules = system.read_file("/proc/modules"))

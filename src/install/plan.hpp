@@ -50,6 +50,7 @@ struct Target {
 /// What the planner knows about the node. Unknown facts (planning for another machine) leave the defaults, and
 /// the plan then relies on each step's done_if at apply time.
 struct NodeFacts {
+  bool observed = false;            ///< read from the node itself (apply), not assumed (a plan for elsewhere)
   std::string kernel_release;       ///< empty: unknown (the plan shows <running-kernel>)
   std::optional<bool> secure_boot;  ///< nullopt: unknown
   bool nouveau_loaded = false;

@@ -328,6 +328,12 @@ util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const 
   }
 
   if (auto change = branch_change(plan, request.node)) plan.notes.push_back(*change);
+  if (request.node.observed && !request.node.secure_boot && plan.driver.source == "nvidia") {
+    plan.notes.push_back(Finding{"install.secure_boot", Status::warn,
+                                 "the Secure Boot state is unknown (EFI variables unreadable): if it is on, the "
+                                 "kernel will reject the DKMS-built module",
+                                 "check `mokutil --sb-state` before the reboot", ""});
+  }
   std::vector<Step> steps = backend->preflight(context);
   if (plan.driver.source == "nvidia") steps.push_back(headers_step(*backend, context));
   if (request.node.nouveau_loaded) steps.push_back(nouveau_step(*backend));

@@ -218,6 +218,17 @@ TEST_CASE("install plan: node states change the plan", "[install]") {
     CHECK(p.notes[0].id == "install.driver.branch_change");
     CHECK(p.notes[0].message.find("branch 570); the plan installs branch 580") != std::string::npos);
   }
+  SECTION("an observed node whose Secure Boot state is unknown gets a warning, not a refusal") {
+    NodeFacts node;
+    node.observed = true;
+    const InstallPlan p = plan(profile, ubuntu, node);
+    REQUIRE(p.refusals.empty());
+    REQUIRE(p.notes.size() == 1);
+    CHECK(p.notes[0].id == "install.secure_boot");
+    CHECK(p.notes[0].status == gpuenv::report::Status::warn);
+    node.secure_boot = false;
+    CHECK(plan(profile, ubuntu, node).notes.empty());
+  }
   SECTION("a converged node's own holds do not block") {
     NodeFacts node;
     node.held_packages = {"nvidia-open-580"};
