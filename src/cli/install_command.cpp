@@ -127,6 +127,9 @@ ExitCode run_install(Context& context, const InstallOptions& options) {
   apply.resume = options.resume;
   apply.allow_reboot = options.reboot;
   apply.verify = [&context, &profile] { return verify_with_doctor(context, *profile); };
+  for (const report::Finding& note : plan->notes) {
+    context.err << "gpuenv: warning: " << note.id << ": " << note.message << "\n";
+  }
   auto report = install::apply_plan(context.system, *plan, apply);
   if (!report) return report_error(context, report.error());
   context.out << (options.json ? install_json(*plan, *report) : install_report_text(*plan, *report));
