@@ -74,11 +74,12 @@ class AptBackend : public Backend {
   std::vector<Step> cuda_repository(const PlanContext& context) const override {
     const std::string& url = context.plan.repo_url;
     const Repository& repository = context.data.repository;
-    Step keyring{"install.repo.cuda_keyring", "NVIDIA's keyring package " + repository.apt_keyring_file +
-                                                  " (the repository's key and its apt source), fetched to a file"};
+    Step keyring{"install.repo.cuda_keyring",
+                 "NVIDIA's keyring package " + repository.apt_keyring_file +
+                     " (the repository's key and its apt source), fetched to a file and installed by apt"};
     const std::string file = "/var/cache/gpuenv/" + repository.apt_keyring_file;
     keyring.commands = {{"curl", "-fsSL", "--create-dirs", "-o", file, url + repository.apt_keyring_file},
-                        {"dpkg", "-i", file}};
+                        install({file})};  // apt-get, not dpkg -i: it waits for the dpkg lock too
     Step source{"install.repo.cuda", "NVIDIA's CUDA repository (" + url +
                                          ") with a pin so it wins over the archive; the package lists refreshed"};
     if (context.cuda_base_url != repository.cuda_base_url) {
