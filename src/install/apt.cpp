@@ -76,10 +76,10 @@ class AptBackend : public Backend {
     const Repository& repository = context.data.repository;
     Step keyring{"install.repo.cuda_keyring",
                  "NVIDIA's keyring package " + repository.apt_keyring_file +
-                     " (the repository's key and its apt source), fetched to a file and installed by apt"};
+                     " (the repository's key and its apt source), fetched to a file and installed with dpkg"};
     const std::string file = "/var/cache/gpuenv/" + repository.apt_keyring_file;
     keyring.commands = {{"curl", "-fsSL", "--create-dirs", "-o", file, url + repository.apt_keyring_file},
-                        install({file})};  // apt-get, not dpkg -i: it waits for the dpkg lock too
+                        {"dpkg", "-i", file}};  // right after install.preflight.lock has waited for the lock
     Step source{"install.repo.cuda", "NVIDIA's CUDA repository (" + url +
                                          ") with a pin so it wins over the archive; the package lists refreshed"};
     if (context.cuda_base_url != repository.cuda_base_url) {
