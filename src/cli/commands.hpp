@@ -16,6 +16,7 @@ void add_matrix_command(CLI::App& app, Action& action);
 void add_doctor_command(CLI::App& app, Action& action);
 void add_dockerfile_command(CLI::App& app, Action& action);
 void add_smoke_command(CLI::App& app, Action& action);
+void add_cloud_init_command(CLI::App& app, Action& action);
 void add_install_command(CLI::App& app, Action& action);
 
 }  // namespace gpuenv::cli

@@ -1,10 +1,13 @@
 // `gpuenv doctor`: collect, judge, render; the exit code follows the verdict.
 
+#include <algorithm>
 #include <chrono>
 
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
 #include "doctor/doctor.hpp"
+#include "fleet/nfd.hpp"
+#include "fleet/slurm.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
 
@@ -20,6 +23,9 @@ struct DoctorOptions {
   bool oneline = false;
   bool strict = false;
   bool quick = false;
+  bool slurm = false;
+  std::string slurm_node;
+  std::string nfd;
   std::string prometheus;
   std::string root;
   std::string nvidia_smi_xml;
@@ -47,13 +53,49 @@ util::Expected<std::optional<profile::Profile>> load_profile_for(Context& contex
   return std::optional<profile::Profile>(std::move(*with_overrides));
 }
 
+/// Slurm kills a HealthCheckProgram after 60 s: under --slurm, each wait (NVML, libcuda, nvidia-smi, scontrol) is
+/// capped at this, and the smoke tests do not run.
+constexpr std::chrono::milliseconds k_slurm_wait_limit{std::chrono::seconds(5)};
+
+bool exits_ok(report::Verdict verdict, bool strict) {
+  return verdict == report::Verdict::ok || (verdict == report::Verdict::degraded && !strict);
+}
+
+fleet::NodeFeatures node_features(const doctor::DoctorReport& report, bool strict) {
+  const probe::HostFacts& facts = report.facts;
+  fleet::NodeFeatures features;
+  features.ready = exits_ok(report.verdict, strict);
+  features.verdict = std::string(doctor::verdict_word(report.verdict));
+  features.driver_version =
+      facts.kernel.module_version.empty() ? facts.gpus.driver_version : facts.kernel.module_version;
+  features.cuda_version = facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version
+                                                                        : facts.cuda_driver.driver_cuda_version;
+  if (!facts.gpus.gpus.empty()) features.gpu_model = facts.gpus.gpus.front().name;
+  features.gpu_count = facts.gpus.gpus.size();
+  return features;
+}
+
+/// --slurm: drain this node on NOT READY, resume gpuenv's own drain when healthy (fleet/slurm.hpp).
+ExitCode run_slurm_health_check(Context& context, const DoctorOptions& options, const doctor::DoctorReport& report) {
+  auto node = fleet::slurm_node_name(context.system, options.slurm_node);
+  if (!node) return report_error(context, node.error());
+  const std::string oneline = doctor_oneline(report);
+  context.out << oneline;
+  auto outcome = fleet::run_slurm_health_check(context.system, *node, exits_ok(report.verdict, options.strict), oneline,
+                                               k_slurm_wait_limit);
+  if (!outcome) return report_error(context, outcome.error());
+  context.out << "slurm node " << *node << " (" << outcome->before.state << "): " << outcome->action.why << "\n";
+  return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
+}
+
 ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   doctor::DoctorRequest request;
   request.collect.live = options.root.empty();
   request.collect.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  if (options.slurm) request.collect.timeout = std::min(request.collect.timeout, k_slurm_wait_limit);
   request.collect.nvml_library =
       context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
-  request.run_smoke = !options.quick;
+  request.run_smoke = !options.quick && !options.slurm;
   request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
   request.smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
@@ -82,11 +124,20 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   if (!options.prometheus.empty()) {
     const auto now =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (auto written = context.system.write_file_atomic(options.prometheus, doctor_prometheus(*report, now));
+    if (auto written =
+            context.system.write_file_atomic(options.prometheus, doctor_prometheus(*report, GPUENV_VERSION, now));
         !written) {
       return report_error(context, written.error());
     }
   }
+  if (!options.nfd.empty()) {
+    if (auto written = fleet::write_nfd_feature_file(context.system, options.nfd,
+                                                     fleet::nfd_feature_file(node_features(*report, options.strict)));
+        !written) {
+      return report_error(context, written.error());
+    }
+  }
+  if (options.slurm) return run_slurm_health_check(context, options, *report);
   if (options.json) {
     context.out << doctor_json(*report, GPUENV_VERSION);
   } else if (options.oneline) {
@@ -94,15 +145,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   } else {
     context.out << doctor_text(*report, context.style);
   }
-  switch (report->verdict) {
-    case report::Verdict::ok:
-      return ExitCode::ok;
-    case report::Verdict::degraded:
-      return options.strict ? ExitCode::not_ok : ExitCode::ok;
-    case report::Verdict::not_ok:
-      return ExitCode::not_ok;
-  }
-  return ExitCode::internal;
+  return exits_ok(report->verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
 }  // namespace
@@ -116,6 +159,17 @@ void add_doctor_command(CLI::App& app, Action& action) {
       ->excludes(json);
   command->add_option("--prometheus", options->prometheus,
                       "Also write node_exporter textfile metrics to FILE (atomically)");
+  command->add_option("--nfd", options->nfd,
+                      "Also write a node-feature-discovery feature file to FILE (gpuenv.io/ready=..., atomically)");
+  CLI::Option* slurm = command->add_flag(
+      "--slurm", options->slurm,
+      "Slurm HealthCheckProgram: drain this node when NOT READY, resume it when healthy if gpuenv drained it "
+      "(implies --quick; each wait capped at 5 s)");
+  slurm->excludes(json);
+  command
+      ->add_option("--slurm-node", options->slurm_node,
+                   "With --slurm: the Slurm NodeName (default: $SLURMD_NODENAME, else the short host name)")
+      ->needs(slurm);
   command->add_flag("--strict", options->strict, "Exit 1 when DEGRADED (warnings), not only when NOT READY");
   command->add_flag("--quick", options->quick, "Skip the on-device smoke tests (software and health checks only)");
   command->add_option("--profile", options->profile, "Judge the node against a profile (shipped name or .toml path)");

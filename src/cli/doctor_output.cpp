@@ -33,31 +33,6 @@ const report::Finding* worst_finding(const std::vector<report::Finding>& finding
   return worst;
 }
 
-std::string escape_label(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-int verdict_number(report::Verdict verdict) {
-  switch (verdict) {
-    case report::Verdict::ok:
-      return 0;
-    case report::Verdict::degraded:
-      return 1;
-    case report::Verdict::not_ok:
-      return 2;
-  }
-  return 2;
-}
-
 }  // namespace
 
 std::string doctor_text(const doctor::DoctorReport& r, const report::TextStyle& style) {
@@ -177,37 +152,6 @@ std::string doctor_oneline(const doctor::DoctorReport& r) {
     if (line.size() > 80) line.resize(80);
   }
   return line + "\n";
-}
-
-std::string doctor_prometheus(const doctor::DoctorReport& r, long long timestamp) {
-  std::string out;
-  out +=
-      "# HELP gpuenv_doctor_verdict Node verdict: 0 ready, 1 degraded, 2 not ready.\n# TYPE gpuenv_doctor_verdict "
-      "gauge\n";
-  out += "gpuenv_doctor_verdict " + std::to_string(verdict_number(r.verdict)) + "\n";
-  out +=
-      "# HELP gpuenv_doctor_check One series per check, labelled with its status (pass, warn, fail, skip).\n# TYPE "
-      "gpuenv_doctor_check gauge\n";
-  std::vector<std::string> seen;
-  for (const report::Finding& f : r.findings) {
-    // Several findings can share an id (per-toolkit checks): keep the first, which the text lists first.
-    if (std::find(seen.begin(), seen.end(), f.id) != seen.end()) continue;
-    seen.push_back(f.id);
-    out += "gpuenv_doctor_check{check=\"" + escape_label(f.id) + "\",status=\"" +
-           std::string(report::to_string(f.status)) + "\"} 1\n";
-  }
-  out += "# HELP gpuenv_doctor_findings Number of findings by status.\n# TYPE gpuenv_doctor_findings gauge\n";
-  for (Status status : {Status::pass, Status::warn, Status::fail, Status::skip}) {
-    out += "gpuenv_doctor_findings{status=\"" + std::string(report::to_string(status)) + "\"} " +
-           std::to_string(report::count_status(r.findings, status)) + "\n";
-  }
-  out += "# HELP gpuenv_doctor_gpus GPUs visible to the driver.\n# TYPE gpuenv_doctor_gpus gauge\n";
-  out += "gpuenv_doctor_gpus " + std::to_string(r.facts.gpus.gpus.size()) + "\n";
-  out +=
-      "# HELP gpuenv_doctor_last_run_timestamp_seconds When doctor last ran.\n# TYPE "
-      "gpuenv_doctor_last_run_timestamp_seconds gauge\n";
-  out += "gpuenv_doctor_last_run_timestamp_seconds " + std::to_string(timestamp) + "\n";
-  return out;
 }
 
 }  // namespace gpuenv::cli

@@ -13,7 +13,7 @@ std::string doctor_text(const doctor::DoctorReport& report, const report::TextSt
 std::string doctor_json(const doctor::DoctorReport& report, const std::string& version);
 /// At most 80 characters: the verdict and the worst finding.
 std::string doctor_oneline(const doctor::DoctorReport& report);
-/// Prometheus text exposition format; `timestamp` is the run's Unix time.
-std::string doctor_prometheus(const doctor::DoctorReport& report, long long timestamp);
+/// node_exporter textfile metrics (Prometheus text format, doctor_prometheus.cpp); `timestamp` is the run's Unix time.
+std::string doctor_prometheus(const doctor::DoctorReport& report, const std::string& version, long long timestamp);
 
 }  // namespace gpuenv::cli

@@ -60,6 +60,7 @@ util::Expected<install::Target> target_of(const profile::Profile& profile, const
   return target;
 }
 
+/// The flag, else the environment variable ("" when neither is set).
 std::string override_of(Context& context, const std::string& flag, const char* variable) {
   if (!flag.empty()) return flag;
   return context.system.environment(variable).value_or("");
@@ -110,6 +111,7 @@ ExitCode run_install(Context& context, const InstallOptions& options) {
                                {},
                                override_of(context, options.repo_url, "GPUENV_CUDA_REPO_URL"),
                                override_of(context, options.toolkit_repo_url, "GPUENV_TOOLKIT_REPO_URL")};
+  install::add_profile_mirrors(*profile, request);  // after the flag and the environment
   if (!options.dry_run) {
     if (install::effective_uid(context.system).value_or(-1) != 0)
       return report_error(context, util::Error::usage("install needs root", "run it with sudo, or use --dry-run"));

@@ -1,6 +1,7 @@
 #include "cli/profile_output.hpp"
 
 #include "compat/derive.hpp"
+#include "compat/mirrors.hpp"
 #include "profile/fields.hpp"
 #include "util/strings.hpp"
 
@@ -10,6 +11,23 @@ namespace {
 std::string verdict_word(const compat::CellVerdict& verdict) {
   if (!verdict.valid) return "INCOMPATIBLE";
   return report::verdict_of(verdict.findings) == report::Verdict::degraded ? "OK (with warnings)" : "OK";
+}
+
+/// Where each download comes from once [mirrors] is applied (mirror or upstream); only for profiles with mirrors.
+nlohmann::json sources_json(const profile::Profile& p, const compat::Derived& derived) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!derived.image_tag.empty()) out["image"] = compat::cuda_image_reference(p, derived.image_tag);
+  out["cuda_repo"] = compat::cuda_repo_base(p);
+  out["container_toolkit"] = compat::container_toolkit_base(p);
+  out["pypi"] = compat::pypi_index(p);
+  if (!derived.torch_variant.empty()) {
+    const compat::WheelSource wheels = compat::torch_wheels(p, derived.torch_variant);
+    out["torch_wheels"] = wheels.url;
+    out["torch_wheels_style"] = wheels.style == compat::WheelStyle::find_links ? "find-links" : "index";
+  }
+  const std::string python = compat::python_downloads_mirror(p);
+  out["python_downloads"] = python.empty() ? std::string(compat::upstream::python_downloads) : python;
+  return out;
 }
 
 }  // namespace
@@ -42,6 +60,7 @@ nlohmann::json resolved_json(const profile::Cell& cell, const compat::KnowledgeB
   d["driver_floor_reason"] = derived.driver_floor.reason;
   if (!derived.driver_branch.empty()) d["driver_branch"] = derived.driver_branch;
   out["derived"] = d;
+  if (compat::has_mirrors(p)) out["sources"] = sources_json(p, derived);
   return out;
 }
 
@@ -61,6 +80,10 @@ std::string resolved_text(const profile::Cell& cell, const compat::KnowledgeBase
   out += "derived:\n";
   for (const auto& [key, value] : json["derived"].items()) {
     out += "  " + key + ": " + value.get<std::string>() + "\n";
+  }
+  if (json.contains("sources")) {
+    out += "sources ([mirrors] applied):\n";
+    for (const auto& [key, value] : json["sources"].items()) out += "  " + key + ": " + value.get<std::string>() + "\n";
   }
   return out;
 }

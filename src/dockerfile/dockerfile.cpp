@@ -5,6 +5,7 @@
 
 #include "compat/derive.hpp"
 #include "dockerfile/lint.hpp"
+#include "dockerfile/sources.hpp"
 #include "profile/fields.hpp"
 #include "util/strings.hpp"
 
@@ -172,6 +173,11 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
   } else {
     return Error::internal("torch " + torch_pin + ": unknown install style `" + release->install + "`");
   }
+  const std::optional<TorchMirror> mirror = torch_mirror(p, variant, release->install);
+  if (mirror) {
+    index = mirror->options;
+    how = mirror->how;
+  }
   const std::string numpy = numpy_requirement(data, "pytorch", *torch);
   if (!numpy.empty()) requirements.push_back("\"" + numpy + "\"");
 
@@ -187,7 +193,8 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
   }
   if (!numpy.empty()) text += " " + numpy + ": torch " + torch->str() + " was built against NumPy 1.x.";
   steps.comment = comment(text);
-  steps.install = "RUN pip install --no-cache-dir " + index + " \\\n      " + util::join(requirements, " ") + "\n";
+  steps.install = (mirror ? mirror->arg_line : std::string()) + "RUN pip install --no-cache-dir " + index +
+                  " \\\n      " + util::join(requirements, " ") + "\n";
   steps.check_comment = comment("Fail the build when pip brought a wheel that is not a CUDA " +
                                 major_minor(*wheel_cuda) + " build (a +cpu wheel, another CUDA line).");
   steps.check = "RUN python -c \"import torch; v = torch.version.cuda or 'none'; " +
@@ -347,7 +354,8 @@ std::uint64_t fnv1a64(std::string_view bytes) {
 std::string canonical_fields(const profile::Profile& p) {
   std::string out;
   for (const profile::FieldSpec& spec : profile::scalar_fields()) {
-    if (spec.key == "name" || spec.key == "description") continue;
+    // Mirrors change where the bytes come from, not what the image holds.
+    if (spec.key == "name" || spec.key == "description" || util::starts_with(spec.key, "mirrors.")) continue;
     const std::string value = profile::get_field(p, spec.key);
     if (!value.empty()) out += std::string(spec.key) + "=" + value + "\n";
   }
@@ -448,6 +456,10 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
       "NVIDIA_VISIBLE_DEVICES=...).\n";
   out += std::string("# Build: docker build -f <this file> .  (BuildKit; the build context is ") +
          (options.with_doctor ? "only used for ./gpuenv" : "not used") + ")\n";
+  if (const std::string note = mirrors_note(p, framework.variant_label, uses_uv); !note.empty()) out += comment(note);
+  if (const std::string arg = registry_arg(p); !arg.empty()) {
+    out += "\n# The registry the nvidia/cuda base image comes from ([mirrors] registry).\n" + arg;
+  }
 
   // ---- helper stages ----
   if (uses_uv) {
@@ -464,7 +476,7 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   }
 
   // ---- the image ----
-  out += "\nFROM " + base_image + "\n";
+  out += "\nFROM " + from_reference(p, derived.image_tag) + "\n";
   std::vector<std::string> packages;
   std::vector<std::string> why_packages;
   if (plan.method == PythonPlan::Method::os) {
@@ -482,6 +494,7 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   }
 
   if (plan.method != PythonPlan::Method::none) {
+    if (const std::string args = python_source_args(p, uses_uv); !args.empty()) out += "\n" + args;
     out += "\n" + comment(plan.why + ". The framework goes into a virtual environment at " + k_venv +
                           ", not the system site-packages.");
     if (plan.method == PythonPlan::Method::os) {

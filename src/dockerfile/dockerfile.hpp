@@ -53,7 +53,8 @@ util::Expected<std::string> render(const profile::Profile& profile, const compat
 
 /// A stable hash of the resolved profile: FNV-1a 64 over its canonical field list, "fnv1a64:<16 hex digits>".
 /// The list is one "key=value\n" line per non-empty scalar field in schema order (profile::scalar_fields()),
-/// leaving out `name` and `description`, then gpu.compute_capabilities and gpu.models joined by ','.
+/// leaving out `name`, `description` and the [mirrors] fields (they change where the bytes come from, not what
+/// is built), then gpu.compute_capabilities and gpu.models joined by ','.
 std::string profile_hash(const profile::Profile& profile);
 /// The canonical field list hashed by profile_hash().
 std::string canonical_fields(const profile::Profile& profile);

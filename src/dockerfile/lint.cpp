@@ -1,6 +1,7 @@
 #include "dockerfile/lint.hpp"
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -93,6 +94,7 @@ class Checker {
         for (const std::string& source : mount_sources(args)) reference(in, source, "RUN --mount from");
         run(in);
       } else if (in.keyword == "ARG") {
+        if (stage_count == 0) global_arg(in.arguments);
         if (util::contains(in.arguments, "DEBIAN_FRONTEND=noninteractive")) m_debian_frontend = true;
       } else if (in.keyword == "ENV") {
         if (util::contains(in.arguments, "DEBIAN_FRONTEND")) {
@@ -132,8 +134,9 @@ class Checker {
       problem(in, "FROM needs `image [AS name]`");
       return;
     }
-    const std::string& image = rest[0];
+    std::string image = resolve(in, rest[0]);
     if (image != util::to_lower(image)) problem(in, "image name `" + image + "` is not lower case");
+    image = without_registry(in, image);
     if (image == "scratch" || m_stages.contains(image)) {
       // a stage or the empty image
     } else if (util::starts_with(image, "nvidia/cuda:")) {
@@ -149,6 +152,41 @@ class Checker {
       if (!is_stage_name(name)) problem(in, "stage name `" + name + "` must be lower case [a-z][a-z0-9_.-]*");
       if (!m_stages.insert(name).second) problem(in, "stage `" + name + "` is defined twice");
     }
+  }
+
+  /// `NAME=default` of an ARG before the first FROM: the only variables a FROM may use.
+  void global_arg(const std::string& arguments) {
+    const std::size_t equals = arguments.find('=');
+    if (equals != std::string::npos) m_global_args[arguments.substr(0, equals)] = arguments.substr(equals + 1);
+  }
+
+  /// `image` with each ${NAME} of a global ARG replaced by its default, as docker resolves a FROM.
+  std::string resolve(const Instruction& in, const std::string& image) {
+    std::string out = image;
+    for (std::size_t start = out.find("${"); start != std::string::npos; start = out.find("${", start)) {
+      const std::size_t end = out.find('}', start);
+      const std::string name = end == std::string::npos ? std::string() : out.substr(start + 2, end - start - 2);
+      const auto arg = m_global_args.find(name);
+      if (arg == m_global_args.end()) {
+        problem(in, "FROM uses `" + out.substr(start) + "`, which no ARG before the first FROM defines");
+        return out;
+      }
+      out.replace(start, end - start + 1, arg->second);
+      start += arg->second.size();
+    }
+    return out;
+  }
+
+  /// "<registry>/nvidia/cuda:<tag>" -> "nvidia/cuda:<tag>" when the registry is one (a host with '.' or ':', or
+  /// localhost); other images keep their name.
+  std::string without_registry(const Instruction& in, const std::string& image) {
+    const std::size_t at = image.find("/nvidia/cuda:");
+    if (at == std::string::npos) return image;
+    const std::string registry = image.substr(0, at);
+    const std::string host = registry.substr(0, registry.find('/'));
+    if (host.find_first_of(".:") == std::string::npos && host != "localhost")
+      problem(in, "`" + registry + "` before nvidia/cuda is not a registry host");
+    return image.substr(at + 1);
   }
 
   void reference(const Instruction& in, const std::string& source, const std::string& what) {
@@ -189,6 +227,7 @@ class Checker {
 
   const std::vector<std::string>& m_allowed;
   std::set<std::string> m_stages;
+  std::map<std::string, std::string> m_global_args;
   bool m_debian_frontend = false;
   std::vector<std::string> m_problems;
 };

@@ -43,6 +43,7 @@ void add_smoke_findings(system::System& system, const DoctorRequest& request, Do
   }
   // Peer-copy findings already name both GPUs ("GPU 0 -> GPU 1: ...").
   for (const report::Finding& finding : smoke->peer_findings) report.findings.push_back(finding);
+  report.smoke = std::move(*smoke);
 }
 
 }  // namespace

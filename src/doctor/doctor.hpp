@@ -27,6 +27,7 @@ struct DoctorReport {
   probe::HostFacts facts;
   std::vector<report::Finding> findings;
   report::Verdict verdict = report::Verdict::ok;
+  std::optional<smoke::SmokeReport> smoke;  ///< the smoke run's measurements, when it ran (metrics per GPU)
 };
 
 /// Collects the facts, judges them, and returns the report; an internal Error only when gpuenv's own

@@ -125,8 +125,9 @@ class AptBackend : public Backend {
               "the NVIDIA Container Toolkit from its repository (" + url + "), so containers get the GPUs"};
     step.files.push_back({k_toolkit_list, deb_line(repo, k_toolkit_key)});
     if (!is_local_repository(url)) {
-      step.commands.push_back(
-          {"curl", "-fsSL", "--create-dirs", "-o", k_toolkit_key, url + context.data.repository.toolkit_key_path});
+      const Repository& repository = context.data.repository;  // the key stays upstream's with a mirror
+      step.commands.push_back({"curl", "-fsSL", "--create-dirs", "-o", k_toolkit_key,
+                               repository.toolkit_base_url + repository.toolkit_key_path});
     }
     step.commands.push_back(apt_get({"update"}));
     step.commands.push_back(install({context.data.packages.container_toolkit}));

@@ -18,8 +18,8 @@ struct Repository {
   std::string rpm_key_file;      ///< D42D0685.pub
   std::string toolkit_base_url;  ///< https://nvidia.github.io/libnvidia-container
   std::string toolkit_deb_path;  ///< appended to the base: the apt repository ($(ARCH) is apt's)
-  std::string toolkit_key_path;  ///< appended to the base: the signing key
-  std::string toolkit_rpm_path;  ///< appended to the base: the .repo file
+  std::string toolkit_key_path;  ///< appended to the upstream base: the signing key (a mirror keeps upstream's key)
+  std::string toolkit_rpm_path;  ///< appended to the base: the yum baseurl ($basearch is dnf's)
   std::string source;
 };
 

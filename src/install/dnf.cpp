@@ -74,8 +74,15 @@ class DnfBackend : public Backend {
     const std::string& url = context.toolkit_base_url;
     Step step{"install.container_toolkit",
               "the NVIDIA Container Toolkit from its repository (" + url + "), so containers get the GPUs"};
-    step.commands.push_back({"curl", "-fsSL", "-o", "/etc/yum.repos.d/nvidia-container-toolkit.repo",
-                             url + context.data.repository.toolkit_rpm_path});
+    // Written here, not downloaded: NVIDIA's .repo file names its own host, which a mirror must replace.
+    const Repository& repository = context.data.repository;
+    const bool local = is_local_repository(url);
+    step.files.push_back(
+        {"/etc/yum.repos.d/nvidia-container-toolkit.repo",
+         "[nvidia-container-toolkit]\nname=nvidia-container-toolkit\nbaseurl=" + url + repository.toolkit_rpm_path +
+             "\nenabled=1\ngpgcheck=0\n" +
+             (local ? std::string("repo_gpgcheck=0\n")
+                    : "repo_gpgcheck=1\ngpgkey=" + repository.toolkit_base_url + repository.toolkit_key_path + "\n")});
     step.commands.push_back(install({context.data.packages.container_toolkit}));
     return installed_probe(step, {context.data.packages.container_toolkit});
   }

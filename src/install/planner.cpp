@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compat/derive.hpp"
+#include "compat/mirrors.hpp"
 #include "install/backend.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
@@ -278,6 +279,14 @@ std::vector<std::string> PlanContext::expand(const std::vector<std::string>& pat
   std::vector<std::string> out;
   for (const std::string& pattern : patterns) out.push_back(expand(pattern));
   return out;
+}
+
+void add_profile_mirrors(const profile::Profile& profile, PlanRequest& request) {
+  const std::string cuda = compat::cuda_repo_base(profile);
+  if (request.cuda_repo_url.empty() && cuda != compat::upstream::cuda_repo) request.cuda_repo_url = cuda;
+  const std::string toolkit = compat::container_toolkit_base(profile);
+  if (request.toolkit_repo_url.empty() && toolkit != compat::upstream::container_toolkit)
+    request.toolkit_repo_url = toolkit;
 }
 
 std::string repository_arch(const std::string& arch) { return arch == "arm64" || arch == "aarch64" ? "sbsa" : arch; }

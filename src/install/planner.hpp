@@ -18,6 +18,10 @@ struct PlanRequest {
   std::string toolkit_repo_url;  ///< container toolkit repository base override; empty: data
 };
 
+/// Fills the repository bases the request leaves empty from the profile's [mirrors] (compat/mirrors.hpp); an
+/// unmirrored profile leaves them empty, so the data's upstream URLs apply.
+void add_profile_mirrors(const profile::Profile& profile, PlanRequest& request);
+
 /// The plan, or the refusals that stop it (in InstallPlan::refusals); an internal Error only for broken data.
 util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const PlanRequest& request,
                                          const InstallData& data, const compat::KnowledgeBase& kb);

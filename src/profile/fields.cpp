@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "util/strings.hpp"
@@ -30,8 +31,84 @@ bool one_of(std::string_view value, std::initializer_list<std::string_view> opti
 struct FieldEntry {
   FieldSpec spec;
   std::function<bool(std::string_view)> valid;
-  std::string Profile::*member;
+  std::string Profile::*member = nullptr;
+  /// [mirrors] fields live in Profile::mirrors (then `member` is null).
+  std::string Mirrors::*mirror_member = nullptr;
+  /// Why a value is refused ("" when it is fine), for grammars a pattern alone explains badly; then `valid` is unset.
+  std::string (*problem)(std::string_view) = nullptr;
 };
+
+// ---- [mirrors] grammars (docs/mirrors.md). The values end up in Dockerfiles, apt sources and user-data, so
+// ---- they are narrow: no quotes, spaces or shell metacharacters, no query and no credentials.
+
+bool is_host(std::string_view host) {
+  return matches(host, "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*");
+}
+
+bool is_port(std::string_view port) {
+  const auto number = util::parse_int(port);
+  return matches(port, "[0-9]{1,5}") && number && *number >= 1 && *number <= 65535;
+}
+
+/// "host[:port]" -> a problem, or "".
+std::string authority_problem(std::string_view authority) {
+  const std::size_t colon = authority.find(':');
+  const std::string_view host = authority.substr(0, colon);
+  if (!is_host(host)) return "`" + std::string(host) + "` is not a host name";
+  if (colon != std::string_view::npos && !is_port(authority.substr(colon + 1)))
+    return "`" + std::string(authority.substr(colon + 1)) + "` is not a port (1-65535)";
+  return {};
+}
+
+std::string https_url_problem(std::string_view value) {
+  if (value.empty()) return "it is empty";
+  for (char c : value) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') return "it contains white space";
+    if (c == '"' || c == '\'' || c == '`') return "it contains a quote";
+  }
+  if (util::starts_with(value, "http://")) return "it is plain http; a mirror must be https";
+  if (!util::starts_with(value, "https://")) return "it is not an https URL";
+  if (value.find('@') != std::string_view::npos)
+    return "it carries credentials (user@host); keep those in the tool's own configuration (pip.conf, .netrc)";
+  if (value.find_first_of("?#") != std::string_view::npos) return "it has a query or fragment";
+  const std::string_view rest = value.substr(8);
+  for (char c : rest) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!plain && std::string_view("._~%+/:-").find(c) == std::string_view::npos)
+      return std::string("it contains `") + c + "`, which gpuenv does not accept in a mirror URL";
+  }
+  const std::string_view authority = rest.substr(0, rest.find('/'));
+  if (authority.empty()) return "it names no host";
+  if (rest.find(':', authority.size()) != std::string_view::npos) return "its path contains `:`";
+  return authority_problem(authority);
+}
+
+std::string registry_problem(std::string_view value) {
+  if (value.empty()) return "it is empty";
+  if (value.find("://") != std::string_view::npos) return "it has a scheme; a registry is named without one";
+  for (char c : value) {
+    if (c >= 'A' && c <= 'Z') return "it is not lower case (image references are)";
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!plain && std::string_view("._:/-").find(c) == std::string_view::npos)
+      return std::string("it contains `") + c + "`, which a registry reference cannot hold";
+  }
+  if (value.back() == '/') return "it ends with `/`";
+  const std::string_view authority = value.substr(0, value.find('/'));
+  if (auto problem = authority_problem(authority); !problem.empty()) return problem;
+  // Docker reads the first component as a registry only with a '.' or a port, or as localhost; anything else is a
+  // Docker Hub namespace (`mirror/nvidia/cuda` is docker.io/mirror/nvidia/cuda).
+  if (authority.find_first_of(".:") == std::string_view::npos && authority != "localhost")
+    return "`" + std::string(authority) + "` would be read as a Docker Hub namespace, not a registry host";
+  const std::string_view path = value.substr(authority.size());
+  if (!path.empty() && !matches(path, "(/[a-z0-9]+([._-][a-z0-9]+)*)+"))
+    return "its path `" + std::string(path) + "` is not a repository path (lower-case words separated by `/`)";
+  return {};
+}
+
+/// The [mirrors] rows of the schema table.
+FieldEntry mirror_url(std::string_view key, std::string_view grammar, std::string Mirrors::*member) {
+  return {{key, grammar, false}, {}, nullptr, member, &https_url_problem};
+}
 
 const std::vector<FieldEntry>& entries() {
   static const std::vector<FieldEntry> table = {
@@ -100,8 +177,57 @@ const std::vector<FieldEntry>& entries() {
       {{"framework.variant", "a PyTorch wheel variant cuXYZ (e.g. \"cu124\")", false},
        [](std::string_view v) { return matches(v, "cu[0-9]{2,3}"); },
        &Profile::framework_variant},
+      // [mirrors] (docs/mirrors.md)
+      mirror_url("mirrors.cuda_repo",
+                 "an https URL that replaces https://developer.download.nvidia.com/compute/cuda/repos, e.g. "
+                 "\"https://mirrors.aliyun.com/nvidia-cuda\" (no query, credentials, spaces or quotes)",
+                 &Mirrors::cuda_repo),
+      mirror_url("mirrors.container_toolkit",
+                 "an https URL that replaces https://nvidia.github.io/libnvidia-container, e.g. "
+                 "\"https://mirrors.ustc.edu.cn/libnvidia-container\" (no query, credentials, spaces or quotes)",
+                 &Mirrors::container_toolkit),
+      mirror_url("mirrors.pypi",
+                 "the https URL of a PyPI simple index, e.g. \"https://pypi.tuna.tsinghua.edu.cn/simple\" (no query, "
+                 "credentials, spaces or quotes)",
+                 &Mirrors::pypi),
+      mirror_url("mirrors.pytorch",
+                 "the https URL that holds the cuXYZ wheel directories, e.g. "
+                 "\"https://mirrors.aliyun.com/pytorch-wheels\" (no query, credentials, spaces or quotes)",
+                 &Mirrors::pytorch),
+      {{"mirrors.pytorch_style",
+        "one of find-links (a flat listing of wheel files, as Aliyun serves), index (a PEP 503 index, as "
+        "download.pytorch.org)",
+        false},
+       [](std::string_view v) {
+         return one_of(v, {"find-links", "index"});
+       },
+       nullptr,
+       &Mirrors::pytorch_style},
+      {{"mirrors.registry",
+        "a registry host[:port][/path] without a scheme, e.g. \"docker.m.daocloud.io\" (the base image becomes "
+        "<registry>/nvidia/cuda:<tag>)",
+        false},
+       {},
+       nullptr,
+       &Mirrors::registry,
+       &registry_problem},
+      mirror_url("mirrors.python_downloads",
+                 "an https URL that replaces https://github.com/astral-sh/python-build-standalone/releases/download "
+                 "(uv's UV_PYTHON_INSTALL_MIRROR; no query, credentials, spaces or quotes)",
+                 &Mirrors::python_downloads),
   };
   return table;
+}
+
+/// Absent when `value` fits the entry; otherwise ": <why>", or "" when the grammar alone says it.
+std::optional<std::string> refusal(const FieldEntry& entry, std::string_view value) {
+  if (entry.problem != nullptr) {
+    std::string why = entry.problem(value);
+    if (why.empty()) return std::nullopt;
+    return ": " + why;
+  }
+  if (entry.valid(value)) return std::nullopt;
+  return std::string();
 }
 
 const FieldEntry* find_entry(std::string_view key) {
@@ -154,7 +280,7 @@ std::vector<std::string> keys_in_section(std::string_view section) {
     }
   }
   if (section.empty()) {
-    for (std::string_view table : {"os", "cuda", "cudnn", "driver", "image", "framework", "gpu", "install"})
+    for (std::string_view table : {"os", "cuda", "cudnn", "driver", "image", "framework", "gpu", "mirrors", "install"})
       keys.emplace_back(table);
   }
   return keys;
@@ -170,8 +296,8 @@ bool is_compute_capability(std::string_view text) { return matches(text, "[1-9][
 util::Expected<util::Ok> validate_field(std::string_view key, std::string_view value) {
   const FieldEntry* entry = find_entry(key);
   if (entry == nullptr) return unknown_field(key);
-  if (!entry->valid(value)) {
-    return Error::input("`" + std::string(key) + "` = \"" + std::string(value) + "\" is not valid",
+  if (auto why = refusal(*entry, value)) {
+    return Error::input("`" + std::string(key) + "` = \"" + std::string(value) + "\" is not valid" + *why,
                         "write " + std::string(entry->spec.grammar));
   }
   return util::Ok{};
@@ -179,13 +305,15 @@ util::Expected<util::Ok> validate_field(std::string_view key, std::string_view v
 
 util::Expected<util::Ok> set_field(Profile& profile, std::string_view key, std::string_view value) {
   if (auto valid = validate_field(key, value); !valid) return valid.error();
-  profile.*(find_entry(key)->member) = std::string(value);
+  const FieldEntry* entry = find_entry(key);
+  (entry->member != nullptr ? profile.*(entry->member) : profile.mirrors.*(entry->mirror_member)) = std::string(value);
   return util::Ok{};
 }
 
 std::string get_field(const Profile& profile, std::string_view key) {
   const FieldEntry* entry = find_entry(key);
-  return entry == nullptr ? std::string() : profile.*(entry->member);
+  if (entry == nullptr) return {};
+  return entry->member != nullptr ? profile.*(entry->member) : profile.mirrors.*(entry->mirror_member);
 }
 
 }  // namespace gpuenv::profile

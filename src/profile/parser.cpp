@@ -123,6 +123,20 @@ Expected<util::Ok> read_gpu(const Locator& where, Profile& profile, const toml::
   return util::Ok{};
 }
 
+/// `pytorch` and `pytorch_style` come together: the style decides pip's flag, and a wrong one fails the build.
+Expected<util::Ok> check_mirror_style(const Locator& where, const Mirrors& mirrors, const toml::table& table) {
+  if (!mirrors.pytorch.empty() && mirrors.pytorch_style.empty()) {
+    return where.at(*table.get("pytorch"), "`mirrors.pytorch` needs `mirrors.pytorch_style`",
+                    "add `pytorch_style = \"find-links\"` under [mirrors] for a flat listing of wheel files (as Aliyun "
+                    "serves) or `pytorch_style = \"index\"` for a PEP 503 index (as download.pytorch.org)");
+  }
+  if (mirrors.pytorch.empty() && !mirrors.pytorch_style.empty()) {
+    return where.at(*table.get("pytorch_style"), "`mirrors.pytorch_style` is set without `mirrors.pytorch`",
+                    "add `pytorch = \"https://...\"` under [mirrors], or remove `pytorch_style`");
+  }
+  return util::Ok{};
+}
+
 Expected<util::Ok> read_section(const Locator& where, Profile& profile, const std::string& section,
                                 const toml::node& node) {
   if (section == "gpu") {
@@ -141,6 +155,7 @@ Expected<util::Ok> read_section(const Locator& where, Profile& profile, const st
       return unknown_key(where, value, section, name);
     if (auto read = read_scalar(where, profile, value, section + "." + name); !read) return read.error();
   }
+  if (section == "mirrors") return check_mirror_style(where, profile.mirrors, *table);
   return util::Ok{};
 }
 
@@ -298,7 +313,7 @@ Expected<ProfileDocument> parse_profile(std::string_view text, std::string_view 
       if (!matrix) return matrix.error();
       document.matrix = std::move(*matrix);
     } else if (name == "os" || name == "cuda" || name == "cudnn" || name == "driver" || name == "image" ||
-               name == "framework" || name == "gpu" || name == "install") {
+               name == "framework" || name == "gpu" || name == "mirrors" || name == "install") {
       if (auto read = read_section(where, profile, name, node); !read) return read.error();
     } else {
       return unknown_key(where, node, "", name);

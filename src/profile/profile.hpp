@@ -9,6 +9,23 @@
 
 namespace gpuenv::profile {
 
+/// [mirrors]: where packages, wheels and images come from instead of their upstream (docs/mirrors.md). Empty:
+/// upstream. Validated on parse (https URLs, a registry host); read the effective locations through
+/// compat/mirrors.hpp, not these fields.
+struct Mirrors {
+  std::string cuda_repo;          ///< replaces https://developer.download.nvidia.com/compute/cuda/repos
+  std::string container_toolkit;  ///< replaces https://nvidia.github.io/libnvidia-container
+  std::string pypi;               ///< pip/uv index for everything but the framework wheels
+  std::string pytorch;            ///< base of the cuXYZ wheel directories, replaces https://download.pytorch.org/whl
+  std::string pytorch_style;      ///< find-links (a flat listing of wheel files) | index (PEP 503)
+  std::string registry;           ///< registry prefix of the base image: FROM <registry>/nvidia/cuda:<tag>
+  std::string python_downloads;   ///< uv's UV_PYTHON_INSTALL_MIRROR (python-build-standalone releases)
+  bool empty() const {
+    return cuda_repo.empty() && container_toolkit.empty() && pypi.empty() && pytorch.empty() && pytorch_style.empty() &&
+           registry.empty() && python_downloads.empty();
+  }
+};
+
 /// A user's description of one environment. Text fields keep the user's spelling; they were validated on parse.
 struct Profile {
   int schema = 1;
@@ -33,6 +50,7 @@ struct Profile {
   std::string framework_variant;  ///< pytorch wheel variant (cuXYZ); empty: derived from cuda.version
   std::vector<std::string> gpu_compute_capabilities;
   std::vector<std::string> gpu_models;
+  Mirrors mirrors;
 
   std::string origin;  ///< where it came from: a file path or "builtin:<name>"
 };

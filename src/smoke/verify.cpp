@@ -1,10 +1,23 @@
 #include "smoke/verify.hpp"
 
-#include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <type_traits>
 
 namespace gpuenv::smoke {
+namespace {
+
+/// std::bit_cast, which libstdc++ has from gcc 11 only; the portable build uses gcc 10 (docs/packaging.md).
+template <class To, class From>
+To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From) && std::is_trivially_copyable_v<From> && std::is_trivially_copyable_v<To>);
+  To to;
+  std::memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+}  // namespace
 
 std::uint32_t pattern_word(std::uint64_t index, std::uint32_t seed) {
   std::uint64_t x = index * 0x9E3779B97F4A7C15ull + seed;
@@ -44,7 +57,7 @@ std::string PatternCheck::describe(std::uint64_t total_words) const {
 }
 
 std::uint16_t float_to_half(float value) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t bits = bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t exponent = (bits >> 23) & 0xFFu;
   std::uint32_t mantissa = bits & 0x7FFFFFu;
@@ -75,19 +88,19 @@ float half_to_float(std::uint16_t bits) {
     const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
     return sign != 0 ? -magnitude : magnitude;
   }
-  if (exponent == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
-  return std::bit_cast<float>(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+  if (exponent == 31) return bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  return bit_cast<float>(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
 }
 
 std::uint16_t float_to_bf16(float value) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t bits = bit_cast<std::uint32_t>(value);
   if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu) != 0)
     return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
   const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 
-float bf16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+float bf16_to_float(std::uint16_t bits) { return bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 
 const char* to_string(Precision precision) {
   switch (precision) {

@@ -145,8 +145,10 @@ class RealSystem final : public System {
 
   Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
     const fs::path target(path);
-    fs::path temporary = target;
-    temporary += ".tmp." + std::to_string(::getpid());
+    // A hidden name in the same directory: readers that scan the directory (node_exporter's textfile collector,
+    // NFD's features.d) skip dot files, and the rename stays on one filesystem.
+    const fs::path temporary =
+        target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
     {
       std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
       if (!out) return Error::input("cannot write " + temporary.string() + ": " + std::strerror(errno));

@@ -52,7 +52,8 @@ class System {
   virtual LibraryResult load_library(const std::string& name) = 0;
   /// Bytes available to an unprivileged user on the filesystem holding `path`; nullopt when unknown.
   virtual std::optional<std::uint64_t> available_bytes(const std::string& path) = 0;
-  /// Writes `contents` to `path` through a temporary file and a rename, so readers never see half a file.
+  /// Writes `contents` to `path` through a hidden temporary file (".name.tmp.PID") in the same directory and a
+  /// rename, so readers never see half a file, and directory scanners that skip dot files never see it at all.
   virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
 };
 

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <locale>
+#include <sstream>
 
 namespace gpuenv::util {
 
@@ -76,9 +78,13 @@ std::optional<long long> parse_int(std::string_view text) {
 std::optional<double> parse_double(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;
+  // std::from_chars for double needs libstdc++ 11; the portable build uses gcc 10 (docs/packaging.md). A stream
+  // imbued with the classic locale reads the same decimal forms whatever the process locale is.
+  std::istringstream stream{std::string(text)};
+  stream.imbue(std::locale::classic());
   double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  stream >> std::noskipws >> value;
+  if (stream.fail() || stream.peek() != std::char_traits<char>::eof()) return std::nullopt;
   return value;
 }
 

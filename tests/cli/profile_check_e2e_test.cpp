@@ -56,6 +56,9 @@ const Row k_rows[] = {
     {"invalid/matrix-duplicate-value.toml",     2, nullptr, "", "lists \"12.4.1\" twice"},
     {"invalid/matrix-number-value.toml",        2, nullptr, "", "values of `framework.python` must be strings"},
     {"invalid/matrix-bad-exclude-value.toml",   2, nullptr, "", "matrix: `cuda.version` = \"12.6\" is not valid"},
+    {"invalid/mirrors-pypi-http.toml",          2, nullptr, "", "mirrors-pypi-http.toml:12:8: `mirrors.pypi` = \"http://pypi.tuna.tsinghua.edu.cn/simple\" is not valid: it is plain http"},
+    {"invalid/mirrors-registry-with-scheme.toml", 2, nullptr, "", "mirrors-registry-with-scheme.toml:13:12: `mirrors.registry` = \"https://docker.m.daocloud.io\" is not valid: it has a scheme"},
+    {"invalid/mirrors-pytorch-without-style.toml", 2, nullptr, "", "mirrors-pytorch-without-style.toml:12:11: `mirrors.pytorch` needs `mirrors.pytorch_style`"},
     // ---- incompatible: exit 1, a failing finding -----------------------------------------------------------------
     {"invalid/cuda-12.7-not-a-release.toml",    1, "cuda.release",               "fail", "the nearest are 12.6.3 and 12.8.0"},
     {"invalid/driver-below-floor.toml",         1, "driver.cuda_minimum",        "fail", "below the CUDA 12.x floor 525.60.13"},

@@ -317,9 +317,9 @@ TEST_CASE("doctor scenarios: --prometheus writes the metrics file atomically", "
     const char* verdict_sample;
     const char* gpus_sample;
   };
-  const Row rows[] = {{"healthy-8xh100", "gpuenv_doctor_verdict 0\n", "gpuenv_doctor_gpus 8\n"},
-                      {"container-toolkit-missing", "gpuenv_doctor_verdict 1\n", "gpuenv_doctor_gpus 1\n"},
-                      {"nouveau-bound", "gpuenv_doctor_verdict 2\n", "gpuenv_doctor_gpus 0\n"}};
+  const Row rows[] = {{"healthy-8xh100", "gpuenv_doctor_verdict 0\n", "gpuenv_gpus_visible 8\n"},
+                      {"container-toolkit-missing", "gpuenv_doctor_verdict 1\n", "gpuenv_gpus_visible 1\n"},
+                      {"nouveau-bound", "gpuenv_doctor_verdict 2\n", "gpuenv_gpus_visible 0\n"}};
   static int counter = 0;
   for (const Row& row : rows) {
     INFO("scenario: " << row.tree);
@@ -344,7 +344,7 @@ TEST_CASE("doctor scenarios: --prometheus writes the metrics file atomically", "
     const bool ready_on_low_disk = std::string(row.tree) == "healthy-8xh100" && low_disk();
     CHECK(text.find(ready_on_low_disk ? "gpuenv_doctor_verdict 1\n" : row.verdict_sample) != std::string::npos);
     CHECK(text.find(row.gpus_sample) != std::string::npos);
-    CHECK(text.find("gpuenv_doctor_check{check=\"gpu.count\",status=\"") != std::string::npos);
+    CHECK(text.find("gpuenv_finding_status{id=\"gpu.count\"} ") != std::string::npos);
     CHECK(text.find("gpuenv_doctor_last_run_timestamp_seconds ") != std::string::npos);
     fs::remove_all(dir);
   }

@@ -48,7 +48,9 @@ std::string dry_run_json(const std::string& name, const gpuenv::install::Target&
   auto data = gpuenv::install::builtin_install_data();
   auto kb = gpuenv::compat::builtin_knowledge_base();
   REQUIRE((data && kb));
-  auto plan = gpuenv::install::plan_install(profile, {target, {}, "", ""}, **data, **kb);
+  gpuenv::install::PlanRequest request{target, {}, "", ""};
+  gpuenv::install::add_profile_mirrors(profile, request);
+  auto plan = gpuenv::install::plan_install(profile, request, **data, **kb);
   REQUIRE(plan.has_value());
   return gpuenv::cli::install_json(*plan, std::nullopt);
 }

@@ -294,3 +294,33 @@ TEST_CASE("install plan: the kernel flavour comes from the release", "[install]"
   CHECK(gpuenv::install::kernel_flavour("5.15.0-91-generic") == "generic");
   CHECK(gpuenv::install::kernel_flavour("5.14.0-427.el9.x86_64").empty());
 }
+
+TEST_CASE("install plan: the profile's [mirrors] replace the repositories unless a flag already did", "[install]") {
+  const auto profile = profile_of(
+      "[driver]\nbranch = \"580\"\n[mirrors]\n"
+      "cuda_repo = \"https://mirrors.example.org/nvidia-cuda\"\n"
+      "container_toolkit = \"https://mirrors.example.org/libnvidia-container\"\n");
+  PlanRequest mirrored{Target{"ubuntu", "22.04", "x86_64"}, {}, "", ""};
+  gpuenv::install::add_profile_mirrors(profile, mirrored);
+  CHECK(mirrored.cuda_repo_url == "https://mirrors.example.org/nvidia-cuda");
+  CHECK(mirrored.toolkit_repo_url == "https://mirrors.example.org/libnvidia-container");
+  PlanRequest flagged{Target{"ubuntu", "22.04", "x86_64"}, {}, "file:///srv/repo", ""};
+  gpuenv::install::add_profile_mirrors(profile, flagged);
+  CHECK(flagged.cuda_repo_url == "file:///srv/repo");
+  PlanRequest upstream{Target{"ubuntu", "22.04", "x86_64"}, {}, "", ""};
+  gpuenv::install::add_profile_mirrors(profile_of(""), upstream);
+  CHECK(upstream.cuda_repo_url.empty());
+  CHECK(upstream.toolkit_repo_url.empty());
+
+  auto data = gpuenv::install::builtin_install_data();
+  auto kb = gpuenv::compat::builtin_knowledge_base();
+  REQUIRE((data && kb));
+  auto p = gpuenv::install::plan_install(profile, mirrored, **data, **kb);
+  REQUIRE(p.has_value());
+  CHECK(p->repo_url == "https://mirrors.example.org/nvidia-cuda/ubuntu2204/x86_64/");
+  const Step* toolkit = step(*p, "install.container_toolkit");
+  CHECK(toolkit->files.at(0).content ==
+        "deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.asc] "
+        "https://mirrors.example.org/libnvidia-container/stable/deb/$(ARCH) /\n");
+  CHECK(toolkit->commands.at(0).back() == "https://nvidia.github.io/libnvidia-container/gpgkey");  // upstream's key
+}

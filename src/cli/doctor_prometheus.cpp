@@ -1,0 +1,259 @@
+// `doctor --prometheus FILE`: the report as node_exporter textfile metrics (Prometheus text exposition format 0.0.4),
+// named by the Prometheus conventions: `gpuenv_` prefix, base units in the name (bytes, seconds, celsius, watts),
+// versions as labels of an `_info` gauge, one `gpuenv_finding_status{id=...}` series per finding. Every family is
+// declared (HELP/TYPE) even when it has no sample on this node, so dashboards and alerts see a stable schema.
+// The exact set of names is tested with the real `promtool check metrics` (tests/cli/doctor_prometheus_test.cpp).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "cli/doctor_output.hpp"
+
+namespace gpuenv::cli {
+namespace {
+
+using report::Status;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+/// Replaces each byte that is not part of a well-formed UTF-8 sequence with U+FFFD: Prometheus rejects the whole
+/// file for one invalid label value, and host text (os-release, GPU names) can contain anything.
+std::string valid_utf8(const std::string& text) {
+  std::string out;
+  std::size_t i = 0;
+  const auto at = [&text](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  while (i < text.size()) {
+    const unsigned char byte = at(i);
+    // The lead byte fixes the length and the range of the second byte (RFC 3629 section 4: no overlong forms, no
+    // surrogates, nothing above U+10FFFF); later bytes are 0x80-0xBF.
+    std::size_t length = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xBF;
+    if (byte < 0x80) {
+      length = 1;
+    } else if (byte >= 0xC2 && byte <= 0xDF) {
+      length = 2;
+    } else if (byte >= 0xE0 && byte <= 0xEF) {
+      length = 3;
+      if (byte == 0xE0) low = 0xA0;
+      if (byte == 0xED) high = 0x9F;
+    } else if (byte >= 0xF0 && byte <= 0xF4) {
+      length = 4;
+      if (byte == 0xF0) low = 0x90;
+      if (byte == 0xF4) high = 0x8F;
+    }
+    bool ok = length > 0 && i + length <= text.size();
+    if (ok && length > 1) ok = at(i + 1) >= low && at(i + 1) <= high;
+    for (std::size_t k = 2; ok && k < length; ++k) ok = at(i + k) >= 0x80 && at(i + k) <= 0xBF;
+    if (ok) {
+      out.append(text, i, length);
+      i += length;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+/// A label value as the exposition format wants it: backslash, double quote and newline escaped.
+std::string escape_label(const std::string& value) {
+  std::string out;
+  for (char c : valid_utf8(value)) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string format_value(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.15g", value);
+  return buffer;
+}
+
+/// Accumulates metric families in the order they are declared.
+class Exposition {
+ public:
+  void family(const std::string& name, const std::string& help) {
+    text_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n";
+  }
+  void sample(const std::string& name, const Labels& labels, double value) {
+    if (!std::isfinite(value)) return;
+    text_ += name;
+    if (!labels.empty()) {
+      text_ += '{';
+      for (std::size_t i = 0; i < labels.size(); ++i) {
+        if (i > 0) text_ += ',';
+        text_ += labels[i].first + "=\"" + escape_label(labels[i].second) + "\"";
+      }
+      text_ += '}';
+    }
+    text_ += " " + format_value(value) + "\n";
+  }
+  std::string text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+int verdict_number(report::Verdict verdict) {
+  switch (verdict) {
+    case report::Verdict::ok:
+      return 0;
+    case report::Verdict::degraded:
+      return 1;
+    case report::Verdict::not_ok:
+      return 2;
+  }
+  return 2;
+}
+
+int status_number(Status status) {
+  switch (status) {
+    case Status::skip:
+      return -1;
+    case Status::pass:
+      return 0;
+    case Status::warn:
+      return 1;
+    case Status::fail:
+      return 2;
+  }
+  return 2;
+}
+
+std::string driver_version(const probe::HostFacts& facts) {
+  return facts.kernel.module_version.empty() ? facts.gpus.driver_version : facts.kernel.module_version;
+}
+
+std::string cuda_driver_version(const probe::HostFacts& facts) {
+  return facts.cuda_driver.driver_cuda_version.empty() ? facts.gpus.cuda_driver_version
+                                                       : facts.cuda_driver.driver_cuda_version;
+}
+
+void add_verdict(Exposition& e, const doctor::DoctorReport& r, const std::string& version) {
+  const probe::HostFacts& facts = r.facts;
+  e.family("gpuenv_node_info", "The node as gpuenv sees it; versions are labels and the value is always 1.");
+  e.sample("gpuenv_node_info",
+           {{"gpuenv_version", version},
+            {"driver_version", driver_version(facts)},
+            {"cuda_driver_version", cuda_driver_version(facts)},
+            {"os", facts.host.os_id},
+            {"os_version", facts.host.os_version_id},
+            {"kernel", facts.host.kernel_release}},
+           1);
+  e.family("gpuenv_doctor_verdict", "The doctor verdict: 0 READY, 1 DEGRADED, 2 NOT READY.");
+  e.sample("gpuenv_doctor_verdict", {}, verdict_number(r.verdict));
+  e.family("gpuenv_doctor_ready", "1 when the node can take work (READY or DEGRADED), 0 when NOT READY.");
+  e.sample("gpuenv_doctor_ready", {}, r.verdict == report::Verdict::not_ok ? 0 : 1);
+}
+
+void add_findings(Exposition& e, const std::vector<report::Finding>& findings) {
+  e.family("gpuenv_finding_status", "One series per finding id: -1 skip, 0 pass, 1 warn, 2 fail (the worst wins).");
+  // Several findings can share an id (one per toolkit or GPU): the series carries the worst of them.
+  std::vector<std::pair<std::string, Status>> worst;
+  for (const report::Finding& f : findings) {
+    auto it = std::find_if(worst.begin(), worst.end(), [&](const auto& entry) { return entry.first == f.id; });
+    if (it == worst.end()) {
+      worst.emplace_back(f.id, f.status);
+    } else if (f.status > it->second) {
+      it->second = f.status;
+    }
+  }
+  for (const auto& [id, status] : worst) e.sample("gpuenv_finding_status", {{"id", id}}, status_number(status));
+  e.family("gpuenv_findings", "Number of findings by status.");
+  for (Status status : {Status::pass, Status::warn, Status::fail, Status::skip})
+    e.sample("gpuenv_findings", {{"status", std::string(report::to_string(status))}},
+             static_cast<double>(report::count_status(findings, status)));
+}
+
+void add_gpus(Exposition& e, const probe::HostFacts& facts) {
+  e.family("gpuenv_gpus_visible", "GPUs visible to the driver.");
+  e.sample("gpuenv_gpus_visible", {}, static_cast<double>(facts.gpus.gpus.size()));
+  e.family("gpuenv_gpu_info", "One series per GPU; model, UUID and PCI bus id are labels and the value is 1.");
+  for (const probe::GpuFacts& gpu : facts.gpus.gpus)
+    e.sample(
+        "gpuenv_gpu_info",
+        {{"gpu", std::to_string(gpu.index)}, {"model", gpu.name}, {"uuid", gpu.uuid}, {"pci_bus_id", gpu.pci_bus_id}},
+        1);
+  const auto per_gpu = [&e, &facts](const std::string& name, const std::string& help, auto value_of) {
+    e.family(name, help);
+    for (const probe::GpuFacts& gpu : facts.gpus.gpus)
+      if (const std::optional<double> value = value_of(gpu))
+        e.sample(name, {{"gpu", std::to_string(gpu.index)}}, *value);
+  };
+  per_gpu("gpuenv_gpu_memory_total_bytes", "GPU memory size.", [](const probe::GpuFacts& g) -> std::optional<double> {
+    if (!g.memory_total_mib) return std::nullopt;
+    return static_cast<double>(*g.memory_total_mib) * 1024 * 1024;
+  });
+  per_gpu("gpuenv_gpu_temperature_celsius", "GPU core temperature when doctor ran.",
+          [](const probe::GpuFacts& g) { return g.temperature_c; });
+  per_gpu("gpuenv_gpu_power_draw_watts", "GPU power draw when doctor ran.",
+          [](const probe::GpuFacts& g) { return g.power_draw_w; });
+  per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors", "Uncorrected ECC errors since the driver loaded.",
+          [](const probe::GpuFacts& g) -> std::optional<double> {
+            if (!g.ecc_uncorrected_volatile) return std::nullopt;
+            return static_cast<double>(*g.ecc_uncorrected_volatile);
+          });
+}
+
+void add_xids(Exposition& e, const probe::HostFacts& facts) {
+  e.family("gpuenv_xid_events", "NVIDIA Xid events in the kernel log doctor read, by Xid code.");
+  std::map<int, int> counts;
+  for (const probe::KernelEvent& event : facts.kernel_events)
+    if (event.kind == probe::KernelEventKind::xid && event.xid) ++counts[*event.xid];
+  for (const auto& [code, count] : counts) e.sample("gpuenv_xid_events", {{"xid", std::to_string(code)}}, count);
+}
+
+/// The smoke rate in base units: GB/s to bytes per second, TFLOP/s to FLOP per second.
+std::optional<double> base_rate(const smoke::Metric& metric) {
+  if (metric.unit == "GB/s") return metric.summary.median * 1e9;
+  if (metric.unit == "TFLOP/s") return metric.summary.median * 1e12;
+  return std::nullopt;
+}
+
+void add_smoke(Exposition& e, const std::optional<smoke::SmokeReport>& smoke) {
+  const auto per_device = [&e, &smoke](const std::string& name, const std::string& unit, const std::string& help) {
+    e.family(name, help);
+    if (!smoke) return;
+    for (const smoke::DeviceResult& device : smoke->devices)
+      for (const smoke::Metric& metric : device.metrics)
+        if (metric.unit == unit)
+          if (auto rate = base_rate(metric))
+            e.sample(name, {{"gpu", std::to_string(device.index)}, {"test", metric.id}}, *rate);
+  };
+  per_device("gpuenv_smoke_bandwidth_bytes_per_second", "GB/s", "Median copy bandwidth of the last smoke run.");
+  per_device("gpuenv_smoke_matmul_flops_per_second", "TFLOP/s", "Median matrix-multiply rate of the last smoke run.");
+  e.family("gpuenv_smoke_peer_bandwidth_bytes_per_second", "Median GPU-to-GPU copy bandwidth of the last smoke run.");
+  if (!smoke) return;
+  for (const smoke::PeerResult& peer : smoke->peers)
+    if (auto rate = base_rate(peer.metric))
+      e.sample("gpuenv_smoke_peer_bandwidth_bytes_per_second",
+               {{"source", std::to_string(peer.source)}, {"destination", std::to_string(peer.destination)}}, *rate);
+}
+
+}  // namespace
+
+std::string doctor_prometheus(const doctor::DoctorReport& r, const std::string& version, long long timestamp) {
+  Exposition e;
+  add_verdict(e, r, version);
+  add_findings(e, r.findings);
+  add_gpus(e, r.facts);
+  add_xids(e, r.facts);
+  add_smoke(e, r.smoke);
+  e.family("gpuenv_doctor_last_run_timestamp_seconds", "Unix time at which doctor last ran.");
+  e.sample("gpuenv_doctor_last_run_timestamp_seconds", {}, static_cast<double>(timestamp));
+  return e.text();
+}
+
+}  // namespace gpuenv::cli

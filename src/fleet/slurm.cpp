@@ -1,0 +1,141 @@
+#include "fleet/slurm.hpp"
+
+#include "util/strings.hpp"
+
+namespace gpuenv::fleet {
+namespace {
+
+/// "text [root@2026-12-01T02:51:25]" -> "text": scontrol appends who set the reason and when.
+std::string strip_reason_stamp(std::string_view reason) {
+  if (util::ends_with(reason, "]")) {
+    const std::size_t open = reason.rfind(" [");
+    if (open != std::string_view::npos && reason.find('@', open) != std::string_view::npos)
+      reason = reason.substr(0, open);
+  }
+  return std::string(util::trim(reason));
+}
+
+}  // namespace
+
+util::Expected<SlurmNode> parse_scontrol_show_node(std::string_view text) {
+  SlurmNode node;
+  bool has_name = false;
+  bool has_state = false;
+  for (std::string_view line : util::split_lines(text)) {
+    line = util::trim(line);
+    // The reason runs to the end of its line and may contain spaces or "key=value" text of its own.
+    if (util::starts_with(line, "Reason=")) {
+      node.reason = strip_reason_stamp(line.substr(7));
+      continue;
+    }
+    for (std::string_view token : util::split(line, ' ')) {
+      if (!has_name && util::starts_with(token, "NodeName=")) {
+        node.name = std::string(token.substr(9));
+        has_name = true;
+      } else if (!has_state && util::starts_with(token, "State=")) {
+        node.state = std::string(token.substr(6));
+        has_state = true;
+      }
+    }
+  }
+  if (!has_name || !has_state)
+    return util::Error::input(
+        "`scontrol show node` printed no NodeName= and State=: " + std::string(util::trim(text.substr(0, 200))),
+        "check that the node name matches a NodeName in slurm.conf (--slurm-node NAME)");
+  return node;
+}
+
+bool is_unavailable(const SlurmNode& node) {
+  for (std::string_view flag : util::split(node.state, '+'))
+    if (util::starts_with(flag, "DRAIN") || flag == "DOWN") return true;
+  return false;
+}
+
+bool is_gpuenv_reason(std::string_view reason) { return util::starts_with(reason, k_slurm_reason_prefix); }
+
+SlurmAction decide_slurm_action(bool healthy, const SlurmNode& node, std::string_view oneline) {
+  const bool ours = is_gpuenv_reason(node.reason);
+  if (healthy) {
+    if (is_unavailable(node) && ours) return {SlurmActionKind::resume, "", "healthy: resuming gpuenv's drain"};
+    if (is_unavailable(node)) return {SlurmActionKind::none, "", "healthy, but drained by someone else: left alone"};
+    return {SlurmActionKind::none, "", "healthy: nothing to do"};
+  }
+  const std::string reason = std::string(k_slurm_reason_prefix) + " " + std::string(util::trim(oneline));
+  if (is_unavailable(node) && !ours && !node.reason.empty())
+    return {SlurmActionKind::none, "", "not ready, already drained by someone else: their reason kept"};
+  if (is_unavailable(node) && node.reason == reason)
+    return {SlurmActionKind::none, "", "not ready, already drained with this reason"};
+  return {SlurmActionKind::drain, reason, "not ready: draining"};
+}
+
+std::vector<std::string> scontrol_update_argv(const std::string& node, const SlurmAction& action) {
+  switch (action.kind) {
+    case SlurmActionKind::none:
+      return {};
+    case SlurmActionKind::drain:
+      return {"scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=" + action.reason};
+    case SlurmActionKind::resume:
+      return {"scontrol", "update", "NodeName=" + node, "State=RESUME"};
+  }
+  return {};
+}
+
+util::Expected<std::string> slurm_node_name(system::System& system, const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (auto name = system.environment("SLURMD_NODENAME"); name && !name->empty()) return *name;
+  auto hostname = system.read_file("/proc/sys/kernel/hostname");
+  if (!hostname || util::trim(*hostname).empty())
+    return util::Error::input("cannot read the host name from /proc/sys/kernel/hostname",
+                              "name the node with --slurm-node NAME");
+  const std::string_view full = util::trim(*hostname);
+  return std::string(full.substr(0, full.find('.')));
+}
+
+namespace {
+
+/// Where scontrol is looked for after PATH: slurmd runs HealthCheckProgram with an empty environment (only
+/// SLURMD_NODENAME), so there is no PATH to search. Debian/Ubuntu and RPM packages, a source install, OpenHPC-style.
+const std::vector<std::string>& scontrol_locations() {
+  static const std::vector<std::string> locations{"scontrol", "/usr/bin/scontrol", "/usr/local/bin/scontrol",
+                                                  "/opt/slurm/bin/scontrol"};
+  return locations;
+}
+
+/// Runs one scontrol command (argv[0] "scontrol"); a failure becomes an input Error naming the command and its message.
+util::Expected<system::CommandResult> run_scontrol(system::System& system, std::vector<std::string> argv,
+                                                   std::chrono::milliseconds timeout) {
+  system::CommandResult result;
+  for (const std::string& program : scontrol_locations()) {
+    argv.front() = program;
+    result = system.run(argv, timeout);
+    if (!result.not_found) break;
+  }
+  const std::string command = util::join(argv, " ");
+  if (result.not_found)
+    return util::Error::input("scontrol not found in PATH, /usr/bin, /usr/local/bin or /opt/slurm/bin",
+                              "run doctor --slurm on a Slurm node, with scontrol's directory in PATH");
+  if (result.timed_out)
+    return util::Error::input(command + ": no answer within " + std::to_string(timeout.count() / 1000) + " s",
+                              "check that slurmctld is reachable (scontrol ping)");
+  if (result.exit_code != 0)
+    return util::Error::input(command + " failed: " + std::string(util::trim(result.err + result.out)),
+                              "check the node name (--slurm-node) and that slurmctld is up (scontrol ping)");
+  return result;
+}
+
+}  // namespace
+
+util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, bool healthy,
+                                                    std::string_view oneline, std::chrono::milliseconds timeout) {
+  auto shown = run_scontrol(system, {"scontrol", "show", "node", node}, timeout);
+  if (!shown) return shown.error();
+  auto parsed = parse_scontrol_show_node(shown->out);
+  if (!parsed) return parsed.error();
+  SlurmOutcome outcome{*parsed, decide_slurm_action(healthy, *parsed, oneline)};
+  if (const auto argv = scontrol_update_argv(node, outcome.action); !argv.empty()) {
+    if (auto updated = run_scontrol(system, argv, timeout); !updated) return updated.error();
+  }
+  return outcome;
+}
+
+}  // namespace gpuenv::fleet

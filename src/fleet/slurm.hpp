@@ -1,0 +1,66 @@
+#pragma once
+// Slurm HealthCheckProgram contract (slurm.conf(5), slurmd `run_script_health_check`): Slurm only logs the program's
+// exit code, so the program drains its own node (`scontrol update NodeName=N State=DRAIN Reason=...`) and resumes it
+// when healthy again. gpuenv owns only the drains whose reason starts with "gpuenv:" (as NHC owns "NHC:"): it never
+// resumes or rewrites an operator's drain.
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "system/system.hpp"
+#include "util/expected.hpp"
+
+namespace gpuenv::fleet {
+
+/// The prefix that marks a drain reason as gpuenv's own.
+inline constexpr std::string_view k_slurm_reason_prefix = "gpuenv:";
+
+/// A node as `scontrol show node NAME` prints it (the fields the decision needs).
+struct SlurmNode {
+  std::string name;
+  std::string state;   ///< "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", ...
+  std::string reason;  ///< without the trailing " [user@time]"; empty when the node has none
+};
+
+/// Parses the multi-line `scontrol show node NAME` output; an input Error when it has no NodeName= or State=.
+util::Expected<SlurmNode> parse_scontrol_show_node(std::string_view text);
+
+/// True when the state carries DRAIN (DRAIN, DRAINING, DRAINED) or DOWN: the node takes no new work.
+bool is_unavailable(const SlurmNode& node);
+
+/// True when the node's reason was written by gpuenv.
+bool is_gpuenv_reason(std::string_view reason);
+
+enum class SlurmActionKind { none, drain, resume };
+
+struct SlurmAction {
+  SlurmActionKind kind = SlurmActionKind::none;
+  std::string reason;  ///< the drain reason ("gpuenv: <oneline>"); empty unless drain
+  std::string why;     ///< one line for the log: what was decided and why
+};
+
+/// The health check's decision, a pure function of doctor's judgement and the node's current state and reason:
+/// unhealthy -> drain (unless an operator's drain or the same gpuenv reason is already there); healthy -> resume
+/// only a gpuenv drain.
+SlurmAction decide_slurm_action(bool healthy, const SlurmNode& node, std::string_view oneline);
+
+/// The scontrol argv that carries out `action` on `node` (empty for none); never a shell string.
+std::vector<std::string> scontrol_update_argv(const std::string& node, const SlurmAction& action);
+
+/// Slurm's name for this node: `flag` when given, else $SLURMD_NODENAME (set for HealthCheckProgram since 20.11),
+/// else the short host name (what slurmd uses when NodeName has no alias).
+util::Expected<std::string> slurm_node_name(system::System& system, const std::string& flag);
+
+/// What the health check found and did.
+struct SlurmOutcome {
+  SlurmNode before;
+  SlurmAction action;
+};
+
+/// Reads the node with scontrol, decides, and runs the update; each scontrol call gets `timeout`.
+util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, bool healthy,
+                                                    std::string_view oneline, std::chrono::milliseconds timeout);
+
+}  // namespace gpuenv::fleet

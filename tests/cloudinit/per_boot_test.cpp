@@ -1,0 +1,355 @@
+// Integration: the per-boot script itself (as `gpuenv cloud-init` renders it) run boot after boot in a Debian 12 root
+// (chroot), with a stand-in gpuenv that records its calls and answers like install and doctor, and stand-in
+// systemctl/shutdown/curl that record instead of rebooting or downloading. Needs root and debootstrap.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cloudinit/cloudinit.hpp"
+#include "system/system.hpp"
+#include "util/strings.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using gpuenv::cloudinit::Options;
+using gpuenv::cloudinit::SourceKind;
+using gpuenv::util::contains;
+
+// Answers like `gpuenv install --resume P --json` and `gpuenv doctor --profile P --json`. /var/lib/standin/mode:
+// "loop" (default): the first install asks for a reboot, the second finishes, later ones change nothing;
+// "always-reboot": every install asks for a reboot; "refused": install refuses (exit 1). /var/lib/standin/verdict: the
+// doctor verdict (default READY).
+constexpr const char* k_standin_gpuenv = R"(#!/bin/sh
+d=/var/lib/standin
+mkdir -p "$d"
+echo "$*" >>"$d/calls"
+case "$1" in
+  install)
+    step=$(cat "$d/install-step" 2>/dev/null || echo 0)
+    mode=$(cat "$d/mode" 2>/dev/null || echo loop)
+    if [ "$mode" = always-reboot ]; then step=0; fi
+    if [ "$mode" = refused ]; then
+      echo "install: refused" >>"$d/answers"
+      printf '{"changed": false, "outcome": "refused", "reboot_required": false}\n'
+      exit 1
+    fi
+    case "$step" in
+      0) echo 1 >"$d/install-step"; echo "install: changed, reboot" >>"$d/answers"
+         printf '{\n  "changed": true,\n  "reboot_required": true,\n  "steps": []\n}\n' ;;
+      1) echo 2 >"$d/install-step"; echo "install: changed" >>"$d/answers"
+         printf '{"changed": true, "reboot_required": false}\n' ;;
+      *) echo "install: unchanged" >>"$d/answers"
+         printf '{"changed":false,"reboot_required":false}\n' ;;
+    esac
+    exit 0 ;;
+  doctor)
+    verdict=$(cat "$d/verdict" 2>/dev/null || echo READY)
+    echo "doctor: $verdict" >>"$d/answers"
+    printf '{\n  "findings": [],\n  "schema": 1,\n  "verdict": "%s"\n}\n' "$verdict"
+    [ "$verdict" = "NOT READY" ] && exit 1
+    exit 0 ;;
+esac
+exit 2
+)";
+
+constexpr const char* k_standin_reboot = R"(#!/bin/sh
+mkdir -p /var/lib/standin
+echo "$(basename "$0") $*" >>/var/lib/standin/reboots
+)";
+
+// curl -fsSL ... -o FILE URL: copies /srv/downloads/<last part of URL> to FILE.
+constexpr const char* k_standin_curl = R"(#!/bin/sh
+mkdir -p /var/lib/standin
+echo "curl $*" >>/var/lib/standin/downloads
+out=
+while [ $# -gt 1 ]; do
+  [ "$1" = -o ] && out=$2
+  shift
+done
+cp "/srv/downloads/${1##*/}" "$out"
+)";
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write(const fs::path& path, const std::string& text, fs::perms perms = fs::perms(0644)) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  fs::permissions(path, perms);
+}
+
+/// A private copy of the cached Debian 12 minbase root with the stand-ins installed, removed at the end.
+class Node {
+ public:
+  explicit Node(const std::string& cached) {
+    std::string pattern = "/var/tmp/gpuenv-per-boot-XXXXXX";
+    m_root = ::mkdtemp(pattern.data());
+    const auto copy = m_system->run({"cp", "-a", cached + "/.", m_root.string()}, std::chrono::seconds(600));
+    REQUIRE(copy.exit_code == 0);
+    write(m_root / "usr/local/sbin/systemctl", k_standin_reboot, fs::perms(0755));
+    write(m_root / "usr/local/sbin/shutdown", k_standin_reboot, fs::perms(0755));
+    write(m_root / "usr/local/sbin/curl", k_standin_curl, fs::perms(0755));
+    write(m_root / "etc/gpuenv/profile.toml", "schema = 1\nname = \"standin\"\n");
+  }
+  ~Node() { fs::remove_all(m_root); }
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  fs::path path(const std::string& in_root) const { return m_root / in_root.substr(1); }
+  std::string file(const std::string& in_root) const { return read(path(in_root)); }
+  bool has(const std::string& in_root) const { return fs::exists(path(in_root)); }
+
+  void install_script(const Options& options) {
+    auto script = gpuenv::cloudinit::render_per_boot_script(options);
+    REQUIRE(script.has_value());
+    write(path(std::string(gpuenv::cloudinit::k_per_boot_path)), *script, fs::perms(0755));
+  }
+
+  /// One boot: cloud-init's final stage runs the per-boot script; its exit code.
+  int boot() {
+    const auto result = m_system->run({"chroot", m_root.string(), std::string(gpuenv::cloudinit::k_per_boot_path)},
+                                      std::chrono::seconds(120));
+    INFO(result.out << result.err);
+    REQUIRE_FALSE(result.timed_out);
+    return result.exit_code;
+  }
+
+ private:
+  std::unique_ptr<gpuenv::system::System> m_system = gpuenv::system::make_real_system();
+  fs::path m_root;
+};
+
+/// The cached Debian 12 root, or "" with `why` set when this machine cannot make one.
+std::string cached_root(std::string& why) {
+  if (::geteuid() != 0) {
+    why = "needs root (chroot)";
+    return "";
+  }
+  auto system = gpuenv::system::make_real_system();
+  if (system->run({"debootstrap", "--version"}, std::chrono::seconds(30)).not_found) {
+    why = "debootstrap is not installed (scripts/bootstrap installs it)";
+    return "";
+  }
+  const auto root =
+      system->run({std::string(GPUENV_SOURCE_DIR) + "/scripts/debian-root", "bookworm"}, std::chrono::seconds(1200));
+  if (root.exit_code != 0) {
+    why = "scripts/debian-root bookworm failed: " + root.err;
+    return "";
+  }
+  return std::string(gpuenv::util::trim(root.out));
+}
+
+Options preinstalled_options() {
+  Options options;
+  options.source = {SourceKind::preinstalled, "", "", "/usr/bin/gpuenv"};
+  options.retry_delay_s = 0;
+  return options;
+}
+
+const std::string k_install_call = "install --resume /etc/gpuenv/profile.toml --json\n";
+const std::string k_doctor_call = "doctor --profile /etc/gpuenv/profile.toml --json\n";
+
+}  // namespace
+
+TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration]") {
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  Node node(cached);
+  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  node.install_script(preinstalled_options());
+
+  // Boot 1: install changes the node and asks for a reboot; the script reboots and verifies nothing yet.
+  CHECK(node.boot() == 0);
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call);
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\n");
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
+  CHECK_FALSE(node.has("/var/lib/gpuenv/doctor.json"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "install asks for a reboot (reboot 1 of at most 5)"));
+
+  // Boot 2: install finishes without a reboot; doctor says READY: doctor.json and the marker are written.
+  CHECK(node.boot() == 0);
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call + k_install_call + k_doctor_call);
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\n");
+  CHECK(contains(node.file("/var/lib/gpuenv/doctor.json"), "\"verdict\": \"READY\""));
+  CHECK(gpuenv::util::starts_with(node.file("/var/lib/gpuenv/ready"), "verdict=READY\n"));
+  CHECK_FALSE(node.has("/var/lib/gpuenv/cloud-init-reboots"));
+
+  // Boot 3: already ready: install changes nothing, no reboot, the marker stays.
+  CHECK(node.boot() == 0);
+  CHECK(node.file("/var/lib/standin/answers") ==
+        "install: changed, reboot\ninstall: changed\ndoctor: READY\ninstall: unchanged\ndoctor: READY\n");
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\n");
+  CHECK(node.has("/var/lib/gpuenv/ready"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv install: nothing to change"));
+
+  // A later boot where the node broke: NOT READY removes the marker (exit 1: cloud-init reports the failure).
+  write(node.path("/var/lib/standin/verdict"), "NOT READY\n");
+  CHECK(node.boot() == 1);
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
+  CHECK(contains(node.file("/var/lib/gpuenv/doctor.json"), "\"verdict\": \"NOT READY\""));
+  // DEGRADED (warnings) is ready enough: the marker comes back.
+  write(node.path("/var/lib/standin/verdict"), "DEGRADED\n");
+  CHECK(node.boot() == 0);
+  CHECK(gpuenv::util::starts_with(node.file("/var/lib/gpuenv/ready"), "verdict=DEGRADED\n"));
+  CHECK_FALSE(fs::exists(node.path("/var/lib/gpuenv/doctor.json.tmp")));
+
+  // An install that refuses is not retried; doctor records the state, the marker goes (doctor alone would say READY).
+  write(node.path("/var/lib/standin/mode"), "refused\n");
+  fs::remove(node.path("/var/lib/standin/answers"));
+  CHECK(node.boot() == 1);
+  CHECK(node.file("/var/lib/standin/answers") == "install: refused\ndoctor: DEGRADED\n");
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv install: refused (exit 1); not retrying"));
+
+  // --doctor-only: verify, never install.
+  Options verify_only = preinstalled_options();
+  verify_only.doctor_only = true;
+  node.install_script(verify_only);
+  fs::remove(node.path("/var/lib/standin/calls"));
+  CHECK(node.boot() == 0);
+  CHECK(node.file("/var/lib/standin/calls") == k_doctor_call);
+}
+
+TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor", "[cloudinit][integration]") {
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  Node node(cached);
+  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write(node.path("/var/lib/standin/mode"), "always-reboot\n");
+  Options options = preinstalled_options();
+  options.max_reboots = 2;
+  options.selection = {{"framework.python", "3.11"}};
+  node.install_script(options);
+
+  CHECK(node.boot() == 0);
+  CHECK(node.boot() == 0);
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\nsystemctl reboot\n");
+  // The third request is refused: no reboot, no marker, exit 1; doctor still records the state.
+  CHECK(node.boot() == 1);
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\nsystemctl reboot\n");
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "not rebooting again"));
+  CHECK(contains(node.file("/var/lib/standin/calls"),
+                 "install --resume /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"
+                 "doctor --profile /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"));
+}
+
+TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches", "[cloudinit][integration]") {
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  Node node(cached);
+  write(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
+  auto system = gpuenv::system::make_real_system();
+  const auto sum = system->run({"sha256sum", node.path("/srv/downloads/gpuenv").string()}, std::chrono::seconds(30));
+  REQUIRE(sum.exit_code == 0);
+  const std::string sha = sum.out.substr(0, 64);
+
+  Options options = preinstalled_options();
+  options.source = {SourceKind::url, "https://example.com/releases/gpuenv", std::string(64, 'f'), ""};
+  node.install_script(options);
+  CHECK(node.boot() == 1);
+  CHECK_FALSE(node.has("/usr/local/bin/gpuenv"));
+  CHECK_FALSE(node.has("/var/lib/standin/calls"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "SHA-256 mismatch"));
+
+  options.source.sha256 = sha;
+  node.install_script(options);
+  CHECK(node.boot() == 0);  // first boot: installs gpuenv, then install asks for a reboot
+  CHECK(node.file("/usr/local/bin/gpuenv") == k_standin_gpuenv);
+  CHECK(fs::status(node.path("/usr/local/bin/gpuenv")).permissions() == fs::perms(0755));
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call);
+  const std::string downloads = node.file("/var/lib/standin/downloads");
+  CHECK(node.boot() == 0);  // the binary is there with the right checksum: no second download
+  CHECK(node.file("/var/lib/standin/downloads") == downloads);
+  CHECK(node.has("/var/lib/gpuenv/ready"));
+}
+
+TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and not fetched again",
+          "[cloudinit][integration]") {
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  Node node(cached);
+  // A package holding the stand-in as /usr/bin/gpuenv, built with the host's dpkg-deb.
+  const fs::path package = node.path("/var/tmp/gpuenv-package");
+  write(package / "DEBIAN/control",
+        "Package: gpuenv\nVersion: 0.1.0\nArchitecture: all\nMaintainer: gpuenv tests <tests@example.com>\n"
+        "Description: stand-in gpuenv for the per-boot test\n");
+  write(package / "usr/bin/gpuenv", k_standin_gpuenv, fs::perms(0755));
+  auto system = gpuenv::system::make_real_system();
+  const fs::path deb = node.path("/srv/downloads/gpuenv_0.1.0_all.deb");
+  fs::create_directories(deb.parent_path());
+  const auto built =
+      system->run({"dpkg-deb", "--root-owner-group", "-b", package.string(), deb.string()}, std::chrono::seconds(60));
+  INFO(built.err);
+  REQUIRE(built.exit_code == 0);
+  fs::remove_all(package);
+  const auto sum = system->run({"sha256sum", deb.string()}, std::chrono::seconds(30));
+  REQUIRE(sum.exit_code == 0);
+
+  Options options = preinstalled_options();
+  options.source = {SourceKind::deb, "https://example.com/releases/gpuenv_0.1.0_all.deb", sum.out.substr(0, 64), ""};
+  node.install_script(options);
+  CHECK(node.boot() == 0);  // first boot: installs the package, then install asks for a reboot
+  CHECK(node.file("/usr/bin/gpuenv") == k_standin_gpuenv);
+  CHECK(contains(node.file("/var/lib/dpkg/status"), "Package: gpuenv\nStatus: install ok installed\n"));
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call);
+  CHECK_FALSE(node.has("/var/lib/gpuenv/gpuenv.deb"));
+  const std::string downloads = node.file("/var/lib/standin/downloads");
+  CHECK(node.boot() == 0);  // installed with that checksum: not downloaded again
+  CHECK(node.file("/var/lib/standin/downloads") == downloads);
+  CHECK(node.has("/var/lib/gpuenv/ready"));
+}
+
+TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the chroot: NOT READY, no marker)",
+          "[cloudinit][integration]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("SKIPPED: a sanitizer build of gpuenv needs the host's libasan, which the Debian root does not have");
+  return;
+#endif
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  Node node(cached);
+  fs::copy_file(GPUENV_BINARY, node.path("/usr/bin/gpuenv"));
+  fs::permissions(node.path("/usr/bin/gpuenv"), fs::perms(0755));
+  write(node.path("/etc/gpuenv/profile.toml"),
+        read(std::string(GPUENV_SOURCE_DIR) + "/profiles/pytorch-2.9-cu128.toml"));
+  write(node.path("/var/lib/gpuenv/ready"), "verdict=READY\n");  // left from an earlier boot
+  Options options = preinstalled_options();
+  options.doctor_only = true;
+  node.install_script(options);
+  CHECK(node.boot() == 1);
+  CHECK(contains(node.file("/var/lib/gpuenv/doctor.json"), "\"verdict\": \"NOT READY\""));
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv doctor: NOT READY (exit 1"));
+}

@@ -1,0 +1,105 @@
+// deploy/ansible with the real ansible-playbook (Debian's ansible-core) against localhost over a local connection,
+// with a stand-in gpuenv (tests/fleet/ansible/gpuenv-standin.sh) that answers per docs/install.md: the syntax check;
+// a check-mode run that plans (`install --dry-run`) and runs doctor but never applies; changed/ok taken from gpuenv's
+// JSON "changed" (never always-changed); a NOT READY doctor fails the host and names the failing findings.
+
+#include <catch2/catch.hpp>
+#include <regex>
+
+#include "fleet/fleet_support.hpp"
+#include "util/strings.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace gpuenv::testing::fleet;
+
+const std::string k_playbook = std::string(GPUENV_SOURCE_DIR) + "/deploy/ansible/playbook.yml";
+const std::string k_standin = std::string(GPUENV_SOURCE_DIR) + "/tests/fleet/ansible/gpuenv-standin.sh";
+
+struct Play {
+  gpuenv::system::CommandResult run;
+  int changed = -1;
+  int failed = -1;
+};
+
+/// ansible-playbook on localhost with `environment` (VAR=value) for the stand-in and `options` before the playbook.
+Play play(const fs::path& scratch, const std::vector<std::string>& environment,
+          const std::vector<std::string>& options) {
+  std::vector<std::string> argv{"env", "ANSIBLE_LOCALHOST_WARNING=false", "ANSIBLE_NOCOLOR=1",
+                                "ANSIBLE_LOCAL_TEMP=" + (scratch / "ansible-tmp").string(),
+                                "STANDIN_LOG=" + (scratch / "standin.log").string()};
+  argv.insert(argv.end(), environment.begin(), environment.end());
+  argv.insert(argv.end(), {"ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "gpuenv_hosts=localhost", "-e",
+                           "gpuenv_binary=" + k_standin, "-e", "gpuenv_profile=pytorch-2.4-cu124"});
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(k_playbook);
+  Play result{run_tool(argv, std::chrono::seconds(120))};
+  std::smatch recap;
+  if (std::regex_search(result.run.out, recap, std::regex(R"(localhost\s+: ok=\d+\s+changed=(\d+).*failed=(\d+))"))) {
+    result.changed = std::stoi(recap[1]);
+    result.failed = std::stoi(recap[2]);
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ansible: the playbook passes the syntax check, plans in check mode, reports gpuenv's changed, fails NOT READY",
+    "[fleet][ansible]") {
+  if (!have_tool("ansible-playbook")) {
+    WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
+    return;
+  }
+  TempDir scratch;
+  const auto syntax = run_tool({"ansible-playbook", "--syntax-check", "-i", "localhost,", k_playbook});
+  INFO(syntax.out << syntax.err);
+  REQUIRE(syntax.exit_code == 0);
+
+  // Check mode: the package copy would change the node (reported, not done); gpuenv only plans; doctor runs.
+  write_text(scratch.path() / "gpuenv_0.1.0_amd64.deb", "not really a package");
+  const auto check = play(scratch.path(), {},
+                          {"--check", "-e", "gpuenv_package=" + (scratch.path() / "gpuenv_0.1.0_amd64.deb").string(),
+                           "-e", "gpuenv_package_dir=" + (scratch.path() / "cache").string()});
+  INFO(check.run.out << check.run.err);
+  CHECK(check.run.exit_code == 0);
+  CHECK(check.failed == 0);
+  CHECK(check.changed == 2);
+  CHECK_FALSE(fs::exists(scratch.path() / "cache"));
+  CHECK(read_text(scratch.path() / "standin.log") ==
+        "install pytorch-2.4-cu124 --dry-run --json\ndoctor --quick --json --profile pytorch-2.4-cu124\n");
+
+  const auto changed = play(scratch.path(), {"STANDIN_CHANGED=true"}, {});
+  INFO(changed.run.out);
+  CHECK(changed.run.exit_code == 0);
+  CHECK(changed.changed == 1);
+
+  const auto converged = play(scratch.path(), {"STANDIN_CHANGED=false"}, {});
+  INFO(converged.run.out);
+  CHECK(converged.run.exit_code == 0);
+  CHECK(converged.changed == 0);
+
+  // NOT READY: the host fails (ansible-playbook exits 2, "one or more hosts failed") and the message names why.
+  const auto not_ready = play(scratch.path(), {"STANDIN_VERDICT=NOT READY"}, {});
+  INFO(not_ready.run.out);
+  CHECK(not_ready.run.exit_code == 2);
+  CHECK(not_ready.failed == 1);
+  CHECK(gpuenv::util::contains(not_ready.run.out, "gpuenv doctor: NOT READY: gpu.ecc, xid.events"));
+}
+
+TEST_CASE("ansible: a reboot gpuenv asks for goes through Ansible, which the role refuses on the control node",
+          "[fleet][ansible]") {
+  if (!have_tool("ansible-playbook")) {
+    WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
+    return;
+  }
+  TempDir scratch;
+  const auto reboot = play(scratch.path(), {"STANDIN_CHANGED=true", "STANDIN_REBOOT=true"}, {});
+  INFO(reboot.run.out);
+  CHECK(reboot.run.exit_code == 2);
+  CHECK(reboot.failed == 1);
+  CHECK(gpuenv::util::contains(reboot.run.out, "gpuenv needs a reboot of localhost"));
+  // The play stopped before doctor: the node is not judged until it runs the new driver.
+  CHECK(read_text(scratch.path() / "standin.log") == "install pytorch-2.4-cu124 --json\n");
+}

@@ -1,0 +1,83 @@
+#pragma once
+// Shared helpers of the fleet tests: a temporary directory, doctor's arguments for a fixture host tree, and running
+// a real tool (promtool, slurmctld, ansible-playbook, node) through the real System.
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/fake_system.hpp"
+#include "system/system.hpp"
+
+namespace gpuenv::testing::fleet {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpuenv-fleet-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    m_path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(m_path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  std::filesystem::path m_path;
+};
+
+/// `doctor --root <tree> [--nvidia-smi-xml <tree>.nvidia-smi.xml] extra...` for a tree under tests/fixtures/hosts.
+inline std::vector<std::string> doctor_on_tree(const std::string& tree, const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"doctor", "--root", fixture_path("hosts/" + tree)};
+  const std::string xml = fixture_path("hosts/" + tree + ".nvidia-smi.xml");
+  if (std::filesystem::exists(xml)) {
+    args.push_back("--nvidia-smi-xml");
+    args.push_back(xml);
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+/// Runs a tool on this machine (argv, no shell).
+inline system::CommandResult run_tool(const std::vector<std::string>& argv,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  return system::make_real_system()->run(argv, timeout);
+}
+
+/// Whether `program` is on PATH.
+inline bool have_tool(const std::string& program) {
+  return !run_tool({"sh", "-c", "command -v \"$1\"", "sh", program}, std::chrono::seconds(10)).out.empty();
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  REQUIRE(out.good());
+}
+
+/// The names of the files in `dir`, hidden ones included.
+inline std::vector<std::string> names_in(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace gpuenv::testing::fleet

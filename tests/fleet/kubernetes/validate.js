@@ -1,0 +1,98 @@
+// Validates Kubernetes manifests against the Kubernetes API schemas offline with kubernetes-models (its JSON schemas
+// per apiVersion/kind), and checks the node-problem-detector custom-plugin config inside a ConfigMap.
+//   node validate.js NODE_MODULES_DIR FILE...
+// Prints one JSON object: {"objects": N, "kinds": [...], "problems": [...], "pods": [...]}, where each pod template
+// (DaemonSet) is summarized: hostPID, its containers' limits, and each mount with its hostPath and readOnly.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const modules = process.argv[2];
+const YAML = require(path.join(modules, 'yaml'));
+
+/// The kubernetes-models module for an apiVersion: "v1" -> kubernetes-models/v1, "apps/v1" -> kubernetes-models/apps/v1.
+function modelClass(apiVersion, kind) {
+  const group = apiVersion.includes('/') ? apiVersion : apiVersion;
+  const module = require(path.join(modules, 'kubernetes-models', group));
+  return module[kind];
+}
+
+/// node-problem-detector's custom plugin config (pkg/custompluginmonitor/types): the fields NPD reads.
+function checkNpdPlugin(name, text, problems) {
+  let config;
+  try {
+    config = JSON.parse(text);
+  } catch (e) {
+    problems.push(`${name}: not JSON: ${e.message}`);
+    return;
+  }
+  if (config.plugin !== 'custom') problems.push(`${name}: plugin must be "custom"`);
+  const pc = config.pluginConfig || {};
+  if (!(pc.max_output_length <= 80)) problems.push(`${name}: max_output_length must be at most 80`);
+  const conditions = new Set((config.conditions || []).map((c) => c.type));
+  for (const rule of config.rules || []) {
+    if (!['temporary', 'permanent'].includes(rule.type)) problems.push(`${name}: rule type ${rule.type}`);
+    if (rule.type === 'permanent' && !conditions.has(rule.condition))
+      problems.push(`${name}: rule condition ${rule.condition} is not declared in conditions`);
+    if (!rule.reason || !rule.path) problems.push(`${name}: a rule needs reason and path`);
+    if (!(rule.args || []).includes('--oneline')) problems.push(`${name}: the rule must run doctor --oneline`);
+  }
+  if ((config.rules || []).length === 0) problems.push(`${name}: no rules`);
+}
+
+/// What the test asserts about a workload's pod template.
+function podSummary(object) {
+  const spec = object.spec.template.spec;
+  const hostPaths = Object.fromEntries((spec.volumes || []).map((v) => [v.name, v.hostPath ? v.hostPath.path : null]));
+  return {
+    name: object.metadata.name,
+    hostPID: spec.hostPID === true,
+    containers: spec.containers.map((c) => ({
+      name: c.name,
+      command: [...(c.command || []), ...(c.args || [])].join(' '),
+      limits: (c.resources && c.resources.limits) || {},
+      readOnlyRootFilesystem: !!(c.securityContext && c.securityContext.readOnlyRootFilesystem),
+      privileged: !!(c.securityContext && c.securityContext.privileged),
+      mounts: (c.volumeMounts || []).map((m) => ({
+        mountPath: m.mountPath,
+        hostPath: hostPaths[m.name] || null,
+        readOnly: m.readOnly === true,
+      })),
+    })),
+  };
+}
+
+const result = { objects: 0, kinds: [], problems: [], pods: [] };
+for (const file of process.argv.slice(3)) {
+  for (const doc of YAML.parseAllDocuments(fs.readFileSync(file, 'utf8'))) {
+    if (doc.errors.length) {
+      result.problems.push(`${file}: YAML: ${doc.errors[0].message}`);
+      continue;
+    }
+    const object = doc.toJS();
+    if (object === null) continue;
+    result.objects++;
+    result.kinds.push(`${object.apiVersion}/${object.kind}`);
+    let Model;
+    try {
+      Model = modelClass(object.apiVersion, object.kind);
+    } catch (e) {
+      Model = undefined;
+    }
+    if (!Model) {
+      result.problems.push(`${file}: no schema for ${object.apiVersion} ${object.kind}`);
+      continue;
+    }
+    try {
+      new Model(object).validate();
+    } catch (e) {
+      result.problems.push(`${file}: ${object.kind} ${object.metadata && object.metadata.name}: ${e.message}`);
+    }
+    if (object.kind === 'DaemonSet') result.pods.push(podSummary(object));
+    if (object.kind === 'ConfigMap') {
+      for (const [key, text] of Object.entries(object.data || {}))
+        if (key.endsWith('.json')) checkNpdPlugin(`${file}: ${key}`, text, result.problems);
+    }
+  }
+}
+process.stdout.write(JSON.stringify(result) + '\n');

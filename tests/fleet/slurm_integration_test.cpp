@@ -1,0 +1,246 @@
+// `gpuenv doctor --slurm` against a real one-node Slurm cluster (Debian's slurmctld, slurmd and munge) that the test
+// configures in a temporary directory on loopback: its own munge key and socket, slurm.conf, state, spool and
+// ports. slurmd itself runs doctor as its HealthCheckProgram at start (with the empty environment slurmd gives it)
+// on the no-driver host tree and the node ends up drained with a "gpuenv:" reason; a passing doctor
+// (healthy-8xh100) resumes it; an operator's drain is left alone either way. The daemons are always stopped.
+// Skips with a printed reason where the engine is missing or cannot start (not root, no daemons).
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <random>
+#include <thread>
+
+#include "fleet/fleet_support.hpp"
+#include "fleet/slurm.hpp"
+#include "support/run_binary.hpp"
+#include "util/strings.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace gpuenv::testing::fleet;
+using Clock = std::chrono::steady_clock;
+
+std::string short_hostname() {
+  const std::string full(gpuenv::util::trim(read_text("/proc/sys/kernel/hostname")));
+  return full.substr(0, full.find('.'));
+}
+
+/// Starts a daemon that forks into the background (stdio detached, so the run returns when the parent exits).
+gpuenv::system::CommandResult start_daemon(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"sh", "-c", "\"$@\" </dev/null >/dev/null 2>&1", "sh"});
+  return run_tool(argv, std::chrono::seconds(20));
+}
+
+/// A one-node Slurm cluster in a temporary directory; the destructor stops every daemon it started.
+class SlurmCluster {
+ public:
+  explicit SlurmCluster(const fs::path& dir) : m_dir(dir), m_node(short_hostname()) {}
+  ~SlurmCluster() {
+    for (const char* pid_file : {"slurmd.pid", "slurmctld.pid", "munged.pid"}) stop(m_dir / pid_file);
+  }
+  SlurmCluster(const SlurmCluster&) = delete;
+  SlurmCluster& operator=(const SlurmCluster&) = delete;
+
+  const std::string& node() const { return m_node; }
+  fs::path conf() const { return m_dir / "slurm.conf"; }
+
+  /// Starts munged, slurmctld and slurmd and waits for the node to register; "" or why it could not.
+  std::string start() {
+    for (const char* sub : {"munge", "state", "spool", "log"}) fs::create_directories(m_dir / sub);
+    fs::permissions(m_dir / "munge", fs::perms::owner_all);
+    const fs::path key = m_dir / "munge" / "munge.key";
+    if (run_tool({"mungekey", "--create", "--keyfile=" + key.string(), "--force"}).exit_code != 0)
+      return "mungekey --create failed";
+    if (start_daemon({"munged", "--key-file=" + key.string(), "--socket=" + socket().string(),
+                      "--pid-file=" + (m_dir / "munged.pid").string(),
+                      "--log-file=" + (m_dir / "log/munged.log").string(),
+                      "--seed-file=" + (m_dir / "munge/seed").string(), "--force"})
+            .exit_code != 0)
+      return "munged did not start";
+    // slurmd runs the program with only SLURMD_NODENAME set: no PATH. The wrapper names the test's slurm.conf, as a
+    // site with a non-default configuration would, and the failing host tree.
+    write_text(health_check_program(), "#!/bin/sh\nSLURM_CONF=" + conf().string() + " exec " + GPUENV_BINARY +
+                                           " doctor --slurm --root " +
+                                           gpuenv::testing::fixture_path("hosts/no-driver") + "\n");
+    fs::permissions(health_check_program(), fs::perms::owner_all);
+    write_text(conf(), slurm_conf());
+    if (start_daemon({"slurmctld", "-f", conf().string(), "-i"}).exit_code != 0) return "slurmctld did not start";
+    if (start_daemon({"slurmd", "-f", conf().string()}).exit_code != 0) return "slurmd did not start";
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < deadline) {
+      if (auto node = show(); node && gpuenv::util::starts_with(node->state, "IDLE")) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return "the node did not register within 20 s; slurmctld.log: " +
+           read_text(m_dir / "log/slurmctld.log").substr(0, 600);
+  }
+
+  std::string slurmd_log() const { return read_text(m_dir / "log/slurmd.log"); }
+
+  gpuenv::util::Expected<gpuenv::fleet::SlurmNode> show() const {
+    const auto run = run_tool({"env", "SLURM_CONF=" + conf().string(), "scontrol", "show", "node", m_node},
+                              std::chrono::seconds(10));
+    return gpuenv::fleet::parse_scontrol_show_node(run.out);
+  }
+
+  bool update(const std::vector<std::string>& fields) const {
+    std::vector<std::string> argv{"env", "SLURM_CONF=" + conf().string(), "scontrol", "update", "NodeName=" + m_node};
+    argv.insert(argv.end(), fields.begin(), fields.end());
+    return run_tool(argv, std::chrono::seconds(10)).exit_code == 0;
+  }
+
+ private:
+  fs::path socket() const { return m_dir / "munge" / "munge.socket"; }
+  fs::path health_check_program() const { return m_dir / "health-check.sh"; }
+
+  std::string slurm_conf() const {
+    // Ports in the dynamic range, different per run so parallel or leftover clusters do not collide.
+    std::random_device seed;
+    const int port = 40000 + static_cast<int>(seed() % 10000) * 2;
+    const std::string d = m_dir.string();
+    return "ClusterName=gpuenvtest\nSlurmctldHost=localhost(127.0.0.1)\n"
+           "SlurmctldPort=" +
+           std::to_string(port) + "\nSlurmdPort=" + std::to_string(port + 1) +
+           "\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCredType=cred/munge\n"
+           "AuthInfo=socket=" +
+           socket().string() + "\nStateSaveLocation=" + d + "/state\nSlurmdSpoolDir=" + d +
+           "/spool\nSlurmctldPidFile=" + d + "/slurmctld.pid\nSlurmdPidFile=" + d +
+           "/slurmd.pid\n"
+           "SlurmctldLogFile=" +
+           d + "/log/slurmctld.log\nSlurmdLogFile=" + d +
+           "/log/slurmd.log\n"
+           "ProctrackType=proctrack/pgid\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
+           "AccountingStorageType=accounting_storage/none\nSchedulerType=sched/builtin\nSelectType=select/linear\n"
+           "ReturnToService=2\nHealthCheckProgram=" +
+           health_check_program().string() +
+           "\nHealthCheckInterval=3600\nHealthCheckNodeState=ANY\nNodeName=" + m_node +
+           " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
+           "PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
+  }
+
+  static void stop(const fs::path& pid_file) {
+    const auto pid = gpuenv::util::parse_int(gpuenv::util::trim(read_text(pid_file)));
+    if (!pid || *pid <= 1) return;
+    ::kill(static_cast<pid_t>(*pid), SIGTERM);
+    for (int i = 0; i < 40 && ::kill(static_cast<pid_t>(*pid), 0) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::kill(static_cast<pid_t>(*pid), SIGKILL);
+  }
+
+  fs::path m_dir;
+  std::string m_node;
+};
+
+/// Why this machine cannot run a Slurm cluster, or "".
+std::string why_no_slurm() {
+  if (::geteuid() != 0) return "slurmd must run as root";
+  for (const char* tool : {"munged", "mungekey", "slurmctld", "slurmd", "scontrol"})
+    if (!have_tool(tool)) return std::string(tool) + " not installed (Debian slurmctld, slurmd, munge)";
+  return "";
+}
+
+struct HealthCheck {
+  gpuenv::system::CommandResult run;
+  double seconds = 0;
+};
+
+HealthCheck health_check(const SlurmCluster& cluster, const std::string& tree) {
+  const auto start = Clock::now();
+  auto run = gpuenv::testing::run_gpuenv(doctor_on_tree(tree, {"--slurm", "--slurm-node", cluster.node()}),
+                                         {{"SLURM_CONF", cluster.conf().string()}});
+  return {run, std::chrono::duration<double>(Clock::now() - start).count()};
+}
+
+}  // namespace
+
+TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it when healthy, leaves operators alone",
+          "[fleet][slurm][integration]") {
+  if (const std::string why = why_no_slurm(); !why.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  const auto begin = Clock::now();
+  TempDir dir;
+  SlurmCluster cluster(dir.path());
+  if (const std::string why = cluster.start(); !why.empty()) {
+    WARN("SKIPPED: Slurm did not start: " << why);
+    return;
+  }
+  const auto started = Clock::now();
+
+  // slurmd ran doctor at start (HealthCheckProgram): NOT READY, so the node drained itself with gpuenv's reason.
+  const auto deadline = Clock::now() + std::chrono::seconds(15);
+  auto node = cluster.show();
+  while (Clock::now() < deadline && !(node && gpuenv::fleet::is_unavailable(*node))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    node = cluster.show();
+  }
+  INFO(cluster.slurmd_log());
+  REQUIRE(node);
+  CHECK(gpuenv::fleet::is_unavailable(*node));
+  CHECK(gpuenv::util::starts_with(node->reason, "gpuenv: NOT READY: driver.kernel_module"));
+  // slurmd only logs the exit code: 1, NOT READY (not 2: scontrol was found without PATH).
+  CHECK(gpuenv::util::contains(cluster.slurmd_log(), "health_check failed: rc:1 output:NOT READY"));
+
+  // Healthy again: gpuenv's own drain is resumed; failing again drains it again.
+  const auto good = health_check(cluster, "healthy-8xh100");
+  INFO(good.run.out << good.run.err);
+  CHECK(good.run.exit_code == 0);
+  node = cluster.show();
+  REQUIRE(node);
+  CHECK_FALSE(gpuenv::fleet::is_unavailable(*node));
+  CHECK(node->reason.empty());
+  const auto bad = health_check(cluster, "no-driver");
+  INFO(bad.run.out << bad.run.err);
+  CHECK(bad.run.exit_code == 1);
+  node = cluster.show();
+  REQUIRE(node);
+  CHECK(gpuenv::util::starts_with(node->reason, "gpuenv: NOT READY: driver.kernel_module"));
+  REQUIRE(cluster.update({"State=RESUME"}));
+
+  // An operator's drain survives a healthy check and a failing one.
+  REQUIRE(cluster.update({"State=DRAIN", "Reason=ops: replacing a DIMM"}));
+  for (const char* tree : {"healthy-8xh100", "no-driver"}) {
+    const auto check = health_check(cluster, tree);
+    INFO(tree << ": " << check.run.out << check.run.err);
+    CHECK((gpuenv::util::contains(check.run.out, "left alone") ||
+           gpuenv::util::contains(check.run.out, "their reason kept")));
+    node = cluster.show();
+    REQUIRE(node);
+    CHECK(gpuenv::fleet::is_unavailable(*node));
+    CHECK(node->reason == "ops: replacing a DIMM");
+  }
+  // Well inside Slurm's 60 s HealthCheckProgram limit.
+  CHECK(bad.seconds < 10);
+  CHECK(good.seconds < 10);
+  WARN("slurm 22.05 cluster started in " << std::chrono::duration<double>(started - begin).count()
+                                         << " s; doctor --slurm took " << bad.seconds << " s (drain) and "
+                                         << good.seconds << " s (resume)");
+}
+
+TEST_CASE("slurm: doctor --slurm caps each wait at 5 s, so a hung NVML cannot run into Slurm's 60 s kill",
+          "[fleet][slurm]") {
+  TempDir dir;
+  const fs::path library = dir.path() / "libnvidia-ml-fake.so";
+  fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, library);
+  const auto start = Clock::now();
+  // NVML hangs for 20 s and --timeout 60 asks to wait for it; without a slurm.conf scontrol retries for 60 s. --slurm
+  // cuts both at 5 s: about 10 s in all.
+  const auto run =
+      gpuenv::testing::run_gpuenv({"doctor", "--slurm", "--slurm-node", "gpu07", "--timeout", "60"},
+                                  {{"GPUENV_NVML_LIBRARY", library.string()},
+                                   {"GPUENV_FAKE_NVML", gpuenv::testing::fixture_path("nvml/hang-long.conf")},
+                                   {"SLURM_CONF", (dir.path() / "no-slurm.conf").string()},
+                                   {"PATH", std::nullopt},
+                                   {"LD_LIBRARY_PATH", std::nullopt}});
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 2);  // scontrol did not answer: reported, not hidden
+  CHECK(gpuenv::util::contains(run.err, "scontrol show node gpu07: no answer within 5 s"));
+  CHECK(seconds < 15);
+  WARN("doctor --slurm with a hung NVML finished in " << seconds << " s");
+}

@@ -1,0 +1,133 @@
+// The Slurm health-check contract as pure functions: the parser on captured `scontrol show node` output (Slurm
+// 22.05.8, tests/fixtures/fleet), the drain/resume decision table, the scontrol argv, and the orchestration through
+// FakeSystem.
+
+#include "fleet/slurm.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "support/fake_system.hpp"
+
+namespace {
+
+using gpuenv::fleet::decide_slurm_action;
+using gpuenv::fleet::parse_scontrol_show_node;
+using gpuenv::fleet::SlurmActionKind;
+using gpuenv::fleet::SlurmNode;
+using gpuenv::testing::read_fixture;
+
+constexpr const char* k_bad_line = "NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors\n";
+
+}  // namespace
+
+TEST_CASE("scontrol show node: state and reason from captured Slurm 22.05 output", "[fleet][slurm]") {
+  const auto idle = parse_scontrol_show_node(read_fixture("fleet/scontrol-show-node-idle.txt"));
+  REQUIRE(idle);
+  CHECK(idle->name == "vm");
+  CHECK(idle->state == "IDLE");
+  CHECK(idle->reason.empty());
+  CHECK_FALSE(gpuenv::fleet::is_unavailable(*idle));
+
+  const auto ours = parse_scontrol_show_node(read_fixture("fleet/scontrol-show-node-gpuenv-drain.txt"));
+  REQUIRE(ours);
+  CHECK(ours->state == "IDLE+DRAIN");
+  CHECK(ours->reason == "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors (+1)");
+  CHECK(gpuenv::fleet::is_unavailable(*ours));
+
+  // An operator's reason with brackets and "State=" text of its own: only the trailing [user@time] stamp goes.
+  const auto operators = parse_scontrol_show_node(read_fixture("fleet/scontrol-show-node-operator-drain.txt"));
+  REQUIRE(operators);
+  CHECK(operators->state == "IDLE+DRAIN");
+  CHECK(operators->reason == "disk swap [ticket OPS-1234] State=maint");
+}
+
+TEST_CASE("scontrol show node: output without a node is an input error", "[fleet][slurm]") {
+  const auto missing = parse_scontrol_show_node("Node gpu07 not found\n");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message.find("Node gpu07 not found") != std::string::npos);
+}
+
+TEST_CASE("slurm decision: drain on NOT READY, resume only gpuenv's drain, never touch an operator's",
+          "[fleet][slurm]") {
+  const SlurmNode idle{"n1", "IDLE", ""};
+  const SlurmNode mixed_ours{"n1", "MIXED+DRAIN", "gpuenv: NOT READY: xid.events: Xid 79"};
+  const SlurmNode operators{"n1", "IDLE+DRAIN", "bad DIMM, ticket 42"};
+  const SlurmNode down_ours{"n1", "DOWN", "gpuenv: NOT READY: driver.kernel_module: no module"};
+  const SlurmNode draining_ours{"n1", "ALLOCATED+DRAIN", "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors"};
+
+  const auto drain = decide_slurm_action(false, idle, k_bad_line);
+  CHECK(drain.kind == SlurmActionKind::drain);
+  CHECK(drain.reason == "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors");
+
+  CHECK(decide_slurm_action(false, operators, k_bad_line).kind == SlurmActionKind::none);
+  CHECK(decide_slurm_action(false, draining_ours, k_bad_line).kind == SlurmActionKind::none);  // same reason
+  // A new problem replaces gpuenv's own older reason.
+  const auto redrain = decide_slurm_action(false, mixed_ours, k_bad_line);
+  CHECK(redrain.kind == SlurmActionKind::drain);
+  CHECK(redrain.reason == drain.reason);
+
+  CHECK(decide_slurm_action(true, idle, "READY: 8 GPUs").kind == SlurmActionKind::none);
+  CHECK(decide_slurm_action(true, mixed_ours, "READY: 8 GPUs").kind == SlurmActionKind::resume);
+  CHECK(decide_slurm_action(true, down_ours, "READY: 8 GPUs").kind == SlurmActionKind::resume);
+  CHECK(decide_slurm_action(true, operators, "READY: 8 GPUs").kind == SlurmActionKind::none);
+  // "gpuenv" without the colon is not the prefix gpuenv writes.
+  CHECK(decide_slurm_action(true, {"n1", "IDLE+DRAIN", "gpuenv upgrade by ops"}, "READY").kind ==
+        SlurmActionKind::none);
+}
+
+TEST_CASE("slurm argv: scontrol update with the reason as one argument, no shell", "[fleet][slurm]") {
+  const auto drain = decide_slurm_action(false, {"n1", "IDLE", ""}, "NOT READY: host.os: \"quoted\" $(x)\n");
+  CHECK(gpuenv::fleet::scontrol_update_argv("gpu07", drain) ==
+        std::vector<std::string>{"scontrol", "update", "NodeName=gpu07", "State=DRAIN",
+                                 "Reason=gpuenv: NOT READY: host.os: \"quoted\" $(x)"});
+  CHECK(gpuenv::fleet::scontrol_update_argv("gpu07", {SlurmActionKind::resume, "", ""}) ==
+        std::vector<std::string>{"scontrol", "update", "NodeName=gpu07", "State=RESUME"});
+  CHECK(gpuenv::fleet::scontrol_update_argv("gpu07", {}).empty());
+}
+
+TEST_CASE("slurm node name: flag, then SLURMD_NODENAME, then the short host name", "[fleet][slurm]") {
+  gpuenv::testing::FakeSystem system;
+  system.files["/proc/sys/kernel/hostname"] = "gpu07.cluster.example\n";
+  CHECK(*gpuenv::fleet::slurm_node_name(system, "") == "gpu07");
+  system.env["SLURMD_NODENAME"] = "gpu-alias-7";
+  CHECK(*gpuenv::fleet::slurm_node_name(system, "") == "gpu-alias-7");
+  CHECK(*gpuenv::fleet::slurm_node_name(system, "n9") == "n9");
+}
+
+TEST_CASE("slurm health check: reads the node, then drains it through scontrol", "[fleet][slurm]") {
+  gpuenv::testing::FakeSystem system;
+  system.commands["scontrol show node vm"] = {0, false, false, read_fixture("fleet/scontrol-show-node-idle.txt"), ""};
+  const std::string update =
+      "scontrol update NodeName=vm State=DRAIN Reason=gpuenv: NOT READY: gpu.ecc: GPU 0: 3 "
+      "uncorrected ECC errors";
+  system.commands[update] = {0, false, false, "", ""};
+  const auto outcome = gpuenv::fleet::run_slurm_health_check(system, "vm", false, k_bad_line, std::chrono::seconds(5));
+  REQUIRE(outcome);
+  CHECK(outcome->action.kind == SlurmActionKind::drain);
+  CHECK(system.commands_run == std::vector<std::string>{"scontrol show node vm", update});
+
+  gpuenv::testing::FakeSystem down;
+  down.commands["scontrol show node vm"] = {1, false, false, "",
+                                            "slurm_load_node error: Unable to contact slurm "
+                                            "controller (connect failure)"};
+  const auto failed = gpuenv::fleet::run_slurm_health_check(down, "vm", false, k_bad_line, std::chrono::seconds(5));
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error().message.find("Unable to contact slurm controller") != std::string::npos);
+}
+
+TEST_CASE("slurm health check: finds scontrol without PATH (slurmd runs the program with an empty environment)",
+          "[fleet][slurm]") {
+  gpuenv::testing::FakeSystem system;
+  system.commands["/usr/bin/scontrol show node vm"] = {0, false, false,
+                                                       read_fixture("fleet/scontrol-show-node-gpuenv-drain.txt"), ""};
+  system.commands["/usr/bin/scontrol update NodeName=vm State=RESUME"] = {0, false, false, "", ""};
+  const auto outcome = gpuenv::fleet::run_slurm_health_check(system, "vm", true, "READY", std::chrono::seconds(5));
+  REQUIRE(outcome);
+  CHECK(outcome->action.kind == SlurmActionKind::resume);
+  CHECK(system.commands_run.back() == "/usr/bin/scontrol update NodeName=vm State=RESUME");
+
+  gpuenv::testing::FakeSystem none;
+  const auto missing = gpuenv::fleet::run_slurm_health_check(none, "vm", true, "READY", std::chrono::seconds(5));
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message.find("scontrol not found") != std::string::npos);
+}
