@@ -44,6 +44,7 @@ int run(int argc, char** argv) {
   add_dockerfile_command(app, action);
   add_smoke_command(app, action);
   add_cloud_init_command(app, action);
+  add_install_command(app, action);
 
   try {
     app.parse(argc, argv);

@@ -17,5 +17,6 @@ void add_doctor_command(CLI::App& app, Action& action);
 void add_dockerfile_command(CLI::App& app, Action& action);
 void add_smoke_command(CLI::App& app, Action& action);
 void add_cloud_init_command(CLI::App& app, Action& action);
+void add_install_command(CLI::App& app, Action& action);
 
 }  // namespace gpuenv::cli

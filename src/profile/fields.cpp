@@ -141,6 +141,23 @@ const std::vector<FieldEntry>& entries() {
          return one_of(v, {"open", "proprietary"});
        },
        &Profile::driver_modules},
+      // --- install additions (docs/install.md) ---
+      {{"driver.source", "one of nvidia (NVIDIA's CUDA repository), distro (the distribution's archive)", false},
+       [](std::string_view v) {
+         return one_of(v, {"nvidia", "distro"});
+       },
+       &Profile::driver_source},
+      {{"install.container_toolkit", "true or false", false, true},
+       [](std::string_view v) {
+         return one_of(v, {"true", "false"});
+       },
+       &Profile::install_container_toolkit},
+      {{"install.cuda_compat", "true or false", false, true},
+       [](std::string_view v) {
+         return one_of(v, {"true", "false"});
+       },
+       &Profile::install_cuda_compat},
+      // --- end install additions ---
       {{"image.flavor", "one of base, runtime, devel", false},
        [](std::string_view v) {
          return one_of(v, {"base", "runtime", "devel"});
@@ -263,10 +280,15 @@ std::vector<std::string> keys_in_section(std::string_view section) {
     }
   }
   if (section.empty()) {
-    for (std::string_view table : {"os", "cuda", "cudnn", "driver", "image", "framework", "gpu", "mirrors"})
+    for (std::string_view table : {"os", "cuda", "cudnn", "driver", "image", "framework", "gpu", "mirrors", "install"})
       keys.emplace_back(table);
   }
   return keys;
+}
+
+bool is_boolean_field(std::string_view key) {
+  const FieldEntry* entry = find_entry(key);
+  return entry != nullptr && entry->spec.boolean;
 }
 
 bool is_compute_capability(std::string_view text) { return matches(text, "[1-9][0-9]?\\.[0-9]"); }

@@ -16,6 +16,7 @@ struct FieldSpec {
   std::string_view key;
   std::string_view grammar;  ///< shown in error messages, e.g. "X.Y.Z, as NVIDIA names releases"
   bool required;
+  bool boolean = false;  ///< written as a TOML boolean (true / false), stored as "true" / "false"
 };
 
 /// Every scalar (string) field, in schema order.
@@ -31,6 +32,8 @@ util::Expected<util::Ok> validate_field(std::string_view key, std::string_view v
 util::Expected<util::Ok> set_field(Profile& profile, std::string_view key, std::string_view value);
 /// The current value of a scalar field ("" when unset).
 std::string get_field(const Profile& profile, std::string_view key);
+/// True for a field written as a TOML boolean ("install.container_toolkit").
+bool is_boolean_field(std::string_view key);
 /// Checks a compute capability string "X.Y".
 bool is_compute_capability(std::string_view text);
 

@@ -64,6 +64,14 @@ Error unknown_key(const Locator& where, const toml::node& node, std::string_view
 
 /// A string-typed scalar field, validated against its grammar.
 Expected<util::Ok> read_scalar(const Locator& where, Profile& profile, const toml::node& node, const std::string& key) {
+  if (is_boolean_field(key)) {
+    const auto* flag = node.as_boolean();
+    if (flag == nullptr) {
+      return where.at(node, "`" + key + "` must be true or false, not " + type_name(node),
+                      "write true or false, unquoted");
+    }
+    return set_field(profile, key, flag->get() ? "true" : "false");
+  }
   const auto* text = node.as_string();
   if (text == nullptr) {
     std::string remedy = "quote the value";
@@ -305,7 +313,7 @@ Expected<ProfileDocument> parse_profile(std::string_view text, std::string_view 
       if (!matrix) return matrix.error();
       document.matrix = std::move(*matrix);
     } else if (name == "os" || name == "cuda" || name == "cudnn" || name == "driver" || name == "image" ||
-               name == "framework" || name == "gpu" || name == "mirrors") {
+               name == "framework" || name == "gpu" || name == "mirrors" || name == "install") {
       if (auto read = read_section(where, profile, name, node); !read) return read.error();
     } else {
       return unknown_key(where, node, "", name);

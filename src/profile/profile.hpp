@@ -38,6 +38,11 @@ struct Profile {
   std::string driver_min;      ///< empty: what the CUDA release requires
   std::string driver_branch;   ///< empty: derived from driver floor
   std::string driver_modules;  ///< open | proprietary; empty: not specified
+  // --- install additions (docs/install.md) ---
+  std::string driver_source;              ///< nvidia | distro; empty: nvidia (NVIDIA's CUDA repository)
+  std::string install_container_toolkit;  ///< "true" | "false"; empty: true
+  std::string install_cuda_compat;        ///< "true" | "false"; empty: false
+  // --- end install additions ---
   std::string image_flavor = "runtime";
   std::string framework_name;  ///< empty: no framework
   std::string framework_version;

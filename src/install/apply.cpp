@@ -1,0 +1,301 @@
+#include "install/apply.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+#include "install/checkpoint.hpp"
+#include "install/node.hpp"
+#include "util/strings.hpp"
+
+namespace gpuenv::install {
+namespace {
+
+constexpr const char* k_reboot = "install.reboot";
+constexpr const char* k_verify = "install.verify";
+
+std::string parent_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// The run's log: previous runs' text plus this run's lines, rewritten atomically after each command.
+class CommandLog {
+ public:
+  CommandLog(system::System& system, std::string path, std::function<std::string()> clock)
+      : m_system(system), m_path(std::move(path)), m_clock(std::move(clock)) {
+    if (auto previous = m_system.read_file(m_path)) m_text = *previous;
+  }
+
+  util::Expected<util::Ok> line(const std::string& step, const std::string& text) {
+    m_text += m_clock() + " " + step + " " + text + "\n";
+    return m_system.write_file_atomic(m_path, m_text);
+  }
+
+  util::Expected<util::Ok> result(const std::string& step, const system::CommandResult& result) {
+    std::string text = "exit " + std::to_string(result.exit_code);
+    if (result.timed_out) text += " (timed out)";
+    if (result.not_found) text += " (program not found)";
+    m_text += m_clock() + " " + step + " " + text + "\n";
+    for (const std::string* stream : {&result.out, &result.err}) {
+      for (std::string_view output : util::split_lines(*stream)) m_text += "  " + std::string(output) + "\n";
+    }
+    return m_system.write_file_atomic(m_path, m_text);
+  }
+
+ private:
+  system::System& m_system;
+  std::string m_path;
+  std::function<std::string()> m_clock;
+  std::string m_text;
+};
+
+/// One apply run: the plan, the seam, the log and the state, and the report being filled.
+class Run {
+ public:
+  Run(system::System& system, const InstallPlan& plan, const ApplyOptions& options)
+      : m_system(system),
+        m_plan(plan),
+        m_options(options),
+        m_clock(options.clock ? options.clock : utc_now),
+        m_log(system, options.log_path, m_clock) {
+    m_report.log_path = options.log_path;
+    m_report.state_path = options.state_dir + "/install-state.json";
+    m_state.profile = plan.profile;
+    m_state.target = plan.target.label();
+  }
+
+  util::Expected<ApplyReport> go() {
+    for (const Step& step : m_plan.steps) m_report.steps.push_back({step.id, StepResult::not_run, ""});
+    if (!m_plan.refusals.empty())
+      return finish(Outcome::refused, "the plan was refused: " + m_plan.refusals[0].message);
+    if (auto resumed = load(); !resumed) return resumed.error();
+    for (std::size_t i = 0; i < m_plan.steps.size(); ++i) {
+      const Step& step = m_plan.steps[i];
+      StepReport& report = m_report.steps[i];
+      if (step.id == k_reboot) return reboot(step, report);
+      auto ran = run_step(step, report);
+      if (!ran) return ran.error();
+      if (report.result == StepResult::failed && step.failure_stops) {
+        m_report.failed_step = step.id;
+        return finish(Outcome::failed, "step " + step.id + " failed (" + report.detail + "); see " +
+                                           m_options.log_path + ", fix it and re-run (or --resume)");
+      }
+    }
+    return finish(m_report.changed ? Outcome::changed : Outcome::converged, "every step is done");
+  }
+
+ private:
+  util::Expected<util::Ok> load() {
+    for (const std::string& dir : {parent_of(m_options.log_path), m_options.state_dir}) {
+      if (!m_system.exists(dir)) m_system.run({"mkdir", "-p", dir}, std::chrono::seconds(30));
+    }
+    auto previous = load_state(m_system, m_report.state_path);
+    if (!previous) return previous.error();
+    if (m_options.resume && *previous) {
+      if ((*previous)->profile != m_state.profile || (*previous)->target != m_state.target) {
+        return util::Error::input(m_report.state_path + " is for " + (*previous)->profile + " on " +
+                                      (*previous)->target + ", not " + m_state.profile + " on " + m_state.target,
+                                  "run without --resume to start over");
+      }
+      m_state.completed = (*previous)->completed;
+    }
+    return m_log.line("-", "gpuenv install " + m_plan.profile + " on " + m_plan.target.label() +
+                               (m_options.resume ? " (resume)" : ""));
+  }
+
+  util::Expected<util::Ok> run_step(const Step& step, StepReport& report) {
+    if (step.id == k_verify) return verify(report);
+    if (m_options.resume && m_state.is_completed(step.id) && step.done_if.empty()) {
+      report = {step.id, StepResult::done, "completed in an earlier run"};
+      return util::Ok{};
+    }
+    if (!step.done_if.empty() && probe(step)) {
+      report = {step.id, StepResult::done, "already done"};
+      return mark_completed(step.id);
+    }
+    for (const FileToWrite& file : step.files) {
+      if (auto existing = m_system.read_file(file.path); existing && *existing == file.content) continue;
+      if (!m_system.exists(parent_of(file.path))) m_system.run({"mkdir", "-p", parent_of(file.path)}, step.timeout);
+      if (auto log = m_log.line(step.id, "write " + file.path); !log) return log;
+      if (auto written = m_system.write_file_atomic(file.path, file.content); !written) {
+        report = {step.id, StepResult::failed, "cannot write " + file.path + ": " + written.error().message};
+        return save_failed(step.id);
+      }
+      m_report.changed = true;
+    }
+    for (const std::vector<std::string>& argv : step.commands) {
+      if (auto log = m_log.line(step.id, "$ " + util::join(argv, " ")); !log) return log;
+      const system::CommandResult result = m_system.run(argv, step.timeout);
+      if (auto log = m_log.result(step.id, result); !log) return log;
+      m_report.changed = m_report.changed || step.changes_node;
+      if (result.exit_code != 0) {
+        report = {step.id, StepResult::failed,
+                  "`" + util::join(argv, " ") + "` exited " + std::to_string(result.exit_code) +
+                      (result.timed_out ? " after the timeout" : "") + explain(step)};
+        if (!step.failure_stops) {
+          if (auto log = m_log.line(step.id, "failed; going on: a later step may repair it"); !log) return log;
+        }
+        return save_failed(step.id);
+      }
+    }
+    report = {step.id, StepResult::ran, ""};
+    return mark_completed(step.id);
+  }
+
+  /// "; the repositories have: a, b" from the step's explain_failure command ("" when it has none).
+  std::string explain(const Step& step) {
+    if (step.explain_failure.empty()) return "";
+    const system::CommandResult result = m_system.run(step.explain_failure, step.timeout);
+    std::vector<std::string> names;
+    for (std::string_view line : util::split_lines(result.out)) {
+      if (!util::trim(line).empty()) names.emplace_back(util::trim(line));
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    if (names.empty()) return "; the repositories have no package named like it";
+    constexpr std::size_t k_shown = 20;
+    const std::size_t more = names.size() > k_shown ? names.size() - k_shown : 0;
+    names.resize(std::min(names.size(), k_shown));
+    return "; the repositories have: " + util::join(names, ", ") +
+           (more > 0 ? " and " + std::to_string(more) + " more" : "");
+  }
+
+  bool probe(const Step& step) {
+    const system::CommandResult result = m_system.run(step.done_if, step.timeout);
+    const bool done = result.exit_code == 0 && (!step.done_if_stdout || result.out == *step.done_if_stdout);
+    (void)m_log.line(step.id, "done_if `" + util::join(step.done_if, " ") + "`: " + (done ? "done" : "to do"));
+    return done;
+  }
+
+  util::Expected<ApplyReport> reboot(const Step& step, StepReport& report) {
+    if (!nvidia_gpu_present(m_system)) {
+      report = {step.id, StepResult::not_run, "no NVIDIA GPU on the PCI bus"};
+      return finish(Outcome::no_gpu, "no GPU to verify: every step up to " + std::string(k_reboot) +
+                                         " is done; reboot and verification need an NVIDIA GPU");
+    }
+    const ModuleVersions versions = module_versions(m_system);
+    if (!versions.loaded.empty() && versions.loaded == versions.installed) {
+      report = {step.id, StepResult::done, "the loaded module is the installed one (" + versions.loaded + ")"};
+      StepReport& verify_report = m_report.steps.back();
+      if (auto verified = verify(verify_report); !verified) return verified.error();
+      if (verify_report.result == StepResult::failed) return finish(Outcome::not_ready, verify_report.detail);
+      return finish(Outcome::verified, "doctor: " + verify_report.detail);
+    }
+    m_report.reboot_required = true;
+    const std::string why = "loaded module " + (versions.loaded.empty() ? "none" : versions.loaded) + ", installed " +
+                            (versions.installed.empty() ? "none" : versions.installed);
+    if (m_state.is_completed(k_reboot)) {  // rebooted for this already: another reboot would loop
+      report = {step.id, StepResult::failed, why + " after a reboot"};
+      m_report.failed_step = step.id;
+      return finish(Outcome::failed, "the installed module is still not loaded after the reboot (" + why +
+                                         "); see dmesg and the DKMS build log under /var/lib/dkms");
+    }
+    if (!m_options.allow_reboot) {
+      report = {step.id, StepResult::not_run, why};
+      return finish(Outcome::reboot_required, "reboot required (" + why + "); then run `gpuenv install --resume`");
+    }
+    if (auto saved = save(); !saved) return saved.error();
+    if (auto ran = run_step(Step{step.id, step.why, step.commands, {}, {}, {}, step.timeout, true}, report); !ran)
+      return ran.error();
+    return finish(Outcome::reboot_required, "rebooting (" + why + "); run `gpuenv install --resume` after the boot");
+  }
+
+  util::Expected<util::Ok> verify(StepReport& report) {
+    if (!m_options.verify) {
+      report = {k_verify, StepResult::not_run, "no verifier"};
+      return util::Ok{};
+    }
+    const Verification result = m_options.verify();
+    const bool ok = result.verdict != report::Verdict::not_ok;
+    report = {k_verify, ok ? StepResult::ran : StepResult::failed, result.summary};
+    if (auto log = m_log.line(k_verify, "doctor: " + result.summary); !log) return log;
+    return ok ? mark_completed(k_verify) : save_failed(k_verify);
+  }
+
+  util::Expected<util::Ok> mark_completed(const std::string& id) {
+    if (!m_state.is_completed(id)) m_state.completed.push_back(id);
+    m_state.failed.clear();
+    return save();
+  }
+
+  util::Expected<util::Ok> save_failed(const std::string& id) {
+    m_state.failed = id;
+    return save();
+  }
+
+  util::Expected<util::Ok> save() {
+    m_state.updated = m_clock();
+    return save_state(m_system, m_report.state_path, m_state);
+  }
+
+  util::Expected<ApplyReport> finish(Outcome outcome, std::string message) {
+    m_report.outcome = outcome;
+    m_report.message = std::move(message);
+    (void)m_log.line("-", std::string("outcome ") + std::string(to_string(outcome)) + ": " + m_report.message);
+    return m_report;
+  }
+
+  system::System& m_system;
+  const InstallPlan& m_plan;
+  const ApplyOptions& m_options;
+  std::function<std::string()> m_clock;
+  CommandLog m_log;
+  InstallState m_state;
+  ApplyReport m_report;
+};
+
+}  // namespace
+
+std::string_view to_string(StepResult result) {
+  switch (result) {
+    case StepResult::planned:
+      return "planned";
+    case StepResult::done:
+      return "done";
+    case StepResult::ran:
+      return "ran";
+    case StepResult::failed:
+      return "failed";
+    case StepResult::not_run:
+      break;
+  }
+  return "not_run";
+}
+
+std::string_view to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::refused:
+      return "refused";
+    case Outcome::converged:
+      return "converged";
+    case Outcome::changed:
+      return "changed";
+    case Outcome::reboot_required:
+      return "reboot_required";
+    case Outcome::no_gpu:
+      return "no_gpu";
+    case Outcome::failed:
+      return "failed";
+    case Outcome::verified:
+      return "verified";
+    case Outcome::not_ready:
+      break;
+  }
+  return "not_ready";
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text;
+}
+
+util::Expected<ApplyReport> apply_plan(system::System& system, const InstallPlan& plan, const ApplyOptions& options) {
+  Run run(system, plan, options);
+  return run.go();
+}
+
+}  // namespace gpuenv::install

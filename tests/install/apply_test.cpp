@@ -1,0 +1,308 @@
+// apply_plan through FakeSystem: fresh, converged (no install command, changed=false), a failing step (named,
+// state kept, resumed), the reboot decision and the verify step.
+
+#include "install/apply.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "compat/knowledge_base.hpp"
+#include "install/planner.hpp"
+#include "profile/parser.hpp"
+#include "support/fake_system.hpp"
+#include "util/strings.hpp"
+
+using gpuenv::install::ApplyOptions;
+using gpuenv::install::InstallPlan;
+using gpuenv::install::Outcome;
+using gpuenv::install::Step;
+using gpuenv::install::StepResult;
+using gpuenv::system::CommandResult;
+using gpuenv::testing::FakeSystem;
+
+namespace {
+
+constexpr const char* k_state = "/state/install-state.json";
+
+InstallPlan debian_plan() {
+  auto parsed = gpuenv::profile::parse_profile(R"(schema = 1
+name = "t"
+[os]
+distro = "debian"
+version = "12"
+[cuda]
+version = "12.4.1"
+[cudnn]
+version = "9"
+[driver]
+branch = "550"
+)",
+                                               "t.toml");
+  REQUIRE(parsed.has_value());
+  auto data = gpuenv::install::builtin_install_data();
+  auto kb = gpuenv::compat::builtin_knowledge_base();
+  REQUIRE((data && kb));
+  gpuenv::install::NodeFacts node;
+  node.kernel_release = "6.1.0-18-amd64";
+  node.docker = false;
+  node.containerd = false;
+  auto plan = gpuenv::install::plan_install(
+      parsed->base, {gpuenv::install::Target{"debian", "12", "x86_64"}, node, "", ""}, **data, **kb);
+  REQUIRE(plan.has_value());
+  return *plan;
+}
+
+CommandResult exited(int code, std::string out = "") {
+  CommandResult result;
+  result.exit_code = code;
+  result.out = std::move(out);
+  return result;
+}
+
+std::string joined(const std::vector<std::string>& argv) { return gpuenv::util::join(argv, " "); }
+
+/// A node where every step still has to run and every command succeeds.
+FakeSystem fresh_node(const InstallPlan& plan) {
+  FakeSystem fake;
+  fake.files["/log/.keep"] = "";
+  fake.files["/state/.keep"] = "";
+  for (const Step& step : plan.steps) {
+    if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(1);
+    for (const auto& argv : step.commands) fake.commands[joined(argv)] = exited(0);
+  }
+  fake.commands["dpkg --audit"] = exited(0, "");  // dpkg is fine: the repair step is done
+  return fake;
+}
+
+/// The same node after a successful install: every probe says done and every file is in place.
+void converge(FakeSystem& fake, const InstallPlan& plan) {
+  for (const Step& step : plan.steps) {
+    if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(0, step.done_if_stdout.value_or(""));
+    for (const auto& file : step.files) fake.files[file.path] = file.content;
+  }
+}
+
+ApplyOptions options() {
+  ApplyOptions out;
+  out.log_path = "/log/install.log";
+  out.state_dir = "/state";
+  out.clock = [] { return std::string("2026-01-01T00:00:00Z"); };
+  return out;
+}
+
+/// Commands that change the node: everything but probes and directory creation.
+std::vector<std::string> actions(const FakeSystem& fake, const InstallPlan& plan) {
+  std::vector<std::string> probes;
+  for (const Step& step : plan.steps) probes.push_back(joined(step.done_if));
+  std::vector<std::string> out;
+  for (const std::string& command : fake.commands_run) {
+    if (command.rfind("mkdir -p", 0) == 0 || command == "modinfo -F version nvidia") continue;
+    if (std::find(probes.begin(), probes.end(), command) == probes.end()) out.push_back(command);
+  }
+  return out;
+}
+
+void add_gpu(FakeSystem& fake) {
+  fake.files["/sys/bus/pci/devices/0000:3b:00.0/vendor"] = "0x10de\n";
+  fake.files["/sys/bus/pci/devices/0000:3b:00.0/class"] = "0x030200\n";
+}
+
+const char* k_banner =
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
+    "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n";
+
+}  // namespace
+
+TEST_CASE("install apply: a fresh node without a GPU runs every step up to the reboot, then says no_gpu",
+          "[install][apply]") {
+  const InstallPlan plan = debian_plan();
+  FakeSystem fake = fresh_node(plan);
+  auto report = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(report.has_value());
+  CHECK(report->outcome == Outcome::no_gpu);
+  CHECK(report->changed);
+  CHECK_FALSE(report->reboot_required);
+  CHECK(report->message.find("no GPU to verify") == 0);
+  const std::vector<std::string> ran = actions(fake, plan);
+  REQUIRE(ran.size() >= 6);
+  CHECK(ran[0] == "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 check");
+  CHECK(std::find(ran.begin(), ran.end(),
+                  "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y "
+                  "cuda-drivers-550") != ran.end());
+  CHECK(std::find(ran.begin(), ran.end(), "apt-mark hold cuda-drivers-550") != ran.end());
+  CHECK(std::find(ran.begin(), ran.end(), "dpkg --configure -a") == ran.end());  // dpkg --audit was clean
+  CHECK(fake.written.contains("/etc/apt/apt.conf.d/51gpuenv-unattended-upgrades"));
+  const auto state = nlohmann::json::parse(fake.written.at(k_state));
+  CHECK(state["failed"].is_null());
+  CHECK(state["completed"].size() == plan.steps.size() - 2);  // all but reboot and verify
+  const std::string& log = fake.written.at("/log/install.log");
+  CHECK(log.find("2026-01-01T00:00:00Z install.driver $ env DEBIAN_FRONTEND=noninteractive apt-get") !=
+        std::string::npos);
+  CHECK(log.find("install.driver exit 0") != std::string::npos);
+}
+
+TEST_CASE("install apply: a converged node runs no install command and reports changed=false", "[install][apply]") {
+  const InstallPlan plan = debian_plan();
+  FakeSystem fake = fresh_node(plan);
+  converge(fake, plan);
+  auto report = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(report.has_value());
+  CHECK_FALSE(report->changed);
+  CHECK(report->outcome == Outcome::no_gpu);
+  CHECK(actions(fake, plan) ==
+        std::vector<std::string>{"env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 check",
+                                 "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update"});
+  CHECK(fake.written.size() == 2);  // the log and the state: every other file already had its content
+}
+
+TEST_CASE("install apply: an interrupted dpkg is configured first; a failing script there does not stop the run",
+          "[install][apply]") {
+  const InstallPlan plan = debian_plan();
+  FakeSystem fake = fresh_node(plan);
+  fake.commands["dpkg --audit"] = exited(0, "The following packages are only half configured:\n cudnn9-cuda-12\n");
+  auto report = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(report.has_value());
+  const std::vector<std::string> ran = actions(fake, plan);
+  REQUIRE(ran.size() >= 2);
+  CHECK(ran[1] == "dpkg --configure -a");
+  CHECK(report->steps[1].result == StepResult::ran);
+
+  // The half-configured package's own postinst fails: the cuDNN step installs the fixed version later.
+  FakeSystem broken = fresh_node(plan);
+  broken.commands["dpkg --audit"] = exited(0, "The following packages are only half configured:\n cudnn9-cuda-12\n");
+  broken.commands["dpkg --configure -a"] = exited(1);
+  auto going_on = gpuenv::install::apply_plan(broken, plan, options());
+  REQUIRE(going_on.has_value());
+  CHECK(going_on->steps[1].result == StepResult::failed);
+  CHECK(going_on->outcome == Outcome::no_gpu);
+  CHECK(nlohmann::json::parse(broken.written.at(k_state))["failed"].is_null());
+  CHECK(broken.written.at("/log/install.log").find("install.preflight.dpkg failed; going on") != std::string::npos);
+}
+
+TEST_CASE("install apply: a failing step stops the run, is named with the log, and a re-run resumes there",
+          "[install][apply]") {
+  const InstallPlan plan = debian_plan();
+  FakeSystem fake = fresh_node(plan);
+  const std::string driver_install =
+      "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y cuda-drivers-550";
+  CommandResult failed = exited(100);
+  failed.err = "E: Sub-process /usr/bin/dpkg returned an error code (1)";
+  fake.commands[driver_install] = failed;
+  fake.commands["apt-cache pkgnames cuda-drivers-"] = exited(0, "cuda-drivers-570\ncuda-drivers-535\n");
+  auto report = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(report.has_value());
+  CHECK(report->outcome == Outcome::failed);
+  CHECK(report->failed_step == "install.driver");
+  CHECK(report->message.find("step install.driver failed (`" + driver_install +
+                             "` exited 100; the repositories have: cuda-drivers-535, cuda-drivers-570)") == 0);
+  CHECK(report->message.find("/log/install.log") != std::string::npos);
+  CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "apt-mark hold cuda-drivers-550") ==
+        fake.commands_run.end());
+  const auto state = nlohmann::json::parse(fake.written.at(k_state));
+  CHECK(state["failed"] == "install.driver");
+  CHECK(fake.written.at("/log/install.log").find("  E: Sub-process /usr/bin/dpkg returned an error code (1)") !=
+        std::string::npos);
+
+  // The fix: the package installs now. --resume skips what completed (the lock wait) and starts at the driver.
+  fake.files[k_state] = fake.written.at(k_state);
+  fake.commands[driver_install] = exited(0);
+  for (const Step& step : plan.steps) {
+    if (step.id == "install.driver") break;
+    if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(0, step.done_if_stdout.value_or(""));
+  }
+  fake.commands_run.clear();
+  ApplyOptions resume = options();
+  resume.resume = true;
+  auto resumed = gpuenv::install::apply_plan(fake, plan, resume);
+  REQUIRE(resumed.has_value());
+  CHECK(resumed->outcome == Outcome::no_gpu);
+  const std::vector<std::string> ran = actions(fake, plan);
+  REQUIRE_FALSE(ran.empty());
+  CHECK(ran.front() == driver_install);
+  CHECK(resumed->steps.front().detail == "completed in an earlier run");
+}
+
+TEST_CASE("install apply: a state file of another profile is refused on --resume", "[install][apply]") {
+  const InstallPlan plan = debian_plan();
+  FakeSystem fake = fresh_node(plan);
+  fake.files[k_state] = R"({"profile": "other", "target": "ubuntu:22.04/x86_64", "completed": [], "failed": null})";
+  ApplyOptions resume = options();
+  resume.resume = true;
+  auto report = gpuenv::install::apply_plan(fake, plan, resume);
+  REQUIRE_FALSE(report.has_value());
+  CHECK(report.error().message ==
+        "/state/install-state.json is for other on ubuntu:22.04/x86_64, not t on "
+        "debian:12/x86_64");
+}
+
+TEST_CASE("install apply: the reboot is due only when the loaded module is not the installed one", "[install][apply]") {
+  const InstallPlan plan = debian_plan();
+  FakeSystem fake = fresh_node(plan);
+  converge(fake, plan);
+  add_gpu(fake);
+  fake.commands["modinfo -F version nvidia"] = exited(0, "550.54.15\n");
+  int verified = 0;
+  ApplyOptions opts = options();
+  opts.verify = [&verified] {
+    ++verified;
+    return gpuenv::install::Verification{gpuenv::report::Verdict::degraded, "DEGRADED"};
+  };
+
+  SECTION("no module loaded, no --reboot: reboot_required, nothing rebooted") {
+    auto report = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(report.has_value());
+    CHECK(report->outcome == Outcome::reboot_required);
+    CHECK(report->reboot_required);
+    CHECK(report->message.find("loaded module none, installed 550.54.15") != std::string::npos);
+    CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl reboot") == fake.commands_run.end());
+    CHECK(verified == 0);
+  }
+  SECTION("with --reboot the node reboots") {
+    opts.allow_reboot = true;
+    auto report = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(report.has_value());
+    CHECK(report->reboot_required);
+    CHECK(fake.commands_run.back() == "systemctl reboot");
+  }
+  SECTION("after the reboot (--resume) the module is still not loaded: a failure, not another reboot") {
+    opts.allow_reboot = true;
+    auto rebooted = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(rebooted.has_value());
+    fake.files[k_state] = fake.written.at(k_state);
+    fake.commands_run.clear();
+    opts.resume = true;
+    auto again = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(again.has_value());
+    CHECK(again->outcome == Outcome::failed);
+    CHECK(again->failed_step == "install.reboot");
+    CHECK(again->message.find("still not loaded after the reboot") != std::string::npos);
+    CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl reboot") == fake.commands_run.end());
+  }
+  SECTION("the installed module is loaded: doctor verifies; DEGRADED passes, NOT READY fails") {
+    fake.files["/proc/driver/nvidia/version"] = k_banner;
+    auto report = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(report.has_value());
+    CHECK(report->outcome == Outcome::verified);
+    CHECK_FALSE(report->reboot_required);
+    CHECK_FALSE(report->changed);
+    CHECK(report->steps.back().result == StepResult::ran);
+    CHECK(verified == 1);
+    opts.verify = [] { return gpuenv::install::Verification{gpuenv::report::Verdict::not_ok, "NOT READY; x"}; };
+    auto failed = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(failed.has_value());
+    CHECK(failed->outcome == Outcome::not_ready);
+    CHECK(failed->steps.back().result == StepResult::failed);
+  }
+}
+
+TEST_CASE("install apply: a refused plan runs nothing", "[install][apply]") {
+  InstallPlan plan = debian_plan();
+  plan.refusals.push_back({"install.secure_boot", gpuenv::report::Status::fail, "Secure Boot", "fix", ""});
+  FakeSystem fake = fresh_node(plan);
+  auto report = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(report.has_value());
+  CHECK(report->outcome == Outcome::refused);
+  CHECK(fake.commands_run.empty());
+}

@@ -1,0 +1,89 @@
+// What apply observes on a node, from fixture files and scripted commands: root, os-release, GPUs on the PCI bus,
+// the loaded and installed module, nouveau, Secure Boot, runtimes and held packages.
+
+#include "install/node.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "support/fake_system.hpp"
+
+using gpuenv::testing::FakeSystem;
+
+namespace {
+
+gpuenv::system::CommandResult exited(int code, std::string out) {
+  gpuenv::system::CommandResult result;
+  result.exit_code = code;
+  result.out = std::move(out);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("install node: root is the effective uid in /proc/self/status", "[install][node]") {
+  FakeSystem fake;
+  CHECK_FALSE(gpuenv::install::effective_uid(fake).has_value());
+  fake.files["/proc/self/status"] = "Name:\tgpuenv\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n";
+  CHECK(gpuenv::install::effective_uid(fake) == 0L);
+  fake.files["/proc/self/status"] = "Uid:\t1000\t1000\t1000\t1000\n";
+  CHECK(gpuenv::install::effective_uid(fake) == 1000L);
+}
+
+TEST_CASE("install node: the node's os-release must be the profile's OS", "[install][node]") {
+  FakeSystem fake;
+  CHECK(gpuenv::install::check_node_os(fake, {"debian", "12", "x86_64"})->message == "cannot read /etc/os-release");
+  fake.files["/etc/os-release"] = "ID=\"rocky\"\nVERSION_ID=\"9.4\"\n";  // Rocky's own ID; profiles say rockylinux
+  CHECK_FALSE(gpuenv::install::check_node_os(fake, {"rockylinux", "9", "x86_64"}).has_value());
+  CHECK(gpuenv::install::check_node_os(fake, {"rockylinux", "8", "x86_64"}).has_value());
+  fake.files["/etc/os-release"] = "ID=debian\nVERSION_ID=\"12\"\n";
+  const auto wrong = gpuenv::install::check_node_os(fake, {"ubuntu", "22.04", "x86_64"});
+  REQUIRE(wrong.has_value());
+  CHECK(wrong->message == "this node runs debian 12, the profile is for ubuntu 22.04");
+}
+
+TEST_CASE("install node: an NVIDIA display or 3D controller counts as a GPU, its audio function does not",
+          "[install][node]") {
+  FakeSystem fake;
+  fake.files["/sys/bus/pci/devices/0000:3b:00.1/vendor"] = "0x10de\n";
+  fake.files["/sys/bus/pci/devices/0000:3b:00.1/class"] = "0x040300\n";
+  fake.files["/sys/bus/pci/devices/0000:00:02.0/vendor"] = "0x8086\n";
+  fake.files["/sys/bus/pci/devices/0000:00:02.0/class"] = "0x030000\n";
+  CHECK_FALSE(gpuenv::install::nvidia_gpu_present(fake));
+  fake.files["/sys/bus/pci/devices/0000:3b:00.0/vendor"] = "0x10de\n";
+  fake.files["/sys/bus/pci/devices/0000:3b:00.0/class"] = "0x030200\n";
+  CHECK(gpuenv::install::nvidia_gpu_present(fake));
+}
+
+TEST_CASE("install node: facts for the planner", "[install][node]") {
+  FakeSystem fake;
+  fake.files["/proc/sys/kernel/osrelease"] = "6.8.0-1015-aws\n";
+  fake.files["/proc/modules"] = "nouveau 2301952 0 - Live 0x0000000000000000\n";
+  fake.files["/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"] =
+      std::string("\x06\0\0\0\x01", 5);
+  fake.files["/usr/bin/dockerd"] = "";
+  fake.files["/proc/driver/nvidia/version"] =
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build  "
+      "(dvs-builder@U16-I3-B03-4-3)\n";
+  fake.commands["modinfo -F version nvidia"] = exited(0, "580.95.05\n");
+  fake.commands["nvidia-smi --query-gpu=compute_cap --format=csv,noheader"] = exited(0, "9.0\n9.0\n");
+  fake.commands["apt-mark showhold"] = exited(0, "nvidia-open-570\n");
+  const gpuenv::install::NodeFacts node = gpuenv::install::observe_node(fake, "apt");
+  CHECK(node.kernel_release == "6.8.0-1015-aws");
+  CHECK(node.nouveau_loaded);
+  CHECK(node.secure_boot == true);
+  CHECK(node.docker == true);
+  CHECK(node.containerd == false);
+  CHECK(node.loaded_driver_version == "570.133.20");
+  CHECK(node.gpu_compute_capabilities == std::vector<std::string>{"9.0", "9.0"});
+  CHECK(node.held_packages == std::vector<std::string>{"nvidia-open-570"});
+  const auto versions = gpuenv::install::module_versions(fake);
+  CHECK(versions.loaded == "570.133.20");
+  CHECK(versions.installed == "580.95.05");
+
+  FakeSystem bare;  // a container: no efivars, no /proc files, no commands
+  const gpuenv::install::NodeFacts unknown = gpuenv::install::observe_node(bare, "dnf");
+  CHECK(unknown.secure_boot == false);  // no EFI at all: legacy boot has no Secure Boot
+  CHECK(unknown.kernel_release.empty());
+  CHECK(unknown.gpu_compute_capabilities.empty());
+  CHECK(bare.commands_run == std::vector<std::string>{"modinfo -F version nvidia"});
+}
