@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "probe/cloud.hpp"
 #include "probe/cuda_driver.hpp"
 #include "probe/cuda_toolkit.hpp"
 #include "probe/host_info.hpp"
@@ -30,6 +31,36 @@ std::optional<std::string> read_if_exists(System& system, const std::string& pat
     return std::nullopt;
   }
   return std::move(*text);
+}
+
+/// A /sys/class/dmi/id field, trimmed; empty when absent or unreadable (product_serial is root-only: no finding).
+std::string dmi_field(System& system, const std::string& name) {
+  const std::string path = "/sys/class/dmi/id/" + name;
+  if (!system.exists(path)) return {};
+  auto text = system.read_file(path);
+  return text ? std::string(util::trim(*text)) : std::string();
+}
+
+void collect_cloud(System& system, HostFacts& facts) {
+  DmiStrings dmi;
+  dmi.sys_vendor = dmi_field(system, "sys_vendor");
+  dmi.product_name = dmi_field(system, "product_name");
+  dmi.product_version = dmi_field(system, "product_version");
+  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
+  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
+  dmi.product_serial = dmi_field(system, "product_serial");
+  dmi.bios_vendor = dmi_field(system, "bios_vendor");
+  dmi.bios_version = dmi_field(system, "bios_version");
+  if (dmi.sys_vendor.empty() && dmi.product_name.empty() && dmi.chassis_asset_tag.empty()) {
+    facts.host.cloud_source = "/sys/class/dmi/id is not readable";
+    return;
+  }
+  const CloudIdentity identity = classify_cloud(dmi);
+  facts.host.cloud = identity.cloud;
+  facts.host.instance_type = identity.instance_type;
+  facts.host.cloud_source = identity.cloud.empty() ? "no cloud recognised in DMI (sys_vendor=" + dmi.sys_vendor +
+                                                         ", product_name=" + dmi.product_name + ")"
+                                                   : "DMI " + identity.evidence;
 }
 
 void collect_host(System& system, const CollectOptions& options, HostFacts& facts) {
@@ -383,6 +414,7 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   HostFacts facts;
   facts.live = options.live;
   collect_host(system, options, facts);
+  collect_cloud(system, facts);
   collect_kernel_driver(system, facts);
   collect_driver_libraries(system, facts);
   collect_gpus(system, options, facts);

@@ -84,6 +84,9 @@ struct HostInfo {
   std::string architecture;    ///< "x86_64", "aarch64"
   std::optional<unsigned> cpu_count;
   std::optional<std::uint64_t> memory_total_kib;
+  std::string cloud;          ///< "aws", "gcp", ... (probe/cloud.hpp); empty when DMI names no cloud
+  std::string instance_type;  ///< "p4d.24xlarge"; empty when unknown
+  std::string cloud_source;   ///< how they were found ("DMI sys_vendor=Amazon EC2"), or why not
   /// Free bytes where the CUDA stack and container images live, by path.
   std::vector<std::pair<std::string, std::uint64_t>> free_bytes;
 };
