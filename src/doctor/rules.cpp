@@ -8,6 +8,7 @@
 
 #include "compat/derive.hpp"
 #include "compat/rules.hpp"
+#include "doctor/framework_rules.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -892,6 +893,7 @@ std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& threshol
   check_toolkits(facts, kb, out);
   check_libraries(facts, out);
   check_containers(facts, out);
+  check_frameworks(facts, out);
   if (expectations.profile != nullptr) check_profile_conformance(facts, kb, *expectations.profile, out);
   return out;
 }
