@@ -33,6 +33,7 @@ struct DoctorOptions {
   std::vector<std::string> set;
   int expect_gpus = -1;
   bool cloud_metadata = false;
+  std::string instance_type;
   bool frameworks = false;
   bool no_frameworks = false;
   std::string python = "python3";
@@ -119,6 +120,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
   request.smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
+  if (!options.instance_type.empty()) request.instance_type = options.instance_type;
   request.collect.frameworks = !options.no_frameworks && (options.frameworks || (!options.quick && !options.slurm));
   request.collect.python = options.python;
   request.collect.cloud_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
@@ -213,6 +215,9 @@ void add_doctor_command(CLI::App& app, Action& action) {
                     "Do not run Python to check torch/tensorflow (the check is on unless --quick or --slurm)");
   command->add_option("--python", options->python,
                       "The Python whose torch/tensorflow doctor checks (default python3 on PATH; a venv's works)");
+  command->add_option("--instance-type", options->instance_type,
+                      "Judge the node as this cloud instance type (e.g. p4d.24xlarge) instead of what DMI or the "
+                      "metadata service say; types in data/doctor/instances.toml");
   command->add_flag("--cloud-metadata", options->cloud_metadata,
                     "Ask the cloud's link-local metadata service for the instance type when DMI lacks it (one "
                     "request, at most 1 s; live runs only)");

@@ -61,6 +61,11 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   DoctorReport report;
   // Gather every fact through the System seam; from here on, facts are immutable.
   report.facts = probe::collect_host_facts(system, request.collect);
+  if (request.instance_type) {
+    report.facts.host.instance_type = *request.instance_type;
+    report.facts.host.cloud_source +=
+        (report.facts.host.cloud_source.empty() ? "" : "; ") + std::string("instance type from --instance-type");
+  }
 
   // Judge them: thresholds, compatibility rules, and the profile when one was given.
   const InstanceExpectation* instance = find_instance(**instances, report.facts.host.instance_type);

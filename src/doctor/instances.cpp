@@ -209,9 +209,10 @@ void check_instance(const probe::HostFacts& facts, const InstanceExpectation& ex
 
 report::Finding cloud_finding(const probe::HostFacts& facts, const InstanceExpectation* expected) {
   const probe::HostInfo& host = facts.host;
-  if (host.cloud.empty())
+  if (host.cloud.empty() && host.instance_type.empty())
     return {"host.cloud", Status::skip, host.cloud_source.empty() ? "no cloud recognised" : host.cloud_source, "", ""};
-  std::string message = std::string(probe::cloud_display_name(host.cloud));
+  const std::string cloud = host.cloud.empty() && expected ? expected->cloud : host.cloud;
+  std::string message = cloud.empty() ? std::string("an unknown cloud") : std::string(probe::cloud_display_name(cloud));
   if (!host.instance_type.empty()) {
     message += ", instance type " + host.instance_type;
     message += expected ? " (should have " + expected->describe() + ")" : " (no GPU expectations known for it)";

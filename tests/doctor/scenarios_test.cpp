@@ -140,6 +140,17 @@ const std::vector<Scenario> k_scenarios = {
         {"gpu.memory_size", "pass", "40960 MiB"},
         {"gpu.interconnect", "skip", "does not report NVLink"},
         {"gpu.init_failed", "fail", "the GPU at 0000:a0:1d.0"}}},
+    {"aws-p4d-missing-gpu", {"--instance-type", "p4de.24xlarge"}, 1, "NOT READY", {
+        {"host.cloud", "pass", "instance type p4de.24xlarge"},
+        {"host.cloud", "pass", "instance type from --instance-type"},
+        {"gpu.count", "fail", "p4de.24xlarge should have 8x A100 81920 MiB"},
+        {"gpu.memory_size", "fail", "GPU 0 has 40960 MiB"},
+        {"gpu.memory_size", "fail", "p4de.24xlarge (AWS) should have 81920 MiB per GPU"},
+        {"gpu.model", "pass"}}},
+    {"t4-ecc-row-remap", {"--instance-type", "g5.xlarge"}, 1, "NOT READY", {
+        {"host.cloud", "pass", "AWS, instance type g5.xlarge"},
+        {"gpu.model", "fail", "GPU 0 is Tesla T4; g5.xlarge (AWS) should have 1x A10G 22888 MiB"},
+        {"gpu.count", "pass"}}},
     {"aws-p4d-missing-gpu", {"--expect-gpus", "7"}, 1, "NOT READY", {
         {"gpu.count", "pass", "7 GPUs"},
         {"gpu.init_failed", "fail"}}},
