@@ -32,6 +32,12 @@ struct DoctorOptions {
   std::string profile;
   std::vector<std::string> set;
   int expect_gpus = -1;
+  bool cloud_metadata = false;
+  std::string instance_type;
+  bool frameworks = false;
+  bool no_frameworks = false;
+  std::string python = "python3";
+  std::string cloud_metadata_endpoint;
   double timeout_s = 10;
 };
 
@@ -88,6 +94,21 @@ ExitCode run_slurm_health_check(Context& context, const DoctorOptions& options, 
   return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
+/// "127.0.0.1:8080" -> host and port (numeric IPv4 only: the metadata client resolves no names).
+util::Expected<probe::MetadataEndpoint> parse_endpoint(const std::string& text) {
+  const auto colon = text.rfind(':');
+  const auto bad = [&] {
+    return util::Error::usage("--cloud-metadata-endpoint " + text + ": expected IPV4:PORT",
+                              "e.g. --cloud-metadata-endpoint 127.0.0.1:8080");
+  };
+  if (colon == std::string::npos || colon == 0) return bad();
+  const std::string port = text.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return bad();
+  const unsigned number = static_cast<unsigned>(std::stoul(port));
+  if (number == 0 || number > 65535) return bad();
+  return probe::MetadataEndpoint{text.substr(0, colon), number};
+}
+
 ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   doctor::DoctorRequest request;
   request.collect.live = options.root.empty();
@@ -99,6 +120,15 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
   request.smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
+  if (!options.instance_type.empty()) request.instance_type = options.instance_type;
+  request.collect.frameworks = !options.no_frameworks && (options.frameworks || (!options.quick && !options.slurm));
+  request.collect.python = options.python;
+  request.collect.cloud_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
+  if (!options.cloud_metadata_endpoint.empty()) {
+    auto endpoint = parse_endpoint(options.cloud_metadata_endpoint);
+    if (!endpoint) return report_error(context, endpoint.error());
+    request.collect.metadata_endpoint = *endpoint;
+  }
   if (!options.nvidia_smi_xml.empty()) {
     // The report is the user's file, read from this machine even under --root.
     auto xml = context.system.read_file(options.nvidia_smi_xml);
@@ -180,6 +210,19 @@ void add_doctor_command(CLI::App& app, Action& action) {
                       "Inspect a mounted image or captured host tree: read files under DIR, run and load nothing");
   command->add_option("--nvidia-smi-xml", options->nvidia_smi_xml,
                       "Take GPU facts from a captured `nvidia-smi -q -x` report instead of NVML");
+  command->add_flag("--frameworks", options->frameworks, "Check torch/tensorflow even with --quick or --slurm");
+  command->add_flag("--no-frameworks", options->no_frameworks,
+                    "Do not run Python to check torch/tensorflow (the check is on unless --quick or --slurm)");
+  command->add_option("--python", options->python,
+                      "The Python whose torch/tensorflow doctor checks (default python3 on PATH; a venv's works)");
+  command->add_option("--instance-type", options->instance_type,
+                      "Judge the node as this cloud instance type (e.g. p4d.24xlarge) instead of what DMI or the "
+                      "metadata service say; types in data/doctor/instances.toml");
+  command->add_flag("--cloud-metadata", options->cloud_metadata,
+                    "Ask the cloud's link-local metadata service for the instance type when DMI lacks it (one "
+                    "request, at most 1 s; live runs only)");
+  command->add_option("--cloud-metadata-endpoint", options->cloud_metadata_endpoint,
+                      "With --cloud-metadata: ask IPV4:PORT instead of the cloud's own address (testing)");
   command
       ->add_option("--timeout", options->timeout_s,
                    "Seconds to wait for NVML, libcuda or nvidia-smi before reporting them hung")

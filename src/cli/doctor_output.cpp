@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probe/cloud.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::cli {
@@ -43,6 +44,8 @@ std::string doctor_text(const doctor::DoctorReport& r, const report::TextStyle& 
   if (facts.host.cpu_count) out += ", " + std::to_string(*facts.host.cpu_count) + " vCPUs";
   if (facts.host.memory_total_kib)
     out += ", " + std::to_string(*facts.host.memory_total_kib / (1024 * 1024)) + " GiB RAM";
+  if (!facts.host.cloud.empty()) out += ", " + std::string(probe::cloud_display_name(facts.host.cloud));
+  if (!facts.host.instance_type.empty()) out += " " + facts.host.instance_type;
   out += "\n  driver: " + driver_summary(facts) + "\n";
   out += "  GPUs:   " + std::to_string(facts.gpus.gpus.size()) +
          (facts.gpus.availability.available ? " (" + facts.gpus.availability.source + ")" : "") + "\n\n";
@@ -120,7 +123,10 @@ std::string doctor_json(const doctor::DoctorReport& r, const std::string& versio
         {"kernel", facts.host.kernel_release},
         {"architecture", facts.host.architecture},
         {"cpus", facts.host.cpu_count ? nlohmann::json(*facts.host.cpu_count) : nlohmann::json()},
-        {"memory_kib", facts.host.memory_total_kib ? nlohmann::json(*facts.host.memory_total_kib) : nlohmann::json()}}},
+        {"memory_kib", facts.host.memory_total_kib ? nlohmann::json(*facts.host.memory_total_kib) : nlohmann::json()},
+        {"cloud", facts.host.cloud.empty() ? nlohmann::json() : nlohmann::json(facts.host.cloud)},
+        {"instance_type",
+         facts.host.instance_type.empty() ? nlohmann::json() : nlohmann::json(facts.host.instance_type)}}},
       {"driver", driver},
       {"gpus", gpus},
       {"gpu_source",

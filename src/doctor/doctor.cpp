@@ -1,5 +1,6 @@
 #include "doctor/doctor.hpp"
 
+#include "doctor/instances.hpp"
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
 
@@ -54,13 +55,21 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   if (!thresholds) return thresholds.error();
   auto kb = compat::builtin_knowledge_base();
   if (!kb) return kb.error();
+  auto instances = builtin_instances();
+  if (!instances) return instances.error();
 
   DoctorReport report;
   // Gather every fact through the System seam; from here on, facts are immutable.
   report.facts = probe::collect_host_facts(system, request.collect);
+  if (request.instance_type) {
+    report.facts.host.instance_type = *request.instance_type;
+    report.facts.host.cloud_source +=
+        (report.facts.host.cloud_source.empty() ? "" : "; ") + std::string("instance type from --instance-type");
+  }
 
   // Judge them: thresholds, compatibility rules, and the profile when one was given.
-  const Expectations expectations{request.expect_gpus, request.profile ? &*request.profile : nullptr};
+  const InstanceExpectation* instance = find_instance(**instances, report.facts.host.instance_type);
+  const Expectations expectations{request.expect_gpus, request.profile ? &*request.profile : nullptr, instance};
   report.findings = evaluate(report.facts, **thresholds, **kb, expectations);
 
   // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.

@@ -2,6 +2,7 @@
 // gpuenv doctor: is this node ready for GPU work, and if not, exactly why.
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
@@ -18,6 +19,8 @@ namespace gpuenv::doctor {
 struct DoctorRequest {
   probe::CollectOptions collect;
   std::optional<unsigned> expect_gpus;
+  /// --instance-type: judge the node as this instance type whatever DMI or the metadata service say.
+  std::optional<std::string> instance_type;
   std::optional<profile::Profile> profile;  ///< judge the node against this environment
   bool run_smoke = false;                   ///< run the on-device smoke tests (doctor without --quick)
   smoke::SmokeOptions smoke;

@@ -8,6 +8,7 @@
 
 #include "compat/derive.hpp"
 #include "compat/rules.hpp"
+#include "doctor/framework_rules.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -284,6 +285,12 @@ void check_gpu_count(const HostFacts& facts, const Expectations& expect, Finding
     out.push_back(make("gpu.count", Status::fail, seen + "; expected " + std::to_string(*expect.gpu_count),
                        "a missing GPU has usually fallen off the bus (see xid findings): reset it or drain the node "
                        "and open a hardware ticket"));
+  } else if (!expect.gpu_count && expect.instance != nullptr && count != expect.instance->gpus) {
+    out.push_back(make("gpu.count", Status::fail,
+                       seen + "; " + expect.instance->instance_type + " should have " + expect.instance->describe(),
+                       "a missing GPU has usually fallen off the bus (see xid findings): reset it or drain the node "
+                       "and open a hardware ticket with the provider",
+                       expect.instance->source));
   } else if (count == 0) {
     out.push_back(make("gpu.count", Status::fail, "the driver sees no GPUs",
                        "check `lspci | grep -i nvidia` and the kernel log"));
@@ -541,6 +548,28 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
   }
   out.push_back(make("xid.events", worst, util::join(lines, "; ") + " (" + facts.kernel_log_source + ")",
                      util::join(remedies, "; "), source));
+}
+
+/// GPUs the driver failed to initialise (RmInitAdapter): they are missing from NVML, so only the log names them.
+void check_init_failures(const HostFacts& facts, Findings& out) {
+  std::vector<std::string> buses;
+  bool unnamed = false;
+  for (const probe::KernelEvent& event : facts.kernel_events) {
+    if (event.kind != probe::KernelEventKind::init_failed) continue;
+    if (event.pci_bus_id.empty()) {
+      unnamed = true;
+    } else if (std::find(buses.begin(), buses.end(), event.pci_bus_id) == buses.end()) {
+      buses.push_back(event.pci_bus_id);
+    }
+  }
+  if (buses.empty() && !unnamed) return;
+  std::string message = "the driver failed to initialise ";
+  message += buses.empty() ? std::string("a GPU") : "the GPU at " + util::join(buses, ", ");
+  if (unnamed && !buses.empty()) message += " (and one the log does not name)";
+  out.push_back(make("gpu.init_failed", Status::fail,
+                     message + ": RmInitAdapter failed (" + facts.kernel_log_source + ")",
+                     "the GPU is missing from nvidia-smi: reset it or reboot; if it recurs, drain the node and open a "
+                     "hardware ticket naming the PCI address"));
 }
 
 // ---- CUDA driver and toolkits -------------------------------------------------------------------
@@ -845,10 +874,12 @@ void check_profile_conformance(const HostFacts& facts, const compat::KnowledgeBa
 std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& thresholds, const compat::KnowledgeBase& kb,
                               const Expectations& expectations) {
   Findings out;
+  out.push_back(cloud_finding(facts, expectations.instance));
   check_host(facts, thresholds, out);
   check_kernel_driver(facts, out);
   check_library_mismatch(facts, out);
   check_gpu_count(facts, expectations, out);
+  if (expectations.instance != nullptr) check_instance(facts, *expectations.instance, out);
   if (has_gpus(facts)) {
     check_memory_errors(facts, thresholds, out);
     check_thermals_and_clocks(facts, thresholds, out);
@@ -857,10 +888,12 @@ std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& threshol
     check_gpu_state(facts, out);
   }
   check_kernel_log(facts, out);
+  check_init_failures(facts, out);
   check_cuda_driver(facts, out);
   check_toolkits(facts, kb, out);
   check_libraries(facts, out);
   check_containers(facts, out);
+  check_frameworks(facts, out);
   if (expectations.profile != nullptr) check_profile_conformance(facts, kb, *expectations.profile, out);
   return out;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
+#include "doctor/instances.hpp"
 #include "doctor/thresholds.hpp"
 #include "probe/facts.hpp"
 #include "profile/profile.hpp"
@@ -16,6 +17,8 @@ namespace gpuenv::doctor {
 struct Expectations {
   std::optional<unsigned> gpu_count;          ///< --expect-gpus
   const profile::Profile* profile = nullptr;  ///< --profile
+  /// The row of the node's instance type (data/doctor/instances.toml); --expect-gpus overrides its GPU count.
+  const InstanceExpectation* instance = nullptr;
 };
 
 /// All findings for a node, grouped host, driver, GPUs, kernel log, CUDA, libraries, containers, profile.

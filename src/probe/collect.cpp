@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "probe/cloud.hpp"
 #include "probe/cuda_driver.hpp"
 #include "probe/cuda_toolkit.hpp"
+#include "probe/frameworks.hpp"
 #include "probe/host_info.hpp"
 #include "probe/nvidia_smi_exit.hpp"
 #include "probe/nvidia_smi_xml.hpp"
@@ -30,6 +32,59 @@ std::optional<std::string> read_if_exists(System& system, const std::string& pat
     return std::nullopt;
   }
   return std::move(*text);
+}
+
+/// A /sys/class/dmi/id field, trimmed; empty when absent or unreadable (product_serial is root-only: no finding).
+std::string dmi_field(System& system, const std::string& name) {
+  const std::string path = "/sys/class/dmi/id/" + name;
+  if (!system.exists(path)) return {};
+  auto text = system.read_file(path);
+  return text ? std::string(util::trim(*text)) : std::string();
+}
+
+/// The instance type from the metadata service, when asked for, live, and DMI named the cloud but not the type.
+void ask_cloud_metadata(System& system, const CollectOptions& options, HostFacts& facts) {
+  HostInfo& host = facts.host;
+  if (!options.cloud_metadata || !options.live || !host.instance_type.empty()) return;
+  if (host.cloud.empty()) {
+    host.cloud_source += "; --cloud-metadata: no cloud to ask (DMI names none)";
+    return;
+  }
+  const auto endpoint = options.metadata_endpoint ? options.metadata_endpoint : default_metadata_endpoint(host.cloud);
+  if (!endpoint) {
+    host.cloud_source += "; --cloud-metadata: no metadata service known for " + host.cloud;
+    return;
+  }
+  auto type = query_instance_type(system, host.cloud, *endpoint, options.metadata_timeout);
+  if (!type) {
+    host.cloud_source += "; the metadata service did not answer: " + type.error().message;
+    return;
+  }
+  host.instance_type = *type;
+  host.cloud_source += "; instance type from the metadata service";
+}
+
+void collect_cloud(System& system, const CollectOptions& options, HostFacts& facts) {
+  DmiStrings dmi;
+  dmi.sys_vendor = dmi_field(system, "sys_vendor");
+  dmi.product_name = dmi_field(system, "product_name");
+  dmi.product_version = dmi_field(system, "product_version");
+  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
+  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
+  dmi.product_serial = dmi_field(system, "product_serial");
+  dmi.bios_vendor = dmi_field(system, "bios_vendor");
+  dmi.bios_version = dmi_field(system, "bios_version");
+  if (dmi.sys_vendor.empty() && dmi.product_name.empty() && dmi.chassis_asset_tag.empty()) {
+    facts.host.cloud_source = "/sys/class/dmi/id is not readable";
+    return;
+  }
+  const CloudIdentity identity = classify_cloud(dmi);
+  facts.host.cloud = identity.cloud;
+  facts.host.instance_type = identity.instance_type;
+  facts.host.cloud_source = identity.cloud.empty() ? "no cloud recognised in DMI (sys_vendor=" + dmi.sys_vendor +
+                                                         ", product_name=" + dmi.product_name + ")"
+                                                   : "DMI " + identity.evidence;
+  ask_cloud_metadata(system, options, facts);
 }
 
 void collect_host(System& system, const CollectOptions& options, HostFacts& facts) {
@@ -383,6 +438,7 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   HostFacts facts;
   facts.live = options.live;
   collect_host(system, options, facts);
+  collect_cloud(system, options, facts);
   collect_kernel_driver(system, facts);
   collect_driver_libraries(system, facts);
   collect_gpus(system, options, facts);
@@ -391,6 +447,15 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_toolkits(system, options, facts);
   collect_libraries(system, options, facts);
   collect_containers(system, options, facts);
+  if (options.frameworks) {
+    if (options.live) {
+      facts.frameworks = probe_frameworks(system, options.python, options.framework_timeout);
+    } else {
+      facts.frameworks = FrameworkProbe{};
+      facts.frameworks->availability.reason =
+          "Python is not run under --root (nothing is executed from an inspected tree)";
+    }
+  }
   return facts;
 }
 

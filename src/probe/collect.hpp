@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "probe/cloud_metadata.hpp"
 #include "probe/facts.hpp"
 #include "system/system.hpp"
 
@@ -18,6 +19,16 @@ struct CollectOptions {
   /// A captured `nvidia-smi -q -x` report to take GPU facts from instead of NVML.
   std::optional<std::string> nvidia_smi_xml;
   std::string nvidia_smi_xml_origin;  ///< its file name, for messages
+  /// Ask the cloud's link-local metadata service for the instance type when DMI does not carry it (live only).
+  bool cloud_metadata = false;
+  /// Where to ask instead of the cloud's own address (tests: a loopback server).
+  std::optional<MetadataEndpoint> metadata_endpoint;
+  /// The whole metadata exchange's limit.
+  std::chrono::milliseconds metadata_timeout{1000};
+  /// Run the node's Python to see which frameworks import and what they see (live only; a skip under --root).
+  bool frameworks = false;
+  std::string python = "python3";
+  std::chrono::milliseconds framework_timeout{std::chrono::seconds(30)};
   /// Limit for each library call group or command that could hang.
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
 };

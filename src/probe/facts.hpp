@@ -84,6 +84,9 @@ struct HostInfo {
   std::string architecture;    ///< "x86_64", "aarch64"
   std::optional<unsigned> cpu_count;
   std::optional<std::uint64_t> memory_total_kib;
+  std::string cloud;          ///< "aws", "gcp", ... (probe/cloud.hpp); empty when DMI names no cloud
+  std::string instance_type;  ///< "p4d.24xlarge"; empty when unknown
+  std::string cloud_source;   ///< how they were found ("DMI sys_vendor=Amazon EC2"), or why not
   /// Free bytes where the CUDA stack and container images live, by path.
   std::vector<std::pair<std::string, std::uint64_t>> free_bytes;
 };
@@ -143,6 +146,27 @@ struct ContainerRuntime {
   bool containerd_nvidia_runtime = false;  ///< /etc/containerd/config.toml names the nvidia runtime
 };
 
+/// One framework as the interpreter reports it.
+struct FrameworkFacts {
+  std::string name;          ///< "torch", "tensorflow"
+  bool installed = false;    ///< importlib found the package
+  std::string import_error;  ///< the exception's last line when `import` failed
+  std::string error;         ///< a later call failed (the exception's last line)
+  std::string version;
+  std::string cuda;   ///< the CUDA it was built for ("12.4"); empty for CPU builds
+  std::string cudnn;  ///< cuDNN version as the framework prints it
+  std::optional<bool> cuda_available;
+  std::optional<unsigned> device_count;
+  std::vector<std::string> arch_list;            ///< torch.cuda.get_arch_list(): "sm_80", "compute_90"
+  std::vector<std::string> device_capabilities;  ///< per visible device, "8.0"
+};
+
+/// The interpreter run and what it reported.
+struct FrameworkProbe {
+  Availability availability;  ///< source: the interpreter; reason when it could not run
+  std::vector<FrameworkFacts> frameworks;
+};
+
 /// Everything doctor collected, in one value. From here on, facts are immutable.
 struct HostFacts {
   /// True when facts come from the running machine (commands run, libraries loaded, environment read);
@@ -159,7 +183,8 @@ struct HostFacts {
   std::optional<Library> cudnn;
   std::optional<Library> nccl;
   ContainerRuntime containers;
-  std::vector<std::string> unreadable;  ///< files that exist but could not be read (permissions)
+  std::optional<FrameworkProbe> frameworks;  ///< with --frameworks only
+  std::vector<std::string> unreadable;       ///< files that exist but could not be read (permissions)
 };
 
 }  // namespace gpuenv::probe

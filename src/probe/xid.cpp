@@ -340,6 +340,8 @@ std::string_view to_string(KernelEventKind kind) {
       return "no_adapter_probed";
     case KernelEventKind::nouveau:
       return "nouveau";
+    case KernelEventKind::init_failed:
+      return "init_failed";
     case KernelEventKind::driver_loaded:
       return "driver_loaded";
   }
@@ -399,6 +401,11 @@ KernelLogScan parse_xid_events(std::string_view log_text) {
       event = std::move(*parsed);
     } else if (util::contains(body, "fallen off the bus")) {
       event.kind = KernelEventKind::fallen_off_bus;
+      event.pci_bus_id = find_pci_address(body);
+      event.message = std::string(util::starts_with(body, "NVRM:") ? util::trim(body.substr(5)) : body);
+    } else if (util::contains(body, "RmInitAdapter failed") || util::contains(body, "rm_init_adapter failed")) {
+      // The GPU failed to initialise and is missing from NVML; the bus id is the only handle on it.
+      event.kind = KernelEventKind::init_failed;
       event.pci_bus_id = find_pci_address(body);
       event.message = std::string(util::starts_with(body, "NVRM:") ? util::trim(body.substr(5)) : body);
     } else if (util::starts_with(body, "NVRM: GPU at ")) {

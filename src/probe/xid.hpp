@@ -52,6 +52,7 @@ enum class KernelEventKind {
   no_adapter_probed,  ///< "NVRM: No NVIDIA graphics adapter probed!"
   nouveau,            ///< a message from the nouveau driver itself ("nouveau 0000:01:00.0: ...")
   driver_loaded,      ///< "NVRM: loading NVIDIA UNIX ... Kernel Module  <version> ..."
+  init_failed,        ///< "NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x26:0xffff:1529)" / "rm_init_adapter failed"
 };
 
 /// "xid", "fallen_off_bus", ...

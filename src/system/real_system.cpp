@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "system/http.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::system {
@@ -141,6 +142,10 @@ class RealSystem final : public System {
     struct statvfs stats {};
     if (::statvfs(under_root(path).c_str(), &stats) != 0) return std::nullopt;
     return static_cast<std::uint64_t>(stats.f_bavail) * stats.f_frsize;
+  }
+
+  Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) override {
+    return send_http_request(request, timeout);
   }
 
   Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {

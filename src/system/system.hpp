@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/expected.hpp"
@@ -33,6 +34,21 @@ class DynamicLibrary {
 /// Why a library could not be opened (the loader's message), or the library.
 using LibraryResult = util::Expected<std::unique_ptr<DynamicLibrary>>;
 
+/// One plain HTTP/1.1 request (no TLS, no redirects): what link-local metadata services need.
+struct HttpRequest {
+  std::string host;  ///< a numeric IPv4 address ("169.254.169.254"); names are not resolved
+  unsigned port = 80;
+  std::string method = "GET";
+  std::string path = "/";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+/// The status and body of an answered request.
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
 /// Everything gpuenv reads from or does to the machine goes through this interface.
 class System {
  public:
@@ -55,6 +71,12 @@ class System {
   /// Writes `contents` to `path` through a hidden temporary file (".name.tmp.PID") in the same directory and a
   /// rename, so readers never see half a file, and directory scanners that skip dot files never see it at all.
   virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
+  /// Sends `request` and reads the whole answer within `timeout` (connect included); an Error naming the host
+  /// when it cannot connect, times out or the answer is not HTTP. The default answers "not supported".
+  virtual util::Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) {
+    (void)timeout;
+    return util::Error::input("HTTP is not available to reach " + request.host);
+  }
 };
 
 /// The real machine. `root` ("" or "/") reads files under another tree; with a root set,

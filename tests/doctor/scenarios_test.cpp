@@ -133,6 +133,29 @@ const std::vector<Scenario> k_scenarios = {
         {"gpu.count", "pass"}}},
     {"container-toolkit-missing", {"--strict"}, 1, "DEGRADED", {
         {"container.toolkit", "warn"}}},
+    {"aws-p4d-missing-gpu", {}, 1, "NOT READY", {
+        {"host.cloud", "pass", "AWS, instance type p4d.24xlarge"},
+        {"gpu.count", "fail", "7 GPUs: 7x NVIDIA A100-SXM4-40GB; p4d.24xlarge should have 8x A100 40960 MiB"},
+        {"gpu.model", "pass", "A100"},
+        {"gpu.memory_size", "pass", "40960 MiB"},
+        {"gpu.interconnect", "skip", "does not report NVLink"},
+        {"gpu.init_failed", "fail", "the GPU at 0000:a0:1d.0"}}},
+    {"aws-p4d-missing-gpu", {"--instance-type", "p4de.24xlarge"}, 1, "NOT READY", {
+        {"host.cloud", "pass", "instance type p4de.24xlarge"},
+        {"host.cloud", "pass", "instance type from --instance-type"},
+        {"gpu.count", "fail", "p4de.24xlarge should have 8x A100 81920 MiB"},
+        {"gpu.memory_size", "fail", "GPU 0 has 40960 MiB"},
+        {"gpu.memory_size", "fail", "p4de.24xlarge (AWS) should have 81920 MiB per GPU"},
+        {"gpu.model", "pass"}}},
+    {"t4-ecc-row-remap", {"--instance-type", "g5.xlarge"}, 1, "NOT READY", {
+        {"host.cloud", "pass", "AWS, instance type g5.xlarge"},
+        {"gpu.model", "fail", "GPU 0 is Tesla T4; g5.xlarge (AWS) should have 1x A10G 22888 MiB"},
+        {"gpu.count", "pass"}}},
+    {"aws-p4d-missing-gpu", {"--expect-gpus", "7"}, 1, "NOT READY", {
+        {"gpu.count", "pass", "7 GPUs"},
+        {"gpu.init_failed", "fail"}}},
+    {"healthy-8xh100", {}, 0, "READY", {
+        {"host.cloud", "skip", "/sys/class/dmi/id is not readable"}}},
     {"conforms-to-profile", {"--profile", "pytorch-2.4-cu124"}, 0, "READY", {
         {"profile.driver", "pass", "570.124.04"},
         {"profile.cuda_toolkit", "pass", "12.4.1"},
@@ -241,8 +264,8 @@ TEST_CASE("doctor scenarios: the JSON has the keys docs/doctor-json.md documents
   REQUIRE_FALSE(json.is_discarded());
   CHECK(keys(json) == std::set<std::string>{"schema", "gpuenv_version", "verdict", "host", "driver", "gpus",
                                             "gpu_source", "cuda_toolkits", "findings", "summary"});
-  CHECK(keys(json.at("host")) ==
-        std::set<std::string>{"os", "os_version", "kernel", "architecture", "cpus", "memory_kib"});
+  CHECK(keys(json.at("host")) == std::set<std::string>{"os", "os_version", "kernel", "architecture", "cpus",
+                                                       "memory_kib", "cloud", "instance_type"});
   CHECK(keys(json.at("driver")) ==
         std::set<std::string>{"version", "kernel_module_loaded", "open_module", "cuda_version"});
   CHECK(keys(json.at("summary")) == std::set<std::string>{"pass", "warn", "fail", "skip"});

@@ -364,3 +364,24 @@ TEST_CASE("PCI bus ids reduce to one spelling", "[probe][xid]") {
     CHECK(gpuenv::probe::canonical_pci_bus_id(row.text) == row.canonical);
   }
 }
+
+TEST_CASE("parse_xid_events: RmInitAdapter failures name the GPU that did not initialise", "[probe]") {
+  const std::string log =
+      "Dec  1 03:01:13 ip-10-0-1-23 kernel: [   13.482051] NVRM: GPU 0000:a0:1d.0: RmInitAdapter failed! "
+      "(0x26:0xffff:1529)\n"
+      "Dec  1 03:01:13 ip-10-0-1-23 kernel: [   13.482110] NVRM: GPU 0000:a0:1d.0: rm_init_adapter failed, device "
+      "minor number 7\n"
+      "[   12.101010] NVRM: RmInitAdapter failed! (0x31:0x40:2452)\n"
+      "[   12.101020] NVRM: rm_init_adapter failed for device bearing minor number 0\n"
+      "[   12.200000] NVRM: GPU 0000:3b:00.0: RmInitAdapterRetry ok\n";
+  const KernelLogScan scan = parse_xid_events(log);
+  REQUIRE(scan.events.size() == 4);
+  for (const KernelEvent& event : scan.events) CHECK(event.kind == KernelEventKind::init_failed);
+  CHECK(scan.events[0].pci_bus_id == "0000:a0:1d.0");
+  CHECK(scan.events[0].message == "GPU 0000:a0:1d.0: RmInitAdapter failed! (0x26:0xffff:1529)");
+  CHECK(scan.events[0].timestamp == "Dec  1 03:01:13");  // the syslog prefix, as for Xid lines
+  CHECK(scan.events[1].pci_bus_id == "0000:a0:1d.0");
+  CHECK(scan.events[2].pci_bus_id.empty());
+  CHECK(scan.events[3].line_number == 4);
+  CHECK(gpuenv::probe::to_string(KernelEventKind::init_failed) == "init_failed");
+}

@@ -83,6 +83,15 @@ util::Expected<util::Ok> FakeSystem::write_file_atomic(const std::string& path, 
   return util::Ok{};
 }
 
+util::Expected<system::HttpResponse> FakeSystem::http_request(const system::HttpRequest& request,
+                                                              std::chrono::milliseconds timeout) {
+  http_requests.push_back(request);
+  const auto it = http_answers.find(request.method + " " + request.path);
+  if (it == http_answers.end())
+    return util::Error::input(request.host + ": no connection within " + std::to_string(timeout.count()) + " ms");
+  return it->second;
+}
+
 std::optional<std::uint64_t> FakeSystem::available_bytes(const std::string& path) {
   const auto it = free_space.find(path);
   if (it == free_space.end()) return std::nullopt;

@@ -36,6 +36,12 @@ class FakeSystem : public system::System {
   system::LibraryResult load_library(const std::string& name) override;
   util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
   std::optional<std::uint64_t> available_bytes(const std::string& path) override;
+  /// Answers to HTTP requests keyed by "METHOD path" (e.g. "GET /latest/meta-data/instance-type"); unscripted
+  /// requests fail as an unreachable host would.
+  std::map<std::string, system::HttpResponse> http_answers;
+  std::vector<system::HttpRequest> http_requests;
+  util::Expected<system::HttpResponse> http_request(const system::HttpRequest& request,
+                                                    std::chrono::milliseconds timeout) override;
   /// Free bytes by path prefix, for available_bytes.
   std::map<std::string, std::uint64_t> free_space;
 };

@@ -1,0 +1,50 @@
+#pragma once
+// What each cloud instance type should have (data/doctor/instances.toml, compiled in), and the rules that hold a
+// node to its type: gpu.model, gpu.memory_size, gpu.interconnect (gpu.count is judged in rules.cpp).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/facts.hpp"
+#include "report/finding.hpp"
+#include "util/expected.hpp"
+
+namespace gpuenv::doctor {
+
+/// One row of instances.toml.
+struct InstanceExpectation {
+  std::string cloud;          ///< "aws", "gcp", ...
+  std::string instance_type;  ///< "p4d.24xlarge"
+  std::string gpu;            ///< a token of the GPU name, "A100"
+  unsigned gpus = 0;
+  std::optional<std::uint64_t> gpu_memory_mib;
+  std::string interconnect;  ///< "nvlink", "nvswitch", "pcie"; empty when not judged
+  std::optional<unsigned> pcie_gen;
+  std::string source;
+
+  /// "8x A100 40960 MiB" — what the type should have, for messages.
+  std::string describe() const;
+};
+
+/// Parses instances.toml text; an internal Error naming the row on bad data (duplicates included).
+util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_view text);
+/// The table compiled into this binary.
+util::Expected<const std::vector<InstanceExpectation>*> builtin_instances();
+/// The row for `instance_type` (exact match), or nullptr.
+const InstanceExpectation* find_instance(const std::vector<InstanceExpectation>& table,
+                                         const std::string& instance_type);
+
+/// True when `gpu_name` ("NVIDIA A100-SXM4-40GB") has `token` ("A100") as a word (split on space and '-'),
+/// case-insensitive: "NVIDIA L40S" is not an "L4".
+bool gpu_name_has_token(const std::string& gpu_name, const std::string& token);
+
+/// The node against its instance type: gpu.model, gpu.memory_size, gpu.interconnect and gpu.pcie_generation
+/// findings (nothing when the node has no visible GPUs; gpu.count says why).
+void check_instance(const probe::HostFacts& facts, const InstanceExpectation& expected,
+                    std::vector<report::Finding>& out);
+
+/// The host.cloud finding: pass naming the cloud and instance type and how they were found; skip when unknown.
+report::Finding cloud_finding(const probe::HostFacts& facts, const InstanceExpectation* expected);
+
+}  // namespace gpuenv::doctor

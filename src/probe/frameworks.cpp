@@ -1,0 +1,162 @@
+#include "probe/frameworks.hpp"
+
+#include <algorithm>
+
+#include "util/strings.hpp"
+
+namespace gpuenv::probe {
+namespace {
+
+// Python 3.6+; prints one `key=value` per line. No network: it only imports and asks the local runtime.
+constexpr std::string_view k_script = R"PY(
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+def last(e):
+    lines = str(e).strip().splitlines()
+    return type(e).__name__ + (": " + lines[-1] if lines else "")
+def out(key, value):
+    print(key + "=" + str(value).replace("\n", " "))
+try:
+    import importlib.util as util
+except Exception:
+    util = None
+for name in ("torch", "tensorflow"):
+    try:
+        found = util is not None and util.find_spec(name) is not None
+    except Exception:
+        found = False
+    out(name + ".installed", "yes" if found else "no")
+    if not found:
+        continue
+    try:
+        module = __import__(name)
+    except BaseException as e:
+        out(name + ".import_error", last(e))
+        continue
+    out(name + ".version", getattr(module, "__version__", ""))
+    try:
+        if name == "torch":
+            cuda = module.cuda
+            out("torch.cuda", module.version.cuda or "")
+            cudnn = module.backends.cudnn
+            out("torch.cudnn", (cudnn.version() if cudnn.is_available() else "") or "")
+            available = bool(cuda.is_available())
+            out("torch.cuda_available", "yes" if available else "no")
+            count = cuda.device_count() if available else 0
+            out("torch.device_count", count)
+            out("torch.arch_list", " ".join(cuda.get_arch_list()) if available else "")
+            out("torch.capabilities", " ".join("%d.%d" % tuple(cuda.get_device_capability(i)) for i in range(count)))
+        else:
+            build = module.sysconfig.get_build_info()
+            out("tensorflow.cuda", build.get("cuda_version", ""))
+            out("tensorflow.cudnn", build.get("cudnn_version", ""))
+            gpus = module.config.list_physical_devices("GPU")
+            out("tensorflow.cuda_available", "yes" if gpus else "no")
+            out("tensorflow.device_count", len(gpus))
+    except BaseException as e:
+        out(name + ".error", last(e))
+)PY";
+
+FrameworkFacts& framework(std::vector<FrameworkFacts>& all, std::string_view name) {
+  for (FrameworkFacts& f : all) {
+    if (f.name == name) return f;
+  }
+  all.push_back(FrameworkFacts{});
+  all.back().name = std::string(name);
+  return all.back();
+}
+
+std::vector<std::string> words(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto word : util::split(text, ' ')) {
+    if (!util::trim(word).empty()) out.emplace_back(util::trim(word));
+  }
+  return out;
+}
+
+/// "sm_86" -> 86, "compute_90" -> 90; nullopt for arch-specific ("sm_90a") or unreadable names.
+std::optional<int> arch_number(std::string_view name, std::string_view prefix) {
+  if (!util::starts_with(name, prefix)) return std::nullopt;
+  const std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoi(std::string(digits));
+}
+
+}  // namespace
+
+std::string_view framework_probe_script() { return k_script; }
+
+std::vector<FrameworkFacts> parse_framework_report(std::string_view text) {
+  std::vector<FrameworkFacts> all;
+  for (auto raw : util::split(text, '\n')) {
+    const std::string_view line = util::trim(raw);
+    const auto dot = line.find('.');
+    const auto equals = line.find('=');
+    if (dot == std::string_view::npos || equals == std::string_view::npos || dot > equals) continue;
+    const std::string_view name = line.substr(0, dot);
+    if (name != "torch" && name != "tensorflow") continue;
+    const std::string_view key = line.substr(dot + 1, equals - dot - 1);
+    const std::string value(line.substr(equals + 1));
+    FrameworkFacts& f = framework(all, name);
+    if (key == "installed")
+      f.installed = value == "yes";
+    else if (key == "import_error")
+      f.import_error = value;
+    else if (key == "error")
+      f.error = value;
+    else if (key == "version")
+      f.version = value;
+    else if (key == "cuda")
+      f.cuda = value;
+    else if (key == "cudnn")
+      f.cudnn = value;
+    else if (key == "cuda_available")
+      f.cuda_available = value == "yes";
+    else if (key == "device_count" && !value.empty() && value.find_first_not_of("0123456789") == std::string::npos)
+      f.device_count = static_cast<unsigned>(std::stoul(value));
+    else if (key == "arch_list")
+      f.arch_list = words(value);
+    else if (key == "capabilities")
+      f.device_capabilities = words(value);
+  }
+  return all;
+}
+
+FrameworkProbe probe_frameworks(system::System& system, const std::string& python, std::chrono::milliseconds timeout) {
+  FrameworkProbe probe;
+  probe.availability.source = python;
+  const system::CommandResult result = system.run({python, "-c", std::string(k_script)}, timeout);
+  if (result.not_found) {
+    probe.availability.reason = python + " is not installed";
+  } else if (result.timed_out) {
+    probe.availability.reason = python + " did not finish within " + std::to_string(timeout.count()) + " ms";
+  } else if (result.exit_code != 0) {
+    const auto lines = util::split(util::trim(result.err), '\n');
+    probe.availability.reason = python + " failed with exit code " + std::to_string(result.exit_code) +
+                                (lines.empty() ? "" : ": " + std::string(util::trim(lines.back())));
+  } else {
+    probe.availability.available = true;
+    probe.frameworks = parse_framework_report(result.out);
+  }
+  return probe;
+}
+
+bool arch_list_covers(const std::vector<std::string>& arch_list, const std::string& capability) {
+  const auto dot = capability.find('.');
+  if (dot == std::string::npos) return true;  // unknown capability: nothing to judge
+  const int major = std::stoi(capability.substr(0, dot));
+  const int gpu = major * 10 + std::stoi(capability.substr(dot + 1));
+  for (const std::string& arch : arch_list) {
+    if (auto sass = arch_number(arch, "sm_")) {
+      if (*sass / 10 == major && *sass <= gpu) return true;
+    } else if (auto ptx = arch_number(arch, "compute_")) {
+      if (*ptx <= gpu) return true;
+    } else if (arch == "sm_" + std::to_string(gpu) + "a") {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace gpuenv::probe
