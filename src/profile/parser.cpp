@@ -64,6 +64,13 @@ Error unknown_key(const Locator& where, const toml::node& node, std::string_view
 
 /// A string-typed scalar field, validated against its grammar.
 Expected<util::Ok> read_scalar(const Locator& where, Profile& profile, const toml::node& node, const std::string& key) {
+  // The one boolean field, image.compiler, may be written as a TOML boolean; its grammar sees "true" or "false".
+  if (const auto* flag = node.as_boolean(); flag != nullptr && key == "image.compiler") {
+    if (auto set = set_field(profile, key, flag->get() ? "true" : "false"); !set) {
+      return where.at(node, set.error().message, set.error().remedy);
+    }
+    return util::Ok{};
+  }
   const auto* text = node.as_string();
   if (text == nullptr) {
     std::string remedy = "quote the value";
