@@ -13,8 +13,7 @@
 FROM nvidia/cuda:13.0.2-base-ubuntu24.04
 
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so the home and the venv are group-writable (chgrp 0,
-# chmod g=u) and pip install works at run time and in derived images. `[image] user = "root"` keeps root.
+# OpenShift runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"` keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv

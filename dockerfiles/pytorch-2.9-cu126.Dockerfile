@@ -46,8 +46,8 @@ RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cu12
 RUN python -c "import torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['12', '6'], 'torch is built for CUDA %s, not 12.6' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
 
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so the home and the venv are group-writable (chgrp 0,
-# chmod g=u) and pip install works at run time and in derived images. `[image] user = "root"` keeps root.
+# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
+# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv

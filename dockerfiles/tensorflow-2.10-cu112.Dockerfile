@@ -40,8 +40,8 @@ RUN pip install --no-cache-dir tensorflow==2.10.0 "numpy<2" \
 RUN python -c "import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['11', '2'], 'TensorFlow is built for CUDA %s, not 11.2' % v; print('tensorflow', tf.__version__, 'CUDA', v)"
 
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so the home and the venv are group-writable (chgrp 0,
-# chmod g=u) and pip install works at run time and in derived images. `[image] user = "root"` keeps root.
+# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
+# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv

@@ -481,7 +481,7 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
       "# (all; compute,utility); narrow them at run time (docker run --gpus '\"device=0\"', -e "
       "NVIDIA_VISIBLE_DEVICES=...).\n";
   out += std::string("# Build: docker build -f <this file> .  (BuildKit; the build context is ") +
-         (options.with_doctor ? "only used for ./gpuenv with --build-arg GPUENV_FROM=context" : "not used") + ")\n";
+         (options.with_doctor ? "only used for ./gpuenv with GPUENV_FROM=context" : "not used") + ")\n";
   if (!p.framework_name.empty()) {
     out += "# Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through\n";
     out += "# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.\n";

@@ -44,10 +44,14 @@ bool stays_root(const profile::Profile& profile) { return profile.image_user == 
 
 std::string create_user(const profile::Profile& profile) {
   if (stays_root(profile)) return {};
+  const bool venv = !profile.framework_name.empty();
   return "\n# A numeric non-root user, uid " + std::string(k_user_id) +
          " with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and\n"
-         "# OpenShift runs an arbitrary uid in group 0, so the home and the venv are group-writable (chgrp 0,\n"
-         "# chmod g=u) and pip install works at run time and in derived images. `[image] user = \"root\"` keeps root.\n"
+         "# OpenShift runs an arbitrary uid in group 0, so its home" +
+         (venv ? std::string(" and the Python environment are") : std::string(" is")) +
+         " group-writable (chgrp 0, chmod g=u)" +
+         (venv ? ":\n# installing packages works at run time and in derived images." : ".") +
+         " `[image] user = \"root\"` keeps root.\n"
          "RUN useradd --uid " +
          std::string(k_user_id) + " --gid 0 --home-dir " + k_home +
          " --create-home --no-log-init --shell /bin/bash gpuenv \\\n && chgrp -R 0 " + k_home +

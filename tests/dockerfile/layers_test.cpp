@@ -144,7 +144,7 @@ TEST_CASE("layers: PyTorch >= 2.0 gets gcc and Python headers unless image.compi
       contains(os_python, "apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev python3-dev"));
   // uv's Python carries its headers: gcc and libc6-dev only.
   const std::string uv = render(torch29({{"framework.python", "3.11"}}));
-  CHECK(contains(uv, "--no-install-recommends gcc libc6-dev\n"));
+  CHECK(contains(uv, "--no-install-recommends gcc libc6-dev \\\n"));
   const std::string off = render(torch29({{"image.compiler", "false"}}));
   CHECK_FALSE(contains(off, "gcc"));
   // PyTorch 1.x has no torch.compile.
@@ -192,7 +192,7 @@ TEST_CASE("layers: --with-doctor downloads the portable binary with its SHA-256 
   CHECK(contains(text, "FROM gpuenv-${GPUENV_FROM} AS gpuenv-binary\n"));
   CHECK(contains(text, "COPY --from=gpuenv-binary --chmod=0755 /tmp/gpuenv /usr/local/bin/gpuenv\n"));
   CHECK(contains(text, "RUN gpuenv --version\n"));
-  CHECK(text.find("RUN gpuenv --version") < text.find("HEALTHCHECK"));
+  CHECK(text.find("RUN gpuenv --version") < text.find("\nHEALTHCHECK "));
 }
 
 TEST_CASE("layers: image.compiler takes a TOML boolean; other fields still refuse one", "[dockerfile][layers]") {
