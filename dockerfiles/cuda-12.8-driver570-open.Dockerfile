@@ -3,7 +3,7 @@
 # Regenerate with: gpuenv dockerfile cuda-12.8-driver570-open
 # CUDA 12.8.1 devel image pinned to the 570 driver branch with the open kernel modules, Ubuntu 24.04
 # Profile hash: fnv1a64:d7f30f283f4bee8c (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
-# Resolved: CUDA 12.8.1, cuDNN 9, devel image, Ubuntu 24.04
+# Resolved: CUDA 12.8.1, cuDNN 9, cudnn-devel image, Ubuntu 24.04
 # Base image: nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04 (a published tag: data/compat/images.toml, verified)
 # Host driver: >= 570.124.06 (driver.min)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
@@ -12,12 +12,11 @@
 
 FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
 
-# A non-root default user. Ids default to 10001 (Ubuntu 24.04 images already have uid 1000, `ubuntu`);
-# change them with --build-arg GPUENV_UID=... --build-arg GPUENV_GID=...
-ARG GPUENV_UID=10001
-ARG GPUENV_GID=10001
-RUN groupadd --gid "${GPUENV_GID}" gpuenv \
- && useradd --uid "${GPUENV_UID}" --gid "${GPUENV_GID}" --create-home --no-log-init --shell /bin/bash gpuenv
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
+# OpenShift runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"` keeps root.
+RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv
 
 LABEL org.opencontainers.image.title="cuda-12.8-driver570-open" \
       org.opencontainers.image.description="CUDA 12.8.1 devel image pinned to the 570 driver branch with the open kernel modules, Ubuntu 24.04" \
@@ -27,5 +26,6 @@ LABEL org.opencontainers.image.title="cuda-12.8-driver570-open" \
       io.gpuenv.cuda="12.8.1" \
       io.gpuenv.cudnn="9" \
       io.gpuenv.driver.min="570.124.06"
-USER gpuenv
+ENV HOME=/home/gpuenv
+USER 10001
 WORKDIR /home/gpuenv

@@ -12,12 +12,11 @@
 
 FROM nvidia/cuda:13.0.2-base-ubuntu24.04
 
-# A non-root default user. Ids default to 10001 (Ubuntu 24.04 images already have uid 1000, `ubuntu`);
-# change them with --build-arg GPUENV_UID=... --build-arg GPUENV_GID=...
-ARG GPUENV_UID=10001
-ARG GPUENV_GID=10001
-RUN groupadd --gid "${GPUENV_GID}" gpuenv \
- && useradd --uid "${GPUENV_UID}" --gid "${GPUENV_GID}" --create-home --no-log-init --shell /bin/bash gpuenv
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
+# OpenShift runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"` keeps root.
+RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv
 
 LABEL org.opencontainers.image.title="cuda-13.0-base" \
       org.opencontainers.image.description="Minimal CUDA 13.0.2 base image on Ubuntu 24.04 (driver-facing libraries only)" \
@@ -26,5 +25,6 @@ LABEL org.opencontainers.image.title="cuda-13.0-base" \
       io.gpuenv.profile.hash="fnv1a64:0e2b66f7045f0f46" \
       io.gpuenv.cuda="13.0.2" \
       io.gpuenv.driver.min="580.95.05"
-USER gpuenv
+ENV HOME=/home/gpuenv
+USER 10001
 WORKDIR /home/gpuenv

@@ -3,7 +3,7 @@
 # Regenerate with: gpuenv dockerfile cuda-13.0-ubi9-devel
 # CUDA 13.0.2 devel image with cuDNN 9 on UBI 9 for building CUDA extensions
 # Profile hash: fnv1a64:1b4ac671c71b3121 (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
-# Resolved: CUDA 13.0.2, cuDNN 9, devel image, UBI 9
+# Resolved: CUDA 13.0.2, cuDNN 9, cudnn-devel image, UBI 9
 # Base image: nvidia/cuda:13.0.2-cudnn-devel-ubi9 (a published tag: data/compat/images.toml, verified)
 # Host driver: >= 580.95.05 (CUDA 13.0.2 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
@@ -16,12 +16,11 @@ RUN dnf install -y --setopt=install_weak_deps=False --nodocs shadow-utils \
  && dnf clean all \
  && rm -rf /var/cache/dnf
 
-# A non-root default user. Ids default to 10001 (Ubuntu 24.04 images already have uid 1000, `ubuntu`);
-# change them with --build-arg GPUENV_UID=... --build-arg GPUENV_GID=...
-ARG GPUENV_UID=10001
-ARG GPUENV_GID=10001
-RUN groupadd --gid "${GPUENV_GID}" gpuenv \
- && useradd --uid "${GPUENV_UID}" --gid "${GPUENV_GID}" --create-home --no-log-init --shell /bin/bash gpuenv
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
+# OpenShift runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"` keeps root.
+RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv
 
 LABEL org.opencontainers.image.title="cuda-13.0-ubi9-devel" \
       org.opencontainers.image.description="CUDA 13.0.2 devel image with cuDNN 9 on UBI 9 for building CUDA extensions" \
@@ -31,5 +30,6 @@ LABEL org.opencontainers.image.title="cuda-13.0-ubi9-devel" \
       io.gpuenv.cuda="13.0.2" \
       io.gpuenv.cudnn="9" \
       io.gpuenv.driver.min="580.95.05"
-USER gpuenv
+ENV HOME=/home/gpuenv
+USER 10001
 WORKDIR /home/gpuenv

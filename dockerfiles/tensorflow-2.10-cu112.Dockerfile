@@ -3,13 +3,15 @@
 # Regenerate with: gpuenv dockerfile tensorflow-2.10-cu112
 # TensorFlow 2.10.0 on its tested CUDA 11.2.2 / cuDNN 8 line, Ubuntu 20.04, Python 3.10
 # Profile hash: fnv1a64:62b27a0e5cf4c97a (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
-# Resolved: CUDA 11.2.2, cuDNN 8, runtime image, Ubuntu 20.04, TensorFlow 2.10.0, Python 3.10
+# Resolved: CUDA 11.2.2, cuDNN 8, cudnn8-runtime image, Ubuntu 20.04, TensorFlow 2.10.0, Python 3.10
 # Base image: nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04 (a published tag: data/compat/images.toml, verified)
-# Warning: this tag is end-of-life; deletion scheduled for 2024-01-01. NVIDIA deletes EOL tags six months after EOL.
+# Warning: this tag is end-of-life; NVIDIA set its deletion date to 2024-01-01. NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.
 # Host driver: >= 460.32.03 (CUDA 11.2.2 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through
+# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.
 
 # uv, only mounted while Python is installed (not kept in the image).
 FROM ghcr.io/astral-sh/uv:0.9.2 AS uv
@@ -27,20 +29,22 @@ RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
     uv python install 3.10 \
  && uv venv --seed --python 3.10 /opt/venv
 ENV VIRTUAL_ENV=/opt/venv \
-    PATH=/opt/venv/bin:$PATH
+    PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1
 
 # TensorFlow 2.10.0 (before the [and-cuda] extra existed): it loads the CUDA 11.2 and cuDNN 8.1 libraries it was
 # built with from the image. numpy<2: TensorFlow 2.10.0 was built against NumPy 1.x.
-RUN pip install --no-cache-dir tensorflow==2.10.0 "numpy<2"
+RUN pip install --no-cache-dir tensorflow==2.10.0 "numpy<2" \
+ && chmod -R g=u /opt/venv
 # Fail the build when TensorFlow is not a CUDA build of its tested CUDA 11.2 line.
 RUN python -c "import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['11', '2'], 'TensorFlow is built for CUDA %s, not 11.2' % v; print('tensorflow', tf.__version__, 'CUDA', v)"
 
-# A non-root default user. Ids default to 10001 (Ubuntu 24.04 images already have uid 1000, `ubuntu`);
-# change them with --build-arg GPUENV_UID=... --build-arg GPUENV_GID=...
-ARG GPUENV_UID=10001
-ARG GPUENV_GID=10001
-RUN groupadd --gid "${GPUENV_GID}" gpuenv \
- && useradd --uid "${GPUENV_UID}" --gid "${GPUENV_GID}" --create-home --no-log-init --shell /bin/bash gpuenv
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
+# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
+# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv
 
 LABEL org.opencontainers.image.title="tensorflow-2.10-cu112" \
       org.opencontainers.image.description="TensorFlow 2.10.0 on its tested CUDA 11.2.2 / cuDNN 8 line, Ubuntu 20.04, Python 3.10" \
@@ -52,5 +56,6 @@ LABEL org.opencontainers.image.title="tensorflow-2.10-cu112" \
       io.gpuenv.framework="tensorflow 2.10.0" \
       io.gpuenv.python="3.10" \
       io.gpuenv.driver.min="460.32.03"
-USER gpuenv
+ENV HOME=/home/gpuenv
+USER 10001
 WORKDIR /home/gpuenv

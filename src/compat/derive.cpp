@@ -46,8 +46,8 @@ DriverFloor driver_floor(const profile::Profile& profile, const KnowledgeBase& k
 
 namespace {
 
-std::string image_flavor_token(const profile::Profile& profile, const CudaImage* image) {
-  const std::string flavor = profile.image_flavor.empty() ? "runtime" : profile.image_flavor;
+std::string image_flavor_token(const profile::Profile& profile, const KnowledgeBase& kb, const CudaImage* image) {
+  const std::string flavor = effective_image_flavor(profile, kb);
   if (profile.cudnn_version.empty() || flavor == "base") return flavor;
   const std::string token = image != nullptr && !image->cudnn_token.empty() ? image->cudnn_token : "cudnn";
   return token + "-" + flavor;
@@ -55,12 +55,27 @@ std::string image_flavor_token(const profile::Profile& profile, const CudaImage*
 
 }  // namespace
 
+bool framework_brings_cuda_libraries(const profile::Profile& profile, const KnowledgeBase& kb) {
+  if (profile.framework_name == "pytorch") return true;
+  if (profile.framework_name == "tensorflow") {
+    const auto version = Version::parse(profile.framework_version);
+    const TensorflowRelease* release = version ? kb.tensorflow_release(*version) : nullptr;
+    return release != nullptr && release->and_cuda;
+  }
+  return false;
+}
+
+std::string effective_image_flavor(const profile::Profile& profile, const KnowledgeBase& kb) {
+  if (!profile.image_flavor.empty()) return profile.image_flavor;
+  return framework_brings_cuda_libraries(profile, kb) ? "base" : "runtime";
+}
+
 Derived derive(const profile::Profile& profile, const KnowledgeBase& kb) {
   Derived out;
   const auto cuda = Version::parse(profile.cuda_version);
   out.image_os = image_os_suffix(profile.os_distro, profile.os_version);
   const CudaImage* image = cuda ? kb.image(*cuda) : nullptr;
-  out.image_flavor = image_flavor_token(profile, image);
+  out.image_flavor = image_flavor_token(profile, kb, image);
   if (!out.image_os.empty() && cuda) out.image_tag = profile.cuda_version + "-" + out.image_flavor + "-" + out.image_os;
   if (profile.framework_name == "pytorch" && cuda) {
     out.torch_variant = profile.framework_variant.empty() ? torch_variant_for(*cuda) : profile.framework_variant;

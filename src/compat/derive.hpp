@@ -34,6 +34,13 @@ std::string torch_variant_for(const util::Version& cuda);
 std::optional<util::Version> cuda_of_variant(const std::string& variant);
 /// The driver floor: driver.min when set, otherwise what the CUDA release requires.
 DriverFloor driver_floor(const profile::Profile& profile, const KnowledgeBase& kb);
+/// Whether the profile's framework brings its own CUDA and cuDNN libraries as pip packages, so that it needs none
+/// from the image: every PyTorch CUDA wheel (2.x pulls nvidia-*-cuXX wheels; 1.x +cuXXX wheels bundle them inside)
+/// and TensorFlow releases with the [and-cuda] extra. False without a framework.
+bool framework_brings_cuda_libraries(const profile::Profile& profile, const KnowledgeBase& kb);
+/// The image flavor a profile gets: image.flavor when set; otherwise `base` for a framework that brings its own CUDA
+/// libraries (docs/dockerfile.md "Lean by default") and `runtime` for everything else.
+std::string effective_image_flavor(const profile::Profile& profile, const KnowledgeBase& kb);
 /// All derived values of a profile (which should already have passed the rules).
 Derived derive(const profile::Profile& profile, const KnowledgeBase& kb);
 

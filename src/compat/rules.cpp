@@ -477,8 +477,11 @@ void check_image(const Context& c, Findings& out) {
                        image->provenance.source));
     return;
   }
-  if (!c.profile.cudnn_version.empty()) {
-    const std::string flavor = c.profile.image_flavor.empty() ? "runtime" : c.profile.image_flavor;
+  // A framework that brings its own cuDNN as pip wheels takes [cudnn] as the cuDNN it loads, not as an image to
+  // pull: a `base` image (no cuDNN) is then the lean choice, not an error.
+  const bool cudnn_from_wheels = framework_brings_cuda_libraries(c.profile, c.kb);
+  if (!c.profile.cudnn_version.empty() && !(cudnn_from_wheels && effective_image_flavor(c.profile, c.kb) == "base")) {
+    const std::string flavor = effective_image_flavor(c.profile, c.kb);
     if (flavor == "base") {
       out.push_back(make("image.tag", Status::fail, "nvidia/cuda has no cuDNN variant of `base` images",
                          "set image.flavor to runtime or devel, or drop [cudnn]", image->provenance.source));

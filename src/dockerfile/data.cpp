@@ -21,6 +21,13 @@ const OsPython* Data::python_of(const std::string& image_os) const {
   return nullptr;
 }
 
+const TorchCudnn* Data::cudnn_of_torch(const util::Version& torch, const std::string& variant) const {
+  for (const TorchCudnn& row : torch_cudnn) {
+    if (row.variant == variant && torch.truncated(2) == row.torch) return &row;
+  }
+  return nullptr;
+}
+
 Expected<Data> parse_data(std::span<const util::EmbeddedFile> files) {
   Data data;
   bool have_uv = false;
@@ -28,7 +35,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files) {
     const std::string name(file.name);
     const auto parsed = util::TomlFile::parse(file.contents, name);
     if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key({"os_python", "uv", "numpy"})) {
+    if (const auto key = parsed->unexpected_key({"os_python", "uv", "numpy", "torch_cudnn"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
     auto os_rows = parsed->append_rows("os_python", data.os_python, [](TomlRow& row) {
@@ -50,6 +57,15 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files) {
       return out;
     });
     if (!numpy_rows) return numpy_rows.error();
+    auto cudnn_rows = parsed->append_rows("torch_cudnn", data.torch_cudnn, [](TomlRow& row) {
+      TorchCudnn out;
+      out.torch = row.version("torch");
+      out.variant = row.text("variant");
+      out.cudnn = row.text("cudnn");
+      out.provenance = compat::read_provenance(row);
+      return out;
+    });
+    if (!cudnn_rows) return cudnn_rows.error();
     if (parsed->contains("uv")) {
       if (have_uv) return Error::internal(name + ": [uv] must be one table");
       auto uv = parsed->read_table("uv", [&data](TomlRow& row) {

@@ -1,6 +1,7 @@
 #pragma once
 // The Dockerfile generator's own facts (data/dockerfile/*.toml, compiled in): which Python each image OS ships,
-// the pinned uv that provides every other version, and NumPy caps for older frameworks.
+// the pinned uv that provides every other version, NumPy caps for older frameworks, and the cuDNN each PyTorch
+// wheel loads.
 
 #include <span>
 #include <string>
@@ -39,12 +40,23 @@ struct NumpyCap {
   compat::Provenance provenance;
 };
 
+/// The cuDNN a PyTorch CUDA wheel loads (data/dockerfile/wheel_libraries.toml).
+struct TorchCudnn {
+  util::Version torch;  ///< major.minor
+  std::string variant;  ///< "cu128"
+  std::string cudnn;    ///< "9.10.2.21"
+  compat::Provenance provenance;
+};
+
 struct Data {
   std::vector<OsPython> os_python;
   Uv uv;
   std::vector<NumpyCap> numpy;
+  std::vector<TorchCudnn> torch_cudnn;
 
   const OsPython* python_of(const std::string& image_os) const;
+  /// The row for a torch release (any patch) and wheel variant, or null.
+  const TorchCudnn* cudnn_of_torch(const util::Version& torch, const std::string& variant) const;
 };
 
 /// Parses the tables; an internal Error naming the file and row on bad data.

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "compat/derive.hpp"
+#include "dockerfile/layers.hpp"
 #include "dockerfile/lint.hpp"
 #include "dockerfile/sources.hpp"
 #include "profile/fields.hpp"
@@ -130,6 +132,9 @@ struct FrameworkSteps {
   std::string check;
   std::string label;          ///< io.gpuenv.framework
   std::string variant_label;  ///< io.gpuenv.torch.variant
+  std::string loaded_cuda;    ///< the CUDA line the framework loads ("12.8"); empty when unknown
+  std::string loaded_cudnn;   ///< the cuDNN it loads ("9.10.2.21", "9.3"); empty when unknown
+  bool from_wheels = false;   ///< those libraries come from its wheels, not from the image
 };
 
 util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const compat::KnowledgeBase& kb,
@@ -194,13 +199,19 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
   if (!numpy.empty()) text += " " + numpy + ": torch " + torch->str() + " was built against NumPy 1.x.";
   steps.comment = comment(text);
   steps.install = (mirror ? mirror->arg_line : std::string()) + "RUN pip install --no-cache-dir " + index +
-                  " \\\n      " + util::join(requirements, " ") + "\n";
-  steps.check_comment = comment("Fail the build when pip brought a wheel that is not a CUDA " +
-                                major_minor(*wheel_cuda) + " build (a +cpu wheel, another CUDA line).");
+                  " \\\n      " + util::join(requirements, " ") + " \\\n && chmod -R g=u " + k_venv + "\n";
+  steps.check_comment =
+      comment("Fail the build when pip brought a wheel that is not a CUDA " + major_minor(*wheel_cuda) +
+              " build (a +cpu wheel, another CUDA line), or when the cuBLAS and cuDNN that "
+              "`import torch` maps are missing or come from outside the venv (shadowed).");
   steps.check = "RUN python -c \"import torch; v = torch.version.cuda or 'none'; " +
-                cuda_line_assert("v", *wheel_cuda, "torch") + "; print('torch', torch.__version__, 'CUDA', v)\"\n";
+                cuda_line_assert("v", *wheel_cuda, "torch") + "; " + wheel_library_assert(k_venv) +
+                "; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())\"\n";
   steps.label = "pytorch " + torch_pin;
   steps.variant_label = variant;
+  steps.loaded_cuda = major_minor(*wheel_cuda);
+  if (const TorchCudnn* cudnn = data.cudnn_of_torch(*torch, variant)) steps.loaded_cudnn = cudnn->cudnn;
+  steps.from_wheels = true;
   return steps;
 }
 
@@ -228,7 +239,8 @@ util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const
     text += " " + numpy + ": TensorFlow " + version + " was built against NumPy 1.x.";
   }
   steps.comment = comment(text);
-  steps.install = "RUN pip install --no-cache-dir " + util::join(requirements, " ") + "\n";
+  steps.install =
+      "RUN pip install --no-cache-dir " + util::join(requirements, " ") + " \\\n && chmod -R g=u " + k_venv + "\n";
   steps.check_comment = comment("Fail the build when TensorFlow is not a CUDA build of its tested CUDA " +
                                 release->cuda.str() + " line.");
   steps.check =
@@ -237,6 +249,9 @@ util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const
       "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
       cuda_line_assert("v", release->cuda, "TensorFlow") + "; print('tensorflow', tf.__version__, 'CUDA', v)\"\n";
   steps.label = "tensorflow " + version;
+  steps.loaded_cuda = release->cuda.str();
+  steps.loaded_cudnn = release->cudnn.str();
+  steps.from_wheels = release->and_cuda;
   return steps;
 }
 
@@ -246,8 +261,9 @@ bool tag_published(const profile::Profile& p, const compat::KnowledgeBase& kb, c
   const compat::CudaImage* image = cuda ? kb.image(*cuda) : nullptr;
   if (image == nullptr || derived.image_os.empty()) return false;
   if (std::find(image->os.begin(), image->os.end(), derived.image_os) == image->os.end()) return false;
-  if (p.cudnn_version.empty()) return true;
-  if (p.image_flavor == "base" || image->cudnn_token.empty()) return false;
+  const std::string flavor = compat::effective_image_flavor(p, kb);
+  if (p.cudnn_version.empty() || (flavor == "base" && compat::framework_brings_cuda_libraries(p, kb))) return true;
+  if (flavor == "base" || image->cudnn_token.empty()) return false;
   return std::find(image->cudnn_os.begin(), image->cudnn_os.end(), derived.image_os) != image->cudnn_os.end();
 }
 
@@ -325,7 +341,7 @@ std::vector<Finding> check(const profile::Profile& p, const compat::KnowledgeBas
     const auto tf = Version::parse(p.framework_version);
     const compat::TensorflowRelease* release = tf ? kb.tensorflow_release(*tf) : nullptr;
     if (release != nullptr && !release->and_cuda) {
-      if (p.image_flavor == "base") {
+      if (compat::effective_image_flavor(p, kb) == "base") {
         out.push_back(make("dockerfile.libraries", Status::warn,
                            "TensorFlow " + release->version.str() +
                                " loads the CUDA math libraries from the image, but a `base` image has none",
@@ -339,6 +355,7 @@ std::vector<Finding> check(const profile::Profile& p, const compat::KnowledgeBas
       }
     }
   }
+  if (const auto duplicate = duplicate_libraries(p, kb)) out.push_back(*duplicate);
   return out;
 }
 
@@ -431,20 +448,29 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   if (!p.description.empty()) out += "# " + one_line(p.description) + "\n";
   out += "# Profile hash: " + profile_hash(p) + " (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)\n";
   std::vector<std::string> resolved{"CUDA " + p.cuda_version};
-  if (!p.cudnn_version.empty()) resolved.push_back("cuDNN " + p.cudnn_version);
-  resolved.push_back(p.image_flavor + " image");
+  const bool image_cudnn = derived.image_flavor.find("cudnn") != std::string::npos;
+  if (image_cudnn) resolved.push_back("cuDNN " + p.cudnn_version);
+  resolved.push_back(derived.image_flavor + " image");
   resolved.push_back(os_display(image_os));
   if (p.framework_name == "pytorch")
     resolved.push_back("PyTorch " + p.framework_version + " (" + framework.variant_label + " wheel)");
   if (p.framework_name == "tensorflow") resolved.push_back("TensorFlow " + p.framework_version);
   if (!p.framework_name.empty()) resolved.push_back("Python " + p.framework_python);
   out += "# Resolved: " + util::join(resolved, ", ") + "\n";
+  if (framework.from_wheels) {
+    out += comment(
+        "Loaded by the framework: CUDA " + framework.loaded_cuda + " and cuDNN " +
+        (framework.loaded_cudnn.empty() ? std::string("(version not in gpuenv's data)") : framework.loaded_cudnn) +
+        " from its own wheels in " + k_venv + ", not from the image" +
+        (derived.image_flavor == "base" ? " (a `base` image: cudart only, nothing duplicated)." : "."));
+  }
   out +=
       "# Base image: " + base_image + " (a published tag: data/compat/images.toml, " + image->provenance.status + ")\n";
   if (image->lifecycle == "eol") {
-    out += "# Warning: this tag is end-of-life" +
-           (image->deletion_date.empty() ? std::string() : "; deletion scheduled for " + image->deletion_date) +
-           ". NVIDIA deletes EOL tags six months after EOL.\n";
+    out +=
+        "# Warning: this tag is end-of-life" +
+        (image->deletion_date.empty() ? std::string() : "; NVIDIA set its deletion date to " + image->deletion_date) +
+        ". NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.\n";
   }
   if (derived.driver_floor.version) {
     out += "# Host driver: >= " + derived.driver_floor.version->str() + " (" + one_line(derived.driver_floor.reason) +
@@ -455,25 +481,23 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
       "# (all; compute,utility); narrow them at run time (docker run --gpus '\"device=0\"', -e "
       "NVIDIA_VISIBLE_DEVICES=...).\n";
   out += std::string("# Build: docker build -f <this file> .  (BuildKit; the build context is ") +
-         (options.with_doctor ? "only used for ./gpuenv" : "not used") + ")\n";
+         (options.with_doctor ? "only used for ./gpuenv with GPUENV_FROM=context" : "not used") + ")\n";
+  if (!p.framework_name.empty()) {
+    out += "# Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through\n";
+    out += "# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.\n";
+  }
   if (const std::string note = mirrors_note(p, framework.variant_label, uses_uv); !note.empty()) out += comment(note);
   if (const std::string arg = registry_arg(p); !arg.empty()) {
     out += "\n# The registry the nvidia/cuda base image comes from ([mirrors] registry).\n" + arg;
   }
+  if (options.with_doctor) out += doctor_global_arg();
 
   // ---- helper stages ----
   if (uses_uv) {
     out += "\n# uv, only mounted while Python is installed (not kept in the image).\n";
     out += "FROM " + data.uv.image + " AS uv\n";
   }
-  if (options.with_doctor) {
-    out +=
-        "\n# --with-doctor: the gpuenv binary from the build context (./gpuenv). It links glibc dynamically: build it "
-        "on\n";
-    out += "# a system whose glibc is no newer than " + os_display(image_os) + "'s.\n";
-    out += "FROM scratch AS gpuenv-binary\n";
-    out += "COPY gpuenv /gpuenv\n";
-  }
+  if (options.with_doctor) out += doctor_stages();
 
   // ---- the image ----
   out += "\nFROM " + from_reference(p, derived.image_tag) + "\n";
@@ -483,13 +507,19 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
     packages = plan.packages;
     why_packages.push_back("Python " + plan.version + " (" + os_display(image_os) + "'s own python3)");
   }
-  if (manager != PackageManager::apt) {
+  if (wants_compiler(p)) {
+    const std::vector<std::string> compiler = compiler_packages(plan, manager == PackageManager::apt);
+    packages.insert(packages.end(), compiler.begin(), compiler.end());
+    why_packages.push_back(util::join(compiler, ", ") +
+                           " for torch.compile (Triton compiles C at run time; `[image] compiler = false` drops them)");
+  }
+  if (manager != PackageManager::apt && !stays_root(p)) {
     packages.push_back("shadow-utils");
     why_packages.push_back("shadow-utils for useradd");
   }
   if (!packages.empty()) {
     if (manager == PackageManager::apt) out += "ARG DEBIAN_FRONTEND=noninteractive\n";
-    out += "# System packages: " + util::join(why_packages, "; ") + ".\n";
+    out += comment("System packages: " + util::join(why_packages, "; ") + ".");
     out += install_packages(manager, packages);
   }
 
@@ -510,28 +540,15 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
              chain({"uv python install " + plan.version, "uv venv --seed --python " + plan.version + " " + k_venv}) +
              "\n";
     }
-    out += std::string("ENV VIRTUAL_ENV=") + k_venv + " \\\n    PATH=" + k_venv + "/bin:$PATH\n";
+    out += std::string("ENV VIRTUAL_ENV=") + k_venv + " \\\n    PATH=" + k_venv +
+           "/bin:$PATH \\\n    PYTHONUNBUFFERED=1\n";
+    out += loader_path(framework.from_wheels);
     out += "\n" + framework.comment + framework.install;
     out += framework.check_comment + framework.check;
   }
 
-  out += "\n# A non-root default user. Ids default to 10001 (Ubuntu 24.04 images already have uid 1000, `ubuntu`);\n";
-  out += "# change them with --build-arg GPUENV_UID=... --build-arg GPUENV_GID=...\n";
-  out += "ARG GPUENV_UID=10001\n";
-  out += "ARG GPUENV_GID=10001\n";
-  out += "RUN " +
-         chain({"groupadd --gid \"${GPUENV_GID}\" gpuenv",
-                "useradd --uid \"${GPUENV_UID}\" --gid \"${GPUENV_GID}\" --create-home --no-log-init --shell /bin/bash "
-                "gpuenv"}) +
-         "\n";
-
-  if (options.with_doctor) {
-    out += "\n# Health: `gpuenv doctor --quick --oneline` judges the GPUs this container sees; any failure is exit 1\n";
-    out += "# (unhealthy), as Docker reserves the other codes.\n";
-    out += "COPY --from=gpuenv-binary /gpuenv /usr/local/bin/gpuenv\n";
-    out += "HEALTHCHECK --interval=5m --timeout=30s --start-period=30s --retries=3 \\\n";
-    out += "  CMD [\"/bin/sh\", \"-c\", \"/usr/local/bin/gpuenv doctor --quick --oneline || exit 1\"]\n";
-  }
+  out += create_user(p);
+  if (options.with_doctor) out += doctor_install();
 
   // Labels last, after the heavy layers, so changing one does not invalidate the build cache.
   std::vector<std::string> labels;
@@ -549,16 +566,22 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
     label("io.gpuenv.cell", util::join(parts, ","));
   }
   label("io.gpuenv.cuda", p.cuda_version);
-  if (!p.cudnn_version.empty()) label("io.gpuenv.cudnn", p.cudnn_version);
+  if (framework.from_wheels) {
+    // The libraries the framework loads, not the image's (a base image has no cuDNN).
+    label("io.gpuenv.framework.cuda", framework.loaded_cuda);
+    if (!framework.loaded_cudnn.empty()) label("io.gpuenv.cudnn", framework.loaded_cudnn);
+  } else if (!p.cudnn_version.empty()) {
+    label("io.gpuenv.cudnn", p.cudnn_version);  // the image's cuDNN, which the framework loads
+  }
   if (!framework.label.empty()) label("io.gpuenv.framework", framework.label);
   if (!framework.variant_label.empty()) label("io.gpuenv.torch.variant", framework.variant_label);
   if (!p.framework_python.empty() && !p.framework_name.empty()) label("io.gpuenv.python", p.framework_python);
   if (derived.driver_floor.version) label("io.gpuenv.driver.min", derived.driver_floor.version->str());
   out += "\nLABEL " + util::join(labels, " \\\n      ") + "\n";
-  out += "USER gpuenv\n";
-  out += "WORKDIR /home/gpuenv\n";
+  out += final_user(p);
 
-  const std::vector<std::string> problems = structural_problems(out, {data.uv.image});
+  const std::vector<std::string> problems =
+      structural_problems(out, {data.uv.image, doctor_download_image()}, stays_root(p));
   if (!problems.empty())
     return Error::internal("generated Dockerfile failed its own checks: " + util::join(problems, "; "));
   return out;

@@ -72,7 +72,8 @@ bool is_pinned_reference(std::string_view image) {
 
 class Checker {
  public:
-  explicit Checker(const std::vector<std::string>& allowed) : m_allowed(allowed) {}
+  Checker(const std::vector<std::string>& allowed, bool root_allowed)
+      : m_allowed(allowed), m_root_allowed(root_allowed) {}
 
   void check(const std::vector<Instruction>& instructions) {
     bool final_user_set = false;
@@ -113,7 +114,7 @@ class Checker {
       m_problems.push_back("the final stage sets no USER: the image would run as root");
     } else {
       const std::string user = final_user.substr(0, final_user.find(':'));
-      if (user == "root" || user == "0") m_problems.push_back("the final stage's USER is root");
+      if ((user == "root" || user == "0") && !m_root_allowed) m_problems.push_back("the final stage's USER is root");
     }
   }
 
@@ -226,6 +227,7 @@ class Checker {
   }
 
   const std::vector<std::string>& m_allowed;
+  bool m_root_allowed = false;
   std::set<std::string> m_stages;
   std::map<std::string, std::string> m_global_args;
   bool m_debian_frontend = false;
@@ -280,8 +282,9 @@ bool is_cuda_tag(std::string_view tag) {
   return std::regex_match(tag.begin(), tag.end(), re);
 }
 
-std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images) {
-  Checker checker(allowed_images);
+std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images,
+                                             bool root_allowed) {
+  Checker checker(allowed_images, root_allowed);
   checker.check(parse_instructions(text));
   return checker.take();
 }

@@ -25,6 +25,8 @@ bool is_cuda_tag(std::string_view tag);
 
 /// Every problem found, each "line N: what is wrong"; empty when the text is sound.
 /// `allowed_images` lists the non-nvidia images a FROM may name (exact references, tag included).
-std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images);
+/// `root_allowed`: a final `USER root` is what the profile asked for (`[image] user = "root"`), not a problem.
+std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images,
+                                             bool root_allowed = false);
 
 }  // namespace gpuenv::dockerfile

@@ -163,6 +163,17 @@ const std::vector<FieldEntry>& entries() {
          return one_of(v, {"base", "runtime", "devel"});
        },
        &Profile::image_flavor},
+      // [image] build options (docs/profile-format.md, docs/dockerfile.md)
+      {{"image.compiler", "true or false: gcc and the Python headers for torch.compile (default true)", false, true},
+       [](std::string_view v) {
+         return one_of(v, {"true", "false"});
+       },
+       &Profile::image_compiler},
+      {{"image.user", "one of nonroot (uid 10001, gid 0; the default), root (an image meant as a base)", false},
+       [](std::string_view v) {
+         return one_of(v, {"nonroot", "root"});
+       },
+       &Profile::image_user},
       {{"framework.name", "one of pytorch, tensorflow", false},
        [](std::string_view v) {
          return one_of(v, {"pytorch", "tensorflow"});

@@ -43,7 +43,9 @@ struct Profile {
   std::string install_container_toolkit;  ///< "true" | "false"; empty: true
   std::string install_cuda_compat;        ///< "true" | "false"; empty: false
   // --- end install additions ---
-  std::string image_flavor = "runtime";
+  std::string image_flavor;    ///< base | runtime | devel; empty: gpuenv chooses (compat::effective_image_flavor)
+  std::string image_compiler;  ///< "true" | "false"; empty: true (gcc and Python headers for torch.compile)
+  std::string image_user;      ///< "nonroot" | "root"; empty: nonroot (uid 10001, gid 0)
   std::string framework_name;  ///< empty: no framework
   std::string framework_version;
   std::string framework_python;

@@ -23,7 +23,7 @@ TEST_CASE("mirrors e2e: profile show lists the effective sources of a profile wi
   REQUIRE(text.exit_code == 0);
   CHECK(has(text.out, "\nmirrors.registry: docker.m.daocloud.io\n"));
   CHECK(has(text.out, "\nsources ([mirrors] applied):\n"));
-  CHECK(has(text.out, "\n  image: docker.m.daocloud.io/nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04\n"));
+  CHECK(has(text.out, "\n  image: docker.m.daocloud.io/nvidia/cuda:12.8.1-base-ubuntu24.04\n"));
   CHECK(has(text.out, "\n  torch_wheels: https://mirrors.aliyun.com/pytorch-wheels/cu128/\n"));
   CHECK(has(text.out, "\n  torch_wheels_style: find-links\n"));
 
@@ -59,7 +59,7 @@ TEST_CASE("mirrors e2e: a bad mirror is bad input (exit 2) naming file:line, the
 TEST_CASE("mirrors e2e: --set reaches [mirrors], validated the same way", "[cli][e2e][mirrors]") {
   const auto good = run_gpuenv({"dockerfile", "pytorch-2.9-cu128", "--set", "mirrors.registry=docker.m.daocloud.io"});
   REQUIRE(good.exit_code == 0);
-  CHECK(has(good.out, "\nFROM ${GPUENV_REGISTRY}/nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04\n"));
+  CHECK(has(good.out, "\nFROM ${GPUENV_REGISTRY}/nvidia/cuda:12.8.1-base-ubuntu24.04\n"));
 
   const auto bad = run_gpuenv({"dockerfile", "pytorch-2.9-cu128", "--set", "mirrors.registry=docker.m.daocloud.io;id"});
   CHECK(bad.exit_code == 2);

@@ -124,7 +124,7 @@ TEST_CASE("the required shipped profiles hold the versions they promise", "[cli]
       {"pytorch-1.13-cu117", "framework.python", "3.10"},
       {"pytorch-1.13-cu117", "os.version", "22.04"},
       {"pytorch-1.13-cu117", "cudnn.version", "8"},
-      {"pytorch-1.13-cu117", "image.flavor", "runtime"},
+      {"pytorch-1.13-cu117", "image.flavor", ""},  // unset: gpuenv picks `base` for a wheel framework
       {"tensorflow-2.10-cu112", "framework.name", "tensorflow"},
       {"tensorflow-2.10-cu112", "framework.version", "2.10.0"},
       {"tensorflow-2.10-cu112", "cuda.version", "11.2.2"},
@@ -186,12 +186,12 @@ TEST_CASE("profile show prints the derived image tag and wheel index", "[cli][e2
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("# pytorch-2.9-cu128 (builtin:pytorch-2.9-cu128)\n") == 0);
   CHECK(text.out.find("\ncuda.version: 12.8.1\n") != std::string::npos);
-  CHECK(text.out.find("  image: nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04\n") != std::string::npos);
+  CHECK(text.out.find("  image: nvidia/cuda:12.8.1-base-ubuntu24.04\n") != std::string::npos);
   CHECK(text.out.find("  wheel_index_url: https://download.pytorch.org/whl/cu128\n") != std::string::npos);
   CHECK(text.out.find("  torch_variant: cu128\n") != std::string::npos);
 
   const auto old = parse_json(run_gpuenv({"profile", "show", "--json", "pytorch-1.13-cu117"}).out);
-  CHECK(old.at("derived").at("image") == "nvidia/cuda:11.7.1-cudnn8-runtime-ubuntu22.04");
+  CHECK(old.at("derived").at("image") == "nvidia/cuda:11.7.1-base-ubuntu22.04");
   CHECK(old.at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu117");
   CHECK(old.at("fields").at("framework.version") == "1.13.1");
 
@@ -216,15 +216,15 @@ TEST_CASE("the shipped profiles derive the images and wheel indexes their names 
     const char* wheel;  ///< "" without PyTorch
   };
   const Expect rows[] = {
-      {"pytorch-1.13-cu117", "11.7.1-cudnn8-runtime-ubuntu22.04", "https://download.pytorch.org/whl/cu117"},
-      {"pytorch-2.4-cu124", "12.4.1-cudnn-runtime-ubuntu22.04", "https://download.pytorch.org/whl/cu124"},
-      {"pytorch-2.9-cu126", "12.6.3-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu126"},
-      {"pytorch-2.9-cu128", "12.8.1-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu128"},
-      {"pytorch-2.9-cu130", "13.0.2-cudnn-runtime-ubuntu24.04", "https://download.pytorch.org/whl/cu130"},
-      {"pytorch-2.9-cu128-rockylinux9", "12.8.1-cudnn-runtime-rockylinux9", "https://download.pytorch.org/whl/cu128"},
-      {"pytorch-2.7-cu118-ubi8", "11.8.0-cudnn8-runtime-ubi8", "https://download.pytorch.org/whl/cu118"},
+      {"pytorch-1.13-cu117", "11.7.1-base-ubuntu22.04", "https://download.pytorch.org/whl/cu117"},
+      {"pytorch-2.4-cu124", "12.4.1-base-ubuntu22.04", "https://download.pytorch.org/whl/cu124"},
+      {"pytorch-2.9-cu126", "12.6.3-base-ubuntu24.04", "https://download.pytorch.org/whl/cu126"},
+      {"pytorch-2.9-cu128", "12.8.1-base-ubuntu24.04", "https://download.pytorch.org/whl/cu128"},
+      {"pytorch-2.9-cu130", "13.0.2-base-ubuntu24.04", "https://download.pytorch.org/whl/cu130"},
+      {"pytorch-2.9-cu128-rockylinux9", "12.8.1-base-rockylinux9", "https://download.pytorch.org/whl/cu128"},
+      {"pytorch-2.7-cu118-ubi8", "11.8.0-base-ubi8", "https://download.pytorch.org/whl/cu118"},
       {"tensorflow-2.10-cu112", "11.2.2-cudnn8-runtime-ubuntu20.04", ""},
-      {"tensorflow-2.20-cu125", "12.5.1-cudnn-runtime-ubuntu22.04", ""},
+      {"tensorflow-2.20-cu125", "12.5.1-base-ubuntu22.04", ""},
       {"cuda-13.0-base", "13.0.2-base-ubuntu24.04", ""},
       {"cuda-13.0-ubi9-devel", "13.0.2-cudnn-devel-ubi9", ""},
       {"cuda-11.8-ubuntu22.04", "11.8.0-runtime-ubuntu22.04", ""},
@@ -248,7 +248,7 @@ TEST_CASE("profile show of a matrix profile shows every cell", "[cli][e2e][profi
   CHECK(cells[0].at("cell").at("cuda.version") == "12.6.3");
   CHECK(cells[0].at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu126");
   CHECK(cells[10].at("cell").at("framework.python") == "3.14");
-  CHECK(cells[10].at("derived").at("image") == "nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04");
+  CHECK(cells[10].at("derived").at("image") == "nvidia/cuda:13.0.2-base-ubuntu24.04");
   CHECK(cells[10].at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu130");
 }
 

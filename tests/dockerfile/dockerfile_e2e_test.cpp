@@ -172,7 +172,7 @@ TEST_CASE("dockerfile: a matrix profile: the first valid cell by default, --set 
   INFO(off_axis.err);
   REQUIRE(off_axis.exit_code == 0);
   CHECK(contains(off_axis.err, "no matrix cell of pytorch-matrix has cuda.version=12.6.3,framework.python=3.14"));
-  CHECK(contains(off_axis.out, "FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04\n"));
+  CHECK(contains(off_axis.out, "FROM nvidia/cuda:12.6.3-base-ubuntu24.04\n"));  // PyTorch: lean base (issue 12)
   CHECK(contains(off_axis.out, "uv python install 3.14"));
   // An axis value with no wheel: refused like any other invalid profile.
   CHECK(run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.9.1"}).exit_code == 1);
@@ -203,7 +203,7 @@ TEST_CASE("dockerfile: refused profiles: exit 1, nothing on stdout, the same fin
   CHECK(unpublished.exit_code == 1);
   CHECK(unpublished.out.empty());
   CHECK(contains(unpublished.err, "FAIL  image.tag"));
-  CHECK(contains(unpublished.err, "nvidia/cuda:12.4.1-cudnn-runtime-ubuntu24.04 was never published"));
+  CHECK(contains(unpublished.err, "nvidia/cuda:12.4.1-base-ubuntu24.04 was never published"));
 }
 
 TEST_CASE("dockerfile: all: one Dockerfile per valid cell, identical to the single-cell command, and an index",

@@ -14,6 +14,7 @@
 
 #include "compat/knowledge_base.hpp"
 #include "dockerfile/data.hpp"
+#include "dockerfile/layers.hpp"
 #include "dockerfile/lint.hpp"
 #include "profile/fields.hpp"
 #include "profile/profile.hpp"
@@ -123,7 +124,10 @@ inline std::set<std::string> published_tags() {
 
 /// The checks dockerfile-utils cannot make: structure (lint.hpp) and every FROM nvidia/cuda tag published.
 inline std::vector<std::string> own_problems(const std::string& text) {
-  std::vector<std::string> problems = gpuenv::dockerfile::structural_problems(text, {data().uv.image});
+  // A final `USER root` is allowed only where the profile asked for it (the generator says so in a comment).
+  const bool root_asked = util::contains(text, "# [image] user = \"root\"");
+  std::vector<std::string> problems = gpuenv::dockerfile::structural_problems(
+      text, {data().uv.image, gpuenv::dockerfile::doctor_download_image()}, root_asked);
   static const std::set<std::string> tags = published_tags();
   for (const gpuenv::dockerfile::Instruction& in : gpuenv::dockerfile::parse_instructions(text)) {
     if (in.keyword != "FROM" || !util::starts_with(in.arguments, "nvidia/cuda:")) continue;

@@ -26,9 +26,11 @@ using gpuenv::util::contains;
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
 Profile torch_profile(const Fields& extra = {}) {
-  Fields fields = {{"os.distro", "ubuntu"},     {"os.version", "22.04"},       {"cuda.version", "12.4.1"},
-                   {"cudnn.version", "9"},      {"framework.name", "pytorch"}, {"framework.version", "2.4.1"},
-                   {"framework.python", "3.11"}};
+  Fields fields = {{"os.distro", "ubuntu"},      {"os.version", "22.04"},       {"cuda.version", "12.4.1"},
+                   {"cudnn.version", "9"},       {"framework.name", "pytorch"}, {"framework.version", "2.4.1"},
+                   {"framework.python", "3.11"}, {"image.flavor", "runtime"},   {"image.compiler", "false"}};
+  // runtime and no compiler: the pre-issue-12 image these cases were written for; the defaults (base, gcc) are
+  // covered by layers_test.cpp.
   // An empty value removes the field.
   for (const auto& field : extra) {
     auto it = std::find_if(fields.begin(), fields.end(), [&field](const auto& f) { return f.first == field.first; });
@@ -161,8 +163,9 @@ TEST_CASE("dockerfile.python fails for a Python neither the OS nor uv provides",
     CHECK(contains(it->remedy, "3.10 (Ubuntu 22.04's own)"));
   }
   const auto ok = gpuenv::dockerfile::check(torch_profile(), kb(), data());
-  REQUIRE(ok.size() == 1);
+  REQUIRE(ok.size() == 2);  // + dockerfile.duplicate_libraries: torch_profile() asks for a cuDNN runtime image
   CHECK(ok[0].status == Status::pass);
+  CHECK(ok[1].id == "dockerfile.duplicate_libraries");
   CHECK(gpuenv::dockerfile::check(torch_profile({{"framework.python", "3.10"}}), kb(), data())[0].status ==
         Status::pass);
 }
@@ -205,15 +208,15 @@ TEST_CASE(
                  "RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    uv python install 3.11 \\\n"
                  " && uv venv --seed --python 3.11 /opt/venv\n"));
   CHECK(contains(text, "ARG UV_PYTHON_INSTALL_DIR=/opt/python\n"));
-  CHECK(contains(text, "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:$PATH\n"));
+  CHECK(contains(text, "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:$PATH \\\n    PYTHONUNBUFFERED=1\n"));
   CHECK(contains(text,
                  "RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cu124 \\\n"
-                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1\n"));
+                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=u /opt/venv\n"));
   CHECK(contains(text, "assert v.split('.')[:2] == ['12', '4']"));
   CHECK_FALSE(contains(text, "numpy<2"));  // torch 2.4 supports NumPy 2
   // Non-root user, last; labels with the hash and escaped free text.
-  CHECK(contains(text, "useradd --uid \"${GPUENV_UID}\" --gid \"${GPUENV_GID}\" --create-home --no-log-init"));
-  CHECK(gpuenv::util::ends_with(text, "USER gpuenv\nWORKDIR /home/gpuenv\n"));
+  CHECK(contains(text, "useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init"));
+  CHECK(gpuenv::util::ends_with(text, "ENV HOME=/home/gpuenv\nUSER 10001\nWORKDIR /home/gpuenv\n"));
   CHECK(contains(text, "io.gpuenv.profile.hash=\"" + gpuenv::dockerfile::profile_hash(p) + "\""));
   CHECK(contains(text, "org.opencontainers.image.description=\"demo \\\"quoted\\\" \\$HOME\""));
   CHECK(
@@ -299,7 +302,8 @@ TEST_CASE(
                                                    {"framework.variant", "cu117"}}));
     CHECK(contains(text,
                    "RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cu117 \\\n"
-                   "      torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 \"numpy<2\"\n"));
+                   "      torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 \"numpy<2\" \\\n"
+                   " && chmod -R g=u /opt/venv\n"));
     CHECK(contains(text, "== ['11', '7']"));
   }
   SECTION("2.1: index URL, numpy<2 (NumPy 2 support starts with torch 2.3)") {
@@ -309,14 +313,14 @@ TEST_CASE(
                                                    {"framework.python", "3.10"}}));
     CHECK(contains(text,
                    "--index-url https://download.pytorch.org/whl/cu121 \\\n      torch==2.1.2 torchvision==0.16.2 "
-                   "torchaudio==2.1.2 \"numpy<2\"\n"));
+                   "torchaudio==2.1.2 \"numpy<2\" \\\n"));
   }
   SECTION("a series-level release: torch X.Y is X.Y.0 (as pip and the rules read it), companions unknown") {
     const std::string text = render(torch_profile({{"os.version", "24.04"},
                                                    {"cuda.version", "13.0.2"},
                                                    {"framework.version", "2.12"},
                                                    {"framework.python", "3.12"}}));
-    CHECK(contains(text, "--index-url https://download.pytorch.org/whl/cu130 \\\n      torch==2.12.0\n"));
+    CHECK(contains(text, "--index-url https://download.pytorch.org/whl/cu130 \\\n      torch==2.12.0 \\\n"));
     CHECK(contains(text, "torchvision and torchaudio are not pinned"));
     CHECK(contains(text, "== ['13', '0']"));
   }
@@ -336,7 +340,8 @@ TEST_CASE("dockerfile: TensorFlow: [and-cuda] where the release has it, plain be
                                                    {"framework.version", "2.20.0"},
                                                    {"framework.python", "3.12"},
                                                    {"cuda.version", "12.5.1"}}));
-    CHECK(contains(text, "RUN pip install --no-cache-dir \"tensorflow[and-cuda]==2.20.0\"\n"));
+    CHECK(contains(text,
+                   "RUN pip install --no-cache-dir \"tensorflow[and-cuda]==2.20.0\" \\\n && chmod -R g=u /opt/venv\n"));
     CHECK(contains(text, "tf.test.is_built_with_cuda()"));
     CHECK(contains(text, "== ['12', '5']"));
     CHECK_FALSE(contains(text, "numpy<2"));
@@ -348,7 +353,8 @@ TEST_CASE("dockerfile: TensorFlow: [and-cuda] where the release has it, plain be
                                                    {"os.version", "20.04"},
                                                    {"cuda.version", "11.2.2"},
                                                    {"cudnn.version", "8"}}));
-    CHECK(contains(text, "RUN pip install --no-cache-dir tensorflow==2.10.0 \"numpy<2\"\n"));
+    CHECK(contains(text,
+                   "RUN pip install --no-cache-dir tensorflow==2.10.0 \"numpy<2\" \\\n && chmod -R g=u /opt/venv\n"));
     CHECK(contains(text, "== ['11', '2']"));
     CHECK(contains(text, "end-of-life"));  // 11.2.2 images are EOL: said in the header
   }
@@ -361,7 +367,7 @@ TEST_CASE("dockerfile: a bare CUDA profile gets no Python, only the user and lab
   CHECK_FALSE(contains(text, "pip"));
   CHECK_FALSE(contains(text, "venv"));
   CHECK_FALSE(contains(text, "io.gpuenv.python"));
-  CHECK(contains(text, "USER gpuenv"));
+  CHECK(contains(text, "USER 10001"));
   CHECK(own_problems(text).empty());
 }
 
@@ -371,8 +377,8 @@ TEST_CASE("dockerfile: with-doctor adds the gpuenv stage and a HEALTHCHECK runni
   o.with_doctor = true;
   o.selection = {{"cuda.version", "12.4.1"}};
   const std::string text = render(torch_profile(), o);
-  CHECK(contains(text, "FROM scratch AS gpuenv-binary\nCOPY gpuenv /gpuenv\n"));
-  CHECK(contains(text, "COPY --from=gpuenv-binary /gpuenv /usr/local/bin/gpuenv\n"));
+  CHECK(contains(text, "FROM scratch AS gpuenv-context\nCOPY gpuenv /tmp/gpuenv\n"));
+  CHECK(contains(text, "COPY --from=gpuenv-binary --chmod=0755 /tmp/gpuenv /usr/local/bin/gpuenv\n"));
   CHECK(contains(text,
                  "HEALTHCHECK --interval=5m --timeout=30s --start-period=30s --retries=3 \\\n"
                  "  CMD [\"/bin/sh\", \"-c\", \"/usr/local/bin/gpuenv doctor --quick --oneline || exit 1\"]\n"));
@@ -386,8 +392,10 @@ TEST_CASE("dockerfile: render refuses a tag NVIDIA never published, whatever the
       torch_profile({{"os.distro", "debian"}, {"os.version", "12"}}),       // no nvidia/cuda images for Debian
       torch_profile({{"os.version", "24.04"}}),                             // 12.4.1 has no ubuntu24.04 images
       torch_profile({{"cuda.version", "12.2.0"}, {"cudnn.version", "8"}}),  // 12.2.0 had no cuDNN variant
-      torch_profile({{"image.flavor", "base"}}),                            // no cuDNN `base` images
-      torch_profile({{"cuda.version", "12.7.0"}}),                          // no such release
+      // no cuDNN `base` images (a framework with its own cuDNN wheels takes `base` without one)
+      torch_profile(
+          {{"image.flavor", "base"}, {"framework.name", ""}, {"framework.version", ""}, {"framework.python", ""}}),
+      torch_profile({{"cuda.version", "12.7.0"}}),  // no such release
   };
   for (const Profile& p : cases) {
     INFO(p.os_distro << p.os_version << " " << p.cuda_version << " " << p.image_flavor);
@@ -406,7 +414,8 @@ TEST_CASE("dockerfile: profile_hash is FNV-1a 64 over the canonical fields and i
   const std::string hash = gpuenv::dockerfile::profile_hash(p);
   CHECK(std::regex_match(hash, std::regex("fnv1a64:[0-9a-f]{16}")));
   CHECK(gpuenv::dockerfile::canonical_fields(p) ==
-        "os.distro=ubuntu\nos.version=22.04\ncuda.version=12.4.1\ncudnn.version=9\nimage.flavor=runtime\n"
+        "os.distro=ubuntu\nos.version=22.04\ncuda.version=12.4.1\ncudnn.version=9\nimage.flavor=runtime\nimage."
+        "compiler=false\n"
         "framework.name=pytorch\nframework.version=2.4.1\nframework.python=3.11\n");
   p.name = "other";
   p.description = "other words";

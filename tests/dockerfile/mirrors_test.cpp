@@ -114,14 +114,13 @@ TEST_CASE("mirrors: the -cn profile builds the same image as its upstream twin: 
 TEST_CASE("mirrors: the registry is a global build argument in front of nvidia/cuda", "[dockerfile][mirrors]") {
   const std::string text = render(torch("2.4.1", "12.4.1", false, "registry = \"m.daocloud.io/docker.io\"\n"));
   const std::size_t arg = text.find("\nARG GPUENV_REGISTRY=m.daocloud.io/docker.io\n");
-  const std::size_t from = text.find("\nFROM ${GPUENV_REGISTRY}/nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04\n");
+  const std::size_t from = text.find("\nFROM ${GPUENV_REGISTRY}/nvidia/cuda:12.4.1-base-ubuntu22.04\n");
   REQUIRE(arg != std::string::npos);
   REQUIRE(from != std::string::npos);
   CHECK(arg < text.find("\nFROM "));
   CHECK(contains(text, "GPUENV_REGISTRY=docker.io."));
   // The label names the image, not where it was pulled from.
-  CHECK(
-      contains(text, "org.opencontainers.image.base.name=\"docker.io/nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04\""));
+  CHECK(contains(text, "org.opencontainers.image.base.name=\"docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04\""));
   CHECK_FALSE(contains(text, "PIP_INDEX_URL"));  // only what the profile sets
   CHECK(own_problems(text).empty());
 }
@@ -134,7 +133,7 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
   CHECK(contains(flat,
                  "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124/\n"
                  "RUN pip install --no-cache-dir --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
-                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1\n"));
+                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=u /opt/venv\n"));
   CHECK_FALSE(contains(flat, "download.pytorch.org/whl/cu124 \\"));
   // PIP_INDEX_URL is declared before the first pip runs.
   CHECK(flat.find("ARG PIP_INDEX_URL=") < flat.find("pip install --no-cache-dir --upgrade pip"));

@@ -36,7 +36,7 @@ std::string replace(std::string text, const std::string& from, const std::string
 
 }  // namespace
 
-TEST_CASE("a minimal profile parses, with runtime as the default flavor and no matrix", "[profile][parser]") {
+TEST_CASE("a minimal profile parses, with no flavor (gpuenv chooses) and no matrix", "[profile][parser]") {
   auto parsed = parse_profile(k_minimal, "profiles/t.toml");
   REQUIRE(parsed.has_value());
   const auto& p = parsed->base;
@@ -44,7 +44,7 @@ TEST_CASE("a minimal profile parses, with runtime as the default flavor and no m
   CHECK(p.os_distro == "ubuntu");
   CHECK(p.os_version == "22.04");
   CHECK(p.cuda_version == "12.4.1");
-  CHECK(p.image_flavor == "runtime");
+  CHECK(p.image_flavor.empty());  // gpuenv chooses: compat::effective_image_flavor
   CHECK(p.cudnn_version.empty());
   CHECK(p.framework_name.empty());
   CHECK(p.origin == "profiles/t.toml");
