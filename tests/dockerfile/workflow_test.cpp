@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "dockerfile_support.hpp"
+#include "support/npm_packages.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -22,24 +23,13 @@ const fs::path k_workflow = k_source / "deploy/github/images.yml";
 
 /// The action-validator executable, installed once per build directory; empty and `why` when it cannot be had.
 fs::path ensure_validator(std::string& why) {
-  auto system = gpuenv::system::make_real_system();
-  if (system->run({"node", "--version"}, std::chrono::seconds(30)).exit_code != 0 ||
-      system->run({"npm", "--version"}, std::chrono::seconds(60)).exit_code != 0) {
-    why = "node and npm are not both installed";
-    return {};
-  }
-  const fs::path prefix = fs::path(GPUENV_BINARY).parent_path().parent_path() / "npm-workflow";
-  const fs::path lock = k_source / "tests/dockerfile/workflow/package-lock.json";
-  const fs::path validator = prefix / "node_modules/.bin/action-validator";
-  fs::create_directories(prefix);
-  if (read_text(prefix / "package-lock.json") == read_text(lock) && fs::exists(validator)) return validator;
-  fs::copy_file(k_source / "tests/dockerfile/workflow/package.json", prefix / "package.json",
-                fs::copy_options::overwrite_existing);
-  fs::copy_file(lock, prefix / "package-lock.json", fs::copy_options::overwrite_existing);
-  const auto install =
-      system->run({"npm", "ci", "--prefix", prefix.string(), "--no-audit", "--no-fund"}, std::chrono::seconds(300));
-  if (install.exit_code != 0 || !fs::exists(validator)) {
-    why = "`npm ci` of @action-validator/cli failed (offline?): " + install.err.substr(0, 400);
+  const fs::path modules =
+      gpuenv::testing::npm_ci_once(k_source / "tests/dockerfile/workflow",
+                                   fs::path(GPUENV_BINARY).parent_path().parent_path() / "npm-workflow", why);
+  if (modules.empty()) return {};
+  const fs::path validator = modules / ".bin/action-validator";
+  if (!fs::exists(validator)) {
+    why = "npm installed no action-validator in " + modules.string();
     return {};
   }
   return validator;

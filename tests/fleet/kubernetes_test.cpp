@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fleet/fleet_support.hpp"
+#include "support/npm_packages.hpp"
 #include "util/strings.hpp"
 
 namespace {
@@ -19,27 +20,8 @@ const fs::path k_source = GPUENV_SOURCE_DIR;
 
 /// node_modules with kubernetes-models and yaml, installed once per build directory; empty and `why` when it cannot.
 fs::path ensure_validator(std::string& why) {
-  if (!have_tool("node") || !have_tool("npm")) {
-    why = "node and npm are not both installed";
-    return {};
-  }
-  const fs::path prefix = fs::path(GPUENV_BINARY).parent_path().parent_path() / "npm-kubernetes";
-  const fs::path lock = k_source / "tests/fleet/kubernetes/package-lock.json";
-  fs::create_directories(prefix);
-  // Reinstall whenever the committed lock file changes.
-  if (read_text(prefix / "package-lock.json") == read_text(lock) &&
-      fs::exists(prefix / "node_modules/kubernetes-models/package.json"))
-    return prefix / "node_modules";
-  fs::copy_file(k_source / "tests/fleet/kubernetes/package.json", prefix / "package.json",
-                fs::copy_options::overwrite_existing);
-  fs::copy_file(lock, prefix / "package-lock.json", fs::copy_options::overwrite_existing);
-  const auto install =
-      run_tool({"npm", "ci", "--prefix", prefix.string(), "--no-audit", "--no-fund"}, std::chrono::seconds(300));
-  if (install.exit_code != 0) {
-    why = "`npm ci` of kubernetes-models failed (offline?): " + install.err.substr(0, 400);
-    return {};
-  }
-  return prefix / "node_modules";
+  return gpuenv::testing::npm_ci_once(k_source / "tests/fleet/kubernetes",
+                                      fs::path(GPUENV_BINARY).parent_path().parent_path() / "npm-kubernetes", why);
 }
 
 nlohmann::json validate(const fs::path& modules, const std::vector<fs::path>& files) {
