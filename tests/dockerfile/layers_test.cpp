@@ -111,7 +111,8 @@ TEST_CASE("layers: image.flavor=base with [cudnn] passes image.tag for wheel fra
                                      {"cuda.version", "12.4.1"},
                                      {"cudnn.version", "9"},
                                      {"image.flavor", "base"}});
-  const Finding* fail = find(findings_of(bare), "image.tag", Status::fail);
+  const auto findings = findings_of(bare);  // kept alive: `find` points into it
+  const Finding* fail = find(findings, "image.tag", Status::fail);
   REQUIRE(fail != nullptr);
   CHECK(contains(fail->message, "no cuDNN variant of `base`"));
 }
@@ -195,7 +196,7 @@ TEST_CASE("layers: --with-doctor downloads the portable binary with its SHA-256 
   CHECK(text.find("RUN gpuenv --version") < text.find("\nHEALTHCHECK "));
 }
 
-TEST_CASE("layers: image.compiler takes a TOML boolean; other fields still refuse one", "[dockerfile][layers]") {
+TEST_CASE("layers: image.compiler takes a TOML boolean, other fields still refuse one", "[dockerfile][layers]") {
   const std::string base =
       "schema = 1\nname = \"t\"\n[os]\ndistro = \"ubuntu\"\nversion = \"24.04\"\n"
       "[cuda]\nversion = \"12.8.1\"\n[image]\n";

@@ -165,7 +165,7 @@ TEST_CASE("mirrors: torch 1.13 (+cuXYZ pins on PyPI): --extra-index-url or --fin
   for (const std::string& text : {flat, index}) CHECK(own_problems(text).empty());
 }
 
-TEST_CASE("mirrors: uv takes the PyPI mirror and the Python-download mirror; the OS's Python ignores the latter",
+TEST_CASE("mirrors: uv takes the PyPI mirror and the Python-download mirror, the OS's Python ignores the latter",
           "[dockerfile][mirrors]") {
   const std::string python = "python_downloads = \"https://mirror.example.com/pbs/\"\n";
   const std::string uv = render(torch("2.7.1", "11.8.0", true, k_tuna + python));

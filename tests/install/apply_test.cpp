@@ -157,7 +157,7 @@ TEST_CASE("install apply: a converged node runs no install command and reports c
   CHECK(fake.written.size() == 2);  // the log and the state: every other file already had its content
 }
 
-TEST_CASE("install apply: an interrupted dpkg is configured first; a failing script there does not stop the run",
+TEST_CASE("install apply: an interrupted dpkg is configured first, a failing script there does not stop the run",
           "[install][apply]") {
   const InstallPlan plan = debian_plan();
   FakeSystem fake = fresh_node(plan);

@@ -8,7 +8,7 @@
 
 using gpuenv::util::EmbeddedFile;
 
-TEST_CASE("install data: every target has a source and a repository directory; EL versions match on the major",
+TEST_CASE("install data: every target has a source and a repository directory, EL versions match on the major",
           "[install][data]") {
   auto data = gpuenv::install::builtin_install_data();
   REQUIRE(data.has_value());
@@ -59,7 +59,7 @@ source = "s"
         std::string::npos);
 }
 
-TEST_CASE("install state: written and read back; a foreign file is named with the fix", "[install][data]") {
+TEST_CASE("install state: written and read back, a foreign file is named with the fix", "[install][data]") {
   gpuenv::install::InstallState state{"p", "debian:12/x86_64", {"install.preflight.lock"}, "install.driver", "t"};
   auto back = gpuenv::install::parse_state(gpuenv::install::state_json(state), "s.json");
   REQUIRE(back.has_value());

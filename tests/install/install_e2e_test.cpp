@@ -128,7 +128,7 @@ TEST_CASE("install: the repository override comes from --repo-url or GPUENV_CUDA
   CHECK(nlohmann::json::parse(by_flag.out)["target"]["repo_url"] == "file:///srv/flag/debian12/x86_64/");
 }
 
-TEST_CASE("install: usage errors exit 2; an unsupported OS is a refusal (exit 1)", "[install][e2e]") {
+TEST_CASE("install: usage errors exit 2, an unsupported OS is a refusal (exit 1)", "[install][e2e]") {
   CHECK(run_gpuenv({"install", "cuda-12.4-debian12-install", "--os", "rhel:9"}).exit_code == 2);
   CHECK(run_gpuenv({"install", "cuda-12.4-debian12-install", "--dry-run", "--os", "rhel"}).exit_code == 2);
   CHECK(run_gpuenv({"install", "no-such-profile", "--dry-run"}).exit_code == 2);

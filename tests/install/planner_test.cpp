@@ -140,7 +140,7 @@ TEST_CASE("install plan: driver pinning follows the era and the distribution", "
   }
 }
 
-TEST_CASE("install plan: arm64 uses the sbsa repository; a target without it is refused", "[install]") {
+TEST_CASE("install plan: arm64 uses the sbsa repository, a target without it is refused", "[install]") {
   const InstallPlan arm = plan(profile_of("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "24.04", "arm64"});
   CHECK(arm.repo_url == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/sbsa/");
   const InstallPlan debian = plan(profile_of("[driver]\nbranch = \"580\"\n"), Target{"debian", "12", "arm64"});

@@ -109,7 +109,7 @@ TEST_CASE("CUDA version.txt and nvcc --version (inline samples)", "[probe][cuda]
   CHECK_FALSE(parse_nvcc_version("Cuda compilation tools, release , V\n").has_value());
 }
 
-TEST_CASE("cuDNN headers: version defines in cudnn.h (7) and cudnn_version.h (8, 9; CRLF)", "[probe][cuda]") {
+TEST_CASE("cuDNN headers: version defines in cudnn.h (7) and cudnn_version.h (8, 9, CRLF)", "[probe][cuda]") {
   struct Row {
     const char* file;
     const char* version;

@@ -60,7 +60,7 @@ TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its ex
   CHECK(result.out.find("\"verdict\": \"NOT OK\"") != std::string::npos);
 }
 
-TEST_CASE("smoke: sticky errors include assert, hardware faults and NVLink; only cuCtxSetCurrent stops a GPU",
+TEST_CASE("smoke: sticky errors include assert, hardware faults and NVLink, only cuCtxSetCurrent stops a GPU",
           "[smoke]") {
   for (const CUresult sticky : {214, 220, 700, 702, 710, 714, 715, 716, 717, 718, 719, 999}) {
     CAPTURE(sticky);
@@ -119,7 +119,7 @@ TEST_CASE("smoke: uploads, the NaN pre-fill and the D2D clear are ordered on the
   CHECK(find(memtest.devices.at(0).findings, "smoke.memtest")->status == Status::fail);  // counters reset in order
 }
 
-TEST_CASE("smoke: model names match whole, with aliases; MIG instances are not judged as whole GPUs", "[smoke]") {
+TEST_CASE("smoke: model names match whole, with aliases, MIG instances are not judged as whole GPUs", "[smoke]") {
   auto shipped = shipped_expectations();
   REQUIRE(shipped);
   CHECK(find_gpu(*shipped, "NVIDIA T400") == nullptr);
