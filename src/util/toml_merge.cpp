@@ -156,7 +156,9 @@ Expected<Ok> TomlFile::merge(std::string_view text, const std::string& path, con
     const std::string name(key.str());
     toml::node* base = root.get(name);
     if (name == "as_of") {
-      if (!node.is_string()) return Error::input(at(path, node) + ": `as_of` must be a date \"YYYY-MM-DD\"");
+      if (!node.is_string())
+        return Error::input(at(path, node) + ": `as_of` must be a date \"YYYY-MM-DD\"",
+                            "quote it: as_of = \"2026-12-01\"");
       // The later date wins: an overlay extends the data, it does not make it older.
       if (base == nullptr || base->value_or(std::string()) < node.as_string()->get())
         root.insert_or_assign(key, std::move(*node.as_string()));
