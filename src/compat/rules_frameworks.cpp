@@ -10,6 +10,8 @@ namespace gpuenv::compat::rules_detail {
 
 // ---- cuDNN --------------------------------------------------------------------------------------
 
+namespace {
+
 /// A (cuDNN version, CUDA major) pair the knowledge base knows exists, with the toolkit minors if listed.
 struct CudnnEvidence {
   Version cudnn;
@@ -37,6 +39,8 @@ std::vector<CudnnEvidence> cudnn_evidence(const KnowledgeBase& kb, const Version
   }
   return out;
 }
+
+}  // namespace
 
 void check_cudnn(const Context& c, Findings& out) {
   if (c.profile.cudnn_version.empty() || !c.cuda) return;
@@ -127,6 +131,8 @@ void check_cudnn(const Context& c, Findings& out) {
 
 // ---- PyTorch ------------------------------------------------------------------------------------
 
+namespace {
+
 constexpr const char* k_binary_compatibility_source =
     "CUDA C++ Programming Guide, binary compatibility: a cubin for compute capability X.y runs on X.z with z >= y, not "
     "across "
@@ -143,6 +149,8 @@ std::string binary_compatible_arch(const std::vector<std::string>& built, const 
   }
   return best ? best->str() : std::string();
 }
+
+}  // namespace
 
 void check_pytorch(const Context& c, Findings& out) {
   if (c.profile.framework_name != "pytorch" || !c.cuda) return;

@@ -10,6 +10,8 @@ namespace gpuenv::compat::rules_detail {
 
 // ---- nvidia/cuda image --------------------------------------------------------------------------
 
+namespace {
+
 /// CUDA versions whose images were published for `os`, nearest first, for the remedy.
 std::vector<std::string> images_with_os(const KnowledgeBase& kb, const Version& cuda, const std::string& os) {
   std::vector<const CudaImage*> matches;
@@ -38,6 +40,8 @@ const CudaImage* active_successor(const KnowledgeBase& kb, const Version& cuda) 
   }
   return best;
 }
+
+}  // namespace
 
 void check_image(const Context& c, Findings& out) {
   if (!c.cuda) return;
@@ -138,6 +142,8 @@ void check_image(const Context& c, Findings& out) {
 
 // ---- GPUs ---------------------------------------------------------------------------------------
 
+namespace {
+
 /// The profile's compute capabilities, with the models translated; unknown models are reported.
 std::vector<std::string> target_compute_capabilities(const Context& c, Findings& out) {
   std::vector<std::string> ccs = c.profile.gpu_compute_capabilities;
@@ -166,6 +172,8 @@ std::vector<std::string> target_compute_capabilities(const Context& c, Findings&
   }
   return ccs;
 }
+
+}  // namespace
 
 void check_gpus(const Context& c, Findings& out) {
   const std::vector<std::string> ccs = target_compute_capabilities(c, out);

@@ -65,7 +65,7 @@ TEST_CASE("data check: a valid overlay is exit 0, a bad one exit 2 naming file:l
   CHECK(run_gpuenv({"data", "check", good.str() + "/nowhere"}, k_no_env).exit_code == 2);
 }
 
-TEST_CASE("--data-dir: findings that used an overlay row say so", "[cli][data][e2e]") {
+TEST_CASE("global data-dir option: findings that used an overlay row say so", "[cli][data][e2e]") {
   TempDir dir("profile");
   dir.write("cuda.toml", k_cuda_row);
   const auto result =
@@ -90,7 +90,7 @@ TEST_CASE("--data-dir: findings that used an overlay row say so", "[cli][data][e
   CHECK_THAT(env.out, Catch::Contains("(from overlay " + dir.str() + "/cuda.toml:2)"));
 }
 
-TEST_CASE("--data-dir: a bad overlay is exit 2 for any command", "[cli][data][e2e]") {
+TEST_CASE("global data-dir option: a bad overlay is exit 2 for any command", "[cli][data][e2e]") {
   TempDir dir("any");
   dir.write("gpus.toml", "[[gpu]]\nmodel = \"Zeta\"\ncompute_capability = \"12.0\"\nstatus = \"verified\"\n");
   const auto result = run_gpuenv({"--data-dir", dir.str(), "profile", "check", "pytorch-2.4-cu124"}, k_no_env);
@@ -118,7 +118,7 @@ TEST_CASE("data show: the merged table as TOML or JSON", "[cli][data][e2e]") {
   CHECK_THAT(unknown.err, Catch::Contains("no data table cudaa.toml"));
 }
 
-TEST_CASE("--version --verbose prints each table's horizon", "[cli][data][e2e]") {
+TEST_CASE("version with verbose prints each table's horizon", "[cli][data][e2e]") {
   const auto result = run_gpuenv({"--version", "--verbose"}, k_no_env);
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
