@@ -228,8 +228,17 @@ Expected<Ok> TomlFile::read_table(std::string_view name, const std::function<voi
   const toml::table* table = node->as_table();
   if (table == nullptr) return Error::internal(m_file + ": " + quoted(name) + " must be a table");
   const TomlRow::Table row_table{*table};
+  // An overlay replaces a [table]'s keys one by one: a problem is then named at the first overlay key's line.
+  std::string overlay;
+  std::string line = std::to_string(table->source().begin.line);
+  for (const auto& [key, value] : *table) {
+    if (overlay.empty() && !(overlay = m_parsed->overlay_path_of(value)).empty())
+      line = std::to_string(value.source().begin.line);
+  }
   TomlRow row(row_table,
-              m_file + ": [" + std::string(name) + "] (line " + std::to_string(table->source().begin.line) + ")", "");
+              overlay.empty() ? m_file + ": [" + std::string(name) + "] (line " + line + ")"
+                              : overlay + ":" + line + ": [" + std::string(name) + "]",
+              overlay.empty() ? std::string() : "overlay " + overlay + ":" + line);
   read(row);
   if (auto error = row.finish()) return *std::move(error);
   return Ok{};

@@ -154,6 +154,18 @@ TEST_CASE("data overlay: a bad overlay row is input naming file:line, a bad buil
   CHECK_THAT(strict.error().message, Catch::Contains("demo.toml: [[release]] #1 (line 7)"));
 }
 
+TEST_CASE("data overlay: a bad value in a [table] is named at the overlay's line", "[util][data_table]") {
+  auto file = gpuenv::util::read_data_table(k_table, {{"demo.toml", "/d/demo.toml", "\n[limits]\nmax = \"ten\"\n"}});
+  REQUIRE(file);
+  auto read = file->read_table("limits", [](TomlRow& row) {
+    row.integer("max");
+    row.integer("min");
+  });
+  REQUIRE_FALSE(read);
+  CHECK(read.error().kind == ErrorKind::input);
+  CHECK_THAT(read.error().message, Catch::Contains("/d/demo.toml:3: [limits]: `max` must be an integer"));
+}
+
 TEST_CASE("data overlay: the merged table prints as TOML and JSON, overlay rows marked", "[util][data_table]") {
   const Overlay overlay = {{"demo.toml", "/d/demo.toml", "[[release]]\nversion = \"3.0\"\nnote = \"a \\\"q\\\"\"\n"}};
   auto file = gpuenv::util::read_data_table(k_table, overlay);
