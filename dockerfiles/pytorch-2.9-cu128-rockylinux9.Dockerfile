@@ -20,9 +20,9 @@ FROM ghcr.io/astral-sh/uv:0.9.2 AS uv
 FROM nvidia/cuda:12.8.1-base-rockylinux9
 # System packages: gcc for torch.compile (Triton compiles C at run time; `[image] compiler = false` drops them);
 # shadow-utils for useradd.
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
-# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
+# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
 RUN dnf install -y --setopt=install_weak_deps=False --nodocs gcc shadow-utils \
  && dnf clean all \
  && rm -rf /var/cache/dnf \

@@ -83,9 +83,9 @@ util::Expected<dockerfile::Options> render_options(const DockerfileOptions& opti
     const std::string image = "nvidia/cuda:" + compat::derive(resolved, *in.kb).image_tag;
     const std::string* digest = in.digest_lock->find(image);
     if (digest == nullptr) {
-      return util::Error::input(options.digest_lock + ": no digest for " + image,
-                                "add a line `" + image + " sha256:<digest>` (docker buildx imagetools inspect " +
-                                    image + ")");
+      return util::Error::input(
+          options.digest_lock + ": no digest for " + image,
+          "add a line `" + image + " sha256:<digest>` (docker buildx imagetools inspect " + image + ")");
     }
     out.base_digest = *digest;
     out.digest_argument = "--digest-lock " + options.digest_lock;
@@ -287,8 +287,8 @@ ExitCode run_dockerfile(Context& context, const DockerfileOptions& options) {
                                                     "drop --set, or drop --all"));
   }
   if (!options.digest.empty() && !options.digest_lock.empty()) {
-    return report_error(context, util::Error::usage("--digest and --digest-lock both pin the base image",
-                                                    "pass one of them"));
+    return report_error(context,
+                        util::Error::usage("--digest and --digest-lock both pin the base image", "pass one of them"));
   }
   if (options.all && !options.digest.empty()) {
     return report_error(context, util::Error::usage("--digest pins one base image; --all writes one per cell",
@@ -306,9 +306,9 @@ ExitCode run_dockerfile(Context& context, const DockerfileOptions& options) {
   if (!options.digest_lock.empty()) {
     auto text = context.system.read_file(options.digest_lock);
     if (!text) {
-      return report_error(context, util::Error::input("--digest-lock " + options.digest_lock + ": " +
-                                                          text.error().message,
-                                                      "name a readable lock file"));
+      return report_error(context,
+                          util::Error::input("--digest-lock " + options.digest_lock + ": " + text.error().message,
+                                             "name a readable lock file"));
     }
     auto lock = dockerfile::parse_digest_lock(*text, options.digest_lock);
     if (!lock) return report_error(context, lock.error());

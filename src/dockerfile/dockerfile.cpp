@@ -154,7 +154,8 @@ std::string python_layers(const Plan& plan, const PipPin& pip) {
   if (const std::string args = python_source_args(p, plan.uses_uv); !args.empty()) out += "\n" + args;
   out += "\n" + comment(plan.python.why + ". The framework goes into a virtual environment at " + k_venv +
                         ", not the system site-packages; pip itself is pinned to " + pip.version +
-                        " (data/dockerfile/python.toml). BuildKit cache mounts keep pip's and uv's downloads between builds, outside the image.");
+                        " (data/dockerfile/python.toml). BuildKit cache mounts keep pip's and uv's downloads between "
+                        "builds, outside the image.");
   const std::string pin_pip = std::string(k_venv) + "/bin/python -m pip install pip==" + pip.version;
   if (plan.python.method == PythonPlan::Method::os) {
     out += std::string("RUN ") + k_pip_cache_mount + " \\\n    " +
@@ -170,11 +171,10 @@ std::string python_layers(const Plan& plan, const PipPin& pip) {
                   "uv venv --seed --python " + plan.python.version + " " + k_venv, pin_pip}) +
            "\n";
   }
-  out += std::string("ENV VIRTUAL_ENV=") + k_venv + " \\\n    PATH=" + k_venv +
-         "/bin:$PATH \\\n    PYTHONUNBUFFERED=1\n";
+  out +=
+      std::string("ENV VIRTUAL_ENV=") + k_venv + " \\\n    PATH=" + k_venv + "/bin:$PATH \\\n    PYTHONUNBUFFERED=1\n";
   out += loader_path(plan.framework.from_wheels);
-  const HashedRequirements* hashed =
-      plan.options.hashed_requirements ? &*plan.options.hashed_requirements : nullptr;
+  const HashedRequirements* hashed = plan.options.hashed_requirements ? &*plan.options.hashed_requirements : nullptr;
   out += "\n" + framework_install(plan.framework, hashed);
   // A separate layer on purpose: changing the check never re-runs the multi-GB install above.
   return out + plan.framework.check_comment + plan.framework.check;
@@ -218,7 +218,8 @@ std::string labels(const Plan& plan) {
 /// The plan, or the error that stops render() (the checks should have refused the profile first).
 util::Expected<Plan> make_plan(const profile::Profile& p, const compat::KnowledgeBase& kb, const Data& data,
                                const Options& options) {
-  Plan plan{p, data, options, compat::derive(p, kb), nullptr, PythonPlan{}, FrameworkSteps{}, PackageManager::apt, false};
+  Plan plan{p,    data, options, compat::derive(p, kb), nullptr, PythonPlan{}, FrameworkSteps{}, PackageManager::apt,
+            false};
   const auto cuda = Version::parse(p.cuda_version);
   if (!cuda || plan.derived.image_tag.empty() || !tag_published(p, kb, plan.derived)) {
     return Error::internal("refusing to write a Dockerfile: nvidia/cuda:" + plan.derived.image_tag +

@@ -105,7 +105,8 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
     text += "torchvision and torchaudio are pinned to the companions the knowledge base lists for torch " +
             release->version.str() + ".";
   }
-  if (!steps.numpy_cap.empty()) text += " " + steps.numpy_cap + ": torch " + steps.pin + " was built against NumPy 1.x.";
+  if (!steps.numpy_cap.empty())
+    text += " " + steps.numpy_cap + ": torch " + steps.pin + " was built against NumPy 1.x.";
   steps.comment = comment(text);
   steps.check_comment =
       comment("Fail the build when pip brought a wheel that is not a CUDA " + major_minor(*wheel_cuda) +
@@ -159,10 +160,11 @@ util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const
     text += " " + steps.numpy_cap + ": TensorFlow " + steps.pin + " was built against NumPy 1.x.";
   }
   steps.comment = comment(text);
-  std::string check = "RUN python -c \"import os, importlib.metadata as md, tensorflow as tf; "
-                      "assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; "
-                      "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
-                      cuda_line_assert("v", release->cuda, "TensorFlow");
+  std::string check =
+      "RUN python -c \"import os, importlib.metadata as md, tensorflow as tf; "
+      "assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; "
+      "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
+      cuda_line_assert("v", release->cuda, "TensorFlow");
   if (release->and_cuda) {
     check += "; " + and_cuda_assert(release->cuda) + "; " + no_shadow_assert();
     steps.check_comment =
@@ -203,9 +205,11 @@ std::string framework_install(const FrameworkSteps& steps, const HashedRequireme
   const HashedRequirement* pin = hashed->find(steps.package);
   return steps.comment +
          comment("Hashed requirements (--hashed-requirements " + hashed->path +
-                 ") replace these pins: pip's hash-checking mode installs only files whose hashes the lock lists and refuses any "
-                 "package it does not pin; gpuenv checked that it pins " + steps.package + "==" +
-                 (pin != nullptr ? pin->version : steps.pin) + ". The copy stays in the image as a record.") +
+                 ") replace these pins: pip's hash-checking mode installs only files whose hashes the lock lists and "
+                 "refuses any "
+                 "package it does not pin; gpuenv checked that it pins " +
+                 steps.package + "==" + (pin != nullptr ? pin->version : steps.pin) +
+                 ". The copy stays in the image as a record.") +
          steps.arg_lines + "COPY " + hashed->path + " " + k_hashed_requirements_path + "\n" + pip +
          "--require-hashes " + index + "\\\n      -r " + k_hashed_requirements_path + group_writable;
 }

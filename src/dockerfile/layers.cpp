@@ -1,6 +1,7 @@
 #include "dockerfile/layers.hpp"
 
 #include "compat/derive.hpp"
+#include "dockerfile/text.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -45,13 +46,12 @@ bool stays_root(const profile::Profile& profile) { return profile.image_user == 
 std::string user_comment(const profile::Profile& profile) {
   if (stays_root(profile)) return {};
   const bool venv = !profile.framework_name.empty();
-  return "# A numeric non-root user, uid " + std::string(k_user_id) +
-         " with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and\n"
-         "# OpenShift runs an arbitrary uid in group 0, so its home" +
-         (venv ? std::string(" and the Python environment are") : std::string(" is")) +
-         " group-writable (chgrp 0, chmod g=u)" +
-         (venv ? ":\n# installing packages works at run time and in derived images." : ".") +
-         " `[image] user = \"root\"` keeps root.\n";
+  return comment(std::string("A numeric non-root user, uid ") + k_user_id +
+                 " with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift runs an arbitrary uid "
+                 "in group 0, so its home" +
+                 (venv ? " and the Python environment are" : " is") + " group-writable (chgrp 0, chmod g=u)" +
+                 (venv ? ": installing packages works at run time and in derived images." : ".") +
+                 " `[image] user = \"root\"` keeps root.");
 }
 
 std::vector<std::string> user_commands(const profile::Profile& profile) {

@@ -240,7 +240,9 @@ class Checker {
       if (!util::contains(text, "yum clean all")) problem(in, "yum install without yum clean all in the same RUN");
     }
     if (util::contains(text, "pip install") && !pip_cache && !util::contains(text, "pip install --no-cache-dir")) {
-      problem(in, "pip install needs a cache mount at /root/.cache/pip or --no-cache-dir (its cache would stay in the layer)");
+      problem(
+          in,
+          "pip install needs a cache mount at /root/.cache/pip or --no-cache-dir (its cache would stay in the layer)");
     }
     if (util::contains(text, "pip install") && !util::contains(text, "--require-hashes")) {
       // Every pip requirement gpuenv writes is pinned: name==version, or "name<bound" for a cap.

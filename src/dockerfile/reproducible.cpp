@@ -141,7 +141,8 @@ util::Expected<DigestLock> parse_digest_lock(std::string_view text, const std::s
                           "keep one line per image");
     }
   }
-  if (lock.digests.empty()) return Error::input(file + ": no `nvidia/cuda:<tag> sha256:<hex>` line", "add one per base image");
+  if (lock.digests.empty())
+    return Error::input(file + ": no `nvidia/cuda:<tag> sha256:<hex>` line", "add one per base image");
   return lock;
 }
 
@@ -211,9 +212,8 @@ util::Expected<util::Ok> check_framework_pin(const HashedRequirements& requireme
   const std::string regenerate = "regenerate the file from the profile's pins (docs/dockerfile.md)";
   const HashedRequirement* pin = requirements.find(package);
   if (pin == nullptr) {
-    return Error::input(requirements.path + ": no " + package + " pin; the profile installs " + package + "==" +
-                            version,
-                        regenerate);
+    return Error::input(
+        requirements.path + ": no " + package + " pin; the profile installs " + package + "==" + version, regenerate);
   }
   const std::size_t plus = pin->version.find('+');
   const std::string release = pin->version.substr(0, plus);

@@ -63,8 +63,8 @@ util::Expected<HashedRequirements> parse_hashed_requirements(std::string_view te
 /// An input Error unless `requirements` pins `package` at `version` (a local label is allowed, and must be
 /// `+<variant>` when `variant` is set) and, when `numpy_cap` is "numpy<2", pins a NumPy 1.x if it pins NumPy.
 util::Expected<util::Ok> check_framework_pin(const HashedRequirements& requirements, const std::string& package,
-                                         const std::string& version, const std::string& variant,
-                                         const std::string& numpy_cap);
+                                             const std::string& version, const std::string& variant,
+                                             const std::string& numpy_cap);
 
 /// The pip release that pins pip itself for `python` (data/dockerfile/python.toml [[pip]]), or null.
 const PipPin* pip_for(const Data& data, const util::Version& python);

@@ -21,7 +21,7 @@ const fs::path k_source(GPUENV_SOURCE_DIR);
 /// Every committed Dockerfile: dockerfiles/ and the golden files.
 std::vector<fs::path> committed_dockerfiles() {
   std::vector<fs::path> out;
-  for (const fs::path dir : {k_source / "dockerfiles", k_source / "tests/fixtures/dockerfile/golden"}) {
+  for (const fs::path& dir : {k_source / "dockerfiles", k_source / "tests/fixtures/dockerfile/golden"}) {
     for (const std::string& name : files_in(dir, ".Dockerfile")) out.push_back(dir / name);
   }
   return out;
@@ -119,9 +119,9 @@ TEST_CASE("build check: every committed Dockerfile with a framework fails on a C
     if (contains(text, "io.gpuenv.framework=\"pytorch")) {
       ++torch;
       CHECK(contains(code, "v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ["));  // a +cpu wheel
-      CHECK(contains(code, "not a CUDA build of the framework"));    // nothing mapped
-      CHECK(contains(code, "libraries from outside the wheels"));    // mapped from elsewhere
-      CHECK(contains(code, "LD_LIBRARY_PATH shadows the wheels"));   // a copy first on the search path
+      CHECK(contains(code, "not a CUDA build of the framework"));                               // nothing mapped
+      CHECK(contains(code, "libraries from outside the wheels"));                               // mapped from elsewhere
+      CHECK(contains(code, "LD_LIBRARY_PATH shadows the wheels"));  // a copy first on the search path
     } else {
       ++tensorflow;
       CHECK(contains(code, "assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'"));
@@ -157,8 +157,8 @@ TEST_CASE("build check: the PyTorch check's Python fails on a CPU wheel, foreign
   }
   const std::string code = committed_check("pytorch-2.9-cu128.Dockerfile", venv);
   const std::string python_path = "PYTHONPATH=" + site.string();
-  const std::string good_libs = "FAKE_TORCH_LIBS=" + (wheel_libs / "libcublas.so.12").string() + ":" +
-                                (wheel_libs / "libcudnn.so.9").string();
+  const std::string good_libs =
+      "FAKE_TORCH_LIBS=" + (wheel_libs / "libcublas.so.12").string() + ":" + (wheel_libs / "libcudnn.so.9").string();
 
   const auto good = run_python(code, {python_path, "FAKE_TORCH_CUDA=12.8", good_libs});
   INFO(good.out << good.err);
@@ -184,8 +184,8 @@ TEST_CASE("build check: the PyTorch check's Python fails on a CPU wheel, foreign
   CHECK(contains(foreign.err, "libraries from outside the wheels"));
   CHECK(contains(foreign.err, elsewhere.string()));
 
-  const auto shadowed = run_python(code, {python_path, "FAKE_TORCH_CUDA=12.8", good_libs,
-                                          "LD_LIBRARY_PATH=/nonexistent:" + elsewhere.string()});
+  const auto shadowed = run_python(
+      code, {python_path, "FAKE_TORCH_CUDA=12.8", good_libs, "LD_LIBRARY_PATH=/nonexistent:" + elsewhere.string()});
   CHECK(shadowed.exit_code != 0);
   CHECK(contains(shadowed.err, "LD_LIBRARY_PATH shadows the wheels"));
 }
