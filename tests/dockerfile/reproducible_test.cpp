@@ -58,7 +58,7 @@ df::HashedRequirements requirements(const std::string& text, const std::string& 
 
 }  // namespace
 
-TEST_CASE("reproducible: a digest is sha256 and 64 lower-case hex digits; anything else names the problem",
+TEST_CASE("reproducible: a digest is sha256 and 64 lower-case hex digits, anything else names the problem",
           "[dockerfile][reproducible]") {
   CHECK(df::is_digest(k_digest));
   CHECK(df::parse_digest(k_digest).has_value());
@@ -75,7 +75,7 @@ TEST_CASE("reproducible: a digest is sha256 and 64 lower-case hex digits; anythi
   CHECK_FALSE(df::is_digest("sha512:" + k_hex));
 }
 
-TEST_CASE("reproducible: the digest lock maps images to digests; bad lines name file and line",
+TEST_CASE("reproducible: the digest lock maps images to digests, bad lines name file and line",
           "[dockerfile][reproducible]") {
   const auto lock = df::parse_digest_lock("# comment\n\nnvidia/cuda:12.8.1-base-ubuntu24.04 " + k_digest +
                                               "\n  nvidia/cuda:13.0.2-base-ubuntu24.04   " +
