@@ -48,7 +48,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     pip install tensorflow==2.10.0 "numpy<2" \
  && chmod -R g=u /opt/venv
 # Fail the build when TensorFlow is not a CUDA build of its tested CUDA 11.2 line.
-RUN python -c "import os, importlib.metadata as md, tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['11', '2'], 'TensorFlow is built for CUDA %s, not 11.2' % v; print('tensorflow', tf.__version__, 'CUDA', v)"
+RUN python -c "import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['11', '2'], 'TensorFlow is built for CUDA %s, not 11.2' % v; print('tensorflow', tf.__version__, 'CUDA', v)"
 
 LABEL org.opencontainers.image.title="tensorflow-2.10-cu112" \
       org.opencontainers.image.description="TensorFlow 2.10.0 on its tested CUDA 11.2.2 / cuDNN 8 line, Ubuntu 20.04, Python 3.10" \

@@ -160,11 +160,13 @@ util::Expected<FrameworkSteps> tensorflow_steps(const profile::Profile& p, const
     text += " " + steps.numpy_cap + ": TensorFlow " + steps.pin + " was built against NumPy 1.x.";
   }
   steps.comment = comment(text);
-  std::string check =
-      "RUN python -c \"import os, importlib.metadata as md, tensorflow as tf; "
-      "assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; "
-      "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
-      cuda_line_assert("v", release->cuda, "TensorFlow");
+  // importlib.metadata (Python 3.8+) only where it is used: TensorFlow before [and-cuda] may run on an older Python.
+  std::string check = std::string("RUN python -c \"import ") +
+                      (release->and_cuda ? "os, importlib.metadata as md, " : "") +
+                      "tensorflow as tf; "
+                      "assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; "
+                      "v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); " +
+                      cuda_line_assert("v", release->cuda, "TensorFlow");
   if (release->and_cuda) {
     check += "; " + and_cuda_assert(release->cuda) + "; " + no_shadow_assert();
     steps.check_comment =

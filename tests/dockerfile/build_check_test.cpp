@@ -225,3 +225,25 @@ TEST_CASE("build check: the TensorFlow [and-cuda] check's Python fails on a CPU 
   CHECK(shadowed.exit_code != 0);
   CHECK(contains(shadowed.err, "LD_LIBRARY_PATH shadows the wheels"));
 }
+
+TEST_CASE("build check: the TensorFlow 2.10 check's Python fails on a CPU build and another CUDA line",
+          "[dockerfile][build-check]") {
+  if (!have_python()) {
+    WARN("SKIPPED: no python3 to run the check with");
+    return;
+  }
+  TempDir dir;
+  fs::create_directories(dir.path() / "tensorflow");
+  write_text(dir.path() / "tensorflow/__init__.py", k_fake_tensorflow);
+  const std::string code = committed_check("tensorflow-2.10-cu112.Dockerfile", dir.path() / "venv");
+  const std::string python_path = "PYTHONPATH=" + dir.str();
+  const auto good = run_python(code, {python_path, "FAKE_TF_CUDA=11.2"});
+  INFO(good.out << good.err);
+  CHECK(good.exit_code == 0);
+  const auto cpu = run_python(code, {python_path, "FAKE_TF_CUDA="});
+  CHECK(cpu.exit_code != 0);
+  CHECK(contains(cpu.err, "TensorFlow is built without CUDA"));
+  const auto other = run_python(code, {python_path, "FAKE_TF_CUDA=11.8"});
+  CHECK(other.exit_code != 0);
+  CHECK(contains(other.err, "TensorFlow is built for CUDA 11.8, not 11.2"));
+}
