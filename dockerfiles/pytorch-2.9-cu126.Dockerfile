@@ -21,19 +21,18 @@ ARG DEBIAN_FRONTEND=noninteractive
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
 # runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
 # g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev python3-dev \
- && rm -rf /var/lib/apt/lists/* \
- && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
- && chgrp -R 0 /home/gpuenv \
- && chmod -R g=u /home/gpuenv
-
 # Python 3.12 is Ubuntu 24.04's own python3 (https://packages.ubuntu.com/noble-updates/python3 (python3
 # 3.12.3-0ubuntu2.1, source package python3-defaults)). The framework goes into a virtual environment at
 # /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
 # cache mounts keep pip's and uv's downloads between builds, outside the image.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python3 -m venv /opt/venv \
+    apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev python3-dev \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv \
+ && python3 -m venv /opt/venv \
  && /opt/venv/bin/python -m pip install pip==25.2
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \

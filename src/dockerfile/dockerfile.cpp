@@ -113,11 +113,25 @@ std::string stages(const Plan& plan) {
   return out + "\nFROM " + from_reference(plan.p, plan.derived.image_tag) + digest + "\n";
 }
 
-/// One RUN for the system packages and the non-root user: both change rarely, so one layer costs no caching.
-std::string system_layer(const Plan& plan) {
+/// Where Python comes from, the venv, pip's pin and the cache mounts, as a comment.
+std::string python_comment(const Plan& plan, const PipPin& pip) {
+  return comment(plan.python.why + ". The framework goes into a virtual environment at " + k_venv +
+                 ", not the system site-packages; pip itself is pinned to " + pip.version +
+                 " (data/dockerfile/python.toml). BuildKit cache mounts keep pip's and uv's downloads between builds, "
+                 "outside the image.");
+}
+
+std::string pin_pip(const PipPin& pip) {
+  return std::string(k_venv) + "/bin/python -m pip install pip==" + pip.version;
+}
+
+/// One RUN for the system packages, the non-root user and, with the OS's own Python, the venv with pip pinned:
+/// none is a big download and all change rarely, so one layer costs no caching.
+std::string system_layer(const Plan& plan, const PipPin* pip) {
+  const bool os_python = plan.python.method == PythonPlan::Method::os && pip != nullptr;
   std::vector<std::string> packages;
   std::vector<std::string> why;
-  if (plan.python.method == PythonPlan::Method::os) {
+  if (os_python) {
     packages = plan.python.packages;
     why.push_back("Python " + plan.python.version + " (" + os_display(plan.derived.image_os) + "'s own python3)");
   }
@@ -133,6 +147,7 @@ std::string system_layer(const Plan& plan) {
   }
   std::vector<std::string> commands;
   std::string out;
+  if (os_python) out += python_source_args(plan.p, false);
   if (!packages.empty()) {
     if (plan.manager == PackageManager::apt) out += "ARG DEBIAN_FRONTEND=noninteractive\n";
     out += comment("System packages: " + util::join(why, "; ") + ".");
@@ -144,23 +159,20 @@ std::string system_layer(const Plan& plan) {
     commands.insert(commands.end(), user.begin(), user.end());
   }
   if (commands.empty()) return {};
-  return out + "RUN " + chain(commands) + "\n";
+  if (!os_python) return out + "RUN " + chain(commands) + "\n";
+  out += python_comment(plan, *pip);
+  commands.push_back(plan.python.interpreter + " -m venv " + k_venv);
+  commands.push_back(pin_pip(*pip));
+  return out + "RUN " + k_pip_cache_mount + " \\\n    " + chain(commands) + "\n";
 }
 
-/// The interpreter, the venv with pip pinned, the environment, the framework and its check.
+/// uv's Python and the venv (the OS's own Python is in system_layer()), the environment, the framework and its
+/// check.
 std::string python_layers(const Plan& plan, const PipPin& pip) {
-  const profile::Profile& p = plan.p;
   std::string out;
-  if (const std::string args = python_source_args(p, plan.uses_uv); !args.empty()) out += "\n" + args;
-  out += "\n" + comment(plan.python.why + ". The framework goes into a virtual environment at " + k_venv +
-                        ", not the system site-packages; pip itself is pinned to " + pip.version +
-                        " (data/dockerfile/python.toml). BuildKit cache mounts keep pip's and uv's downloads between "
-                        "builds, outside the image.");
-  const std::string pin_pip = std::string(k_venv) + "/bin/python -m pip install pip==" + pip.version;
-  if (plan.python.method == PythonPlan::Method::os) {
-    out += std::string("RUN ") + k_pip_cache_mount + " \\\n    " +
-           chain({plan.python.interpreter + " -m venv " + k_venv, pin_pip}) + "\n";
-  } else {
+  if (plan.uses_uv) {
+    if (const std::string args = python_source_args(plan.p, true); !args.empty()) out += "\n" + args;
+    out += "\n" + python_comment(plan, pip);
     out += std::string("ARG UV_PYTHON_INSTALL_DIR=") + k_python_dir + "\n";
     out += "ARG UV_PYTHON_PREFERENCE=only-managed\n";
     // The cache mount is another filesystem: uv copies from it instead of trying hard links first.
@@ -168,7 +180,7 @@ std::string python_layers(const Plan& plan, const PipPin& pip) {
     out += std::string("RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    ") + k_uv_cache_mount +
            " \\\n    " + k_pip_cache_mount + " \\\n    " +
            chain({"uv python install " + plan.python.version,
-                  "uv venv --seed --python " + plan.python.version + " " + k_venv, pin_pip}) +
+                  "uv venv --seed --python " + plan.python.version + " " + k_venv, pin_pip(pip)}) +
            "\n";
   }
   out +=
@@ -260,9 +272,9 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
                                    const Options& options) {
   const auto plan = make_plan(p, kb, data, options);
   if (!plan) return plan.error();
-  std::string out = header(*plan) + stages(*plan) + system_layer(*plan);
-  if (plan->python.method != PythonPlan::Method::none)
-    out += python_layers(*plan, *pip_for(data, *Version::parse(p.framework_python)));
+  const PipPin* pip = p.framework_name.empty() ? nullptr : pip_for(data, *Version::parse(p.framework_python));
+  std::string out = header(*plan) + stages(*plan) + system_layer(*plan, pip);
+  if (pip != nullptr) out += python_layers(*plan, *pip);
   if (options.with_doctor) out += doctor_install();
   out += labels(*plan) + final_user(p);
 

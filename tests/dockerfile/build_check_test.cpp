@@ -247,3 +247,30 @@ TEST_CASE("build check: the TensorFlow 2.10 check's Python fails on a CPU build 
   CHECK(other.exit_code != 0);
   CHECK(contains(other.err, "TensorFlow is built for CUDA 11.8, not 11.2"));
 }
+
+TEST_CASE("hygiene: in every committed Dockerfile the only consecutive RUNs are the framework install and its check",
+          "[dockerfile][hygiene]") {
+  std::size_t files = 0;
+  for (const fs::path& file : committed_dockerfiles()) {
+    const std::string text = read_text(file);
+    INFO(file.string());
+    const auto instructions = gpuenv::dockerfile::parse_instructions(text);
+    for (std::size_t i = 0; i + 1 < instructions.size(); ++i) {
+      if (instructions[i].keyword != "RUN" || instructions[i + 1].keyword != "RUN") continue;
+      INFO("line " << instructions[i].line);
+      // Kept apart on purpose: changing the check must not re-run the multi-GB install.
+      CHECK(contains(instructions[i].arguments, "pip install"));
+      CHECK(gpuenv::util::starts_with(instructions[i + 1].arguments, "python -c"));
+    }
+    for (const auto& in : instructions) {
+      if (in.keyword != "RUN") continue;
+      if (contains(in.arguments, "apt-get install")) CHECK(contains(in.arguments, "--no-install-recommends"));
+      if (contains(in.arguments, "dnf install")) CHECK(contains(in.arguments, "--setopt=install_weak_deps=False"));
+      CHECK_FALSE(contains(in.arguments, "--no-cache-dir"));  // cache mounts instead
+      if (contains(in.arguments, "-m venv") || contains(in.arguments, "uv venv"))
+        CHECK(contains(in.arguments, "-m pip install pip=="));  // pip itself pinned
+    }
+    ++files;
+  }
+  CHECK(files >= 30);
+}

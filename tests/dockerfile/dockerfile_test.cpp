@@ -248,12 +248,13 @@ TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the packag
     CHECK(contains(text, "ARG DEBIAN_FRONTEND=noninteractive\n"));
     CHECK_FALSE(contains(text, "ENV DEBIAN_FRONTEND"));
     CHECK(contains(text,
-                   "RUN apt-get update \\\n && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    apt-get update \\\n"
+                   " && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
                    " && rm -rf /var/lib/apt/lists/* \\\n && useradd --uid 10001"));  // the user in the same layer
     CHECK(position(text, "ARG DEBIAN_FRONTEND") < position(text, "apt-get install"));
     CHECK(contains(text,
-                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    python3 -m venv /opt/venv \\\n"
-                   " && /opt/venv/bin/python -m pip install pip==25.2\n"));
+                   " && chmod -R g=u /home/gpuenv \\\n && python3 -m venv /opt/venv \\\n"
+                   " && /opt/venv/bin/python -m pip install pip==25.2\n"));  // the venv in the same layer too
     CHECK_FALSE(contains(text, "uv python install"));
     CHECK_FALSE(contains(text, "AS uv"));
     CHECK(own_problems(text).empty());
@@ -263,7 +264,8 @@ TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the packag
         render(torch_profile({{"os.distro", "ubi"}, {"os.version", "9"}, {"framework.python", "3.9"}}));
     CHECK(contains(text, "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubi9\n"));
     CHECK(contains(text,
-                   "RUN dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils \\\n"
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                   "    dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils \\\n"
                    " && dnf clean all \\\n && rm -rf /var/cache/dnf \\\n && useradd --uid 10001"));
     CHECK_FALSE(contains(text, "DEBIAN_FRONTEND"));
     CHECK(own_problems(text).empty());
