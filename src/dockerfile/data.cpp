@@ -53,7 +53,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
     const std::string name(file.name);
     const auto parsed = util::read_data_table({file.name, file, row_keys(file.name)}, overlay);
     if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key({"os_python", "uv", "numpy", "torch_cudnn"})) {
+    if (const auto key = parsed->unexpected_key({"os_python", "pip", "uv", "numpy", "torch_cudnn"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
     auto os_rows = parsed->append_rows("os_python", data.os_python, [](TomlRow& row) {
@@ -75,6 +75,15 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!numpy_rows) return numpy_rows.error();
+    auto pip_rows = parsed->append_rows("pip", data.pip, [](TomlRow& row) {
+      PipPin out;
+      out.python_min = row.version("python_min");
+      out.python_max = row.version("python_max");
+      out.version = row.text("version");
+      out.provenance = compat::read_provenance(row);
+      return out;
+    });
+    if (!pip_rows) return pip_rows.error();
     auto cudnn_rows = parsed->append_rows("torch_cudnn", data.torch_cudnn, [](TomlRow& row) {
       TorchCudnn out;
       out.torch = row.version("torch");

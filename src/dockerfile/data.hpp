@@ -49,8 +49,18 @@ struct TorchCudnn {
   compat::Provenance provenance;
 };
 
+/// The pip release that pins pip itself in a venv of Python `python_min`..`python_max` (each pip release
+/// supports a range of Pythons: 21.3.1 is the last for 3.6, 24.0 for 3.7, 25.0.1 for 3.8).
+struct PipPin {
+  util::Version python_min;  ///< major.minor
+  util::Version python_max;  ///< major.minor
+  std::string version;       ///< "25.2"
+  compat::Provenance provenance;
+};
+
 struct Data {
   std::vector<OsPython> os_python;
+  std::vector<PipPin> pip;
   Uv uv;
   std::vector<NumpyCap> numpy;
   std::vector<TorchCudnn> torch_cudnn;
