@@ -43,7 +43,7 @@ struct FixtureTree {
 
 }  // namespace
 
-TEST_CASE("--root must be a directory", "[system][root]") {
+TEST_CASE("the --root tree must be a directory", "[system][root]") {
   const FixtureTree fixture;
   auto file = gpuenv::system::make_rooted_system((fixture.tree / "etc/shadow").string());
   REQUIRE_FALSE(file);
