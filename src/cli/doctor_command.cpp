@@ -134,8 +134,8 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
     auto xml = context.system.read_file(options.nvidia_smi_xml, system::FileKind::report);
     if (!xml) {
       const std::string& remedy = xml.error().remedy;
-      return report_error(context,
-                          util::Error::input(xml.error().message, remedy.empty() ? "check the --nvidia-smi-xml path" : remedy));
+      return report_error(context, util::Error::input(xml.error().message,
+                                                      remedy.empty() ? "check the --nvidia-smi-xml path" : remedy));
     }
     request.collect.nvidia_smi_xml = std::move(*xml);
     request.collect.nvidia_smi_xml_origin = options.nvidia_smi_xml;
