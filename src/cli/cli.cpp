@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/context.hpp"
+#include "util/host_text.hpp"
 
 #ifndef GPUENV_VERSION
 #define GPUENV_VERSION "0.0.0"
@@ -16,8 +17,11 @@
 namespace gpuenv::cli {
 
 ExitCode report_error(Context& context, const util::Error& error) {
-  context.err << "gpuenv: " << error.message << "\n";
-  if (!error.remedy.empty()) context.err << "  fix: " << error.remedy << "\n";
+  // Messages quote what the user or the host wrote (a profile value, a path): cleaned like any host text.
+  util::TextRepairs repairs;
+  const util::CleanOptions options{true, 2048};
+  context.err << "gpuenv: " << util::clean_host_text(error.message, options, repairs) << "\n";
+  if (!error.remedy.empty()) context.err << "  fix: " << util::clean_host_text(error.remedy, options, repairs) << "\n";
   return error.kind == util::ErrorKind::internal ? ExitCode::internal : ExitCode::usage;
 }
 
