@@ -142,10 +142,11 @@ TEST_CASE("check_instance: model, memory size and NVLink against the type, namin
   CHECK(find(out, "gpu.interconnect")->status == Status::fail);
   CHECK(find(out, "gpu.interconnect")->message.find("GPU 1 report no active NVLink") != std::string::npos);
 
-  out.clear();  // no GPUs: nothing to hold (gpu.count says why)
+  out.clear();  // no GPUs: no GPU to hold (gpu.count says why); only the type's EFA devices are judged
   HostFacts none;
   gpuenv::doctor::check_instance(none, *p4d, out);
-  CHECK(out.empty());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].id == "fabric.efa");
 }
 
 TEST_CASE("gpu.count: the instance type's count unless --expect-gpus overrides it", "[doctor]") {
