@@ -40,7 +40,7 @@ TEST_CASE("syslog_seconds: RFC 3339 with its zone, BSD stamps in the given year 
   CHECK(gpuenv::probe::iso_utc(k_now) == "2026-12-01T05:00:00Z");
 }
 
-TEST_CASE("log_file_since_boot: from the last boot banner; the whole file without one", "[probe]") {
+TEST_CASE("log_file_since_boot: from the last boot banner, the whole file without one", "[probe]") {
   const auto window = log_file_since_boot(k_two_boots);
   CHECK(window.how == "since the last boot");
   CHECK(window.text.find("Dec  1 02:00:00") == 0);

@@ -14,7 +14,7 @@ TEST_CASE("uevent_driver: the DRIVER= line of a sysfs uevent", "[probe]") {
   CHECK(gpuenv::probe::uevent_driver("PCI_CLASS=20000\n").empty());
 }
 
-TEST_CASE("read_rdma_devices: EFA and ConnectX devices sorted by driver; an absent class live or under --root",
+TEST_CASE("read_rdma_devices: EFA and ConnectX devices sorted by driver, an absent class live or under --root",
           "[probe]") {
   gpuenv::testing::FakeSystem system;
   system.files["/sys/class/infiniband/rdmap16s27/device/uevent"] = "DRIVER=efa\n";
