@@ -32,9 +32,19 @@ report::TextStyle terminal_style() {
 }  // namespace
 
 int run(int argc, char** argv) {
+  auto system = system::make_real_system();
+  Context context{*system, std::cout, std::cerr, terminal_style()};
+  if (const auto verbose = run_version_verbose(context, argc, argv, GPUENV_VERSION)) return static_cast<int>(*verbose);
+
   CLI::App app{"gpuenv: make a GPU server ready for work, and prove that it is."};
   app.set_version_flag("--version", std::string("gpuenv ") + GPUENV_VERSION);
   app.require_subcommand(1);
+  std::string data_dir;
+  app.add_option("--data-dir", data_dir,
+                 "Directory of data overlay files (*.toml named after a table; over $GPUENV_DATA_DIR and "
+                 "/etc/gpuenv/data.d)");
+  bool verbose = false;  // read by run_version_verbose before parsing; declared here for --help
+  app.add_flag("--verbose", verbose, "With --version: print the knowledge base's horizon (newest row per table)");
   app.footer("Exit codes: 0 ok (warnings allowed), 1 not ok, 2 usage or bad input, 3 internal error.");
 
   Action action;
@@ -45,6 +55,7 @@ int run(int argc, char** argv) {
   add_smoke_command(app, action);
   add_cloud_init_command(app, action);
   add_install_command(app, action);
+  add_data_command(app, action);
 
   try {
     app.parse(argc, argv);
@@ -53,9 +64,11 @@ int run(int argc, char** argv) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::usage);
   }
 
-  auto system = system::make_real_system();
-  Context context{*system, std::cout, std::cerr, terminal_style()};
   try {
+    // `data check DIR` judges DIR on its own; every other command runs with this machine's overlay.
+    const bool checking_a_directory = app.got_subcommand("data") && app.get_subcommand("data")->got_subcommand("check");
+    if (const ExitCode code = install_data_overlay(context, data_dir, !checking_a_directory); code != ExitCode::ok)
+      return static_cast<int>(code);
     const ExitCode code = action ? action(context) : ExitCode::usage;
     std::cout.flush();
     return static_cast<int>(code);

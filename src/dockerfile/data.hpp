@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
 #include "util/version.hpp"
@@ -60,7 +61,12 @@ struct Data {
 };
 
 /// Parses the tables; an internal Error naming the file and row on bad data.
-util::Expected<Data> parse_data(std::span<const util::EmbeddedFile> files);
+util::Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util::Overlay& overlay = {});
+
+/// The dockerfile tables (python.toml, wheel_libraries.toml, compiled in) and how overlay rows replace theirs.
+std::vector<util::DataTable> data_tables();
+/// The compiled-in tables with `overlay` merged, parsed anew (for `gpuenv data check`).
+util::Expected<Data> load_data(const util::Overlay& overlay);
 /// The data compiled into this binary, parsed once.
 util::Expected<const Data*> builtin_data();
 

@@ -47,8 +47,10 @@ std::string render_findings(const std::vector<Finding>& findings, const TextStyl
   for (const Finding& f : findings) id_width = std::max(id_width, f.id.size());
   std::string out;
   for (const Finding& f : findings) {
+    // A fact from the user's data overlay is named in the text too (its source says "(from overlay PATH:LINE)").
+    const std::size_t overlay = f.source.find("(from overlay ");
     out += "  " + status_label(f.status, style) + "  " + f.id + std::string(id_width - f.id.size() + 2, ' ') +
-           f.message + "\n";
+           f.message + (overlay == std::string::npos ? std::string() : " " + f.source.substr(overlay)) + "\n";
   }
   bool heading = false;
   for (const Finding& f : findings) {
