@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
+#include "cli/smoke_overrides.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
@@ -39,6 +40,10 @@ struct DoctorOptions {
   std::string python = "python3";
   std::string cloud_metadata_endpoint;
   double timeout_s = 10;
+  std::string since = "boot";
+  double memtest = 0;                ///< smoke's --memtest
+  std::vector<std::string> expect;   ///< smoke's --expect ID=VALUE
+  std::vector<std::string> minimum;  ///< smoke's --minimum ID=VALUE
 };
 
 /// The profile to judge the node against; a matrix profile needs --set to pick one cell.
@@ -109,21 +114,67 @@ util::Expected<probe::MetadataEndpoint> parse_endpoint(const std::string& text) 
   return probe::MetadataEndpoint{text.substr(0, colon), number};
 }
 
+/// --since: "boot" (nullopt) or a duration "90s", "30m", "6h", "2d".
+util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::string& text) {
+  if (text == "boot") return std::optional<std::chrono::seconds>();
+  const auto bad = [&] {
+    return util::Error::usage("--since " + text + ": expected `boot` or a duration such as 90s, 30m, 6h or 2d",
+                              "e.g. --since 6h judges the kernel log's last six hours");
+  };
+  if (text.size() < 2 || text.size() > 8) return bad();
+  const std::string number = text.substr(0, text.size() - 1);
+  if (number.find_first_not_of("0123456789") != std::string::npos) return bad();
+  const long long count = std::stoll(number);
+  const char unit = text.back();
+  const long long scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
+  if (scale == 0 || count == 0) return bad();
+  return std::optional<std::chrono::seconds>(std::chrono::seconds(count * scale));
+}
+
+/// The smoke tests' own options, as `gpuenv smoke` takes them.
+util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOptions& options,
+                                            smoke::SmokeOptions& smoke) {
+  smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(smoke.library);
+  smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  smoke.memtest_fraction = options.memtest;
+  if (auto read = read_smoke_overrides(options.expect, "--expect", false, smoke.overrides); !read) return read;
+  return read_smoke_overrides(options.minimum, "--minimum", true, smoke.overrides);
+}
+
 ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
+  const bool asks_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
+  if (asks_metadata && !options.root.empty()) {
+    // The metadata service describes this machine, not the tree under --root: its answer would be wrong there.
+    return report_error(context, util::Error::usage("--cloud-metadata cannot be used with --root: the metadata service "
+                                                    "describes this machine, not the tree under --root",
+                                                    "name the inspected machine's type with --instance-type TYPE"));
+  }
+  if ((options.memtest > 0 || !options.expect.empty() || !options.minimum.empty()) &&
+      (options.quick || options.slurm)) {
+    return report_error(context, util::Error::usage("--memtest, --expect and --minimum tune the smoke tests, which "
+                                                    "--quick and --slurm skip",
+                                                    "drop --quick (or --slurm), or run `gpuenv smoke` with them"));
+  }
   doctor::DoctorRequest request;
+  auto since = parse_since(options.since);
+  if (!since) return report_error(context, since.error());
+  request.collect.kernel_log_since = *since;
+  request.collect.now_unix =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   request.collect.live = options.root.empty();
   request.collect.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
   if (options.slurm) request.collect.timeout = std::min(request.collect.timeout, k_slurm_wait_limit);
   request.collect.nvml_library =
       context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
   request.run_smoke = !options.quick && !options.slurm;
-  request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
-  request.smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  if (auto read = read_smoke_options(context, options, request.smoke); !read)
+    return report_error(context, read.error());
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.instance_type.empty()) request.instance_type = options.instance_type;
   request.collect.frameworks = !options.no_frameworks && (options.frameworks || (!options.quick && !options.slurm));
+  request.collect.framework_matmul = !options.quick && !options.slurm;
   request.collect.python = options.python;
-  request.collect.cloud_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
+  request.collect.cloud_metadata = asks_metadata;
   if (!options.cloud_metadata_endpoint.empty()) {
     auto endpoint = parse_endpoint(options.cloud_metadata_endpoint);
     if (!endpoint) return report_error(context, endpoint.error());
@@ -224,13 +275,23 @@ void add_doctor_command(CLI::App& app, Action& action) {
                       "metadata service say; types in data/doctor/instances.toml");
   command->add_flag("--cloud-metadata", options->cloud_metadata,
                     "Ask the cloud's link-local metadata service for the instance type when DMI lacks it (one "
-                    "request, at most 1 s; live runs only)");
+                    "request, at most 1 s; not with --root, whose machine it does not describe)");
   command->add_option("--cloud-metadata-endpoint", options->cloud_metadata_endpoint,
                       "With --cloud-metadata: ask IPV4:PORT instead of the cloud's own address (testing)");
   command
       ->add_option("--timeout", options->timeout_s,
                    "Seconds to wait for NVML, libcuda or nvidia-smi before reporting them hung")
       ->check(CLI::PositiveNumber);
+  command->add_option("--since", options->since,
+                      "Kernel-log window: `boot` (default; a log file from its last boot line) or a duration such as "
+                      "30m, 6h, 2d (log files by their timestamps)");
+  command
+      ->add_option("--memtest", options->memtest,
+                   "Smoke tests: also write and verify patterns over this fraction of each GPU's free memory")
+      ->check(CLI::Range(0.01, 0.95));
+  command->add_option("--expect", options->expect,
+                      "Smoke tests: ID=VALUE, what metric ID should reach here (repeatable; docs/smoke.md)");
+  command->add_option("--minimum", options->minimum, "Smoke tests: ID=VALUE, fail metric ID below VALUE (repeatable)");
   command->callback([&action, options] { action = [options](Context& c) { return run_doctor_command(c, *options); }; });
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/smoke_overrides.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "util/strings.hpp"
@@ -36,26 +37,6 @@ struct SmokeCommandOptions {
   std::vector<std::string> expect;   ///< ID=VALUE
   std::vector<std::string> minimum;  ///< ID=VALUE
 };
-
-/// Reads `--expect` / `--minimum` ID=VALUE pairs into `overrides`; a usage Error names the bad one and the valid ids.
-util::Expected<util::Ok> read_overrides(const std::vector<std::string>& pairs, const char* flag, bool minimum,
-                                        std::map<std::string, smoke::MetricOverride>& overrides) {
-  const auto& ids = smoke::judged_metric_ids();
-  for (const std::string& pair : pairs) {
-    const auto equals = pair.find('=');
-    const std::string id = pair.substr(0, equals);
-    char* end = nullptr;
-    const double value = equals == std::string::npos ? 0 : std::strtod(pair.c_str() + equals + 1, &end);
-    const bool known = std::find(ids.begin(), ids.end(), id) != ids.end();
-    if (!known || equals == std::string::npos || end == nullptr || *end != '\0' || !(value > 0)) {
-      return util::Error::usage(std::string(flag) + " " + pair + ": expected ID=VALUE with a positive VALUE (GB/s or " +
-                                    "TFLOP/s) and ID one of " + util::join(ids, ", "),
-                                std::string("for example ") + flag + " h2d_pinned=24");
-    }
-    (minimum ? overrides[id].minimum : overrides[id].expected) = value;
-  }
-  return util::Ok{};
-}
 
 nlohmann::json metric_json(const smoke::Metric& metric) {
   nlohmann::json out = {
@@ -255,10 +236,10 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   request.peer = !options.no_peer;
   request.memtest_fraction = options.memtest;
-  if (auto read = read_overrides(options.expect, "--expect", false, request.overrides); !read) {
+  if (auto read = read_smoke_overrides(options.expect, "--expect", false, request.overrides); !read) {
     return report_error(context, read.error());
   }
-  if (auto read = read_overrides(options.minimum, "--minimum", true, request.overrides); !read) {
+  if (auto read = read_smoke_overrides(options.minimum, "--minimum", true, request.overrides); !read) {
     return report_error(context, read.error());
   }
   auto report = smoke::run_smoke(context.system, request);

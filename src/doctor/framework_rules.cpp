@@ -92,6 +92,33 @@ void check_arch(const probe::HostFacts& facts, const FrameworkFacts& f, std::vec
                  ""});
 }
 
+/// The tiny matmul on each device the framework sees: the first real work on the GPU, where "no kernel image" and
+/// a broken device show up.
+void check_matmul(const FrameworkFacts& f, std::vector<Finding>& out) {
+  if (f.matmul.empty()) return;
+  const std::string id = "framework." + f.name + "_matmul";
+  const std::string device = f.name == "torch" ? "cuda:" : "/GPU:";
+  std::vector<std::string> failed;
+  for (const probe::MatmulResult& r : f.matmul) {
+    if (r.outcome == probe::MatmulResult::Outcome::ok) continue;
+    const bool mismatch = r.outcome == probe::MatmulResult::Outcome::mismatch;
+    failed.push_back(device + std::to_string(r.device) + (mismatch ? " computed a wrong result (" : " failed (") +
+                     r.detail + ")");
+  }
+  const std::string what = "a 64x64 matmul in " + f.name + " " + f.version;
+  if (failed.empty()) {
+    out.push_back({id, Status::pass,
+                   what + " gave the right result on " + std::to_string(f.matmul.size()) +
+                       (f.matmul.size() == 1 ? " device" : " devices"),
+                   "", ""});
+    return;
+  }
+  out.push_back({id, Status::fail, what + ": " + util::join(failed, "; "),
+                 "a wrong result means a faulty GPU (run `gpuenv smoke --memtest 0.9` and check the gpu.* and xid "
+                 "findings); an error names the cause (\"no kernel image\": see framework.torch_arch)",
+                 ""});
+}
+
 }  // namespace
 
 void check_frameworks(const probe::HostFacts& facts, std::vector<Finding>& out) {
@@ -107,6 +134,7 @@ void check_frameworks(const probe::HostFacts& facts, std::vector<Finding>& out) 
     any = true;
     check_one(facts, f, out);
     check_arch(facts, f, out);
+    check_matmul(f, out);
   }
   if (!any)
     out.push_back({"framework.installed", Status::skip,

@@ -128,6 +128,43 @@ void check_pcie_generation(const probe::HostFacts& facts, const InstanceExpectat
   }
 }
 
+/// One RDMA expectation: fewer devices than the type has is a missing network card, or the interfaces were not
+/// attached at launch, or the driver is not loaded; all three leave multi-node jobs slow or failing.
+void check_rdma(const probe::HostFacts& facts, const InstanceExpectation& expected, const std::string& id,
+                const std::string& kind, unsigned want, const std::vector<std::string>& have, const std::string& remedy,
+                std::vector<Finding>& out) {
+  const probe::RdmaDevices& rdma = facts.rdma;
+  const std::string should = type_label(expected) + " should have " + std::to_string(want);
+  if (!rdma.availability.available) {
+    out.push_back({id, Status::skip, should + " " + kind + " devices; " + rdma.availability.reason, "", ""});
+  } else if (have.size() >= want) {
+    out.push_back({id, Status::pass,
+                   std::to_string(have.size()) + " " + kind + " devices, as " + type_label(expected) + " should have",
+                   "", expected.source});
+  } else {
+    out.push_back({id, Status::fail,
+                   std::to_string(have.size()) + " " + kind + " devices in " + rdma.availability.source +
+                       (have.empty() ? "" : " (" + util::join(have, ", ") + ")") + "; " + should,
+                   remedy, expected.source});
+  }
+}
+
+void check_fabric(const probe::HostFacts& facts, const InstanceExpectation& expected, std::vector<Finding>& out) {
+  if (expected.efa_devices) {
+    check_rdma(facts, expected, "fabric.efa", "EFA", *expected.efa_devices, facts.rdma.efa,
+               "launch the instance with an EFA network interface on every network card (InterfaceType efa) and "
+               "load the efa driver (the aws-efa-installer); if they were, the node is missing a card: replace it",
+               out);
+  }
+  if (expected.infiniband_devices) {
+    check_rdma(facts, expected, "fabric.infiniband", "InfiniBand/RDMA", *expected.infiniband_devices,
+               facts.rdma.infiniband,
+               "load the ConnectX driver stack (mlx5_ib: the provider's HPC image or DOCA/MLNX_OFED) and check "
+               "`ibstat`; if it is loaded, the node is missing a NIC: replace it or open a ticket with the provider",
+               out);
+  }
+}
+
 }  // namespace
 
 std::string InstanceExpectation::describe() const {
@@ -159,6 +196,14 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
     if (!row.optional_text("interconnect").empty())
       e.interconnect = row.one_of("interconnect", {"nvlink", "nvswitch", "pcie"});
     if (auto gen = row.optional_number("pcie_gen")) e.pcie_gen = static_cast<unsigned>(*gen);
+    if (auto efa = row.optional_number("efa_devices")) {
+      if (*efa < 1 || *efa > 64) row.fail("`efa_devices` must be between 1 and 64");
+      e.efa_devices = static_cast<unsigned>(*efa);
+    }
+    if (auto ib = row.optional_number("infiniband_devices")) {
+      if (*ib < 1 || *ib > 64) row.fail("`infiniband_devices` must be between 1 and 64");
+      e.infiniband_devices = static_cast<unsigned>(*ib);
+    }
     row.one_of("status", {"verified", "secondary", "unverified"});
     e.source = row.text("source");
     if (!seen.insert(e.instance_type).second) row.fail(e.instance_type + " appears twice");
@@ -202,6 +247,7 @@ bool gpu_name_has_token(const std::string& gpu_name, const std::string& token) {
 
 void check_instance(const probe::HostFacts& facts, const InstanceExpectation& expected,
                     std::vector<report::Finding>& out) {
+  check_fabric(facts, expected, out);
   if (!facts.gpus.availability.available || facts.gpus.gpus.empty()) return;
   check_model(facts, expected, out);
   check_memory(facts, expected, out);

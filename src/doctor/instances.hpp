@@ -1,6 +1,6 @@
 #pragma once
 // What each cloud instance type should have (data/doctor/instances.toml, compiled in), and the rules that hold a
-// node to its type: gpu.model, gpu.memory_size, gpu.interconnect (gpu.count is judged in rules.cpp).
+// node to its type: gpu.model, gpu.memory_size, gpu.interconnect, fabric.* (gpu.count is judged in gpu_rules.cpp).
 
 #include <optional>
 #include <string>
@@ -22,6 +22,8 @@ struct InstanceExpectation {
   std::optional<std::uint64_t> gpu_memory_mib;
   std::string interconnect;  ///< "nvlink", "nvswitch", "pcie"; empty when not judged
   std::optional<unsigned> pcie_gen;
+  std::optional<unsigned> efa_devices;         ///< AWS EFA devices the type should show
+  std::optional<unsigned> infiniband_devices;  ///< other RDMA NICs (ConnectX InfiniBand/RoCE) it should show
   std::string source;
 
   /// "8x A100 40960 MiB" — what the type should have, for messages.
@@ -44,8 +46,9 @@ const InstanceExpectation* find_instance(const std::vector<InstanceExpectation>&
 /// case-insensitive: "NVIDIA L40S" is not an "L4".
 bool gpu_name_has_token(const std::string& gpu_name, const std::string& token);
 
-/// The node against its instance type: gpu.model, gpu.memory_size, gpu.interconnect and gpu.pcie_generation
-/// findings (nothing when the node has no visible GPUs; gpu.count says why).
+/// The node against its instance type: fabric.efa and fabric.infiniband (RDMA devices, where the row has them),
+/// then gpu.model, gpu.memory_size, gpu.interconnect and gpu.pcie_generation (none of these when the node has no
+/// visible GPUs; gpu.count says why).
 void check_instance(const probe::HostFacts& facts, const InstanceExpectation& expected,
                     std::vector<report::Finding>& out);
 

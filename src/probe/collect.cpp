@@ -7,11 +7,13 @@
 #include "probe/cuda_toolkit.hpp"
 #include "probe/frameworks.hpp"
 #include "probe/host_info.hpp"
+#include "probe/kernel_log_window.hpp"
 #include "probe/nvidia_smi_exit.hpp"
 #include "probe/nvidia_smi_xml.hpp"
 #include "probe/nvml.hpp"
 #include "probe/packages.hpp"
 #include "probe/proc_driver_version.hpp"
+#include "probe/rdma.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -204,8 +206,42 @@ void collect_gpus(System& system, const CollectOptions& options, HostFacts& fact
   }
 }
 
+/// Seconds since boot from /proc/uptime ("12345.67 54321.00"), nullopt when unreadable.
+std::optional<double> uptime_seconds(System& system) {
+  auto text = system.read_file("/proc/uptime");
+  if (!text) return std::nullopt;
+  const std::string first(util::trim(text->substr(0, text->find(' '))));
+  if (first.empty() || first.find_first_not_of("0123456789.") != std::string::npos) return std::nullopt;
+  return std::stod(first);
+}
+
+/// Narrows the log to the --since window: dmesg is since boot already; files are cut at their last boot banner,
+/// or by their timestamps for --since DURATION.
+void apply_kernel_log_window(System& system, const CollectOptions& options, KernelLog& log) {
+  if (!log.text) return;
+  if (log.source == "dmesg") {
+    if (!options.kernel_log_since) return;
+    const auto uptime = uptime_seconds(system);
+    const std::string span = "last " + std::to_string(options.kernel_log_since->count()) + " s";
+    if (!uptime) {
+      log.source += " (since boot: /proc/uptime is unreadable, so the " + span + " cannot be cut out)";
+      return;
+    }
+    log.text = dmesg_since(*log.text, *uptime - static_cast<double>(options.kernel_log_since->count()));
+    log.source += " (" + span + ")";
+    return;
+  }
+  LogWindow window =
+      options.kernel_log_since
+          ? log_file_since(*log.text, options.now_unix - options.kernel_log_since->count(), options.now_unix)
+          : log_file_since_boot(*log.text);
+  log.text = std::move(window.text);
+  log.source += " (" + window.how + ")";
+}
+
 void collect_kernel_log(System& system, const CollectOptions& options, HostFacts& facts) {
   KernelLog log = read_kernel_log(system, options.live);
+  apply_kernel_log_window(system, options, log);
   facts.kernel_log_source = log.source;
   if (log.text) facts.kernel_events = parse_xid_events(*log.text).events;
 }
@@ -446,9 +482,10 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_toolkits(system, options, facts);
   collect_libraries(system, options, facts);
   collect_containers(system, options, facts);
+  facts.rdma = read_rdma_devices(system, options.live);
   if (options.frameworks) {
     if (options.live) {
-      facts.frameworks = probe_frameworks(system, options.python, options.framework_timeout);
+      facts.frameworks = probe_frameworks(system, options.python, options.framework_timeout, options.framework_matmul);
     } else {
       facts.frameworks = FrameworkProbe{};
       facts.frameworks->availability.reason =

@@ -2,6 +2,7 @@
 // Collectors: read the machine through System and fill HostFacts. Parsing is left to the pure parsers.
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -28,7 +29,14 @@ struct CollectOptions {
   /// Run the node's Python to see which frameworks import and what they see (live only; a skip under --root).
   bool frameworks = false;
   std::string python = "python3";
+  /// Also run a tiny matmul on each device the frameworks see (doctor without --quick).
+  bool framework_matmul = false;
   std::chrono::milliseconds framework_timeout{std::chrono::seconds(30)};
+  /// --since: judge kernel-log lines from this long ago on; nullopt: since the last boot (dmesg's whole buffer, or a
+  /// log file from its last boot banner on).
+  std::optional<std::chrono::seconds> kernel_log_since;
+  /// The current time in Unix seconds (the CLI's clock), for --since on log files' timestamps.
+  std::int64_t now_unix = 0;
   /// Limit for each library call group or command that could hang.
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
 };

@@ -146,6 +146,21 @@ struct ContainerRuntime {
   bool containerd_nvidia_runtime = false;  ///< /etc/containerd/config.toml names the nvidia runtime
 };
 
+/// RDMA devices under /sys/class/infiniband, split by driver: AWS EFA, and the rest (ConnectX InfiniBand or RoCE).
+struct RdmaDevices {
+  Availability availability;            ///< source "/sys/class/infiniband"; a reason when it cannot be known
+  std::vector<std::string> efa;         ///< devices the efa driver owns ("rdmap16s27", "efa_0")
+  std::vector<std::string> infiniband;  ///< the others ("mlx5_0")
+};
+
+/// A 64x64 matmul of ones on one device, run by the framework (all 64**3 = 262144 when summed).
+struct MatmulResult {
+  enum class Outcome { ok, mismatch, error };
+  unsigned device = 0;  ///< the framework's device index (cuda:N, /GPU:N)
+  Outcome outcome = Outcome::ok;
+  std::string detail;  ///< the wrong sum, or the exception's last line
+};
+
 /// One framework as the interpreter reports it.
 struct FrameworkFacts {
   std::string name;          ///< "torch", "tensorflow"
@@ -159,6 +174,7 @@ struct FrameworkFacts {
   std::optional<unsigned> device_count;
   std::vector<std::string> arch_list;            ///< torch.cuda.get_arch_list(): "sm_80", "compute_90"
   std::vector<std::string> device_capabilities;  ///< per visible device, "8.0"
+  std::vector<MatmulResult> matmul;              ///< per visible device; empty unless the matmul ran (not --quick)
 };
 
 /// The interpreter run and what it reported.
@@ -183,6 +199,7 @@ struct HostFacts {
   std::optional<Library> cudnn;
   std::optional<Library> nccl;
   ContainerRuntime containers;
+  RdmaDevices rdma;
   std::optional<FrameworkProbe> frameworks;  ///< with --frameworks only
   std::vector<std::string> unreadable;       ///< files that exist but could not be read (permissions)
 };

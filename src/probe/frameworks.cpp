@@ -14,12 +14,26 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 def last(e):
     lines = str(e).strip().splitlines()
     return type(e).__name__ + (": " + lines[-1] if lines else "")
+def first(e):
+    # torch's CUDA errors put the cause first and generic advice after it.
+    lines = str(e).strip().splitlines()
+    return type(e).__name__ + (": " + lines[0] if lines else "")
 def out(key, value):
     print(key + "=" + str(value).replace("\n", " "))
 try:
     import importlib.util as util
 except Exception:
     util = None
+matmul = "matmul" in sys.argv[1:]
+# 64x64 ones times itself: every element is 64, the sum 64**3; exact in fp32.
+EXPECTED = 262144.0
+def report_matmul(name, index, compute):
+    try:
+        value = float(compute())
+        out(name + ".matmul", "%d %s" % (index, "ok" if value == EXPECTED else
+                                         "mismatch: the sum is %r, expected %r" % (value, EXPECTED)))
+    except BaseException as e:
+        out(name + ".matmul", "%d error: %s" % (index, first(e)))
 for name in ("torch", "tensorflow"):
     try:
         found = util is not None and util.find_spec(name) is not None
@@ -46,6 +60,11 @@ for name in ("torch", "tensorflow"):
             out("torch.device_count", count)
             out("torch.arch_list", " ".join(cuda.get_arch_list()) if available else "")
             out("torch.capabilities", " ".join("%d.%d" % tuple(cuda.get_device_capability(i)) for i in range(count)))
+            for i in range(count if matmul else 0):
+                def compute(i=i):
+                    a = module.ones((64, 64), device="cuda:%d" % i)
+                    return module.matmul(a, a).sum().item()
+                report_matmul("torch", i, compute)
         else:
             build = module.sysconfig.get_build_info()
             out("tensorflow.cuda", build.get("cuda_version", ""))
@@ -53,6 +72,12 @@ for name in ("torch", "tensorflow"):
             gpus = module.config.list_physical_devices("GPU")
             out("tensorflow.cuda_available", "yes" if gpus else "no")
             out("tensorflow.device_count", len(gpus))
+            for i in range(len(gpus) if matmul else 0):
+                def compute(i=i):
+                    with module.device("/GPU:%d" % i):
+                        a = module.ones((64, 64))
+                        return module.reduce_sum(module.matmul(a, a)).numpy()
+                report_matmul("tensorflow", i, compute)
     except BaseException as e:
         out(name + ".error", last(e))
 )PY";
@@ -81,6 +106,30 @@ std::optional<int> arch_number(std::string_view name, std::string_view prefix) {
   if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   return std::stoi(std::string(digits));
+}
+
+/// "1 ok", "1 mismatch: ...", "1 error: ..." -> the device's result; nullopt for anything else.
+std::optional<MatmulResult> parse_matmul(std::string_view value) {
+  const auto space = value.find(' ');
+  if (space == 0 || space == std::string_view::npos) return std::nullopt;
+  const std::string_view index = value.substr(0, space);
+  if (index.find_first_not_of("0123456789") != std::string_view::npos || index.size() > 4) return std::nullopt;
+  MatmulResult result;
+  result.device = static_cast<unsigned>(std::stoul(std::string(index)));
+  const std::string_view rest = value.substr(space + 1);
+  const auto colon = rest.find(": ");
+  const std::string_view outcome = rest.substr(0, colon);
+  if (outcome == "ok") {
+    result.outcome = MatmulResult::Outcome::ok;
+  } else if (outcome == "mismatch") {
+    result.outcome = MatmulResult::Outcome::mismatch;
+  } else if (outcome == "error") {
+    result.outcome = MatmulResult::Outcome::error;
+  } else {
+    return std::nullopt;
+  }
+  if (colon != std::string_view::npos) result.detail = std::string(rest.substr(colon + 2));
+  return result;
 }
 
 }  // namespace
@@ -119,14 +168,19 @@ std::vector<FrameworkFacts> parse_framework_report(std::string_view text) {
       f.arch_list = words(value);
     else if (key == "capabilities")
       f.device_capabilities = words(value);
+    else if (key == "matmul")
+      if (auto result = parse_matmul(value)) f.matmul.push_back(std::move(*result));
   }
   return all;
 }
 
-FrameworkProbe probe_frameworks(system::System& system, const std::string& python, std::chrono::milliseconds timeout) {
+FrameworkProbe probe_frameworks(system::System& system, const std::string& python, std::chrono::milliseconds timeout,
+                                bool matmul) {
   FrameworkProbe probe;
   probe.availability.source = python;
-  const system::CommandResult result = system.run({python, "-c", std::string(k_script)}, timeout);
+  std::vector<std::string> argv = {python, "-c", std::string(k_script)};
+  if (matmul) argv.emplace_back("matmul");
+  const system::CommandResult result = system.run(argv, timeout);
   if (result.not_found) {
     probe.availability.reason = python + " is not installed";
   } else if (result.timed_out) {

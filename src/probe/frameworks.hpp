@@ -19,8 +19,10 @@ std::string_view framework_probe_script();
 /// Parses the script's output (unknown keys and junk lines ignored). Pure.
 std::vector<FrameworkFacts> parse_framework_report(std::string_view text);
 
-/// Runs `python -c <script>` with `timeout`; never throws: a missing interpreter or a crash is a reason.
-FrameworkProbe probe_frameworks(system::System& system, const std::string& python, std::chrono::milliseconds timeout);
+/// Runs `python -c <script>` with `timeout` (and, with `matmul`, a 64x64 matmul on each visible device); never
+/// throws: a missing interpreter or a crash is a reason.
+FrameworkProbe probe_frameworks(system::System& system, const std::string& python, std::chrono::milliseconds timeout,
+                                bool matmul);
 
 /// Whether a wheel with `arch_list` runs on a GPU of compute capability `capability` ("8.6"): SASS for the same
 /// major and a minor at most the GPU's ("sm_80" runs on 8.6), or PTX ("compute_XY") at most the GPU's to JIT.

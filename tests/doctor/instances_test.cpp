@@ -86,6 +86,11 @@ TEST_CASE("instances.toml: bad rows are internal errors naming the row", "[docto
       "[[instance]]\ncloud = \"aws\"\ninstance_type = \"a\"\ngpu = \"T4\"\ngpus = 1\nstatus = \"verified\"\n");
   REQUIRE_FALSE(no_source);
   CHECK(no_source.error().message.find("source") != std::string::npos);
+  const auto no_efa = gpuenv::doctor::parse_instances(
+      "[[instance]]\ncloud = \"aws\"\ninstance_type = \"a\"\ngpu = \"T4\"\ngpus = 1\nefa_devices = 0\n"
+      "status = \"verified\"\nsource = \"s\"\n");
+  REQUIRE_FALSE(no_efa);
+  CHECK(no_efa.error().message.find("`efa_devices` must be between 1 and 64") != std::string::npos);
 }
 
 TEST_CASE("gpu_name_has_token: whole words of the driver's GPU name", "[doctor]") {
@@ -137,10 +142,11 @@ TEST_CASE("check_instance: model, memory size and NVLink against the type, namin
   CHECK(find(out, "gpu.interconnect")->status == Status::fail);
   CHECK(find(out, "gpu.interconnect")->message.find("GPU 1 report no active NVLink") != std::string::npos);
 
-  out.clear();  // no GPUs: nothing to hold (gpu.count says why)
+  out.clear();  // no GPUs: no GPU to hold (gpu.count says why); only the type's EFA devices are judged
   HostFacts none;
   gpuenv::doctor::check_instance(none, *p4d, out);
-  CHECK(out.empty());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].id == "fabric.efa");
 }
 
 TEST_CASE("gpu.count: the instance type's count unless --expect-gpus overrides it", "[doctor]") {
@@ -174,4 +180,61 @@ TEST_CASE("gpu.count: the instance type's count unless --expect-gpus overrides i
   facts = node(8, "NVIDIA A100-SXM4-40GB", 40960);
   findings = gpuenv::doctor::evaluate(facts, **thresholds, **kb, by_type);
   CHECK(find(findings, "gpu.count")->status == Status::pass);
+}
+
+TEST_CASE("fabric.efa / fabric.infiniband: RDMA devices against the type, failing below it and naming it", "[doctor]") {
+  const auto* p5 = gpuenv::doctor::find_instance(table(), "p5.48xlarge");
+  const auto* nd = gpuenv::doctor::find_instance(table(), "Standard_ND96isr_H100_v5");
+  const auto* g5 = gpuenv::doctor::find_instance(table(), "g5.xlarge");
+  REQUIRE(p5 != nullptr);
+  REQUIRE(nd != nullptr);
+  REQUIRE(g5 != nullptr);
+  CHECK(p5->efa_devices == 32u);
+  CHECK(nd->infiniband_devices == 8u);
+  CHECK_FALSE(g5->efa_devices);  // EFA is optional on the g families: not judged
+
+  HostFacts facts = node(8, "NVIDIA H100 80GB HBM3", 81559);
+  facts.rdma.availability = {true, "/sys/class/infiniband", ""};
+  for (unsigned i = 0; i < 16; ++i) facts.rdma.efa.push_back("rdmap" + std::to_string(i) + "s0");
+  std::vector<Finding> out;
+  gpuenv::doctor::check_instance(facts, *p5, out);
+  REQUIRE(find(out, "fabric.efa") != nullptr);
+  CHECK(find(out, "fabric.efa")->status == Status::fail);
+  CHECK(find(out, "fabric.efa")->message.find("16 EFA devices in /sys/class/infiniband (rdmap0s0, ") == 0);
+  CHECK(find(out, "fabric.efa")->message.find("; p5.48xlarge (AWS) should have 32") != std::string::npos);
+  CHECK(find(out, "fabric.efa")->source == p5->source);
+  CHECK(find(out, "fabric.infiniband") == nullptr);
+
+  facts.rdma.efa.clear();  // none at all: launched without EFA interfaces, or no driver
+  out.clear();
+  gpuenv::doctor::check_instance(facts, *p5, out);
+  CHECK(find(out, "fabric.efa")->status == Status::fail);
+  CHECK(find(out, "fabric.efa")->message == "0 EFA devices in /sys/class/infiniband; p5.48xlarge (AWS) should have 32");
+
+  for (unsigned i = 0; i < 32; ++i) facts.rdma.efa.push_back("rdmap" + std::to_string(i) + "s0");
+  out.clear();
+  gpuenv::doctor::check_instance(facts, *p5, out);
+  CHECK(find(out, "fabric.efa")->status == Status::pass);
+
+  // Azure ND H100 v5: eight ConnectX-7 InfiniBand NICs; EFA devices do not count for it.
+  facts.rdma.infiniband = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6"};
+  out.clear();
+  gpuenv::doctor::check_instance(facts, *nd, out);
+  CHECK(find(out, "fabric.efa") == nullptr);
+  CHECK(find(out, "fabric.infiniband")->status == Status::fail);
+  CHECK(find(out, "fabric.infiniband")->message.find("7 InfiniBand/RDMA devices") == 0);
+  CHECK(find(out, "fabric.infiniband")->message.find("Standard_ND96isr_H100_v5 (Azure) should have 8") !=
+        std::string::npos);
+
+  // A captured tree without /sys/class/infiniband: a skip with the reason, even with no GPUs visible.
+  HostFacts rooted;
+  rooted.rdma.availability.reason = "/sys/class/infiniband is not in the inspected tree";
+  out.clear();
+  gpuenv::doctor::check_instance(rooted, *p5, out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].id == "fabric.efa");
+  CHECK(out[0].status == Status::skip);
+  CHECK(out[0].message ==
+        "p5.48xlarge (AWS) should have 32 EFA devices; /sys/class/infiniband is not in the inspected "
+        "tree");
 }

@@ -139,7 +139,12 @@ const std::vector<Scenario> k_scenarios = {
         {"gpu.model", "pass", "A100"},
         {"gpu.memory_size", "pass", "40960 MiB"},
         {"gpu.interconnect", "skip", "does not report NVLink"},
-        {"gpu.init_failed", "fail", "the GPU at 0000:a0:1d.0"}}},
+        {"gpu.init_failed", "fail", "the GPU at 0000:a0:1d.0"},
+        {"fabric.efa", "pass", "4 EFA devices, as p4d.24xlarge (AWS) should have"}}},
+    {"aws-p4d-missing-gpu", {"--instance-type", "p5.48xlarge"}, 1, "NOT READY", {
+        {"fabric.efa", "fail", "4 EFA devices in /sys/class/infiniband (rdmap144s27, rdmap160s27, rdmap16s27, "
+                               "rdmap32s27); p5.48xlarge (AWS) should have 32"},
+        {"fabric.efa", "fail", "InterfaceType efa"}}},
     {"aws-p4d-missing-gpu", {"--instance-type", "p4de.24xlarge"}, 1, "NOT READY", {
         {"host.cloud", "pass", "instance type p4de.24xlarge"},
         {"host.cloud", "pass", "instance type from --instance-type"},

@@ -80,21 +80,21 @@ TEST_CASE("arch_list_covers: SASS within a major, PTX forward, arch-specific exa
 TEST_CASE("probe_frameworks: fake interpreters on the System seam", "[probe]") {
   gpuenv::testing::FakeSystem system;
   system.commands[script_key("/venv/bin/python")] = {0, false, false, k_torch_report, ""};
-  auto probe = gpuenv::probe::probe_frameworks(system, "/venv/bin/python", std::chrono::milliseconds(500));
+  auto probe = gpuenv::probe::probe_frameworks(system, "/venv/bin/python", std::chrono::milliseconds(500), false);
   CHECK(probe.availability.available);
   REQUIRE(probe.frameworks.size() == 2);
   CHECK(probe.frameworks[0].version == "2.4.1+cu124");
 
-  probe = gpuenv::probe::probe_frameworks(system, "python3", std::chrono::milliseconds(500));  // not scripted
+  probe = gpuenv::probe::probe_frameworks(system, "python3", std::chrono::milliseconds(500), false);  // not scripted
   CHECK_FALSE(probe.availability.available);
   CHECK(probe.availability.reason == "python3 is not installed");
 
   system.commands[script_key("slow")] = {-1, true, false, "", ""};
-  probe = gpuenv::probe::probe_frameworks(system, "slow", std::chrono::milliseconds(500));
+  probe = gpuenv::probe::probe_frameworks(system, "slow", std::chrono::milliseconds(500), false);
   CHECK(probe.availability.reason == "slow did not finish within 500 ms");
 
   system.commands[script_key("old")] = {1, false, false, "", "  File \"<string>\", line 2\nSyntaxError: bad\n"};
-  probe = gpuenv::probe::probe_frameworks(system, "old", std::chrono::milliseconds(500));
+  probe = gpuenv::probe::probe_frameworks(system, "old", std::chrono::milliseconds(500), false);
   CHECK(probe.availability.reason == "old failed with exit code 1: SyntaxError: bad");
 
   // Under --root nothing runs: a skip with the reason, and no command.
@@ -166,4 +166,43 @@ TEST_CASE("check_frameworks: arch mismatch, import errors, CPU builds, nothing i
   out.clear();
   gpuenv::doctor::check_frameworks(facts, out);
   CHECK(out.empty());
+}
+
+TEST_CASE("the tiny matmul: asked for with `matmul`, parsed per device, judged ok / mismatch / error", "[probe]") {
+  gpuenv::testing::FakeSystem system;
+  system.commands[script_key("python3") + " matmul"] = {
+      0, false, false,
+      "torch.installed=yes\ntorch.version=2.4.1\ntorch.cuda=12.4\ntorch.cuda_available=yes\ntorch.device_count=3\n"
+      "torch.matmul=0 ok\ntorch.matmul=1 mismatch: the sum is 131072.0, expected 262144.0\n"
+      "torch.matmul=2 error: RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+      "torch.matmul=x ok\ntorch.matmul=3 maybe\ntensorflow.installed=yes\ntensorflow.version=2.17.0\n"
+      "tensorflow.cuda=12.3\ntensorflow.cuda_available=yes\ntensorflow.device_count=1\ntensorflow.matmul=0 ok\n",
+      ""};
+  const auto probe = gpuenv::probe::probe_frameworks(system, "python3", std::chrono::milliseconds(500), true);
+  REQUIRE(probe.availability.available);
+  REQUIRE(probe.frameworks.size() == 2);
+  const auto& torch = probe.frameworks[0];
+  REQUIRE(torch.matmul.size() == 3);  // "x ok" and "3 maybe" are junk
+  CHECK(torch.matmul[1].device == 1);
+  CHECK(torch.matmul[1].outcome == gpuenv::probe::MatmulResult::Outcome::mismatch);
+  CHECK(torch.matmul[2].outcome == gpuenv::probe::MatmulResult::Outcome::error);
+  CHECK(torch.matmul[2].detail == "RuntimeError: CUDA error: no kernel image is available for execution on the device");
+  // Without `matmul` the same interpreter is asked a different command line (the fake answers nothing to it).
+  CHECK_FALSE(
+      gpuenv::probe::probe_frameworks(system, "python3", std::chrono::milliseconds(500), false).availability.available);
+
+  gpuenv::probe::HostFacts facts = with_gpus(3);
+  facts.frameworks = probe;
+  std::vector<Finding> out;
+  gpuenv::doctor::check_frameworks(facts, out);
+  const Finding* torch_matmul = find(out, "framework.torch_matmul");
+  REQUIRE(torch_matmul != nullptr);
+  CHECK(torch_matmul->status == Status::fail);
+  CHECK(torch_matmul->message ==
+        "a 64x64 matmul in torch 2.4.1: cuda:1 computed a wrong result (the sum is 131072.0, expected 262144.0); "
+        "cuda:2 failed (RuntimeError: CUDA error: no kernel image is available for execution on the device)");
+  const Finding* tf_matmul = find(out, "framework.tensorflow_matmul");
+  REQUIRE(tf_matmul != nullptr);
+  CHECK(tf_matmul->status == Status::pass);
+  CHECK(tf_matmul->message == "a 64x64 matmul in tensorflow 2.17.0 gave the right result on 1 device");
 }
