@@ -119,6 +119,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.run_smoke = !options.quick && !options.slurm;
   request.smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.smoke.library);
   request.smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  request.smoke.nvml_library = request.collect.nvml_library;
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.instance_type.empty()) request.instance_type = options.instance_type;
   request.collect.frameworks = !options.no_frameworks && (options.frameworks || (!options.quick && !options.slurm));
