@@ -188,16 +188,16 @@ Finding judge_clocks(const std::vector<ClockSample>& samples, int max_mhz) {
   }
   std::vector<unsigned> clocks;
   unsigned long long reasons = 0;
-  std::optional<unsigned> max = max_mhz > 0 ? std::optional<unsigned>(static_cast<unsigned>(max_mhz)) : std::nullopt;
+  unsigned max = max_mhz > 0 ? static_cast<unsigned>(max_mhz) : 0;  // 0: unknown
   for (const ClockSample& sample : samples) {
     clocks.push_back(sample.sm_mhz);
     reasons |= sample.reasons;
-    if (sample.sm_max_mhz) max = sample.sm_max_mhz;
+    if (sample.sm_max_mhz) max = *sample.sm_max_mhz;
   }
   std::sort(clocks.begin(), clocks.end());
   const unsigned median = clocks[clocks.size() / 2];
   std::string message = "SM clock during the matmuls: " + mhz(median) + " (median of " + std::to_string(clocks.size()) +
-                        " samples, lowest " + mhz(clocks.front()) + ")" + (max ? ", max " + mhz(*max) : std::string());
+                        " samples, lowest " + mhz(clocks.front()) + ")" + (max > 0 ? ", max " + mhz(max) : std::string());
   const std::vector<std::string> names = probe::throttle_reason_names(reasons);
   if (!names.empty()) message += "; clocks-event reasons: " + util::join(names, ", ");
   if ((reasons & throttled_reasons) != 0) {

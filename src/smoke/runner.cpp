@@ -551,6 +551,24 @@ KernelsInfo embedded_kernels_info() {
   return out;
 }
 
+namespace {
+
+/// Pinned H2D on every GPU at once, beside each GPU's own (verified) pinned H2D.
+void concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus, SmokeReport& report) {
+  std::map<int, double> solo;
+  for (const DeviceResult& device : report.devices) {
+    for (const Metric& metric : device.metrics) {
+      if (metric.id == "h2d_pinned" && metric.verified) solo[device.index] = metric.summary.median;
+    }
+  }
+  const std::vector<std::optional<Metric>> metrics = run_concurrent_h2d(gpus, solo, report.findings);
+  for (std::size_t i = 0; i < metrics.size() && i < report.devices.size(); ++i) {
+    if (metrics[i]) report.devices[i].metrics.push_back(*metrics[i]);
+  }
+}
+
+}  // namespace
+
 util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options) {
   auto parsed = shipped_expectations();
   if (!parsed) return parsed.error();
@@ -601,6 +619,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, driver_version, result).run();
     gpus.push_back(std::move(gpu));
   }
+  if (gpus.size() > 1) concurrent_h2d(gpus, report);
   if (options.peer && gpus.size() > 1) {
     report.peers = run_peer_copies(gpus, *expectations, report.device_count, report.peer_findings);
   }

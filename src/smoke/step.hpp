@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -142,10 +143,10 @@ class DeviceBuffer {
   CUdeviceptr m_pointer = 0;
 };
 
-/// Runs `step(gpu)` on its own thread with the GPU's context current and waits until the deadline; nullopt means it
-/// hung (the thread is abandoned, holding its own reference to the Gpu).
+/// Starts `step(gpu)` on its own thread (placed on the GPU's NUMA CPUs) with the GPU's context current; the thread
+/// holds its own reference to the Gpu, so it may be abandoned.
 template <typename Step>
-std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
+std::future<StepOutcome> start_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
   auto promise = std::make_shared<std::promise<StepOutcome>>();
   std::future<StepOutcome> future = promise->get_future();
   std::thread([gpu, promise, id, step] {
@@ -163,6 +164,13 @@ std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::
     }
     promise->set_value(std::move(outcome));
   }).detach();
+  return future;
+}
+
+/// Runs `step(gpu)` (start_step) and waits until the deadline; nullopt means it hung (the thread is abandoned).
+template <typename Step>
+std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
+  std::future<StepOutcome> future = start_step(gpu, id, std::move(step));
   if (future.wait_for(gpu->options.step_timeout) != std::future_status::ready) return std::nullopt;
   return future.get();
 }
@@ -254,6 +262,23 @@ void release_cublas(Gpu& gpu);
 
 /// Writes and verifies patterns over options.memtest_fraction of the free GPU memory (memtest.cpp).
 StepOutcome run_memtest(Gpu& gpu);
+
+/// One GPU's pinned host->device rate with every GPU copying at once, beside its rate alone (GB/s).
+struct ConcurrentRate {
+  int ordinal = 0;
+  double concurrent = 0;
+  std::optional<double> alone;
+};
+/// The smoke.h2d_concurrent finding: each GPU's rate and its ratio to its solo rate, and a warning when all together
+/// move less than 1.25 x the fastest GPU alone (one shared host link carries them all).
+report::Finding judge_concurrent_h2d(const std::vector<ConcurrentRate>& rates);
+
+/// Pinned host->device copies on every GPU at once (host_concurrent.cpp): each GPU's rate beside its own solo pinned
+/// H2D (`solo_rates`, by ordinal), and a warning when all together move no more than the fastest alone (one shared
+/// host uplink). Returns each GPU's metric (id "h2d_concurrent"), by position in `gpus`.
+std::vector<std::optional<Metric>> run_concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus,
+                                                      const std::map<int, double>& solo_rates,
+                                                      std::vector<report::Finding>& findings);
 
 /// Copies between every ordered pair of GPUs that finished their own steps, verified and judged (peer.cpp).
 /// `device_count` is every GPU the driver reports (the board's size decides which NVLink floor applies).

@@ -495,3 +495,34 @@ TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin ke
     CHECK(copy->message.find("corrupted") == std::string::npos);  // verified after the queue ran
   }
 }
+
+TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host link", "[smoke]") {
+  // HGX-like: pairs behind a switch halve each other, but four switches still add up: shown, not warned.
+  const Finding pairs = judge_concurrent_h2d(
+      {{0, 27.0, 54.0}, {1, 27.5, 54.0}, {2, 27.0, 53.5}, {3, 26.8, 54.2}, {4, 27.1, 54.0}, {5, 27.0, 54.0}});
+  CHECK(pairs.status == Status::pass);
+  CHECK(pairs.message.find("pinned host->device on 6 GPUs at once: GPU 0 27.0 GB/s (0.50 x alone)") == 0);
+  // Four GPUs behind one Gen4 uplink: together they move what one moves alone.
+  const Finding shared = judge_concurrent_h2d({{0, 6.5, 25.0}, {1, 6.4, 25.1}, {2, 6.6, 24.9}, {3, 6.3, 25.0}});
+  CHECK(shared.status == Status::warn);
+  CHECK(shared.message.find("together 25.8 GB/s, no more than one GPU alone (25.1 GB/s)") != std::string::npos);
+  CHECK(shared.remedy.find("nvidia-smi topo -m") != std::string::npos);
+
+  // Through the runner: every GPU runs its part (the fake's copies take the same time at once as alone).
+  const int spins_before = fake_counter("fake_cuda_spin_launches");
+  const int live_before = fake_counter("fake_cuda_live_allocations");
+  const SmokeReport report = run_fake("device_count = 3\nelapsed_ms = 0.001\n");
+  const Finding* together = find(report.findings, "smoke.h2d_concurrent");
+  REQUIRE(together != nullptr);
+  CHECK(together->status == Status::pass);
+  CHECK(together->message.find("pinned host->device on 3 GPUs at once: GPU 0 ") == 0);
+  CHECK(together->message.find("(1.00 x alone)") != std::string::npos);
+  for (const DeviceResult& gpu : report.devices) {
+    CHECK(std::count_if(gpu.metrics.begin(), gpu.metrics.end(),
+                        [](const Metric& m) { return m.id == "h2d_concurrent"; }) == 1);
+  }
+  CHECK(fake_counter("fake_cuda_spin_launches") > spins_before);
+  CHECK(fake_counter("fake_cuda_live_allocations") == live_before);  // its buffers and flags are freed
+  // One GPU: nothing to run together.
+  CHECK(find(run_fake("elapsed_ms = 0.001\n").findings, "smoke.h2d_concurrent") == nullptr);
+}
