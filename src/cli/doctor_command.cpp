@@ -169,6 +169,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.run_smoke = !options.quick && !options.slurm;
   if (auto read = read_smoke_options(context, options, request.smoke); !read)
     return report_error(context, read.error());
+  request.smoke.nvml_library = request.collect.nvml_library;
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.instance_type.empty()) request.instance_type = options.instance_type;
   request.collect.frameworks = !options.no_frameworks && (options.frameworks || (!options.quick && !options.slurm));

@@ -80,6 +80,7 @@ std::string smoke_json(const smoke::SmokeReport& report) {
          {"sm_count", info.sm_count},
          {"memory_bytes", info.memory_bytes},
          {"clock_mhz", info.clock_mhz},
+         {"matmul_clock_mhz", optional_json(info.matmul_clock_mhz)},
          {"memory_clock_mhz", info.memory_clock_mhz},
          {"memory_bus_width", info.memory_bus_width},
          {"pcie",
@@ -222,6 +223,7 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   }
   smoke::SmokeOptions request;
   request.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.library);
+  request.nvml_library = context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.nvml_library);
   request.quick = options.quick;
   if (options.device >= 0) request.device = options.device;
   if (options.fail_ratio > options.min_ratio) {

@@ -56,6 +56,7 @@ enum CudaAttribute : int {
   attribute_multiprocessor_count = 16,
   attribute_memory_clock_rate = 36,
   attribute_global_memory_bus_width = 37,
+  attribute_l2_cache_size = 38,
   attribute_compute_capability_major = 75,
   attribute_compute_capability_minor = 76,
 };

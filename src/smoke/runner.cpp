@@ -49,6 +49,7 @@ StepOutcome query_device(Gpu& gpu) {
   gpu.info.clock_mhz = attribute(attribute_clock_rate) / 1000;
   gpu.info.memory_clock_mhz = attribute(attribute_memory_clock_rate) / 1000;
   gpu.info.memory_bus_width = attribute(attribute_global_memory_bus_width);
+  gpu.info.l2_bytes = static_cast<std::uint64_t>(attribute(attribute_l2_cache_size));
   std::size_t total = 0;
   if (api.device_total_mem(&total, gpu.device) == cuda_success) gpu.info.memory_bytes = total;
   check(api.primary_ctx_retain(&gpu.context, gpu.device), "cuDevicePrimaryCtxRetain");
@@ -134,6 +135,9 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver
         "cuModuleGetFunction(smoke_check_pattern)");
   check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module, "smoke_move_inversion"),
         "cuModuleGetFunction(smoke_move_inversion)");
+  // Optional: without it copies are timed one per event pair.
+  if (gpu.api.module_get_function(&gpu.spin_wait, gpu.module, "smoke_spin_wait") != cuda_success)
+    gpu.spin_wait = nullptr;
   out.findings.push_back(Finding{"smoke.kernels",
                                  Status::pass,
                                  "kernels loaded (" + loaded_image->file + ": CUDA " + loaded_image->cuda_version +
@@ -148,12 +152,15 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver
 
 StepOutcome allocate_copy_buffers(Gpu& gpu) {
   const CudaApi& api = gpu.api;
-  gpu.bytes = copy_bytes(gpu.options);
+  gpu.bytes = copy_bytes(gpu.options, gpu.info.l2_bytes);
   check(api.mem_alloc(&gpu.device_a, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
   check(api.mem_alloc(&gpu.device_b, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
   void* host = nullptr;
   check(api.mem_alloc_host(&host, gpu.bytes), "cuMemAllocHost_v2(" + size_text(gpu.bytes) + ")");
   gpu.pinned = static_cast<std::uint32_t*>(host);
+  void* flag = nullptr;
+  check(api.mem_alloc_host(&flag, 64), "cuMemAllocHost_v2(64 bytes)");
+  gpu.spin_flag = static_cast<std::uint32_t*>(flag);
   gpu.pageable.assign(gpu.bytes / 4, 0);
   gpu.readback.assign(gpu.bytes / 4, 0);
   return {};
@@ -163,8 +170,10 @@ void free_copy_buffers(Gpu& gpu) {
   if (gpu.device_a != 0) gpu.api.mem_free(gpu.device_a);
   if (gpu.device_b != 0) gpu.api.mem_free(gpu.device_b);
   if (gpu.pinned != nullptr) gpu.api.mem_free_host(gpu.pinned);
+  if (gpu.spin_flag != nullptr) gpu.api.mem_free_host(const_cast<std::uint32_t*>(gpu.spin_flag));
   gpu.device_a = gpu.device_b = 0;
   gpu.pinned = nullptr;
+  gpu.spin_flag = nullptr;
   gpu.pageable = {};
   gpu.readback = {};
 }
@@ -460,6 +469,9 @@ class DeviceRun {
       if (cublas) plans.push_back({"cublas_" + suffix, GemmPlan::Engine::cublas, precision, size, floor_size, {}});
       if (kernels) plans.push_back({suffix, GemmPlan::Engine::kernel, precision, size, floor_size, {}});
     }
+    std::optional<ClockSampler> clocks;
+    if (m_gpu->nvml != nullptr && !plans.empty())
+      clocks.emplace(m_gpu->nvml, m_gpu->info.pci_bus_id, std::chrono::milliseconds(20));
     for (GemmPlan& plan : plans) {
       if (plan.engine == GemmPlan::Engine::kernel) plan.cublas_tflops = measured("cublas_" + plan.id);
       // By value: `model` points into `expectations`, which the thread co-owns, so an abandoned GEMM that
@@ -469,6 +481,19 @@ class DeviceRun {
       });
     }
     if (!m_gpu->stopped) m_gpu->operands = nullptr;  // free the host copies (a hung step still holds its own)
+    if (!plans.empty()) judge_matmul_clocks(clocks ? clocks->stop() : std::vector<ClockSample>{});
+  }
+
+  /// The SM clock the matmuls ran at (the device query shows only the maximum) and whether the GPU throttled.
+  void judge_matmul_clocks(const std::vector<ClockSample>& samples) {
+    Finding finding = judge_clocks(samples, m_gpu->info.clock_mhz);
+    if (!samples.empty()) {
+      std::vector<unsigned> mhz;
+      for (const ClockSample& sample : samples) mhz.push_back(sample.sm_mhz);
+      std::nth_element(mhz.begin(), mhz.begin() + static_cast<std::ptrdiff_t>(mhz.size() / 2), mhz.end());
+      m_result.info.matmul_clock_mhz = static_cast<int>(mhz[mhz.size() / 2]);
+    }
+    m_result.findings.push_back(std::move(finding));
   }
 
   /// The median of metric `id` measured on this GPU so far, if any.
@@ -486,7 +511,13 @@ class DeviceRun {
           "smoke.memtest", Status::skip, "memtest skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
       return;
     }
-    step("smoke.memtest", run_memtest);
+    // NVML's counters before and after: a test that provoked corrected (or remapped) errors reads back right.
+    const std::shared_ptr<const NvmlMonitor> nvml = m_gpu->nvml;
+    const std::string bus_id = m_gpu->info.pci_bus_id;
+    const MemoryErrorCounters before = nvml != nullptr ? nvml->memory_errors(bus_id) : MemoryErrorCounters{};
+    if (!step("smoke.memtest", run_memtest) && m_gpu->hung) return;
+    if (nvml == nullptr) return;
+    m_result.findings.push_back(judge_memory_errors(before, nvml->memory_errors(bus_id)));
   }
 
   system::System& m_system;
@@ -520,6 +551,24 @@ KernelsInfo embedded_kernels_info() {
   return out;
 }
 
+namespace {
+
+/// Pinned H2D on every GPU at once, beside each GPU's own (verified) pinned H2D.
+void concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus, SmokeReport& report) {
+  std::map<int, double> solo;
+  for (const DeviceResult& device : report.devices) {
+    for (const Metric& metric : device.metrics) {
+      if (metric.id == "h2d_pinned" && metric.verified) solo[device.index] = metric.summary.median;
+    }
+  }
+  const std::vector<std::optional<Metric>> metrics = run_concurrent_h2d(gpus, solo, report.findings);
+  for (std::size_t i = 0; i < metrics.size() && i < report.devices.size(); ++i) {
+    if (metrics[i]) report.devices[i].metrics.push_back(*metrics[i]);
+  }
+}
+
+}  // namespace
+
 util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options) {
   auto parsed = shipped_expectations();
   if (!parsed) return parsed.error();
@@ -551,6 +600,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   if (!initialise_driver(driver, options, report, driver_version)) return finish();
   const std::shared_ptr<const Cublas> cublas =
       options.cublas ? open_cublas(system, options, driver_version, report) : nullptr;
+  const std::shared_ptr<const NvmlMonitor> nvml = NvmlMonitor::open(system, options.nvml_library);
 
   std::vector<std::shared_ptr<Gpu>> gpus;
   std::vector<DeviceRun> runs;
@@ -563,11 +613,13 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     gpu->options = options;
     gpu->ordinal = ordinal;
     gpu->cublas = cublas;
+    gpu->nvml = nvml;
     DeviceResult& result = report.devices.emplace_back();
     result.index = ordinal;
     runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, driver_version, result).run();
     gpus.push_back(std::move(gpu));
   }
+  if (gpus.size() > 1) concurrent_h2d(gpus, report);
   if (options.peer && gpus.size() > 1) {
     report.peers = run_peer_copies(gpus, *expectations, report.device_count, report.peer_findings);
   }

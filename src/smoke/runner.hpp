@@ -32,10 +32,13 @@ const std::vector<std::string>& judged_metric_ids();
 
 struct SmokeOptions {
   std::string library = "libcuda.so.1";  ///< soname or path (GPUENV_CUDA_LIBRARY in the CLI)
-  bool quick = false;                    ///< small sizes and fewer repetitions
-  std::optional<int> device;             ///< only this CUDA device ordinal
+  /// NVML, for the SM clock during the matmuls and ECC/row-remap counters around the memory test (GPUENV_NVML_LIBRARY
+  /// in the CLI); "" leaves NVML out (those readings are then unknown).
+  std::string nvml_library = "libnvidia-ml.so.1";
+  bool quick = false;         ///< small sizes and fewer repetitions
+  std::optional<int> device;  ///< only this CUDA device ordinal
   Thresholds thresholds;
-  std::size_t copy_bytes = 0;  ///< 0: 256 MiB (quick: 32 MiB)
+  std::size_t copy_bytes = 0;  ///< 0: 256 MiB (quick: 32 MiB), at least twice the GPU's L2 cache
   int sgemm_size = 0;          ///< M = N = K; 0: 4096 (quick: 1024); rounded up to a multiple of 128
   int tensor_size = 0;         ///< 0: 8192 (quick: 2048)
   /// The smallest matmuls the data's floors and estimates hold for (the default full sizes: DCGM's SGEMM target is a
@@ -74,9 +77,11 @@ struct DeviceInfo {
   int cc_minor = 0;
   int sm_count = 0;
   std::uint64_t memory_bytes = 0;
-  int clock_mhz = 0;         ///< the maximum (boost) SM clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE: not the current one
-  int memory_clock_mhz = 0;  ///< the maximum memory clock
+  int clock_mhz = 0;  ///< the maximum (boost) SM clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE: not the current one
+  std::optional<int> matmul_clock_mhz;  ///< the SM clock sampled (NVML) during the matmuls: median
+  int memory_clock_mhz = 0;             ///< the maximum memory clock
   int memory_bus_width = 0;
+  std::uint64_t l2_bytes = 0;          ///< CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: copies are sized to leave it (0: unknown)
   std::optional<int> pcie_generation;  ///< current link, read from sysfs right after the pinned H2D copy
   std::optional<int> pcie_width;
   std::optional<int> pcie_max_generation;  ///< what the GPU supports (its max_link_*)

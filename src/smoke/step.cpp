@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 namespace gpuenv::smoke {
@@ -33,8 +34,9 @@ int repetitions(const SmokeOptions& options) {
   return options.repetitions > 0 ? options.repetitions : (options.quick ? 3 : 10);
 }
 
-std::size_t copy_bytes(const SmokeOptions& options) {
-  const std::size_t bytes = options.copy_bytes > 0 ? options.copy_bytes : (options.quick ? 32 * mib : 256 * mib);
+std::size_t copy_bytes(const SmokeOptions& options, std::uint64_t l2_bytes) {
+  std::size_t bytes = options.copy_bytes > 0 ? options.copy_bytes : (options.quick ? 32 * mib : 256 * mib);
+  if (options.copy_bytes == 0) bytes = std::max<std::size_t>(bytes, (2 * l2_bytes + mib - 1) / mib * mib);
   return std::max<std::size_t>(bytes / 4 * 4, 4);
 }
 
@@ -137,6 +139,20 @@ Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout) {
                  "check the kernel log for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`; the GPU may "
                  "need a reset",
                  {}};
+}
+
+StreamHold::StreamHold(Gpu& gpu) : m_gpu(gpu) {
+  *gpu.spin_flag = 0;
+  const void* flag = const_cast<const std::uint32_t*>(gpu.spin_flag);  // device-accessible: unified addressing
+  unsigned long long timeout_ns = 2'000'000'000ull;                    // released long before; bounds a lost release
+  void* params[] = {&flag, &timeout_ns};
+  check(gpu.api.launch_kernel(gpu.spin_wait, 1, 1, 1, 1, 1, 1, 0, gpu.stream, params, nullptr),
+        "cuLaunchKernel(smoke_spin_wait)");
+}
+
+StreamHold::~StreamHold() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  *m_gpu.spin_flag = 1;
 }
 
 }  // namespace gpuenv::smoke

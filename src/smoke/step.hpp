@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "smoke/cublas_api.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/expectations.hpp"
+#include "smoke/nvml_monitor.hpp"
 #include "smoke/runner.hpp"
 #include "smoke/verify.hpp"
 
@@ -60,10 +62,12 @@ struct Gpu {
   CUfunction sgemm = nullptr;
   CUfunction hgemm = nullptr;
   CUfunction bf16gemm = nullptr;
-  CUfunction memtest_fill = nullptr;     ///< smoke_fill_pattern
-  CUfunction memtest_check = nullptr;    ///< smoke_check_pattern
-  CUfunction memtest_move = nullptr;     ///< smoke_move_inversion
-  std::shared_ptr<const Cublas> cublas;  ///< null when the node has no usable cuBLAS
+  CUfunction memtest_fill = nullptr;        ///< smoke_fill_pattern
+  CUfunction memtest_check = nullptr;       ///< smoke_check_pattern
+  CUfunction memtest_move = nullptr;        ///< smoke_move_inversion
+  CUfunction spin_wait = nullptr;           ///< smoke_spin_wait: holds the stream while copies are queued (optional)
+  std::shared_ptr<const Cublas> cublas;     ///< null when the node has no usable cuBLAS
+  std::shared_ptr<const NvmlMonitor> nvml;  ///< null without NVML (clocks and memory error counters unknown)
   CublasHandle cublas_handle = nullptr;
   std::shared_ptr<const GemmOperands> operands;  ///< the last matmul's, reused by the next of the same shape
   DeviceInfo info;
@@ -75,6 +79,7 @@ struct Gpu {
   CUdeviceptr device_a = 0;
   CUdeviceptr device_b = 0;
   std::uint32_t* pinned = nullptr;
+  volatile std::uint32_t* spin_flag = nullptr;  ///< pinned; releases smoke_spin_wait
   std::vector<std::uint32_t> pageable;
   std::vector<std::uint32_t> readback;  // pageable scratch for verification
   PatternCheck h2d_check;
@@ -138,10 +143,10 @@ class DeviceBuffer {
   CUdeviceptr m_pointer = 0;
 };
 
-/// Runs `step(gpu)` on its own thread with the GPU's context current and waits until the deadline; nullopt means it
-/// hung (the thread is abandoned, holding its own reference to the Gpu).
+/// Starts `step(gpu)` on its own thread (placed on the GPU's NUMA CPUs) with the GPU's context current; the thread
+/// holds its own reference to the Gpu, so it may be abandoned.
 template <typename Step>
-std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
+std::future<StepOutcome> start_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
   auto promise = std::make_shared<std::promise<StepOutcome>>();
   std::future<StepOutcome> future = promise->get_future();
   std::thread([gpu, promise, id, step] {
@@ -159,27 +164,58 @@ std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::
     }
     promise->set_value(std::move(outcome));
   }).detach();
+  return future;
+}
+
+/// Runs `step(gpu)` (start_step) and waits until the deadline; nullopt means it hung (the thread is abandoned).
+template <typename Step>
+std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
+  std::future<StepOutcome> future = start_step(gpu, id, std::move(step));
   if (future.wait_for(gpu->options.step_timeout) != std::future_status::ready) return std::nullopt;
   return future.get();
 }
 
-/// Times `copy` (one transfer of `bytes_counted`) after one warm-up: with events on the GPU's stream when `events`,
-/// else the host clock; the summary is of GB/s.
+/// Copies per timed sample behind the spin kernel (nvbandwidth queues several per sample too).
+inline constexpr int copies_per_sample = 8;
+
+/// Holds `gpu`'s stream with smoke_spin_wait until destroyed (also when a queued copy throws).
+class StreamHold {
+ public:
+  explicit StreamHold(Gpu& gpu);
+  ~StreamHold();
+  StreamHold(const StreamHold&) = delete;
+  StreamHold& operator=(const StreamHold&) = delete;
+
+ private:
+  Gpu& m_gpu;
+};
+
+/// Times `copy` (one transfer of `bytes_counted`) after one warm-up; the summary is of GB/s, one sample per
+/// repetition. With `events` and the spin kernel (nvbandwidth's method): each sample is copies_per_sample copies
+/// queued behind smoke_spin_wait, timed by events around the queue, so launch gaps and host latency between copies
+/// are not counted. With `events` alone: events around one copy. Otherwise the host clock around one copy and a
+/// synchronisation of the stream (pageable copies, which the driver stages through the host: no spin kernel there).
 template <typename Copy>
 Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
   copy();
   check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
+  const bool queued = events && gpu.spin_wait != nullptr && gpu.spin_flag != nullptr;
   std::vector<double> rates;
   for (int i = 0; i < repetitions(gpu.options); ++i) {
     double seconds = 0;
     if (events) {
-      check(gpu.api.event_record(gpu.start, gpu.stream), "cuEventRecord");
-      copy();
-      check(gpu.api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+      const int copies = queued ? copies_per_sample : 1;
+      {
+        std::optional<StreamHold> hold;
+        if (queued) hold.emplace(gpu);
+        check(gpu.api.event_record(gpu.start, gpu.stream), "cuEventRecord");
+        for (int c = 0; c < copies; ++c) copy();
+        check(gpu.api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+      }  // the hold ends: the queue runs
       check(gpu.api.event_synchronize(gpu.stop), "cuEventSynchronize");
       float ms = 0;
       check(gpu.api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
-      seconds = ms / 1e3;
+      seconds = ms / 1e3 / copies;  // per copy
     } else {
       const auto begin = std::chrono::steady_clock::now();
       copy();
@@ -191,8 +227,9 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
   return summarize(rates);
 }
 
-/// Bytes per copy: options.copy_bytes, else 256 MiB (--quick 32 MiB), a multiple of 4.
-std::size_t copy_bytes(const SmokeOptions& options);
+/// Bytes per copy: options.copy_bytes, else 256 MiB (--quick 32 MiB) but at least twice `l2_bytes` (a D2D copy that
+/// fits in the L2 cache, 50 MB on H100/H200, would measure the cache, not HBM), a multiple of 4.
+std::size_t copy_bytes(const SmokeOptions& options, std::uint64_t l2_bytes = 0);
 
 /// `expectation` with the operator's override for `metric_id` applied (options.overrides); an overridden expected
 /// value counts as calibrated, and the source says where it came from.
@@ -225,6 +262,23 @@ void release_cublas(Gpu& gpu);
 
 /// Writes and verifies patterns over options.memtest_fraction of the free GPU memory (memtest.cpp).
 StepOutcome run_memtest(Gpu& gpu);
+
+/// One GPU's pinned host->device rate with every GPU copying at once, beside its rate alone (GB/s).
+struct ConcurrentRate {
+  int ordinal = 0;
+  double concurrent = 0;
+  std::optional<double> alone;
+};
+/// The smoke.h2d_concurrent finding: each GPU's rate and its ratio to its solo rate, and a warning when all together
+/// move less than 1.25 x the fastest GPU alone (one shared host link carries them all).
+report::Finding judge_concurrent_h2d(const std::vector<ConcurrentRate>& rates);
+
+/// Pinned host->device copies on every GPU at once (host_concurrent.cpp): each GPU's rate beside its own solo pinned
+/// H2D (`solo_rates`, by ordinal), and a warning when all together move no more than the fastest alone (one shared
+/// host uplink). Returns each GPU's metric (id "h2d_concurrent"), by position in `gpus`.
+std::vector<std::optional<Metric>> run_concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus,
+                                                      const std::map<int, double>& solo_rates,
+                                                      std::vector<report::Finding>& findings);
 
 /// Copies between every ordered pair of GPUs that finished their own steps, verified and judged (peer.cpp).
 /// `device_count` is every GPU the driver reports (the board's size decides which NVLink floor applies).

@@ -4,25 +4,29 @@
 // CPU (small sizes only). The same library serves as GPUENV_CUBLAS_LIBRARY.
 //
 // Keys: init_result, driver_version (e.g. 12080), device_count, name, pci_bus_id, cc_major, cc_minor,
-// module_load_result, alloc_result, alloc_fail_after (allocations that succeed before alloc_result applies),
-// launch_result, launch_hang_seconds, elapsed_ms (every event interval), emulate_kernels (0: launches do nothing),
-// corrupt_dtoh (1: flip one word of every device->host copy), free_memory (bytes cuMemGetInfo reports),
-// memtest_flip_word (index of a word the memtest writer gets wrong), peer_access (0: no peer access),
-// corrupt_peer (1: flip one word of every peer copy), cublas_create_result, cublas_gemm_result, cublas_major,
-// cublas_wrong (1: cuBLAS GEMMs add 1 to C[0][0]), peer_enable_result (cuCtxEnablePeerAccess's result),
-// legacy_async (1: the legacy-stream calls cuMemsetD32_v2 and cuMemcpyHtoD_v2 take effect only after the next
-// stream or event synchronisation, as a real GPU may order them after work on a non-blocking stream),
-// exit_waits_for_hang (1: the library's teardown at exit waits for a hung launch, as libcuda's may),
-// alias_allocations_of (bytes: every allocation of exactly this size maps the same memory at a new address, as a
-// faulty address line would alias two regions), gemm_fault_launch (n: the n-th GEMM launch since cuInit, counting
-// from 1, gets one element wrong: a sporadic fault), alloc_max_bytes (larger allocations fail: out of memory).
+// module_load_result, module_load_results (comma-separated: the result of each cuModuleLoadData since cuInit in turn,
+// the last one repeating; e.g. "222,0": the first image tried is refused, the next loads), alloc_result,
+// alloc_fail_after (allocations that succeed before alloc_result applies), launch_result, launch_hang_seconds,
+// elapsed_ms (every event interval), emulate_kernels (0: launches do nothing), corrupt_dtoh (1: flip one word of every
+// device->host copy), free_memory (bytes cuMemGetInfo reports), memtest_flip_word (index of a word the memtest writer
+// gets wrong), peer_access (0: no peer access), corrupt_peer (1: flip one word of every peer copy),
+// cublas_create_result, cublas_gemm_result, cublas_major, cublas_wrong (1: cuBLAS GEMMs add 1 to C[0][0]),
+// peer_enable_result (cuCtxEnablePeerAccess's result), legacy_async (1: the legacy-stream calls cuMemsetD32_v2 and
+// cuMemcpyHtoD_v2 take effect only after the next stream or event synchronisation, as a real GPU may order them after
+// work on a non-blocking stream), exit_waits_for_hang (1: the library's teardown at exit waits for a hung launch, as
+// libcuda's may), alias_allocations_of (bytes: every allocation of exactly this size maps the same memory at a new
+// address, as a faulty address line would alias two regions), gemm_fault_launch (n: the n-th GEMM launch since cuInit,
+// counting from 1, gets one element wrong: a sporadic fault), alloc_max_bytes (larger allocations fail: out of memory),
+// l2_bytes (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; default 0).
 // fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
-// fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on.
+// fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
+// fake_cuda_spin_launches() how often smoke_spin_wait was launched.
 
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -72,6 +76,7 @@ std::string text(const std::string& key, const std::string& fallback) {
 
 int g_allocations = 0;
 int g_gemm_launches = 0;
+int g_module_loads = 0;
 // alias_allocations_of: one memfd backs every allocation of that size; each gets its own mapping (address).
 int g_alias_fd = -1;
 std::size_t g_alias_bytes = 0;
@@ -79,6 +84,7 @@ std::map<unsigned long long, std::size_t> g_mappings;  // mmap'ed allocations, u
 std::atomic<int> g_live_allocations{0};                // device and pinned host memory not yet freed
 std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
 std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
+std::atomic<int> g_spin_launches{0};                   // smoke_spin_wait launches (copies queued behind it)
 
 // A launch that hangs holds this, and so does the library's teardown at exit (exit_waits_for_hang).
 std::mutex g_hang_mutex;
@@ -108,7 +114,8 @@ struct FakeFunction {
   const char* name;
 };
 FakeFunction g_functions[] = {{"smoke_sgemm"},        {"smoke_hgemm_wmma"},    {"smoke_bf16gemm_wmma"},
-                              {"smoke_fill_pattern"}, {"smoke_check_pattern"}, {"smoke_move_inversion"}};
+                              {"smoke_fill_pattern"}, {"smoke_check_pattern"}, {"smoke_move_inversion"},
+                              {"smoke_spin_wait"}};
 
 float half_to_float(unsigned short bits) {
   const unsigned sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1Fu, mantissa = bits & 0x3FFu;
@@ -157,6 +164,7 @@ extern "C" {
 int fake_cuda_live_allocations() { return g_live_allocations; }
 int fake_cuda_live_contexts() { return g_live_contexts; }
 int fake_cuda_alloc_host_cpus() { return g_alloc_host_cpus; }
+int fake_cuda_spin_launches() { return g_spin_launches; }
 
 int cuDriverGetVersion(int* version) {
   load_config();
@@ -167,6 +175,7 @@ int cuInit(unsigned) {
   load_config();
   g_allocations = 0;
   g_gemm_launches = 0;
+  g_module_loads = 0;
   g_exit_waits_for_hang = number("exit_waits_for_hang", 0) != 0;
   return static_cast<int>(number("init_result", 0));
 }
@@ -224,6 +233,9 @@ int cuDeviceGetAttribute(int* value, int attribute, int) {
     case 37:
       *value = 5120;
       return 0;
+    case 38:  // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+      *value = static_cast<int>(number("l2_bytes", 0));
+      return 0;
     default:
       *value = 0;
       return 1;
@@ -255,7 +267,16 @@ int cuModuleLoadData(void** module, const void* image) {
   static int dummy;
   *module = &dummy;
   if (image == nullptr) return 1;
-  return static_cast<int>(number("module_load_result", 0));
+  const std::string results = text("module_load_results", "");
+  if (results.empty()) return static_cast<int>(number("module_load_result", 0));
+  std::vector<int> sequence;
+  for (std::size_t begin = 0; begin <= results.size();) {
+    const std::size_t comma = std::min(results.find(',', begin), results.size());
+    sequence.push_back(std::atoi(results.substr(begin, comma - begin).c_str()));
+    begin = comma + 1;
+  }
+  const int call = g_module_loads++;
+  return sequence[std::min<std::size_t>(static_cast<std::size_t>(call), sequence.size() - 1)];
 }
 int cuModuleUnload(void*) { return 0; }
 int cuModuleGetFunction(void** function, void*, const char* name) {
@@ -269,13 +290,19 @@ int cuModuleGetFunction(void** function, void*, const char* name) {
 }
 int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                    void** params, void**) {
+  // The copy timing's spin kernel: the fake runs work at enqueue time, so there is nothing to hold; launch_result and
+  // launch_hang_seconds model the compute kernels and leave it alone.
+  const std::string name = static_cast<FakeFunction*>(function)->name;
+  if (name == "smoke_spin_wait") {
+    ++g_spin_launches;
+    return 0;
+  }
   if (const long long hang = number("launch_hang_seconds", 0); hang > 0) {
     const std::lock_guard<std::mutex> hung(g_hang_mutex);
     std::this_thread::sleep_for(std::chrono::seconds(hang));
   }
   if (const int result = static_cast<int>(number("launch_result", 0)); result != 0) return result;
   if (number("emulate_kernels", 1) == 0) return 0;
-  const std::string name = static_cast<FakeFunction*>(function)->name;
   if (name == "smoke_fill_pattern" || name == "smoke_check_pattern" || name == "smoke_move_inversion") {
     auto* words = *static_cast<unsigned**>(params[0]);
     const auto count = *static_cast<unsigned long long*>(params[1]);

@@ -3,13 +3,20 @@
 //
 // Fixture format: "key = value" lines. Top-level keys: init_result (an NVML return code),
 // driver_version, nvml_version, cuda_driver_version (e.g. 12040), count_result, hang_seconds.
-// Each "[gpu]" section starts a GPU; its keys are listed in parse_gpu_key below.
+// Each "[gpu]" section starts a GPU; its keys are listed in parse_gpu_key below. The fixture is re-read at each
+// nvmlInit_v2. A counter key with a "_rise" companion (ecc_corrected_volatile_rise = 3, remapped_rows_*_rise) reads
+// its value the first time and value + rise afterwards, as errors raised between two reads would;
+// remapped_rows_pending_later = 1 likewise sets the pending flag from the second read on. sm_clock_mhz and
+// sm_clock_max_mhz answer nvmlDeviceGetClockInfo / nvmlDeviceGetMaxClockInfo (NVML_CLOCK_SM).
 
+#include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,8 +52,8 @@ std::string trim(const std::string& text) {
   return text.substr(begin, end - begin + 1);
 }
 
-const FakeState& state() {
-  static const FakeState loaded = [] {
+FakeState load_state() {
+  return [] {
     FakeState s;
     const char* path = std::getenv("GPUENV_FAKE_NVML");
     if (path == nullptr) return s;
@@ -71,7 +78,24 @@ const FakeState& state() {
     }
     return s;
   }();
+}
+
+FakeState& mutable_state() {
+  static FakeState loaded = load_state();
   return loaded;
+}
+const FakeState& state() { return mutable_state(); }
+
+// How often each (GPU, counter) was read since nvmlInit: "_rise" counters move after the first read.
+std::mutex g_reads_mutex;
+std::map<std::string, int> g_reads;
+/// How often `key` of `gpu` was read before this read.
+int earlier_reads(const FakeGpu& gpu, const std::string& key) {
+  const std::lock_guard<std::mutex> lock(g_reads_mutex);
+  return g_reads[std::to_string(reinterpret_cast<std::uintptr_t>(&gpu)) + key]++;
+}
+unsigned long long rising_counter(const FakeGpu& gpu, const std::string& key) {
+  return gpu.number(key) + (earlier_reads(gpu, key) > 0 ? gpu.number(key + "_rise") : 0);
 }
 
 const FakeGpu* gpu_of(void* device) {
@@ -105,6 +129,11 @@ struct nvmlUtilization_t {
 };
 
 int nvmlInit_v2() {
+  mutable_state() = load_state();
+  {
+    const std::lock_guard<std::mutex> lock(g_reads_mutex);
+    g_reads.clear();
+  }
   if (const int hang = state().top_int("hang_seconds", 0); hang > 0)
     std::this_thread::sleep_for(std::chrono::seconds(hang));
   return state().top_int("init_result", 0);
@@ -138,6 +167,31 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
   if (index >= state().gpus.size()) return 2;
   if (state().gpus[index].get("lost") == "1") return 15;  // NVML_ERROR_GPU_IS_LOST
   *device = reinterpret_cast<void*>(static_cast<std::size_t>(index) + 1);
+  return 0;
+}
+int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** device) {
+  auto upper = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return text;
+  };
+  for (std::size_t index = 0; index < state().gpus.size(); ++index) {
+    if (upper(state().gpus[index].get("pci_bus_id")) == upper(bus_id)) {
+      *device = reinterpret_cast<void*>(index + 1);
+      return 0;
+    }
+  }
+  return 6;  // NVML_ERROR_NOT_FOUND
+}
+int nvmlDeviceGetClockInfo(void* device, int type, unsigned* mhz) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (type != 1 || !gpu->has("sm_clock_mhz")) return k_not_supported;
+  *mhz = static_cast<unsigned>(gpu->number("sm_clock_mhz"));
+  return 0;
+}
+int nvmlDeviceGetMaxClockInfo(void* device, int type, unsigned* mhz) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (type != 1 || !gpu->has("sm_clock_max_mhz")) return k_not_supported;
+  *mhz = static_cast<unsigned>(gpu->number("sm_clock_max_mhz"));
   return 0;
 }
 int nvmlDeviceGetName(void* device, char* out, unsigned length) {
@@ -199,7 +253,7 @@ int nvmlDeviceGetTotalEccErrors(void* device, int error_type, int counter_type, 
   const std::string key = std::string(error_type == 1 ? "ecc_uncorrected" : "ecc_corrected") +
                           (counter_type == 0 ? "_volatile" : "_aggregate");
   if (!gpu->has(key)) return k_not_supported;
-  *count = gpu->number(key);
+  *count = rising_counter(*gpu, key);
   return 0;
 }
 int nvmlDeviceGetRetiredPages(void* device, int cause, unsigned* count, unsigned long long*) {
@@ -213,9 +267,11 @@ int nvmlDeviceGetRemappedRows(void* device, unsigned* corrected, unsigned* uncor
                               unsigned* failure) {
   const FakeGpu* gpu = gpu_of(device);
   if (!gpu->has("remapped_rows_uncorrectable")) return k_not_supported;
-  *corrected = static_cast<unsigned>(gpu->number("remapped_rows_correctable"));
-  *uncorrected = static_cast<unsigned>(gpu->number("remapped_rows_uncorrectable"));
-  *pending = static_cast<unsigned>(gpu->number("remapped_rows_pending"));
+  *corrected = static_cast<unsigned>(rising_counter(*gpu, "remapped_rows_correctable"));
+  *uncorrected = static_cast<unsigned>(rising_counter(*gpu, "remapped_rows_uncorrectable"));
+  // remapped_rows_pending_later: not pending at the first read, pending from the second on.
+  const bool later = gpu->number("remapped_rows_pending_later") != 0 && earlier_reads(*gpu, "pending") > 0;
+  *pending = static_cast<unsigned>(gpu->number("remapped_rows_pending") != 0 || later);
   *failure = static_cast<unsigned>(gpu->number("remapped_rows_failure"));
   return 0;
 }

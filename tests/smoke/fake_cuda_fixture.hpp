@@ -53,6 +53,7 @@ inline SmokeOptions small_options() {
   options.gemm_samples = 32;
   options.step_timeout = std::chrono::seconds(20);
   options.cublas_library = GPUENV_FAKE_CUDA_LIBRARY;  // the fake exports cuBLAS too
+  options.nvml_library = "";                          // NVML is the nvml tests' (smoke_nvml_test)
   options.watch_kernel_log = false;  // this machine's kernel log is not the test's (smoke_xid_test covers it)
   return options;
 }

@@ -5,6 +5,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -211,11 +212,12 @@ class SysfsTree {
 TEST_CASE("smoke: pinned H2D is judged against min(GPU max, upstream port max), not the link it trained to",
           "[smoke]") {
   SmokeOptions options = small_options();
-  // A Gen5 x16 GPU under a Gen5 x16 port that trained to Gen3 x8: 64 KiB in 10 us = 6.6 GB/s. Against its current
-  // link (Gen3 x8: 6.3 GB/s expected) it would pass; against the slot's Gen5 x16 it fails Azure's 48 GB/s floor.
+  // A Gen5 x16 GPU under a Gen5 x16 port that trained to Gen3 x8: 64 KiB in 10 us = 6.6 GB/s (8 queued copies in
+  // 80 us). Against its current link (Gen3 x8: 6.3 GB/s expected) it would pass; against the slot's Gen5 x16 it fails
+  // Azure's 48 GB/s floor.
   const SysfsTree degraded("8.0 GT/s PCIe x8", "32.0 GT/s PCIe x16", "32.0 GT/s PCIe x16");
   options.sysfs_root = degraded.root();
-  const SmokeReport report = run_fake("elapsed_ms = 0.01\n", options);
+  const SmokeReport report = run_fake("elapsed_ms = 0.08\n", options);
   const DeviceResult& gpu = report.devices.at(0);
   CHECK(gpu.info.pcie_generation == 3);
   CHECK(gpu.info.pcie_upstream_max_generation == 5);
@@ -439,4 +441,88 @@ TEST_CASE("smoke: kernel images: the manifest, the image a driver gets, and --de
   CHECK(text.out.find("PTX compute_120") != std::string::npos);
   CHECK(text.out.find("drivers older than CUDA") != std::string::npos);
   CHECK(json.out.find("\"min_driver_cuda\": \"13.0\"") != std::string::npos);
+}
+
+TEST_CASE("smoke: quick copies are at least twice the L2 cache, so D2D measures memory, not the cache", "[smoke]") {
+  CHECK(copy_bytes(SmokeOptions{}, 0) == 256 * mib);
+  SmokeOptions quick;
+  quick.quick = true;
+  CHECK(copy_bytes(quick, 0) == 32 * mib);
+  CHECK(copy_bytes(quick, 50 * mib) == 100 * mib);           // H100/H200: 50 MB L2
+  CHECK(copy_bytes(quick, 60 * 1000 * 1000) == 115 * mib);   // rounded up to whole MiB
+  CHECK(copy_bytes(SmokeOptions{}, 50 * mib) == 256 * mib);  // the full size already leaves it
+  quick.copy_bytes = 64 * 1024;                              // the operator's size stands
+  CHECK(copy_bytes(quick, 50 * mib) == 64 * 1024);
+
+  // Through the runner: the fake GPU reports a 20 MiB L2, so quick copies move 40 MiB (D2D counts read + write).
+  SmokeOptions options = small_options();
+  options.quick = true;
+  options.copy_bytes = 0;
+  options.repetitions = 1;
+  options.cublas = false;
+  const SmokeReport report = run_fake("l2_bytes = 20971520\nemulate_kernels = 0\n", options);
+  const auto& metrics = report.devices.at(0).metrics;
+  const auto d2d = std::find_if(metrics.begin(), metrics.end(), [](const Metric& m) { return m.id == "d2d"; });
+  REQUIRE(d2d != metrics.end());
+  CHECK(d2d->work == 2.0 * 40 * mib);
+  CHECK(report.devices.at(0).info.l2_bytes == 20 * mib);
+}
+
+TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin kernel (nvbandwidth)", "[smoke]") {
+  // The fake's events report 1 ms for any interval: one copy per interval would read 1 MiB/ms; the queue of
+  // copies_per_sample copies behind smoke_spin_wait reads copies_per_sample times that.
+  SmokeOptions options = small_options();
+  options.copy_bytes = mib;
+  options.repetitions = 3;
+  options.cublas = false;
+  const int spins_before = fake_counter("fake_cuda_spin_launches");
+  const SmokeReport report = run_fake("elapsed_ms = 1\n", options);
+  const auto& metrics = report.devices.at(0).metrics;
+  auto median = [&](const std::string& id) {
+    const auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& m) { return m.id == id; });
+    REQUIRE(it != metrics.end());
+    return it->summary.median;
+  };
+  const double one_copy = mib / 1e-3 / 1e9;  // GB/s of one MiB in 1 ms
+  CHECK(median("h2d_pinned") == Approx(copies_per_sample * one_copy));
+  CHECK(median("d2h_pinned") == Approx(copies_per_sample * one_copy));
+  CHECK(median("d2d") == Approx(2 * copies_per_sample * one_copy));  // read + write
+  // Three event-timed copy steps, three samples each (the warm-up copy is not held).
+  CHECK(fake_counter("fake_cuda_spin_launches") - spins_before == 9);
+  for (const char* id : {"smoke.h2d_pinned", "smoke.d2h_pinned", "smoke.d2d", "smoke.h2d_pageable"}) {
+    const Finding* copy = find(report.devices.at(0).findings, id);
+    REQUIRE(copy != nullptr);
+    CHECK(copy->message.find("corrupted") == std::string::npos);  // verified after the queue ran
+  }
+}
+
+TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host link", "[smoke]") {
+  // HGX-like: pairs behind a switch halve each other, but four switches still add up: shown, not warned.
+  const Finding pairs = judge_concurrent_h2d(
+      {{0, 27.0, 54.0}, {1, 27.5, 54.0}, {2, 27.0, 53.5}, {3, 26.8, 54.2}, {4, 27.1, 54.0}, {5, 27.0, 54.0}});
+  CHECK(pairs.status == Status::pass);
+  CHECK(pairs.message.find("pinned host->device on 6 GPUs at once: GPU 0 27.0 GB/s (0.50 x alone)") == 0);
+  // Four GPUs behind one Gen4 uplink: together they move what one moves alone.
+  const Finding shared = judge_concurrent_h2d({{0, 6.5, 25.0}, {1, 6.4, 25.1}, {2, 6.6, 24.9}, {3, 6.3, 25.0}});
+  CHECK(shared.status == Status::warn);
+  CHECK(shared.message.find("together 25.8 GB/s, no more than one GPU alone (25.1 GB/s)") != std::string::npos);
+  CHECK(shared.remedy.find("nvidia-smi topo -m") != std::string::npos);
+
+  // Through the runner: every GPU runs its part (the fake's copies take the same time at once as alone).
+  const int spins_before = fake_counter("fake_cuda_spin_launches");
+  const int live_before = fake_counter("fake_cuda_live_allocations");
+  const SmokeReport report = run_fake("device_count = 3\nelapsed_ms = 0.001\n");
+  const Finding* together = find(report.findings, "smoke.h2d_concurrent");
+  REQUIRE(together != nullptr);
+  CHECK(together->status == Status::pass);
+  CHECK(together->message.find("pinned host->device on 3 GPUs at once: GPU 0 ") == 0);
+  CHECK(together->message.find("(1.00 x alone)") != std::string::npos);
+  for (const DeviceResult& gpu : report.devices) {
+    CHECK(std::count_if(gpu.metrics.begin(), gpu.metrics.end(),
+                        [](const Metric& m) { return m.id == "h2d_concurrent"; }) == 1);
+  }
+  CHECK(fake_counter("fake_cuda_spin_launches") > spins_before);
+  CHECK(fake_counter("fake_cuda_live_allocations") == live_before);  // its buffers and flags are freed
+  // One GPU: nothing to run together.
+  CHECK(find(run_fake("elapsed_ms = 0.001\n").findings, "smoke.h2d_concurrent") == nullptr);
 }

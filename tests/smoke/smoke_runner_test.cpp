@@ -59,7 +59,7 @@ TEST_CASE("smoke: cuInit errors become clear driver findings", "[smoke]") {
 }
 
 TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smoke]") {
-  // 64 KiB in 0.0025 ms = 26.2 GB/s... set elapsed so PCIe and memory numbers are plausible: 1e-3 ms -> 65.5 GB/s.
+  // Every event interval reads 1e-3 ms: 8 copies of 64 KiB (the queue behind the spin kernel) -> 524 GB/s.
   const SmokeReport report = run_fake("elapsed_ms = 0.001\n");
   REQUIRE(report.devices.size() == 1);
   const DeviceResult& gpu = report.devices[0];
@@ -109,11 +109,11 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
   CHECK(report.peers.empty());                            // one GPU
   CHECK(find(gpu.findings, "smoke.memtest") == nullptr);  // not asked for
   CHECK(gpu.metrics[0].id == "h2d_pinned");
-  CHECK(gpu.metrics[0].summary.median == Approx(65.536));
+  CHECK(gpu.metrics[0].summary.median == Approx(8 * 65.536));
   CHECK(gpu.metrics[4].id == "d2d");
-  CHECK(gpu.metrics[4].summary.median == Approx(131.072));  // read + write
+  CHECK(gpu.metrics[4].summary.median == Approx(8 * 131.072));  // read + write
   CHECK(gpu.metrics[4].summary.count == 2);
-  // 0.13 TB/s is far below an H100's memory bandwidth: the D2D verdict fails against the DCGM minimum.
+  // 1.05 TB/s is far below an H100's memory bandwidth: the D2D verdict fails against the DCGM minimum.
   CHECK(find(gpu.findings, "smoke.d2d")->status == Status::fail);
   CHECK(find(gpu.findings, "smoke.d2d")->message.find("fail below 1905 GB/s (anchor minimum)") != std::string::npos);
 }

@@ -79,6 +79,18 @@ extern "C" __global__ void smoke_move_inversion(unsigned* data, unsigned long lo
   memtest_report(result, wrong, first);
 }
 
+// Copy timing (nvbandwidth's method): one thread holds the stream until the host sets *flag (pinned host memory,
+// device-accessible at the same address under unified addressing), so the copies queued behind it start back to back
+// with no launch gaps between them. %globaltimer (ns) bounds the wait: a host that never releases the flag costs
+// `timeout_ns`, not a hang.
+extern "C" __global__ void smoke_spin_wait(volatile const unsigned* flag, unsigned long long timeout_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (*flag == 0 && now - start < timeout_ns);
+}
+
 // FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.
 // M, N multiples of 64 and K a multiple of 16 (the runner only uses such sizes).
 extern "C" __global__ void __launch_bounds__(256) smoke_sgemm(const float* A, const float* B, float* C, int M, int N,

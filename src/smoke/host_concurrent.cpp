@@ -1,0 +1,163 @@
+// Pinned host->device copies on every GPU at once. The per-GPU H2D figures are measured one GPU at a time, but
+// training jobs feed every GPU at once, and GPUs behind one PCIe switch share its uplink to the CPU: a cloud shape
+// that puts all of them behind one link gives each a fraction of what it measured alone (a classic cloud fault).
+// Every GPU allocates its own buffers, then all wait at a start line and time their copies together (the same queue
+// behind the spin kernel as the solo copies).
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+#include "smoke/step.hpp"
+#include "util/strings.hpp"
+
+namespace gpuenv::smoke {
+
+using report::Finding;
+using report::Status;
+
+namespace {
+
+/// Releases the waiting threads once `count` have arrived, or after `limit` (std::latch needs gcc 11; the portable
+/// build has gcc 10).
+class StartLine {
+ public:
+  explicit StartLine(std::size_t count) : m_count(count) {}
+  void arrive_and_wait(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    if (m_count > 0 && --m_count == 0) m_ready.notify_all();
+    m_ready.wait_for(lock, limit, [&] { return m_count == 0; });
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_ready;
+  std::size_t m_count;
+};
+
+/// Pinned host memory of one GPU's context, freed on scope exit (also when a copy throws).
+class PinnedBuffer {
+ public:
+  PinnedBuffer(const Gpu& gpu, std::size_t bytes) : m_gpu(gpu) {
+    check(gpu.api.mem_alloc_host(&m_pointer, bytes), "cuMemAllocHost_v2(" + size_text(bytes) + ", concurrent H2D)");
+  }
+  ~PinnedBuffer() { m_gpu.api.mem_free_host(m_pointer); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* get() const { return m_pointer; }
+
+ private:
+  const Gpu& m_gpu;
+  void* m_pointer = nullptr;
+};
+
+/// One GPU's part: allocate, wait for the others, time the copies, verify the last one.
+StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, Summary& rates) {
+  const std::size_t bytes = copy_bytes(gpu.options, gpu.info.l2_bytes);
+  const DeviceBuffer device(gpu, bytes, "cuMemAlloc_v2(" + size_text(bytes) + ", concurrent H2D)");
+  const PinnedBuffer host(gpu, bytes);
+  const PinnedBuffer flag(gpu, 64);
+  auto* words = static_cast<std::uint32_t*>(host.get());
+  fill_pattern(std::span<std::uint32_t>(words, bytes / 4), 3);
+  gpu.spin_flag = static_cast<std::uint32_t*>(flag.get());
+  struct ForgetFlag {
+    Gpu& gpu;
+    ~ForgetFlag() { gpu.spin_flag = nullptr; }
+  } forget{gpu};
+  line.arrive_and_wait(gpu.options.step_timeout / 2);
+  rates = time_copies(gpu, true, static_cast<double>(bytes), [&] {
+    check(gpu.api.memcpy_htod_async(device.get(), words, bytes, gpu.stream), "cuMemcpyHtoDAsync_v2");
+  });
+  std::vector<std::uint32_t> back(bytes / 4);
+  check(gpu.api.memcpy_dtoh(back.data(), device.get(), bytes), "cuMemcpyDtoH_v2 (verification)");
+  StepOutcome out;
+  if (const PatternCheck data = check_pattern(back, 3); !data.ok()) {
+    out.findings.push_back(Finding{"smoke.h2d_concurrent",
+                                   Status::fail,
+                                   "GPU " + std::to_string(gpu.ordinal) +
+                                       ": pinned host->device copy during the "
+                                       "concurrent run: data corrupted: " +
+                                       data.describe(bytes / 4),
+                                   "the copy returned wrong data: check for Xid errors and run `gpuenv doctor`",
+                                   {}});
+  }
+  return out;
+}
+
+}  // namespace
+
+Finding judge_concurrent_h2d(const std::vector<ConcurrentRate>& rates) {
+  std::vector<std::string> parts;
+  double together = 0, best_alone = 0;
+  for (const ConcurrentRate& rate : rates) {
+    together += rate.concurrent;
+    best_alone = std::max(best_alone, rate.alone.value_or(0));
+    parts.push_back("GPU " + std::to_string(rate.ordinal) + " " + rate_text(rate.concurrent) + " GB/s" +
+                    (rate.alone && *rate.alone > 0 ? " (" + format("%.2f", rate.concurrent / *rate.alone) + " x alone)"
+                                                   : std::string()));
+  }
+  const std::string message = "pinned host->device on " + std::to_string(rates.size()) +
+                              " GPUs at once: " + util::join(parts, ", ") + "; together " + rate_text(together) +
+                              " GB/s";
+  // Adding GPUs added no host bandwidth at all: one link carries them all. GPUs sharing a switch in pairs (HGX) still
+  // add up across switches, and are shown by their "x alone" without failing.
+  if (rates.size() >= 2 && best_alone > 0 && together < 1.25 * best_alone) {
+    return Finding{"smoke.h2d_concurrent",
+                   Status::warn,
+                   message + ", no more than one GPU alone (" + rate_text(best_alone) +
+                       " GB/s): the GPUs share one host link (a PCIe switch uplink or one root port)",
+                   "check the PCIe topology (`nvidia-smi topo -m`, `lspci -tv`) against the shape's documentation; "
+                   "jobs that feed every GPU from host memory get a fraction of the link each",
+                   {}};
+  }
+  return Finding{"smoke.h2d_concurrent", Status::pass, message, {}, {}};
+}
+
+std::vector<std::optional<Metric>> run_concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus,
+                                                      const std::map<int, double>& solo_rates,
+                                                      std::vector<Finding>& findings) {
+  std::vector<std::optional<Metric>> metrics(gpus.size());
+  std::vector<std::size_t> running;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (!gpus[i]->stopped && solo_rates.count(gpus[i]->ordinal) != 0) running.push_back(i);
+  }
+  if (running.size() < 2) return metrics;
+  auto line = std::make_shared<StartLine>(running.size());
+  std::vector<std::shared_ptr<Summary>> summaries;
+  std::vector<std::future<StepOutcome>> futures;
+  for (const std::size_t i : running) {
+    auto summary = std::make_shared<Summary>();
+    summaries.push_back(summary);
+    futures.push_back(start_step(gpus[i], "smoke.h2d_concurrent",
+                                 [line, summary](Gpu& g) { return concurrent_h2d(g, *line, *summary); }));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + gpus[running.front()]->options.step_timeout;
+  std::vector<ConcurrentRate> rates;
+  for (std::size_t k = 0; k < running.size(); ++k) {
+    Gpu& gpu = *gpus[running[k]];
+    const std::string who = "GPU " + std::to_string(gpu.ordinal) + ": ";
+    if (futures[k].wait_until(deadline) != std::future_status::ready) {
+      gpu.stopped = gpu.hung = true;
+      Finding hang = hang_finding("smoke.h2d_concurrent", gpu.options.step_timeout);
+      hang.message = who + hang.message;
+      findings.push_back(std::move(hang));
+      continue;
+    }
+    StepOutcome outcome = futures[k].get();
+    if (outcome.stop) gpu.stopped = true;
+    if (!outcome.findings.empty()) {
+      for (Finding& finding : outcome.findings) {
+        if (finding.message.rfind("GPU ", 0) != 0) finding.message = who + finding.message;
+        findings.push_back(std::move(finding));
+      }
+      continue;
+    }
+    const double bytes = static_cast<double>(copy_bytes(gpu.options, gpu.info.l2_bytes));
+    metrics[running[k]] = Metric{"h2d_concurrent", "GB/s", *summaries[k], std::nullopt, bytes};
+    rates.push_back(ConcurrentRate{gpu.ordinal, summaries[k]->median, solo_rates.at(gpu.ordinal)});
+  }
+  if (rates.size() >= 2) findings.push_back(judge_concurrent_h2d(rates));
+  return metrics;
+}
+
+}  // namespace gpuenv::smoke

@@ -1,0 +1,263 @@
+#include "smoke/nvml_monitor.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+#include "probe/nvml.hpp"
+#include "smoke/cuda_api.hpp"
+#include "util/strings.hpp"
+
+namespace gpuenv::smoke {
+
+using report::Finding;
+using report::Status;
+
+using NvmlDevice = void*;
+using NvmlReturn = int;
+
+/// The few NVML entry points smoke reads (nvml.h); each may be absent from an older driver.
+struct NvmlMonitor::Api {
+  NvmlReturn (*init)() = nullptr;
+  NvmlReturn (*shutdown)() = nullptr;
+  NvmlReturn (*handle_by_pci_bus_id)(const char*, NvmlDevice*) = nullptr;
+  NvmlReturn (*clock_info)(NvmlDevice, int, unsigned*) = nullptr;
+  NvmlReturn (*max_clock_info)(NvmlDevice, int, unsigned*) = nullptr;
+  NvmlReturn (*reasons)(NvmlDevice, unsigned long long*) = nullptr;
+  NvmlReturn (*total_ecc_errors)(NvmlDevice, int, int, unsigned long long*) = nullptr;
+  NvmlReturn (*remapped_rows)(NvmlDevice, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  NvmlReturn (*retired_pages)(NvmlDevice, int, unsigned*, unsigned long long*) = nullptr;
+};
+
+namespace {
+
+constexpr int nvml_success = 0;
+constexpr int nvml_insufficient_size = 7;  // retired pages: the count is set, the address array was too small
+constexpr int nvml_clock_sm = 1;           // nvmlClockType_t NVML_CLOCK_SM
+constexpr int nvml_memory_error_corrected = 0, nvml_memory_error_uncorrected = 1;
+constexpr int nvml_volatile_ecc = 0;
+constexpr int nvml_double_bit_ecc_retirement = 1;  // nvmlPageRetirementCause_t
+/// Reasons that mean the GPU slowed for heat or a hardware signal (nvml.h nvmlClocksEventReason*): HW slowdown,
+/// SW thermal, HW thermal, HW power brake. A power cap (0x4) under a full GEMM is the GPU working as configured.
+constexpr unsigned long long throttled_reasons = 0x8 | 0x20 | 0x40 | 0x80;
+
+/// "0000:1b:00.0" (or any domain width and case) -> "00000000:1B:00.0", NVML's own form.
+std::string nvml_bus_id(const std::string& id) {
+  const auto colon = id.find(':');
+  if (colon == std::string::npos) return id;
+  const unsigned long domain = std::strtoul(id.substr(0, colon).c_str(), nullptr, 16);
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "%08lX", domain);
+  std::string rest = id.substr(colon);
+  std::transform(rest.begin(), rest.end(), rest.begin(), [](unsigned char c) { return std::toupper(c); });
+  return prefix + rest;
+}
+
+std::string mhz(unsigned value) { return std::to_string(value) + " MHz"; }
+
+}  // namespace
+
+std::shared_ptr<NvmlMonitor> NvmlMonitor::open(system::System& system, const std::string& library) {
+  if (library.empty()) return nullptr;
+  auto loaded = system.load_library(library);
+  if (!loaded) return nullptr;
+  std::shared_ptr<NvmlMonitor> monitor(new NvmlMonitor());
+  monitor->m_library = std::move(*loaded);
+  monitor->m_api = std::make_unique<Api>();
+  Api& api = *monitor->m_api;
+  SymbolBinder binder(*monitor->m_library);
+  binder.bind(api.init, "nvmlInit_v2");
+  binder.bind(api.shutdown, "nvmlShutdown");
+  binder.bind(api.handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
+  binder.bind(api.clock_info, "nvmlDeviceGetClockInfo", false);
+  binder.bind(api.max_clock_info, "nvmlDeviceGetMaxClockInfo", false);
+  binder.bind(api.reasons, "nvmlDeviceGetCurrentClocksEventReasons", false);
+  if (api.reasons == nullptr) binder.bind(api.reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", false);
+  binder.bind(api.total_ecc_errors, "nvmlDeviceGetTotalEccErrors", false);
+  binder.bind(api.remapped_rows, "nvmlDeviceGetRemappedRows", false);
+  binder.bind(api.retired_pages, "nvmlDeviceGetRetiredPages", false);
+  if (!binder.missing().empty()) return nullptr;
+  // nvmlInit on a wedged driver can block: give it a deadline, and leave the thread (it co-owns the monitor) if it
+  // misses it.
+  auto done = std::make_shared<std::promise<NvmlReturn>>();
+  std::future<NvmlReturn> result = done->get_future();
+  std::thread([monitor, done] { done->set_value(monitor->m_api->init()); }).detach();
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready || result.get() != nvml_success) {
+    monitor->m_api->shutdown = nullptr;  // not initialised: nothing to shut down
+    return nullptr;
+  }
+  return monitor;
+}
+
+NvmlMonitor::~NvmlMonitor() {
+  if (m_api && m_api->shutdown != nullptr) m_api->shutdown();
+}
+
+void* NvmlMonitor::handle(const std::string& pci_bus_id) const {
+  NvmlDevice device = nullptr;
+  // NVML wants its own form of the bus id ("00000000:1B:00.0"); cuDeviceGetPCIBusId may give "0000:1b:00.0".
+  for (const std::string& id : {pci_bus_id, nvml_bus_id(pci_bus_id)}) {
+    if (m_api->handle_by_pci_bus_id(id.c_str(), &device) == nvml_success) return device;
+  }
+  return nullptr;
+}
+
+std::optional<ClockSample> NvmlMonitor::clocks(const std::string& pci_bus_id) const {
+  NvmlDevice device = handle(pci_bus_id);
+  if (device == nullptr || m_api->clock_info == nullptr) return std::nullopt;
+  ClockSample sample;
+  if (m_api->clock_info(device, nvml_clock_sm, &sample.sm_mhz) != nvml_success) return std::nullopt;
+  unsigned max = 0;
+  if (m_api->max_clock_info != nullptr && m_api->max_clock_info(device, nvml_clock_sm, &max) == nvml_success)
+    sample.sm_max_mhz = max;
+  if (m_api->reasons != nullptr && m_api->reasons(device, &sample.reasons) != nvml_success) sample.reasons = 0;
+  return sample;
+}
+
+MemoryErrorCounters NvmlMonitor::memory_errors(const std::string& pci_bus_id) const {
+  MemoryErrorCounters out;
+  NvmlDevice device = handle(pci_bus_id);
+  if (device == nullptr) return out;
+  if (m_api->total_ecc_errors != nullptr) {
+    unsigned long long count = 0;
+    if (m_api->total_ecc_errors(device, nvml_memory_error_corrected, nvml_volatile_ecc, &count) == nvml_success)
+      out.ecc_corrected = count;
+    if (m_api->total_ecc_errors(device, nvml_memory_error_uncorrected, nvml_volatile_ecc, &count) == nvml_success)
+      out.ecc_uncorrected = count;
+  }
+  if (m_api->remapped_rows != nullptr) {
+    unsigned correctable = 0, uncorrectable = 0, pending = 0, failure = 0;
+    if (m_api->remapped_rows(device, &correctable, &uncorrectable, &pending, &failure) == nvml_success) {
+      out.remapped_correctable = correctable;
+      out.remapped_uncorrectable = uncorrectable;
+      out.remap_pending = pending != 0;
+      out.remap_failure = failure != 0;
+    }
+  }
+  if (m_api->retired_pages != nullptr) {
+    unsigned count = 0;  // with no address array NVML only counts
+    const NvmlReturn result = m_api->retired_pages(device, nvml_double_bit_ecc_retirement, &count, nullptr);
+    if (result == nvml_success || result == nvml_insufficient_size) out.retired_pages_double_bit = count;
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------ clock sampler
+
+ClockSampler::ClockSampler(std::shared_ptr<const NvmlMonitor> nvml, std::string pci_bus_id,
+                           std::chrono::milliseconds interval)
+    : m_shared(std::make_shared<Shared>()) {
+  std::thread([nvml = std::move(nvml), id = std::move(pci_bus_id), interval, shared = m_shared] {
+    std::unique_lock<std::mutex> lock(shared->mutex);
+    while (!shared->stop) {
+      lock.unlock();
+      const std::optional<ClockSample> sample = nvml->clocks(id);
+      lock.lock();
+      if (sample) shared->samples.push_back(*sample);
+      shared->wake.wait_for(lock, interval, [&] { return shared->stop; });
+    }
+    shared->done = true;
+    shared->wake.notify_all();
+  }).detach();
+}
+
+ClockSampler::~ClockSampler() { stop(); }
+
+std::vector<ClockSample> ClockSampler::stop() {
+  std::unique_lock<std::mutex> lock(m_shared->mutex);
+  m_shared->stop = true;
+  m_shared->wake.notify_all();
+  m_shared->wake.wait_for(lock, std::chrono::seconds(1), [&] { return m_shared->done; });
+  return m_shared->samples;
+}
+
+// ------------------------------------------------------------------------------------------------ judgements
+
+Finding judge_clocks(const std::vector<ClockSample>& samples, int max_mhz) {
+  const std::string driver_max = max_mhz > 0 ? "max SM clock " + mhz(static_cast<unsigned>(max_mhz)) : "";
+  if (samples.empty()) {
+    return Finding{"smoke.clocks",
+                   Status::skip,
+                   "SM clock during the matmuls unknown (NVML not available or does not know this GPU)" +
+                       (driver_max.empty() ? std::string() : "; " + driver_max),
+                   {},
+                   {}};
+  }
+  std::vector<unsigned> clocks;
+  unsigned long long reasons = 0;
+  unsigned max = max_mhz > 0 ? static_cast<unsigned>(max_mhz) : 0;  // 0: unknown
+  for (const ClockSample& sample : samples) {
+    clocks.push_back(sample.sm_mhz);
+    reasons |= sample.reasons;
+    if (sample.sm_max_mhz) max = *sample.sm_max_mhz;
+  }
+  std::sort(clocks.begin(), clocks.end());
+  const unsigned median = clocks[clocks.size() / 2];
+  std::string message = "SM clock during the matmuls: " + mhz(median) + " (median of " + std::to_string(clocks.size()) +
+                        " samples, lowest " + mhz(clocks.front()) + ")" + (max > 0 ? ", max " + mhz(max) : std::string());
+  const std::vector<std::string> names = probe::throttle_reason_names(reasons);
+  if (!names.empty()) message += "; clocks-event reasons: " + util::join(names, ", ");
+  if ((reasons & throttled_reasons) != 0) {
+    return Finding{"smoke.clocks",
+                   Status::warn,
+                   "the GPU was throttled during the matmuls: " + message,
+                   "check cooling (fans, airflow, inlet temperature) and power delivery: `nvidia-smi -q -d "
+                   "PERFORMANCE,TEMPERATURE,POWER`; the matmul rates above were measured at these clocks",
+                   {}};
+  }
+  return Finding{"smoke.clocks", Status::pass, message, {}, {}};
+}
+
+Finding judge_memory_errors(const MemoryErrorCounters& before, const MemoryErrorCounters& after) {
+  if (!before.any() || !after.any()) {
+    return Finding{"smoke.memory_errors",
+                   Status::skip,
+                   "ECC and row-remap counters not readable through NVML (not available, or ECC off): errors the "
+                   "memory test provoked would only show as wrong words",
+                   {},
+                   {}};
+  }
+  std::vector<std::string> failing, warning;
+  auto rose = [](const auto& a, const auto& b) { return a && b && *b > *a; };
+  auto delta = [](const auto& a, const auto& b) { return std::to_string(*b - *a); };
+  if (rose(before.ecc_uncorrected, after.ecc_uncorrected))
+    failing.push_back(delta(before.ecc_uncorrected, after.ecc_uncorrected) + " uncorrectable ECC error(s)");
+  if (rose(before.remapped_uncorrectable, after.remapped_uncorrectable))
+    failing.push_back(delta(before.remapped_uncorrectable, after.remapped_uncorrectable) +
+                      " row(s) remapped for uncorrectable errors");
+  if (rose(before.retired_pages_double_bit, after.retired_pages_double_bit))
+    failing.push_back(delta(before.retired_pages_double_bit, after.retired_pages_double_bit) +
+                      " page(s) retired for double-bit errors");
+  if (after.remap_failure.value_or(false) && !before.remap_failure.value_or(false))
+    failing.push_back("a row remap failed");
+  if (rose(before.ecc_corrected, after.ecc_corrected))
+    warning.push_back(delta(before.ecc_corrected, after.ecc_corrected) + " corrected ECC error(s)");
+  if (rose(before.remapped_correctable, after.remapped_correctable))
+    warning.push_back(delta(before.remapped_correctable, after.remapped_correctable) +
+                      " row(s) remapped for correctable errors");
+  if (after.remap_pending.value_or(false) && !before.remap_pending.value_or(false))
+    warning.push_back("a row remap is pending (applied at the next GPU reset)");
+  if (!failing.empty()) {
+    failing.insert(failing.end(), warning.begin(), warning.end());
+    return Finding{"smoke.memory_errors",
+                   Status::fail,
+                   "during the memory test the GPU reported " + util::join(failing, ", "),
+                   "drain the node; reset the GPU to apply pending remaps, and replace it if errors persist or a "
+                   "remap failed (`nvidia-smi -q -d ECC,ROW_REMAPPER`, `gpuenv doctor`)",
+                   {}};
+  }
+  if (!warning.empty()) {
+    return Finding{"smoke.memory_errors",
+                   Status::warn,
+                   "during the memory test the GPU reported " + util::join(warning, ", "),
+                   "watch the counters (`nvidia-smi -q -d ECC,ROW_REMAPPER`); reset the GPU to apply a pending remap",
+                   {}};
+  }
+  return Finding{
+      "smoke.memory_errors", Status::pass, "ECC and row-remap counters unchanged by the memory test", {}, {}};
+}
+
+}  // namespace gpuenv::smoke

@@ -1,0 +1,154 @@
+// What smoke reads from NVML around its work (issue 11, items 9 and 15): the SM clock and throttle reasons sampled
+// during the matmuls, and ECC / row-remap counters compared before and after the memory test. The judgements are
+// pure; the runner is driven through the fake libcuda and the fake libnvidia-ml (tests/fake_nvml).
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "smoke/fake_cuda_fixture.hpp"
+#include "smoke/nvml_monitor.hpp"
+#include "smoke/runner.hpp"
+
+using namespace gpuenv::smoke;
+using namespace gpuenv::smoke::testing;
+using gpuenv::report::Status;
+
+namespace {
+
+/// The fake NVML's fixture for a scope (GPUENV_FAKE_NVML; the fake re-reads it at nvmlInit).
+class FakeNvml {
+ public:
+  explicit FakeNvml(const std::string& gpu_keys) {
+    m_path = std::filesystem::temp_directory_path() / ("gpuenv-smoke-nvml-" + std::to_string(::getpid()) + ".conf");
+    std::ofstream(m_path) << "[gpu]\npci_bus_id = 00000000:1B:00.0\n" << gpu_keys;
+    ::setenv("GPUENV_FAKE_NVML", m_path.c_str(), 1);
+  }
+  ~FakeNvml() {
+    ::unsetenv("GPUENV_FAKE_NVML");
+    std::error_code ignored;
+    std::filesystem::remove(m_path, ignored);
+  }
+  FakeNvml(const FakeNvml&) = delete;
+  FakeNvml& operator=(const FakeNvml&) = delete;
+
+ private:
+  std::filesystem::path m_path;
+};
+
+SmokeOptions with_nvml(SmokeOptions options = small_options()) {
+  options.nvml_library = GPUENV_FAKE_NVML_LIBRARY;
+  return options;
+}
+
+SmokeReport run_with_nvml(const std::string& nvml_keys, const std::string& cuda_config, SmokeOptions options) {
+  const FakeNvml nvml(nvml_keys);
+  return run_fake(cuda_config, with_nvml(options));
+}
+
+ClockSample sample(unsigned mhz, unsigned long long reasons = 0) { return ClockSample{mhz, 1980u, reasons}; }
+
+}  // namespace
+
+TEST_CASE("smoke: the SM clock during the matmuls against its maximum, and a throttled GPU named", "[smoke][nvml]") {
+  const auto full = judge_clocks({sample(1980), sample(1965), sample(1980)}, 1980);
+  CHECK(full.status == Status::pass);
+  CHECK(full.message == "SM clock during the matmuls: 1980 MHz (median of 3 samples, lowest 1965 MHz), max 1980 MHz");
+  // A power cap under a full GEMM is the GPU working as configured: named, not a warning.
+  const auto capped = judge_clocks({sample(1700, 0x4), sample(1755, 0x4)}, 1980);
+  CHECK(capped.status == Status::pass);
+  CHECK(capped.message.find("; clocks-event reasons: sw_power_cap") != std::string::npos);
+  // Heat and hardware slowdown are faults to name.
+  const auto hot = judge_clocks({sample(1980), sample(1200, 0x40 | 0x20), sample(1150, 0x20)}, 1980);
+  CHECK(hot.status == Status::warn);
+  CHECK(hot.message.find("the GPU was throttled during the matmuls: SM clock during the matmuls: 1200 MHz") == 0);
+  CHECK(hot.message.find("sw_thermal_slowdown, hw_thermal_slowdown") != std::string::npos);
+  CHECK(hot.remedy.find("cooling") != std::string::npos);
+  const auto brake = judge_clocks({sample(900, 0x80)}, 1980);
+  CHECK(brake.status == Status::warn);
+  // Without NVML the current clock is unknown, and the maximum is said to be the maximum.
+  const auto unknown = judge_clocks({}, 1980);
+  CHECK(unknown.status == Status::skip);
+  CHECK(unknown.message.find("unknown") != std::string::npos);
+  CHECK(unknown.message.find("max SM clock 1980 MHz") != std::string::npos);
+}
+
+TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml]") {
+  const SmokeReport hot =
+      run_with_nvml("sm_clock_mhz = 1410\nsm_clock_max_mhz = 1980\nthrottle_mask = 0x40\n", "", small_options());
+  const DeviceResult& gpu = hot.devices.at(0);
+  const auto* clocks = find(gpu.findings, "smoke.clocks");
+  REQUIRE(clocks != nullptr);
+  CHECK(clocks->status == Status::warn);
+  CHECK(clocks->message.find("1410 MHz") != std::string::npos);
+  CHECK(clocks->message.find("max 1980 MHz") != std::string::npos);
+  CHECK(clocks->message.find("hw_thermal_slowdown") != std::string::npos);
+  REQUIRE(gpu.info.matmul_clock_mhz.has_value());
+  CHECK(*gpu.info.matmul_clock_mhz == 1410);
+
+  const SmokeReport cool = run_with_nvml("sm_clock_mhz = 1980\nsm_clock_max_mhz = 1980\n", "", small_options());
+  CHECK(find(cool.devices.at(0).findings, "smoke.clocks")->status == Status::pass);
+  // NVML that does not know the GPU (another bus id): unknown, said so, nothing fails.
+  const FakeNvml other("");
+  SmokeOptions options = with_nvml();
+  const SmokeReport unknown = run_fake("pci_bus_id = 00000000:65:00.0\n", options);
+  CHECK(find(unknown.devices.at(0).findings, "smoke.clocks")->status == Status::skip);
+  CHECK_FALSE(unknown.devices.at(0).info.matmul_clock_mhz.has_value());
+}
+
+TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", "[smoke][nvml]") {
+  MemoryErrorCounters before;
+  before.ecc_corrected = 10;
+  before.ecc_uncorrected = 0;
+  before.remapped_correctable = 1;
+  before.remapped_uncorrectable = 0;
+  before.remap_pending = false;
+  before.remap_failure = false;
+  CHECK(judge_memory_errors(before, before).status == Status::pass);
+  MemoryErrorCounters corrected = before;
+  *corrected.ecc_corrected += 4;
+  const auto warned = judge_memory_errors(before, corrected);
+  CHECK(warned.status == Status::warn);
+  CHECK(warned.message == "during the memory test the GPU reported 4 corrected ECC error(s)");
+  MemoryErrorCounters bad = corrected;
+  *bad.ecc_uncorrected += 1;
+  *bad.remapped_uncorrectable += 2;
+  bad.remap_pending = true;
+  const auto failed = judge_memory_errors(before, bad);
+  CHECK(failed.status == Status::fail);
+  CHECK(failed.message ==
+        "during the memory test the GPU reported 1 uncorrectable ECC error(s), 2 row(s) remapped for uncorrectable "
+        "errors, 4 corrected ECC error(s), a row remap is pending (applied at the next GPU reset)");
+  MemoryErrorCounters failure = before;
+  failure.remap_failure = true;
+  CHECK(judge_memory_errors(before, failure).status == Status::fail);
+  CHECK(judge_memory_errors(MemoryErrorCounters{}, MemoryErrorCounters{}).status == Status::skip);
+
+  SmokeOptions options = small_options();
+  options.memtest_fraction = 0.5;
+  const std::string counters =
+      "ecc_corrected_volatile = 3\necc_uncorrected_volatile = 0\nremapped_rows_correctable = 0\n"
+      "remapped_rows_uncorrectable = 0\n";
+  const SmokeReport clean = run_with_nvml(counters, "free_memory = 4194304\n", options);
+  const auto* unchanged = find(clean.devices.at(0).findings, "smoke.memory_errors");
+  REQUIRE(unchanged != nullptr);
+  CHECK(unchanged->status == Status::pass);
+  CHECK(find(clean.devices.at(0).findings, "smoke.memtest")->status == Status::pass);
+  // Every word read back right, but the GPU counted uncorrectable errors and remapped a row meanwhile.
+  const SmokeReport risen =
+      run_with_nvml(counters + "ecc_uncorrected_volatile_rise = 2\nremapped_rows_uncorrectable_rise = 1\n",
+                    "free_memory = 4194304\n", options);
+  CHECK(find(risen.devices.at(0).findings, "smoke.memtest")->status == Status::pass);
+  const auto* errors = find(risen.devices.at(0).findings, "smoke.memory_errors");
+  REQUIRE(errors != nullptr);
+  CHECK(errors->status == Status::fail);
+  CHECK(errors->message.find("2 uncorrectable ECC error(s), 1 row(s) remapped for uncorrectable errors") !=
+        std::string::npos);
+  CHECK(risen.verdict == gpuenv::report::Verdict::not_ok);
+  // Without --memtest nothing is compared.
+  const SmokeReport no_memtest = run_with_nvml(counters, "", small_options());
+  CHECK(find(no_memtest.devices.at(0).findings, "smoke.memory_errors") == nullptr);
+}
