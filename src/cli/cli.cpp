@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/context.hpp"
+#include "system/abandon.hpp"
 
 #ifndef GPUENV_VERSION
 #define GPUENV_VERSION "0.0.0"
@@ -55,14 +57,26 @@ int run(int argc, char** argv) {
 
   auto system = system::make_real_system();
   Context context{*system, std::cout, std::cerr, terminal_style()};
+  ExitCode code = ExitCode::internal;
   try {
-    const ExitCode code = action ? action(context) : ExitCode::usage;
-    std::cout.flush();
-    return static_cast<int>(code);
+    code = action ? action(context) : ExitCode::usage;
   } catch (const std::exception& e) {
     std::cerr << "gpuenv: internal error: " << e.what() << "\n";
-    return static_cast<int>(ExitCode::internal);
   }
+  return leave(code);
+}
+
+int leave(ExitCode code) {
+  std::cout.flush();
+  std::cerr.flush();
+  // A thread abandoned inside NVML or libcuda (or a child that would not die) is still running: exit() would run
+  // static destructors and the libraries' teardown under it, a crash or a hang that turns the exit code into 139
+  // or 124. Leave without them; everything printed has been flushed.
+  if (system::work_was_abandoned()) {
+    std::fflush(nullptr);
+    std::_Exit(static_cast<int>(code));
+  }
+  return static_cast<int>(code);
 }
 
 }  // namespace gpuenv::cli
