@@ -30,6 +30,8 @@ using gpuenv::testing::fixture_path;
 
 constexpr const char* k_nvml = "libnvidia-ml.so.1";
 constexpr const char* k_nvidia_smi = "nvidia-smi -q -x";
+/// Binary noise with a NUL and an unfinished tag, as a crashing or mis-linked nvidia-smi might print.
+constexpr char k_garbage[] = "\x01\xff<<nvidia_smi_log>>\x00garbage";
 
 /// A private copy of a fake library (a fresh dlopen instance, so the fake reads this test's fixture).
 class LibraryCopy {
@@ -127,7 +129,7 @@ TEST_CASE("fault injection: each fault is a finding and a verdict, never a crash
        [](FakeSystem& f) { f.commands[k_nvidia_smi] = nvidia_smi(-1, "", false, 9); },
        "gpu.count", Status::fail, "nvidia-smi was killed by signal 9"},
       {"nvidia-smi prints garbage",
-       [](FakeSystem& f) { f.commands[k_nvidia_smi] = nvidia_smi(0, std::string("\x01\xff<<nvidia_smi_log>>\x00garbage", 31)); },
+       [](FakeSystem& f) { f.commands[k_nvidia_smi] = nvidia_smi(0, std::string(k_garbage, sizeof k_garbage - 1)); },
        "gpu.count", Status::fail, "nvidia-smi -q -x: "},
       {"nvidia-smi prints nothing",
        [](FakeSystem& f) { f.commands[k_nvidia_smi] = nvidia_smi(0, ""); },

@@ -37,7 +37,7 @@ TEST_CASE("deadline: every command hangs, yet the run ends at the deadline", "[s
 TEST_CASE("deadline: a command that answers within its own timeout is not cut short", "[system][faults][deadline]") {
   gpuenv::testing::FakeSystem fake;
   fake.commands["fast"].exit_code = 0;
-  fake.commands["slow"] = hung();
+  fake.commands["slow --flag"] = hung();
   gpuenv::system::DeadlineSystem bounded(fake, fake.now() + 60s);
   CHECK(bounded.run({"fast"}, 5s).exit_code == 0);
   CHECK(bounded.run({"slow", "--flag"}, 5s).timed_out);  // its own timeout fired, not the deadline
