@@ -11,9 +11,9 @@
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
 
 FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
-
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"` keeps root.
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
+# keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv

@@ -12,13 +12,13 @@
 
 FROM nvidia/cuda:13.0.2-cudnn-devel-ubi9
 # System packages: shadow-utils for useradd.
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
+# keeps root.
 RUN dnf install -y --setopt=install_weak_deps=False --nodocs shadow-utils \
  && dnf clean all \
- && rm -rf /var/cache/dnf
-
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"` keeps root.
-RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && rm -rf /var/cache/dnf \
+ && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv
 

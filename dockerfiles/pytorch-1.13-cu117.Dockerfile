@@ -17,15 +17,22 @@
 FROM nvidia/cuda:11.7.1-base-ubuntu22.04
 ARG DEBIAN_FRONTEND=noninteractive
 # System packages: Python 3.10 (Ubuntu 22.04's own python3).
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv \
- && rm -rf /var/lib/apt/lists/*
-
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
+# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
 # Python 3.10 is Ubuntu 22.04's own python3 (https://packages.ubuntu.com/jammy/python3 (python3 3.10.6-1~22.04,
 # source package python3-defaults)). The framework goes into a virtual environment at /opt/venv, not the system
-# site-packages.
-RUN python3 -m venv /opt/venv \
- && /opt/venv/bin/python -m pip install --no-cache-dir --upgrade pip
+# site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit cache mounts keep pip's
+# and uv's downloads between builds, outside the image.
+RUN --mount=type=cache,target=/root/.cache/pip \
+    apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv \
+ && python3 -m venv /opt/venv \
+ && /opt/venv/bin/python -m pip install pip==25.2
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -38,19 +45,14 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 # added to PyPI (--extra-index-url, as PyTorch documents for 1.12-1.13). torchvision and torchaudio are pinned
 # to the companions the knowledge base lists for torch 1.13.1. numpy<2: torch 1.13.1 was built against NumPy
 # 1.x.
-RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cu117 \
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install --extra-index-url https://download.pytorch.org/whl/cu117 \
       torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 "numpy<2" \
  && chmod -R g=u /opt/venv
-# Fail the build when pip brought a wheel that is not a CUDA 11.7 build (a +cpu wheel, another CUDA line), or
-# when the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed).
-RUN python -c "import torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['11', '7'], 'torch is built for CUDA %s, not 11.7' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
-
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
-# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
-RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
- && chgrp -R 0 /home/gpuenv \
- && chmod -R g=u /home/gpuenv
+# Fail the build when pip brought a wheel that is not a CUDA 11.7 build (a +cpu wheel, another CUDA line), when
+# the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed), or when a
+# directory on LD_LIBRARY_PATH holds a copy that would shadow them.
+RUN python -c "import os, torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['11', '7'], 'torch is built for CUDA %s, not 11.7' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
 
 LABEL org.opencontainers.image.title="pytorch-1.13-cu117" \
       org.opencontainers.image.description="PyTorch 1.13.1 (cu117 wheel) on CUDA 11.7.1 (cuDNN 8 bundled in the wheel), Ubuntu 22.04, Python 3.10" \

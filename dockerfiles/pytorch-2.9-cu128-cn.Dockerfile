@@ -23,21 +23,27 @@
 ARG GPUENV_REGISTRY=docker.m.daocloud.io
 
 FROM ${GPUENV_REGISTRY}/nvidia/cuda:12.8.1-base-ubuntu24.04
+# PyPI mirror for every package but PyTorch's wheels: pip reads PIP_INDEX_URL.
+ARG PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple
 ARG DEBIAN_FRONTEND=noninteractive
 # System packages: Python 3.12 (Ubuntu 24.04's own python3); gcc, libc6-dev, python3-dev for torch.compile
 # (Triton compiles C at run time; `[image] compiler = false` drops them).
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev python3-dev \
- && rm -rf /var/lib/apt/lists/*
-
-# PyPI mirror for every package but PyTorch's wheels: pip reads PIP_INDEX_URL.
-ARG PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple
-
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
+# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
 # Python 3.12 is Ubuntu 24.04's own python3 (https://packages.ubuntu.com/noble-updates/python3 (python3
 # 3.12.3-0ubuntu2.1, source package python3-defaults)). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages.
-RUN python3 -m venv /opt/venv \
- && /opt/venv/bin/python -m pip install --no-cache-dir --upgrade pip
+# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
+# cache mounts keep pip's and uv's downloads between builds, outside the image.
+RUN --mount=type=cache,target=/root/.cache/pip \
+    apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev python3-dev \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv \
+ && python3 -m venv /opt/venv \
+ && /opt/venv/bin/python -m pip install pip==25.2
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -51,19 +57,14 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 # from the PyPI mirror. torchvision and torchaudio are pinned to the companions the knowledge base lists for
 # torch 2.9.1.
 ARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu128/
-RUN pip install --no-cache-dir --find-links "${GPUENV_TORCH_WHEELS}" \
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install --find-links "${GPUENV_TORCH_WHEELS}" \
       torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 \
  && chmod -R g=u /opt/venv
-# Fail the build when pip brought a wheel that is not a CUDA 12.8 build (a +cpu wheel, another CUDA line), or
-# when the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed).
-RUN python -c "import torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['12', '8'], 'torch is built for CUDA %s, not 12.8' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
-
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
-# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
-RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
- && chgrp -R 0 /home/gpuenv \
- && chmod -R g=u /home/gpuenv
+# Fail the build when pip brought a wheel that is not a CUDA 12.8 build (a +cpu wheel, another CUDA line), when
+# the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed), or when a
+# directory on LD_LIBRARY_PATH holds a copy that would shadow them.
+RUN python -c "import os, torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['12', '8'], 'torch is built for CUDA %s, not 12.8' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
 
 LABEL org.opencontainers.image.title="pytorch-2.9-cu128-cn" \
       org.opencontainers.image.description="PyTorch 2.9.1 (cu128 wheel) on CUDA 12.8.1 (its wheels bring cuDNN 9), Ubuntu 24.04, Python 3.12, from mainland-China mirrors" \

@@ -21,20 +21,30 @@ FROM nvidia/cuda:12.8.1-base-ubuntu22.04
 ARG DEBIAN_FRONTEND=noninteractive
 # System packages: gcc, libc6-dev for torch.compile (Triton compiles C at run time; `[image] compiler = false`
 # drops them).
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
+# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv
 
 # Ubuntu 22.04's own python3 is 3.10, so Python 3.12 comes from uv 0.9.2 (`uv python install`), which unpacks a
 # python-build-standalone CPython build into /opt/python: one method for every distro (the deadsnakes PPA is
 # Ubuntu-only and lacks some versions; a source build is slow). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages.
+# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
+# cache mounts keep pip's and uv's downloads between builds, outside the image.
 ARG UV_PYTHON_INSTALL_DIR=/opt/python
 ARG UV_PYTHON_PREFERENCE=only-managed
-ARG UV_NO_CACHE=1
+ARG UV_LINK_MODE=copy
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
+    --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=cache,target=/root/.cache/pip \
     uv python install 3.12 \
- && uv venv --seed --python 3.12 /opt/venv
+ && uv venv --seed --python 3.12 /opt/venv \
+ && /opt/venv/bin/python -m pip install pip==25.2
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -46,19 +56,14 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 # PyTorch 2.9.1, cu128 wheel (it bundles its own CUDA 12.8 runtime), from PyTorch's cu128 wheel index
 # (--index-url: every package, dependencies included, comes from it). torchvision and torchaudio are pinned to
 # the companions the knowledge base lists for torch 2.9.1.
-RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cu128 \
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install --index-url https://download.pytorch.org/whl/cu128 \
       torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 \
  && chmod -R g=u /opt/venv
-# Fail the build when pip brought a wheel that is not a CUDA 12.8 build (a +cpu wheel, another CUDA line), or
-# when the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed).
-RUN python -c "import torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['12', '8'], 'torch is built for CUDA %s, not 12.8' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
-
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
-# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
-RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
- && chgrp -R 0 /home/gpuenv \
- && chmod -R g=u /home/gpuenv
+# Fail the build when pip brought a wheel that is not a CUDA 12.8 build (a +cpu wheel, another CUDA line), when
+# the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed), or when a
+# directory on LD_LIBRARY_PATH holds a copy that would shadow them.
+RUN python -c "import os, torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['12', '8'], 'torch is built for CUDA %s, not 12.8' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
 
 LABEL org.opencontainers.image.title="pytorch-2.9-cu128-h100" \
       org.opencontainers.image.description="PyTorch 2.9.1 (cu128) on CUDA 12.8.1 for A100/H100/B200 servers, Ubuntu 22.04, Python 3.12" \

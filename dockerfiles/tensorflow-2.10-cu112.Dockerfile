@@ -17,34 +17,38 @@
 FROM ghcr.io/astral-sh/uv:0.9.2 AS uv
 
 FROM nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
+# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv
 
 # Ubuntu 20.04's own python3 is 3.8, so Python 3.10 comes from uv 0.9.2 (`uv python install`), which unpacks a
 # python-build-standalone CPython build into /opt/python: one method for every distro (the deadsnakes PPA is
 # Ubuntu-only and lacks some versions; a source build is slow). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages.
+# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
+# cache mounts keep pip's and uv's downloads between builds, outside the image.
 ARG UV_PYTHON_INSTALL_DIR=/opt/python
 ARG UV_PYTHON_PREFERENCE=only-managed
-ARG UV_NO_CACHE=1
+ARG UV_LINK_MODE=copy
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
+    --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=cache,target=/root/.cache/pip \
     uv python install 3.10 \
- && uv venv --seed --python 3.10 /opt/venv
+ && uv venv --seed --python 3.10 /opt/venv \
+ && /opt/venv/bin/python -m pip install pip==25.2
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
 
 # TensorFlow 2.10.0 (before the [and-cuda] extra existed): it loads the CUDA 11.2 and cuDNN 8.1 libraries it was
 # built with from the image. numpy<2: TensorFlow 2.10.0 was built against NumPy 1.x.
-RUN pip install --no-cache-dir tensorflow==2.10.0 "numpy<2" \
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install tensorflow==2.10.0 "numpy<2" \
  && chmod -R g=u /opt/venv
 # Fail the build when TensorFlow is not a CUDA build of its tested CUDA 11.2 line.
 RUN python -c "import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['11', '2'], 'TensorFlow is built for CUDA %s, not 11.2' % v; print('tensorflow', tf.__version__, 'CUDA', v)"
-
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
-# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
-RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
- && chgrp -R 0 /home/gpuenv \
- && chmod -R g=u /home/gpuenv
 
 LABEL org.opencontainers.image.title="tensorflow-2.10-cu112" \
       org.opencontainers.image.description="TensorFlow 2.10.0 on its tested CUDA 11.2.2 / cuDNN 8 line, Ubuntu 20.04, Python 3.10" \

@@ -18,17 +18,27 @@
 FROM ghcr.io/astral-sh/uv:0.9.2 AS uv
 
 FROM nvidia/cuda:12.5.1-base-ubuntu22.04
+# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
+# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
+# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && chgrp -R 0 /home/gpuenv \
+ && chmod -R g=u /home/gpuenv
 
 # Ubuntu 22.04's own python3 is 3.10, so Python 3.12 comes from uv 0.9.2 (`uv python install`), which unpacks a
 # python-build-standalone CPython build into /opt/python: one method for every distro (the deadsnakes PPA is
 # Ubuntu-only and lacks some versions; a source build is slow). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages.
+# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
+# cache mounts keep pip's and uv's downloads between builds, outside the image.
 ARG UV_PYTHON_INSTALL_DIR=/opt/python
 ARG UV_PYTHON_PREFERENCE=only-managed
-ARG UV_NO_CACHE=1
+ARG UV_LINK_MODE=copy
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
+    --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=cache,target=/root/.cache/pip \
     uv python install 3.12 \
- && uv venv --seed --python 3.12 /opt/venv
+ && uv venv --seed --python 3.12 /opt/venv \
+ && /opt/venv/bin/python -m pip install pip==25.2
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -39,17 +49,14 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 
 # TensorFlow 2.20.0 with the [and-cuda] extra: pip brings the CUDA 12.5 and cuDNN 9.3 libraries it was built
 # with as NVIDIA wheels.
-RUN pip install --no-cache-dir "tensorflow[and-cuda]==2.20.0" \
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install "tensorflow[and-cuda]==2.20.0" \
  && chmod -R g=u /opt/venv
-# Fail the build when TensorFlow is not a CUDA build of its tested CUDA 12.5 line.
-RUN python -c "import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['12', '5'], 'TensorFlow is built for CUDA %s, not 12.5' % v; print('tensorflow', tf.__version__, 'CUDA', v)"
-
-# A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and
-# OpenShift runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod g=u):
-# installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
-RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
- && chgrp -R 0 /home/gpuenv \
- && chmod -R g=u /home/gpuenv
+# Fail the build when TensorFlow is not a CUDA build of its tested CUDA 12.5 line, when the [and-cuda] NVIDIA
+# wheels are missing, or when a directory on LD_LIBRARY_PATH holds a cuBLAS/cuDNN that would shadow them.
+# TensorFlow opens those libraries only when a GPU is initialised, so the check reads the installed wheels, not
+# the mapped files.
+RUN python -c "import os, importlib.metadata as md, tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['12', '5'], 'TensorFlow is built for CUDA %s, not 12.5' % v; names = {d.metadata['Name'].lower().replace('_', '-') for d in md.distributions()}; missing = [n for n in ('nvidia-cublas-cu12', 'nvidia-cudnn-cu12') if n not in names]; assert not missing, 'the [and-cuda] wheels are missing: %s (a CPU-only install)' % missing; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('tensorflow', tf.__version__, 'CUDA', v)"
 
 LABEL org.opencontainers.image.title="tensorflow-2.20-cu125" \
       org.opencontainers.image.description="TensorFlow 2.20.0 on its tested CUDA 12.5 line (12.5.1, cuDNN 9), Ubuntu 22.04, Python 3.12" \

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/context.hpp"
 #include "system/abandon.hpp"
+#include "util/host_text.hpp"
 
 #ifndef GPUENV_VERSION
 #define GPUENV_VERSION "0.0.0"
@@ -18,8 +19,11 @@
 namespace gpuenv::cli {
 
 ExitCode report_error(Context& context, const util::Error& error) {
-  context.err << "gpuenv: " << error.message << "\n";
-  if (!error.remedy.empty()) context.err << "  fix: " << error.remedy << "\n";
+  // Messages quote what the user or the host wrote (a profile value, a path): cleaned like any host text.
+  util::TextRepairs repairs;
+  const util::CleanOptions options{true, 2048};
+  context.err << "gpuenv: " << util::clean_host_text(error.message, options, repairs) << "\n";
+  if (!error.remedy.empty()) context.err << "  fix: " << util::clean_host_text(error.remedy, options, repairs) << "\n";
   return error.kind == util::ErrorKind::internal ? ExitCode::internal : ExitCode::usage;
 }
 
@@ -34,9 +38,19 @@ report::TextStyle terminal_style() {
 }  // namespace
 
 int run(int argc, char** argv) {
+  auto system = system::make_real_system();
+  Context context{*system, std::cout, std::cerr, terminal_style()};
+  if (const auto verbose = run_version_verbose(context, argc, argv, GPUENV_VERSION)) return static_cast<int>(*verbose);
+
   CLI::App app{"gpuenv: make a GPU server ready for work, and prove that it is."};
   app.set_version_flag("--version", std::string("gpuenv ") + GPUENV_VERSION);
   app.require_subcommand(1);
+  std::string data_dir;
+  app.add_option("--data-dir", data_dir,
+                 "Directory of data overlay files (*.toml named after a table; over $GPUENV_DATA_DIR and "
+                 "/etc/gpuenv/data.d)");
+  bool verbose = false;  // read by run_version_verbose before parsing; declared here for --help
+  app.add_flag("--verbose", verbose, "With --version: print the knowledge base's horizon (newest row per table)");
   app.footer("Exit codes: 0 ok (warnings allowed), 1 not ok, 2 usage or bad input, 3 internal error.");
 
   Action action;
@@ -47,6 +61,7 @@ int run(int argc, char** argv) {
   add_smoke_command(app, action);
   add_cloud_init_command(app, action);
   add_install_command(app, action);
+  add_data_command(app, action);
 
   try {
     app.parse(argc, argv);
@@ -55,13 +70,15 @@ int run(int argc, char** argv) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::usage);
   }
 
-  auto system = system::make_real_system();
-  Context context{*system, std::cout, std::cerr, terminal_style()};
   ExitCode code = ExitCode::internal;
   try {
-    code = action ? action(context) : ExitCode::usage;
+    // `data check DIR` judges DIR on its own; every other command runs with this machine's overlay.
+    const bool checking_a_directory = app.got_subcommand("data") && app.get_subcommand("data")->got_subcommand("check");
+    code = install_data_overlay(context, data_dir, !checking_a_directory);
+    if (code == ExitCode::ok) code = action ? action(context) : ExitCode::usage;
   } catch (const std::exception& e) {
     std::cerr << "gpuenv: internal error: " << e.what() << "\n";
+    code = ExitCode::internal;
   }
   return leave(code);
 }

@@ -32,7 +32,7 @@ struct CloudInitOptions {
 /// The profile's text exactly as the user gave it: the file (same rule as profile::load_profile) or the shipped text.
 util::Expected<std::string> profile_text(const std::string& name_or_path, system::System& system) {
   const bool is_path = name_or_path.find('/') != std::string::npos || util::ends_with(name_or_path, ".toml");
-  if (is_path) return system.read_file(name_or_path);
+  if (is_path) return system.read_file(name_or_path, system::FileKind::profile);
   for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) {
     if (shipped.name == name_or_path) return shipped.text;
   }

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "cli/context.hpp"
 
@@ -18,5 +20,13 @@ void add_dockerfile_command(CLI::App& app, Action& action);
 void add_smoke_command(CLI::App& app, Action& action);
 void add_cloud_init_command(CLI::App& app, Action& action);
 void add_install_command(CLI::App& app, Action& action);
+void add_data_command(CLI::App& app, Action& action);
+
+/// Finds this run's data overlay (/etc/gpuenv/data.d, $GPUENV_DATA_DIR, `data_dir`) and installs it for every
+/// table read after; with `validate`, every table is parsed with it first, so a bad overlay is exit 2 for any command.
+ExitCode install_data_overlay(Context& context, const std::string& data_dir, bool validate);
+/// Handles `gpuenv --version --verbose [--data-dir DIR]`: the version and each table's horizon; nullopt for any
+/// other command line.
+std::optional<ExitCode> run_version_verbose(Context& context, int argc, char** argv, const std::string& version);
 
 }  // namespace gpuenv::cli

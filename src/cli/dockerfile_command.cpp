@@ -1,5 +1,6 @@
-// `gpuenv dockerfile NAME|FILE [--set FIELD=VALUE...] [-o FILE] [--with-doctor]`
-// `gpuenv dockerfile NAME|FILE --all --out-dir DIR [--with-doctor]`
+// `gpuenv dockerfile NAME|FILE [--set FIELD=VALUE...] [-o FILE] [--with-doctor] [--digest D | --digest-lock FILE]
+//                   [--hashed-requirements FILE]`
+// `gpuenv dockerfile NAME|FILE --all --out-dir DIR [--with-doctor] [--digest-lock FILE]`
 
 #include <nlohmann/json.hpp>
 #include <set>
@@ -27,6 +28,9 @@ struct DockerfileOptions {
   bool all = false;
   std::string out_dir;
   bool with_doctor = false;
+  std::string digest;
+  std::string digest_lock;
+  std::string hashed_requirements;
 };
 
 /// The facts every run needs.
@@ -34,6 +38,8 @@ struct Inputs {
   const compat::KnowledgeBase* kb = nullptr;
   const dockerfile::Data* data = nullptr;
   profile::ProfileDocument document;
+  std::optional<dockerfile::DigestLock> digest_lock;
+  std::optional<dockerfile::HashedRequirements> hashed_requirements;
 };
 
 /// compat's findings for a Dockerfile, then the generator's own.
@@ -61,12 +67,29 @@ void print_warnings(Context& context, const std::vector<report::Finding>& findin
   }
 }
 
-dockerfile::Options render_options(const DockerfileOptions& options, profile::Assignments selection) {
+/// The render options for one cell; a usage Error when --digest-lock has no digest for the cell's base image.
+util::Expected<dockerfile::Options> render_options(const DockerfileOptions& options, const Inputs& in,
+                                                   const profile::Profile& resolved, profile::Assignments selection) {
   dockerfile::Options out;
   out.gpuenv_version = GPUENV_VERSION;
   out.profile_argument = options.profile;
   out.selection = std::move(selection);
   out.with_doctor = options.with_doctor;
+  out.hashed_requirements = in.hashed_requirements;
+  if (!options.digest.empty()) {
+    out.base_digest = options.digest;
+    out.digest_argument = "--digest " + options.digest;
+  } else if (in.digest_lock) {
+    const std::string image = "nvidia/cuda:" + compat::derive(resolved, *in.kb).image_tag;
+    const std::string* digest = in.digest_lock->find(image);
+    if (digest == nullptr) {
+      return util::Error::input(
+          options.digest_lock + ": no digest for " + image,
+          "add a line `" + image + " sha256:<digest>` (docker buildx imagetools inspect " + image + ")");
+    }
+    out.base_digest = *digest;
+    out.digest_argument = "--digest-lock " + options.digest_lock;
+  }
   return out;
 }
 
@@ -142,7 +165,9 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
         std::any_of(selection.begin(), selection.end(), [&pair](const auto& s) { return s.first == pair.first; });
     if (!present) selection.push_back(pair);
   }
-  auto text = dockerfile::render(chosen->resolved, *in.kb, *in.data, render_options(options, std::move(selection)));
+  auto render = render_options(options, in, chosen->resolved, std::move(selection));
+  if (!render) return report_error(context, render.error());
+  auto text = dockerfile::render(chosen->resolved, *in.kb, *in.data, *render);
   if (!text) return report_error(context, text.error());
   if (options.output.empty()) {
     context.out << *text;
@@ -191,7 +216,9 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
       requested_invalid = requested_invalid || cell.requested;
       continue;
     }
-    auto text = dockerfile::render(cell.profile, *in.kb, *in.data, render_options(options, cell.assignments));
+    auto render = render_options(options, in, cell.profile, cell.assignments);
+    if (!render) return report_error(context, render.error());
+    auto text = dockerfile::render(cell.profile, *in.kb, *in.data, *render);
     if (!text) return report_error(context, text.error());
     std::string file = dockerfile::cell_file_name(base.name, cell.assignments);
     for (int n = 2; !names.insert(file).second; ++n) {
@@ -208,6 +235,7 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
                        {"requested", cell.requested},
                        {"image", "nvidia/cuda:" + compat::derive(cell.profile, *in.kb).image_tag},
                        {"profile_hash", dockerfile::profile_hash(cell.profile)}});
+    if (!render->base_digest.empty()) written.back()["digest"] = render->base_digest;
     outputs.push_back({std::move(file), std::move(*text)});
   }
 
@@ -258,7 +286,45 @@ ExitCode run_dockerfile(Context& context, const DockerfileOptions& options) {
     return report_error(context, util::Error::usage("--set picks one cell; --all writes every valid cell",
                                                     "drop --set, or drop --all"));
   }
+  if (!options.digest.empty() && !options.digest_lock.empty()) {
+    return report_error(context,
+                        util::Error::usage("--digest and --digest-lock both pin the base image", "pass one of them"));
+  }
+  if (options.all && !options.digest.empty()) {
+    return report_error(context, util::Error::usage("--digest pins one base image; --all writes one per cell",
+                                                    "use --digest-lock FILE with a digest per image"));
+  }
+  if (options.all && !options.hashed_requirements.empty()) {
+    return report_error(context,
+                        util::Error::usage("--hashed-requirements pins one set of wheels; --all writes every cell",
+                                           "write one cell with --set and its own hashed file"));
+  }
   Inputs in;
+  if (!options.digest.empty()) {
+    if (auto digest = dockerfile::parse_digest(options.digest); !digest) return report_error(context, digest.error());
+  }
+  if (!options.digest_lock.empty()) {
+    auto text = context.system.read_file(options.digest_lock);
+    if (!text) {
+      return report_error(context,
+                          util::Error::input("--digest-lock " + options.digest_lock + ": " + text.error().message,
+                                             "name a readable lock file"));
+    }
+    auto lock = dockerfile::parse_digest_lock(*text, options.digest_lock);
+    if (!lock) return report_error(context, lock.error());
+    in.digest_lock = std::move(*lock);
+  }
+  if (!options.hashed_requirements.empty()) {
+    auto text = context.system.read_file(options.hashed_requirements);
+    if (!text) {
+      return report_error(context, util::Error::input("--hashed-requirements " + options.hashed_requirements + ": " +
+                                                          text.error().message,
+                                                      "name a readable requirements file"));
+    }
+    auto requirements = dockerfile::parse_hashed_requirements(*text, options.hashed_requirements);
+    if (!requirements) return report_error(context, requirements.error());
+    in.hashed_requirements = std::move(*requirements);
+  }
   auto kb = compat::builtin_knowledge_base();
   if (!kb) return report_error(context, kb.error());
   auto data = dockerfile::builtin_data();
@@ -287,6 +353,13 @@ void add_dockerfile_command(CLI::App& app, Action& action) {
   command->add_flag(
       "--with-doctor", options->with_doctor,
       "Add the gpuenv binary (build context ./gpuenv) and a HEALTHCHECK running `gpuenv doctor --quick --oneline`");
+  command->add_option("--digest", options->digest,
+                      "Pin the base image by digest (sha256:<64 hex>): FROM nvidia/cuda:<tag>@<digest>");
+  command->add_option("--digest-lock", options->digest_lock,
+                      "Pin each cell's base image by the digest FILE lists (`nvidia/cuda:<tag> sha256:<hex>` lines)");
+  command->add_option("--hashed-requirements", options->hashed_requirements,
+                      "Install the framework from FILE (build-context path) with pip --require-hashes "
+                      "(uv pip compile --generate-hashes)");
   command->callback([&action, options] { action = [options](Context& c) { return run_dockerfile(c, *options); }; });
 }
 

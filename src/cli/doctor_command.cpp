@@ -141,8 +141,12 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   }
   if (!options.nvidia_smi_xml.empty()) {
     // The report is the user's file, read from this machine even under --root.
-    auto xml = context.system.read_file(options.nvidia_smi_xml);
-    if (!xml) return report_error(context, util::Error::input(xml.error().message, "check the --nvidia-smi-xml path"));
+    auto xml = context.system.read_file(options.nvidia_smi_xml, system::FileKind::report);
+    if (!xml) {
+      const std::string& remedy = xml.error().remedy;
+      return report_error(context, util::Error::input(xml.error().message,
+                                                      remedy.empty() ? "check the --nvidia-smi-xml path" : remedy));
+    }
     request.collect.nvidia_smi_xml = std::move(*xml);
     request.collect.nvidia_smi_xml_origin = options.nvidia_smi_xml;
   }
@@ -153,9 +157,9 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   std::unique_ptr<system::System> rooted;
   system::System* target = &context.system;
   if (!options.root.empty()) {
-    if (!context.system.exists(options.root))
-      return report_error(context, util::Error::usage("--root " + options.root + ": no such directory"));
-    rooted = system::make_real_system(options.root);
+    auto tree = system::make_rooted_system(options.root);
+    if (!tree) return report_error(context, tree.error());
+    rooted = std::move(*tree);
     target = rooted.get();
   }
   auto report = doctor::run_doctor(*target, request);

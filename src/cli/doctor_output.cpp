@@ -38,18 +38,22 @@ const report::Finding* worst_finding(const std::vector<report::Finding>& finding
 
 std::string doctor_text(const doctor::DoctorReport& r, const report::TextStyle& style) {
   const probe::HostFacts& facts = r.facts;
+  util::TextRepairs repairs;
+  const auto clean = [&repairs](const std::string& text) {
+    return util::clean_host_text(text, util::CleanOptions{}, repairs);
+  };
   std::string out = "gpuenv doctor\n";
-  out += "  host:   " + (facts.host.os_pretty_name.empty() ? facts.host.os_id + " " + facts.host.os_version_id
-                                                           : facts.host.os_pretty_name);
+  out += "  host:   " + clean(facts.host.os_pretty_name.empty() ? facts.host.os_id + " " + facts.host.os_version_id
+                                                                : facts.host.os_pretty_name);
   if (facts.host.cpu_count) out += ", " + std::to_string(*facts.host.cpu_count) + " vCPUs";
   if (facts.host.memory_total_kib)
     out += ", " + std::to_string(*facts.host.memory_total_kib / (1024 * 1024)) + " GiB RAM";
   if (!facts.host.cloud.empty()) out += ", " + std::string(probe::cloud_display_name(facts.host.cloud));
-  if (!facts.host.instance_type.empty()) out += " " + facts.host.instance_type;
-  out += "\n  driver: " + driver_summary(facts) + "\n";
+  if (!facts.host.instance_type.empty()) out += " " + clean(facts.host.instance_type);
+  out += "\n  driver: " + clean(driver_summary(facts)) + "\n";
   out += "  GPUs:   " + std::to_string(facts.gpus.gpus.size()) +
-         (facts.gpus.availability.available ? " (" + facts.gpus.availability.source + ")" : "") + "\n\n";
-  out += report::render_findings(r.findings, style);
+         (facts.gpus.availability.available ? " (" + clean(facts.gpus.availability.source) + ")" : "") + "\n\n";
+  out += report::render_findings(r.findings, style, &repairs);
   std::string verdict(doctor::verdict_word(r.verdict));
   if (style.color) {
     const char* color = r.verdict == report::Verdict::ok         ? "\033[32m"
@@ -61,7 +65,7 @@ std::string doctor_text(const doctor::DoctorReport& r, const report::TextStyle& 
          std::to_string(report::count_status(r.findings, Status::warn)) + " warnings, " +
          std::to_string(report::count_status(r.findings, Status::pass)) + " passed, " +
          std::to_string(report::count_status(r.findings, Status::skip)) + " skipped\n";
-  return out;
+  return out + report::repairs_note(repairs);
 }
 
 std::string doctor_json(const doctor::DoctorReport& r, const std::string& version) {
@@ -138,24 +142,31 @@ std::string doctor_json(const doctor::DoctorReport& r, const std::string& versio
         {"warn", report::count_status(r.findings, Status::warn)},
         {"fail", report::count_status(r.findings, Status::fail)},
         {"skip", report::count_status(r.findings, Status::skip)}}}};
-  return out.dump(2) + "\n";
+  return report::dump_host_json(std::move(out));
 }
 
 std::string doctor_oneline(const doctor::DoctorReport& r) {
+  // One line of at most 80 bytes, whatever the host text in it: controls escaped (a newline would split the
+  // line), invalid UTF-8 replaced, and the cut made on a character boundary.
+  constexpr std::size_t k_limit = 80;
+  util::TextRepairs repairs;
+  const auto clean = [&repairs](const std::string& text) {
+    return util::clean_host_text(text, util::CleanOptions{true, 4 * k_limit}, repairs);
+  };
   std::string line(doctor::verdict_word(r.verdict));
   if (const report::Finding* worst = worst_finding(r.findings)) {
-    line += ": " + worst->id + ": " + worst->message;
+    line += ": " + worst->id + ": " + clean(worst->message);
     const std::size_t others =
         report::count_status(r.findings, Status::fail) + report::count_status(r.findings, Status::warn) - 1;
     const std::string more = others > 0 ? " (+" + std::to_string(others) + ")" : "";
-    constexpr std::size_t k_limit = 80;
-    if (line.size() + more.size() > k_limit) line = line.substr(0, k_limit - more.size() - 3) + "...";
+    if (line.size() + more.size() > k_limit)
+      line = std::string(util::utf8_prefix(line, k_limit - more.size() - 3)) + "...";
     line += more;
   } else {
     const std::size_t gpus = r.facts.gpus.gpus.size();
     line += ": " + std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs");
-    if (!r.facts.kernel.module_version.empty()) line += ", driver " + r.facts.kernel.module_version;
-    if (line.size() > 80) line.resize(80);
+    if (!r.facts.kernel.module_version.empty()) line += ", driver " + clean(r.facts.kernel.module_version);
+    line = std::string(util::utf8_prefix(line, k_limit));
   }
   return line + "\n";
 }

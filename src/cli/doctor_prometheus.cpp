@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "cli/doctor_output.hpp"
+#include "util/host_text.hpp"
 
 namespace gpuenv::cli {
 namespace {
@@ -18,50 +19,12 @@ namespace {
 using report::Status;
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-/// Replaces each byte that is not part of a well-formed UTF-8 sequence with U+FFFD: Prometheus rejects the whole
-/// file for one invalid label value, and host text (os-release, GPU names) can contain anything.
-std::string valid_utf8(const std::string& text) {
+/// A label value as the exposition format wants it: host text cleaned (Prometheus rejects the whole file for one
+/// invalid UTF-8 label value; control characters escaped; at most 256 bytes), then backslash, double quote and
+/// newline escaped. What cleaning changed is added to `repairs`.
+std::string escape_label(const std::string& value, util::TextRepairs& repairs) {
   std::string out;
-  std::size_t i = 0;
-  const auto at = [&text](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  while (i < text.size()) {
-    const unsigned char byte = at(i);
-    // The lead byte fixes the length and the range of the second byte (RFC 3629 section 4: no overlong forms, no
-    // surrogates, nothing above U+10FFFF); later bytes are 0x80-0xBF.
-    std::size_t length = 0;
-    unsigned char low = 0x80;
-    unsigned char high = 0xBF;
-    if (byte < 0x80) {
-      length = 1;
-    } else if (byte >= 0xC2 && byte <= 0xDF) {
-      length = 2;
-    } else if (byte >= 0xE0 && byte <= 0xEF) {
-      length = 3;
-      if (byte == 0xE0) low = 0xA0;
-      if (byte == 0xED) high = 0x9F;
-    } else if (byte >= 0xF0 && byte <= 0xF4) {
-      length = 4;
-      if (byte == 0xF0) low = 0x90;
-      if (byte == 0xF4) high = 0x8F;
-    }
-    bool ok = length > 0 && i + length <= text.size();
-    if (ok && length > 1) ok = at(i + 1) >= low && at(i + 1) <= high;
-    for (std::size_t k = 2; ok && k < length; ++k) ok = at(i + k) >= 0x80 && at(i + k) <= 0xBF;
-    if (ok) {
-      out.append(text, i, length);
-      i += length;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out;
-}
-
-/// A label value as the exposition format wants it: backslash, double quote and newline escaped.
-std::string escape_label(const std::string& value) {
-  std::string out;
-  for (char c : valid_utf8(value)) {
+  for (char c : util::clean_host_text(value, util::CleanOptions{true, 256}, repairs)) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '"') {
@@ -94,16 +57,21 @@ class Exposition {
       text_ += '{';
       for (std::size_t i = 0; i < labels.size(); ++i) {
         if (i > 0) text_ += ',';
-        text_ += labels[i].first + "=\"" + escape_label(labels[i].second) + "\"";
+        text_ += labels[i].first + "=\"" + escape_label(labels[i].second, repairs_) + "\"";
       }
       text_ += '}';
     }
     text_ += " " + format_value(value) + "\n";
   }
-  std::string text() const { return text_; }
+  /// The exposition, with a closing comment saying what host text was cleaned in label values, if any.
+  std::string text() const {
+    if (!repairs_.any()) return text_;
+    return text_ + "# gpuenv: host text in label values was cleaned: " + repairs_.describe() + "\n";
+  }
 
  private:
   std::string text_;
+  util::TextRepairs repairs_;
 };
 
 int verdict_number(report::Verdict verdict) {

@@ -143,7 +143,7 @@ std::string smoke_json(const smoke::SmokeReport& report) {
       {"findings", report::to_json(report.findings)},
       {"devices", devices},
       {"peers", peers_json(report)}};
-  return out.dump(2) + "\n";
+  return report::dump_host_json(std::move(out));  // GPU names and driver messages are host text
 }
 
 /// "  metric  median  min  max  expected" rows, one per measurement, numbers right-aligned.

@@ -109,37 +109,83 @@ Expected<util::Ok> read_gpus(const TomlFile& file, KnowledgeBase& kb) {
   });
 }
 
+/// One table: its file name, the top-level keys it may hold, how overlay rows are keyed, and its reader.
+struct TableSpec {
+  std::string_view name;
+  std::vector<std::string_view> top_level;  ///< the arrays it may hold, and `as_of`
+  std::vector<util::RowKey> keys;
+  Expected<util::Ok> (*read)(const TomlFile&, KnowledgeBase&);
+};
+
+const std::vector<TableSpec>& table_specs() {
+  static const std::vector<TableSpec> specs = {
+      {"cuda.toml",
+       {"as_of", "release", "major", "arch"},
+       {{"release", {"version"}}, {"major", {"major"}}, {"arch", {"compute_capability"}}},
+       read_cuda},
+      {"cudnn.toml", {"as_of", "build"}, {{"build", {"cudnn", "cuda_major"}}}, read_cudnn},
+      {"pytorch.toml",
+       {"as_of", "series", "release", "arch"},
+       {{"series", {"series"}}, {"release", {"version"}}, {"arch", {"series", "variant"}}},
+       read_pytorch},
+      {"tensorflow.toml", {"as_of", "release"}, {{"release", {"version"}}}, read_tensorflow},
+      {"images.toml", {"as_of", "image", "os_less_tag"}, {{"image", {"cuda"}}, {"os_less_tag", {"cuda"}}}, read_images},
+      {"gpus.toml", {"as_of", "gpu"}, {{"gpu", {"model"}}}, read_gpus},
+  };
+  return specs;
+}
+
+/// Reads one merged table into `kb`: its `as_of` date and its rows; no top-level key outside the spec.
+Expected<util::Ok> read_table(const TableSpec& spec, const TomlFile& file, KnowledgeBase& kb) {
+  if (const auto key = file.unexpected_key(spec.top_level))
+    return Error::internal(std::string(spec.name) + ": unexpected top-level key `" + *key + "`");
+  auto as_of = file.top_level_text("as_of");
+  if (!as_of) return as_of.error();
+  kb.as_of[std::string(spec.name)] = *as_of;
+  return spec.read(file, kb);
+}
+
 }  // namespace
 
 Provenance read_provenance(TomlRow& row) {
-  return Provenance{row.one_of("status", {"verified", "secondary", "unverified"}), row.text("source"),
-                    row.optional_text("note")};
+  Provenance provenance{row.one_of("status", {"verified", "secondary", "unverified"}), row.text("source"),
+                        row.optional_text("note")};
+  // Every finding that cites the row says it came from the user's overlay, not from gpuenv's data.
+  if (!row.origin().empty()) provenance.source += " (from " + row.origin() + ")";
+  return provenance;
 }
 
-Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile> files) {
-  using Reader = Expected<util::Ok> (*)(const TomlFile&, KnowledgeBase&);
-  const std::pair<std::string_view, Reader> readers[] = {
-      {"cuda.toml", read_cuda},       {"cudnn.toml", read_cudnn},
-      {"pytorch.toml", read_pytorch}, {"tensorflow.toml", read_tensorflow},
-      {"images.toml", read_images},   {"gpus.toml", read_gpus},
-  };
+std::vector<util::DataTable> data_tables() {
+  std::vector<util::DataTable> tables;
+  for (const util::EmbeddedFile& file : embedded_compat_data()) {
+    for (const TableSpec& spec : table_specs()) {
+      if (spec.name == file.name) tables.push_back({spec.name, file, spec.keys});
+    }
+  }
+  return tables;
+}
+
+Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile> files, const util::Overlay& overlay) {
   KnowledgeBase kb;
   for (const util::EmbeddedFile& file : files) {
-    const std::string name(file.name);
-    auto parsed = TomlFile::parse(file.contents, name);
+    const auto spec = std::find_if(table_specs().begin(), table_specs().end(),
+                                   [&file](const TableSpec& s) { return s.name == file.name; });
+    if (spec == table_specs().end()) return Error::internal("unexpected knowledge-base file " + std::string(file.name));
+    auto parsed = util::read_data_table({spec->name, file, spec->keys}, overlay);
     if (!parsed) return parsed.error();
-    const auto reader =
-        std::find_if(std::begin(readers), std::end(readers), [&name](const auto& r) { return r.first == name; });
-    if (reader == std::end(readers)) return Error::internal("unexpected knowledge-base file " + name);
-    if (auto read = reader->second(*parsed, kb); !read) return read.error();
+    if (auto read = read_table(*spec, *parsed, kb); !read) return read.error();
   }
   std::sort(kb.cuda_releases.begin(), kb.cuda_releases.end(),
             [](const CudaRelease& a, const CudaRelease& b) { return a.version < b.version; });
   return kb;
 }
 
+Expected<KnowledgeBase> load_knowledge_base(const util::Overlay& overlay) {
+  return parse_knowledge_base(embedded_compat_data(), overlay);
+}
+
 Expected<const KnowledgeBase*> builtin_knowledge_base() {
-  static const Expected<KnowledgeBase> kb = parse_knowledge_base(embedded_compat_data());
+  static const Expected<KnowledgeBase> kb = parse_knowledge_base(embedded_compat_data(), util::installed_overlay());
   if (!kb) return kb.error();
   return &kb.value();
 }

@@ -1,11 +1,13 @@
 #pragma once
 // The compatibility knowledge base: data/compat/*.toml, compiled in, each row with its status and source.
 
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
 #include "util/toml_rows.hpp"
@@ -118,6 +120,7 @@ struct KnowledgeBase {
   std::vector<CudaImage> images;
   std::vector<util::Version> os_less_tags;
   std::vector<GpuModel> gpus;
+  std::map<std::string, std::string> as_of;  ///< table file name ("cuda.toml") -> the date its data was checked
 
   const CudaRelease* cuda_release(const util::Version& version) const;
   /// The releases just below and just above `version` (either may be null), for "nearest real release".
@@ -137,10 +140,18 @@ struct KnowledgeBase {
   const GpuModel* gpu(const std::string& name) const;
 };
 
-/// Parses the tables from their TOML files (name -> text); an internal Error naming the file and row on bad data.
-util::Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile> files);
+/// Parses the tables from their TOML files (name -> text) with `overlay`'s rows merged in; an internal Error
+/// naming the file and row on bad built-in data, an input Error naming the overlay file and line on a bad overlay.
+util::Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile> files,
+                                                   const util::Overlay& overlay = {});
 
-/// The knowledge base compiled into this binary, parsed once.
+/// The knowledge base's tables (data/compat/*.toml, compiled in) and how an overlay's rows replace theirs.
+std::vector<util::DataTable> data_tables();
+
+/// The compiled-in tables with `overlay` merged, parsed anew (for `gpuenv data check`).
+util::Expected<KnowledgeBase> load_knowledge_base(const util::Overlay& overlay);
+
+/// The knowledge base compiled into this binary with the installed overlay (util::install_overlay), parsed once.
 util::Expected<const KnowledgeBase*> builtin_knowledge_base();
 
 }  // namespace gpuenv::compat

@@ -28,14 +28,32 @@ const TorchCudnn* Data::cudnn_of_torch(const util::Version& torch, const std::st
   return nullptr;
 }
 
-Expected<Data> parse_data(std::span<const util::EmbeddedFile> files) {
+namespace {
+
+std::vector<util::RowKey> row_keys(std::string_view table) {
+  if (table == "python.toml") return {{"os_python", {"os"}}, {"numpy", {"framework"}}};
+  return {{"torch_cudnn", {"torch", "variant"}}};
+}
+
+}  // namespace
+
+std::vector<util::DataTable> data_tables() {
+  std::vector<util::DataTable> tables;
+  for (const util::EmbeddedFile& file : embedded_dockerfile_data())
+    tables.push_back({file.name, file, row_keys(file.name)});
+  return tables;
+}
+
+Expected<Data> load_data(const util::Overlay& overlay) { return parse_data(embedded_dockerfile_data(), overlay); }
+
+Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util::Overlay& overlay) {
   Data data;
   bool have_uv = false;
   for (const util::EmbeddedFile& file : files) {
     const std::string name(file.name);
-    const auto parsed = util::TomlFile::parse(file.contents, name);
+    const auto parsed = util::read_data_table({file.name, file, row_keys(file.name)}, overlay);
     if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key({"os_python", "uv", "numpy", "torch_cudnn"})) {
+    if (const auto key = parsed->unexpected_key({"os_python", "pip", "uv", "numpy", "torch_cudnn"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
     auto os_rows = parsed->append_rows("os_python", data.os_python, [](TomlRow& row) {
@@ -57,6 +75,15 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files) {
       return out;
     });
     if (!numpy_rows) return numpy_rows.error();
+    auto pip_rows = parsed->append_rows("pip", data.pip, [](TomlRow& row) {
+      PipPin out;
+      out.python_min = row.version("python_min");
+      out.python_max = row.version("python_max");
+      out.version = row.text("version");
+      out.provenance = compat::read_provenance(row);
+      return out;
+    });
+    if (!pip_rows) return pip_rows.error();
     auto cudnn_rows = parsed->append_rows("torch_cudnn", data.torch_cudnn, [](TomlRow& row) {
       TorchCudnn out;
       out.torch = row.version("torch");
@@ -84,7 +111,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files) {
 }
 
 Expected<const Data*> builtin_data() {
-  static const Expected<Data> data = parse_data(embedded_dockerfile_data());
+  static const Expected<Data> data = parse_data(embedded_dockerfile_data(), util::installed_overlay());
   if (!data) return data.error();
   return &*data;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
 #include "util/version.hpp"
@@ -48,8 +49,18 @@ struct TorchCudnn {
   compat::Provenance provenance;
 };
 
+/// The pip release that pins pip itself in a venv of Python `python_min`..`python_max` (each pip release
+/// supports a range of Pythons: 21.3.1 is the last for 3.6, 24.0 for 3.7, 25.0.1 for 3.8).
+struct PipPin {
+  util::Version python_min;  ///< major.minor
+  util::Version python_max;  ///< major.minor
+  std::string version;       ///< "25.2"
+  compat::Provenance provenance;
+};
+
 struct Data {
   std::vector<OsPython> os_python;
+  std::vector<PipPin> pip;
   Uv uv;
   std::vector<NumpyCap> numpy;
   std::vector<TorchCudnn> torch_cudnn;
@@ -60,7 +71,12 @@ struct Data {
 };
 
 /// Parses the tables; an internal Error naming the file and row on bad data.
-util::Expected<Data> parse_data(std::span<const util::EmbeddedFile> files);
+util::Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util::Overlay& overlay = {});
+
+/// The dockerfile tables (python.toml, wheel_libraries.toml, compiled in) and how overlay rows replace theirs.
+std::vector<util::DataTable> data_tables();
+/// The compiled-in tables with `overlay` merged, parsed anew (for `gpuenv data check`).
+util::Expected<Data> load_data(const util::Overlay& overlay);
 /// The data compiled into this binary, parsed once.
 util::Expected<const Data*> builtin_data();
 

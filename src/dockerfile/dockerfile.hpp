@@ -3,12 +3,14 @@
 // gives byte-identical output. `gpuenv dockerfile` (cli) decides where the text goes.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
 #include "dockerfile/data.hpp"
+#include "dockerfile/reproducible.hpp"
 #include "profile/profile.hpp"
 #include "report/finding.hpp"
 #include "util/expected.hpp"
@@ -25,6 +27,15 @@ struct Options {
   /// Adds a stage copying the gpuenv binary (build context path `gpuenv`) and a HEALTHCHECK running
   /// `gpuenv doctor --quick --oneline`.
   bool with_doctor = false;
+  /// The base image's digest ("sha256:<64 hex>"): FROM names `nvidia/cuda:<tag>@<digest>`, so docker pulls
+  /// exactly that image and the tag stays for readers. Empty: the tag alone.
+  std::string base_digest;
+  /// How the digest was given, repeated in the "Regenerate with" line: "--digest sha256:..." or
+  /// "--digest-lock FILE"; empty without a digest.
+  std::string digest_argument;
+  /// A hashed requirements file that replaces the framework's pins (pip's hash-checking mode); nullopt: the
+  /// pins. render() returns an input Error when it does not pin the profile's framework release.
+  std::optional<HashedRequirements> hashed_requirements;
 };
 
 /// How the profile's Python gets into the image.
@@ -46,8 +57,9 @@ PythonPlan plan_python(const profile::Profile& profile, const Data& data);
 std::vector<report::Finding> check(const profile::Profile& profile, const compat::KnowledgeBase& kb, const Data& data);
 
 /// The Dockerfile for one resolved profile. The caller must have run the checks (an internal Error otherwise:
-/// an unpublished base image, an unknown framework release, a Python with no plan). The text is verified with
-/// structural_problems() before it is returned.
+/// an unpublished base image, an unknown framework release, a Python with no plan). An input Error when
+/// options.hashed_requirements does not pin the framework release the profile installs. The text is verified
+/// with structural_problems() before it is returned.
 util::Expected<std::string> render(const profile::Profile& profile, const compat::KnowledgeBase& kb, const Data& data,
                                    const Options& options);
 
@@ -65,7 +77,8 @@ std::uint64_t fnv1a64(std::string_view bytes);
 /// otherwise "<profile>_<key>-<value>_....Dockerfile" with anything outside [A-Za-z0-9._-] replaced by '-'.
 std::string cell_file_name(const std::string& profile_name, const profile::Assignments& assignments);
 
-/// The `gpuenv dockerfile` arguments that regenerate a file: profile argument, --set pairs, --with-doctor.
+/// The `gpuenv dockerfile` arguments that regenerate a file: profile argument, --set pairs, --with-doctor, the
+/// digest option and --hashed-requirements.
 std::string regenerate_arguments(const Options& options);
 
 }  // namespace gpuenv::dockerfile

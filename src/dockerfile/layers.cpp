@@ -1,6 +1,7 @@
 #include "dockerfile/layers.hpp"
 
 #include "compat/derive.hpp"
+#include "dockerfile/text.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -42,20 +43,22 @@ std::vector<std::string> compiler_packages(const PythonPlan& plan, bool apt) {
 
 bool stays_root(const profile::Profile& profile) { return profile.image_user == "root"; }
 
-std::string create_user(const profile::Profile& profile) {
+std::string user_comment(const profile::Profile& profile) {
   if (stays_root(profile)) return {};
   const bool venv = !profile.framework_name.empty();
-  return "\n# A numeric non-root user, uid " + std::string(k_user_id) +
-         " with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and\n"
-         "# OpenShift runs an arbitrary uid in group 0, so its home" +
-         (venv ? std::string(" and the Python environment are") : std::string(" is")) +
-         " group-writable (chgrp 0, chmod g=u)" +
-         (venv ? ":\n# installing packages works at run time and in derived images." : ".") +
-         " `[image] user = \"root\"` keeps root.\n"
-         "RUN useradd --uid " +
-         std::string(k_user_id) + " --gid 0 --home-dir " + k_home +
-         " --create-home --no-log-init --shell /bin/bash gpuenv \\\n && chgrp -R 0 " + k_home +
-         " \\\n && chmod -R g=u " + k_home + "\n";
+  return comment(std::string("A numeric non-root user, uid ") + k_user_id +
+                 " with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift runs an arbitrary uid "
+                 "in group 0, so its home" +
+                 (venv ? " and the Python environment are" : " is") + " group-writable (chgrp 0, chmod g=u)" +
+                 (venv ? ": installing packages works at run time and in derived images." : ".") +
+                 " `[image] user = \"root\"` keeps root.");
+}
+
+std::vector<std::string> user_commands(const profile::Profile& profile) {
+  if (stays_root(profile)) return {};
+  return {"useradd --uid " + std::string(k_user_id) + " --gid 0 --home-dir " + k_home +
+              " --create-home --no-log-init --shell /bin/bash gpuenv",
+          std::string("chgrp -R 0 ") + k_home, std::string("chmod -R g=u ") + k_home};
 }
 
 std::string final_user(const profile::Profile& profile) {
@@ -97,7 +100,8 @@ std::string doctor_stages() {
          "ARG GPUENV_SHA256\n"
          "RUN test -n \"${GPUENV_URL}\" -a -n \"${GPUENV_SHA256}\" \\\n"
          " && curl -fsSL --retry 3 -o /tmp/gpuenv \"${GPUENV_URL}\" \\\n"
-         " && echo \"${GPUENV_SHA256}  /tmp/gpuenv\" | sha256sum -c -\n\n"
+         " && printf '%s  /tmp/gpuenv\\n' \"${GPUENV_SHA256}\" > /tmp/gpuenv.sha256 \\\n"
+         " && sha256sum -c /tmp/gpuenv.sha256\n\n"
          "FROM scratch AS gpuenv-context\n"
          "COPY gpuenv /tmp/gpuenv\n\n"
          "FROM gpuenv-${GPUENV_FROM} AS gpuenv-binary\n";

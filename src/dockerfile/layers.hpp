@@ -33,8 +33,11 @@ std::vector<std::string> compiler_packages(const PythonPlan& plan, bool apt);
 /// Whether the final image runs as root (`[image] user = "root"`, for images meant as bases).
 bool stays_root(const profile::Profile& profile);
 
-/// The RUN that creates the non-root user (uid 10001, gid 0) with a group-writable home; empty for stays_root().
-std::string create_user(const profile::Profile& profile);
+/// The comment explaining the non-root user; empty for stays_root().
+std::string user_comment(const profile::Profile& profile);
+/// The commands (for chain()) that create the non-root user (uid 10001, gid 0) with a group-writable home;
+/// empty for stays_root(). They join the system-packages RUN: the user never changes, so it costs no cache.
+std::vector<std::string> user_commands(const profile::Profile& profile);
 
 /// The final USER and WORKDIR lines.
 std::string final_user(const profile::Profile& profile);

@@ -5,6 +5,7 @@
 #include <regex>
 #include <set>
 
+#include "dockerfile/reproducible.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::dockerfile {
@@ -72,8 +73,8 @@ bool is_pinned_reference(std::string_view image) {
 
 class Checker {
  public:
-  Checker(const std::vector<std::string>& allowed, bool root_allowed)
-      : m_allowed(allowed), m_root_allowed(root_allowed) {}
+  Checker(const std::vector<std::string>& allowed, bool root_allowed, bool syntax)
+      : m_allowed(allowed), m_root_allowed(root_allowed), m_syntax(syntax) {}
 
   void check(const std::vector<Instruction>& instructions) {
     bool final_user_set = false;
@@ -84,6 +85,7 @@ class Checker {
       if (in.keyword == "FROM") {
         ++stage_count;
         m_debian_frontend = false;
+        m_user.clear();
         final_user_set = false;
         from(in, args);
       } else if (stage_count == 0 && in.keyword != "ARG") {
@@ -93,7 +95,7 @@ class Checker {
         if (!source.empty()) reference(in, source, "COPY --from");
       } else if (in.keyword == "RUN") {
         for (const std::string& source : mount_sources(args)) reference(in, source, "RUN --mount from");
-        run(in);
+        run(in, args);
       } else if (in.keyword == "ARG") {
         if (stage_count == 0) global_arg(in.arguments);
         if (util::contains(in.arguments, "DEBIAN_FRONTEND=noninteractive")) m_debian_frontend = true;
@@ -104,6 +106,7 @@ class Checker {
       } else if (in.keyword == "USER") {
         final_user_set = true;
         final_user = in.arguments;
+        m_user = in.arguments.substr(0, in.arguments.find(':'));
       }
     }
     if (stage_count == 0) {
@@ -136,6 +139,11 @@ class Checker {
       return;
     }
     std::string image = resolve(in, rest[0]);
+    if (const std::size_t at = image.find('@'); at != std::string::npos) {
+      if (!is_digest(std::string_view(image).substr(at + 1)))
+        problem(in, "`" + image.substr(at + 1) + "` is not a digest sha256:<64 hex digits>");
+      image.resize(at);
+    }
     if (image != util::to_lower(image)) problem(in, "image name `" + image + "` is not lower case");
     image = without_registry(in, image);
     if (image == "scratch" || m_stages.contains(image)) {
@@ -196,8 +204,18 @@ class Checker {
     problem(in, what + "=" + source + " names no earlier stage");
   }
 
-  void run(const Instruction& in) {
+  void run(const Instruction& in, const std::vector<std::string>& args) {
     const std::string& text = in.arguments;
+    bool pip_cache = false;
+    for (const std::string& arg : args) {
+      if (!util::starts_with(arg, "--")) break;
+      if (!util::starts_with(arg, "--mount=type=cache,")) continue;
+      if (!m_syntax) problem(in, "RUN --mount without `# syntax=docker/dockerfile:1` on the first line");
+      // A cache under /root is only used by root: pip run by another USER would write its own cache into the layer.
+      if (util::contains(arg, "target=/root/") && !m_user.empty() && m_user != "root" && m_user != "0")
+        problem(in, "cache mount under /root for USER " + m_user + ", who does not use it");
+      if (util::contains(arg, "target=/root/.cache/pip")) pip_cache = true;
+    }
     if (util::contains(text, "apt-get upgrade") || util::contains(text, "apt-get dist-upgrade") ||
         util::contains(text, "dnf upgrade") || util::contains(text, "yum upgrade")) {
       problem(in, "upgrading the base image's packages moves NVIDIA's pinned libraries");
@@ -221,8 +239,23 @@ class Checker {
       if (!util::contains(text, "yum install -y")) problem(in, "yum install needs -y");
       if (!util::contains(text, "yum clean all")) problem(in, "yum install without yum clean all in the same RUN");
     }
-    if (util::contains(text, "pip install") && !util::contains(text, "pip install --no-cache-dir")) {
-      problem(in, "pip install needs --no-cache-dir");
+    if (util::contains(text, "pip install") && !pip_cache && !util::contains(text, "pip install --no-cache-dir")) {
+      problem(
+          in,
+          "pip install needs a cache mount at /root/.cache/pip or --no-cache-dir (its cache would stay in the layer)");
+    }
+    if (util::contains(text, "pip install") && !util::contains(text, "--require-hashes")) {
+      // Every pip requirement gpuenv writes is pinned: name==version, or "name<bound" for a cap.
+      const std::vector<std::string> pip_words = words(text.substr(text.find("pip install") + 11));
+      for (std::size_t i = 0; i < pip_words.size() && pip_words[i] != "&&"; ++i) {
+        const std::string& word = pip_words[i];
+        if (word == "--index-url" || word == "--extra-index-url" || word == "--find-links" || word == "-r") {
+          ++i;  // the option's value
+          continue;
+        }
+        if (util::starts_with(word, "-") || util::contains(word, "==") || util::starts_with(word, "\"")) continue;
+        problem(in, "pip requirement `" + word + "` is not pinned");
+      }
     }
   }
 
@@ -230,7 +263,9 @@ class Checker {
   bool m_root_allowed = false;
   std::set<std::string> m_stages;
   std::map<std::string, std::string> m_global_args;
+  bool m_syntax = false;  ///< the text starts with `# syntax=docker/dockerfile:1`
   bool m_debian_frontend = false;
+  std::string m_user;  ///< the current stage's USER ("" = root)
   std::vector<std::string> m_problems;
 };
 
@@ -284,7 +319,7 @@ bool is_cuda_tag(std::string_view tag) {
 
 std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images,
                                              bool root_allowed) {
-  Checker checker(allowed_images, root_allowed);
+  Checker checker(allowed_images, root_allowed, util::starts_with(text, "# syntax=docker/dockerfile:1\n"));
   checker.check(parse_instructions(text));
   return checker.take();
 }

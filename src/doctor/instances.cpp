@@ -137,8 +137,10 @@ std::string InstanceExpectation::describe() const {
   return text;
 }
 
-util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_view text) {
-  const auto parsed = util::TomlFile::parse(text, "instances.toml");
+std::vector<util::RowKey> instance_row_keys() { return {{"instance", {"instance_type"}}}; }
+
+util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_view text, const util::Overlay& overlay) {
+  const auto parsed = util::read_data_table({"instances.toml", {"instances.toml", text}, instance_row_keys()}, overlay);
   if (!parsed) return parsed.error();
   if (const auto key = parsed->unexpected_key({"instance"}))
     return util::Error::internal("instances.toml: unknown top-level key `" + *key + "`");
@@ -169,7 +171,7 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
 util::Expected<const std::vector<InstanceExpectation>*> builtin_instances() {
   static const util::Expected<std::vector<InstanceExpectation>> table = [] {
     for (const util::EmbeddedFile& file : embedded_doctor_data()) {
-      if (file.name == "instances.toml") return parse_instances(file.contents);
+      if (file.name == "instances.toml") return parse_instances(file.contents, util::installed_overlay());
     }
     return util::Expected<std::vector<InstanceExpectation>>(util::Error::internal("instances.toml is not compiled in"));
   }();

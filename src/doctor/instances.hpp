@@ -8,6 +8,7 @@
 
 #include "probe/facts.hpp"
 #include "report/finding.hpp"
+#include "util/data_table.hpp"
 #include "util/expected.hpp"
 
 namespace gpuenv::doctor {
@@ -28,7 +29,11 @@ struct InstanceExpectation {
 };
 
 /// Parses instances.toml text; an internal Error naming the row on bad data (duplicates included).
-util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_view text);
+/// How an overlay's [[instance]] rows replace built-in ones: by `instance_type`.
+std::vector<util::RowKey> instance_row_keys();
+
+util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_view text,
+                                                                 const util::Overlay& overlay = {});
 /// The table compiled into this binary.
 util::Expected<const std::vector<InstanceExpectation>*> builtin_instances();
 /// The row for `instance_type` (exact match), or nullptr.

@@ -4,13 +4,6 @@
 
 namespace gpuenv::doctor::rules_detail {
 
-using probe::GpuFacts;
-using probe::HostFacts;
-using probe::NvLinkFacts;
-using report::Finding;
-using report::Status;
-using util::Version;
-
 report::Finding make(std::string id, Status status, std::string message, std::string remedy, std::string source) {
   return report::Finding{std::move(id), status, std::move(message), std::move(remedy), std::move(source)};
 }

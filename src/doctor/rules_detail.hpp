@@ -12,9 +12,17 @@
 #include "profile/profile.hpp"
 #include "report/finding.hpp"
 #include "util/strings.hpp"
+#include "util/version.hpp"
 
 namespace gpuenv::doctor::rules_detail {
 
+// The fact and finding types every section uses (this header is internal to the rules).
+using probe::GpuFacts;
+using probe::HostFacts;
+using probe::NvLinkFacts;
+using report::Finding;
+using report::Status;
+using util::Version;
 using Findings = std::vector<report::Finding>;
 
 /// A finding; `source` is the public document the judgement rests on.

@@ -1,24 +1,10 @@
 #include <algorithm>
-#include <cmath>
-#include <map>
-#include <set>
-#include <sstream>
+#include <optional>
 
-#include "compat/derive.hpp"
 #include "compat/rules.hpp"
-#include "doctor/framework_rules.hpp"
 #include "doctor/rules_detail.hpp"
-#include "util/strings.hpp"
-#include "util/version.hpp"
 
 namespace gpuenv::doctor::rules_detail {
-
-using probe::GpuFacts;
-using probe::HostFacts;
-using probe::NvLinkFacts;
-using report::Finding;
-using report::Status;
-using util::Version;
 
 // ---- CUDA driver and toolkits -------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "doctor/instances.hpp"
 #include "util/toml_rows.hpp"
 
 namespace gpuenv::doctor {
@@ -24,8 +25,34 @@ const Threshold& Thresholds::at(const std::string& id) const {
   return it->second;
 }
 
-util::Expected<Thresholds> parse_thresholds(std::string_view text) {
-  const auto parsed = util::TomlFile::parse(text, "thresholds.toml");
+namespace {
+
+const std::vector<util::RowKey> k_threshold_keys = {{"threshold", {"id"}}, {"throttle_reason", {"name"}}};
+
+}  // namespace
+
+std::vector<util::DataTable> data_tables() {
+  std::vector<util::DataTable> tables;
+  for (const util::EmbeddedFile& file : embedded_doctor_data()) {
+    if (file.name == "thresholds.toml") tables.push_back({"thresholds.toml", file, k_threshold_keys});
+    if (file.name == "instances.toml") tables.push_back({"instances.toml", file, instance_row_keys()});
+  }
+  return tables;
+}
+
+util::Expected<util::Ok> check_data(const util::Overlay& overlay) {
+  for (const util::EmbeddedFile& file : embedded_doctor_data()) {
+    if (file.name == "thresholds.toml") {
+      if (auto parsed = parse_thresholds(file.contents, overlay); !parsed) return parsed.error();
+    } else if (auto parsed = parse_instances(file.contents, overlay); !parsed) {
+      return parsed.error();
+    }
+  }
+  return util::Ok{};
+}
+
+util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::Overlay& overlay) {
+  const auto parsed = util::read_data_table({"thresholds.toml", {"thresholds.toml", text}, k_threshold_keys}, overlay);
   if (!parsed) return parsed.error();
   Thresholds out;
   auto thresholds = parsed->read_rows("threshold", [&out](util::TomlRow& row) {
@@ -51,7 +78,7 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text) {
 util::Expected<const Thresholds*> builtin_thresholds() {
   static const util::Expected<Thresholds> thresholds = [] {
     for (const util::EmbeddedFile& file : embedded_doctor_data()) {
-      if (file.name == "thresholds.toml") return parse_thresholds(file.contents);
+      if (file.name == "thresholds.toml") return parse_thresholds(file.contents, util::installed_overlay());
     }
     return util::Expected<Thresholds>(util::Error::internal("thresholds.toml is not compiled in"));
   }();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "report/finding.hpp"
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
 
@@ -34,7 +35,12 @@ struct Thresholds {
 };
 
 /// Parses thresholds.toml text; an internal Error naming the row on bad data.
-util::Expected<Thresholds> parse_thresholds(std::string_view text);
+util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::Overlay& overlay = {});
+
+/// Doctor's tables (thresholds.toml, instances.toml, compiled in) and how overlay rows replace theirs.
+std::vector<util::DataTable> data_tables();
+/// Parses both compiled-in tables with `overlay` merged (for `gpuenv data check`).
+util::Expected<util::Ok> check_data(const util::Overlay& overlay);
 /// The thresholds compiled into this binary.
 util::Expected<const Thresholds*> builtin_thresholds();
 

@@ -65,13 +65,30 @@ std::string InstallData::supported_list() const {
   return util::join(names, ", ");
 }
 
-Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> files) {
+namespace {
+
+const std::vector<util::RowKey> k_install_keys = {{"target", {"distro", "version"}},
+                                                  {"driver", {"origin", "first_branch"}}};
+
+}  // namespace
+
+std::vector<util::DataTable> data_tables() {
+  std::vector<util::DataTable> tables;
+  for (const util::EmbeddedFile& file : embedded_install_data()) tables.push_back({file.name, file, k_install_keys});
+  return tables;
+}
+
+Expected<InstallData> load_install_data(const util::Overlay& overlay) {
+  return parse_install_data(embedded_install_data(), overlay);
+}
+
+Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> files, const util::Overlay& overlay) {
   InstallData data;
   bool have_repository = false;
   bool have_packages = false;
   for (const util::EmbeddedFile& file : files) {
     const std::string name(file.name);
-    const auto parsed = util::TomlFile::parse(file.contents, name);
+    const auto parsed = util::read_data_table({file.name, file, k_install_keys}, overlay);
     if (!parsed) return parsed.error();
     if (const auto key = parsed->unexpected_key({"repository", "target", "driver", "packages"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
@@ -114,7 +131,7 @@ Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> fil
 }
 
 Expected<const InstallData*> builtin_install_data() {
-  static const Expected<InstallData> data = parse_install_data(embedded_install_data());
+  static const Expected<InstallData> data = parse_install_data(embedded_install_data(), util::installed_overlay());
   if (!data) return data.error();
   return &*data;
 }

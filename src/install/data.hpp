@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
 
@@ -72,7 +73,13 @@ struct InstallData {
 };
 
 /// Parses the install data files; an internal Error naming the file and row when one is malformed.
-util::Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> files);
+util::Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> files,
+                                               const util::Overlay& overlay = {});
+
+/// The install table (targets.toml, compiled in) and how overlay rows replace its rows.
+std::vector<util::DataTable> data_tables();
+/// The compiled-in table with `overlay` merged, parsed anew (for `gpuenv data check`).
+util::Expected<InstallData> load_install_data(const util::Overlay& overlay);
 /// The compiled-in data (parsed once).
 util::Expected<const InstallData*> builtin_install_data();
 

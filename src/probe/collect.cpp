@@ -447,14 +447,13 @@ KernelLog read_kernel_log(System& system, bool live) {
   std::vector<std::string> unreadable;
   for (const char* path : {"/var/log/kern.log", "/var/log/syslog", "/var/log/messages"}) {
     if (!system.exists(path)) continue;
-    auto contents = system.read_file(path);
+    // The recent window: only the log's tail is read (system::FileKind::kernel_log), however large the file.
+    auto contents = system.read_file(path, system::FileKind::kernel_log);
     if (!contents) {
       unreadable.push_back(path);
       continue;
     }
-    // The recent window: the last 4 MiB of the log.
-    constexpr std::size_t k_window = 4u << 20;
-    log.text = contents->size() > k_window ? contents->substr(contents->size() - k_window) : std::move(*contents);
+    log.text = std::move(*contents);
     log.source = path;
     return log;
   }

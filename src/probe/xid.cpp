@@ -348,8 +348,25 @@ std::string_view to_string(KernelEventKind kind) {
   return "xid";
 }
 
-Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text) {
-  const auto parsed = util::TomlFile::parse(toml_text, "xid.toml");
+namespace {
+
+const std::vector<util::RowKey> k_xid_keys = {{"xid", {"code"}}};
+
+}  // namespace
+
+std::vector<util::DataTable> data_tables() {
+  std::vector<util::DataTable> tables;
+  for (const util::EmbeddedFile& file : embedded_xid_data()) tables.push_back({"xid.toml", file, k_xid_keys});
+  return tables;
+}
+
+Expected<std::vector<XidInfo>> load_xid_table(const util::Overlay& overlay) {
+  for (const util::EmbeddedFile& file : embedded_xid_data()) return parse_xid_table(file.contents, overlay);
+  return Error::internal("xid.toml is not embedded in this build");
+}
+
+Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text, const util::Overlay& overlay) {
+  const auto parsed = util::read_data_table({"xid.toml", {"xid.toml", toml_text}, k_xid_keys}, overlay);
   if (!parsed) return parsed.error();
   if (const auto key = parsed->unexpected_key({"xid"})) {
     return Error::internal("xid.toml: unknown top-level key `" + *key + "`");
@@ -369,7 +386,7 @@ Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text) {
 const Expected<std::vector<XidInfo>>& xid_table() {
   static const Expected<std::vector<XidInfo>> table = []() -> Expected<std::vector<XidInfo>> {
     for (const util::EmbeddedFile& file : embedded_xid_data()) {
-      if (file.name == "xid.toml") return parse_xid_table(file.contents);
+      if (file.name == "xid.toml") return parse_xid_table(file.contents, util::installed_overlay());
     }
     return Error::internal("xid.toml is not embedded in this build");
   }();

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/data_table.hpp"
 #include "util/expected.hpp"
 
 namespace gpuenv::probe {
@@ -35,7 +36,12 @@ struct XidInfo {
 };
 
 /// Parses an Xid table in data/xid.toml's format; an Error names the first bad row and key.
-util::Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text);
+util::Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text, const util::Overlay& overlay = {});
+
+/// The Xid table compiled in (xid.toml, rows keyed by `code` for overlays).
+std::vector<util::DataTable> data_tables();
+/// The compiled-in Xid table with `overlay` merged, parsed anew (for `gpuenv data check`).
+util::Expected<std::vector<XidInfo>> load_xid_table(const util::Overlay& overlay);
 
 /// The embedded table, parsed once; an Error only if the shipped data is broken (tests guard that).
 const util::Expected<std::vector<XidInfo>>& xid_table();

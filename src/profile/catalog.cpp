@@ -27,10 +27,13 @@ const std::vector<ShippedProfile>& shipped_profiles() {
 util::Expected<ProfileDocument> load_profile(const std::string& name_or_path, system::System& system) {
   const bool is_path = name_or_path.find('/') != std::string::npos || util::ends_with(name_or_path, ".toml");
   if (is_path) {
-    auto text = system.read_file(name_or_path);
+    auto text = system.read_file(name_or_path, system::FileKind::profile);
+    // A read that failed for a reason with its own fix (a device, a file over the limit) keeps that fix.
     if (!text)
       return util::Error::input(text.error().message,
-                                "check the path, or give a shipped profile's name (gpuenv profile list)");
+                                text.error().remedy.empty()
+                                    ? "check the path, or give a shipped profile's name (gpuenv profile list)"
+                                    : text.error().remedy);
     return parse_profile(*text, name_or_path);
   }
   std::vector<std::string> names;

@@ -1,11 +1,13 @@
 #include "profile/fields.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
 #include <regex>
 
+#include "util/host_text.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -105,6 +107,26 @@ std::string registry_problem(std::string_view value) {
   return {};
 }
 
+/// A free-text field (`description`) is printed into Dockerfile comments and labels, user-data comments and
+/// reports: one line of printable text, bounded, so it can never start a new Dockerfile instruction or YAML key.
+std::string free_text_problem(std::string_view value) {
+  constexpr std::size_t k_max_bytes = 1024;
+  if (value.size() > k_max_bytes)
+    return "it is " + std::to_string(value.size()) + " bytes; at most " + std::to_string(k_max_bytes);
+  // TOML text is UTF-8 already; a --set value from the command line may not be.
+  if (!util::is_valid_utf8(value)) return "it is not valid UTF-8";
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7F) {
+      char code[8];
+      std::snprintf(code, sizeof code, "U+%04X", c);
+      return "it contains a control character (" + std::string(code) + ") at byte " + std::to_string(i) +
+             "; a description is one line";
+    }
+  }
+  return "";
+}
+
 /// The [mirrors] rows of the schema table.
 FieldEntry mirror_url(std::string_view key, std::string_view grammar, std::string Mirrors::*member) {
   return {{key, grammar, false}, {}, nullptr, member, &https_url_problem};
@@ -115,7 +137,11 @@ const std::vector<FieldEntry>& entries() {
       {{"name", "[a-z0-9][a-z0-9._-]{0,63} (lower-case letters, digits, '.', '_', '-')", true},
        [](std::string_view v) { return matches(v, "[a-z0-9][a-z0-9._-]{0,63}"); },
        &Profile::name},
-      {{"description", "any text", false}, [](std::string_view) { return true; }, &Profile::description},
+      {{"description", "one line of printable text, at most 1024 bytes", false},
+       {},
+       &Profile::description,
+       nullptr,
+       &free_text_problem},
       {{"os.distro", "one of ubuntu, debian, rockylinux, rhel, ubi, amzn", true},
        [](std::string_view v) {
          return one_of(v, {"ubuntu", "debian", "rockylinux", "rhel", "ubi", "amzn"});
@@ -308,7 +334,10 @@ util::Expected<util::Ok> validate_field(std::string_view key, std::string_view v
   const FieldEntry* entry = find_entry(key);
   if (entry == nullptr) return unknown_field(key);
   if (auto why = refusal(*entry, value)) {
-    return Error::input("`" + std::string(key) + "` = \"" + std::string(value) + "\" is not valid" + *why,
+    // The value is quoted, cut at 80 bytes: it may be a megabyte of anything.
+    const std::string_view shown = util::utf8_prefix(value, 80);
+    const std::string quoted = std::string(shown) + (shown.size() < value.size() ? "..." : "");
+    return Error::input("`" + std::string(key) + "` = \"" + quoted + "\" is not valid" + *why,
                         "write " + std::string(entry->spec.grammar));
   }
   return util::Ok{};

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "profile/fields.hpp"
+#include "profile/key_depth.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::profile {
@@ -159,6 +160,14 @@ Expected<util::Ok> read_section(const Locator& where, Profile& profile, const st
   return util::Ok{};
 }
 
+/// The error for a matrix of more than k_max_matrix_cells cells (`cells` is a lower bound once over the limit).
+util::Error too_many_cells(const Locator& where, const toml::node& node, std::size_t cells) {
+  return where.at(
+      node,
+      "matrix: " + std::to_string(cells) + " cells or more, over the limit of " + std::to_string(k_max_matrix_cells),
+      "split the matrix into several profiles, or list fewer values per axis");
+}
+
 /// A scalar matrix value as text: strings as they are; numbers are refused (12.4 is not "12.4").
 Expected<std::string> matrix_value(const Locator& where, const toml::node& node, const std::string& key) {
   if (const auto* text = node.as_string()) {
@@ -233,6 +242,7 @@ Expected<Matrix> read_matrix(const Locator& where, const toml::node& node) {
                       "write \"" + name + "\" = [\"...\", \"...\"]");
     }
     if (array->empty()) return where.at(value, "matrix: `" + name + "` has no values", "list at least one value");
+    if (array->size() > k_max_matrix_cells) return too_many_cells(where, value, array->size());
     std::vector<std::string> values;
     for (const toml::node& item : *array) {
       auto text = matrix_value(where, item, *field);
@@ -244,6 +254,14 @@ Expected<Matrix> read_matrix(const Locator& where, const toml::node& node) {
     }
     matrix.axes.emplace_back(*field, std::move(values));
   }
+  std::size_t cells = matrix.axes.empty() ? 0 : 1;
+  for (const auto& axis : matrix.axes) {
+    // Each factor is at most k_max_matrix_cells (checked above), so the product cannot overflow before the check.
+    cells *= axis.second.size();
+    if (cells > k_max_matrix_cells) return too_many_cells(where, node, cells);
+  }
+  if (cells + matrix.include.size() > k_max_matrix_cells)
+    return too_many_cells(where, node, cells + matrix.include.size());
   if (matrix.empty()) {
     return where.at(node, "the matrix is empty",
                     "give at least one axis (\"cuda.version\" = [...]) or remove [matrix]");
@@ -289,6 +307,7 @@ Expected<util::Ok> check_required(const Locator& where, const toml::table& root,
 
 Expected<ProfileDocument> parse_profile(std::string_view text, std::string_view origin) {
   const Locator where(origin);
+  if (auto depth = check_key_depth(text, origin); !depth) return depth.error();
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) {
     const toml::parse_error& error = parsed.error();

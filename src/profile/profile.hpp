@@ -61,6 +61,10 @@ struct Profile {
 using Assignments = std::vector<std::pair<std::string, std::string>>;
 
 /// The [matrix] table: axes (dotted field -> values), exclude and include entries.
+/// The most cells a matrix may have (the product of its axes plus its include entries), checked before any cell is
+/// made: four times GitHub Actions' 256 jobs per matrix, far past any real build matrix (docs/reliability.md).
+inline constexpr std::size_t k_max_matrix_cells = 1024;
+
 struct Matrix {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
   std::vector<std::map<std::string, std::string>> exclude;

@@ -42,13 +42,20 @@ std::string_view to_string(Verdict verdict) {
   return "UNKNOWN";
 }
 
-std::string render_findings(const std::vector<Finding>& findings, const TextStyle& style) {
+std::string render_findings(const std::vector<Finding>& findings, const TextStyle& style, util::TextRepairs* repairs) {
+  util::TextRepairs own;
+  util::TextRepairs& changed = repairs != nullptr ? *repairs : own;
+  const auto clean = [&changed](const std::string& text) {
+    return util::clean_host_text(text, util::CleanOptions{}, changed);
+  };
   std::size_t id_width = 0;
   for (const Finding& f : findings) id_width = std::max(id_width, f.id.size());
   std::string out;
   for (const Finding& f : findings) {
+    // A fact from the user's data overlay is named in the text too (its source says "(from overlay PATH:LINE)").
+    const std::size_t overlay = f.source.find("(from overlay ");
     out += "  " + status_label(f.status, style) + "  " + f.id + std::string(id_width - f.id.size() + 2, ' ') +
-           f.message + "\n";
+           clean(f.message) + (overlay == std::string::npos ? std::string() : " " + f.source.substr(overlay)) + "\n";
   }
   bool heading = false;
   for (const Finding& f : findings) {
@@ -57,9 +64,39 @@ std::string render_findings(const std::vector<Finding>& findings, const TextStyl
       out += "Remedies:\n";
       heading = true;
     }
-    out += "  " + f.id + ": " + f.remedy + "\n";
+    out += "  " + f.id + ": " + clean(f.remedy) + "\n";
   }
+  if (repairs == nullptr) out += repairs_note(own);
   return out;
+}
+
+std::string repairs_note(const util::TextRepairs& repairs) {
+  if (!repairs.any()) return {};
+  return "note: host text was cleaned for display: " + repairs.describe() + "\n";
+}
+
+void clean_json_strings(nlohmann::json& json, util::TextRepairs& repairs) {
+  const util::CleanOptions options{false, 4096};
+  if (json.is_string()) {
+    json = util::clean_host_text(json.get_ref<const std::string&>(), options, repairs);
+  } else if (json.is_array()) {
+    for (nlohmann::json& item : json) clean_json_strings(item, repairs);
+  } else if (json.is_object()) {
+    nlohmann::json cleaned = nlohmann::json::object();
+    for (auto& [key, value] : json.items()) {
+      clean_json_strings(value, repairs);
+      cleaned[util::clean_host_text(key, options, repairs)] = std::move(value);
+    }
+    json = std::move(cleaned);
+  }
+}
+
+std::string dump_host_json(nlohmann::json json) {
+  util::TextRepairs repairs;
+  clean_json_strings(json, repairs);
+  if (repairs.any() && json.is_object()) json["host_text_cleaned"] = repairs.describe();
+  // `replace` is a second line of defence: nothing invalid is left after the cleaning above.
+  return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 nlohmann::json to_json(const Finding& finding) {

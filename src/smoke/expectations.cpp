@@ -37,8 +37,30 @@ std::string format_number(double value) {
 
 }  // namespace
 
-util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin) {
-  auto parsed = util::TomlFile::parse(text, origin);
+namespace {
+
+const std::vector<util::RowKey> k_expectation_keys = {{"pcie", {"generation"}}, {"gpu", {"model"}}};
+
+}  // namespace
+
+std::vector<util::DataTable> data_tables() {
+  std::vector<util::DataTable> tables;
+  for (const util::EmbeddedFile& file : embedded_smoke_data())
+    tables.push_back({"expectations.toml", file, k_expectation_keys});
+  return tables;
+}
+
+util::Expected<Expectations> load_expectations(const util::Overlay& overlay) {
+  for (const util::EmbeddedFile& file : embedded_smoke_data()) {
+    if (file.name == "expectations.toml")
+      return parse_expectations(file.contents, "data/smoke/expectations.toml", overlay);
+  }
+  return util::Error::internal("data/smoke/expectations.toml is not compiled in");
+}
+
+util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin,
+                                                const util::Overlay& overlay) {
+  auto parsed = util::read_data_table({"expectations.toml", {origin, text}, k_expectation_keys}, overlay);
   if (!parsed) return parsed.error();
   const util::TomlFile& file = *parsed;
   if (auto unknown = file.unexpected_key({"efficiency", "kernel_efficiency", "dcgm", "pcie", "pcie_minimum", "gpu"})) {
@@ -112,12 +134,7 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
   return out;
 }
 
-util::Expected<Expectations> shipped_expectations() {
-  for (const util::EmbeddedFile& file : embedded_smoke_data()) {
-    if (file.name == "expectations.toml") return parse_expectations(file.contents, "data/smoke/expectations.toml");
-  }
-  return util::Error::internal("data/smoke/expectations.toml is not compiled in");
-}
+util::Expected<Expectations> shipped_expectations() { return load_expectations(util::installed_overlay()); }
 
 std::string normalized_model_name(std::string_view name) {
   std::string out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "report/finding.hpp"
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
 
@@ -78,7 +79,13 @@ struct Expectations {
 };
 
 /// Parses an expectations file strictly (unknown keys and wrong types are errors naming `origin`).
-util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin);
+util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin,
+                                                const util::Overlay& overlay = {});
+
+/// Smoke's table (expectations.toml, compiled in) and how overlay rows replace its rows.
+std::vector<util::DataTable> data_tables();
+/// The compiled-in expectations with `overlay` merged (for `gpuenv data check`).
+util::Expected<Expectations> load_expectations(const util::Overlay& overlay);
 /// The compiled-in data/smoke/expectations.toml.
 util::Expected<Expectations> shipped_expectations();
 

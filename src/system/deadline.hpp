@@ -26,6 +26,9 @@ class DeadlineSystem final : public System {
   void note_cut_short(const std::string& what);
 
   util::Expected<std::string> read_file(const std::string& path) override { return m_inner.read_file(path); }
+  util::Expected<std::string> read_file(const std::string& path, FileKind kind) override {
+    return m_inner.read_file(path, kind);
+  }
   bool exists(const std::string& path) override { return m_inner.exists(path); }
   std::vector<std::string> list_directory(const std::string& path) override { return m_inner.list_directory(path); }
   std::optional<std::string> environment(const std::string& name) override { return m_inner.environment(name); }

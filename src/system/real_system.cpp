@@ -16,10 +16,10 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <sstream>
 #include <thread>
 
 #include "system/abandon.hpp"
+#include "system/files.hpp"
 #include "system/http.hpp"
 #include "system/system.hpp"
 
@@ -129,25 +129,28 @@ class RealSystem final : public System {
  public:
   explicit RealSystem(std::string root) : m_root(std::move(root)) {}
 
-  Expected<std::string> read_file(const std::string& path) override {
-    const std::string full = under_root(path);
-    std::ifstream in(full, std::ios::binary);
-    if (!in) return Error::input("cannot read " + path + ": " + std::strerror(errno));
-    std::ostringstream contents;
-    contents << in.rdbuf();
-    if (in.bad()) return Error::input("error while reading " + path);
-    return contents.str();
+  Expected<std::string> read_file(const std::string& path) override { return read_file(path, FileKind::host_text); }
+
+  Expected<std::string> read_file(const std::string& path, FileKind kind) override {
+    auto full = under_root(path);
+    if (!full) return full.error();
+    // Under a root the path is resolved already: a symlink in its place now is a race, refused by O_NOFOLLOW.
+    return read_bounded(*full, path, read_limit(kind), !m_root.empty());
   }
 
   bool exists(const std::string& path) override {
+    auto full = under_root(path);
+    if (!full) return false;
     std::error_code ignored;
-    return fs::exists(fs::symlink_status(under_root(path), ignored)) || fs::exists(under_root(path), ignored);
+    return fs::exists(fs::symlink_status(*full, ignored)) || fs::exists(*full, ignored);
   }
 
   std::vector<std::string> list_directory(const std::string& path) override {
     std::vector<std::string> names;
+    auto full = under_root(path);
+    if (!full) return names;
     std::error_code error;
-    for (fs::directory_iterator it(under_root(path), error), end; !error && it != end; it.increment(error)) {
+    for (fs::directory_iterator it(*full, error), end; !error && it != end; it.increment(error)) {
       names.push_back(it->path().filename().string());
     }
     std::sort(names.begin(), names.end());
@@ -193,8 +196,9 @@ class RealSystem final : public System {
   }
 
   std::optional<std::uint64_t> available_bytes(const std::string& path) override {
+    auto full = under_root(path);
     struct statvfs stats {};
-    if (::statvfs(under_root(path).c_str(), &stats) != 0) return std::nullopt;
+    if (!full || ::statvfs(full->c_str(), &stats) != 0) return std::nullopt;
     return static_cast<std::uint64_t>(stats.f_bavail) * stats.f_frsize;
   }
 
@@ -230,9 +234,10 @@ class RealSystem final : public System {
   }
 
  private:
-  std::string under_root(const std::string& path) const {
+  /// The host path of `path`: itself, or resolved inside the inspected tree (symlinks cannot leave it).
+  Expected<std::string> under_root(const std::string& path) const {
     if (m_root.empty()) return path;
-    return m_root + (path.empty() || path.front() != '/' ? "/" : "") + path;
+    return resolve_in_root(m_root, path);
   }
 
   static boost::filesystem::path resolve_program(const std::string& name) {
@@ -249,6 +254,19 @@ class RealSystem final : public System {
 
 std::unique_ptr<System> make_real_system(const std::string& root) {
   return std::make_unique<RealSystem>(root == "/" ? std::string() : root);
+}
+
+util::Expected<std::unique_ptr<System>> make_rooted_system(const std::string& root) {
+  std::error_code error;
+  const fs::file_status status = fs::status(root, error);
+  if (error || !fs::is_directory(status)) {
+    const std::string what = error ? "no such directory" : "not a directory";
+    return Error::usage("--root " + root + ": " + what, "give the directory at the top of the tree to inspect");
+  }
+  // The canonical path: the tree's own top may be reached through a symlink, but nothing below it may leave it.
+  const fs::path top = fs::canonical(root, error);
+  if (error) return Error::usage("--root " + root + ": " + error.message());
+  return std::unique_ptr<System>(make_real_system(top.string()));
 }
 
 }  // namespace gpuenv::system

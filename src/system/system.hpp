@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,13 +58,44 @@ struct HttpResponse {
   std::string body;
 };
 
+/// What a file is, which fixes how much of it gpuenv reads (docs/reliability.md, "Limits").
+enum class FileKind {
+  host_text,   ///< host configuration and package databases (/etc, /var/lib/dpkg, CUDA's version files): 32 MiB
+  profile,     ///< a profile or a data file a user gives: 1 MiB
+  report,      ///< a captured tool report (`nvidia-smi -q -x`): 64 MiB
+  kernel_log,  ///< a kernel log file: only its last 4 MiB (the recent window doctor scans for Xid events) are read
+};
+
+/// The cap for one kind of file; /proc and /sys files (whose size stat cannot tell) get `k_pseudo_file_limit`.
+struct ReadLimit {
+  std::uint64_t max_bytes = 0;
+  bool keep_tail = false;  ///< read the last max_bytes (from a line start) instead of refusing a larger file
+  std::string_view what;   ///< "a profile", for messages
+};
+
+/// The limit of `kind`.
+ReadLimit read_limit(FileKind kind);
+/// The cap on a /proc or /sys file: these are read until end of file, since their size is not known in advance.
+constexpr std::uint64_t k_pseudo_file_limit = 4u << 20;
+/// The error for a file of `size` bytes over `limit`, naming the path, the limit and what to do.
+util::Error too_large_error(const std::string& path, std::uint64_t size, const ReadLimit& limit);
+/// `text` cut to `limit` as a reader would: the tail from a line start for kernel logs, else an Error over the cap.
+util::Expected<std::string> apply_read_limit(const std::string& path, std::string text, const ReadLimit& limit);
+
 /// Everything gpuenv reads from or does to the machine goes through this interface.
 class System {
  public:
   virtual ~System() = default;
 
-  /// The whole file at `path`; an input Error naming the path when it cannot be read.
+  /// The whole file at `path`, a host text file; an input Error naming the path when it cannot be read.
   virtual util::Expected<std::string> read_file(const std::string& path) = 0;
+  /// The file at `path` within the cap of `kind`: a regular file only (no FIFO, device or socket), an input Error
+  /// naming the path and the limit above it. The default applies the cap to what read_file(path) returns.
+  virtual util::Expected<std::string> read_file(const std::string& path, FileKind kind) {
+    auto text = read_file(path);
+    if (!text) return text;
+    return apply_read_limit(path, std::move(*text), read_limit(kind));
+  }
   /// True when `path` exists (file, directory or device node).
   virtual bool exists(const std::string& path) = 0;
   /// Names (not paths) in directory `path`, sorted; empty when it is not a readable directory.
@@ -92,5 +124,8 @@ class System {
 /// The real machine. `root` ("" or "/") reads files under another tree; with a root set,
 /// nothing is executed and no library is loaded (inspecting an image must not run its code).
 std::unique_ptr<System> make_real_system(const std::string& root = "");
+/// The real machine's files under `root` (`doctor --root`): a usage Error unless `root` is a directory. Paths are
+/// resolved inside the root: absolute symlink targets are re-rooted and `..` stops at the root.
+util::Expected<std::unique_ptr<System>> make_rooted_system(const std::string& root);
 
 }  // namespace gpuenv::system

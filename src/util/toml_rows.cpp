@@ -1,19 +1,11 @@
 #include "util/toml_rows.hpp"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <limits>
 
+#include "util/toml_internal.hpp"
+
 namespace gpuenv::util {
-
-struct TomlRow::Table {
-  const toml::table& toml;
-};
-
-struct TomlFile::Parsed {
-  toml::table root;
-};
 
 namespace {
 
@@ -35,7 +27,8 @@ std::string alternatives(std::initializer_list<std::string_view> allowed) {
 
 // ---- TomlRow ----------------------------------------------------------------------------------------------------
 
-TomlRow::TomlRow(const Table& table, std::string where) : m_table(table), m_where(std::move(where)) {}
+TomlRow::TomlRow(const Table& table, std::string where, std::string origin)
+    : m_table(table), m_where(std::move(where)), m_origin(std::move(origin)) {}
 
 bool TomlRow::declare(std::string_view key) {
   m_known.emplace(key);
@@ -153,7 +146,12 @@ std::optional<double> TomlRow::optional_number(std::string_view key) {
 }
 
 void TomlRow::fail(std::string_view message) {
-  if (!m_error) m_error = Error::internal(m_where + ": " + std::string(message));
+  if (m_error) return;
+  // A built-in row is gpuenv's bug; an overlay row is the user's input.
+  m_error = m_origin.empty() ? Error::internal(m_where + ": " + std::string(message))
+                             : Error::input(m_where + ": " + std::string(message),
+                                            "make the row match the table's row format (docs/knowledge-base.md); "
+                                            "every row needs `status` and a public `source`");
 }
 
 std::vector<std::string> TomlRow::unread_keys() const {
@@ -183,12 +181,16 @@ Expected<TomlFile> TomlFile::parse(std::string_view text, std::string file) {
     return Error::internal(file + ":" + std::to_string(parsed.error().source().begin.line) + ": " +
                            std::string(parsed.error().description()));
   }
-  return TomlFile(std::make_unique<Parsed>(Parsed{std::move(parsed).table()}), std::move(file));
+  return TomlFile(std::make_unique<Parsed>(Parsed{std::move(parsed).table(), {}}), std::move(file));
 }
 
 bool TomlFile::contains(std::string_view key) const { return m_parsed->root.contains(key); }
 
 std::optional<std::string> TomlFile::unexpected_key(std::initializer_list<std::string_view> allowed) const {
+  return unexpected_key(std::vector<std::string_view>(allowed));
+}
+
+std::optional<std::string> TomlFile::unexpected_key(const std::vector<std::string_view>& allowed) const {
   for (const auto& [key, node] : m_parsed->root) {
     if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) return std::string(key.str());
   }
@@ -207,8 +209,13 @@ Expected<Ok> TomlFile::read_rows(std::string_view name, const std::function<void
     const toml::table* table = (*rows)[i].as_table();
     if (table == nullptr) return must_be_tables();
     const TomlRow::Table row_table{*table};
-    TomlRow row(row_table, m_file + ": [[" + std::string(name) + "]] #" + std::to_string(i + 1) + " (line " +
-                               std::to_string(table->source().begin.line) + ")");
+    const std::string line = std::to_string(table->source().begin.line);
+    const std::string overlay = m_parsed->overlay_path_of(*table);
+    TomlRow row(row_table,
+                overlay.empty()
+                    ? m_file + ": [[" + std::string(name) + "]] #" + std::to_string(i + 1) + " (line " + line + ")"
+                    : overlay + ":" + line + ": [[" + std::string(name) + "]]",
+                overlay.empty() ? std::string() : "overlay " + overlay + ":" + line);
     read(row);
     if (auto error = row.finish()) return *std::move(error);
   }
@@ -221,8 +228,17 @@ Expected<Ok> TomlFile::read_table(std::string_view name, const std::function<voi
   const toml::table* table = node->as_table();
   if (table == nullptr) return Error::internal(m_file + ": " + quoted(name) + " must be a table");
   const TomlRow::Table row_table{*table};
+  // An overlay replaces a [table]'s keys one by one: a problem is then named at the first overlay key's line.
+  std::string overlay;
+  std::string line = std::to_string(table->source().begin.line);
+  for (const auto& [key, value] : *table) {
+    if (overlay.empty() && !(overlay = m_parsed->overlay_path_of(value)).empty())
+      line = std::to_string(value.source().begin.line);
+  }
   TomlRow row(row_table,
-              m_file + ": [" + std::string(name) + "] (line " + std::to_string(table->source().begin.line) + ")");
+              overlay.empty() ? m_file + ": [" + std::string(name) + "] (line " + line + ")"
+                              : overlay + ":" + line + ": [" + std::string(name) + "]",
+              overlay.empty() ? std::string() : "overlay " + overlay + ":" + line);
   read(row);
   if (auto error = row.finish()) return *std::move(error);
   return Ok{};

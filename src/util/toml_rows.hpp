@@ -17,6 +17,13 @@
 
 namespace gpuenv::util {
 
+/// The fields that identify a row of one top-level array: an overlay row whose key fields equal an existing row's
+/// replaces it; any other overlay row is appended. Fields are compared as written ("13.0" is not "13.0.0").
+struct RowKey {
+  std::string_view array;
+  std::vector<std::string_view> fields;
+};
+
 /// One TOML table being read: each read declares its key; the first problem becomes the row's Error, prefixed
 /// with where the row is ("<file>: [[name]] #2 (line 7)"). A failed read returns an empty value (0, "", false).
 class TomlRow {
@@ -53,12 +60,14 @@ class TomlRow {
   void fail(std::string_view message);
   /// The row's keys that no read has asked for yet, in file order.
   std::vector<std::string> unread_keys() const;
+  /// "overlay <path>:<line>" for a row merged in from an overlay file, "" for a built-in row.
+  const std::string& origin() const { return m_origin; }
 
  private:
   friend class TomlFile;
   struct Table;  // the toml++ table, defined in toml_rows.cpp
 
-  TomlRow(const Table& table, std::string where);
+  TomlRow(const Table& table, std::string where, std::string origin);
   /// The row's first problem, after "unexpected key `k`" for any key no read asked for.
   std::optional<Error> finish();
   /// Where several reads start: declares `key` and returns whether it is present.
@@ -67,6 +76,7 @@ class TomlRow {
 
   const Table& m_table;
   std::string m_where;
+  std::string m_origin;
   std::set<std::string, std::less<>> m_known;
   std::optional<Error> m_error;
 };
@@ -81,10 +91,23 @@ class TomlFile {
   TomlFile& operator=(TomlFile&&) noexcept;
   ~TomlFile();
 
+  /// Merges an overlay file's text (read from `path`): rows of a top-level array replace the row with the same
+  /// RowKey or are appended; keys of a top-level [table] replace the same keys; `as_of` keeps the later date. An
+  /// input Error "<path>:<line>: ..." when it is not TOML, names a key the file does not have, or is of another shape.
+  Expected<Ok> merge(std::string_view text, const std::string& path, const std::vector<RowKey>& keys);
+  /// The top-level string `key` ("" when absent); an Error when it is not a string.
+  Expected<std::string> top_level_text(std::string_view key) const;
+  /// The file as TOML text, each overlay row preceded by a "# from overlay <path>:<line>" comment.
+  std::string to_toml() const;
+  /// The file as JSON text; overlay rows carry an extra "overlay": "<path>:<line>" member.
+  std::string to_json() const;
+
   /// Whether the file has a top-level key `key`.
   bool contains(std::string_view key) const;
   /// The first top-level key that is not in `allowed`, if any.
   std::optional<std::string> unexpected_key(std::initializer_list<std::string_view> allowed) const;
+  /// The first top-level key that is not in `allowed`, if any.
+  std::optional<std::string> unexpected_key(const std::vector<std::string_view>& allowed) const;
   /// Calls `read` on each table of the top-level array `name` (none when absent); stops at the first bad row
   /// with an internal Error naming the file, "[[name]] #n" and its line.
   Expected<Ok> read_rows(std::string_view name, const std::function<void(TomlRow&)>& read) const;

@@ -116,7 +116,13 @@ TEST_CASE("prometheus: hostile host text is escaped, duplicate ids keep the wors
   const std::string text = gpuenv::cli::doctor_prometheus(hostile_report(), "1.2.3", 1764556800);
   CHECK(text.find(R"(os="ubu\"ntu")") != std::string::npos);
   CHECK(text.find(R"(os_version="22.04\\n")") != std::string::npos);
-  CHECK(text.find("kernel=\"6.8.0-1\\nX \xEF\xBF\xBD\xEF\xBF\xBD broken\"") != std::string::npos);
+  // Host text is cleaned first (the newline becomes the two characters \n, so the label stays one line), then
+  // escaped for the format; a closing comment says what was cleaned.
+  CHECK(text.find("kernel=\"6.8.0-1\\\\nX \xEF\xBF\xBD\xEF\xBF\xBD broken\"") != std::string::npos);
+  const std::size_t note = text.find("\n# gpuenv: host text in label values was cleaned: ");
+  REQUIRE(note != std::string::npos);
+  CHECK(text.find("invalid UTF-8 bytes replaced by U+FFFD", note) != std::string::npos);
+  CHECK(text.find("control character escaped\n", note) != std::string::npos);
   CHECK(text.find(R"(model="NVIDIA \"H100\" 80GB\\HBM3")") != std::string::npos);
   CHECK(text.find("uuid=\"GPU-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-"
                   "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-\xC3\xA9\"") != std::string::npos);

@@ -251,7 +251,10 @@ TEST_CASE("compat: cudnn.cuda_major needs a cuDNN build for the CUDA major", "[c
           Expect::fail, "11.x"),
       row("cuDNN 8 has no CUDA 13.x build", {{"cuda.version", "13.0.2"}, {"cudnn.version", "8"}}, id, Expect::fail),
       row("cuDNN 7.6.5 stops at CUDA 10.x", {{"cudnn.version", "7.6.5"}}, id, Expect::fail),
-      row("cuDNN 9.99 is unknown", {{"cudnn.version", "9.99"}}, id, Expect::warn, "not in the knowledge base"),
+      row("cuDNN 9.99 is newer than the data: a warning naming its horizon", {{"cudnn.version", "9.99"}}, id,
+          Expect::warn, "gpuenv's data ends at cuDNN"),
+      row("cuDNN 8.99 is unknown inside the known range", {{"cudnn.version", "8.99"}}, id, Expect::warn,
+          "not in the knowledge base"),
       row("no cuDNN: nothing to judge", {}, id, Expect::absent),
   });
 }
@@ -308,7 +311,8 @@ TEST_CASE("compat: pytorch.release accepts known releases and series", "[compat]
       row("2.13 is known at series level", {pt, torch("2.13.0"), py, {"cuda.version", "13.0.2"}}, id, Expect::pass,
           "series"),
       row("2.4.3 does not exist", {pt, torch("2.4.3"), py}, id, Expect::fail, "2.4.1"),
-      row("3.0.0 does not exist", {pt, torch("3.0.0"), py}, id, Expect::fail),
+      row("3.0.0 is newer than the data: a warning, not a failure", {pt, torch("3.0.0"), py}, id, Expect::warn,
+          "gpuenv's data ends at torch"),
       row("1.8.1 predates the table", {pt, torch("1.8.1"), {"framework.python", "3.8"}, {"cuda.version", "11.1.1"}}, id,
           Expect::fail),
   });
@@ -443,8 +447,11 @@ TEST_CASE("compat: tensorflow.release accepts the tested configurations", "[comp
       row("2.16.2 shares 2.16.1's line",
           {tf, {"framework.version", "2.16.2"}, {"framework.python", "3.11"}, {"cuda.version", "12.3.2"}}, id,
           Expect::pass, "2.16.1"),
-      row("no 2.22 row exists",
-          {tf, {"framework.version", "2.22.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.5.1"}}, id,
+      row("2.99.0 is newer than the data: a warning naming its horizon",
+          {tf, {"framework.version", "2.99.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.5.1"}}, id,
+          Expect::warn, "gpuenv's data ends at TensorFlow"),
+      row("no 1.99 row exists inside the known range",
+          {tf, {"framework.version", "1.99.0"}, {"framework.python", "3.11"}, {"cuda.version", "12.5.1"}}, id,
           Expect::fail),
   });
 }

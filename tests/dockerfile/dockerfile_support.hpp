@@ -131,8 +131,10 @@ inline std::vector<std::string> own_problems(const std::string& text) {
   static const std::set<std::string> tags = published_tags();
   for (const gpuenv::dockerfile::Instruction& in : gpuenv::dockerfile::parse_instructions(text)) {
     if (in.keyword != "FROM" || !util::starts_with(in.arguments, "nvidia/cuda:")) continue;
-    const std::string tag = in.arguments.substr(
-        12, in.arguments.find(' ') == std::string::npos ? std::string::npos : in.arguments.find(' ') - 12);
+    // The tag ends at " AS name" or at "@sha256:..." (a base pinned by digest).
+    const std::string tag = in.arguments.substr(12, in.arguments.find_first_of(" @") == std::string::npos
+                                                        ? std::string::npos
+                                                        : in.arguments.find_first_of(" @") - 12);
     if (!tags.contains(tag))
       problems.push_back("line " + std::to_string(in.line) + ": nvidia/cuda:" + tag + " is not a published tag");
   }

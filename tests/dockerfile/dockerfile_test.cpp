@@ -204,13 +204,16 @@ TEST_CASE(
   CHECK(derived.image_tag == "12.4.1-cudnn-runtime-ubuntu22.04");
   // Python 3.11 on Ubuntu 22.04 (python3 3.10) comes from the pinned uv, mounted, never copied into the image.
   CHECK(contains(text, "FROM " + data().uv.image + " AS uv\n"));
-  CHECK(contains(text,
-                 "RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    uv python install 3.11 \\\n"
-                 " && uv venv --seed --python 3.11 /opt/venv\n"));
+  CHECK(contains(
+      text,
+      "RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    --mount=type=cache,target=/root/.cache/uv "
+      "\\\n    --mount=type=cache,target=/root/.cache/pip \\\n    uv python install 3.11 \\\n"
+      " && uv venv --seed --python 3.11 /opt/venv \\\n && /opt/venv/bin/python -m pip install pip==25.2\n"));
   CHECK(contains(text, "ARG UV_PYTHON_INSTALL_DIR=/opt/python\n"));
   CHECK(contains(text, "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:$PATH \\\n    PYTHONUNBUFFERED=1\n"));
   CHECK(contains(text,
-                 "RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cu124 \\\n"
+                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --index-url "
+                 "https://download.pytorch.org/whl/cu124 \\\n"
                  "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=u /opt/venv\n"));
   CHECK(contains(text, "assert v.split('.')[:2] == ['12', '4']"));
   CHECK_FALSE(contains(text, "numpy<2"));  // torch 2.4 supports NumPy 2
@@ -228,7 +231,7 @@ TEST_CASE(
   CHECK_FALSE(contains(text, "apt-get"));
   CHECK_FALSE(contains(text, "HEALTHCHECK"));
   // Labels come after the heavy layers.
-  CHECK(position(text, "RUN pip install") < position(text, "LABEL "));
+  CHECK(position(text, "pip install --index-url") < position(text, "LABEL "));
   CHECK(own_problems(text).empty());
 }
 
@@ -245,12 +248,13 @@ TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the packag
     CHECK(contains(text, "ARG DEBIAN_FRONTEND=noninteractive\n"));
     CHECK_FALSE(contains(text, "ENV DEBIAN_FRONTEND"));
     CHECK(contains(text,
-                   "RUN apt-get update \\\n && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
-                   " && rm -rf /var/lib/apt/lists/*\n"));
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    apt-get update \\\n"
+                   " && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
+                   " && rm -rf /var/lib/apt/lists/* \\\n && useradd --uid 10001"));  // the user in the same layer
     CHECK(position(text, "ARG DEBIAN_FRONTEND") < position(text, "apt-get install"));
-    CHECK(contains(
-        text,
-        "RUN python3 -m venv /opt/venv \\\n && /opt/venv/bin/python -m pip install --no-cache-dir --upgrade pip\n"));
+    CHECK(contains(text,
+                   " && chmod -R g=u /home/gpuenv \\\n && python3 -m venv /opt/venv \\\n"
+                   " && /opt/venv/bin/python -m pip install pip==25.2\n"));  // the venv in the same layer too
     CHECK_FALSE(contains(text, "uv python install"));
     CHECK_FALSE(contains(text, "AS uv"));
     CHECK(own_problems(text).empty());
@@ -260,8 +264,9 @@ TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the packag
         render(torch_profile({{"os.distro", "ubi"}, {"os.version", "9"}, {"framework.python", "3.9"}}));
     CHECK(contains(text, "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubi9\n"));
     CHECK(contains(text,
-                   "RUN dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils \\\n"
-                   " && dnf clean all \\\n && rm -rf /var/cache/dnf\n"));
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                   "    dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils \\\n"
+                   " && dnf clean all \\\n && rm -rf /var/cache/dnf \\\n && useradd --uid 10001"));
     CHECK_FALSE(contains(text, "DEBIAN_FRONTEND"));
     CHECK(own_problems(text).empty());
   }
@@ -284,7 +289,7 @@ TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the packag
                                                    {"framework.python", "3.10"}}));
     CHECK(contains(text,
                    "RUN yum install -y --setopt=tsflags=nodocs shadow-utils \\\n && yum clean all \\\n && rm -rf "
-                   "/var/cache/yum\n"));
+                   "/var/cache/yum \\\n && useradd --uid 10001"));
     CHECK(contains(text, "uv python install 3.10"));
     CHECK(own_problems(text).empty());
   }
@@ -301,7 +306,8 @@ TEST_CASE(
                                                    {"framework.python", "3.10"},
                                                    {"framework.variant", "cu117"}}));
     CHECK(contains(text,
-                   "RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cu117 \\\n"
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --extra-index-url "
+                   "https://download.pytorch.org/whl/cu117 \\\n"
                    "      torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 \"numpy<2\" \\\n"
                    " && chmod -R g=u /opt/venv\n"));
     CHECK(contains(text, "== ['11', '7']"));
@@ -341,7 +347,8 @@ TEST_CASE("dockerfile: TensorFlow: [and-cuda] where the release has it, plain be
                                                    {"framework.python", "3.12"},
                                                    {"cuda.version", "12.5.1"}}));
     CHECK(contains(text,
-                   "RUN pip install --no-cache-dir \"tensorflow[and-cuda]==2.20.0\" \\\n && chmod -R g=u /opt/venv\n"));
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install "
+                   "\"tensorflow[and-cuda]==2.20.0\" \\\n && chmod -R g=u /opt/venv\n"));
     CHECK(contains(text, "tf.test.is_built_with_cuda()"));
     CHECK(contains(text, "== ['12', '5']"));
     CHECK_FALSE(contains(text, "numpy<2"));
@@ -354,7 +361,8 @@ TEST_CASE("dockerfile: TensorFlow: [and-cuda] where the release has it, plain be
                                                    {"cuda.version", "11.2.2"},
                                                    {"cudnn.version", "8"}}));
     CHECK(contains(text,
-                   "RUN pip install --no-cache-dir tensorflow==2.10.0 \"numpy<2\" \\\n && chmod -R g=u /opt/venv\n"));
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install tensorflow==2.10.0 \"numpy<2\" "
+                   "\\\n && chmod -R g=u /opt/venv\n"));
     CHECK(contains(text, "== ['11', '2']"));
     CHECK(contains(text, "end-of-life"));  // 11.2.2 images are EOL: said in the header
   }
@@ -486,6 +494,12 @@ TEST_CASE("dockerfile: structural checks catch what dockerfile-utils does not", 
       problems("FROM nvidia/cuda:12.4.1-runtime-ubi9\nRUN dnf install -y --setopt=install_weak_deps=False x\n" + tail),
       "dnf clean all"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN pip install torch\n" + tail), "--no-cache-dir"));
+  CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN pip install --no-cache-dir torch\n" + tail),
+            "`torch` is not pinned"));
+  CHECK_FALSE(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN pip install --no-cache-dir --index-url "
+                           "https://x/y torch==2.4.1 \"numpy<2\"\n" +
+                           tail),
+                  "pinned"));
   CHECK(has(problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN apt-get upgrade -y\n" + tail), "upgrading"));
   CHECK(has(problems("RUN true\nFROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n" + tail), "before the first FROM"));
   CHECK(has(problems("# nothing\n"), "no FROM"));

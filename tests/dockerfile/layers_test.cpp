@@ -189,7 +189,8 @@ TEST_CASE("layers: --with-doctor downloads the portable binary with its SHA-256 
   const std::string text = render(torch29(), true);
   CHECK(contains(text, "ARG GPUENV_FROM=download\n"));
   CHECK(text.find("ARG GPUENV_FROM=download") < text.find("FROM "));
-  CHECK(contains(text, "sha256sum -c -"));
+  CHECK(contains(text, "sha256sum -c /tmp/gpuenv.sha256"));
+  CHECK_FALSE(contains(text, " | "));  // no pipe in a RUN (hadolint DL4006)
   CHECK(contains(text, "FROM gpuenv-${GPUENV_FROM} AS gpuenv-binary\n"));
   CHECK(contains(text, "COPY --from=gpuenv-binary --chmod=0755 /tmp/gpuenv /usr/local/bin/gpuenv\n"));
   CHECK(contains(text, "RUN gpuenv --version\n"));

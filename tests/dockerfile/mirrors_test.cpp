@@ -130,24 +130,28 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
   const std::string flat =
       render(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"find-links\"\n"));
   CHECK(contains(flat, "\nARG PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple\n"));
-  CHECK(contains(flat,
-                 "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124/\n"
-                 "RUN pip install --no-cache-dir --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
-                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=u /opt/venv\n"));
+  CHECK(contains(
+      flat,
+      "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124/\n"
+      "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
+      "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=u /opt/venv\n"));
   CHECK_FALSE(contains(flat, "download.pytorch.org/whl/cu124 \\"));
   // PIP_INDEX_URL is declared before the first pip runs.
-  CHECK(flat.find("ARG PIP_INDEX_URL=") < flat.find("pip install --no-cache-dir --upgrade pip"));
+  CHECK(flat.find("ARG PIP_INDEX_URL=") < flat.find("pip install pip=="));
 
   const std::string index = render(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"index\"\n"));
   CHECK(contains(index,
                  "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124\n"
-                 "RUN pip install --no-cache-dir --index-url \"${GPUENV_TORCH_WHEELS}\" --extra-index-url "
+                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --index-url "
+                 "\"${GPUENV_TORCH_WHEELS}\" --extra-index-url "
                  "\"${PIP_INDEX_URL}\" \\\n"));
   CHECK(contains(index, "--build-arg GPUENV_TORCH_WHEELS=https://download.pytorch.org/whl/cu124"));
 
   // An index without a PyPI mirror: every package from it, as upstream's --index-url.
   const std::string alone = render(torch("2.4.1", "12.4.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
-  CHECK(contains(alone, "RUN pip install --no-cache-dir --index-url \"${GPUENV_TORCH_WHEELS}\" \\\n"));
+  CHECK(contains(alone,
+                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --index-url "
+                 "\"${GPUENV_TORCH_WHEELS}\" \\\n"));
   CHECK_FALSE(contains(alone, "PIP_INDEX_URL"));
   for (const std::string& text : {flat, index, alone}) CHECK(own_problems(text).empty());
 }
@@ -156,12 +160,14 @@ TEST_CASE("mirrors: torch 1.13 (+cuXYZ pins on PyPI): --extra-index-url or --fin
           "[dockerfile][mirrors]") {
   const std::string index = render(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
   CHECK(contains(index,
-                 "RUN pip install --no-cache-dir --extra-index-url \"${GPUENV_TORCH_WHEELS}\" \\\n"
+                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --extra-index-url "
+                 "\"${GPUENV_TORCH_WHEELS}\" \\\n"
                  "      torch==1.13.1+cu117 torchvision==0.14.1+cu117"));
   const std::string flat = render(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"find-links\"\n"));
-  CHECK(contains(flat,
-                 "RUN pip install --no-cache-dir --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
-                 "      torch==1.13.1+cu117"));
+  CHECK(contains(
+      flat,
+      "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
+      "      torch==1.13.1+cu117"));
   for (const std::string& text : {flat, index}) CHECK(own_problems(text).empty());
 }
 

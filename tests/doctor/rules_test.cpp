@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compat/horizon.hpp"
 #include "compat/knowledge_base.hpp"
 #include "doctor/thresholds.hpp"
 #include "probe/facts.hpp"
@@ -133,6 +134,12 @@ gpuenv::profile::Profile test_profile() {
   p.cudnn_version = "9";
   p.driver_min = "550.54.15";
   return p;
+}
+
+/// test_profile() with a stable address, for rows that point Expectations at it.
+const gpuenv::profile::Profile& test_profile_ref() {
+  static const gpuenv::profile::Profile profile = test_profile();
+  return profile;
 }
 
 std::vector<Finding> judge(const HostFacts& facts, const Expectations& expectations = {}) {
@@ -964,6 +971,14 @@ TEST_CASE("rules: CUDA toolkit on PATH and against the driver", "[doctor][rules]
        "toolkit.driver_support",
        Status::fail,
        {"below the CUDA 12.x floor", "cuda-compat-12-4"}},
+      {"a toolkit of a CUDA major newer than gpuenv's data: a warning naming the horizon, not a failure",
+       [](HostFacts& f, Expectations&) {
+         const auto newest = *gpuenv::compat::cuda_horizon(kb()).newest;
+         f.toolkits = {toolkit(std::to_string(newest.major() + 1) + ".0.1")};
+       },
+       "toolkit.driver_support",
+       Status::warn,
+       {"gpuenv's data ends at CUDA", "update gpuenv, or add the row to a data overlay"}},
       {"driver meets the minimum but reports an older CUDA",
        [](HostFacts& f, Expectations&) {
          f.gpus.cuda_driver_version = "12.2";
@@ -982,6 +997,54 @@ TEST_CASE("rules: CUDA toolkit on PATH and against the driver", "[doctor][rules]
        "toolkit.driver_support",
        Status::skip,
        {"no driver to judge it against"}},
+  });
+}
+
+TEST_CASE("rules: a node and profile newer than gpuenv's data warn, never fail", "[doctor][rules][horizon]") {
+  // CUDA one patch past the newest known release: the profile wants it and the node has it.
+  static const gpuenv::profile::Profile newer_cuda = [] {
+    auto p = test_profile();
+    const auto newest = *gpuenv::compat::cuda_horizon(kb()).newest;
+    p.cuda_version = gpuenv::util::Version({newest.major(), newest.minor(), newest.component(2) + 1}).str();
+    p.cudnn_version.clear();
+    p.driver_min.clear();
+    return p;
+  }();
+  // A GPU whose compute capability is newer than every architecture in the data.
+  static const std::string newer_cc =
+      std::to_string(gpuenv::compat::compute_capability_horizon(kb()).newest->major() + 1) + ".0";
+  run_rows({
+      {"the profile's CUDA is newer than the data",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &newer_cuda;
+         f.kernel.module_version = "999.10.1";
+         f.gpus.driver_version = "999.10.1";
+         f.gpus.cuda_driver_version = "99.0";
+         for (auto& lib : f.driver_libraries) lib.version = "999.10.1";
+         f.toolkits = {toolkit(newer_cuda.cuda_version)};
+       },
+       "profile.cuda.release",
+       Status::warn,
+       {"gpuenv's data ends at CUDA", "update gpuenv"}},
+      {"the node's toolkit of that CUDA is judged by the driver its minor needs, not failed",
+       [](HostFacts& f, Expectations&) {
+         f.kernel.module_version = "999.10.1";
+         f.gpus.driver_version = "999.10.1";
+         f.gpus.cuda_driver_version = "99.0";
+         for (auto& lib : f.driver_libraries) lib.version = "999.10.1";
+         f.toolkits = {toolkit(newer_cuda.cuda_version)};
+       },
+       "toolkit.driver_support",
+       Status::pass,
+       {"driver 999.10.1 meets"}},
+      {"the node's GPU has a compute capability newer than the data",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &test_profile_ref();
+         f.gpus.gpus[0].compute_capability = newer_cc;
+       },
+       "profile.node_cuda_support",
+       Status::warn,
+       {"gpuenv's data ends at compute capability"}},
   });
 }
 

@@ -1,0 +1,96 @@
+#include "compat/horizon.hpp"
+
+#include "compat/derive.hpp"
+
+namespace gpuenv::compat {
+
+namespace {
+
+using util::Version;
+
+/// The larger of `current` and `candidate`.
+void keep_newest(std::optional<Version>& current, const std::optional<Version>& candidate) {
+  if (candidate && (!current || *candidate > *current)) current = candidate;
+}
+
+Horizon make_horizon(const KnowledgeBase& kb, std::string table, std::string what, std::optional<Version> newest) {
+  const auto date = kb.as_of.find(table);
+  return Horizon{std::move(table), std::move(what), std::move(newest),
+                 date == kb.as_of.end() ? std::string() : date->second};
+}
+
+}  // namespace
+
+Horizon cuda_horizon(const KnowledgeBase& kb) {
+  std::optional<Version> newest;
+  for (const CudaRelease& row : kb.cuda_releases) keep_newest(newest, row.version);
+  return make_horizon(kb, "cuda.toml", "CUDA", newest);
+}
+
+Horizon cudnn_horizon(const KnowledgeBase& kb) {
+  std::optional<Version> newest;
+  for (const CudnnBuild& row : kb.cudnn_builds) keep_newest(newest, row.cudnn);
+  return make_horizon(kb, "cudnn.toml", "cuDNN", newest);
+}
+
+Horizon torch_horizon(const KnowledgeBase& kb) {
+  std::optional<Version> newest;
+  for (const TorchRelease& row : kb.torch_releases) keep_newest(newest, row.version);
+  return make_horizon(kb, "pytorch.toml", "torch", newest);
+}
+
+Horizon torch_variant_horizon(const KnowledgeBase& kb) {
+  std::optional<Version> newest;
+  for (const TorchRelease& row : kb.torch_releases) {
+    for (const std::string& variant : row.variants) keep_newest(newest, cuda_of_variant(variant));
+  }
+  return make_horizon(kb, "pytorch.toml", "torch wheels for CUDA", newest);
+}
+
+Horizon tensorflow_horizon(const KnowledgeBase& kb) {
+  std::optional<Version> newest;
+  for (const TensorflowRelease& row : kb.tensorflow_releases) keep_newest(newest, row.version);
+  return make_horizon(kb, "tensorflow.toml", "TensorFlow", newest);
+}
+
+Horizon image_horizon(const KnowledgeBase& kb) {
+  std::optional<Version> newest;
+  for (const CudaImage& row : kb.images) keep_newest(newest, row.cuda);
+  return make_horizon(kb, "images.toml", "nvidia/cuda images at CUDA", newest);
+}
+
+Horizon compute_capability_horizon(const KnowledgeBase& kb) {
+  std::optional<Version> newest;
+  for (const ArchSupport& row : kb.archs) keep_newest(newest, Version::parse(row.compute_capability));
+  return make_horizon(kb, "cuda.toml", "compute capability", newest);
+}
+
+std::vector<Horizon> horizons(const KnowledgeBase& kb) {
+  std::optional<Version> newest_gpu;
+  for (const GpuModel& row : kb.gpus) keep_newest(newest_gpu, Version::parse(row.compute_capability));
+  return {cuda_horizon(kb),          compute_capability_horizon(kb),
+          cudnn_horizon(kb),         torch_horizon(kb),
+          torch_variant_horizon(kb), tensorflow_horizon(kb),
+          image_horizon(kb),         make_horizon(kb, "gpus.toml", "GPU models with compute capability", newest_gpu)};
+}
+
+bool beyond(const Horizon& horizon, const Version& version) {
+  return horizon.newest && version > horizon.newest->truncated(version.size());
+}
+
+std::string beyond_message(const Horizon& horizon, const std::string& version) {
+  return "gpuenv's data ends at " + horizon.what + " " + (horizon.newest ? horizon.newest->str() : "?") +
+         (horizon.as_of.empty() ? "" : " (data as of " + horizon.as_of + ")") + "; " + version + " is newer";
+}
+
+std::string beyond_remedy(const Horizon& horizon) {
+  return "update gpuenv, or add the row to a data overlay (" + horizon.table +
+         " in /etc/gpuenv/data.d, $GPUENV_DATA_DIR or --data-dir; docs/knowledge-base.md)";
+}
+
+std::string as_of_note(const KnowledgeBase& kb, const std::string& table) {
+  const auto date = kb.as_of.find(table);
+  return date == kb.as_of.end() || date->second.empty() ? std::string() : "(data as of " + date->second + ")";
+}
+
+}  // namespace gpuenv::compat

@@ -1,0 +1,353 @@
+// The framework rules: cuDNN, PyTorch wheels and TensorFlow builds against the knowledge base.
+
+#include <algorithm>
+#include <set>
+
+#include "compat/horizon.hpp"
+#include "compat/rules_internal.hpp"
+
+namespace gpuenv::compat::rules_detail {
+
+// ---- cuDNN --------------------------------------------------------------------------------------
+
+namespace {
+
+/// A (cuDNN version, CUDA major) pair the knowledge base knows exists, with the toolkit minors if listed.
+struct CudnnEvidence {
+  Version cudnn;
+  int cuda_major;
+  std::vector<Version> cuda_versions;  ///< empty: not stated
+  std::vector<std::string> compute_capabilities;
+  std::string source;
+  bool from_support_matrix = false;  ///< a cuDNN support-matrix row, not an image's bundled cuDNN
+};
+
+std::vector<CudnnEvidence> cudnn_evidence(const KnowledgeBase& kb, const Version& wanted) {
+  std::vector<CudnnEvidence> out;
+  for (const CudnnBuild& build : kb.cudnn_builds) {
+    if (build.cudnn.starts_with(wanted)) {
+      out.push_back({build.cudnn, build.cuda_major, build.cuda_versions, build.compute_capabilities,
+                     build.provenance.source, true});
+    }
+  }
+  // The cuDNN inside nvidia/cuda images proves a build for that image's CUDA exists.
+  for (const CudaImage& image : kb.images) {
+    const auto bundled = Version::parse(image.cudnn_version);
+    if (bundled && bundled->starts_with(wanted)) {
+      out.push_back({*bundled, image.cuda.major(), {image.cuda.truncated(2)}, {}, image.provenance.source, false});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_cudnn(const Context& c, Findings& out) {
+  if (c.profile.cudnn_version.empty() || !c.cuda) return;
+  const Version wanted = *Version::parse(c.profile.cudnn_version);
+  const std::vector<CudnnEvidence> evidence = cudnn_evidence(c.kb, wanted);
+  const std::string name = "cuDNN " + c.profile.cudnn_version;
+  const int major = c.cuda->major();
+  if (const Horizon horizon = cudnn_horizon(c.kb); evidence.empty() && beyond(horizon, wanted)) {
+    out.push_back(make("cudnn.cuda_major", Status::warn, beyond_message(horizon, c.profile.cudnn_version),
+                       beyond_remedy(horizon)));
+    return;
+  }
+  if (evidence.empty()) {
+    out.push_back(
+        make("cudnn.cuda_major", Status::warn,
+             name + " is not in the knowledge base; cannot confirm a build for CUDA " + std::to_string(major) + ".x",
+             "check NVIDIA's cuDNN support matrix, or name a cuDNN release gpuenv knows (e.g. \"9\")"));
+    return;
+  }
+  std::vector<CudnnEvidence> for_major;
+  std::set<int> other_majors;
+  for (const CudnnEvidence& e : evidence) {
+    if (e.cuda_major == major) {
+      for_major.push_back(e);
+    } else {
+      other_majors.insert(e.cuda_major);
+    }
+  }
+  if (for_major.empty()) {
+    std::vector<std::string> majors;
+    for (int m : other_majors) majors.push_back(std::to_string(m) + ".x");
+    // The newest cuDNN that does have a build for this CUDA major, as the fix.
+    std::optional<Version> newest;
+    for (const CudnnBuild& build : c.kb.cudnn_builds) {
+      if (build.cuda_major == major && build.cudnn.major() == wanted.major() && (!newest || build.cudnn > *newest))
+        newest = build.cudnn;
+    }
+    std::string remedy = "use CUDA " + list(majors);
+    if (newest)
+      remedy = "use cuDNN " + newest->str() + " (the newest " + std::to_string(wanted.major()) + ".x with a CUDA " +
+               std::to_string(major) + ".x build), or " + remedy;
+    out.push_back(make(
+        "cudnn.cuda_major", Status::fail,
+        name + " has no build for CUDA " + std::to_string(major) + ".x (builds exist for CUDA " + list(majors) + ")",
+        remedy, evidence.front().source));
+    return;
+  }
+  out.push_back(make("cudnn.cuda_major", Status::pass, name + " has a build for CUDA " + std::to_string(major) + ".x",
+                     {}, for_major.front().source));
+  const Version minor = c.cuda->truncated(2);
+  const bool minor_listed = std::any_of(for_major.begin(), for_major.end(), [&minor](const CudnnEvidence& e) {
+    return std::find(e.cuda_versions.begin(), e.cuda_versions.end(), minor) != e.cuda_versions.end();
+  });
+  // Only the support matrix lists supported toolkits; an image merely proves one pairing exists.
+  const bool matrix_rows =
+      std::any_of(for_major.begin(), for_major.end(), [](const CudnnEvidence& e) { return e.from_support_matrix; });
+  if (!minor_listed && !matrix_rows) {
+    out.push_back(make("cudnn.cuda_version", Status::skip,
+                       name + " has no support-matrix row in the knowledge base; its support for CUDA " + minor.str() +
+                           " is not checked"));
+  } else if (!minor_listed) {
+    out.push_back(make(
+        "cudnn.cuda_version", Status::warn,
+        name + "'s CUDA " + std::to_string(major) + ".x builds are not listed as supported with CUDA " + minor.str(),
+        "pick a cuDNN release whose support matrix lists CUDA " + minor.str(), for_major.front().source));
+  }
+  // Judge compute capabilities only by the rows that cover this toolkit (9.10.2's Blackwell row covers 12.8-12.9 only).
+  std::vector<CudnnEvidence> for_minor;
+  for (const CudnnEvidence& e : for_major) {
+    if (std::find(e.cuda_versions.begin(), e.cuda_versions.end(), minor) != e.cuda_versions.end())
+      for_minor.push_back(e);
+  }
+  const std::vector<CudnnEvidence>& cc_rows = for_minor.empty() ? for_major : for_minor;
+  for (const std::string& cc : c.profile.gpu_compute_capabilities) {
+    const bool stated = std::any_of(cc_rows.begin(), cc_rows.end(),
+                                    [](const CudnnEvidence& e) { return !e.compute_capabilities.empty(); });
+    const bool listed = std::any_of(cc_rows.begin(), cc_rows.end(), [&cc](const CudnnEvidence& e) {
+      return std::find(e.compute_capabilities.begin(), e.compute_capabilities.end(), cc) !=
+             e.compute_capabilities.end();
+    });
+    if (stated && !listed) {
+      out.push_back(make("cudnn.compute_capability", Status::warn,
+                         name + " for CUDA " + std::to_string(major) + ".x does not list compute capability " + cc,
+                         "choose a cuDNN release that supports " + cc, for_major.front().source));
+    }
+  }
+}
+
+// ---- PyTorch ------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* k_binary_compatibility_source =
+    "CUDA C++ Programming Guide, binary compatibility: a cubin for compute capability X.y runs on X.z with z >= y, not "
+    "across "
+    "major revisions (as implemented in llvm-project openmp/libomptarget cuda rtl.cpp)";
+
+/// The highest listed architecture whose cubins run on `cc`: same major, minor not above cc's; "" if none.
+std::string binary_compatible_arch(const std::vector<std::string>& built, const std::string& cc) {
+  const auto target = Version::parse(cc);
+  std::optional<Version> best;
+  for (const std::string& candidate : built) {
+    const auto v = Version::parse(candidate);
+    if (!v || !target || v->major() != target->major() || v->minor() > target->minor()) continue;
+    if (!best || *v > *best) best = v;
+  }
+  return best ? best->str() : std::string();
+}
+
+}  // namespace
+
+void check_pytorch(const Context& c, Findings& out) {
+  if (c.profile.framework_name != "pytorch" || !c.cuda) return;
+  // pip reads torch==2.4 as 2.4.0.
+  Version torch = *Version::parse(c.profile.framework_version);
+  if (torch.size() == 2) torch = Version({torch.major(), torch.minor(), 0});
+  const std::string name = "torch " + torch.str();
+  const TorchRelease* release = c.kb.torch_release(torch);
+  if (const Horizon horizon = torch_horizon(c.kb); release == nullptr && beyond(horizon, torch)) {
+    out.push_back(make("pytorch.release", Status::warn, beyond_message(horizon, torch.str()), beyond_remedy(horizon)));
+    return;
+  }
+  if (release == nullptr) {
+    std::vector<std::string> same_series;
+    for (const TorchRelease& r : c.kb.torch_releases) {
+      if (r.version.truncated(2) == torch.truncated(2)) same_series.push_back(r.version.str());
+    }
+    out.push_back(make("pytorch.release", Status::fail, name + " is not a PyTorch release in the knowledge base",
+                       same_series.empty()
+                           ? "pick a release listed by `gpuenv profile show`'s knowledge base (docs/knowledge-base.md)"
+                           : "use one of " + list(same_series)));
+    return;
+  }
+  const bool series_only = release->version.size() == 2;
+  out.push_back(make("pytorch.release", Status::pass,
+                     series_only ? name + " belongs to the " + release->version.str() +
+                                       " series (its patch releases are not in the knowledge base)"
+                                 : name + " is a PyTorch release",
+                     {}, release->provenance.source));
+
+  const bool explicit_variant = !c.profile.framework_variant.empty();
+  const std::string variant = explicit_variant ? c.profile.framework_variant : torch_variant_for(*c.cuda);
+  const bool exists = std::find(release->variants.begin(), release->variants.end(), variant) != release->variants.end();
+  const Horizon variant_horizon = torch_variant_horizon(c.kb);
+  if (const auto variant_cuda = cuda_of_variant(variant);
+      !exists && variant_cuda && beyond(variant_horizon, *variant_cuda)) {
+    out.push_back(make("pytorch.variant", Status::warn,
+                       name + "+" + variant + ": " + beyond_message(variant_horizon, variant_cuda->str()),
+                       beyond_remedy(variant_horizon), release->provenance.source));
+  } else if (!exists) {
+    std::string remedy =
+        "set framework.variant to one of " + list(release->variants) + " (the wheel bundles its own CUDA runtime)";
+    if (!explicit_variant) {
+      std::vector<std::string> cudas;
+      for (const std::string& v : release->variants) {
+        if (auto cv = cuda_of_variant(v)) cudas.push_back(cv->str());
+      }
+      remedy += ", or use a CUDA " + list(cudas) + " release for cuda.version";
+    }
+    out.push_back(
+        make("pytorch.variant", Status::fail,
+             name + " has no " + variant + " wheel (variants: " + list(release->variants) + ")" +
+                 (explicit_variant ? "" : "; " + variant + " follows from cuda.version " + c.profile.cuda_version),
+             remedy, release->provenance.source));
+  } else {
+    out.push_back(
+        make("pytorch.variant", Status::pass, name + "+" + variant + " exists", {}, release->provenance.source));
+  }
+
+  const auto wheel_cuda = cuda_of_variant(variant);
+  if (explicit_variant && wheel_cuda && wheel_cuda->major() != c.cuda->major()) {
+    out.push_back(
+        make("pytorch.variant_cuda", Status::warn,
+             "the " + variant + " wheel bundles CUDA " + wheel_cuda->str() + " while the image has CUDA " +
+                 c.profile.cuda_version + ": two CUDA runtimes of different majors",
+             "use a " + variant + "-matching cuda.version, or a variant for CUDA " + std::to_string(c.cuda->major())));
+  }
+
+  if (const TorchSeries* series = c.kb.torch_series_of(torch)) {
+    const Version python = *Version::parse(c.profile.framework_python);
+    const std::string range = series->python_min.str() + "-" + series->python_max.str();
+    if (python < series->python_min || python > series->python_max) {
+      out.push_back(
+          make("pytorch.python", Status::fail,
+               "torch " + series->series.str() + " supports Python " + range + ", not " + c.profile.framework_python,
+               "set framework.python to a version in " + range, series->provenance.source));
+    } else {
+      out.push_back(make(
+          "pytorch.python", Status::pass,
+          "Python " + c.profile.framework_python + " is within torch " + series->series.str() + "'s range " + range, {},
+          series->provenance.source));
+    }
+  } else {
+    out.push_back(make("pytorch.python", Status::warn,
+                       "no Python range for torch " + torch.truncated(2).str() + " in the knowledge base",
+                       "check PyTorch's release compatibility matrix"));
+  }
+
+  if (exists && wheel_cuda && c.floor.version) {
+    const DriverJudgement judged =
+        judge_driver(*c.floor.version, "the driver floor " + c.floor.version->str() + " (" + c.floor.reason + ")",
+                     *wheel_cuda, c.kb.driver_for_minor(*wheel_cuda), c.kb);
+    out.push_back(make("pytorch.driver", judged.status, "the " + variant + " wheel: " + judged.message, judged.remedy));
+  }
+
+  if (!exists) return;
+  const TorchArch* arch = c.kb.torch_arch(torch, variant);
+  for (const std::string& cc : c.profile.gpu_compute_capabilities) {
+    if (arch == nullptr) {
+      out.push_back(make("pytorch.compute_capability", Status::skip,
+                         "no architecture list for torch " + torch.truncated(2).str() + "+" + variant +
+                             " in the knowledge base; compute capability " + cc + " not checked"));
+      continue;
+    }
+    const bool listed = std::find(arch->compute_capabilities.begin(), arch->compute_capabilities.end(), cc) !=
+                        arch->compute_capabilities.end();
+    const auto cc_version = Version::parse(cc);
+    const auto ptx = Version::parse(arch->ptx);
+    const std::string compatible = binary_compatible_arch(arch->compute_capabilities, cc);
+    if (listed) {
+      out.push_back(make("pytorch.compute_capability", Status::pass,
+                         name + "+" + variant + " is built for compute capability " + cc, {}, arch->provenance.source));
+    } else if (!compatible.empty()) {
+      out.push_back(make("pytorch.compute_capability", Status::pass,
+                         name + "+" + variant + " has no " + cc + " kernels but its " + compatible +
+                             " kernels run there (cubins run on the same major with an equal or higher minor)",
+                         {}, k_binary_compatibility_source));
+    } else if (ptx && cc_version && *cc_version > *ptx) {
+      out.push_back(make("pytorch.compute_capability", Status::warn,
+                         name + "+" + variant + " has no kernels for " + cc +
+                             "; it runs through JIT compilation of its " + arch->ptx + " PTX (slow first start)",
+                         "use a PyTorch release built for " + cc, arch->provenance.source));
+    } else {
+      out.push_back(make("pytorch.compute_capability", Status::fail,
+                         name + "+" + variant + " is not built for compute capability " + cc + " (built for " +
+                             list(arch->compute_capabilities) + ")",
+                         "use another wheel variant or PyTorch release that includes " + cc, arch->provenance.source));
+    }
+  }
+}
+
+// ---- TensorFlow ---------------------------------------------------------------------------------
+
+void check_tensorflow(const Context& c, Findings& out) {
+  if (c.profile.framework_name != "tensorflow" || !c.cuda) return;
+  const Version tf = *Version::parse(c.profile.framework_version);
+  const std::string name = "TensorFlow " + c.profile.framework_version;
+  const TensorflowRelease* release = c.kb.tensorflow_release(tf);
+  if (const Horizon horizon = tensorflow_horizon(c.kb); release == nullptr && beyond(horizon, tf)) {
+    out.push_back(make("tensorflow.release", Status::warn, beyond_message(horizon, c.profile.framework_version),
+                       beyond_remedy(horizon)));
+    return;
+  }
+  if (release == nullptr) {
+    out.push_back(make("tensorflow.release", Status::fail, name + " is not in TensorFlow's tested build configurations",
+                       "use a release listed at https://www.tensorflow.org/install/source#gpu"));
+    return;
+  }
+  const bool exact = release->version == tf;
+  out.push_back(make("tensorflow.release", Status::pass,
+                     exact ? name + " is a TensorFlow release"
+                           : name + " is judged by the tested configuration of " + release->version.str(),
+                     {}, release->provenance.source));
+  const std::string line = "CUDA " + release->cuda.str() + " / cuDNN " + release->cudnn.str();
+  const std::string tested = "TensorFlow " + release->version.str() + " was built and tested with " + line;
+  if (c.cuda->major() != release->cuda.major()) {
+    out.push_back(make("tensorflow.cuda", Status::fail, tested + ", not CUDA " + c.profile.cuda_version,
+                       "use a CUDA " + release->cuda.str() + ".x release, or a TensorFlow release built for CUDA " +
+                           std::to_string(c.cuda->major()),
+                       release->provenance.source));
+  } else if (c.cuda->truncated(2) != release->cuda) {
+    out.push_back(
+        make("tensorflow.cuda", Status::warn, tested + "; CUDA " + c.profile.cuda_version + " is an untested pairing",
+             "use a CUDA " + release->cuda.str() + ".x release" +
+                 (release->and_cuda ? " (tensorflow[and-cuda] brings CUDA " + release->cuda.str() + " as pip packages)"
+                                    : ""),
+             release->provenance.source));
+  } else {
+    out.push_back(make("tensorflow.cuda", Status::pass, tested, {}, release->provenance.source));
+  }
+  if (!c.profile.cudnn_version.empty()) {
+    const Version cudnn = *Version::parse(c.profile.cudnn_version);
+    if (cudnn.major() != release->cudnn.major()) {
+      out.push_back(make("tensorflow.cudnn", Status::fail, tested + ", not cuDNN " + c.profile.cudnn_version,
+                         "set cudnn.version to \"" + release->cudnn.str() + "\"", release->provenance.source));
+    } else if (cudnn.size() >= 2 && cudnn.truncated(2) != release->cudnn) {
+      out.push_back(make("tensorflow.cudnn", Status::warn,
+                         tested + "; cuDNN " + c.profile.cudnn_version + " is untested",
+                         "set cudnn.version to \"" + release->cudnn.str() + "\"", release->provenance.source));
+    } else {
+      out.push_back(make("tensorflow.cudnn", Status::pass, "cuDNN " + c.profile.cudnn_version + " matches " + line, {},
+                         release->provenance.source));
+    }
+  }
+  const Version python = *Version::parse(c.profile.framework_python);
+  const std::string range = release->python_min.str() + "-" + release->python_max.str();
+  if (python < release->python_min || python > release->python_max) {
+    out.push_back(make(
+        "tensorflow.python", Status::fail,
+        "TensorFlow " + release->version.str() + " supports Python " + range + ", not " + c.profile.framework_python,
+        "set framework.python to a version in " + range, release->provenance.source));
+  } else {
+    out.push_back(make("tensorflow.python", Status::pass,
+                       "Python " + c.profile.framework_python + " is within TensorFlow " + release->version.str() +
+                           "'s range " + range,
+                       {}, release->provenance.source));
+  }
+}
+
+}  // namespace gpuenv::compat::rules_detail

@@ -1,0 +1,213 @@
+// The nvidia/cuda image rules and the GPU rules (models, compute capabilities per CUDA release).
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "compat/horizon.hpp"
+#include "compat/rules_internal.hpp"
+
+namespace gpuenv::compat::rules_detail {
+
+// ---- nvidia/cuda image --------------------------------------------------------------------------
+
+namespace {
+
+/// CUDA versions whose images were published for `os`, nearest first, for the remedy.
+std::vector<std::string> images_with_os(const KnowledgeBase& kb, const Version& cuda, const std::string& os) {
+  std::vector<const CudaImage*> matches;
+  for (const CudaImage& image : kb.images) {
+    if (std::find(image.os.begin(), image.os.end(), os) != image.os.end() && image.lifecycle == "active")
+      matches.push_back(&image);
+  }
+  std::sort(matches.begin(), matches.end(), [&cuda](const CudaImage* a, const CudaImage* b) {
+    const auto distance = [&cuda](const Version& v) {
+      return std::abs((v.major() * 100 + v.minor()) - (cuda.major() * 100 + cuda.minor()));
+    };
+    return distance(a->cuda) < distance(b->cuda);
+  });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < matches.size() && i < 3; ++i) out.push_back(matches[i]->cuda.str());
+  return out;
+}
+
+/// The active image of the same CUDA minor (12.1.0 -> 12.1.1), for EOL remedies.
+const CudaImage* active_successor(const KnowledgeBase& kb, const Version& cuda) {
+  const CudaImage* best = nullptr;
+  for (const CudaImage& image : kb.images) {
+    if (image.lifecycle == "active" && image.cuda.truncated(2) == cuda.truncated(2) &&
+        (!best || image.cuda > best->cuda))
+      best = &image;
+  }
+  return best;
+}
+
+}  // namespace
+
+void check_image(const Context& c, Findings& out) {
+  if (!c.cuda) return;
+  const Derived derived = derive(c.profile, c.kb);
+  if (derived.image_os.empty()) {
+    const std::string message = "NVIDIA publishes no nvidia/cuda images for " + c.profile.os_distro;
+    if (c.purpose == Purpose::dockerfile) {
+      out.push_back(make("image.os", Status::fail, message,
+                         "use os.distro ubuntu, rockylinux, ubi or amzn for container images (" + c.profile.os_distro +
+                             " is fine for `gpuenv install`)"));
+    } else {
+      out.push_back(
+          make("image.os", Status::skip, message + "; fine for install, an error only for `gpuenv dockerfile`"));
+    }
+    return;
+  }
+  const std::string tag = "nvidia/cuda:" + derived.image_tag;
+  const CudaImage* image = c.kb.image(*c.cuda);
+  if (const Horizon horizon = image_horizon(c.kb); image == nullptr && beyond(horizon, *c.cuda)) {
+    out.push_back(make(
+        "image.tag", Status::warn,
+        tag + ": " + beyond_message(horizon, c.profile.cuda_version) + ", so whether NVIDIA published it is not known",
+        beyond_remedy(horizon)));
+    return;
+  }
+  if (image == nullptr) {
+    out.push_back(make(
+        "image.tag", Status::fail, "nvidia/cuda has no images for CUDA " + c.profile.cuda_version,
+        "pick a CUDA version with published images, e.g. " + list(images_with_os(c.kb, *c.cuda, derived.image_os))));
+    return;
+  }
+  if (std::find(image->os.begin(), image->os.end(), derived.image_os) == image->os.end()) {
+    out.push_back(make("image.tag", Status::fail,
+                       tag + " was never published: CUDA " + image->cuda.str() + " images exist for " + list(image->os),
+                       "use one of those OSes, or a CUDA version published for " + derived.image_os + " (" +
+                           list(images_with_os(c.kb, *c.cuda, derived.image_os)) + ")",
+                       image->provenance.source));
+    return;
+  }
+  // A framework that brings its own cuDNN as pip wheels takes [cudnn] as the cuDNN it loads, not as an image to
+  // pull: a `base` image (no cuDNN) is then the lean choice, not an error.
+  const bool cudnn_from_wheels = framework_brings_cuda_libraries(c.profile, c.kb);
+  if (!c.profile.cudnn_version.empty() && !(cudnn_from_wheels && effective_image_flavor(c.profile, c.kb) == "base")) {
+    const std::string flavor = effective_image_flavor(c.profile, c.kb);
+    if (flavor == "base") {
+      out.push_back(make("image.tag", Status::fail, "nvidia/cuda has no cuDNN variant of `base` images",
+                         "set image.flavor to runtime or devel, or drop [cudnn]", image->provenance.source));
+      return;
+    }
+    if (image->cudnn_token.empty() ||
+        std::find(image->cudnn_os.begin(), image->cudnn_os.end(), derived.image_os) == image->cudnn_os.end()) {
+      out.push_back(
+          make("image.tag", Status::fail,
+               tag + " was never published: CUDA " + image->cuda.str() + " has no cuDNN image for " + derived.image_os,
+               image->cudnn_token.empty()
+                   ? "pick a CUDA update that has cuDNN images (e.g. " +
+                         (active_successor(c.kb, *c.cuda) ? active_successor(c.kb, *c.cuda)->cuda.str()
+                                                          : std::string("another release")) +
+                         "), or install cuDNN yourself and drop [cudnn]"
+                   : "use one of " + list(image->cudnn_os),
+               image->provenance.source));
+      return;
+    }
+    const auto bundled = Version::parse(image->cudnn_version);
+    const Version wanted = *Version::parse(c.profile.cudnn_version);
+    if (bundled && bundled->major() != wanted.major()) {
+      out.push_back(make("image.cudnn", Status::fail,
+                         tag + " carries cuDNN " + image->cudnn_version + ", not cuDNN " + c.profile.cudnn_version,
+                         "set cudnn.version to \"" + std::to_string(bundled->major()) +
+                             "\", or choose a CUDA version whose image carries cuDNN " + std::to_string(wanted.major()),
+                         image->provenance.source));
+      return;
+    }
+    if (bundled && !bundled->starts_with(wanted)) {
+      out.push_back(make("image.cudnn", Status::warn,
+                         tag + " carries cuDNN " + image->cudnn_version + ", not " + c.profile.cudnn_version,
+                         "set cudnn.version to \"" + std::to_string(wanted.major()) + "\" to accept the image's cuDNN",
+                         image->provenance.source));
+    }
+  }
+  if (image->lifecycle == "eol") {
+    std::string when;
+    if (!image->eol_date.empty()) when += "marked end-of-life " + image->eol_date;
+    if (!image->deletion_date.empty())
+      when += std::string(when.empty() ? "" : ", ") + "deletion scheduled for " + image->deletion_date;
+    const CudaImage* successor = active_successor(c.kb, *c.cuda);
+    out.push_back(make("image.tag", Status::warn,
+                       tag + " is end-of-life" + (when.empty() ? "" : " (" + when + ")") +
+                           ": NVIDIA deletes EOL tags six months after EOL, so it may no longer be pullable",
+                       successor ? "move cuda.version to " + successor->cuda.str() +
+                                       ", the supported release of CUDA " + major_minor(*c.cuda)
+                                 : "move to a supported CUDA release",
+                       image->provenance.source));
+    return;
+  }
+  out.push_back(make("image.tag", Status::pass, tag + " is published", {}, image->provenance.source));
+}
+
+// ---- GPUs ---------------------------------------------------------------------------------------
+
+namespace {
+
+/// The profile's compute capabilities, with the models translated; unknown models are reported.
+std::vector<std::string> target_compute_capabilities(const Context& c, Findings& out) {
+  std::vector<std::string> ccs = c.profile.gpu_compute_capabilities;
+  std::vector<std::string> names;
+  for (const GpuModel& gpu : c.kb.gpus) names.push_back(gpu.model);
+  for (const std::string& model : c.profile.gpu_models) {
+    if (const GpuModel* gpu = c.kb.gpu(model)) {
+      if (std::find(ccs.begin(), ccs.end(), gpu->compute_capability) == ccs.end())
+        ccs.push_back(gpu->compute_capability);
+      continue;
+    }
+    std::string message = "GPU model `" + model + "` is not in the knowledge base";
+    const auto suggestion = util::closest_match(model, names);
+    // NVML names every current NVIDIA GPU "NVIDIA ..."; such a name that is no near miss is a GPU newer than the
+    // table, not a typo.
+    if (!suggestion && util::starts_with(model, "NVIDIA ")) {
+      out.push_back(make("gpu.model", Status::warn,
+                         message + " " + as_of_note(c.kb, "gpus.toml") + "; it may be newer than gpuenv's data",
+                         "give gpu.compute_capabilities, update gpuenv, or add the model to a data overlay (gpus.toml; "
+                         "docs/knowledge-base.md)"));
+      continue;
+    }
+    if (suggestion) message += "; did you mean `" + *suggestion + "`?";
+    out.push_back(make("gpu.model", Status::fail, message,
+                       "name a known model (" + list(names) + ") or give gpu.compute_capabilities"));
+  }
+  return ccs;
+}
+
+}  // namespace
+
+void check_gpus(const Context& c, Findings& out) {
+  const std::vector<std::string> ccs = target_compute_capabilities(c, out);
+  if (!c.cuda) return;
+  const Version cuda = c.cuda->truncated(2);
+  for (const std::string& cc : ccs) {
+    const ArchSupport* arch = c.kb.arch(cc);
+    const Horizon horizon = compute_capability_horizon(c.kb);
+    if (const auto version = Version::parse(cc); arch == nullptr && version && beyond(horizon, *version)) {
+      out.push_back(make("gpu.cuda_support", Status::warn, beyond_message(horizon, cc), beyond_remedy(horizon)));
+      continue;
+    }
+    if (arch == nullptr) {
+      out.push_back(make("gpu.cuda_support", Status::fail,
+                         "compute capability " + cc + " is not a known NVIDIA architecture",
+                         "check the value against https://developer.nvidia.com/cuda-gpus"));
+      continue;
+    }
+    const std::string what = "compute capability " + cc + " (" + arch->name + ")";
+    if (cuda < arch->first_cuda) {
+      out.push_back(make("gpu.cuda_support", Status::fail,
+                         "CUDA " + c.profile.cuda_version + " cannot target " + what + "; support starts with CUDA " +
+                             arch->first_cuda.str(),
+                         "use CUDA " + arch->first_cuda.str() + " or newer", arch->provenance.source));
+    } else if (arch->last_cuda && cuda > *arch->last_cuda) {
+      out.push_back(make("gpu.cuda_support", Status::fail,
+                         "CUDA " + c.profile.cuda_version + " dropped " + what + "; the last CUDA to support it is " +
+                             arch->last_cuda->str(),
+                         "use CUDA " + arch->last_cuda->str() + " or older for these GPUs", arch->provenance.source));
+    } else {
+      out.push_back(make("gpu.cuda_support", Status::pass, "CUDA " + c.profile.cuda_version + " supports " + what, {},
+                         arch->provenance.source));
+    }
+  }
+}
+
+}  // namespace gpuenv::compat::rules_detail

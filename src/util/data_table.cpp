@@ -1,0 +1,35 @@
+#include "util/data_table.hpp"
+
+#include <algorithm>
+
+namespace gpuenv::util {
+
+namespace {
+
+Overlay& overlay_slot() {
+  static Overlay overlay;
+  return overlay;
+}
+
+}  // namespace
+
+void install_overlay(Overlay overlay) { overlay_slot() = std::move(overlay); }
+
+const Overlay& installed_overlay() { return overlay_slot(); }
+
+Expected<TomlFile> read_data_table(const DataTable& table, const Overlay& overlay) {
+  auto file = TomlFile::parse(table.embedded.contents, std::string(table.embedded.name));
+  if (!file) return file;
+  for (const OverlayFile& extra : overlay) {
+    if (extra.table != table.name) continue;
+    if (auto merged = file->merge(extra.text, extra.path, table.keys); !merged) return merged.error();
+  }
+  return file;
+}
+
+const DataTable* find_table(const std::vector<DataTable>& tables, std::string_view name) {
+  const auto found = std::find_if(tables.begin(), tables.end(), [name](const DataTable& t) { return t.name == name; });
+  return found == tables.end() ? nullptr : &*found;
+}
+
+}  // namespace gpuenv::util

@@ -1,0 +1,280 @@
+// The knowledge base's horizon, both sides of each: a version newer than the newest row is a WARN naming the
+// horizon; an unknown version inside the known range stays what it was (a FAIL with the nearest real ones). The
+// versions are computed from the data, so the test holds as rows are added. And the overlay's rows in the rules.
+
+#include "compat/horizon.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "compat/knowledge_base.hpp"
+#include "compat/rules.hpp"
+#include "profile/profile.hpp"
+#include "report/finding.hpp"
+
+namespace {
+
+using gpuenv::compat::Horizon;
+using gpuenv::compat::KnowledgeBase;
+using gpuenv::profile::Profile;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+using gpuenv::util::Version;
+
+const KnowledgeBase& kb() {
+  static const KnowledgeBase* loaded = [] {
+    auto k = gpuenv::compat::builtin_knowledge_base();
+    REQUIRE(k);
+    return *k;
+  }();
+  return *loaded;
+}
+
+/// An Ubuntu 22.04 / CUDA 12.4.1 / runtime profile, changed by `change`.
+template <typename Change>
+Profile profile(Change change) {
+  Profile p;
+  p.name = "horizon";
+  p.os_distro = "ubuntu";
+  p.os_version = "22.04";
+  p.cuda_version = "12.4.1";
+  p.image_flavor = "runtime";
+  change(p);
+  return p;
+}
+
+Profile pytorch(const std::string& version, const std::string& variant = {}) {
+  return profile([&](Profile& p) {
+    p.framework_name = "pytorch";
+    p.framework_version = version;
+    p.framework_python = "3.11";
+    p.framework_variant = variant;
+  });
+}
+
+Profile tensorflow(const std::string& version) {
+  return profile([&](Profile& p) {
+    p.framework_name = "tensorflow";
+    p.framework_version = version;
+    p.framework_python = "3.11";
+    p.cuda_version = "12.5.1";
+  });
+}
+
+Version next_patch(const Version& v) { return Version({v.major(), v.minor(), v.component(2) + 1}); }
+Version next_minor(const Version& v) { return Version({v.major(), v.minor() + 1, 0}); }
+Version next_major(const Version& v) { return Version({v.major() + 1, 0, 0}); }
+
+struct Row {
+  std::string what;
+  Profile profile;
+  std::string id;
+  Status status;
+  std::vector<std::string> excerpts;  ///< each in the message or remedy of the finding with `id`
+};
+
+void check_rows(const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    const std::vector<Finding> findings = gpuenv::compat::check_profile(row.profile, kb());
+    std::string all;
+    for (const Finding& f : findings)
+      all += "  " + f.id + " " + std::string(gpuenv::report::to_string(f.status)) + ": " + f.message + "\n";
+    INFO(row.what << "\n" << all);
+    const auto found =
+        std::find_if(findings.begin(), findings.end(), [&row](const Finding& f) { return f.id == row.id; });
+    REQUIRE(found != findings.end());
+    CHECK(found->status == row.status);
+    for (const std::string& excerpt : row.excerpts)
+      CHECK_THAT(found->message + " | " + found->remedy, Catch::Contains(excerpt));
+  }
+}
+
+std::string ends_at(const Horizon& h) {
+  return "gpuenv's data ends at " + h.what + " " + h.newest->str() + " (data as of " + h.as_of + ")";
+}
+
+}  // namespace
+
+TEST_CASE("horizon: every table records its date and its newest row", "[compat][horizon]") {
+  for (const Horizon& h : gpuenv::compat::horizons(kb())) {
+    INFO(h.table << " " << h.what);
+    CHECK(h.newest.has_value());
+    CHECK(h.as_of.size() == 10);  // YYYY-MM-DD
+  }
+  CHECK(gpuenv::compat::beyond(gpuenv::compat::cuda_horizon(kb()), Version({99})));
+  CHECK_FALSE(gpuenv::compat::beyond(gpuenv::compat::cuda_horizon(kb()), Version({10, 0})));
+}
+
+TEST_CASE("horizon: CUDA releases on both sides", "[compat][horizon]") {
+  const Horizon h = gpuenv::compat::cuda_horizon(kb());
+  const auto cuda = [](const Version& v) { return profile([&v](Profile& p) { p.cuda_version = v.str(); }); };
+  REQUIRE(kb().cuda_release(Version({12, 4, 9})) == nullptr);
+  check_rows({
+      {"the newest known release", cuda(*h.newest), "cuda.release", Status::pass, {}},
+      {"one patch past the newest",
+       cuda(next_patch(*h.newest)),
+       "cuda.release",
+       Status::warn,
+       {ends_at(h), next_patch(*h.newest).str() + " is newer", "update gpuenv, or add the row to a data overlay"}},
+      {"the next minor", cuda(next_minor(*h.newest)), "cuda.release", Status::warn, {ends_at(h)}},
+      {"the next major", cuda(next_major(*h.newest)), "cuda.release", Status::warn, {ends_at(h)}},
+      {"inside the range, not a release",
+       cuda(Version({12, 4, 9})),
+       "cuda.release",
+       Status::fail,
+       {"is not a CUDA release; the nearest are"}},
+      {"a driver for the next major: no requirement known, past the horizon",
+       profile([&h](Profile& p) {
+         p.cuda_version = next_major(*h.newest).str();
+         p.driver_min = "999.1.1";
+       }),
+       "driver.cuda_minimum",
+       Status::warn,
+       {ends_at(h)}},
+  });
+}
+
+TEST_CASE("horizon: a profile past every horizon warns and never fails", "[compat][horizon]") {
+  const Version cuda = next_patch(*gpuenv::compat::cuda_horizon(kb()).newest);
+  const Profile p = profile([&cuda](Profile& q) { q.cuda_version = cuda.str(); });
+  const auto findings = gpuenv::compat::check_profile(p, kb());
+  CHECK(gpuenv::report::count_status(findings, Status::fail) == 0);
+  CHECK(gpuenv::report::count_status(findings, Status::warn) >= 1);
+}
+
+TEST_CASE("horizon: nvidia/cuda image tags on both sides", "[compat][horizon]") {
+  const Horizon h = gpuenv::compat::image_horizon(kb());
+  check_rows({
+      {"past the newest image",
+       profile([&h](Profile& p) { p.cuda_version = next_major(*h.newest).str(); }),
+       "image.tag",
+       Status::warn,
+       {ends_at(h)}},
+      {"inside the range, never published",
+       profile([](Profile& p) { p.cuda_version = "12.4.9"; }),
+       "image.tag",
+       Status::fail,
+       {"nvidia/cuda has no images for CUDA 12.4.9"}},
+  });
+}
+
+TEST_CASE("horizon: cuDNN on both sides", "[compat][horizon]") {
+  const Horizon h = gpuenv::compat::cudnn_horizon(kb());
+  const auto cudnn = [](const std::string& v) { return profile([&v](Profile& p) { p.cudnn_version = v; }); };
+  check_rows({
+      {"a cuDNN major past the newest",
+       cudnn(std::to_string(h.newest->major() + 1)),
+       "cudnn.cuda_major",
+       Status::warn,
+       {"gpuenv's data ends at cuDNN " + h.newest->str()}},
+      {"a cuDNN minor past the newest",
+       cudnn(next_minor(*h.newest).truncated(2).str()),
+       "cudnn.cuda_major",
+       Status::warn,
+       {ends_at(h)}},
+      {"inside the range, unknown", cudnn("8.99"), "cudnn.cuda_major", Status::warn, {"is not in the knowledge base"}},
+  });
+}
+
+TEST_CASE("horizon: PyTorch releases and wheel variants on both sides", "[compat][horizon]") {
+  const Horizon h = gpuenv::compat::torch_horizon(kb());
+  const Horizon variants = gpuenv::compat::torch_variant_horizon(kb());
+  const Version newer_cuda = next_minor(*variants.newest);
+  const std::string newer_variant = "cu" + std::to_string(newer_cuda.major()) + std::to_string(newer_cuda.minor());
+  check_rows({
+      {"the next torch minor",
+       pytorch(next_minor(*h.newest).str()),
+       "pytorch.release",
+       Status::warn,
+       {"gpuenv's data ends at torch " + h.newest->str()}},
+      {"inside the range, not a release", pytorch("2.4.9"), "pytorch.release", Status::fail, {"not a PyTorch release"}},
+      {"a wheel variant for a CUDA past every known variant",
+       pytorch("2.4.1", newer_variant),
+       "pytorch.variant",
+       Status::warn,
+       {"gpuenv's data ends at torch wheels for CUDA " + variants.newest->str()}},
+      {"an old variant the release never had",
+       pytorch("2.4.1", "cu101"),
+       "pytorch.variant",
+       Status::fail,
+       {"has no cu101 wheel"}},
+  });
+}
+
+TEST_CASE("horizon: TensorFlow releases on both sides", "[compat][horizon]") {
+  const Horizon h = gpuenv::compat::tensorflow_horizon(kb());
+  check_rows({
+      {"the next TensorFlow minor",
+       tensorflow(next_minor(*h.newest).truncated(2).str()),
+       "tensorflow.release",
+       Status::warn,
+       {ends_at(h)}},
+      {"inside the range, unknown",
+       tensorflow("1.99"),
+       "tensorflow.release",
+       Status::fail,
+       {"not in TensorFlow's tested build configurations"}},
+  });
+}
+
+TEST_CASE("horizon: compute capabilities and GPU models on both sides", "[compat][horizon]") {
+  const Horizon h = gpuenv::compat::compute_capability_horizon(kb());
+  const std::string newer = std::to_string(h.newest->major() + 1) + ".0";
+  const auto cc = [](const std::string& v) { return profile([&v](Profile& p) { p.gpu_compute_capabilities = {v}; }); };
+  const auto model = [](const std::string& v) { return profile([&v](Profile& p) { p.gpu_models = {v}; }); };
+  check_rows({
+      {"a compute capability past the newest", cc(newer), "gpu.cuda_support", Status::warn, {ends_at(h)}},
+      {"inside the range, no such architecture",
+       cc("9.9"),
+       "gpu.cuda_support",
+       Status::fail,
+       {"not a known NVIDIA architecture"}},
+      {"an NVIDIA name the table does not know, no near miss",
+       model("NVIDIA Zeta 9000"),
+       "gpu.model",
+       Status::warn,
+       {"may be newer than gpuenv's data", "data as of"}},
+      {"a near miss of a known model stays a typo", model("H100X"), "gpu.model", Status::fail, {"did you mean"}},
+      {"not an NVIDIA name", model("Instinct MI300X"), "gpu.model", Status::fail, {"not in the knowledge base"}},
+  });
+}
+
+TEST_CASE("overlay: rows added and replaced in the knowledge base, and said so in findings", "[compat][overlay]") {
+  const Version newer = next_patch(*gpuenv::compat::cuda_horizon(kb()).newest);
+  const gpuenv::util::Overlay overlay = {
+      {"cuda.toml", "/etc/gpuenv/data.d/cuda.toml",
+       "# a release gpuenv does not know yet\n[[release]]\nversion = \"" + newer.str() +
+           "\"\ndriver_min = \"600.1.2\"\nstatus = \"verified\"\nsource = \"https://docs.nvidia.com/cuda/"
+           "cuda-toolkit-release-notes/\"\n\n[[release]]\nversion = \"12.4.1\"\ndriver_min = \"551.0.0\"\n"
+           "status = \"verified\"\nsource = \"a corrected row\"\n"}};
+  auto merged = gpuenv::compat::load_knowledge_base(overlay);
+  REQUIRE(merged);
+  CHECK(merged->cuda_releases.size() == kb().cuda_releases.size() + 1);
+  CHECK(*gpuenv::compat::cuda_horizon(*merged).newest == newer);
+  REQUIRE(merged->cuda_release(Version({12, 4, 1})) != nullptr);
+  CHECK(merged->cuda_release(Version({12, 4, 1}))->driver_min->str() == "551.0.0");
+
+  const Profile p = profile([&newer](Profile& q) { q.cuda_version = newer.str(); });
+  const auto findings = gpuenv::compat::check_profile(p, *merged);
+  const auto release =
+      std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.id == "cuda.release"; });
+  REQUIRE(release != findings.end());
+  CHECK(release->status == Status::pass);
+  CHECK_THAT(release->source, Catch::Contains("(from overlay /etc/gpuenv/data.d/cuda.toml:2)"));
+}
+
+TEST_CASE("overlay: a row without `source` or with an unknown key is bad input naming file:line", "[compat][overlay]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[[gpu]]\nmodel = \"Zeta\"\ncompute_capability = \"12.0\"\nstatus = \"verified\"\n",
+       "/d/gpus.toml:1: [[gpu]]: missing `source`"},
+      {"\n[[gpu]]\nmodel = \"Zeta\"\ncompute_capability = \"12.0\"\nstatus = \"verified\"\nsource = \"s\"\ncc = 1\n",
+       "/d/gpus.toml:2: [[gpu]]: unexpected key `cc`"},
+  };
+  for (const auto& [text, excerpt] : cases) {
+    auto merged = gpuenv::compat::load_knowledge_base({{"gpus.toml", "/d/gpus.toml", text}});
+    REQUIRE_FALSE(merged);
+    CHECK(merged.error().kind == gpuenv::util::ErrorKind::input);
+    CHECK_THAT(merged.error().message, Catch::Contains(excerpt));
+  }
+}
