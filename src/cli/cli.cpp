@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/context.hpp"
+#include "system/abandon.hpp"
 #include "util/host_text.hpp"
 
 #ifndef GPUENV_VERSION
@@ -68,18 +70,30 @@ int run(int argc, char** argv) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::usage);
   }
 
+  ExitCode code = ExitCode::internal;
   try {
     // `data check DIR` judges DIR on its own; every other command runs with this machine's overlay.
     const bool checking_a_directory = app.got_subcommand("data") && app.get_subcommand("data")->got_subcommand("check");
-    if (const ExitCode code = install_data_overlay(context, data_dir, !checking_a_directory); code != ExitCode::ok)
-      return static_cast<int>(code);
-    const ExitCode code = action ? action(context) : ExitCode::usage;
-    std::cout.flush();
-    return static_cast<int>(code);
+    code = install_data_overlay(context, data_dir, !checking_a_directory);
+    if (code == ExitCode::ok) code = action ? action(context) : ExitCode::usage;
   } catch (const std::exception& e) {
     std::cerr << "gpuenv: internal error: " << e.what() << "\n";
-    return static_cast<int>(ExitCode::internal);
+    code = ExitCode::internal;
   }
+  return leave(code);
+}
+
+int leave(ExitCode code) {
+  std::cout.flush();
+  std::cerr.flush();
+  // A thread abandoned inside NVML or libcuda (or a child that would not die) is still running: exit() would run
+  // static destructors and the libraries' teardown under it, a crash or a hang that turns the exit code into 139
+  // or 124. Leave without them; everything printed has been flushed.
+  if (system::work_was_abandoned()) {
+    std::fflush(nullptr);
+    std::_Exit(static_cast<int>(code));
+  }
+  return static_cast<int>(code);
 }
 
 }  // namespace gpuenv::cli

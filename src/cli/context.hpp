@@ -19,6 +19,10 @@ struct Context {
   report::TextStyle style;
 };
 
+/// The one place a command's ExitCode becomes the process's: returns it, or, when work was abandoned (a thread in
+/// NVML or libcuda, a child that would not die), flushes stdout and stderr and _Exits with it.
+int leave(ExitCode code);
+
 /// Prints an Error (and its remedy) to stderr and returns its exit code: usage/input -> 2, internal -> 3.
 ExitCode report_error(Context& context, const util::Error& error);
 

@@ -19,6 +19,11 @@
 namespace gpuenv::cli {
 namespace {
 
+/// The default whole-run deadline: Slurm kills a HealthCheckProgram after 60 s (HealthCheckInterval's limit) and
+/// node-problem-detector plugins and cron wrappers use similar limits; 45 s leaves 15 s for the exit, the Slurm
+/// drain/resume calls (5 s each) and a slow start (docs/reliability.md "Fault injection and deadlines").
+constexpr double k_default_deadline_s = 45;
+
 struct DoctorOptions {
   bool json = false;
   bool oneline = false;
@@ -39,7 +44,7 @@ struct DoctorOptions {
   bool no_frameworks = false;
   std::string python = "python3";
   std::string cloud_metadata_endpoint;
-  double timeout_s = 10;
+  double timeout_s = k_default_deadline_s;
   std::string since = "boot";
   double memtest = 0;                ///< smoke's --memtest
   std::vector<std::string> expect;   ///< smoke's --expect ID=VALUE
@@ -67,6 +72,8 @@ util::Expected<std::optional<profile::Profile>> load_profile_for(Context& contex
 /// Slurm kills a HealthCheckProgram after 60 s: under --slurm, each wait (NVML, libcuda, nvidia-smi, scontrol) is
 /// capped at this, and the smoke tests do not run.
 constexpr std::chrono::milliseconds k_slurm_wait_limit{std::chrono::seconds(5)};
+/// Under --slurm the whole collection ends by then, whatever --timeout says: the drain/resume calls come after it.
+constexpr std::chrono::milliseconds k_slurm_deadline_limit{std::chrono::seconds(45)};
 
 bool exits_ok(report::Verdict verdict, bool strict) {
   return verdict == report::Verdict::ok || (verdict == report::Verdict::degraded && !strict);
@@ -162,8 +169,11 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.collect.now_unix =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   request.collect.live = options.root.empty();
-  request.collect.timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
-  if (options.slurm) request.collect.timeout = std::min(request.collect.timeout, k_slurm_wait_limit);
+  request.deadline = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
+  if (options.slurm) {
+    request.collect.timeout = std::min(request.collect.timeout, k_slurm_wait_limit);
+    request.deadline = std::min(*request.deadline, k_slurm_deadline_limit);
+  }
   request.collect.nvml_library =
       context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
   request.run_smoke = !options.quick && !options.slurm;
@@ -281,7 +291,9 @@ void add_doctor_command(CLI::App& app, Action& action) {
                       "With --cloud-metadata: ask IPV4:PORT instead of the cloud's own address (testing)");
   command
       ->add_option("--timeout", options->timeout_s,
-                   "Seconds to wait for NVML, libcuda or nvidia-smi before reporting them hung")
+                   "Deadline in seconds for the whole collection (default 45; at most 45 under --slurm): each wait for "
+                   "NVML, libcuda or a command is cut to the time left, and what it cuts short is a failing "
+                   "doctor.deadline finding")
       ->check(CLI::PositiveNumber);
   command->add_option("--since", options->since,
                       "Kernel-log window: `boot` (default; a log file from its last boot line) or a duration such as "

@@ -3,6 +3,9 @@
 #include "doctor/instances.hpp"
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
+#include "system/abandon.hpp"
+#include "system/deadline.hpp"
+#include "util/strings.hpp"
 
 namespace gpuenv::doctor {
 
@@ -20,13 +23,21 @@ std::string_view verdict_word(report::Verdict verdict) {
 
 namespace {
 
-/// Runs `gpuenv smoke` on a live node with visible GPUs and folds its findings (all GPUs) into the report.
-void add_smoke_findings(system::System& system, const DoctorRequest& request, DoctorReport& report) {
+/// Runs `gpuenv smoke` on a live node with visible GPUs and folds its findings (all GPUs) into the report; not once
+/// the run's deadline (when one holds) has passed.
+void add_smoke_findings(system::System& system, system::DeadlineSystem* deadline, const DoctorRequest& request,
+                        DoctorReport& report) {
   const probe::HostFacts& facts = report.facts;
   if (!facts.live || !facts.gpus.availability.available || facts.gpus.gpus.empty()) {
     report.findings.push_back({"smoke.run", report::Status::skip,
                                facts.live ? "smoke tests need visible GPUs" : "smoke tests do not run under --root", "",
                                ""});
+    return;
+  }
+  if (deadline != nullptr && deadline->time_left() <= std::chrono::milliseconds(0)) {
+    deadline->note_cut_short("smoke tests");
+    report.findings.push_back({"smoke.run", report::Status::skip,
+                               "smoke tests were not run: the run's deadline (--timeout) had passed", "", ""});
     return;
   }
   auto smoke = smoke::run_smoke(system, request.smoke);
@@ -44,7 +55,25 @@ void add_smoke_findings(system::System& system, const DoctorRequest& request, Do
   }
   // Peer-copy findings already name both GPUs ("GPU 0 -> GPU 1: ...").
   for (const report::Finding& finding : smoke->peer_findings) report.findings.push_back(finding);
+  // A hung step's thread is still inside libcuda: cli must leave without running exit()'s teardown under it.
+  if (smoke->abandoned_work) system::note_abandoned_work();
   report.smoke = std::move(*smoke);
+}
+
+/// FAIL when the deadline cut anything short: facts that were not collected cannot vouch for the node.
+void add_deadline_finding(const system::DeadlineSystem& deadline, std::chrono::milliseconds limit,
+                          DoctorReport& report) {
+  if (deadline.cut_short().empty()) return;
+  const auto seconds = static_cast<double>(limit.count()) / 1000;
+  std::string limit_text = std::to_string(seconds);
+  limit_text.erase(limit_text.find_last_not_of('0') + 1);
+  if (!limit_text.empty() && limit_text.back() == '.') limit_text.pop_back();
+  report.findings.push_back({"doctor.deadline", report::Status::fail,
+                             "the run's deadline (--timeout " + limit_text + " s) passed before these finished: " +
+                                 util::join(deadline.cut_short(), ", ") + "; their facts are missing",
+                             "a probe that hangs points at a hung GPU or driver: check the kernel log for Xid errors "
+                             "(sudo dmesg | grep -i xid); on a node that is only slow, raise --timeout",
+                             ""});
 }
 
 }  // namespace
@@ -59,8 +88,14 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   if (!instances) return instances.error();
 
   DoctorReport report;
+  // One deadline over every wait, when one is asked for: commands go through it, NVML and libcuda ask it.
+  std::optional<system::DeadlineSystem> bounded;
+  if (request.deadline) bounded.emplace(system, system.now() + *request.deadline);
+  system::System& target = bounded ? static_cast<system::System&>(*bounded) : system;
+  probe::CollectOptions collect = request.collect;
+  collect.deadline = bounded ? &*bounded : nullptr;
   // Gather every fact through the System seam; from here on, facts are immutable.
-  report.facts = probe::collect_host_facts(system, request.collect);
+  report.facts = probe::collect_host_facts(target, collect);
   if (request.instance_type) {
     report.facts.host.instance_type = *request.instance_type;
     report.facts.host.cloud_source +=
@@ -73,7 +108,8 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   report.findings = evaluate(report.facts, **thresholds, **kb, expectations);
 
   // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.
-  if (request.run_smoke) add_smoke_findings(system, request, report);
+  if (request.run_smoke) add_smoke_findings(target, bounded ? &*bounded : nullptr, request, report);
+  if (bounded) add_deadline_finding(*bounded, *request.deadline, report);
   report.verdict = report::verdict_of(report.findings);
   return report;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // gpuenv doctor: is this node ready for GPU work, and if not, exactly why.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct DoctorRequest {
   std::optional<profile::Profile> profile;  ///< judge the node against this environment
   bool run_smoke = false;                   ///< run the on-device smoke tests (doctor without --quick)
   smoke::SmokeOptions smoke;
+  /// The whole collection's limit (--timeout): every wait is cut to the time left, and what the deadline cut short
+  /// becomes a `doctor.deadline` finding. The smoke tests keep their own per-step limits (docs/reliability.md).
+  std::optional<std::chrono::milliseconds> deadline;
 };
 
 struct DoctorReport {

@@ -265,4 +265,14 @@ void check_init_failures(const HostFacts& facts, Findings& out) {
                      "hardware ticket naming the PCI address"));
 }
 
+/// A file that was there but could not be read leaves a fact missing: say which, rather than judge without it.
+void check_unreadable(const HostFacts& facts, Findings& out) {
+  if (facts.unreadable.empty()) return;
+  out.push_back(
+      make("host.unreadable", Status::warn,
+           "could not read " + util::join(facts.unreadable, ", ") +
+               " (it existed when looked for: removed meanwhile, or no permission); facts from it are missing",
+           "run doctor again; if it persists, run it as root or check the file's permissions"));
+}
+
 }  // namespace gpuenv::doctor::rules_detail

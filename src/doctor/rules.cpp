@@ -27,6 +27,7 @@ std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& threshol
   }
   check_kernel_log(facts, out);
   check_init_failures(facts, out);
+  check_unreadable(facts, out);
   check_cuda_driver(facts, out);
   check_toolkits(facts, kb, out);
   check_libraries(facts, out);

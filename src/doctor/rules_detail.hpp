@@ -71,6 +71,8 @@ void check_kernel_driver(const probe::HostFacts& facts, Findings& out);
 void check_library_mismatch(const probe::HostFacts& facts, Findings& out);
 void check_kernel_log(const probe::HostFacts& facts, Findings& out);
 void check_init_failures(const probe::HostFacts& facts, Findings& out);
+/// `host.unreadable`: files that existed but could not be read (gone between listing and reading, no permission).
+void check_unreadable(const probe::HostFacts& facts, Findings& out);
 
 // gpu_rules.cpp
 void check_gpu_count(const probe::HostFacts& facts, const Expectations& expect, Findings& out);

@@ -174,6 +174,13 @@ GpuInventory run_nvidia_smi(System& system, const CollectOptions& options, const
   } else if (result.timed_out) {
     inventory.availability.reason = nvml_reason + "; nvidia-smi did not answer within " +
                                     std::to_string(options.timeout.count()) + " ms (a hung GPU or driver)";
+  } else if (result.truncated) {
+    inventory.availability.reason = nvml_reason + "; nvidia-smi printed more than " +
+                                    std::to_string(system::k_command_output_cap >> 20) +
+                                    " MiB (captured output is cut there), which is no report";
+  } else if (result.signal != 0) {
+    inventory.availability.reason = nvml_reason + "; nvidia-smi was killed by signal " + std::to_string(result.signal) +
+                                    (result.signal == 9 ? " (SIGKILL: the OOM killer or a watchdog)" : "");
   } else if (result.exit_code != 0) {
     std::string meaning = "exit code " + std::to_string(result.exit_code);
     if (auto known = nvidia_smi_exit_code(result.exit_code)) meaning += " (" + std::string(known->meaning) + ")";
@@ -189,6 +196,27 @@ GpuInventory run_nvidia_smi(System& system, const CollectOptions& options, const
   return inventory;
 }
 
+/// Calls `read(limit)` (NVML, libcuda) with the per-call timeout cut to the run's deadline; when the deadline has
+/// passed the call is not made, and a call that gave up at the deadline is reported to it as `what`.
+template <typename Facts, typename Read>
+Facts call_within_deadline(const CollectOptions& options, const std::string& what, Read read) {
+  if (options.deadline == nullptr) return read(options.timeout);
+  const std::chrono::milliseconds limit = options.deadline->limit(options.timeout);
+  if (limit <= std::chrono::milliseconds(0)) {
+    options.deadline->note_cut_short(what);
+    Facts skipped;
+    skipped.availability.source = what;
+    skipped.availability.reason = what + " was not queried: the run's deadline (--timeout) had passed";
+    return skipped;
+  }
+  Facts facts = read(limit);
+  if (!facts.availability.available && limit < options.timeout &&
+      options.deadline->time_left() <= std::chrono::milliseconds(0)) {
+    options.deadline->note_cut_short(what);
+  }
+  return facts;
+}
+
 void collect_gpus(System& system, const CollectOptions& options, HostFacts& facts) {
   if (options.nvidia_smi_xml) {
     facts.gpus = inventory_from_nvidia_smi_xml(*options.nvidia_smi_xml, options.nvidia_smi_xml_origin);
@@ -199,7 +227,8 @@ void collect_gpus(System& system, const CollectOptions& options, HostFacts& fact
         "GPUs are not queried under --root (pass --nvidia-smi-xml FILE to judge a captured report)";
     return;
   }
-  facts.gpus = read_nvml(system, options.nvml_library, options.timeout);
+  facts.gpus = call_within_deadline<GpuInventory>(
+      options, "NVML", [&](std::chrono::milliseconds limit) { return read_nvml(system, options.nvml_library, limit); });
   // nvidia-smi is a fallback only: it is slow, and NVML already answered if it could.
   if (!facts.gpus.availability.available && (facts.kernel.module_loaded || !facts.driver_libraries.empty())) {
     facts.gpus = run_nvidia_smi(system, options, facts.gpus.availability.reason);
@@ -478,7 +507,10 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_driver_libraries(system, facts);
   collect_gpus(system, options, facts);
   collect_kernel_log(system, options, facts);
-  if (options.live) facts.cuda_driver = read_cuda_driver(system, options.timeout);
+  if (options.live) {
+    facts.cuda_driver = call_within_deadline<CudaDriver>(
+        options, "libcuda", [&](std::chrono::milliseconds limit) { return read_cuda_driver(system, limit); });
+  }
   collect_toolkits(system, options, facts);
   collect_libraries(system, options, facts);
   collect_containers(system, options, facts);

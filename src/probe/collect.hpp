@@ -8,6 +8,7 @@
 
 #include "probe/cloud_metadata.hpp"
 #include "probe/facts.hpp"
+#include "system/deadline.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::probe {
@@ -39,6 +40,9 @@ struct CollectOptions {
   std::int64_t now_unix = 0;
   /// Limit for each library call group or command that could hang.
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+  /// The run's deadline (doctor --timeout), when one holds: NVML and libcuda waits are cut to its time left, and
+  /// are reported to it when it cut them short. Commands are cut by running them through it as the System.
+  system::DeadlineSystem* deadline = nullptr;
 };
 
 /// Everything doctor needs to know about the node. Never throws: what cannot be read becomes a

@@ -1,8 +1,8 @@
 #include "probe/cuda_driver.hpp"
 
-#include <future>
 #include <memory>
-#include <thread>
+
+#include "system/abandon.hpp"
 
 namespace gpuenv::probe {
 namespace {
@@ -56,16 +56,14 @@ CudaDriver read_cuda_driver(system::System& system, std::chrono::milliseconds ti
     failed.availability.reason = loaded.error().message;
     return failed;
   }
-  // cuInit can hang on a GPU that has fallen off the bus; give up waiting after the timeout.
-  std::shared_ptr<system::DynamicLibrary> handle(std::move(*loaded));
-  auto promise = std::make_shared<std::promise<CudaDriver>>();
-  std::future<CudaDriver> result = promise->get_future();
-  std::thread([handle, promise] { promise->set_value(call_driver(*handle)); }).detach();
-  if (result.wait_for(timeout) != std::future_status::ready) {
+  // cuInit can hang on a GPU that has fallen off the bus: a thread abandoned at the timeout (system/abandon.hpp).
+  auto driver = system::call_abandonable<CudaDriver>(std::shared_ptr<system::DynamicLibrary>(std::move(*loaded)),
+                                                     call_driver, timeout);
+  if (!driver) {
     failed.availability.reason = "cuInit did not return within " + std::to_string(timeout.count()) + " ms";
     return failed;
   }
-  return result.get();
+  return std::move(*driver);
 }
 
 std::string decode_cudnn_version(std::size_t value) {

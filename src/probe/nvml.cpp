@@ -1,9 +1,9 @@
 #include "probe/nvml.hpp"
 
 #include <cstring>
-#include <future>
 #include <memory>
-#include <thread>
+
+#include "system/abandon.hpp"
 
 namespace gpuenv::probe {
 namespace {
@@ -349,17 +349,16 @@ GpuInventory read_nvml(system::System& system, const std::string& library, std::
     failed.availability.reason = "cannot load " + library + ": " + loaded.error().message;
     return failed;
   }
-  // NVML calls can hang on a sick GPU; run them on a thread we can abandon after the timeout.
-  std::shared_ptr<system::DynamicLibrary> handle(std::move(*loaded));
-  auto promise = std::make_shared<std::promise<GpuInventory>>();
-  std::future<GpuInventory> result = promise->get_future();
-  std::thread([handle, promise, library] { promise->set_value(read_all(*handle, library)); }).detach();
-  if (result.wait_for(timeout) != std::future_status::ready) {
+  // NVML calls can hang on a sick GPU: run them on a thread that is abandoned at the timeout (system/abandon.hpp).
+  auto inventory = system::call_abandonable<GpuInventory>(
+      std::shared_ptr<system::DynamicLibrary>(std::move(*loaded)),
+      [library](system::DynamicLibrary& handle) { return read_all(handle, library); }, timeout);
+  if (!inventory) {
     failed.availability.reason =
         "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
     return failed;
   }
-  return result.get();
+  return std::move(*inventory);
 }
 
 }  // namespace gpuenv::probe

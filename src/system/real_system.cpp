@@ -1,11 +1,15 @@
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
+#include <boost/process/async_pipe.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +18,7 @@
 #include <future>
 #include <thread>
 
+#include "system/abandon.hpp"
 #include "system/files.hpp"
 #include "system/http.hpp"
 #include "system/system.hpp"
@@ -50,6 +55,74 @@ bool wait_with_timeout(bp::child& child, std::chrono::milliseconds timeout) {
     pause = std::min(pause * 2, std::chrono::microseconds(5000));
   }
   return true;
+}
+
+/// Reads a pipe to its end and keeps the first k_command_output_cap bytes; the rest is read and dropped, so a
+/// flooding child never blocks on a full pipe and never takes gpuenv's memory.
+class CappedReader {
+ public:
+  explicit CappedReader(bp::async_pipe& pipe) : m_pipe(pipe) {}
+  void start() {
+    m_pipe.async_read_some(boost::asio::buffer(m_chunk),
+                           [this](const boost::system::error_code& error, std::size_t size) { on_read(error, size); });
+  }
+  std::string text;
+  bool truncated = false;
+
+ private:
+  void on_read(const boost::system::error_code& error, std::size_t size) {
+    const std::size_t room = k_command_output_cap - text.size();
+    text.append(m_chunk.data(), std::min(size, room));
+    if (size > room) truncated = true;
+    if (!error) start();
+  }
+  bp::async_pipe& m_pipe;
+  std::array<char, 64 * 1024> m_chunk{};
+};
+
+/// How long a killed child gets to die. One stuck in the kernel (nvidia-smi in a hung driver: D state) ignores
+/// SIGKILL until the driver lets go; waiting for it would hang gpuenv, so it is left behind instead.
+constexpr std::chrono::milliseconds k_reap_wait{2000};
+
+/// SIGKILL, then reap; a child that does not die within k_reap_wait is detached and the work noted abandoned.
+void kill_and_reap(bp::child& child) {
+  ::kill(child.id(), SIGKILL);
+  if (wait_with_timeout(child, k_reap_wait)) return;
+  child.detach();
+  note_abandoned_work();
+}
+
+/// Runs `program` with stdin closed and stdout/stderr captured (each capped), killing it at `timeout`.
+void run_program(const boost::filesystem::path& program, const std::vector<std::string>& args,
+                 std::chrono::milliseconds timeout, CommandResult& result) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  boost::asio::io_context io;
+  bp::async_pipe out_pipe(io);
+  bp::async_pipe err_pipe(io);
+  CappedReader out(out_pipe);
+  CappedReader err(err_pipe);
+  bp::child child(program, bp::args(args), bp::std_in.close(), bp::std_out > out_pipe, bp::std_err > err_pipe);
+  out.start();
+  err.start();
+  // The I/O loop runs on its own thread so the wait below can give up at the timeout.
+  auto io_done = std::async(std::launch::async, [&io] { io.run(); });
+  if (!wait_with_timeout(child, timeout)) {
+    result.timed_out = true;
+    kill_and_reap(child);
+  } else if (const int status = child.native_exit_code(); WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  } else {
+    result.exit_code = child.exit_code();
+  }
+  // A grandchild may still hold the pipes open: read until they close or the time is up, then stop reading.
+  const auto left = std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(0));
+  if (io_done.wait_for(left) != std::future_status::ready) io.stop();
+  io_done.wait();
+  if (!result.timed_out) {
+    result.out = std::move(out.text);
+    result.err = std::move(err.text);
+    result.truncated = out.truncated || err.truncated;
+  }
 }
 
 class RealSystem final : public System {
@@ -102,26 +175,7 @@ class RealSystem final : public System {
       return result;
     }
     try {
-      boost::asio::io_context io;
-      std::future<std::string> out;
-      std::future<std::string> err;
-      std::vector<std::string> args(argv.begin() + 1, argv.end());
-      bp::child child(program, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err, io);
-      // Run the I/O loop on its own thread so the wait below can give up after the timeout.
-      auto io_done = std::async(std::launch::async, [&io] { io.run(); });
-      if (!wait_with_timeout(child, timeout)) {
-        result.timed_out = true;
-        std::error_code ignored;
-        child.terminate(ignored);
-        io.stop();  // a grandchild may still hold the pipes open; stop reading them
-      } else {
-        result.exit_code = child.exit_code();
-      }
-      io_done.wait();
-      if (!result.timed_out) {
-        result.out = out.get();
-        result.err = err.get();
-      }
+      run_program(program, std::vector<std::string>(argv.begin() + 1, argv.end()), timeout, result);
     } catch (const std::exception& e) {
       result.not_found = true;
       result.err = e.what();

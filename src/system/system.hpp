@@ -3,6 +3,7 @@
 // Probes receive a System&; tests pass a FakeSystem built from a fixture host tree.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,7 +23,14 @@ struct CommandResult {
   bool not_found = false;  ///< the program does not exist or is not executable
   std::string out;         ///< standard output
   std::string err;         ///< standard error
+  // After the fields above, so that positional initialisers {exit_code, timed_out, not_found, out, err} still work.
+  int signal = 0;          ///< the signal that killed it (exit_code is then -1); 0 when it exited
+  bool truncated = false;  ///< more output than k_command_output_cap: the rest was read and dropped
 };
+
+/// The most of each of a command's stdout and stderr that is kept: a command that floods its output (a looping
+/// tool, a kernel log gone wild) cannot take gpuenv's memory with it.
+inline constexpr std::size_t k_command_output_cap = 16u << 20;
 
 /// A library opened at run time; symbols are looked up by name. Closed on destruction.
 class DynamicLibrary {
@@ -109,6 +117,8 @@ class System {
     (void)timeout;
     return util::Error::input("HTTP is not available to reach " + request.host);
   }
+  /// The monotonic clock that limits and deadlines are measured on (tests substitute a clock they move).
+  virtual std::chrono::steady_clock::time_point now() { return std::chrono::steady_clock::now(); }
 };
 
 /// The real machine. `root` ("" or "/") reads files under another tree; with a root set,

@@ -2,16 +2,24 @@
 // the fixture file named by GPUENV_FAKE_NVML, so the real dlopen/NVML code path runs without a GPU.
 //
 // Fixture format: "key = value" lines. Top-level keys: init_result (an NVML return code),
-// driver_version, nvml_version, cuda_driver_version (e.g. 12040), count_result, hang_seconds.
+// driver_version, nvml_version, cuda_driver_version (e.g. 12040), count_result, hang_seconds,
+// abort_on_teardown_during_call (1: the library's teardown aborts while a hung call is still running in it, as a
+// real driver library unmapped or destroyed under a caller would crash). GPUENV_FAKE_NVML_UNLOAD_LOG, when set,
+// names a file the teardown appends the id of the thread that ran it to.
 // Each "[gpu]" section starts a GPU; its keys are listed in parse_gpu_key below. The fixture is re-read at each
 // nvmlInit_v2. A counter key with a "_rise" companion (ecc_corrected_volatile_rise = 3, remapped_rows_*_rise) reads
 // its value the first time and value + rise afterwards, as errors raised between two reads would;
 // remapped_rows_pending_later = 1 likewise sets the pending flag from the second read on. sm_clock_mhz and
 // sm_clock_max_mhz answer nvmlDeviceGetClockInfo / nvmlDeviceGetMaxClockInfo (NVML_CLOCK_SM).
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -109,6 +117,24 @@ int copy_string(const std::string& value, char* out, unsigned length) {
   return 0;
 }
 
+/// Calls still running inside the library, and whether its teardown must then abort (set by nvmlInit).
+std::atomic<int> g_calls_in_flight{0};
+std::atomic<bool> g_abort_on_teardown_during_call{false};
+
+/// Runs when the library is torn down: by dlclose, or by exit() for a library still loaded.
+__attribute__((destructor)) void on_teardown() {
+  if (const char* log = std::getenv("GPUENV_FAKE_NVML_UNLOAD_LOG")) {
+    if (std::FILE* file = std::fopen(log, "a")) {
+      std::fprintf(file, "%ld\n", static_cast<long>(::syscall(SYS_gettid)));
+      std::fclose(file);
+    }
+  }
+  if (g_calls_in_flight.load() > 0 && g_abort_on_teardown_during_call.load()) {
+    std::fputs("fake NVML: torn down while a call is still running in it\n", stderr);
+    std::abort();
+  }
+}
+
 /// 3 (NVML_ERROR_NOT_SUPPORTED) when the fixture leaves the key out.
 constexpr int k_not_supported = 3;
 
@@ -134,13 +160,19 @@ int nvmlInit_v2() {
     const std::lock_guard<std::mutex> lock(g_reads_mutex);
     g_reads.clear();
   }
-  if (const int hang = state().top_int("hang_seconds", 0); hang > 0)
+  g_abort_on_teardown_during_call = state().top_int("abort_on_teardown_during_call", 0) == 1;
+  if (const int hang = state().top_int("hang_seconds", 0); hang > 0) {
+    ++g_calls_in_flight;
     std::this_thread::sleep_for(std::chrono::seconds(hang));
+    --g_calls_in_flight;
+  }
   return state().top_int("init_result", 0);
 }
 int nvmlShutdown() { return 0; }
 const char* nvmlErrorString(int result) {
   switch (result) {
+    case 4:
+      return "Insufficient Permissions";
     case 9:
       return "Driver Not Loaded";
     case 18:

@@ -21,6 +21,8 @@ void FakeSystem::add_tree(const std::string& directory) {
 
 util::Expected<std::string> FakeSystem::read_file(const std::string& path) {
   files_read.push_back(path);
+  if (const auto failing = read_errors.find(path); failing != read_errors.end())
+    return util::Error::input("cannot read " + path + ": " + failing->second);
   const auto it = files.find(path);
   if (it == files.end()) return util::Error::input("cannot read " + path + ": No such file or directory");
   return it->second;
@@ -53,14 +55,19 @@ std::optional<std::string> FakeSystem::environment(const std::string& name) {
   return it->second;
 }
 
-system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std::chrono::milliseconds) {
+system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   std::string key;
   for (const std::string& arg : argv) key += (key.empty() ? "" : " ") + arg;
   commands_run.push_back(key);
+  command_timeouts.push_back(timeout);
+  const auto waited = [&](const system::CommandResult& result) {
+    if (result.timed_out) clock += timeout;  // a hung command holds the caller for its whole timeout
+    return result;
+  };
   if (auto queued = command_queue.find(key); queued != command_queue.end() && !queued->second.empty()) {
     system::CommandResult result = queued->second.front();
     queued->second.pop_front();
-    return result;
+    return waited(result);
   }
   const auto it = commands.find(key);
   if (it == commands.end()) {
@@ -68,7 +75,7 @@ system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std:
     missing.not_found = true;
     return missing;
   }
-  return it->second;
+  return waited(it->second);
 }
 
 system::LibraryResult FakeSystem::load_library(const std::string& name) {

@@ -45,6 +45,17 @@ class FakeSystem : public system::System {
                                                     std::chrono::milliseconds timeout) override;
   /// Free bytes by path prefix, for available_bytes.
   std::map<std::string, std::uint64_t> free_space;
+
+  // Fault injection (docs/reliability.md "Fault injection and deadlines").
+  /// Paths that are listed and exist (keep them in `files` too) but fail to read with this error text: a file that
+  /// vanished between listing and reading, a device node or file without permission.
+  std::map<std::string, std::string> read_errors;
+  /// The clock now() reads. A command scripted as timed_out moves it on by the timeout it was given, as waiting
+  /// for a hung command would, so deadline tests take no real time.
+  std::chrono::steady_clock::time_point clock{};
+  std::chrono::steady_clock::time_point now() override { return clock; }
+  /// The timeout each run() was given, in order (to check that a deadline cut them).
+  std::vector<std::chrono::milliseconds> command_timeouts;
 };
 
 /// The path of a file under tests/fixtures.
