@@ -57,6 +57,9 @@ struct TorchSeries {
   util::Version python_min;
   util::Version python_max;
   Provenance provenance;
+  /// Pythons PyTorch's compatibility matrix marks experimental for this series ("3.12", "3.13t"): wheels exist
+  /// but are not supported.
+  std::vector<std::string> python_experimental;
 };
 
 struct TorchRelease {
@@ -133,7 +136,8 @@ struct KnowledgeBase {
   /// The release whose version starts with `tf` ("2.16" matches "2.16.1").
   const TensorflowRelease* tensorflow_release(const util::Version& tf) const;
   const CudaImage* image(const util::Version& cuda) const;
-  /// Matches a model name or alias, case-insensitively.
+  /// The row whose model or one of whose aliases is `name` (util::gpu_name_matches: whole names, case-insensitive,
+  /// a leading "NVIDIA "/"Tesla " and a MIG suffix ignored); nullptr when none.
   const GpuModel* gpu(const std::string& name) const;
 };
 

@@ -208,8 +208,11 @@ TEST_CASE("compat: driver.cuda_minimum passes, warns above the minor-version flo
           {{"cuda.version", "13.1.0"}, {"driver.min", "580.65.06"}}, id, Expect::warn, "590.44.01"),
       row("a 12.x-era driver cannot run CUDA 13", {{"cuda.version", "13.1.0"}, {"driver.min", "575.57.08"}}, id,
           Expect::fail, "580.65.06"),
-      row("12.3.2 has no listed minimum: judged by the 12.x floor",
-          {{"cuda.version", "12.3.2"}, {"driver.min", "530.30.02"}}, id, Expect::pass),
+      // 12.3.2 has no row in NVIDIA's table; its runfile bundles 545.23.08 (cuda_12.3.2_545.23.08_linux.run).
+      row("12.3.2 below its bundled driver, above the 12.x floor",
+          {{"cuda.version", "12.3.2"}, {"driver.min", "530.30.02"}}, id, Expect::warn, "545.23.08"),
+      row("12.3.2 with its bundled driver", {{"cuda.version", "12.3.2"}, {"driver.min", "545.23.08"}}, id,
+          Expect::pass),
       row("12.3.2 below the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.min", "520.61.05"}}, id, Expect::fail),
       row("no driver.min: nothing to judge", {}, id, Expect::absent),
   });
@@ -230,10 +233,10 @@ TEST_CASE("compat: driver.branch judges the branch against driver.min and the CU
           Expect::fail, "550"),
       row("R550 satisfies driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "550"}}, id,
           Expect::pass),
-      row("12.3.2 (no listed minimum): R470 is below the 12.x floor",
+      row("12.3.2: R470 is below the 12.x floor",
           {{"cuda.version", "12.3.2"}, {"driver.branch", "470"}}, id, Expect::fail, "525.60.13"),
-      row("12.3.2 (no listed minimum): R535 meets the 12.x floor",
-          {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id, Expect::pass),
+      row("12.3.2: R535 is below the bundled 545.23.08 but meets the 12.x floor",
+          {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id, Expect::warn, "545.23.08"),
       row("no driver.branch: nothing to judge", {}, id, Expect::absent),
   });
 }
@@ -363,6 +366,18 @@ TEST_CASE("compat: pytorch.python checks the series' Python range", "[compat][ru
           {pt, torch("2.1.2"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id, Expect::fail, "3.8-3.11"),
       row("1.11 has no Python range in the reference",
           {pt, torch("1.11.0"), {"framework.python", "3.9"}, {"cuda.version", "11.3.1"}}, id, Expect::warn),
+      // PyTorch's matrix marks experimental Pythons: judged one way, a WARN "experimental wheels", whatever the range.
+      row("2.2 with 3.12: experimental wheels",
+          {pt, torch("2.2.2"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id, Expect::warn,
+          "experimental wheels"),
+      row("2.3 with 3.12: experimental wheels",
+          {pt, torch("2.3.1"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id, Expect::warn,
+          "experimental wheels"),
+      row("2.5 with 3.13: experimental wheels", {pt, torch("2.5.1"), {"framework.python", "3.13"}}, id, Expect::warn,
+          "experimental wheels"),
+      row("2.3 with 3.11: supported", {pt, torch("2.3.1"), {"framework.python", "3.11"}, {"cuda.version", "12.1.1"}},
+          id, Expect::pass),
+      row("2.5 with 3.12: supported", {pt, torch("2.5.1"), {"framework.python", "3.12"}}, id, Expect::pass),
   });
 }
 
