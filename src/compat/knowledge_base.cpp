@@ -33,8 +33,17 @@ Expected<util::Ok> read_cuda(const TomlFile& file, KnowledgeBase& kb) {
       !r)
     return r;
   return file.append_rows("arch", kb.archs, [](TomlRow& row) {
-    return ArchSupport{row.text("compute_capability"), row.text("name"), row.version("first_cuda"),
-                       row.optional_version("last_cuda"), read_provenance(row)};
+    ArchSupport arch{row.text("compute_capability"),
+                     row.text("name"),
+                     row.version("first_cuda"),
+                     row.optional_version("last_cuda"),
+                     read_provenance(row),
+                     std::nullopt,
+                     ""};
+    arch.driver_min = row.optional_version("driver_min");
+    arch.driver_modules = row.optional_text("driver_modules");
+    if (!arch.driver_modules.empty() && arch.driver_modules != "open") row.fail("`driver_modules` must be \"open\"");
+    return arch;
   });
 }
 

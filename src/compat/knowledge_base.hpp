@@ -41,6 +41,8 @@ struct ArchSupport {
   util::Version first_cuda;                ///< major.minor
   std::optional<util::Version> last_cuda;  ///< absent while still supported
   Provenance provenance;
+  std::optional<util::Version> driver_min;  ///< the oldest driver that runs this generation, where sourced
+  std::string driver_modules;               ///< "open" when only the open kernel modules drive it; else empty
 };
 
 struct CudnnBuild {
