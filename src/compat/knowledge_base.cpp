@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::compat {
@@ -32,8 +33,17 @@ Expected<util::Ok> read_cuda(const TomlFile& file, KnowledgeBase& kb) {
       !r)
     return r;
   return file.append_rows("arch", kb.archs, [](TomlRow& row) {
-    return ArchSupport{row.text("compute_capability"), row.text("name"), row.version("first_cuda"),
-                       row.optional_version("last_cuda"), read_provenance(row)};
+    ArchSupport arch{row.text("compute_capability"),
+                     row.text("name"),
+                     row.version("first_cuda"),
+                     row.optional_version("last_cuda"),
+                     read_provenance(row),
+                     std::nullopt,
+                     ""};
+    arch.driver_min = row.optional_version("driver_min");
+    arch.driver_modules = row.optional_text("driver_modules");
+    if (!arch.driver_modules.empty() && arch.driver_modules != "open") row.fail("`driver_modules` must be \"open\"");
+    return arch;
   });
 }
 
@@ -49,11 +59,14 @@ Expected<util::Ok> read_cudnn(const TomlFile& file, KnowledgeBase& kb) {
 }
 
 Expected<util::Ok> read_pytorch(const TomlFile& file, KnowledgeBase& kb) {
-  if (auto r = file.append_rows("series", kb.torch_series,
-                                [](TomlRow& row) {
-                                  return TorchSeries{row.version("series"), row.version("python_min"),
-                                                     row.version("python_max"), read_provenance(row)};
-                                });
+  if (auto r = file.append_rows(
+          "series", kb.torch_series,
+          [](TomlRow& row) {
+            TorchSeries series{
+                row.version("series"), row.version("python_min"), row.version("python_max"), read_provenance(row), {}};
+            series.python_experimental = row.optional_texts("python_experimental");
+            return series;
+          });
       !r)
     return r;
   if (auto r = file.append_rows(
@@ -281,12 +294,10 @@ const CudaImage* KnowledgeBase::image(const Version& cuda) const {
 }
 
 const GpuModel* KnowledgeBase::gpu(const std::string& name) const {
-  const std::string wanted = util::to_lower(name);
   for (const GpuModel& row : gpus) {
-    if (util::to_lower(row.model) == wanted) return &row;
-    for (const std::string& alias : row.aliases) {
-      if (util::to_lower(alias) == wanted) return &row;
-    }
+    if (util::gpu_name_matches(name, std::span<const std::string>(&row.model, 1)) ||
+        util::gpu_name_matches(name, row.aliases))
+      return &row;
   }
   return nullptr;
 }

@@ -43,6 +43,8 @@ struct ArchSupport {
   util::Version first_cuda;                ///< major.minor
   std::optional<util::Version> last_cuda;  ///< absent while still supported
   Provenance provenance;
+  std::optional<util::Version> driver_min;  ///< the oldest driver that runs this generation, where sourced
+  std::string driver_modules;               ///< "open" when only the open kernel modules drive it; else empty
 };
 
 struct CudnnBuild {
@@ -59,6 +61,9 @@ struct TorchSeries {
   util::Version python_min;
   util::Version python_max;
   Provenance provenance;
+  /// Pythons PyTorch's compatibility matrix marks experimental for this series ("3.12", "3.13t"): wheels exist
+  /// but are not supported.
+  std::vector<std::string> python_experimental;
 };
 
 struct TorchRelease {
@@ -136,7 +141,8 @@ struct KnowledgeBase {
   /// The release whose version starts with `tf` ("2.16" matches "2.16.1").
   const TensorflowRelease* tensorflow_release(const util::Version& tf) const;
   const CudaImage* image(const util::Version& cuda) const;
-  /// Matches a model name or alias, case-insensitively.
+  /// The row whose model or one of whose aliases is `name` (util::gpu_name_matches: whole names, case-insensitive,
+  /// a leading "NVIDIA "/"Tesla " and a MIG suffix ignored); nullptr when none.
   const GpuModel* gpu(const std::string& name) const;
 };
 

@@ -222,7 +222,18 @@ void check_pytorch(const Context& c, Findings& out) {
   if (const TorchSeries* series = c.kb.torch_series_of(torch)) {
     const Version python = *Version::parse(c.profile.framework_python);
     const std::string range = series->python_min.str() + "-" + series->python_max.str();
-    if (python < series->python_min || python > series->python_max) {
+    const bool experimental = std::any_of(series->python_experimental.begin(), series->python_experimental.end(),
+                                          [&python](const std::string& mark) {
+                                            const auto marked = Version::parse(mark);
+                                            return marked && *marked == python;
+                                          });
+    if (experimental) {
+      out.push_back(make("pytorch.python", Status::warn,
+                         "torch " + series->series.str() + " has only experimental wheels for Python " +
+                             c.profile.framework_python + " (supported: " + range + ")",
+                         "experimental wheels: use a Python in " + range + " for a supported build",
+                         series->provenance.source));
+    } else if (python < series->python_min || python > series->python_max) {
       out.push_back(
           make("pytorch.python", Status::fail,
                "torch " + series->series.str() + " supports Python " + range + ", not " + c.profile.framework_python,

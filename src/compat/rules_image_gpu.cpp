@@ -173,10 +173,39 @@ std::vector<std::string> target_compute_capabilities(const Context& c, Findings&
   return ccs;
 }
 
+/// The profile's driver against what each targeted GPU generation needs (gpu.driver): a minimum driver (Blackwell:
+/// R570) and the kernel-module flavour (Blackwell: open only). Judged only where the profile pins the driver.
+void check_generation_driver(const Context& c, const std::vector<std::string>& ccs, Findings& out) {
+  const std::optional<Version> pinned = !c.profile.driver_min.empty() ? Version::parse(c.profile.driver_min)
+                                        : !c.profile.driver_branch.empty()
+                                            ? Version::parse(c.profile.driver_branch + ".999")
+                                            : std::nullopt;
+  for (const std::string& cc : ccs) {
+    const ArchSupport* arch = c.kb.arch(cc);
+    if (arch == nullptr) continue;
+    const std::string what = "compute capability " + cc + " (" + arch->name + ")";
+    if (arch->driver_min && pinned && *pinned < *arch->driver_min) {
+      out.push_back(
+          make("gpu.driver", Status::fail,
+               "the profile's driver (" +
+                   (c.profile.driver_min.empty() ? "branch " + c.profile.driver_branch : c.profile.driver_min) +
+                   ") cannot drive " + what + ": it needs driver " + arch->driver_min->str() + " or newer",
+               "raise driver.min / driver.branch to " + std::to_string(arch->driver_min->major()) + " or newer",
+               arch->provenance.source));
+    }
+    if (arch->driver_modules == "open" && c.profile.driver_modules == "proprietary") {
+      out.push_back(make("gpu.driver", Status::fail,
+                         what + " runs only with the open kernel modules; the profile asks for proprietary ones",
+                         "set driver.modules = \"open\"", arch->provenance.source));
+    }
+  }
+}
+
 }  // namespace
 
 void check_gpus(const Context& c, Findings& out) {
   const std::vector<std::string> ccs = target_compute_capabilities(c, out);
+  check_generation_driver(c, ccs, out);
   if (!c.cuda) return;
   const Version cuda = c.cuda->truncated(2);
   for (const std::string& cc : ccs) {

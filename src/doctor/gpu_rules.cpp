@@ -187,7 +187,9 @@ void check_nvlink(const HostFacts& facts, Findings& out) {
   for (const GpuFacts& gpu : facts.gpus.gpus) {
     if (gpu.nvlink) best[gpu.name] = std::max(best[gpu.name], gpu.nvlink->active.size());
   }
-  PerGpu links("gpu.nvlink", "aznhc check_nvlink_status (health-thresholds.md 6b), compared per model on this node");
+  PerGpu links("gpu.nvlink",
+               "Azure/azurehpc-health-checks customTests/azure_gpu_nvlink.nhc check_nvlink_status @ 0e0a1ac2, compared "
+               "per model on this node");
   for (const GpuFacts& gpu : facts.gpus.gpus) {
     if (!gpu.nvlink) continue;
     links.checked();

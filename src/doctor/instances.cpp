@@ -7,6 +7,7 @@
 
 #include "probe/cloud.hpp"
 #include "util/embedded_file.hpp"
+#include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
 
@@ -23,33 +24,34 @@ using report::Status;
 /// 16,384 MiB); a policy margin, not a sourced number.
 constexpr double k_memory_tolerance = 0.10;
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 std::string type_label(const InstanceExpectation& expected) {
   return expected.instance_type + " (" + std::string(probe::cloud_display_name(expected.cloud)) + ")";
 }
 
-void check_model(const probe::HostFacts& facts, const InstanceExpectation& expected, std::vector<Finding>& out) {
+void check_model(const probe::HostFacts& facts, const compat::KnowledgeBase& kb, const InstanceExpectation& expected,
+                 std::vector<Finding>& out) {
   std::vector<std::string> wrong;
+  bool unlisted = false;
   for (const probe::GpuFacts& gpu : facts.gpus.gpus) {
-    if (!gpu.name.empty() && !gpu_name_has_token(gpu.name, expected.gpu))
-      wrong.push_back("GPU " + std::to_string(gpu.index) + " is " + gpu.name);
+    if (gpu.name.empty() || is_gpu_model(kb, gpu.name, expected.gpu)) continue;
+    wrong.push_back("GPU " + std::to_string(gpu.index) + " is " + gpu.name);
+    unlisted = unlisted || kb.gpu(gpu.name) == nullptr;
   }
   if (wrong.empty()) {
     out.push_back({"gpu.model", Status::pass,
                    "every GPU is an " + expected.gpu + " as " + type_label(expected) + " should have", "",
                    expected.source});
-  } else {
-    out.push_back({"gpu.model", Status::fail,
-                   util::join(wrong, "; ") + "; " + type_label(expected) + " should have " + expected.describe(),
-                   "the node is not the hardware its instance type promises: replace it (stop/start moves it to other "
-                   "hardware) or open a ticket with the provider",
-                   expected.source});
+    return;
   }
+  std::string remedy =
+      "the node is not the hardware its instance type promises: replace it (stop/start moves it to other "
+      "hardware) or open a ticket with the provider";
+  if (unlisted)
+    remedy += "; if the name is one the driver gives a " + expected.gpu +
+              ", add it to that model's aliases (data/compat/gpus.toml, or a data overlay)";
+  out.push_back({"gpu.model", Status::fail,
+                 util::join(wrong, "; ") + "; " + type_label(expected) + " should have " + expected.describe(), remedy,
+                 expected.source});
 }
 
 void check_memory(const probe::HostFacts& facts, const InstanceExpectation& expected, std::vector<Finding>& out) {
@@ -231,25 +233,17 @@ const InstanceExpectation* find_instance(const std::vector<InstanceExpectation>&
   return it == table.end() ? nullptr : &*it;
 }
 
-bool gpu_name_has_token(const std::string& gpu_name, const std::string& token) {
-  const std::string want = lower(token);
-  std::string word;
-  for (const char c : gpu_name + " ") {
-    if (c == ' ' || c == '-') {
-      if (lower(word) == want) return true;
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  return false;
+bool is_gpu_model(const compat::KnowledgeBase& kb, const std::string& device_name, const std::string& model) {
+  const compat::GpuModel* wanted = kb.gpu(model);
+  if (wanted == nullptr) return util::gpu_name_matches(device_name, std::span<const std::string>(&model, 1));
+  return kb.gpu(device_name) == wanted;
 }
 
-void check_instance(const probe::HostFacts& facts, const InstanceExpectation& expected,
+void check_instance(const probe::HostFacts& facts, const compat::KnowledgeBase& kb, const InstanceExpectation& expected,
                     std::vector<report::Finding>& out) {
   check_fabric(facts, expected, out);
   if (!facts.gpus.availability.available || facts.gpus.gpus.empty()) return;
-  check_model(facts, expected, out);
+  check_model(facts, kb, expected, out);
   check_memory(facts, expected, out);
   check_interconnect(facts, expected, out);
   check_pcie_generation(facts, expected, out);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compat/knowledge_base.hpp"
 #include "probe/facts.hpp"
 #include "report/finding.hpp"
 #include "util/data_table.hpp"
@@ -17,7 +18,7 @@ namespace gpuenv::doctor {
 struct InstanceExpectation {
   std::string cloud;          ///< "aws", "gcp", ...
   std::string instance_type;  ///< "p4d.24xlarge"
-  std::string gpu;            ///< a token of the GPU name, "A100"
+  std::string gpu;            ///< a model of data/compat/gpus.toml, "A100"
   unsigned gpus = 0;
   std::optional<std::uint64_t> gpu_memory_mib;
   std::string interconnect;  ///< "nvlink", "nvswitch", "pcie"; empty when not judged
@@ -42,14 +43,15 @@ util::Expected<const std::vector<InstanceExpectation>*> builtin_instances();
 const InstanceExpectation* find_instance(const std::vector<InstanceExpectation>& table,
                                          const std::string& instance_type);
 
-/// True when `gpu_name` ("NVIDIA A100-SXM4-40GB") has `token` ("A100") as a word (split on space and '-'),
-/// case-insensitive: "NVIDIA L40S" is not an "L4".
-bool gpu_name_has_token(const std::string& gpu_name, const std::string& token);
+/// True when the driver's `device_name` ("NVIDIA A100-SXM4-40GB") is the product `model` ("A100") names: both are
+/// the same row of the knowledge base's GPU table (model or alias, whole names only: "NVIDIA T400" is not a "T4",
+/// "NVIDIA GH200 480GB" is not an "H200"). A model the table lacks matches only its own name.
+bool is_gpu_model(const compat::KnowledgeBase& kb, const std::string& device_name, const std::string& model);
 
 /// The node against its instance type: fabric.efa and fabric.infiniband (RDMA devices, where the row has them),
 /// then gpu.model, gpu.memory_size, gpu.interconnect and gpu.pcie_generation (none of these when the node has no
 /// visible GPUs; gpu.count says why).
-void check_instance(const probe::HostFacts& facts, const InstanceExpectation& expected,
+void check_instance(const probe::HostFacts& facts, const compat::KnowledgeBase& kb, const InstanceExpectation& expected,
                     std::vector<report::Finding>& out);
 
 /// The host.cloud finding: pass naming the cloud and instance type and how they were found; skip when unknown.

@@ -3,6 +3,8 @@
 
 #include "compat/derive.hpp"
 #include "compat/rules.hpp"
+#include "doctor/framework_rules.hpp"
+#include "doctor/instances.hpp"
 #include "doctor/rules_detail.hpp"
 
 namespace gpuenv::doctor::rules_detail {
@@ -38,6 +40,46 @@ void check_profile_os(const HostFacts& facts, const profile::Profile& p, Finding
                      "profile " + p.name + " targets " + wanted + "; this node runs " + node,
                      "fine for the profile's container image (`gpuenv dockerfile " + p.name +
                          "`); for host installs pick a profile for " + node + " or reimage the node"));
+}
+
+/// The node's GPUs against the profile's `[gpu] models`: each GPU must be one of them (exact product names and the
+/// aliases of data/compat/gpus.toml), unless the profile also lists its compute capability. A GPU of another model
+/// with the same compute capability (an RTX 2080 for a "T4" profile) is not the hardware the profile was written for.
+void check_profile_gpu_models(const HostFacts& facts, const compat::KnowledgeBase& kb, const profile::Profile& p,
+                              Findings& out) {
+  if (p.gpu_models.empty() || facts.gpus.gpus.empty()) return;
+  const auto targeted_cc = [&](const GpuFacts& gpu) {
+    std::string cc = gpu.compute_capability;
+    if (cc.empty()) {
+      if (const compat::GpuModel* model = kb.gpu(gpu.name)) cc = model->compute_capability;
+    }
+    const auto& ccs = p.gpu_compute_capabilities;
+    return !cc.empty() && std::find(ccs.begin(), ccs.end(), cc) != ccs.end();
+  };
+  std::vector<std::string> wrong;
+  std::set<std::string> seen;
+  for (const GpuFacts& gpu : facts.gpus.gpus) {
+    if (gpu.name.empty()) continue;
+    seen.insert(gpu.name);
+    const bool listed = std::any_of(p.gpu_models.begin(), p.gpu_models.end(),
+                                    [&](const std::string& model) { return is_gpu_model(kb, gpu.name, model); });
+    if (listed || targeted_cc(gpu)) continue;
+    const compat::GpuModel* known = kb.gpu(gpu.name);
+    wrong.push_back("GPU " + std::to_string(gpu.index) + " is " + gpu.name +
+                    (known ? " (" + known->model + ", compute capability " + known->compute_capability + ")"
+                           : " (not in gpuenv's GPU table)"));
+  }
+  const std::string models = util::join(p.gpu_models, ", ");
+  if (wrong.empty()) {
+    if (seen.empty()) return;
+    out.push_back(make("profile.gpu", Status::pass,
+                       "the node's GPUs (" + util::join(std::vector<std::string>(seen.begin(), seen.end()), ", ") +
+                           ") are ones profile " + p.name + " targets (" + models + ")"));
+    return;
+  }
+  out.push_back(make("profile.gpu", Status::fail,
+                     util::join(wrong, "; ") + "; profile " + p.name + " targets " + models,
+                     "run this profile on nodes with " + models + ", or add the node's model to gpu.models"));
 }
 
 }  // namespace
@@ -110,6 +152,7 @@ void check_profile_conformance(const HostFacts& facts, const compat::KnowledgeBa
     }
   }
   // Every GPU on the node must be one the profile targets, and one its CUDA can run.
+  check_profile_gpu_models(facts, kb, p, out);
   std::vector<std::string> targets = p.gpu_compute_capabilities;
   for (const std::string& model : p.gpu_models) {
     if (const compat::GpuModel* gpu = kb.gpu(model)) targets.push_back(gpu->compute_capability);

@@ -17,7 +17,7 @@ std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& threshol
   check_kernel_driver(facts, out);
   check_library_mismatch(facts, out);
   check_gpu_count(facts, expectations, out);
-  if (expectations.instance != nullptr) check_instance(facts, *expectations.instance, out);
+  if (expectations.instance != nullptr) check_instance(facts, kb, *expectations.instance, out);
   if (has_gpus(facts)) {
     check_memory_errors(facts, thresholds, out);
     check_thermals_and_clocks(facts, thresholds, out);

@@ -17,7 +17,7 @@ enum class XidSeverity { info, warning, error, critical };
 /// "info", "warning", "error", "critical".
 std::string_view to_string(XidSeverity severity);
 
-/// One row of data/xid.toml (shared/reference/xid.md, Table 1).
+/// One row of data/xid.toml (NVIDIA's Xid catalog plus the health tools' verdicts, sources in the file).
 struct XidInfo {
   int code = 0;
   std::string mnemonic;  ///< NVIDIA catalog mnemonic, e.g. "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "util/gpu_name.hpp"
 #include "util/toml_rows.hpp"
 
 namespace gpuenv::smoke {
@@ -21,13 +22,6 @@ double required_number(util::TomlRow& row, std::string_view key) {
 
 /// A row's `status`, one of the knowledge base's (docs/knowledge-base.md).
 std::string read_status(util::TomlRow& row) { return row.one_of("status", {"verified", "secondary", "unverified"}); }
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string format_number(double value) {
   char buffer[64];
@@ -136,48 +130,9 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
 
 util::Expected<Expectations> shipped_expectations() { return load_expectations(util::installed_overlay()); }
 
-std::string normalized_model_name(std::string_view name) {
-  std::string out;
-  for (const char c : lower(name)) {
-    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
-    if (space && (out.empty() || out.back() == ' ')) continue;
-    out.push_back(space ? ' ' : c);
-  }
-  if (!out.empty() && out.back() == ' ') out.pop_back();
-  for (const std::string_view vendor : {"nvidia ", "tesla "}) {
-    if (out.rfind(vendor, 0) == 0) out.erase(0, vendor.size());
-  }
-  return out;
-}
-
-namespace {
-
-/// Where " mig <N>g.<M>gb" (or "<N>c.<N>g.<M>gb") starts in a normalized name, else npos.
-std::size_t mig_suffix(const std::string& name) {
-  const std::size_t at = name.rfind(" mig ");
-  if (at == std::string::npos) return at;
-  const std::string profile = name.substr(at + 5);
-  const bool shaped = !profile.empty() && std::isdigit(static_cast<unsigned char>(profile[0])) != 0 &&
-                      profile.find('.') != std::string::npos && profile.find("gb") != std::string::npos;
-  return shaped ? at : std::string::npos;
-}
-
-}  // namespace
-
-std::optional<std::string> mig_profile(std::string_view device_name) {
-  const std::string name = normalized_model_name(device_name);
-  const std::size_t at = mig_suffix(name);
-  if (at == std::string::npos) return std::nullopt;
-  return name.substr(at + 5);
-}
-
 const GpuExpectation* find_gpu(const Expectations& expectations, std::string_view device_name) {
-  std::string name = normalized_model_name(device_name);
-  if (const std::size_t at = mig_suffix(name); at != std::string::npos) name.erase(at);
   for (const GpuExpectation& gpu : expectations.gpus) {
-    for (const std::string& pattern : gpu.match) {
-      if (!pattern.empty() && normalized_model_name(pattern) == name) return &gpu;
-    }
+    if (util::gpu_name_matches(device_name, gpu.match)) return &gpu;
   }
   return nullptr;
 }

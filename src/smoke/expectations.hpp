@@ -17,7 +17,7 @@ namespace gpuenv::smoke {
 /// One GPU model's datasheet numbers (GB/s, TFLOP/s) and anchor minimum.
 struct GpuExpectation {
   std::string model;
-  std::vector<std::string> match;  ///< product names, compared whole (normalized_model_name)
+  std::vector<std::string> match;  ///< product names, compared whole (util::gpu_name_matches)
   std::optional<double> memory_bandwidth;
   std::optional<double> memory_bandwidth_minimum;
   std::optional<double> fp32_tflops;
@@ -89,16 +89,8 @@ util::Expected<Expectations> load_expectations(const util::Overlay& overlay);
 /// The compiled-in data/smoke/expectations.toml.
 util::Expected<Expectations> shipped_expectations();
 
-/// A device name for comparison: lower case, runs of white space as one space, trimmed, without a leading "nvidia "
-/// or "tesla " ("NVIDIA  H100 80GB HBM3" -> "h100 80gb hbm3").
-std::string normalized_model_name(std::string_view name);
-
-/// The MIG profile in a MIG instance's device name ("NVIDIA A100-SXM4-40GB MIG 1g.5gb" -> "1g.5gb"); nullopt for a
-/// whole GPU.
-std::optional<std::string> mig_profile(std::string_view device_name);
-
-/// The row one of whose `match` names equals `device_name` (both normalized; a MIG instance's name without its " MIG
-/// <profile>" part); nullptr when none. Whole names only: "NVIDIA T400" does not match "T4".
+/// The row one of whose `match` names is `device_name` (util::gpu_name_matches: normalized, a MIG instance's name
+/// without its " MIG <profile>" part); nullptr when none. Whole names only: "NVIDIA T400" does not match "T4".
 const GpuExpectation* find_gpu(const Expectations& expectations, std::string_view device_name);
 
 /// Expected pinned host<->device GB/s on a PCIe link: theoretical × efficiency, plus the anchor minimum for that link.

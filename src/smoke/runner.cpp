@@ -18,6 +18,7 @@
 #include "smoke/verify.hpp"
 #include "smoke/xid_watch.hpp"
 #include "util/embedded_file.hpp"
+#include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::smoke {
@@ -241,7 +242,7 @@ class DeviceRun {
     m_result.info = m_gpu->info;
     m_model = find_gpu(*m_expectations, m_gpu->info.name);
     if (m_model != nullptr) m_result.info.expectation_model = m_model->model;
-    if (const auto profile = mig_profile(m_gpu->info.name)) judge_mig_instance(*profile);
+    if (const auto profile = util::gpu_mig_profile(m_gpu->info.name)) judge_mig_instance(*profile);
     if (step("smoke.kernels", [version = m_driver_version, number = m_driver_version_number](Gpu& g) {
           return load_kernels(g, version, number);
         })) {

@@ -138,7 +138,8 @@ TEST_CASE("compat: derive picks the PyTorch wheel variant and index URL", "[comp
   CHECK(derived.wheel_index_url.empty());
 }
 
-// cuda-driver.md Table 1 (release minimum) and Table 2 (the 12.x floor for 12.3.2, whose minimum is not listed).
+// NVIDIA's driver table (release minimum; 12.3.2: the driver its installer bundles) and the minor-version floor for
+// 13.4.1, whose minimum is not in the knowledge base.
 TEST_CASE("compat: derive states the driver floor, its reason and its branch", "[compat][derive]") {
   struct Case {
     const char* cuda;
@@ -155,7 +156,8 @@ TEST_CASE("compat: derive states the driver floor, its reason and its branch", "
       {"12.8.0", "", "", "570.26", "CUDA 12.8.0 requires it", "570"},
       {"12.4.1", "535.104.05", "", "535.104.05", "driver.min", "535"},
       {"12.4.1", "", "560", "550.54.15", "CUDA 12.4.1 requires it", "560"},
-      {"12.3.2", "", "", "525.60.13", "minor-version-compatibility floor", "525"},
+      {"12.3.2", "", "", "545.23.08", "CUDA 12.3.2 requires it", "545"},
+      {"13.4.1", "", "", "580.65.06", "minor-version-compatibility floor", "580"},
       {"10.2.89", "", "", "440.33", "CUDA 10.2.89 requires it", "440"},
       {"9.2.148", "", "", "", "not in the knowledge base", ""},
   };

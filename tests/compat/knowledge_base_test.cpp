@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 
 #include "compat/derive.hpp"
 #include "util/embedded_file.hpp"
+#include "util/gpu_name.hpp"
 #include "util/version.hpp"
 
 namespace gpuenv::compat {
@@ -88,9 +90,9 @@ TEST_CASE("compat: every knowledge-base row has a status and a source", "[compat
   for (const auto& r : data.gpus) check_provenance(r.provenance, "gpu " + r.model);
 }
 
-// docs/knowledge-base.md: `source` names where the fact was read, "followed by `via shared/reference/<file>.md`".
-// Read from the raw tables, so rows the KnowledgeBase keeps no provenance for ([[os_less_tag]]) count too.
-TEST_CASE("compat: every raw table row cites a shared/reference file", "[compat][kb]") {
+// docs/knowledge-base.md: `source` names the public document the fact was read in (title + URL, or repository + path
+// + commit). Read from the raw tables, so rows the KnowledgeBase keeps no provenance for ([[os_less_tag]]) count too.
+TEST_CASE("compat: every raw table row cites a public source", "[compat][kb]") {
   const auto files = gpuenv::compat::embedded_compat_data();
   REQUIRE(files.size() == 6);
   std::size_t rows = 0;
@@ -110,7 +112,8 @@ TEST_CASE("compat: every raw table row cites a shared/reference file", "[compat]
         const std::string source = (*row)["source"].value_or(std::string());
         INFO("[[" << key.str() << "]] #" << i + 1 << " status '" << status << "' source '" << source << "'");
         CHECK(valid_status(status));
-        CHECK(source.find("via shared/reference/") != std::string::npos);
+        CHECK_FALSE(source.empty());
+        CHECK(source.find("shared/") == std::string::npos);
       }
     }
   }
@@ -277,7 +280,7 @@ constexpr const char* good_release = R"([[release]]
 version = "12.4.1"
 driver_min = "550.54.15"
 status = "verified"
-source = "test via shared/reference/cuda-driver.md"
+source = "test"
 )";
 
 gpuenv::util::Expected<KnowledgeBase> parse(std::string_view name, std::string_view contents) {
@@ -291,7 +294,7 @@ TEST_CASE("compat: parse_knowledge_base reads a well-formed row", "[compat][kb]"
   const std::string older = R"([[release]]
 version = "11.8.0"
 status = "secondary"
-source = "test via shared/reference/cuda-driver.md"
+source = "test"
 note = "no driver_min: optional"
 )";
   const std::string text = std::string(good_release) + "\n" + older;
@@ -317,19 +320,15 @@ TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
       {"unknown key", "cuda.toml", std::string(good_release) + "driver_minimum = \"550.54.15\"\n",
        "unexpected key `driver_minimum`"},
       {"missing source", "cuda.toml", "[[release]]\nversion = \"12.4.1\"\nstatus = \"verified\"\n", "missing `source`"},
-      {"missing status", "gpus.toml",
-       "[[gpu]]\nmodel = \"H100\"\ncompute_capability = \"9.0\"\nsource = \"x via shared/reference/gpus.md\"\n",
+      {"missing status", "gpus.toml", "[[gpu]]\nmodel = \"H100\"\ncompute_capability = \"9.0\"\nsource = \"x\"\n",
        "missing `status`"},
-      {"bad status", "cuda.toml",
-       "[[release]]\nversion = \"12.4.1\"\nstatus = \"confirmed\"\nsource = \"x via "
-       "shared/reference/cuda-driver.md\"\n",
+      {"bad status", "cuda.toml", "[[release]]\nversion = \"12.4.1\"\nstatus = \"confirmed\"\nsource = \"x\"\n",
        "verified, secondary or unverified"},
-      {"not a version", "cuda.toml",
-       "[[release]]\nversion = \"12.4.x\"\nstatus = \"verified\"\nsource = \"x via shared/reference/cuda-driver.md\"\n",
+      {"not a version", "cuda.toml", "[[release]]\nversion = \"12.4.x\"\nstatus = \"verified\"\nsource = \"x\"\n",
        "not a version"},
       {"unknown key in another table", "gpus.toml",
        "[[gpu]]\nmodel = \"H100\"\ncompute_capability = \"9.0\"\nmemory = \"80 GB\"\nstatus = \"verified\"\n"
-       "source = \"x via shared/reference/gpus.md\"\n",
+       "source = \"x\"\n",
        "unexpected key `memory`"},
       {"missing source in images", "images.toml",
        "[[image]]\ncuda = \"12.4.1\"\nlifecycle = \"active\"\nos = [\"ubuntu22.04\"]\nstatus = \"verified\"\n",
@@ -337,7 +336,7 @@ TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
       {"wrong type", "tensorflow.toml",
        "[[release]]\nversion = \"2.15.0\"\npython_min = \"3.9\"\npython_max = \"3.11\"\ncuda = \"12.2\"\ncudnn = "
        "\"8.9\"\n"
-       "and_cuda = \"yes\"\nstatus = \"verified\"\nsource = \"x via shared/reference/tensorflow.md\"\n",
+       "and_cuda = \"yes\"\nstatus = \"verified\"\nsource = \"x\"\n",
        "and_cuda"},
       {"unexpected file", "drivers.toml", good_release, "drivers.toml"},
       {"TOML syntax", "cuda.toml", "[[release]]\nversion = \n", "cuda.toml"},
@@ -358,4 +357,64 @@ TEST_CASE("compat: parse_knowledge_base names the offending row", "[compat][kb]"
   REQUIRE_FALSE(parsed.has_value());
   CHECK_THAT(parsed.error().message, Catch::Contains("[[release]] #2"));
   CHECK_THAT(parsed.error().message, Catch::Contains("unexpected key `typo`"));
+}
+
+// Issue 15, rule 4: gpu.models and the driver's names resolve by whole name or listed alias, never by substring.
+TEST_CASE("compat: GPU models resolve by exact name and alias, look-alikes do not", "[compat][kb][gpu_name]") {
+  struct Case {
+    const char* name;
+    const char* model;  ///< the row it resolves to; nullptr: none
+  };
+  const Case cases[] = {
+      {"T4", "T4"},
+      {"Tesla T4", "T4"},
+      {"NVIDIA T400", nullptr},
+      {"NVIDIA T400 4GB", nullptr},
+      {"H200", "H200"},
+      {"NVIDIA H200", "H200"},
+      {"NVIDIA GH200 480GB", "GH200"},
+      {"B200", "B200"},
+      {"NVIDIA GB200", "GB200"},
+      {"NVIDIA B300", "B300"},
+      {"NVIDIA L40S", "L40S"},
+      {"NVIDIA L4", "L4"},
+      {"NVIDIA L20", "L20"},
+      {"NVIDIA A10G", "A10G"},
+      {"NVIDIA A10", "A10"},
+      {"NVIDIA A100-SXM4-80GB", "A100"},
+      {"NVIDIA A100-SXM4-40GB MIG 1g.5gb", "A100"},
+      {"NVIDIA A800-SXM4-80GB", "A800"},
+      {"NVIDIA H800", "H800"},
+      {"NVIDIA H20", "H20"},
+      {"NVIDIA H100 80GB HBM3", "H100"},
+      {"NVIDIA GeForce RTX 4090", "RTX 4090"},
+      {"NVIDIA GeForce RTX 4090 D", nullptr},
+      {"GeForce RTX 5090", "RTX 5090"},
+      {"NVIDIA RTX PRO 6000 Blackwell", "RTX PRO 6000"},
+      {"Jetson T5000", "Jetson T5000"},
+      {"NVIDIA Future GPU", nullptr},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const auto* row = kb().gpu(c.name);
+    if (c.model == nullptr) {
+      CHECK(row == nullptr);
+    } else {
+      REQUIRE(row != nullptr);
+      CHECK(row->model == c.model);
+    }
+  }
+}
+
+TEST_CASE("compat: no two GPU rows share a name or alias", "[compat][kb][gpu_name]") {
+  std::map<std::string, std::string> owner;  // normalized name -> model
+  for (const auto& row : kb().gpus) {
+    std::vector<std::string> names = row.aliases;
+    names.push_back(row.model);
+    for (const std::string& name : names) {
+      const auto [it, inserted] = owner.emplace(gpuenv::util::normalized_gpu_name(name), row.model);
+      INFO(row.model << ": " << name << " (also " << it->second << ")");
+      CHECK((inserted || it->second == row.model));
+    }
+  }
 }

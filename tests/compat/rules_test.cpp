@@ -53,6 +53,8 @@ void set(Profile& profile, std::string_view key, const std::string& value) {
     profile.driver_min = value;
   else if (key == "driver.branch")
     profile.driver_branch = value;
+  else if (key == "driver.modules")
+    profile.driver_modules = value;
   else if (key == "image.flavor")
     profile.image_flavor = value;
   else if (key == "framework.name")
@@ -208,8 +210,11 @@ TEST_CASE("compat: driver.cuda_minimum passes, warns above the minor-version flo
           {{"cuda.version", "13.1.0"}, {"driver.min", "580.65.06"}}, id, Expect::warn, "590.44.01"),
       row("a 12.x-era driver cannot run CUDA 13", {{"cuda.version", "13.1.0"}, {"driver.min", "575.57.08"}}, id,
           Expect::fail, "580.65.06"),
-      row("12.3.2 has no listed minimum: judged by the 12.x floor",
-          {{"cuda.version", "12.3.2"}, {"driver.min", "530.30.02"}}, id, Expect::pass),
+      // 12.3.2 has no row in NVIDIA's table; its runfile bundles 545.23.08 (cuda_12.3.2_545.23.08_linux.run).
+      row("12.3.2 below its bundled driver, above the 12.x floor",
+          {{"cuda.version", "12.3.2"}, {"driver.min", "530.30.02"}}, id, Expect::warn, "545.23.08"),
+      row("12.3.2 with its bundled driver", {{"cuda.version", "12.3.2"}, {"driver.min", "545.23.08"}}, id,
+          Expect::pass),
       row("12.3.2 below the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.min", "520.61.05"}}, id, Expect::fail),
       row("no driver.min: nothing to judge", {}, id, Expect::absent),
   });
@@ -230,10 +235,10 @@ TEST_CASE("compat: driver.branch judges the branch against driver.min and the CU
           Expect::fail, "550"),
       row("R550 satisfies driver.min 550.54.15", {{"driver.min", "550.54.15"}, {"driver.branch", "550"}}, id,
           Expect::pass),
-      row("12.3.2 (no listed minimum): R470 is below the 12.x floor",
-          {{"cuda.version", "12.3.2"}, {"driver.branch", "470"}}, id, Expect::fail, "525.60.13"),
-      row("12.3.2 (no listed minimum): R535 meets the 12.x floor",
-          {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id, Expect::pass),
+      row("12.3.2: R470 is below the 12.x floor", {{"cuda.version", "12.3.2"}, {"driver.branch", "470"}}, id,
+          Expect::fail, "525.60.13"),
+      row("12.3.2: R535 is below the bundled 545.23.08 but meets the 12.x floor",
+          {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id, Expect::warn, "545.23.08"),
       row("no driver.branch: nothing to judge", {}, id, Expect::absent),
   });
 }
@@ -367,6 +372,18 @@ TEST_CASE("compat: pytorch.python checks the series' Python range", "[compat][ru
           {pt, torch("2.1.2"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id, Expect::fail, "3.8-3.11"),
       row("1.11 has no Python range in the reference",
           {pt, torch("1.11.0"), {"framework.python", "3.9"}, {"cuda.version", "11.3.1"}}, id, Expect::warn),
+      // PyTorch's matrix marks experimental Pythons: judged one way, a WARN "experimental wheels", whatever the range.
+      row("2.2 with 3.12: experimental wheels",
+          {pt, torch("2.2.2"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id, Expect::warn,
+          "experimental wheels"),
+      row("2.3 with 3.12: experimental wheels",
+          {pt, torch("2.3.1"), {"framework.python", "3.12"}, {"cuda.version", "12.1.1"}}, id, Expect::warn,
+          "experimental wheels"),
+      row("2.5 with 3.13: experimental wheels", {pt, torch("2.5.1"), {"framework.python", "3.13"}}, id, Expect::warn,
+          "experimental wheels"),
+      row("2.3 with 3.11: supported", {pt, torch("2.3.1"), {"framework.python", "3.11"}, {"cuda.version", "12.1.1"}},
+          id, Expect::pass),
+      row("2.5 with 3.12: supported", {pt, torch("2.5.1"), {"framework.python", "3.12"}}, id, Expect::pass),
   });
 }
 
@@ -660,4 +677,27 @@ TEST_CASE("compat: a consistent profile passes every rule", "[compat][rules]") {
   CHECK(std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
     return f.id == "pytorch.compute_capability" && f.status == gpuenv::report::Status::skip;
   }));
+}
+
+// Minimum driver per GPU generation and module flavour (data/compat/cuda.toml [[arch]] driver_min, driver_modules):
+// Blackwell needs R570 and the open kernel modules; Rubin (10.7) needs R615.
+TEST_CASE("compat: gpu.driver holds the pinned driver to each targeted generation", "[compat][rules]") {
+  const std::string id = "gpu.driver";
+  const Field cuda{"cuda.version", "12.8.1"};
+  const auto cc = [](const char* value) { return Field{"gpu.compute_capabilities", value}; };
+  check_rows({
+      row("Blackwell with R565", {cuda, cc("10.0"), {"driver.branch", "565"}}, id, Expect::fail, "570.26"),
+      row("Blackwell with driver.min 560.35.03", {cuda, cc("12.0"), {"driver.min", "560.35.03"}}, id, Expect::fail,
+          "570.26"),
+      row("Blackwell with R570", {cuda, cc("10.0"), {"driver.branch", "570"}}, id, Expect::absent),
+      row("Blackwell with proprietary modules", {cuda, cc("10.0"), {"driver.modules", "proprietary"}}, id, Expect::fail,
+          "open kernel modules"),
+      row("Blackwell with open modules", {cuda, cc("10.0"), {"driver.modules", "open"}}, id, Expect::absent),
+      row("Hopper with proprietary modules", {cuda, cc("9.0"), {"driver.modules", "proprietary"}}, id, Expect::absent),
+      row("Ampere with R535", {{"cuda.version", "12.2.2"}, cc("8.0"), {"driver.branch", "535"}}, id, Expect::absent),
+      row("B200 by model with R565", {cuda, {"gpu.models", "B200"}, {"driver.branch", "565"}}, id, Expect::fail),
+      row("no driver pinned: not judged", {cuda, cc("10.0")}, id, Expect::absent),
+      row("Rubin with R610", {{"cuda.version", "13.4.1"}, cc("10.7"), {"driver.branch", "610"}}, id, Expect::fail,
+          "615"),
+  });
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compat/knowledge_base.hpp"
 #include "doctor/rules.hpp"
 
 namespace {
@@ -22,6 +23,15 @@ const std::vector<InstanceExpectation>& table() {
     auto t = gpuenv::doctor::builtin_instances();
     REQUIRE(t);
     return *t;
+  }();
+  return *loaded;
+}
+
+const gpuenv::compat::KnowledgeBase& kb() {
+  static const gpuenv::compat::KnowledgeBase* loaded = [] {
+    auto k = gpuenv::compat::builtin_knowledge_base();
+    REQUIRE(k);
+    return *k;
   }();
   return *loaded;
 }
@@ -93,15 +103,35 @@ TEST_CASE("instances.toml: bad rows are internal errors naming the row", "[docto
   CHECK(no_efa.error().message.find("`efa_devices` must be between 1 and 64") != std::string::npos);
 }
 
-TEST_CASE("gpu_name_has_token: whole words of the driver's GPU name", "[doctor]") {
-  using gpuenv::doctor::gpu_name_has_token;
-  CHECK(gpu_name_has_token("NVIDIA A100-SXM4-40GB", "A100"));
-  CHECK(gpu_name_has_token("Tesla V100-SXM2-16GB", "V100"));
-  CHECK(gpu_name_has_token("NVIDIA H100 80GB HBM3", "h100"));
-  CHECK(gpu_name_has_token("NVIDIA L4", "L4"));
-  CHECK_FALSE(gpu_name_has_token("NVIDIA L40S", "L4"));
-  CHECK_FALSE(gpu_name_has_token("NVIDIA A10G", "A10"));
-  CHECK_FALSE(gpu_name_has_token("NVIDIA H200", "H100"));
+TEST_CASE("is_gpu_model: the driver's GPU name against the type's model, exact names and aliases only", "[doctor]") {
+  struct Case {
+    const char* device_name;
+    const char* model;
+    bool same;
+  };
+  const Case cases[] = {
+      {"NVIDIA A100-SXM4-40GB", "A100", true},
+      {"NVIDIA A100-SXM4-80GB", "A100", true},
+      {"Tesla V100-SXM2-16GB", "V100", true},
+      {"NVIDIA H100 80GB HBM3", "h100", true},
+      {"NVIDIA L4", "L4", true},
+      {"Tesla T4", "T4", true},
+      {"NVIDIA H200", "H200", true},
+      {"NVIDIA B200", "B200", true},
+      {"NVIDIA H100 80GB HBM3 MIG 1g.10gb", "H100", true},
+      {"NVIDIA L40S", "L4", false},
+      {"NVIDIA A10G", "A10", false},
+      {"NVIDIA H200", "H100", false},
+      {"NVIDIA T400", "T4", false},
+      {"NVIDIA T400 4GB", "T4", false},
+      {"NVIDIA GH200 480GB", "H200", false},
+      {"NVIDIA GB200", "B200", false},
+      {"NVIDIA Future GPU", "B300", false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.device_name << " vs " << c.model);
+    CHECK(gpuenv::doctor::is_gpu_model(kb(), c.device_name, c.model) == c.same);
+  }
 }
 
 TEST_CASE("check_instance: model, memory size and NVLink against the type, naming it when they fail", "[doctor]") {
@@ -111,21 +141,21 @@ TEST_CASE("check_instance: model, memory size and NVLink against the type, namin
   REQUIRE(p4d != nullptr);
 
   std::vector<Finding> out;
-  gpuenv::doctor::check_instance(node(8, "NVIDIA A100-SXM4-80GB", 81920), *p4de, out);
+  gpuenv::doctor::check_instance(node(8, "NVIDIA A100-SXM4-80GB", 81920), kb(), *p4de, out);
   REQUIRE(find(out, "gpu.model") != nullptr);
   CHECK(find(out, "gpu.model")->status == Status::pass);
   CHECK(find(out, "gpu.memory_size")->status == Status::pass);
   CHECK(find(out, "gpu.interconnect") == nullptr);  // p4de's interconnect is not sourced
 
   out.clear();  // a p4de that got 40 GB boards
-  gpuenv::doctor::check_instance(node(8, "NVIDIA A100-SXM4-40GB", 40960), *p4de, out);
+  gpuenv::doctor::check_instance(node(8, "NVIDIA A100-SXM4-40GB", 40960), kb(), *p4de, out);
   REQUIRE(find(out, "gpu.memory_size") != nullptr);
   CHECK(find(out, "gpu.memory_size")->status == Status::fail);
   CHECK(find(out, "gpu.memory_size")->message.find("p4de.24xlarge (AWS) should have 81920 MiB per GPU") !=
         std::string::npos);
 
   out.clear();  // the wrong GPU altogether
-  gpuenv::doctor::check_instance(node(8, "NVIDIA H100 80GB HBM3", 81559), *p4de, out);
+  gpuenv::doctor::check_instance(node(8, "NVIDIA H100 80GB HBM3", 81559), kb(), *p4de, out);
   CHECK(find(out, "gpu.model")->status == Status::fail);
   CHECK(find(out, "gpu.model")->message.find("GPU 0 is NVIDIA H100 80GB HBM3") != std::string::npos);
   CHECK(find(out, "gpu.model")->message.find("p4de.24xlarge (AWS) should have 8x A100") != std::string::npos);
@@ -133,18 +163,18 @@ TEST_CASE("check_instance: model, memory size and NVLink against the type, namin
   // NVLink: p4d's is sourced; a GPU with all links down fails, NVML-less reports skip.
   HostFacts linked = node(2, "NVIDIA A100-SXM4-40GB", 40960);
   out.clear();
-  gpuenv::doctor::check_instance(linked, *p4d, out);
+  gpuenv::doctor::check_instance(linked, kb(), *p4d, out);
   CHECK(find(out, "gpu.interconnect")->status == Status::skip);
   linked.gpus.gpus[0].nvlink = gpuenv::probe::NvLinkFacts{{0, 1, 2}, {}, {}, {}, {}};
   linked.gpus.gpus[1].nvlink = gpuenv::probe::NvLinkFacts{{}, {0, 1, 2}, {}, {}, {}};
   out.clear();
-  gpuenv::doctor::check_instance(linked, *p4d, out);
+  gpuenv::doctor::check_instance(linked, kb(), *p4d, out);
   CHECK(find(out, "gpu.interconnect")->status == Status::fail);
   CHECK(find(out, "gpu.interconnect")->message.find("GPU 1 report no active NVLink") != std::string::npos);
 
   out.clear();  // no GPUs: no GPU to hold (gpu.count says why); only the type's EFA devices are judged
   HostFacts none;
-  gpuenv::doctor::check_instance(none, *p4d, out);
+  gpuenv::doctor::check_instance(none, kb(), *p4d, out);
   REQUIRE(out.size() == 1);
   CHECK(out[0].id == "fabric.efa");
 }

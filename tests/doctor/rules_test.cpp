@@ -1163,6 +1163,25 @@ TEST_CASE("rules: conformance to a profile", "[doctor][rules]") {
     p.driver_modules = "open";
     return p;
   }();
+  const auto with_models = [](std::vector<std::string> models, std::vector<std::string> ccs = {}) {
+    auto p = test_profile();
+    p.gpu_models = std::move(models);
+    p.gpu_compute_capabilities = std::move(ccs);
+    return p;
+  };
+  static const gpuenv::profile::Profile t4 = with_models({"T4"});
+  static const gpuenv::profile::Profile h100 = with_models({"H100"});
+  static const gpuenv::profile::Profile h200 = with_models({"H200"});
+  static const gpuenv::profile::Profile b200 = with_models({"B200"});
+  static const gpuenv::profile::Profile t4_or_cc90 = with_models({"T4"}, {"9.0"});
+  const auto renamed = [](const char* name) {
+    return [name](HostFacts& f) {
+      for (GpuFacts& gpu : f.gpus.gpus) {
+        gpu.name = name;
+        gpu.compute_capability.clear();
+      }
+    };
+  };
   static const gpuenv::profile::Profile rocky = [] {
     auto p = test_profile();
     p.os_distro = "rockylinux";
@@ -1281,6 +1300,50 @@ TEST_CASE("rules: conformance to a profile", "[doctor][rules]") {
       {"GPU compute capability targeted", [](HostFacts&, Expectations& e) { e.profile = &cc90; }, "profile.gpu_targets",
        std::nullopt},
       {"no targets in the profile", [](HostFacts&, Expectations& e) { e.profile = &profile; }, "profile.gpu_targets",
+       std::nullopt},
+      {"profile names T4, the node has H100s: profile.gpu names both",
+       [](HostFacts&, Expectations& e) { e.profile = &t4; },
+       "profile.gpu",
+       Status::fail,
+       {"GPU 0 is NVIDIA H100 80GB HBM3 (H100, compute capability 9.0)", "profile node-test targets T4"}},
+      {"profile names H100, the node has H100s",
+       [](HostFacts&, Expectations& e) { e.profile = &h100; },
+       "profile.gpu",
+       Status::pass,
+       {"NVIDIA H100 80GB HBM3", "targets (H100)"}},
+      {"a model listed alongside the node's compute capability: the CC covers it",
+       [](HostFacts&, Expectations& e) { e.profile = &t4_or_cc90; }, "profile.gpu", Status::pass},
+      {"NVIDIA T400 is not a T4",
+       [renamed](HostFacts& f, Expectations& e) {
+         renamed("NVIDIA T400")(f);
+         e.profile = &t4;
+       },
+       "profile.gpu",
+       Status::fail,
+       {"GPU 0 is NVIDIA T400 (not in gpuenv's GPU table)", "targets T4"}},
+      {"GH200 is not an H200",
+       [renamed](HostFacts& f, Expectations& e) {
+         renamed("NVIDIA GH200 480GB")(f);
+         e.profile = &h200;
+       },
+       "profile.gpu",
+       Status::fail,
+       {"(GH200, compute capability 9.0)", "targets H200"}},
+      {"GB200 is not a B200",
+       [renamed](HostFacts& f, Expectations& e) {
+         renamed("NVIDIA GB200")(f);
+         e.profile = &b200;
+       },
+       "profile.gpu",
+       Status::fail,
+       {"(GB200, compute capability 10.0)", "targets B200"}},
+      {"an H200 is an H200",
+       [renamed](HostFacts& f, Expectations& e) {
+         renamed("NVIDIA H200")(f);
+         e.profile = &h200;
+       },
+       "profile.gpu", Status::pass},
+      {"no models in the profile: not judged", [](HostFacts&, Expectations& e) { e.profile = &cc90; }, "profile.gpu",
        std::nullopt},
       {"profile wants open modules, the node runs proprietary",
        [](HostFacts&, Expectations& e) { e.profile = &open_modules; },

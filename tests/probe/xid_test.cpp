@@ -35,7 +35,7 @@ XidSeverity derived_severity(const XidInfo& row, const std::map<int, XidInfo>& b
     return XidSeverity::error;
   }
   if (starts_with(row.action, "restart app") || starts_with(row.action, "check") || starts_with(row.dcgm, "WARN") ||
-      gpuenv::util::contains(row.action, "Table 2")) {
+      gpuenv::util::contains(row.action, "144-150 Decode")) {
     return XidSeverity::warning;
   }
   return XidSeverity::info;
@@ -98,8 +98,9 @@ TEST_CASE("Xid table: xid_info rows", "[probe][xid]") {
       {94, "ROBUST_CHANNEL_CONTAINED_ERROR", "restart app; reset GPU when convenient (r555)", XidSeverity::warning,
        false, "unhealthy", "Fatal"},
       {119, "GSP_RPC_TIMEOUT", "reset GPU", XidSeverity::critical, true, "unhealthy", "Fatal"},
-      {154, "GPU_RECOVERY_ACTION_CHANGED", "follow the recovery action printed in the line (Table 4)",
-       XidSeverity::info, false, "unhealthy", "(none set)"},
+      {154, "GPU_RECOVERY_ACTION_CHANGED",
+       "follow the recovery action printed in the line (NVML nvmlDeviceGpuRecoveryAction_t)", XidSeverity::info, false,
+       "unhealthy", "(none set)"},
       {172, "UNCORRECTABLE_SRAM_ERROR", "follow Xid 48", XidSeverity::critical, false, "unhealthy", "Warning"},
   };
   for (const Row& row : rows) {
