@@ -99,13 +99,24 @@ std::vector<std::string> words(std::string_view text) {
   return out;
 }
 
+// The report and the capabilities are host text: a number too large for an int is unreadable, not a crash
+// (std::stoi threw out_of_range on "sm_99999999999": found by tests/fuzz/host_text_fuzz).
+constexpr long long k_max_number = 100000;  // no arch number or device count is larger
+
+/// `text` as a number in [0, max]; nullopt for anything else.
+std::optional<int> small_number(std::string_view text, long long max) {
+  const auto value = util::parse_int(text);
+  if (!value || *value < 0 || *value > max) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
 /// "sm_86" -> 86, "compute_90" -> 90; nullopt for arch-specific ("sm_90a") or unreadable names.
 std::optional<int> arch_number(std::string_view name, std::string_view prefix) {
   if (!util::starts_with(name, prefix)) return std::nullopt;
   const std::string_view digits = name.substr(prefix.size());
   if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
-  return std::stoi(std::string(digits));
+  return small_number(digits, k_max_number);
 }
 
 /// "1 ok", "1 mismatch: ...", "1 error: ..." -> the device's result; nullopt for anything else.
@@ -162,8 +173,8 @@ std::vector<FrameworkFacts> parse_framework_report(std::string_view text) {
       f.cudnn = value;
     else if (key == "cuda_available")
       f.cuda_available = value == "yes";
-    else if (key == "device_count" && !value.empty() && value.find_first_not_of("0123456789") == std::string::npos)
-      f.device_count = static_cast<unsigned>(std::stoul(value));
+    else if (key == "device_count" && small_number(value, k_max_number))
+      f.device_count = static_cast<unsigned>(*small_number(value, k_max_number));  // std::stoul threw on 20 digits
     else if (key == "arch_list")
       f.arch_list = words(value);
     else if (key == "capabilities")
@@ -198,9 +209,13 @@ FrameworkProbe probe_frameworks(system::System& system, const std::string& pytho
 
 bool arch_list_covers(const std::vector<std::string>& arch_list, const std::string& capability) {
   const auto dot = capability.find('.');
-  if (dot == std::string::npos) return true;  // unknown capability: nothing to judge
-  const int major = std::stoi(capability.substr(0, dot));
-  const int gpu = major * 10 + std::stoi(capability.substr(dot + 1));
+  // Unknown capability (no dot, not two numbers, a minor past 9: "8.x", "9.", "a.b"): nothing to judge. std::stoi
+  // threw invalid_argument on those.
+  const auto major_number = small_number(capability.substr(0, dot), 1000);
+  const auto minor_number = dot == std::string::npos ? std::nullopt : small_number(capability.substr(dot + 1), 9);
+  if (!major_number || !minor_number) return true;
+  const int major = *major_number;
+  const int gpu = major * 10 + *minor_number;
   for (const std::string& arch : arch_list) {
     if (auto sass = arch_number(arch, "sm_")) {
       if (*sass / 10 == major && *sass <= gpu) return true;

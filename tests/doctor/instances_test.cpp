@@ -227,7 +227,7 @@ TEST_CASE("fabric.efa / fabric.infiniband: RDMA devices against the type, failin
   facts.rdma.availability = {true, "/sys/class/infiniband", ""};
   for (unsigned i = 0; i < 16; ++i) facts.rdma.efa.push_back("rdmap" + std::to_string(i) + "s0");
   std::vector<Finding> out;
-  gpuenv::doctor::check_instance(facts, *p5, out);
+  gpuenv::doctor::check_instance(facts, kb(), *p5, out);
   REQUIRE(find(out, "fabric.efa") != nullptr);
   CHECK(find(out, "fabric.efa")->status == Status::fail);
   CHECK(find(out, "fabric.efa")->message.find("16 EFA devices in /sys/class/infiniband (rdmap0s0, ") == 0);
@@ -237,19 +237,19 @@ TEST_CASE("fabric.efa / fabric.infiniband: RDMA devices against the type, failin
 
   facts.rdma.efa.clear();  // none at all: launched without EFA interfaces, or no driver
   out.clear();
-  gpuenv::doctor::check_instance(facts, *p5, out);
+  gpuenv::doctor::check_instance(facts, kb(), *p5, out);
   CHECK(find(out, "fabric.efa")->status == Status::fail);
   CHECK(find(out, "fabric.efa")->message == "0 EFA devices in /sys/class/infiniband; p5.48xlarge (AWS) should have 32");
 
   for (unsigned i = 0; i < 32; ++i) facts.rdma.efa.push_back("rdmap" + std::to_string(i) + "s0");
   out.clear();
-  gpuenv::doctor::check_instance(facts, *p5, out);
+  gpuenv::doctor::check_instance(facts, kb(), *p5, out);
   CHECK(find(out, "fabric.efa")->status == Status::pass);
 
   // Azure ND H100 v5: eight ConnectX-7 InfiniBand NICs; EFA devices do not count for it.
   facts.rdma.infiniband = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6"};
   out.clear();
-  gpuenv::doctor::check_instance(facts, *nd, out);
+  gpuenv::doctor::check_instance(facts, kb(), *nd, out);
   CHECK(find(out, "fabric.efa") == nullptr);
   CHECK(find(out, "fabric.infiniband")->status == Status::fail);
   CHECK(find(out, "fabric.infiniband")->message.find("7 InfiniBand/RDMA devices") == 0);
@@ -260,7 +260,7 @@ TEST_CASE("fabric.efa / fabric.infiniband: RDMA devices against the type, failin
   HostFacts rooted;
   rooted.rdma.availability.reason = "/sys/class/infiniband is not in the inspected tree";
   out.clear();
-  gpuenv::doctor::check_instance(rooted, *p5, out);
+  gpuenv::doctor::check_instance(rooted, kb(), *p5, out);
   REQUIRE(out.size() == 1);
   CHECK(out[0].id == "fabric.efa");
   CHECK(out[0].status == Status::skip);
