@@ -126,7 +126,7 @@ void check_image(const Context& c, Findings& out) {
     std::string when;
     if (!image->eol_date.empty()) when += "marked end-of-life " + image->eol_date;
     if (!image->deletion_date.empty())
-      when += std::string(when.empty() ? "" : ", ") + "deletion scheduled for " + image->deletion_date;
+      when += std::string(when.empty() ? "" : ", ") + "NVIDIA's deletion date " + image->deletion_date;
     const CudaImage* successor = active_successor(c.kb, *c.cuda);
     out.push_back(make("image.tag", Status::warn,
                        tag + " is end-of-life" + (when.empty() ? "" : " (" + when + ")") +

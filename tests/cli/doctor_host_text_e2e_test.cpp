@@ -13,17 +13,14 @@
 
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/text_files.hpp"
 #include "util/host_text.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using gpuenv::testing::read_text;
 using gpuenv::testing::run_gpuenv;
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
@@ -41,12 +38,12 @@ struct HostileHost {
     tree = top / "tree";
     fs::create_directories(top);
     fs::copy(gpuenv::testing::fixture_path("hosts/healthy-8xh100"), tree, fs::copy_options::recursive);
-    std::string os_release = slurp(tree / "etc/os-release");
+    std::string os_release = read_text(tree / "etc/os-release");
     replace_all(os_release, "PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"", "PRETTY_NAME=\"Ubuntu\xFF 22.04\x1B[2J LTS\"");
     replace_all(os_release, "ID=ubuntu\n", "ID=ubuntu\xC3\n");
     fs::remove(tree / "etc/os-release");
     std::ofstream(tree / "etc/os-release", std::ios::binary) << os_release;
-    std::string report = slurp(gpuenv::testing::fixture_path("hosts/healthy-8xh100.nvidia-smi.xml"));
+    std::string report = read_text(gpuenv::testing::fixture_path("hosts/healthy-8xh100.nvidia-smi.xml"));
     replace_all(report, "NVIDIA H100 80GB HBM3", "NVIDIA H100\xFE 80GB HBM3");
     xml = top / "report.xml";
     std::ofstream(xml, std::ios::binary) << report;
@@ -101,7 +98,7 @@ TEST_CASE("doctor --prometheus with hostile host text writes valid UTF-8 with a 
   args.insert(args.end(), {"--prometheus", metrics.string()});
   const auto result = run_gpuenv(args);
   CHECK((result.exit_code == 0 || result.exit_code == 1));
-  const std::string text = slurp(metrics);
+  const std::string text = read_text(metrics);
   CHECK(gpuenv::util::is_valid_utf8(text));
   CHECK(text.find("# gpuenv: host text in label values was cleaned: ") != std::string::npos);
 }

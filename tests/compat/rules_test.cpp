@@ -584,6 +584,9 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       // end of life
       row("12.4.0 EOL 2024-05-31, deletion 2024-11-30", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "2024-05-31"),
       row("12.4.0's deletion date", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "2024-11-30"),
+      // A deletion date long past is not "scheduled" (stale words a reviewer found in issue 12).
+      row("12.4.0's deletion date is a date, not a schedule", {{"cuda.version", "12.4.0"}}, id, Expect::warn,
+          "NVIDIA's deletion date 2024-11-30"),
       row("12.4.0's successor", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "12.4.1"),
       row("11.2.2 EOL 2023-07-01", {{"cuda.version", "11.2.2"}, {"os.version", "20.04"}}, id, Expect::warn,
           "2023-07-01"),

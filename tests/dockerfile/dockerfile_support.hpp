@@ -19,9 +19,12 @@
 #include "profile/fields.hpp"
 #include "profile/profile.hpp"
 #include "support/run_binary.hpp"
+#include "support/text_files.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::testing::dockerfile_tests {
+
+using gpuenv::testing::read_text;
 
 inline const compat::KnowledgeBase& kb() {
   auto loaded = compat::builtin_knowledge_base();
@@ -48,16 +51,8 @@ inline profile::Profile make_profile(const std::vector<std::pair<std::string, st
   return p;
 }
 
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 inline void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
+  REQUIRE(gpuenv::testing::write_text(path, text));
 }
 
 /// Runs the binary from the source tree, so relative profile paths (and the "Regenerate with" line that

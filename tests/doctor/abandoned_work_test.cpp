@@ -19,6 +19,7 @@
 #include "probe/nvml.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/text_files.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -26,6 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using gpuenv::testing::fixture_path;
+using gpuenv::testing::read_text;
 
 /// A private directory removed at the end of the scope.
 class TempDir {
@@ -47,13 +49,6 @@ class TempDir {
  private:
   fs::path m_path;
 };
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 /// An executable script at dir/name that never returns (exec, so the timeout's kill reaches the sleeper itself).
 void write_hanging_program(const fs::path& dir, const std::string& name) {
@@ -101,7 +96,7 @@ TEST_CASE("read_nvml: a call that finishes in time releases the library on the c
     const auto inventory = gpuenv::probe::read_nvml(*real, copy.string(), 5s);
     REQUIRE(inventory.availability.available);
     // Unloaded already, exactly once, and here.
-    const std::string unloaded_on = slurp(log);
+    const std::string unloaded_on = read_text(log);
     if (unloaded_on != caller + "\n") {
       ++elsewhere;
       WARN("iteration " << i << ": unloaded by [" << unloaded_on << "], the caller is " << caller);

@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "support/fake_system.hpp"
+#include "support/text_files.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::testing::fleet {
+
+using gpuenv::testing::read_text;
 
 class TempDir {
  public:
@@ -59,17 +62,8 @@ inline bool have_tool(const std::string& program) {
   return !run_tool({"sh", "-c", "command -v \"$1\"", "sh", program}, std::chrono::seconds(10)).out.empty();
 }
 
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 inline void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  REQUIRE(out.good());
+  REQUIRE(gpuenv::testing::write_text(path, text));
 }
 
 /// The names of the files in `dir`, hidden ones included.

@@ -17,20 +17,15 @@
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
 #include "support/run_binary.hpp"
+#include "support/text_files.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using gpuenv::testing::read_text;
 using gpuenv::testing::run_gpuenv;
 
 const fs::path k_golden = fs::path(GPUENV_SOURCE_DIR) / "tests/fixtures/install/golden";
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 /// "<profile>@<distro>-<version>-<arch>.json", as scripts/regen-install-golden names them.
 std::string golden_name(const std::string& profile, const std::string& distro, const std::string& version,

@@ -8,19 +8,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/text_files.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 /// An exclusive flock on `path` for the lifetime of the object (released when the descriptor closes).
 class FileLock {
