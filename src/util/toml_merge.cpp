@@ -74,7 +74,9 @@ Expected<Ok> merge_table(toml::table& base, toml::node& overlay, const std::stri
       return Error::input(at(path, value) + ": [" + std::string(name) + "] has no key `" + std::string(key.str()) + "`",
                           "an overlay replaces the keys of [" + std::string(name) + "]; check the spelling");
     }
-    value.visit([&base, &key](auto&& concrete) { base.insert_or_assign(key, std::move(concrete)); });
+    // A named reference, not the structured binding: clang 14 (the fuzz build) cannot capture bindings.
+    const toml::key& replaced = key;
+    value.visit([&base, &replaced](auto&& concrete) { base.insert_or_assign(replaced, std::move(concrete)); });
   }
   return Ok{};
 }
