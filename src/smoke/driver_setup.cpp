@@ -31,7 +31,7 @@ Finding init_failure(const CudaApi& api, CUresult result, const std::string& dri
     finding.message =
         "the system is not ready for CUDA (on NVSwitch systems: the fabric manager is not running): " + finding.message;
     finding.remedy =
-        "on an NVSwitch system (HGX/DGX 8-GPU) start the nvidia-fabricmanager service (`journalctl -u "
+        "on an NVSwitch board (HGX/DGX 8-GPU) start the nvidia-fabricmanager service (`journalctl -u "
         "nvidia-fabricmanager` shows why it stopped; its version must equal the driver's) and wait for the fabric to "
         "be ready; then `gpuenv doctor`";
   } else if (result == cuda_error_unknown) {

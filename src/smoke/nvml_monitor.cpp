@@ -197,7 +197,8 @@ Finding judge_clocks(const std::vector<ClockSample>& samples, int max_mhz) {
   std::sort(clocks.begin(), clocks.end());
   const unsigned median = clocks[clocks.size() / 2];
   std::string message = "SM clock during the matmuls: " + mhz(median) + " (median of " + std::to_string(clocks.size()) +
-                        " samples, lowest " + mhz(clocks.front()) + ")" + (max > 0 ? ", max " + mhz(max) : std::string());
+                        " samples, lowest " + mhz(clocks.front()) + ")" +
+                        (max > 0 ? ", max " + mhz(max) : std::string());
   const std::vector<std::string> names = probe::throttle_reason_names(reasons);
   if (!names.empty()) message += "; clocks-event reasons: " + util::join(names, ", ");
   if ((reasons & throttled_reasons) != 0) {
