@@ -13,6 +13,14 @@ void keep_newest(std::optional<Version>& current, const std::optional<Version>& 
   if (candidate && (!current || *candidate > *current)) current = candidate;
 }
 
+/// The newest of `version_of(row)` over `rows` (rows without a version are skipped).
+template <typename Rows, typename VersionOf>
+std::optional<Version> newest_of(const Rows& rows, VersionOf version_of) {
+  std::optional<Version> newest;
+  for (const auto& row : rows) keep_newest(newest, version_of(row));
+  return newest;
+}
+
 Horizon make_horizon(const KnowledgeBase& kb, std::string table, std::string what, std::optional<Version> newest) {
   const auto date = kb.as_of.find(table);
   return Horizon{std::move(table), std::move(what), std::move(newest),
@@ -22,21 +30,18 @@ Horizon make_horizon(const KnowledgeBase& kb, std::string table, std::string wha
 }  // namespace
 
 Horizon cuda_horizon(const KnowledgeBase& kb) {
-  std::optional<Version> newest;
-  for (const CudaRelease& row : kb.cuda_releases) keep_newest(newest, row.version);
-  return make_horizon(kb, "cuda.toml", "CUDA", newest);
+  return make_horizon(kb, "cuda.toml", "CUDA",
+                      newest_of(kb.cuda_releases, [](const CudaRelease& row) { return row.version; }));
 }
 
 Horizon cudnn_horizon(const KnowledgeBase& kb) {
-  std::optional<Version> newest;
-  for (const CudnnBuild& row : kb.cudnn_builds) keep_newest(newest, row.cudnn);
-  return make_horizon(kb, "cudnn.toml", "cuDNN", newest);
+  return make_horizon(kb, "cudnn.toml", "cuDNN",
+                      newest_of(kb.cudnn_builds, [](const CudnnBuild& row) { return row.cudnn; }));
 }
 
 Horizon torch_horizon(const KnowledgeBase& kb) {
-  std::optional<Version> newest;
-  for (const TorchRelease& row : kb.torch_releases) keep_newest(newest, row.version);
-  return make_horizon(kb, "pytorch.toml", "torch", newest);
+  return make_horizon(kb, "pytorch.toml", "torch",
+                      newest_of(kb.torch_releases, [](const TorchRelease& row) { return row.version; }));
 }
 
 Horizon torch_variant_horizon(const KnowledgeBase& kb) {
@@ -48,26 +53,24 @@ Horizon torch_variant_horizon(const KnowledgeBase& kb) {
 }
 
 Horizon tensorflow_horizon(const KnowledgeBase& kb) {
-  std::optional<Version> newest;
-  for (const TensorflowRelease& row : kb.tensorflow_releases) keep_newest(newest, row.version);
-  return make_horizon(kb, "tensorflow.toml", "TensorFlow", newest);
+  return make_horizon(kb, "tensorflow.toml", "TensorFlow",
+                      newest_of(kb.tensorflow_releases, [](const TensorflowRelease& row) { return row.version; }));
 }
 
 Horizon image_horizon(const KnowledgeBase& kb) {
-  std::optional<Version> newest;
-  for (const CudaImage& row : kb.images) keep_newest(newest, row.cuda);
-  return make_horizon(kb, "images.toml", "nvidia/cuda images at CUDA", newest);
+  return make_horizon(kb, "images.toml", "nvidia/cuda images at CUDA",
+                      newest_of(kb.images, [](const CudaImage& row) { return row.cuda; }));
 }
 
 Horizon compute_capability_horizon(const KnowledgeBase& kb) {
-  std::optional<Version> newest;
-  for (const ArchSupport& row : kb.archs) keep_newest(newest, Version::parse(row.compute_capability));
-  return make_horizon(kb, "cuda.toml", "compute capability", newest);
+  return make_horizon(kb, "cuda.toml", "compute capability", newest_of(kb.archs, [](const ArchSupport& row) {
+                        return Version::parse(row.compute_capability);
+                      }));
 }
 
 std::vector<Horizon> horizons(const KnowledgeBase& kb) {
-  std::optional<Version> newest_gpu;
-  for (const GpuModel& row : kb.gpus) keep_newest(newest_gpu, Version::parse(row.compute_capability));
+  const std::optional<Version> newest_gpu =
+      newest_of(kb.gpus, [](const GpuModel& row) { return Version::parse(row.compute_capability); });
   return {cuda_horizon(kb),          compute_capability_horizon(kb),
           cudnn_horizon(kb),         torch_horizon(kb),
           torch_variant_horizon(kb), tensorflow_horizon(kb),
