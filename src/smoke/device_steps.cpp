@@ -1,0 +1,206 @@
+#include "smoke/device_steps.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "smoke/cuda_api.hpp"
+#include "smoke/runner.hpp"
+#include "util/strings.hpp"
+
+namespace gpuenv::smoke {
+
+using report::Finding;
+using report::Status;
+
+// ---------------------------------------------------------------------------------------------------- device query
+
+StepOutcome query_device(Gpu& gpu) {
+  StepOutcome out;
+  const CudaApi& api = gpu.api;
+  check(api.device_get(&gpu.device, gpu.ordinal), "cuDeviceGet");
+  char name[256] = {};
+  check(api.device_get_name(name, sizeof name - 1, gpu.device), "cuDeviceGetName");
+  gpu.info.name = name;
+  char bus[64] = {};
+  if (api.device_get_pci_bus_id(bus, sizeof bus - 1, gpu.device) == cuda_success) gpu.info.pci_bus_id = bus;
+  auto attribute = [&](int which) {
+    int value = 0;
+    return api.device_get_attribute(&value, which, gpu.device) == cuda_success ? value : 0;
+  };
+  gpu.info.cc_major = attribute(attribute_compute_capability_major);
+  gpu.info.cc_minor = attribute(attribute_compute_capability_minor);
+  gpu.info.sm_count = attribute(attribute_multiprocessor_count);
+  gpu.info.clock_mhz = attribute(attribute_clock_rate) / 1000;
+  gpu.info.memory_clock_mhz = attribute(attribute_memory_clock_rate) / 1000;
+  gpu.info.memory_bus_width = attribute(attribute_global_memory_bus_width);
+  gpu.info.l2_bytes = static_cast<std::uint64_t>(attribute(attribute_l2_cache_size));
+  std::size_t total = 0;
+  if (api.device_total_mem(&total, gpu.device) == cuda_success) gpu.info.memory_bytes = total;
+  check(api.primary_ctx_retain(&gpu.context, gpu.device), "cuDevicePrimaryCtxRetain");
+  check(api.ctx_set_current(gpu.context), "cuCtxSetCurrent");
+  check(api.stream_create(&gpu.stream, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
+  check(api.event_create(&gpu.start, 0), "cuEventCreate");
+  check(api.event_create(&gpu.stop, 0), "cuEventCreate");
+  out.findings.push_back(
+      Finding{"smoke.device",
+              Status::pass,
+              gpu.info.name + " at " + (gpu.info.pci_bus_id.empty() ? "unknown PCI address" : gpu.info.pci_bus_id) +
+                  ": CC " + std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor) + ", " +
+                  std::to_string(gpu.info.sm_count) + " SMs, " + size_text(gpu.info.memory_bytes) + ", max SM clock " +
+                  std::to_string(gpu.info.clock_mhz) + " MHz, max memory clock " +
+                  std::to_string(gpu.info.memory_clock_mhz) + " MHz",
+              {},
+              {}});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------- kernels
+
+namespace {
+
+/// Errors that mean "this image has no code for this GPU or driver": the next image may have.
+bool image_cannot_run(CUresult result) {
+  return result == cuda_error_no_binary_for_gpu || result == cuda_error_unsupported_ptx_version ||
+         result == cuda_error_invalid_ptx || result == cuda_error_invalid_image;
+}
+
+}  // namespace
+
+StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver_version_number) {
+  StepOutcome out;
+  const KernelsInfo kernels = embedded_kernels_info();
+  if (!kernels.embedded) {
+    out.findings.push_back(
+        Finding{"smoke.kernels",
+                Status::skip,
+                "skipped: built without CUDA (nvcc was not found when gpuenv was built); matmul tests do not run",
+                "rebuild gpuenv on a machine with the CUDA toolkit (nvcc) to include the kernels",
+                {}});
+    return out;
+  }
+  const KernelImage* loaded_image = nullptr;
+  std::string tried;
+  CUresult last = cuda_success;
+  for (const KernelImage* image : kernel_images_for(kernels.images, driver_version_number)) {
+    // cuModuleLoadData reads the fatbin header with 8-byte loads: give it an aligned copy.
+    std::vector<std::uint64_t> aligned((image->bytes + 7) / 8 + 1, 0);
+    std::memcpy(aligned.data(), image->contents.data(), image->bytes);
+    last = gpu.api.module_load_data(&gpu.module, aligned.data());
+    tried += (tried.empty() ? "" : "; ") + image->file + " (CUDA " + image->cuda_version + ": " +
+             describe_cuda_error(gpu.api, last) + ")";
+    if (last == cuda_success) {
+      loaded_image = image;
+      break;
+    }
+    if (!image_cannot_run(last)) break;
+  }
+  const std::string cc = std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor);
+  if (loaded_image == nullptr && image_cannot_run(last)) {
+    gpu.module = nullptr;
+    out.findings.push_back(
+        Finding{"smoke.kernels",
+                Status::warn,
+                "the embedded kernels cannot run here: cuModuleLoadData returned " +
+                    describe_cuda_error(gpu.api, last) + "; kernels built with CUDA " + kernels.cuda_version + " for " +
+                    kernels.archs + "; driver supports CUDA " + driver_version + ", GPU is CC " + cc +
+                    "; images tried: " + tried + "; device query and copies still ran, matmul tests skipped",
+                "a driver that supports CUDA " + kernels.cuda_version +
+                    " (or newer) runs them; `gpuenv smoke --describe` lists the images and the drivers each is for",
+                {}});
+    return out;
+  }
+  check(last, "cuModuleLoadData");
+  gpu.info.kernel_image = loaded_image->file;
+  check(gpu.api.module_get_function(&gpu.sgemm, gpu.module, "smoke_sgemm"), "cuModuleGetFunction(smoke_sgemm)");
+  check(gpu.api.module_get_function(&gpu.hgemm, gpu.module, "smoke_hgemm_wmma"),
+        "cuModuleGetFunction(smoke_hgemm_wmma)");
+  check(gpu.api.module_get_function(&gpu.bf16gemm, gpu.module, "smoke_bf16gemm_wmma"),
+        "cuModuleGetFunction(smoke_bf16gemm_wmma)");
+  check(gpu.api.module_get_function(&gpu.memtest_fill, gpu.module, "smoke_fill_pattern"),
+        "cuModuleGetFunction(smoke_fill_pattern)");
+  check(gpu.api.module_get_function(&gpu.memtest_check, gpu.module, "smoke_check_pattern"),
+        "cuModuleGetFunction(smoke_check_pattern)");
+  check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module, "smoke_move_inversion"),
+        "cuModuleGetFunction(smoke_move_inversion)");
+  // Optional: without it copies are timed one per event pair.
+  if (gpu.api.module_get_function(&gpu.spin_wait, gpu.module, "smoke_spin_wait") != cuda_success)
+    gpu.spin_wait = nullptr;
+  out.findings.push_back(Finding{"smoke.kernels",
+                                 Status::pass,
+                                 "kernels loaded (" + loaded_image->file + ": CUDA " + loaded_image->cuda_version +
+                                     " fatbin, " + std::to_string(loaded_image->bytes) +
+                                     " bytes; driver supports CUDA " + driver_version + ")",
+                                 {},
+                                 {}});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------- copies
+
+StepOutcome allocate_copy_buffers(Gpu& gpu) {
+  const CudaApi& api = gpu.api;
+  gpu.bytes = copy_bytes(gpu.options, gpu.info.l2_bytes);
+  check(api.mem_alloc(&gpu.device_a, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
+  check(api.mem_alloc(&gpu.device_b, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
+  void* host = nullptr;
+  check(api.mem_alloc_host(&host, gpu.bytes), "cuMemAllocHost_v2(" + size_text(gpu.bytes) + ")");
+  gpu.pinned = static_cast<std::uint32_t*>(host);
+  void* flag = nullptr;
+  check(api.mem_alloc_host(&flag, 64), "cuMemAllocHost_v2(64 bytes)");
+  gpu.spin_flag = static_cast<std::uint32_t*>(flag);
+  gpu.pageable.assign(gpu.bytes / 4, 0);
+  gpu.readback.assign(gpu.bytes / 4, 0);
+  return {};
+}
+
+void free_copy_buffers(Gpu& gpu) {
+  if (gpu.device_a != 0) gpu.api.mem_free(gpu.device_a);
+  if (gpu.device_b != 0) gpu.api.mem_free(gpu.device_b);
+  if (gpu.pinned != nullptr) gpu.api.mem_free_host(gpu.pinned);
+  if (gpu.spin_flag != nullptr) gpu.api.mem_free_host(const_cast<std::uint32_t*>(gpu.spin_flag));
+  gpu.device_a = gpu.device_b = 0;
+  gpu.pinned = nullptr;
+  gpu.spin_flag = nullptr;
+  gpu.pageable = {};
+  gpu.readback = {};
+}
+
+PatternCheck read_back_and_check(Gpu& gpu, CUdeviceptr source, std::uint32_t seed) {
+  std::fill(gpu.readback.begin(), gpu.readback.end(), 0u);
+  check(gpu.api.memcpy_dtoh(gpu.readback.data(), source, gpu.bytes), "cuMemcpyDtoH_v2 (verification)");
+  return check_pattern(gpu.readback, seed);
+}
+
+StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::string& label, const Summary& rates,
+                         double bytes, const PatternCheck& data, const Expectation& from_data) {
+  StepOutcome out;
+  const Expectation expectation = with_override(gpu.options, id, from_data);
+  Metric metric{id, "GB/s", rates, expectation.expected, bytes};
+  out.metrics.push_back(metric);
+  const std::string observed = label + " " + rate_text(rates.median) + " GB/s (median of " +
+                               std::to_string(rates.count) + ", " + size_text(gpu.bytes) + ", min " +
+                               rate_text(rates.min) + ", max " + rate_text(rates.max) + ")";
+  if (!data.ok()) {
+    out.findings.push_back(
+        Finding{"smoke." + id,
+                Status::fail,
+                observed + ": data corrupted: " + data.describe(gpu.bytes / 4),
+                "the copy returned wrong data: check for Xid errors (sudo dmesg | grep -i xid) and run `gpuenv doctor`",
+                {}});
+    return out;
+  }
+  const Judgement judgement = judge(rates.median, expectation, gpu.options.thresholds, "GB/s");
+  Finding finding{
+      "smoke." + id, judgement.status, observed + ", data verified; " + judgement.explanation, {}, expectation.source};
+  if (judgement.status == Status::warn || judgement.status == Status::fail) {
+    finding.remedy =
+        id.find("2d_pinned") != std::string::npos || id.rfind("h2d", 0) == 0
+            ? "check the PCIe link (gen and width in `nvidia-smi -q`), the slot, NUMA placement and IOMMU settings"
+            : "check clocks and throttling (`nvidia-smi -q -d PERFORMANCE`) and run `gpuenv doctor`";
+  }
+  out.findings.push_back(std::move(finding));
+  return out;
+}
+
+}  // namespace gpuenv::smoke
