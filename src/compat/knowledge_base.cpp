@@ -48,13 +48,20 @@ Expected<util::Ok> read_cuda(const TomlFile& file, KnowledgeBase& kb) {
 }
 
 Expected<util::Ok> read_cudnn(const TomlFile& file, KnowledgeBase& kb) {
-  return file.append_rows("build", kb.cudnn_builds, [](TomlRow& row) {
-    return CudnnBuild{row.version("cudnn"),
-                      static_cast<int>(row.integer("cuda_major")),
-                      row.versions("cuda_versions"),
-                      row.optional_version("driver_min"),
-                      row.optional_texts("compute_capabilities"),
-                      read_provenance(row)};
+  if (auto r = file.append_rows("build", kb.cudnn_builds,
+                                [](TomlRow& row) {
+                                  return CudnnBuild{row.version("cudnn"),
+                                                    static_cast<int>(row.integer("cuda_major")),
+                                                    row.versions("cuda_versions"),
+                                                    row.optional_version("driver_min"),
+                                                    row.optional_texts("compute_capabilities"),
+                                                    read_provenance(row)};
+                                });
+      !r)
+    return r;
+  return file.append_rows("arch_drop", kb.cudnn_arch_drops, [](TomlRow& row) {
+    return CudnnArchDrop{row.version("cudnn"), row.version("compute_capability_below"), row.text("name"),
+                         read_provenance(row)};
   });
 }
 
@@ -136,7 +143,10 @@ const std::vector<TableSpec>& table_specs() {
        {"as_of", "release", "major", "arch"},
        {{"release", {"version"}}, {"major", {"major"}}, {"arch", {"compute_capability"}}},
        read_cuda},
-      {"cudnn.toml", {"as_of", "build"}, {{"build", {"cudnn", "cuda_major"}}}, read_cudnn},
+      {"cudnn.toml",
+       {"as_of", "build", "arch_drop"},
+       {{"build", {"cudnn", "cuda_major"}}, {"arch_drop", {"cudnn"}}},
+       read_cudnn},
       {"pytorch.toml",
        {"as_of", "series", "release", "arch"},
        {{"series", {"series"}}, {"release", {"version"}}, {"arch", {"series", "variant"}}},

@@ -50,9 +50,18 @@ struct ArchSupport {
 struct CudnnBuild {
   util::Version cudnn;
   int cuda_major = 0;
-  std::vector<util::Version> cuda_versions;  ///< major.minor
+  std::vector<util::Version> cuda_versions;  ///< major.minor; empty when the source names only the CUDA major
   std::optional<util::Version> driver_min;
   std::vector<std::string> compute_capabilities;  ///< empty when the matrix states no list
+  Provenance provenance;
+};
+
+/// The first cuDNN release without the GPUs below a compute capability (cuDNN 9.11.0 dropped Maxwell, Pascal and
+/// Volta: below 7.5).
+struct CudnnArchDrop {
+  util::Version cudnn;
+  util::Version compute_capability_below;
+  std::string name;  ///< the generations dropped, for messages
   Provenance provenance;
 };
 
@@ -118,6 +127,7 @@ struct KnowledgeBase {
   std::vector<CudaMajor> cuda_majors;
   std::vector<ArchSupport> archs;
   std::vector<CudnnBuild> cudnn_builds;
+  std::vector<CudnnArchDrop> cudnn_arch_drops;
   std::vector<TorchSeries> torch_series;
   std::vector<TorchRelease> torch_releases;
   std::vector<TorchArch> torch_archs;

@@ -40,11 +40,44 @@ std::vector<CudnnEvidence> cudnn_evidence(const KnowledgeBase& kb, const Version
   return out;
 }
 
+/// The drop that removed compute capability `cc` from every release `wanted` names ("9.22", "9.11.0"; "9" also names
+/// releases before 9.11, so no drop covers it), if any.
+const CudnnArchDrop* drop_covering(const KnowledgeBase& kb, const Version& wanted, const std::string& cc) {
+  const auto capability = Version::parse(cc);
+  if (!capability) return nullptr;
+  for (const CudnnArchDrop& drop : kb.cudnn_arch_drops) {
+    if (wanted >= drop.cudnn && *capability < drop.compute_capability_below) return &drop;
+  }
+  return nullptr;
+}
+
+/// cudnn.compute_capability for the GPUs a cuDNN release no longer runs on: a failure, whatever the release's rows say
+/// (a release newer than the data included).
+void check_cudnn_arch_drops(const Context& c, const Version& wanted, Findings& out) {
+  for (const std::string& cc : c.profile.gpu_compute_capabilities) {
+    const CudnnArchDrop* drop = drop_covering(c.kb, wanted, cc);
+    if (drop == nullptr) continue;
+    std::optional<Version> last;  // the newest cuDNN before the drop, as the fix
+    for (const CudnnBuild& build : c.kb.cudnn_builds) {
+      if (build.cudnn < drop->cudnn && (!last || build.cudnn > *last)) last = build.cudnn;
+    }
+    const std::string newer_gpu = "a GPU of compute capability " + drop->compute_capability_below.str() + " or newer";
+    out.push_back(
+        make("cudnn.compute_capability", Status::fail,
+             "cuDNN " + c.profile.cudnn_version + " does not run on compute capability " + cc + ": cuDNN " +
+                 drop->cudnn.str() + " dropped " + drop->name + " (compute capability below " +
+                 drop->compute_capability_below.str() + ")",
+             last ? "use cuDNN " + last->str() + " (before the drop) on this GPU, or " + newer_gpu : "use " + newer_gpu,
+             drop->provenance.source));
+  }
+}
+
 }  // namespace
 
 void check_cudnn(const Context& c, Findings& out) {
   if (c.profile.cudnn_version.empty() || !c.cuda) return;
   const Version wanted = *Version::parse(c.profile.cudnn_version);
+  check_cudnn_arch_drops(c, wanted, out);
   const std::vector<CudnnEvidence> evidence = cudnn_evidence(c.kb, wanted);
   const std::string name = "cuDNN " + c.profile.cudnn_version;
   const int major = c.cuda->major();
@@ -94,9 +127,11 @@ void check_cudnn(const Context& c, Findings& out) {
   const bool minor_listed = std::any_of(for_major.begin(), for_major.end(), [&minor](const CudnnEvidence& e) {
     return std::find(e.cuda_versions.begin(), e.cuda_versions.end(), minor) != e.cuda_versions.end();
   });
-  // Only the support matrix lists supported toolkits; an image merely proves one pairing exists.
-  const bool matrix_rows =
-      std::any_of(for_major.begin(), for_major.end(), [](const CudnnEvidence& e) { return e.from_support_matrix; });
+  // Only the support matrix lists supported toolkits; an image merely proves one pairing exists, and a row read from a
+  // redistributable manifest (no cuda_versions) states none.
+  const bool matrix_rows = std::any_of(for_major.begin(), for_major.end(), [](const CudnnEvidence& e) {
+    return e.from_support_matrix && !e.cuda_versions.empty();
+  });
   if (!minor_listed && !matrix_rows) {
     out.push_back(make("cudnn.cuda_version", Status::skip,
                        name + " has no support-matrix row in the knowledge base; its support for CUDA " + minor.str() +
@@ -115,6 +150,7 @@ void check_cudnn(const Context& c, Findings& out) {
   }
   const std::vector<CudnnEvidence>& cc_rows = for_minor.empty() ? for_major : for_minor;
   for (const std::string& cc : c.profile.gpu_compute_capabilities) {
+    if (drop_covering(c.kb, wanted, cc) != nullptr) continue;  // failed above
     const bool stated = std::any_of(cc_rows.begin(), cc_rows.end(),
                                     [](const CudnnEvidence& e) { return !e.compute_capabilities.empty(); });
     const bool listed = std::any_of(cc_rows.begin(), cc_rows.end(), [&cc](const CudnnEvidence& e) {

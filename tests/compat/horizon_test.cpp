@@ -4,6 +4,7 @@
 
 #include "compat/horizon.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -262,6 +263,31 @@ TEST_CASE("overlay: rows added and replaced in the knowledge base, and said so i
   REQUIRE(release != findings.end());
   CHECK(release->status == Status::pass);
   CHECK_THAT(release->source, Catch::Contains("(from overlay /etc/gpuenv/data.d/cuda.toml:2)"));
+}
+
+TEST_CASE("overlay: a cuDNN [[arch_drop]] row replaces the built-in one by its cudnn key", "[compat][overlay]") {
+  const gpuenv::util::Overlay overlay = {
+      {"cudnn.toml", "/d/cudnn.toml",
+       "[[arch_drop]]\ncudnn = \"9.11.0\"\ncompute_capability_below = \"8.0\"\nname = \"Turing\"\n"
+       "status = \"unverified\"\nsource = \"a test\"\n"}};
+  auto merged = gpuenv::compat::load_knowledge_base(overlay);
+  REQUIRE(merged);
+  REQUIRE(merged->cudnn_arch_drops.size() == kb().cudnn_arch_drops.size());
+  const Profile turing = profile([](Profile& p) {
+    p.cuda_version = "12.9.1";
+    p.cudnn_version = "9.22";
+    p.gpu_compute_capabilities = {"7.5"};
+  });
+  const auto fails_on_turing = [&turing](const KnowledgeBase& data) {
+    const auto findings = gpuenv::compat::check_profile(turing, data);
+    return std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+      return f.id == "cudnn.compute_capability" && f.status == Status::fail &&
+             f.message.find("dropped Turing") != std::string::npos &&
+             f.source.find("(from overlay /d/cudnn.toml:1)") != std::string::npos;
+    });
+  };
+  CHECK(fails_on_turing(*merged));
+  CHECK_FALSE(fails_on_turing(kb()));
 }
 
 TEST_CASE("overlay: a row without `source` or with an unknown key is bad input naming file:line", "[compat][overlay]") {

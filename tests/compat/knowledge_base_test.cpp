@@ -67,6 +67,7 @@ TEST_CASE("compat: the builtin knowledge base loads and holds every table", "[co
   CHECK(data.cuda_majors.size() == 3);
   CHECK_FALSE(data.archs.empty());
   CHECK_FALSE(data.cudnn_builds.empty());
+  CHECK_FALSE(data.cudnn_arch_drops.empty());
   CHECK_FALSE(data.torch_series.empty());
   CHECK_FALSE(data.torch_releases.empty());
   CHECK_FALSE(data.torch_archs.empty());
@@ -82,6 +83,7 @@ TEST_CASE("compat: every knowledge-base row has a status and a source", "[compat
   for (const auto& r : data.cuda_majors) check_provenance(r.provenance, "cuda major " + std::to_string(r.major));
   for (const auto& r : data.archs) check_provenance(r.provenance, "arch " + r.compute_capability);
   for (const auto& r : data.cudnn_builds) check_provenance(r.provenance, "cudnn " + r.cudnn.str());
+  for (const auto& r : data.cudnn_arch_drops) check_provenance(r.provenance, "cudnn arch drop " + r.cudnn.str());
   for (const auto& r : data.torch_series) check_provenance(r.provenance, "torch series " + r.series.str());
   for (const auto& r : data.torch_releases) check_provenance(r.provenance, "torch release " + r.version.str());
   for (const auto& r : data.torch_archs) check_provenance(r.provenance, "torch arch " + r.variant);
@@ -257,8 +259,15 @@ TEST_CASE("compat: cuDNN builds and TensorFlow rows are well formed", "[compat][
   const KnowledgeBase& data = kb();
   for (const auto& build : data.cudnn_builds) {
     INFO("cudnn " << build.cudnn.str() << " for CUDA " << build.cuda_major);
-    CHECK_FALSE(build.cuda_versions.empty());
+    // A redistributable manifest names only the CUDA major; the row's note says so.
+    if (build.cuda_versions.empty()) CHECK_FALSE(build.provenance.note.empty());
     for (const auto& cv : build.cuda_versions) CHECK(cv.major() == build.cuda_major);
+  }
+  for (const auto& drop : data.cudnn_arch_drops) {
+    INFO("cudnn arch drop " << drop.cudnn.str());
+    CHECK(drop.cudnn.size() == 3);
+    CHECK(data.arch(drop.compute_capability_below.str()) != nullptr);
+    CHECK_FALSE(drop.name.empty());
   }
   for (const auto& tf : data.tensorflow_releases) {
     INFO("tensorflow " << tf.version.str());

@@ -186,6 +186,30 @@ TEST_CASE("compat: cuda.release accepts real releases and names the nearest for 
   });
 }
 
+// The newest releases (data/compat/cuda.toml): 13.4.1 (13.4 GA), 13.4.2 (Update 1), 13.4.3 (NVIDIA's documentation
+// archive) and 13.5.0 (the 13.5 release notes; its X.Y.Z name inferred), none with a driver minimum NVIDIA's table
+// was read for. The data ends at 13.5.0: one patch past it warns, a hole inside 13.4 fails.
+TEST_CASE("compat: CUDA 13.4 and 13.5 releases, and the horizon at 13.5.0", "[compat][rules]") {
+  const std::string id = "cuda.release";
+  const Field cuda_13_5{"cuda.version", "13.5.0"};
+  check_rows({
+      row("13.4.1 is CUDA 13.4 GA", {{"cuda.version", "13.4.1"}}, id, Expect::pass),
+      row("13.4.3 is archived by NVIDIA", {{"cuda.version", "13.4.3"}}, id, Expect::pass),
+      row("13.5.0 is CUDA 13.5", {cuda_13_5}, id, Expect::pass),
+      row("13.5 at minor precision names the release", {{"cuda.version", "13.5"}}, id, Expect::pass),
+      row("13.5.1 is past the data", {{"cuda.version", "13.5.1"}}, id, Expect::warn,
+          "gpuenv's data ends at CUDA 13.5.0"),
+      row("13.6.0 is past the data", {{"cuda.version", "13.6.0"}}, id, Expect::warn, "13.6.0 is newer"),
+      row("13.4.9 is inside the data: not a release", {{"cuda.version", "13.4.9"}}, id, Expect::fail,
+          "13.4.3 and 13.5.0"),
+      // No 13.5 minimum driver is known: the 13.x minor-version floor judges the driver.
+      row("13.5.0 above the 13.x floor: its own minimum unknown", {cuda_13_5, {"driver.min", "590.44.01"}},
+          "driver.cuda_minimum", Expect::pass, "not in the knowledge base"),
+      row("13.5.0 below the 13.x floor", {cuda_13_5, {"driver.min", "575.57.08"}}, "driver.cuda_minimum", Expect::fail,
+          "580.65.06"),
+  });
+}
+
 // cuda-driver.md Table 1 (release minimum) and Table 2 (minor-version floors 450.80.02 / 525.60.13 / 580.65.06).
 TEST_CASE("compat: driver.cuda_minimum passes, warns above the minor-version floor, fails below it",
           "[compat][rules]") {
@@ -261,6 +285,18 @@ TEST_CASE("compat: cudnn.cuda_major needs a cuDNN build for the CUDA major", "[c
       row("cuDNN 8.99 is unknown inside the known range", {{"cudnn.version", "8.99"}}, id, Expect::warn,
           "not in the knowledge base"),
       row("no cuDNN: nothing to judge", {}, id, Expect::absent),
+      // NVIDIA's redistributable manifests: cuda12 and cuda13 archives for 9.21.0 - 9.26.0, none for CUDA 11.
+      row("cuDNN 9.22 has a CUDA 13.x build", {{"cuda.version", "13.2.1"}, {"cudnn.version", "9.22"}}, id,
+          Expect::pass),
+      row("cuDNN 9.26.0 has a CUDA 12.x build", {{"cuda.version", "12.9.1"}, {"cudnn.version", "9.26.0"}}, id,
+          Expect::pass),
+      row("cuDNN 9.24.1 on CUDA 13.5", {{"cuda.version", "13.5.0"}, {"cudnn.version", "9.24.1"}}, id, Expect::pass),
+      row("cuDNN 9.23 has no CUDA 11.x build", {{"cuda.version", "11.8.0"}, {"cudnn.version", "9.23"}}, id,
+          Expect::fail, "11.x"),
+      row("cuDNN 9.27 is past the data's 9.26.0", {{"cuda.version", "13.2.1"}, {"cudnn.version", "9.27"}}, id,
+          Expect::warn, "gpuenv's data ends at cuDNN 9.26.0"),
+      row("cuDNN 9.16.5 is inside the data, not in it", {{"cuda.version", "13.2.1"}, {"cudnn.version", "9.16.5"}}, id,
+          Expect::warn, "not in the knowledge base"),
   });
 }
 
@@ -276,10 +312,15 @@ TEST_CASE("compat: cudnn.cuda_version warns when the support matrix does not lis
           "12.8"),
       row("cuDNN 8.9.6 lists 12.0 - 12.2 only", {{"cudnn.version", "8.9.6"}}, id, Expect::warn, "12.4"),
       row("cuDNN 9.0.0 lists 12.0 - 12.3 only", {{"cudnn.version", "9.0.0"}}, id, Expect::warn),
+      row("cuDNN 9.24.1's manifest names no toolkit minors: not judged",
+          {{"cuda.version", "12.9.1"}, {"cudnn.version", "9.24.1"}}, id, Expect::skip, "not checked"),
   });
 }
 
-TEST_CASE("compat: cudnn.compute_capability warns for architectures the matrix does not list", "[compat][rules]") {
+// cuDNN 9.11.0 dropped the GPUs below compute capability 7.5 (data/compat/cudnn.toml [[arch_drop]]): a release at or
+// past it fails on them; a list that leaves out an architecture the drop does not explain only warns.
+TEST_CASE("compat: cudnn.compute_capability fails past the arch drop, warns for unlisted architectures",
+          "[compat][rules]") {
   const std::string id = "cudnn.compute_capability";
   check_rows({
       row("cuDNN 9.17 lists 8.0",
@@ -288,14 +329,32 @@ TEST_CASE("compat: cudnn.compute_capability warns for architectures the matrix d
       row("cuDNN 9.17 for 13.x lists 12.0",
           {{"cuda.version", "13.0.2"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "12.0"}}, id,
           Expect::absent),
-      row("cuDNN 9.17 is Turing+ only: no 7.0",
+      row("cuDNN 9.17 is past the 9.11.0 drop: no 7.0",
           {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "7.0"}}, id,
-          Expect::warn, "7.0"),
-      row("cuDNN 9.17 is Turing+ only: no 6.1",
+          Expect::fail, "cuDNN 9.11.0 dropped Maxwell, Pascal and Volta"),
+      row("cuDNN 9.17 is past the 9.11.0 drop: no 6.1",
           {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.compute_capabilities", "6.1"}}, id,
-          Expect::warn),
+          Expect::fail, "6.1"),
       row("a V100 (7.0) resolved from gpu.models",
-          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.models", "V100"}}, id, Expect::warn, "7.0"),
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.17"}, {"gpu.models", "V100"}}, id, Expect::fail, "7.0"),
+      row("cuDNN 9.22 on a V100: the fix names the newest release before the drop",
+          {{"cuda.version", "12.9.1"}, {"cudnn.version", "9.22"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::fail, "use cuDNN 9.10.2"),
+      row("cuDNN 9.11.0 itself on a V100",
+          {{"cuda.version", "12.9.1"}, {"cudnn.version", "9.11.0"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::fail, "compute capability below 7.5"),
+      row("a cuDNN newer than the data is past the drop too",
+          {{"cuda.version", "12.9.1"}, {"cudnn.version", "9.30"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::fail, "7.0"),
+      row("cuDNN 9.22 on Turing (7.5): not dropped",
+          {{"cuda.version", "12.9.1"}, {"cudnn.version", "9.22"}, {"gpu.compute_capabilities", "7.5"}}, id,
+          Expect::absent),
+      row("cuDNN 9.10 is before the drop",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.10"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::absent),
+      row("cuDNN \"9\" also names releases before the drop: not judged by it",
+          {{"cuda.version", "12.8.1"}, {"cudnn.version", "9"}, {"gpu.compute_capabilities", "7.0"}}, id,
+          Expect::absent),
       row("cuDNN 9.10.2 lists 7.0 (footnote [5])",
           {{"cuda.version", "12.8.1"}, {"cudnn.version", "9.10.2"}, {"gpu.compute_capabilities", "7.0"}}, id,
           Expect::absent),
