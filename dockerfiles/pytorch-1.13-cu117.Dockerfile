@@ -42,7 +42,7 @@ ENV VIRTUAL_ENV=/opt/venv \
 ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 
 # PyTorch 1.13.1, cu117 wheel (it bundles its own CUDA 11.7 runtime), +cu117 wheels from PyTorch's cu117 index
-# added to PyPI (--extra-index-url, as PyTorch documents for 1.12-1.13). torchvision and torchaudio are pinned
+# added to PyPI (--extra-index-url, as PyTorch documents for 1.11-1.13). torchvision and torchaudio are pinned
 # to the companions the knowledge base lists for torch 1.13.1. numpy<2: torch 1.13.1 was built against NumPy
 # 1.x.
 RUN --mount=type=cache,target=/root/.cache/pip \

@@ -186,6 +186,24 @@ std::string binary_compatible_arch(const std::vector<std::string>& built, const 
   return best ? best->str() : std::string();
 }
 
+/// "a", "a or b", "a, b or c".
+std::string one_of_list(const std::vector<std::string>& items) {
+  if (items.size() < 2) return list(items);
+  return list(std::vector<std::string>(items.begin(), items.end() - 1)) + " or " + items.back();
+}
+
+/// The variants of `release` whose architecture list (kb) runs compute capability `cc`: built for it, or a
+/// binary-compatible arch of the same major.
+std::vector<std::string> variants_running(const KnowledgeBase& kb, const TorchRelease& release, const Version& torch,
+                                          const std::string& cc) {
+  std::vector<std::string> out;
+  for (const std::string& variant : release.variants) {
+    const TorchArch* arch = kb.torch_arch(torch, variant);
+    if (arch != nullptr && !binary_compatible_arch(arch->compute_capabilities, cc).empty()) out.push_back(variant);
+  }
+  return out;
+}
+
 }  // namespace
 
 void check_pytorch(const Context& c, Findings& out) {
@@ -321,10 +339,15 @@ void check_pytorch(const Context& c, Findings& out) {
                              "; it runs through JIT compilation of its " + arch->ptx + " PTX (slow first start)",
                          "use a PyTorch release built for " + cc, arch->provenance.source));
     } else {
+      const std::vector<std::string> running = variants_running(c.kb, *release, torch, cc);
+      const std::string remedy = running.empty() ? "use another wheel variant or PyTorch release that includes " + cc
+                                                 : "use " + name + "'s " + one_of_list(running) +
+                                                       " wheel (its architecture list covers " + cc +
+                                                       "): set framework.variant, or a cuda.version of that CUDA line";
       out.push_back(make("pytorch.compute_capability", Status::fail,
                          name + "+" + variant + " is not built for compute capability " + cc + " (built for " +
                              list(arch->compute_capabilities) + ")",
-                         "use another wheel variant or PyTorch release that includes " + cc, arch->provenance.source));
+                         remedy, arch->provenance.source));
     }
   }
 }

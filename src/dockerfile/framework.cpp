@@ -55,7 +55,7 @@ util::Expected<TorchSource> torch_source(const profile::Profile& p, const compat
     if (release.install == "extra-index-url") {
       out.index = "--extra-index-url " + derived.wheel_index_url;
       out.how = "+" + variant + " wheels from PyTorch's " + variant +
-                " index added to PyPI (--extra-index-url, as PyTorch documents for 1.12-1.13)";
+                " index added to PyPI (--extra-index-url, as PyTorch documents for 1.11-1.13)";
     } else {
       out.index = "--find-links https://download.pytorch.org/whl/torch_stable.html";
       out.how =

@@ -379,6 +379,26 @@ TEST_CASE("compat: pytorch.release accepts known releases and series", "[compat]
           "gpuenv's data ends at torch"),
       row("1.8.1 predates the table", {pt, torch("1.8.1"), {"framework.python", "3.8"}, {"cuda.version", "11.1.1"}}, id,
           Expect::fail),
+      row("1.10.2 is a release (pytorch.org's selector data)",
+          {pt, torch("1.10.2"), {"framework.python", "3.9"}, {"cuda.version", "11.3.1"}}, id, Expect::pass),
+  });
+}
+
+// pytorch.github.io published_versions.json (the selector's commands): 1.10.x has cu113 wheels; 1.11.0 cu115 from the
+// release-candidate note (secondary).
+TEST_CASE("compat: pytorch.variant knows the 1.10 and 1.11 CUDA 11.x wheels", "[compat][rules]") {
+  const std::string id = "pytorch.variant";
+  const Field pt{"framework.name", "pytorch"};
+  const Field py{"framework.python", "3.9"};
+  check_rows({
+      row("1.10.0 has cu113", {pt, torch("1.10.0"), py, {"cuda.version", "11.3.1"}}, id, Expect::pass),
+      row("1.10.1 has cu113", {pt, torch("1.10.1"), py, {"cuda.version", "11.3.1"}}, id, Expect::pass),
+      row("1.10.2 has cu113", {pt, torch("1.10.2"), py, {"cuda.version", "11.3.1"}}, id, Expect::pass),
+      row("1.10.2 has cu102", {pt, torch("1.10.2"), py, {"framework.variant", "cu102"}, {"cuda.version", "10.2.89"}},
+          id, Expect::pass),
+      row("1.11.0 has cu115", {pt, torch("1.11.0"), py, {"cuda.version", "11.5.2"}}, id, Expect::pass),
+      row("1.10.2 has no cu115", {pt, torch("1.10.2"), py, {"cuda.version", "11.5.2"}}, id, Expect::fail, "cu113"),
+      row("1.11.0 has no cu111", {pt, torch("1.11.0"), py, {"cuda.version", "11.1.1"}}, id, Expect::fail, "cu115"),
   });
 }
 
@@ -423,7 +443,7 @@ TEST_CASE("compat: pytorch.python checks the series' Python range", "[compat][ru
       row("2.4 supports 3.12", {pt, torch("2.4.1"), {"framework.python", "3.12"}}, id, Expect::pass),
       row("2.4 stops at 3.12", {pt, torch("2.4.1"), {"framework.python", "3.13"}}, id, Expect::fail, "3.8-3.12"),
       row("2.4 starts at 3.8", {pt, torch("2.4.1"), {"framework.python", "3.7"}}, id, Expect::fail),
-      row("2.11 supports 3.14", {pt, torch("2.11.0"), {"framework.python", "3.14"}, {"cuda.version", "12.8.1"}}, id,
+      row("2.11 supports 3.13", {pt, torch("2.11.0"), {"framework.python", "3.13"}, {"cuda.version", "12.8.1"}}, id,
           Expect::pass),
       row("2.11 starts at 3.10", {pt, torch("2.11.0"), {"framework.python", "3.9"}, {"cuda.version", "12.8.1"}}, id,
           Expect::fail),
@@ -444,6 +464,45 @@ TEST_CASE("compat: pytorch.python checks the series' Python range", "[compat][ru
           id, Expect::pass),
       row("2.5 with 3.12: supported", {pt, torch("2.5.1"), {"framework.python", "3.12"}}, id, Expect::pass),
   });
+}
+
+// RELEASE.md's matrix: "<=(3.14, 3.14t experimental)" for 2.9-2.12 and "<=(3.15, 3.15t experimental)" for 2.13-2.14
+// (both Pythons inside the parentheses), "(3.12 experimental)" for 2.2-2.3, "(3.13 experimental)" for 2.5. Every
+// experimental mark is judged the same way: a WARN naming experimental wheels, never a FAIL and never a PASS; the
+// newest supported Python just below it passes, the one just above it fails.
+TEST_CASE("compat: pytorch.python judges every experimental Python one way", "[compat][rules]") {
+  const std::string id = "pytorch.python";
+  const Field pt{"framework.name", "pytorch"};
+  const Field cuda121{"cuda.version", "12.1.1"};
+  const Field cuda124{"cuda.version", "12.4.1"};
+  const Field cuda126{"cuda.version", "12.6.3"};
+  const Field cuda130{"cuda.version", "13.0.2"};
+  struct Case {
+    const char* torch;
+    Field cuda;
+    const char* experimental;  ///< marked experimental: WARN
+    const char* supported;     ///< the newest supported Python: PASS
+    const char* beyond;        ///< past the experimental one: FAIL
+  };
+  const Case cases[] = {
+      {"2.2.2", cuda121, "3.12", "3.11", "3.13"},  {"2.3.1", cuda121, "3.12", "3.11", "3.13"},
+      {"2.5.1", cuda124, "3.13", "3.12", "3.14"},  {"2.9.1", cuda126, "3.14", "3.13", "3.15"},
+      {"2.10.0", cuda126, "3.14", "3.13", "3.15"}, {"2.11.0", cuda126, "3.14", "3.13", "3.15"},
+      {"2.12.0", cuda130, "3.14", "3.13", "3.15"}, {"2.13.0", cuda130, "3.15", "3.14", "3.16"},
+      {"2.14.0", cuda130, "3.15", "3.14", "3.16"},
+  };
+  std::vector<Row> rows;
+  for (const Case& c : cases) {
+    const std::string t = c.torch;
+    rows.push_back(row(t + " with " + c.experimental + ": experimental wheels",
+                       {pt, torch(c.torch), c.cuda, {"framework.python", c.experimental}}, id, Expect::warn,
+                       "experimental wheels"));
+    rows.push_back(row(t + " with " + c.supported + ": supported",
+                       {pt, torch(c.torch), c.cuda, {"framework.python", c.supported}}, id, Expect::pass));
+    rows.push_back(row(t + " with " + c.beyond + ": unsupported",
+                       {pt, torch(c.torch), c.cuda, {"framework.python", c.beyond}}, id, Expect::fail));
+  }
+  check_rows(rows);
 }
 
 // pytorch.md: the host needs a driver new enough for the wheel's CUDA (cuda-driver.md Tables 1 and 2).
@@ -503,9 +562,53 @@ TEST_CASE("compat: pytorch.compute_capability checks the wheel's architecture li
           Expect::pass),
       row("no architecture list for 2.4 cu124", {pt, torch("2.4.1"), py, {"gpu.compute_capabilities", "8.0"}}, id,
           Expect::skip, "not checked"),
-      row("no architecture list for 2.6 cu126",
-          {pt, torch("2.6.0"), py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "9.0"}}, id, Expect::skip),
+      row("2.7 cu126 is judged by the conda build's list (no pip list in the data)",
+          {pt, torch("2.7.1"), py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "9.0"}}, id, Expect::pass),
       row("no GPU named: nothing to judge", {pt, t211, py, {"cuda.version", "12.8.1"}}, id, Expect::absent),
+      row("2.11 cu128 on a V100: the fix names 2.11's cu126 wheel",
+          {pt, t211, py, {"cuda.version", "12.8.1"}, {"gpu.models", "V100"}}, id, Expect::fail,
+          "torch 2.11.0's cu126 wheel"),
+      row("a GPU no variant of the release runs: the generic fix",
+          {pt, t211, py, {"cuda.version", "12.6.3"}, {"gpu.compute_capabilities", "3.7"}}, id, Expect::fail,
+          "another wheel variant or PyTorch release"),
+  });
+}
+
+// RELEASE.md's "PyTorch CUDA Support Matrix" for 2.9 and 2.10 (PRs 164471, 175253), build_cuda.sh of the 2.8 line,
+// the release/2.6 script as copied by nixpkgs: cu128 keeps Volta through 2.10, cu130 starts at Turing 7.5.
+TEST_CASE("compat: pytorch.compute_capability knows the 2.6, 2.8, 2.9 and 2.10 wheels", "[compat][rules]") {
+  const std::string id = "pytorch.compute_capability";
+  const Field pt{"framework.name", "pytorch"};
+  const Field py{"framework.python", "3.11"};
+  const Field cuda126{"cuda.version", "12.6.3"};
+  const Field cuda128{"cuda.version", "12.8.1"};
+  const Field cuda130{"cuda.version", "13.0.2"};
+  const Field v100{"gpu.models", "V100"};
+  check_rows({
+      row("2.10 cu130 on a V100: not built for 7.0, and the arch list is named",
+          {pt, torch("2.10.0"), py, cuda130, v100}, id, Expect::fail, "built for 7.5, 8.0, 8.6, 9.0, 10.0, 12.0"),
+      row("2.10 cu130 on a V100: the fix is 2.10's cu126 or cu128 wheel", {pt, torch("2.10.0"), py, cuda130, v100}, id,
+          Expect::fail, "torch 2.10.0's cu126 or cu128 wheel"),
+      row("2.10 cu128 keeps Volta", {pt, torch("2.10.0"), py, cuda128, v100}, id, Expect::pass),
+      row("2.10 cu126 keeps Volta", {pt, torch("2.10.0"), py, cuda126, v100}, id, Expect::pass),
+      row("2.9 cu128 keeps Volta", {pt, torch("2.9.1"), py, cuda128, v100}, id, Expect::pass),
+      row("2.9 cu130 has no Volta", {pt, torch("2.9.0"), py, cuda130, v100}, id, Expect::fail, "cu126 or cu128"),
+      row("2.9 cu130 runs Blackwell 12.0", {pt, torch("2.9.1"), py, cuda130, {"gpu.compute_capabilities", "12.0"}}, id,
+          Expect::pass),
+      row("2.9 cu126 has no Blackwell: the fix is cu128 or cu130",
+          {pt, torch("2.9.1"), py, cuda126, {"gpu.compute_capabilities", "10.0"}}, id, Expect::fail, "cu128 or cu130"),
+      row("2.8 cu128 keeps Volta", {pt, torch("2.8.0"), py, cuda128, v100}, id, Expect::pass),
+      row("2.8 cu128 has no Pascal: the fix is cu126",
+          {pt, torch("2.8.0"), py, cuda128, {"gpu.compute_capabilities", "6.0"}}, id, Expect::fail,
+          "torch 2.8.0's cu126 wheel"),
+      row("2.8 cu129 runs a B200", {pt, torch("2.8.0"), py, {"cuda.version", "12.9.1"}, {"gpu.models", "B200"}}, id,
+          Expect::pass),
+      row("2.6 cu124 runs an H100", {pt, torch("2.6.0"), py, {"gpu.models", "H100"}}, id, Expect::pass),
+      row("2.6 cu118 still builds Kepler 3.7",
+          {pt, torch("2.6.0"), py, {"cuda.version", "11.8.0"}, {"gpu.compute_capabilities", "3.7"}}, id, Expect::pass),
+      row("2.6 cu126 has no Blackwell and no 2.6 variant does",
+          {pt, torch("2.6.0"), py, cuda126, {"gpu.compute_capabilities", "10.0"}}, id, Expect::fail,
+          "another wheel variant or PyTorch release"),
   });
 }
 
