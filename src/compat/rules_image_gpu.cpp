@@ -23,12 +23,21 @@ const CudaImage* active_successor(const KnowledgeBase& kb, const Version& cuda) 
   return best;
 }
 
+/// The newest image row: its major is the newest CUDA major NVIDIA publishes images of.
+const CudaImage* newest_image(const KnowledgeBase& kb) {
+  const CudaImage* newest = nullptr;
+  for (const CudaImage& image : kb.images)
+    if (!newest || image.cuda > newest->cuda) newest = &image;
+  return newest;
+}
+
 /// The CUDA majors whose images NVIDIA supports under its policy (the newest `majors_supported` in the table).
 std::vector<int> supported_majors(const KnowledgeBase& kb) {
-  int newest = 0;
-  for (const CudaImage& image : kb.images) newest = std::max(newest, image.cuda.major());
+  const CudaImage* newest = newest_image(kb);
   std::vector<int> out;
-  for (int major = newest - kb.image_policy.majors_supported + 1; major <= newest; ++major) out.push_back(major);
+  if (newest == nullptr) return out;
+  for (int major = newest->cuda.major() - kb.image_policy.majors_supported + 1; major <= newest->cuda.major(); ++major)
+    out.push_back(major);
   return out;
 }
 
@@ -74,14 +83,18 @@ Lifecycle lifecycle_of(const KnowledgeBase& kb, const CudaImage& image) {
     return {"is due for deletion: NVIDIA supports images of " + std::to_string(policy.majors_supported) +
                 " CUDA majors at a time (" + joined(majors, "and") + ") and marks CUDA " +
                 std::to_string(image.cuda.major()) + " end-of-life once a newer major is released",
-            to_supported_major, policy.provenance.source};
+            to_supported_major,
+            // The row that makes the major old is cited too: it may be a data overlay's, which a finding says.
+            policy.provenance.source + "; CUDA " + newest_image(kb)->cuda.str() +
+                " images: " + newest_image(kb)->provenance.source};
   }
   if (policy.latest_update_only && successor != nullptr && successor->cuda > image.cuda) {
     return {
         "is end-of-life under NVIDIA's support policy: only the latest update of a CUDA release is supported, "
         "and CUDA " +
             successor->cuda.str() + " images are published",
-        to_successor, policy.provenance.source};
+        to_successor,
+        policy.provenance.source + "; CUDA " + successor->cuda.str() + " images: " + successor->provenance.source};
   }
   return {};
 }
