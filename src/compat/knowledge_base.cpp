@@ -102,17 +102,31 @@ Expected<util::Ok> read_tensorflow(const TomlFile& file, KnowledgeBase& kb) {
 }
 
 Expected<util::Ok> read_images(const TomlFile& file, KnowledgeBase& kb) {
+  if (auto r = file.read_table("policy",
+                               [&kb](TomlRow& row) {
+                                 kb.image_policy.majors_supported = static_cast<int>(
+                                     row.integer_in("majors_supported", 1, 10, "an integer from 1 to 10"));
+                                 kb.image_policy.latest_update_only = row.boolean("latest_update_only");
+                                 kb.image_policy.provenance = read_provenance(row);
+                               });
+      !r)
+    return r;
   if (auto r = file.append_rows("image", kb.images,
                                 [](TomlRow& row) {
-                                  return CudaImage{row.version("cuda"),
-                                                   row.text("lifecycle"),
-                                                   row.texts("os"),
-                                                   row.optional_text("cudnn_token"),
-                                                   row.optional_texts("cudnn_os"),
-                                                   row.optional_text("cudnn_version"),
-                                                   row.optional_text("eol_date"),
-                                                   row.optional_text("deletion_date"),
-                                                   read_provenance(row)};
+                                  CudaImage image{row.version("cuda"),
+                                                  row.text("lifecycle"),
+                                                  row.texts("os"),
+                                                  row.optional_text("cudnn_token"),
+                                                  row.optional_texts("cudnn_os"),
+                                                  row.optional_text("cudnn_version"),
+                                                  row.optional_text("eol_date"),
+                                                  row.optional_text("deletion_date"),
+                                                  read_provenance(row)};
+                                  const std::string listing = row.optional_text("os_listing");
+                                  if (!listing.empty() && listing != "partial")
+                                    row.fail("`os_listing` must be \"partial\" (or absent: the OS list is complete)");
+                                  image.os_partial = listing == "partial";
+                                  return image;
                                 });
       !r)
     return r;
@@ -152,7 +166,10 @@ const std::vector<TableSpec>& table_specs() {
        {{"series", {"series"}}, {"release", {"version"}}, {"arch", {"series", "variant"}}},
        read_pytorch},
       {"tensorflow.toml", {"as_of", "release"}, {{"release", {"version"}}}, read_tensorflow},
-      {"images.toml", {"as_of", "image", "os_less_tag"}, {{"image", {"cuda"}}, {"os_less_tag", {"cuda"}}}, read_images},
+      {"images.toml",
+       {"as_of", "policy", "image", "os_less_tag"},
+       {{"image", {"cuda"}}, {"os_less_tag", {"cuda"}}},
+       read_images},
       {"gpus.toml", {"as_of", "gpu"}, {{"gpu", {"model"}}}, read_gpus},
   };
   return specs;

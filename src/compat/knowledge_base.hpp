@@ -112,6 +112,16 @@ struct CudaImage {
   std::string eol_date;
   std::string deletion_date;
   Provenance provenance;
+  /// `os_listing = "partial"`: the sources list some of the OSes only, so an OS missing from `os` / `cudnn_os` is
+  /// unknown (a warning), not unpublished (a failure).
+  bool os_partial = false;
+};
+
+/// NVIDIA's container support policy ([policy] in images.toml): when a published tag goes end-of-life.
+struct ImagePolicy {
+  int majors_supported = 0;         ///< CUDA majors with supported images (2: 12 and 13); 0 when unknown
+  bool latest_update_only = false;  ///< a newer update of the same CUDA minor makes a tag end-of-life
+  Provenance provenance;
 };
 
 struct GpuModel {
@@ -133,6 +143,7 @@ struct KnowledgeBase {
   std::vector<TorchArch> torch_archs;
   std::vector<TensorflowRelease> tensorflow_releases;
   std::vector<CudaImage> images;
+  ImagePolicy image_policy;
   std::vector<util::Version> os_less_tags;
   std::vector<GpuModel> gpus;
   std::map<std::string, std::string> as_of;  ///< table file name ("cuda.toml") -> the date its data was checked

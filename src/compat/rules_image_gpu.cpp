@@ -12,24 +12,6 @@ namespace gpuenv::compat::rules_detail {
 
 namespace {
 
-/// CUDA versions whose images were published for `os`, nearest first, for the remedy.
-std::vector<std::string> images_with_os(const KnowledgeBase& kb, const Version& cuda, const std::string& os) {
-  std::vector<const CudaImage*> matches;
-  for (const CudaImage& image : kb.images) {
-    if (std::find(image.os.begin(), image.os.end(), os) != image.os.end() && image.lifecycle == "active")
-      matches.push_back(&image);
-  }
-  std::sort(matches.begin(), matches.end(), [&cuda](const CudaImage* a, const CudaImage* b) {
-    const auto distance = [&cuda](const Version& v) {
-      return std::abs((v.major() * 100 + v.minor()) - (cuda.major() * 100 + cuda.minor()));
-    };
-    return distance(a->cuda) < distance(b->cuda);
-  });
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < matches.size() && i < 3; ++i) out.push_back(matches[i]->cuda.str());
-  return out;
-}
-
 /// The active image of the same CUDA minor (12.1.0 -> 12.1.1), for EOL remedies.
 const CudaImage* active_successor(const KnowledgeBase& kb, const Version& cuda) {
   const CudaImage* best = nullptr;
@@ -39,6 +21,113 @@ const CudaImage* active_successor(const KnowledgeBase& kb, const Version& cuda) 
       best = &image;
   }
   return best;
+}
+
+/// The newest image row: its major is the newest CUDA major NVIDIA publishes images of.
+const CudaImage* newest_image(const KnowledgeBase& kb) {
+  const CudaImage* newest = nullptr;
+  for (const CudaImage& image : kb.images)
+    if (!newest || image.cuda > newest->cuda) newest = &image;
+  return newest;
+}
+
+/// The CUDA majors whose images NVIDIA supports under its policy (the newest `majors_supported` in the table).
+std::vector<int> supported_majors(const KnowledgeBase& kb) {
+  const CudaImage* newest = newest_image(kb);
+  std::vector<int> out;
+  if (newest == nullptr) return out;
+  for (int major = newest->cuda.major() - kb.image_policy.majors_supported + 1; major <= newest->cuda.major(); ++major)
+    out.push_back(major);
+  return out;
+}
+
+/// "12 and 13", "11, 12 and 13" (or "12 or 13" with `conjunction` "or").
+std::string joined(const std::vector<int>& majors, const std::string& conjunction) {
+  std::string out;
+  for (std::size_t i = 0; i < majors.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == majors.size() ? " " + conjunction + " " : ", ") + std::to_string(majors[i]);
+  return out;
+}
+
+/// Why a published tag is end-of-life, or due to be, under NVIDIA's support policy; `why` is empty for a supported
+/// tag. Three causes: the row is EOL in NVIDIA's repository; its CUDA major is older than the supported majors; a
+/// newer update of its CUDA release is published (only the latest update is supported).
+struct Lifecycle {
+  std::string why;  ///< "is end-of-life (...)", "is due for deletion: ...", or ""
+  std::string remedy;
+  std::string source;
+};
+
+Lifecycle lifecycle_of(const KnowledgeBase& kb, const CudaImage& image) {
+  const ImagePolicy& policy = kb.image_policy;
+  const std::vector<int> majors = policy.majors_supported > 0 ? supported_majors(kb) : std::vector<int>{};
+  const bool old_major = !majors.empty() && image.cuda.major() < majors.front();
+  const CudaImage* successor = active_successor(kb, image.cuda);
+  const std::string to_supported_major = "move to a CUDA " + joined(majors, "or") + " image";
+  const std::string to_successor = successor ? "move cuda.version to " + successor->cuda.str() +
+                                                   ", the supported release of CUDA " + major_minor(image.cuda)
+                                             : "move to a supported CUDA release";
+  if (image.lifecycle == "eol") {
+    std::string when;
+    if (!image.eol_date.empty()) when += "marked end-of-life " + image.eol_date;
+    if (!image.deletion_date.empty()) {
+      const auto as_of = kb.as_of.find("images.toml");
+      const bool past = as_of != kb.as_of.end() && !as_of->second.empty() && image.deletion_date <= as_of->second;
+      when += std::string(when.empty() ? "" : ", ") + (past ? "past " : "") + "NVIDIA's deletion date " +
+              image.deletion_date;
+    }
+    return {"is end-of-life" + (when.empty() ? "" : " (" + when + ")"), old_major ? to_supported_major : to_successor,
+            image.provenance.source};
+  }
+  if (old_major) {
+    return {"is due for deletion: NVIDIA supports images of " + std::to_string(policy.majors_supported) +
+                " CUDA majors at a time (" + joined(majors, "and") + ") and marks CUDA " +
+                std::to_string(image.cuda.major()) + " end-of-life once a newer major is released",
+            to_supported_major,
+            // The row that makes the major old is cited too: it may be a data overlay's, which a finding says.
+            policy.provenance.source + "; CUDA " + newest_image(kb)->cuda.str() +
+                " images: " + newest_image(kb)->provenance.source};
+  }
+  if (policy.latest_update_only && successor != nullptr && successor->cuda > image.cuda) {
+    return {
+        "is end-of-life under NVIDIA's support policy: only the latest update of a CUDA release is supported, "
+        "and CUDA " +
+            successor->cuda.str() + " images are published",
+        to_successor,
+        policy.provenance.source + "; CUDA " + successor->cuda.str() + " images: " + successor->provenance.source};
+  }
+  return {};
+}
+
+/// Supported CUDA versions whose images were published for `os`, nearest first (newer first among equals), for the
+/// remedy.
+std::vector<std::string> images_with_os(const KnowledgeBase& kb, const Version& cuda, const std::string& os) {
+  std::vector<const CudaImage*> matches;
+  for (const CudaImage& image : kb.images) {
+    if (std::find(image.os.begin(), image.os.end(), os) != image.os.end() && lifecycle_of(kb, image).why.empty())
+      matches.push_back(&image);
+  }
+  const auto distance = [&cuda](const Version& v) {
+    return std::abs((v.major() * 100 + v.minor()) - (cuda.major() * 100 + cuda.minor()));
+  };
+  std::sort(matches.begin(), matches.end(), [&distance](const CudaImage* a, const CudaImage* b) {
+    if (distance(a->cuda) != distance(b->cuda)) return distance(a->cuda) < distance(b->cuda);
+    return a->cuda > b->cuda;
+  });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < matches.size() && i < 3; ++i) out.push_back(matches[i]->cuda.str());
+  return out;
+}
+
+/// The warning for a tag on an OS a partial row does not list: gpuenv cannot tell whether it was published.
+Finding unknown_tag(const std::string& tag, const CudaImage& image, const std::string& what,
+                    const std::vector<std::string>& listed) {
+  return make("image.tag", Status::warn,
+              tag + ": gpuenv's sources list CUDA " + image.cuda.str() + " " + what + " for " + list(listed) +
+                  " only (a partial listing), so whether this tag was published is not known",
+              "check with `docker manifest inspect " + tag +
+                  "`, or add the OS to the images.toml row in a data overlay (docs/knowledge-base.md)",
+              image.provenance.source);
 }
 
 }  // namespace
@@ -74,6 +163,10 @@ void check_image(const Context& c, Findings& out) {
     return;
   }
   if (std::find(image->os.begin(), image->os.end(), derived.image_os) == image->os.end()) {
+    if (image->os_partial) {
+      out.push_back(unknown_tag(tag, *image, "images", image->os));
+      return;
+    }
     out.push_back(make("image.tag", Status::fail,
                        tag + " was never published: CUDA " + image->cuda.str() + " images exist for " + list(image->os),
                        "use one of those OSes, or a CUDA version published for " + derived.image_os + " (" +
@@ -91,8 +184,13 @@ void check_image(const Context& c, Findings& out) {
                          "set image.flavor to runtime or devel, or drop [cudnn]", image->provenance.source));
       return;
     }
-    if (image->cudnn_token.empty() ||
-        std::find(image->cudnn_os.begin(), image->cudnn_os.end(), derived.image_os) == image->cudnn_os.end()) {
+    const bool cudnn_on_os =
+        std::find(image->cudnn_os.begin(), image->cudnn_os.end(), derived.image_os) != image->cudnn_os.end();
+    if (!image->cudnn_token.empty() && !cudnn_on_os && image->os_partial) {
+      out.push_back(unknown_tag(tag, *image, "cuDNN images", image->cudnn_os));
+      return;
+    }
+    if (image->cudnn_token.empty() || !cudnn_on_os) {
       out.push_back(
           make("image.tag", Status::fail,
                tag + " was never published: CUDA " + image->cuda.str() + " has no cuDNN image for " + derived.image_os,
@@ -122,19 +220,12 @@ void check_image(const Context& c, Findings& out) {
                          image->provenance.source));
     }
   }
-  if (image->lifecycle == "eol") {
-    std::string when;
-    if (!image->eol_date.empty()) when += "marked end-of-life " + image->eol_date;
-    if (!image->deletion_date.empty())
-      when += std::string(when.empty() ? "" : ", ") + "NVIDIA's deletion date " + image->deletion_date;
-    const CudaImage* successor = active_successor(c.kb, *c.cuda);
+  if (const Lifecycle lifecycle = lifecycle_of(c.kb, *image); !lifecycle.why.empty()) {
     out.push_back(make("image.tag", Status::warn,
-                       tag + " is end-of-life" + (when.empty() ? "" : " (" + when + ")") +
-                           ": NVIDIA deletes EOL tags six months after EOL, so it may no longer be pullable",
-                       successor ? "move cuda.version to " + successor->cuda.str() +
-                                       ", the supported release of CUDA " + major_minor(*c.cuda)
-                                 : "move to a supported CUDA release",
-                       image->provenance.source));
+                       tag + " " + lifecycle.why +
+                           ": may vanish; unpatched (NVIDIA deletes end-of-life tags six months after EOL and no "
+                           "longer updates them)",
+                       lifecycle.remedy, lifecycle.source));
     return;
   }
   out.push_back(make("image.tag", Status::pass, tag + " is published", {}, image->provenance.source));

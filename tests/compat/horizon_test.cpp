@@ -290,6 +290,37 @@ TEST_CASE("overlay: a cuDNN [[arch_drop]] row replaces the built-in one by its c
   CHECK_FALSE(fails_on_turing(kb()));
 }
 
+// An overlay row for a newer update of an image release makes the earlier tag end-of-life under NVIDIA's policy; the
+// warning cites that row, so it says it came from the overlay.
+TEST_CASE("overlay: a newer image update in an overlay supersedes the built-in one, and the warning says so",
+          "[compat][overlay]") {
+  const Version newest = *gpuenv::compat::image_horizon(kb()).newest;
+  const Version update = next_patch(newest);
+  const gpuenv::util::Overlay overlay = {
+      {"images.toml", "/etc/gpuenv/data.d/images.toml",
+       "[[image]]\ncuda = \"" + update.str() +
+           "\"\nlifecycle = \"active\"\nos = [\"ubuntu24.04\"]\nos_listing = \"partial\"\nstatus = "
+           "\"unverified\"\nsource = \"an overlay row\"\n"}};
+  auto merged = gpuenv::compat::load_knowledge_base(overlay);
+  REQUIRE(merged);
+  const auto image_tag = [](const std::vector<Finding>& findings) {
+    return std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.id == "image.tag"; });
+  };
+  const Profile p = profile([&newest](Profile& q) {
+    q.cuda_version = newest.str();
+    q.os_version = "24.04";
+  });
+  const auto before = gpuenv::compat::check_profile(p, kb());
+  REQUIRE(image_tag(before) != before.end());
+  CHECK(image_tag(before)->status == Status::pass);
+  const auto after = gpuenv::compat::check_profile(p, *merged);
+  REQUIRE(image_tag(after) != after.end());
+  CHECK(image_tag(after)->status == Status::warn);
+  CHECK_THAT(image_tag(after)->message, Catch::Contains("may vanish; unpatched"));
+  CHECK_THAT(image_tag(after)->remedy, Catch::Contains("move cuda.version to " + update.str()));
+  CHECK_THAT(image_tag(after)->source, Catch::Contains("(from overlay /etc/gpuenv/data.d/images.toml:1)"));
+}
+
 TEST_CASE("overlay: a row without `source` or with an unknown key is bad input naming file:line", "[compat][overlay]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[[gpu]]\nmodel = \"Zeta\"\ncompute_capability = \"12.0\"\nstatus = \"verified\"\n",

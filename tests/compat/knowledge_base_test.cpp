@@ -104,7 +104,10 @@ TEST_CASE("compat: every raw table row cites a public source", "[compat][kb]") {
     REQUIRE(parsed.succeeded());
     for (const auto& [key, node] : parsed.table()) {
       if (key.str() == "as_of") continue;  // the table's date (docs/knowledge-base.md "Horizon"), not a row
-      const toml::array* array = node.as_array();
+      // A top-level [table] (images.toml's [policy]) is one row; an array of tables is many.
+      toml::array single;
+      if (const toml::table* table = node.as_table()) single.push_back(*table);
+      const toml::array* array = node.is_table() ? &single : node.as_array();
       REQUIRE(array != nullptr);
       for (std::size_t i = 0; i < array->size(); ++i) {
         const toml::table* row = (*array)[i].as_table();
@@ -342,6 +345,15 @@ TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
       {"missing source in images", "images.toml",
        "[[image]]\ncuda = \"12.4.1\"\nlifecycle = \"active\"\nos = [\"ubuntu22.04\"]\nstatus = \"verified\"\n",
        "missing `source`"},
+      {"os_listing other than partial", "images.toml",
+       "[[image]]\ncuda = \"13.2.1\"\nlifecycle = \"active\"\nos = [\"ubuntu24.04\"]\nos_listing = \"some\"\n"
+       "status = \"secondary\"\nsource = \"x\"\n",
+       "`os_listing` must be \"partial\""},
+      {"[policy] without a source", "images.toml",
+       "[policy]\nmajors_supported = 2\nlatest_update_only = true\nstatus = \"verified\"\n", "missing `source`"},
+      {"[policy] majors_supported out of range", "images.toml",
+       "[policy]\nmajors_supported = 0\nlatest_update_only = true\nstatus = \"verified\"\nsource = \"x\"\n",
+       "majors_supported"},
       {"wrong type", "tensorflow.toml",
        "[[release]]\nversion = \"2.15.0\"\npython_min = \"3.9\"\npython_max = \"3.11\"\ncuda = \"12.2\"\ncudnn = "
        "\"8.9\"\n"
@@ -357,6 +369,18 @@ TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
     CHECK(parsed.error().kind == gpuenv::util::ErrorKind::internal);
     CHECK_THAT(parsed.error().message, Catch::Contains(c.message));
     CHECK_THAT(parsed.error().message, Catch::Contains(c.file));
+  }
+}
+
+TEST_CASE("compat: images.toml carries NVIDIA's support policy and marks partial OS listings", "[compat][kb]") {
+  const KnowledgeBase& data = kb();
+  CHECK(data.image_policy.majors_supported == 2);
+  CHECK(data.image_policy.latest_update_only);
+  CHECK_THAT(data.image_policy.provenance.source, Catch::Contains("support-policy.md"));
+  // Rows read from NVIDIA's repository list every OS; rows from third-party listings say they are partial.
+  for (const auto& image : data.images) {
+    INFO("image " << image.cuda.str());
+    CHECK(image.os_partial == (image.provenance.status != "verified"));
   }
 }
 

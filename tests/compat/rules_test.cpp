@@ -727,7 +727,34 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
           Expect::pass),
       row("12.0.1 has rockylinux9", {{"cuda.version", "12.0.1"}, {"os.distro", "rockylinux"}, {"os.version", "9"}}, id,
           Expect::pass),
-      row("11.4.3 is active", {{"cuda.version", "11.4.3"}, {"os.version", "20.04"}}, id, Expect::pass),
+      // CUDA 13 images published after NVIDIA's repository snapshot (rapidsai/ci-imgs, replicate/cog listings)
+      row("13.2.1-cudnn-devel-ubuntu24.04",
+          {{"cuda.version", "13.2.1"}, {"os.version", "24.04"}, {"image.flavor", "devel"}, cudnn9}, id, Expect::pass,
+          "13.2.1-cudnn-devel-ubuntu24.04 is published"),
+      row("13.1.1-cudnn-runtime-ubuntu22.04", {{"cuda.version", "13.1.1"}, cudnn9}, id, Expect::pass),
+      row("13.3.0-base-rockylinux8",
+          {{"cuda.version", "13.3.0"}, {"os.distro", "rockylinux"}, {"os.version", "8"}, {"image.flavor", "base"}}, id,
+          Expect::pass),
+      row("13.3.0 has ubuntu26.04", {{"cuda.version", "13.3.0"}, {"os.version", "26.04"}}, id, Expect::pass),
+      // a partial OS listing: an OS it does not name is unknown, not unpublished
+      row("13.2.1 on ubi9: not in the partial listing",
+          {{"cuda.version", "13.2.1"}, {"os.distro", "rhel"}, {"os.version", "9"}}, id, Expect::warn,
+          "partial listing"),
+      row("13.2.1 cuDNN on rockylinux8: not in the partial listing",
+          {{"cuda.version", "13.2.1"}, {"os.distro", "rockylinux"}, {"os.version", "8"}, cudnn9}, id, Expect::warn,
+          "cuDNN images for ubuntu22.04, ubuntu24.04 only"),
+      // NVIDIA's support policy: only the latest update of a release, and two CUDA majors, are supported
+      row("11.4.3 is due for deletion (two majors: 12 and 13)", {{"cuda.version", "11.4.3"}, {"os.version", "20.04"}},
+          id, Expect::warn, "NVIDIA supports images of 2 CUDA majors at a time (12 and 13)"),
+      row("11.8.0 may vanish", {{"cuda.version", "11.8.0"}}, id, Expect::warn, "may vanish; unpatched"),
+      row("11.8.0 moves to a supported major", {{"cuda.version", "11.8.0"}}, id, Expect::warn,
+          "move to a CUDA 12 or 13 image"),
+      row("13.2.0 is superseded by 13.2.1", {{"cuda.version", "13.2.0"}}, id, Expect::warn,
+          "move cuda.version to 13.2.1"),
+      row("13.2.0 may vanish", {{"cuda.version", "13.2.0"}}, id, Expect::warn, "may vanish; unpatched"),
+      row("13.1.0 is superseded by 13.1.1", {{"cuda.version", "13.1.0"}, {"os.version", "24.04"}}, id, Expect::warn,
+          "only the latest update of a CUDA release is supported"),
+      row("12.9.1 is the latest 12.9 update known", {{"cuda.version", "12.9.1"}}, id, Expect::pass),
       // OS not published
       row("12.4.1 has no ubuntu24.04", {{"os.version", "24.04"}}, id, Expect::fail, "ubuntu24.04"),
       row("13.x has no ubuntu20.04", {{"cuda.version", "13.0.2"}, {"os.version", "20.04"}}, id, Expect::fail),
@@ -750,6 +777,9 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       row("12.4.0's deletion date is a date, not a schedule", {{"cuda.version", "12.4.0"}}, id, Expect::warn,
           "NVIDIA's deletion date 2024-11-30"),
       row("12.4.0's successor", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "12.4.1"),
+      row("12.4.0 is past its deletion date (the table's as_of is later)", {{"cuda.version", "12.4.0"}}, id,
+          Expect::warn, "past NVIDIA's deletion date 2024-11-30"),
+      row("12.4.0 may vanish", {{"cuda.version", "12.4.0"}}, id, Expect::warn, "may vanish; unpatched"),
       row("11.2.2 EOL 2023-07-01", {{"cuda.version", "11.2.2"}, {"os.version", "20.04"}}, id, Expect::warn,
           "2023-07-01"),
       row("12.1.0 EOL, 12.1.1 active", {{"cuda.version", "12.1.0"}}, id, Expect::warn, "12.1.1"),
@@ -757,6 +787,10 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       // no image at all
       row("no 12.7.0 images", {{"cuda.version", "12.7.0"}}, id, Expect::fail),
       row("no 11.0.1 images", {{"cuda.version", "11.0.1"}, {"os.version", "20.04"}}, id, Expect::fail),
+      row("no 13.2.5 images, inside the known range: the nearest real ones", {{"cuda.version", "13.2.5"}}, id,
+          Expect::fail, "e.g. 13.2.1, 13.3.0, 13.1.1"),
+      row("13.3.1 is newer than the newest image: warn naming the horizon", {{"cuda.version", "13.3.1"}}, id,
+          Expect::warn, "gpuenv's data ends at nvidia/cuda images at CUDA 13.3.0"),
   });
 }
 
