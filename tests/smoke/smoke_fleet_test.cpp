@@ -27,35 +27,36 @@ using gpuenv::report::Verdict;
 
 TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads after run_smoke returned",
           "[smoke][deadline]") {
-  // The launch hangs 1 s, the deadline is 300 ms: run_smoke returns and its data is gone while the abandoned thread
+  // The launch hangs 3 s, the deadline is 1.5 s: run_smoke returns and its data is gone while the abandoned thread
   // still has the GEMM to finish and judge. Under ASan (the asan preset) a reference into run_smoke's frame is a
-  // heap-use-after-free here.
+  // heap-use-after-free here. (A 300 ms deadline was missed by the copies themselves on a loaded machine.)
   SmokeOptions options = small_options();
-  options.step_timeout = std::chrono::milliseconds(300);
+  options.step_timeout = std::chrono::milliseconds(1500);
   options.cublas = false;
   options.repetitions = 1;  // two launches, each hanging 1 s, then the judgement that reads the expectations
   {
-    const SmokeReport report = run_fake("launch_hang_seconds = 1\n", options);
+    const SmokeReport report = run_fake("launch_hang_seconds = 3\n", options);
     REQUIRE(report.devices.size() == 1);
     CHECK(report.devices[0].hung);
     CHECK(report.abandoned_work);
     CHECK(find(report.devices[0].findings, "smoke.sgemm_fp32")->message.find("hang:") == 0);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the abandoned GEMM finishes inside this test
+  std::this_thread::sleep_for(std::chrono::milliseconds(6000));  // the abandoned GEMM finishes inside this test
 }
 
 TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its exit code, output flushed",
           "[smoke][deadline][e2e]") {
-  // The fake's teardown at exit waits for the hung launch (20 s), as libcuda's may: only _Exit avoids it. The 3 s
-  // deadline leaves the copies before the first launch time to finish on a busy machine.
-  const FakeCuda fake("launch_hang_seconds = 20\nexit_waits_for_hang = 1\nemulate_kernels = 0\n");
+  // The fake's teardown at exit waits for the hung launch (120 s), as libcuda's may: only _Exit avoids it. The 3 s
+  // deadline leaves the copies before the first launch time to finish on a busy machine, and the 60 s bound leaves
+  // an ASan binary on a loaded machine time to start, while a process that waited for the teardown would take 120 s.
+  const FakeCuda fake("launch_hang_seconds = 120\nexit_waits_for_hang = 1\nemulate_kernels = 0\n");
   const auto begin = std::chrono::steady_clock::now();
   const auto result = gpuenv::testing::run_gpuenv(
       {"smoke", "--quick", "--json", "--no-cublas", "--no-peer", "--timeout", "3", "--repetitions", "1"},
       {{"GPUENV_CUDA_LIBRARY", std::string(GPUENV_FAKE_CUDA_LIBRARY)}, {"GPUENV_FAKE_CUDA", fake.path()}});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   CHECK(result.exit_code == 1);
-  CHECK(seconds < 12);
+  CHECK(seconds < 60);
   CHECK(result.out.find("hang: the step did not finish within 3 s") != std::string::npos);
   CHECK(result.out.find("\"hung\": true") != std::string::npos);
   CHECK(result.out.find("\"verdict\": \"NOT OK\"") != std::string::npos);

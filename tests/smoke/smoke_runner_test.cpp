@@ -357,15 +357,17 @@ TEST_CASE("gpuenv smoke e2e: a bad --expect or --minimum is a usage error naming
 
 TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", "[smoke]") {
   SmokeOptions options = small_options();
-  options.step_timeout = std::chrono::milliseconds(300);
-  const SmokeReport report = run_fake("launch_hang_seconds = 2\n", options);
+  // A deadline of seconds, not milliseconds: on a loaded machine (ASan, ctest -j, other builds) the copies before the
+  // first launch took over 300 ms and hit the deadline themselves, so the hang was not the GEMM's.
+  options.step_timeout = std::chrono::milliseconds(1500);
+  const SmokeReport report = run_fake("launch_hang_seconds = 4\n", options);
   REQUIRE(report.devices.size() == 1);
   CHECK(report.devices[0].hung);
   const Finding* sgemm = find(report.devices[0].findings, "smoke.sgemm_fp32");
   REQUIRE(sgemm != nullptr);
   CHECK(sgemm->status == Status::fail);
   CHECK(sgemm->message.find("hang:") == 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the abandoned step finishes inside this test
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // the abandoned step finishes inside this test
 }
 
 TEST_CASE("smoke: --device picks one GPU, an ordinal that does not exist fails", "[smoke]") {
