@@ -21,10 +21,15 @@ std::optional<Version> newest_of(const Rows& rows, VersionOf version_of) {
   return newest;
 }
 
-Horizon make_horizon(const KnowledgeBase& kb, std::string table, std::string what, std::optional<Version> newest) {
+/// The `as_of` date a table's data file gives, or "" when it gives none.
+std::string as_of_date(const KnowledgeBase& kb, const std::string& table) {
   const auto date = kb.as_of.find(table);
-  return Horizon{std::move(table), std::move(what), std::move(newest),
-                 date == kb.as_of.end() ? std::string() : date->second};
+  return date == kb.as_of.end() ? std::string() : date->second;
+}
+
+Horizon make_horizon(const KnowledgeBase& kb, std::string table, std::string what, std::optional<Version> newest) {
+  std::string date = as_of_date(kb, table);
+  return Horizon{std::move(table), std::move(what), std::move(newest), std::move(date)};
 }
 
 }  // namespace
@@ -92,8 +97,8 @@ std::string beyond_remedy(const Horizon& horizon) {
 }
 
 std::string as_of_note(const KnowledgeBase& kb, const std::string& table) {
-  const auto date = kb.as_of.find(table);
-  return date == kb.as_of.end() || date->second.empty() ? std::string() : "(data as of " + date->second + ")";
+  const std::string date = as_of_date(kb, table);
+  return date.empty() ? std::string() : "(data as of " + date + ")";
 }
 
 }  // namespace gpuenv::compat
