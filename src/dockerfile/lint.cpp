@@ -6,6 +6,7 @@
 #include <set>
 
 #include "dockerfile/reproducible.hpp"
+#include "dockerfile/text.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::dockerfile {
@@ -273,38 +274,12 @@ class Checker {
 
 std::vector<Instruction> parse_instructions(std::string_view text) {
   std::vector<Instruction> out;
-  std::string pending;
-  std::size_t pending_line = 0;
-  std::size_t number = 0;
-  for (std::string_view raw : util::split_lines(text)) {
-    ++number;
-    const std::string_view line = util::trim(raw);
-    if (line.empty() || line.front() == '#') continue;  // comments may sit inside a continuation, too
-    const bool continues = line.back() == '\\';
-    const std::string_view body = continues ? util::trim(line.substr(0, line.size() - 1)) : line;
-    if (pending.empty()) {
-      pending_line = number;
-      pending = std::string(body);
-    } else {
-      pending += " ";
-      pending += body;
-    }
-    if (continues) continue;
-    const std::size_t space = pending.find_first_of(" \t");
-    Instruction in;
-    in.keyword = upper(pending.substr(0, space));
-    in.arguments =
-        space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space)));
-    in.line = pending_line;
-    out.push_back(std::move(in));
-    pending.clear();
-  }
-  if (!pending.empty()) {
-    const std::size_t space = pending.find_first_of(" \t");
-    out.push_back(
-        {upper(pending.substr(0, space)),
-         space == std::string::npos ? std::string() : std::string(util::trim(std::string_view(pending).substr(space))),
-         pending_line});
+  for (const LogicalLine& logical : logical_lines(text, CommentRule::dockerfile)) {
+    const std::string_view line = logical.text;
+    const std::size_t space = line.find_first_of(" \t");
+    out.push_back({upper(line.substr(0, space)),
+                   space == std::string_view::npos ? std::string() : std::string(util::trim(line.substr(space))),
+                   logical.line});
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "dockerfile/reproducible.hpp"
 
+#include "dockerfile/text.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::dockerfile {
@@ -60,39 +61,6 @@ bool is_hash_option(std::string_view word) {
   const std::string_view hex = value.substr(colon + 1);
   const std::size_t length = algorithm == "sha256" ? 64 : algorithm == "sha384" ? 96 : algorithm == "sha512" ? 128 : 0;
   return length != 0 && hex.size() == length && is_hex(hex);
-}
-
-/// Logical lines: `\` continuations joined, comments (a `#` at the start or after whitespace) removed.
-struct LogicalLine {
-  std::string text;
-  std::size_t line = 0;
-};
-
-std::vector<LogicalLine> logical_lines(std::string_view text) {
-  std::vector<LogicalLine> out;
-  std::string pending;
-  std::size_t first = 0;
-  std::size_t number = 0;
-  for (std::string_view raw : util::split_lines(text)) {
-    ++number;
-    std::string line(raw);
-    for (std::size_t hash = line.find('#'); hash != std::string::npos; hash = line.find('#', hash + 1)) {
-      if (hash == 0 || line[hash - 1] == ' ' || line[hash - 1] == '\t') {
-        line.resize(hash);
-        break;
-      }
-    }
-    std::string_view body = util::trim(line);
-    const bool continues = !body.empty() && body.back() == '\\';
-    if (continues) body = util::trim(body.substr(0, body.size() - 1));
-    if (pending.empty()) first = number;
-    if (!body.empty()) pending += (pending.empty() ? "" : " ") + std::string(body);
-    if (continues) continue;
-    if (!pending.empty()) out.push_back({std::move(pending), first});
-    pending.clear();
-  }
-  if (!pending.empty()) out.push_back({std::move(pending), first});
-  return out;
 }
 
 }  // namespace
@@ -162,7 +130,7 @@ util::Expected<HashedRequirements> parse_hashed_requirements(std::string_view te
   const std::string generate = "generate the file with `uv pip compile --generate-hashes` (docs/dockerfile.md)";
   HashedRequirements out;
   out.path = path;
-  for (const LogicalLine& logical : logical_lines(text)) {
+  for (const LogicalLine& logical : logical_lines(text, CommentRule::pip)) {
     std::vector<std::string_view> words;
     for (std::string_view word : util::split(logical.text, ' ')) {
       if (!util::trim(word).empty()) words.push_back(util::trim(word));

@@ -79,4 +79,37 @@ std::vector<std::string> install_commands(PackageManager manager, const std::vec
   return {};
 }
 
+namespace {
+
+/// `line` without its pip comment: from a `#` at the start or after a blank to the end.
+std::string_view without_pip_comment(std::string_view line) {
+  for (std::size_t hash = line.find('#'); hash != std::string_view::npos; hash = line.find('#', hash + 1)) {
+    if (hash == 0 || line[hash - 1] == ' ' || line[hash - 1] == '\t') return line.substr(0, hash);
+  }
+  return line;
+}
+
+}  // namespace
+
+std::vector<LogicalLine> logical_lines(std::string_view text, CommentRule rule) {
+  std::vector<LogicalLine> out;
+  std::string pending;
+  std::size_t first = 0;
+  std::size_t number = 0;
+  for (std::string_view raw : util::split_lines(text)) {
+    ++number;
+    std::string_view body = util::trim(rule == CommentRule::pip ? without_pip_comment(raw) : raw);
+    if (rule == CommentRule::dockerfile && (body.empty() || body.front() == '#')) continue;
+    const bool continues = !body.empty() && body.back() == '\\';
+    if (continues) body = util::trim(body.substr(0, body.size() - 1));
+    if (pending.empty()) first = number;
+    if (!body.empty()) pending += (pending.empty() ? "" : " ") + std::string(body);
+    if (continues) continue;
+    if (!pending.empty()) out.push_back({std::move(pending), first});
+    pending.clear();
+  }
+  if (!pending.empty()) out.push_back({std::move(pending), first});
+  return out;
+}
+
 }  // namespace gpuenv::dockerfile

@@ -43,4 +43,21 @@ PackageManager package_manager(const profile::Profile& profile);
 /// apt without recommends, dnf without weak dependencies or docs, yum without docs.
 std::vector<std::string> install_commands(PackageManager manager, const std::vector<std::string>& packages);
 
+/// How logical_lines() treats `#` and blank lines.
+enum class CommentRule {
+  dockerfile,  ///< a line whose first non-blank character is `#` is dropped, also inside a continuation; so is a
+               ///< blank line (Docker's parser skips both without ending the continuation)
+  pip,         ///< `#` at the start or after whitespace ends the line (pip's requirement files); a blank line ends a
+               ///< continuation
+};
+
+/// One logical line: its `\` continuations joined by single spaces, and the number of the line it starts on.
+struct LogicalLine {
+  std::string text;
+  std::size_t line = 0;
+};
+
+/// The logical lines of a Dockerfile or a pip requirement file, comments removed per `rule`; never empty ones.
+std::vector<LogicalLine> logical_lines(std::string_view text, CommentRule rule);
+
 }  // namespace gpuenv::dockerfile
