@@ -17,11 +17,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// torch 2.5 built for CUDA 12.4 (no Blackwell kernels), on a node whose one GPU is compute capability 12.0.
-constexpr const char* k_stand_in_torch = R"PY(
-__version__ = "2.5.1+cu124"
-class _Version:
-    cuda = "12.4"
+/// A stand-in torch/__init__.py: the build's version, CUDA and cuDNN, and the devices torch.cuda reports (count,
+/// compiled arch list as a Python list, every device's capability as a Python tuple).
+std::string stand_in_torch(const std::string& version, const std::string& cuda, int cudnn, int devices,
+                           const std::string& arch_list, const std::string& capability) {
+  return "__version__ = \"" + version + "\"\nclass _Version:\n    cuda = \"" + cuda + R"PY("
 version = _Version()
 class _Cudnn:
     @staticmethod
@@ -29,7 +29,8 @@ class _Cudnn:
         return True
     @staticmethod
     def version():
-        return 90100
+        return )PY" +
+         std::to_string(cudnn) + R"PY(
 class _Backends:
     cudnn = _Cudnn()
 backends = _Backends()
@@ -39,47 +40,26 @@ class _Cuda:
         return True
     @staticmethod
     def device_count():
-        return 1
+        return )PY" +
+         std::to_string(devices) + R"PY(
     @staticmethod
     def get_arch_list():
-        return ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+        return )PY" +
+         arch_list + R"PY(
     @staticmethod
     def get_device_capability(index):
-        return (12, 0)
-cuda = _Cuda()
-)PY";
+        return )PY" +
+         capability + "\ncuda = _Cuda()\n";
+}
+
+// torch 2.5 built for CUDA 12.4 (no Blackwell kernels), on a node whose one GPU is compute capability 12.0.
+const std::string k_stand_in_torch = stand_in_torch(
+    "2.5.1+cu124", "12.4", 90100, 1, R"(["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"])", "(12, 0)");
 
 // torch with three Hopper devices whose tiny matmul goes right on cuda:0, sums wrong on cuda:1 (a faulty GPU) and
 // raises on cuda:2, the way a CUDA error surfaces in torch.
-constexpr const char* k_stand_in_torch_matmul = R"PY(
-__version__ = "2.6.0+cu126"
-class _Version:
-    cuda = "12.6"
-version = _Version()
-class _Cudnn:
-    @staticmethod
-    def is_available():
-        return True
-    @staticmethod
-    def version():
-        return 90500
-class _Backends:
-    cudnn = _Cudnn()
-backends = _Backends()
-class _Cuda:
-    @staticmethod
-    def is_available():
-        return True
-    @staticmethod
-    def device_count():
-        return 3
-    @staticmethod
-    def get_arch_list():
-        return ["sm_80", "sm_90"]
-    @staticmethod
-    def get_device_capability(index):
-        return (9, 0)
-cuda = _Cuda()
+const std::string k_stand_in_torch_matmul =
+    stand_in_torch("2.6.0+cu126", "12.6", 90500, 3, R"(["sm_80", "sm_90"])", "(9, 0)") + R"PY(
 class _Scalar:
     def __init__(self, value):
         self.value = value
@@ -103,10 +83,27 @@ def matmul(a, b):
 constexpr const char* k_broken_tensorflow =
     "raise ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')\n";
 
-void write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
+/// A temporary directory of stand-in Python packages for PYTHONPATH, removed at the end of the test.
+class StandInPackages {
+ public:
+  explicit StandInPackages(const std::string& name)
+      : m_dir(fs::temp_directory_path() / ("gpuenv-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(m_dir);
+  }
+  ~StandInPackages() { fs::remove_all(m_dir); }
+  StandInPackages(const StandInPackages&) = delete;
+  StandInPackages& operator=(const StandInPackages&) = delete;
+
+  /// Writes `package`/__init__.py with `text`.
+  void add(const std::string& package, const std::string& text) const {
+    fs::create_directories(m_dir / package);
+    std::ofstream(m_dir / package / "__init__.py") << text;
+  }
+  std::string path() const { return m_dir.string(); }
+
+ private:
+  fs::path m_dir;
+};
 
 const nlohmann::json* finding(const nlohmann::json& report, const std::string& id) {
   for (const auto& f : report.at("findings")) {
@@ -123,13 +120,13 @@ TEST_CASE("doctor --frameworks: stand-in torch without sm_120 fails the arch che
     WARN("SKIPPED: python3 is not installed (scripts/bootstrap installs it)");
     return;
   }
-  const fs::path dir = fs::temp_directory_path() / ("gpuenv-frameworks-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  write(dir / "torch" / "__init__.py", k_stand_in_torch);
-  write(dir / "tensorflow" / "__init__.py", k_broken_tensorflow);
+  const StandInPackages packages("frameworks");
+  packages.add("torch", k_stand_in_torch);
+  packages.add("tensorflow", k_broken_tensorflow);
 
-  const auto result = gpuenv::testing::run_gpuenv(
-      {"doctor", "--quick", "--frameworks", "--python", "/usr/bin/python3", "--json"}, {{"PYTHONPATH", dir.string()}});
+  const auto result =
+      gpuenv::testing::run_gpuenv({"doctor", "--quick", "--frameworks", "--python", "/usr/bin/python3", "--json"},
+                                  {{"PYTHONPATH", packages.path()}});
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);
   const auto report = nlohmann::json::parse(result.out, nullptr, false);
@@ -158,7 +155,6 @@ TEST_CASE("doctor --frameworks: stand-in torch without sm_120 fails the arch che
   REQUIRE_FALSE(bare_report.is_discarded());
   const auto* none = finding(bare_report, "framework.installed");
   if (none != nullptr) CHECK(none->at("status") == "skip");  // absent when this machine has torch installed
-  fs::remove_all(dir);
 }
 
 TEST_CASE("doctor without --quick runs a tiny matmul per torch device: a wrong sum and an error fail, naming them",
@@ -167,13 +163,12 @@ TEST_CASE("doctor without --quick runs a tiny matmul per torch device: a wrong s
     WARN("SKIPPED: python3 is not installed (scripts/bootstrap installs it)");
     return;
   }
-  const fs::path dir = fs::temp_directory_path() / ("gpuenv-matmul-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  write(dir / "torch" / "__init__.py", k_stand_in_torch_matmul);
+  const StandInPackages packages("matmul");
+  packages.add("torch", k_stand_in_torch_matmul);
 
   // No --quick: the smoke tests are asked for too, and skip here for want of a GPU.
-  const auto result =
-      gpuenv::testing::run_gpuenv({"doctor", "--python", "/usr/bin/python3", "--json"}, {{"PYTHONPATH", dir.string()}});
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--python", "/usr/bin/python3", "--json"},
+                                                  {{"PYTHONPATH", packages.path()}});
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);
   const auto report = nlohmann::json::parse(result.out, nullptr, false);
@@ -188,13 +183,13 @@ TEST_CASE("doctor without --quick runs a tiny matmul per torch device: a wrong s
   CHECK(result.exit_code == 1);
 
   // --quick keeps the import checks and leaves the devices alone.
-  const auto quick = gpuenv::testing::run_gpuenv(
-      {"doctor", "--quick", "--frameworks", "--python", "/usr/bin/python3", "--json"}, {{"PYTHONPATH", dir.string()}});
+  const auto quick =
+      gpuenv::testing::run_gpuenv({"doctor", "--quick", "--frameworks", "--python", "/usr/bin/python3", "--json"},
+                                  {{"PYTHONPATH", packages.path()}});
   const auto quick_report = nlohmann::json::parse(quick.out, nullptr, false);
   REQUIRE_FALSE(quick_report.is_discarded());
   CHECK(finding(quick_report, "framework.torch") != nullptr);
   CHECK(finding(quick_report, "framework.torch_matmul") == nullptr);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("doctor --frameworks under --root runs nothing and says so", "[doctor][e2e]") {
