@@ -4,7 +4,7 @@
 // address hash, moving inversions of it (read each word, write its complement, and back: every bit in both states
 // right after a read), walking ones and walking zeros (one bit per word, its position moving with the address), and
 // a second hash. The kernels report, per launch, how many words were wrong and the lowest wrong index together with
-// the word they read there (smoke_kernels.cu memtest_report); the host keeps the count per pass.
+// the word they read there (memtest_kernels.cuh memtest_report); the host keeps the count per pass.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -35,7 +35,7 @@ constexpr Pass passes[] = {{"address hash", 0x6d656d31u, hash_mode, 0u, false},
                            {"walking zeros", 7u, walking_mode, ~0u, false},
                            {"second hash", 0x6d656d32u, hash_mode, 0u, false}};
 
-/// The word the kernels expect at absolute word address `address` (smoke_kernels.cu memtest_word).
+/// The word the kernels expect at absolute word address `address` (memtest_kernels.cuh memtest_word).
 std::uint32_t expected_word(const Pass& pass, std::uint64_t address, unsigned invert) {
   const std::uint32_t word = pass.mode == hash_mode ? pattern_word(address, pass.seed)
                                                     : 1u << static_cast<unsigned>((address + pass.seed) & 31u);
@@ -65,7 +65,7 @@ std::string hex(std::uint64_t value) {
 }
 
 /// The largest chunk: the kernels pack a wrong word's index within its chunk into the high 32 bits of one 64-bit key
-/// (smoke_kernels.cu memtest_report), so a chunk holds fewer than 2^32 words; 8 GiB is 2^31.
+/// (memtest_kernels.cuh memtest_report), so a chunk holds fewer than 2^32 words; 8 GiB is 2^31.
 constexpr std::size_t max_chunk_bytes = std::size_t{8} << 30;
 
 /// The smallest region that tests DRAM rather than the L2 cache: 4 x the L2. The check reads the chunks in the order

@@ -327,7 +327,7 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
         words[flip] ^= 0x4u;
       return 0;
     }
-    // As smoke_kernels.cu memtest_report: result[0] += wrong words, result[1] = min(result[1], (lowest wrong index
+    // As memtest_kernels.cuh memtest_report: result[0] += wrong words, result[1] = min(result[1], (lowest wrong index
     // << 32) | the word read there), the word read before a moving inversion overwrites it.
     auto* result = *static_cast<unsigned long long**>(params[4]);
     for (unsigned long long i = 0; i < count; ++i) {
