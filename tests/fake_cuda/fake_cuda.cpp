@@ -21,6 +21,8 @@
 // fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
 // fake_cuda_spin_launches() how often smoke_spin_wait was launched.
+// memtest_flip_word flips bit 2 of that word after the fill; memtest_flip_fill (n) limits it to the n-th
+// smoke_fill_pattern launch since cuInit, counting from 1 (e.g. 2 with one chunk: the moving inversions pass).
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -76,6 +78,7 @@ std::string text(const std::string& key, const std::string& fallback) {
 
 int g_allocations = 0;
 int g_gemm_launches = 0;
+int g_fill_launches = 0;
 int g_module_loads = 0;
 // alias_allocations_of: one memfd backs every allocation of that size; each gets its own mapping (address).
 int g_alias_fd = -1;
@@ -175,6 +178,7 @@ int cuInit(unsigned) {
   load_config();
   g_allocations = 0;
   g_gemm_launches = 0;
+  g_fill_launches = 0;
   g_module_loads = 0;
   g_exit_waits_for_hang = number("exit_waits_for_hang", 0) != 0;
   return static_cast<int>(number("init_result", 0));
@@ -317,15 +321,20 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
     if (name == "smoke_fill_pattern") {
       for (unsigned long long i = 0; i < count; ++i) words[i] = expected(i);
       const long long flip = number("memtest_flip_word", -1);
-      if (flip >= 0 && static_cast<unsigned long long>(flip) < count) words[flip] ^= 0x4u;
+      const long long only = number("memtest_flip_fill", 0);
+      ++g_fill_launches;
+      if (flip >= 0 && static_cast<unsigned long long>(flip) < count && (only == 0 || only == g_fill_launches))
+        words[flip] ^= 0x4u;
       return 0;
     }
+    // As memtest_kernels.cuh memtest_report: result[0] += wrong words, result[1] = min(result[1], (lowest wrong index
+    // << 32) | the word read there), the word read before a moving inversion overwrites it.
     auto* result = *static_cast<unsigned long long**>(params[4]);
     for (unsigned long long i = 0; i < count; ++i) {
       const unsigned want = expected(i);
       if (words[i] != want) {
         ++result[0];
-        if (i < result[1]) result[1] = i;
+        result[1] = std::min(result[1], (i << 32) | words[i]);
       }
       if (name == "smoke_move_inversion") words[i] = ~want;
     }

@@ -15,68 +15,22 @@ __device__ __forceinline__ unsigned pattern_word(unsigned long long index, unsig
   return static_cast<unsigned>(x);
 }
 
-// The memory test's word at absolute device word address `address`: mode 0 a hash of the address (pattern_word), mode
-// 1 a walking bit, 1 << ((address + seed) mod 32). The address, not the index within one allocation: chunks then hold
-// different patterns, so an address fault that aliases one chunk onto another shows.
-__device__ __forceinline__ unsigned memtest_word(unsigned long long address, unsigned seed, unsigned mode) {
-  return mode == 0 ? pattern_word(address, seed) : 1u << static_cast<unsigned>((address + seed) & 31ull);
-}
+// The memory test (memtest_kernels.cuh holds the device code, which a test also runs on the CPU).
+#include "memtest_kernels.cuh"
 
-__device__ __forceinline__ unsigned long long word_address(const unsigned* base, unsigned long long i) {
-  return reinterpret_cast<unsigned long long>(base) / 4 + i;
-}
-
-// Adds this thread's count of wrong words and lowest wrong index to result[0] and result[1] (the caller starts them
-// at 0 and ~0). One atomic pair per thread that found any: errors are rare.
-__device__ __forceinline__ void memtest_report(unsigned long long* result, unsigned long long wrong,
-                                               unsigned long long first) {
-  if (wrong != 0) {
-    atomicAdd(&result[0], wrong);
-    atomicMin(&result[1], first);
-  }
-}
-
-// Memory test writer: word i becomes memtest_word(address of word i, seed, mode) ^ invert (invert 0xFFFFFFFF flips
-// every bit).
 extern "C" __global__ void smoke_fill_pattern(unsigned* out, unsigned long long words, unsigned seed, unsigned invert,
                                               unsigned mode) {
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
-       i += 1ull * gridDim.x * blockDim.x) {
-    out[i] = memtest_word(word_address(out, i), seed, mode) ^ invert;
-  }
+  memtest_fill(out, words, seed, invert, mode);
 }
 
-// Memory test verifier: counts the words that differ from the writer's pattern into result[0] and keeps the lowest
-// differing index in result[1].
 extern "C" __global__ void smoke_check_pattern(const unsigned* in, unsigned long long words, unsigned seed,
                                                unsigned invert, unsigned long long* result, unsigned mode) {
-  unsigned long long wrong = 0, first = ~0ull;
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
-       i += 1ull * gridDim.x * blockDim.x) {
-    if (in[i] != (memtest_word(word_address(in, i), seed, mode) ^ invert)) {
-      ++wrong;
-      first = i < first ? i : first;
-    }
-  }
-  memtest_report(result, wrong, first);
+  memtest_check(in, words, seed, invert, result, mode);
 }
 
-// Moving inversions (memtest86's test, per word): check that word i holds the pattern ^ invert, then write its
-// complement, so every cell goes through both values right after being read. Each word is read and written by one
-// thread only, so no ordering between threads is needed.
 extern "C" __global__ void smoke_move_inversion(unsigned* data, unsigned long long words, unsigned seed,
                                                 unsigned invert, unsigned long long* result, unsigned mode) {
-  unsigned long long wrong = 0, first = ~0ull;
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words;
-       i += 1ull * gridDim.x * blockDim.x) {
-    const unsigned expected = memtest_word(word_address(data, i), seed, mode) ^ invert;
-    if (data[i] != expected) {
-      ++wrong;
-      first = i < first ? i : first;
-    }
-    data[i] = ~expected;
-  }
-  memtest_report(result, wrong, first);
+  memtest_move(data, words, seed, invert, result, mode);
 }
 
 // Copy timing (nvbandwidth's method): one thread holds the stream until the host sets *flag (pinned host memory,
@@ -93,8 +47,8 @@ extern "C" __global__ void smoke_spin_wait(volatile const unsigned* flag, unsign
 
 // FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.
 // M, N multiples of 64 and K a multiple of 16 (the runner only uses such sizes).
-extern "C" __global__ void __launch_bounds__(256) smoke_sgemm(const float* A, const float* B, float* C, int M, int N,
-                                                               int K) {
+extern "C" __global__ void __launch_bounds__(256)
+    smoke_sgemm(const float* A, const float* B, float* C, int M, int N, int K) {
   __shared__ float As[16][64 + 1];
   __shared__ float Bs[16][64];
   const int tx = threadIdx.x, ty = threadIdx.y;
