@@ -33,7 +33,10 @@ enum CudaError : int {
   cuda_error_ecc_uncorrectable = 214,
   cuda_error_invalid_ptx = 218,
   cuda_error_nvlink_uncorrectable = 220,
+  cuda_error_jit_compiler_not_found = 221,
   cuda_error_unsupported_ptx_version = 222,
+  cuda_error_jit_compilation_disabled = 223,
+  cuda_error_contained = 226,
   cuda_error_illegal_address = 700,
   cuda_error_launch_timeout = 702,
   cuda_error_peer_access_already_enabled = 704,
@@ -44,9 +47,11 @@ enum CudaError : int {
   cuda_error_invalid_address_space = 717,
   cuda_error_invalid_pc = 718,
   cuda_error_launch_failed = 719,
+  cuda_error_tensor_memory_leak = 721,
   cuda_error_system_not_ready = 802,
   cuda_error_system_driver_mismatch = 803,
   cuda_error_compat_not_supported_on_device = 804,
+  cuda_error_external_device = 911,
   cuda_error_unknown = 999,
 };
 

@@ -59,10 +59,17 @@ StepOutcome query_device(Gpu& gpu) {
 
 namespace {
 
-/// Errors that mean "this image has no code for this GPU or driver": the next image may have.
+/// The driver cannot JIT PTX: its compiler library is missing (a container without libnvidia-ptxjitcompiler) or JIT
+/// is disabled (CUDA_DISABLE_PTX_JIT). A GPU newer than an image's SASS (Blackwell on the 11.8 image) then cannot run
+/// it.
+bool jit_unavailable(CUresult result) {
+  return result == cuda_error_jit_compiler_not_found || result == cuda_error_jit_compilation_disabled;
+}
+
+/// Errors that mean "this image has no code for this GPU or driver": the next image may have. Not a fault of the GPU.
 bool image_cannot_run(CUresult result) {
   return result == cuda_error_no_binary_for_gpu || result == cuda_error_unsupported_ptx_version ||
-         result == cuda_error_invalid_ptx || result == cuda_error_invalid_image;
+         result == cuda_error_invalid_ptx || result == cuda_error_invalid_image || jit_unavailable(result);
 }
 
 }  // namespace
@@ -105,7 +112,12 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver
                     describe_cuda_error(gpu.api, last) + "; kernels built with CUDA " + kernels.cuda_version + " for " +
                     kernels.archs + "; driver supports CUDA " + driver_version + ", GPU is CC " + cc +
                     "; images tried: " + tried + "; device query and copies still ran, matmul tests skipped",
-                "a driver that supports CUDA " + kernels.cuda_version +
+                std::string(jit_unavailable(last)
+                                ? "the driver cannot compile PTX here: install the driver's PTX JIT compiler "
+                                  "(libnvidia-ptxjitcompiler.so.1; in a container, the NVIDIA Container Toolkit's "
+                                  "compute capability mounts it) and unset CUDA_DISABLE_PTX_JIT, or "
+                                : "") +
+                    "a driver that supports CUDA " + kernels.cuda_version +
                     " (or newer) runs them; `gpuenv smoke --describe` lists the images and the drivers each is for",
                 {}});
     return out;

@@ -81,6 +81,10 @@ bool is_sticky(CUresult result) {
     case cuda_error_invalid_address_space:
     case cuda_error_invalid_pc:
     case cuda_error_launch_failed:
+    // cuda.h says of these three too: "any further CUDA work will return the same error".
+    case cuda_error_contained:
+    case cuda_error_tensor_memory_leak:
+    case cuda_error_external_device:
     case cuda_error_unknown:
       return true;
     default:

@@ -64,7 +64,7 @@ TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its ex
 
 TEST_CASE("smoke: sticky errors include assert, hardware faults and NVLink, only cuCtxSetCurrent stops a GPU",
           "[smoke]") {
-  for (const CUresult sticky : {214, 220, 700, 702, 710, 714, 715, 716, 717, 718, 719, 999}) {
+  for (const CUresult sticky : {214, 220, 226, 700, 702, 710, 714, 715, 716, 717, 718, 719, 721, 911, 999}) {
     CAPTURE(sticky);
     CHECK(is_sticky(sticky));
   }

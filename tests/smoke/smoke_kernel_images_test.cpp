@@ -79,6 +79,24 @@ TEST_CASE("smoke: a CUDA 13 driver that refuses the CUDA 13 image falls back to 
   CHECK(legacy_at < cuda13_at);
 }
 
+TEST_CASE("smoke: a driver that cannot JIT PTX warns and names the JIT compiler, it does not fail the node",
+          "[smoke][kernels]") {
+  if (!both_images_embedded()) return;
+  // 221 CUDA_ERROR_JIT_COMPILER_NOT_FOUND, 223 CUDA_ERROR_JIT_COMPILATION_DISABLED: a Blackwell GPU on an R570 driver
+  // runs the 11.8 image only through PTX JIT; without the JIT that is no fault of the GPU.
+  for (const char* results : {"221,221", "223,223", "221,209"}) {
+    CAPTURE(results);
+    const SmokeReport report = run_fake(std::string("driver_version = 12080\nmodule_load_results = ") + results + "\n");
+    const auto* kernels = find(report.devices.at(0).findings, "smoke.kernels");
+    REQUIRE(kernels != nullptr);
+    CHECK(kernels->status == Status::warn);
+    CHECK(kernels->message.find("images tried: ") != std::string::npos);
+  }
+  const SmokeReport report = run_fake("driver_version = 12080\nmodule_load_results = 209,221\n");
+  CHECK(find(report.devices.at(0).findings, "smoke.kernels")->remedy.find("libnvidia-ptxjitcompiler.so.1") !=
+        std::string::npos);
+}
+
 TEST_CASE("smoke: --describe lists both images and the drivers each is for", "[smoke][kernels]") {
   if (!both_images_embedded()) return;
   const auto text = gpuenv::testing::run_gpuenv({"smoke", "--describe"});
