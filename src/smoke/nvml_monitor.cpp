@@ -9,6 +9,7 @@
 
 #include "probe/nvml.hpp"
 #include "smoke/cuda_api.hpp"
+#include "system/abandon.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::smoke {
@@ -85,7 +86,9 @@ std::shared_ptr<NvmlMonitor> NvmlMonitor::open(system::System& system, const std
   auto done = std::make_shared<std::promise<NvmlReturn>>();
   std::future<NvmlReturn> result = done->get_future();
   std::thread([monitor, done] { done->set_value(monitor->m_api->init()); }).detach();
-  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready || result.get() != nvml_success) {
+  const bool finished = result.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!finished) system::note_abandoned_work();  // a thread is still inside NVML: cli must leave with _Exit
+  if (!finished || result.get() != nvml_success) {
     monitor->m_api->shutdown = nullptr;  // not initialised: nothing to shut down
     return nullptr;
   }
@@ -170,7 +173,9 @@ std::vector<ClockSample> ClockSampler::stop() {
   std::unique_lock<std::mutex> lock(m_shared->mutex);
   m_shared->stop = true;
   m_shared->wake.notify_all();
-  m_shared->wake.wait_for(lock, std::chrono::seconds(1), [&] { return m_shared->done; });
+  // A sampler still inside an NVML call after a second is left running: cli must then leave with _Exit.
+  if (!m_shared->wake.wait_for(lock, std::chrono::seconds(1), [&] { return m_shared->done; }))
+    system::note_abandoned_work();
   return m_shared->samples;
 }
 

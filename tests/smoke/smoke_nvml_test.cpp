@@ -12,6 +12,8 @@
 #include "smoke/fake_cuda_fixture.hpp"
 #include "smoke/nvml_monitor.hpp"
 #include "smoke/runner.hpp"
+#include "support/fake_system.hpp"
+#include "support/run_binary.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;
@@ -151,4 +153,27 @@ TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", 
   // Without --memtest nothing is compared.
   const SmokeReport no_memtest = run_with_nvml(counters, "", small_options());
   CHECK(find(no_memtest.devices.at(0).findings, "smoke.memory_errors") == nullptr);
+}
+
+TEST_CASE("gpuenv smoke e2e: an nvmlInit that hangs is abandoned and the process leaves without tearing NVML down",
+          "[smoke][nvml][deadline][e2e]") {
+  // The fake NVML's nvmlInit blocks 20 s and aborts (exit 134) if its teardown runs while that call is inside it,
+  // which exit() does unless gpuenv records the abandoned thread and leaves with _Exit. Smoke gives nvmlInit 10 s.
+  const FakeCuda cuda("emulate_kernels = 0\n");
+  const std::filesystem::path library =
+      std::filesystem::temp_directory_path() / ("libnvidia-ml-smoke-hang-" + std::to_string(::getpid()) + ".so");
+  std::filesystem::copy_file(GPUENV_FAKE_NVML_LIBRARY, library, std::filesystem::copy_options::overwrite_existing);
+  const auto result =
+      gpuenv::testing::run_gpuenv({"smoke", "--quick", "--json", "--no-cublas", "--no-peer", "--repetitions", "1"},
+                                  {{"GPUENV_CUDA_LIBRARY", std::string(GPUENV_FAKE_CUDA_LIBRARY)},
+                                   {"GPUENV_FAKE_CUDA", cuda.path()},
+                                   {"GPUENV_NVML_LIBRARY", library.string()},
+                                   {"GPUENV_FAKE_NVML", gpuenv::testing::fixture_path("nvml/hang-teardown.conf")}});
+  std::filesystem::remove(library);
+  INFO("stdout: " << result.out);
+  INFO("stderr: " << result.err);
+  CHECK(result.signal == 0);
+  CHECK(result.err.find("torn down") == std::string::npos);
+  CHECK(result.exit_code == 1);  // the fake's kernels do not run (emulate_kernels = 0): wrong results
+  CHECK(result.out.find("\"smoke.clocks\"") != std::string::npos);
 }
