@@ -80,6 +80,10 @@ std::string kernel_image_driver_range(const std::vector<KernelImage>& images, st
   const KernelImage& image = images.at(index);
   std::string range = "drivers supporting CUDA " + cuda_version_text(image.min_driver) + " or newer";
   if (index > 0) range += ", below CUDA " + cuda_version_text(images[index - 1].min_driver);
+  // SASS of a toolkit runs on every driver of its major (minor-version compatibility); PTX JITs only on a driver at
+  // least as new as the toolkit, so a GPU newer than the SASS (Blackwell on the 11.8 image) needs that much.
+  if (image.min_driver < cuda_version_number(image.cuda_version))
+    range += " (its " + image.ptx_arch + " PTX, for GPUs newer than its SASS, needs CUDA " + image.cuda_version + ")";
   return range;
 }
 
