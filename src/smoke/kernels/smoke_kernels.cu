@@ -190,10 +190,10 @@ __device__ void wmma_gemm(const T* A, const T* B, float* C, int M, int N, int K)
   const T* const B_block = B + block_col;            // row 0, column block_col
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-
+  }
   // A tile: 128 rows x 32 columns = 512 chunks of 8 elements (16 bytes); B tile: 32 rows x 128 columns = 512 chunks;
   // with 256 threads each moves 2 + 2 chunks per tile (a compile-time stride: the loops unroll). Global chunks are
   // 16-byte aligned: K and N are multiples of 8.
