@@ -153,10 +153,17 @@ TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills noth
     const auto path = std::filesystem::temp_directory_path() / ("gpuenv-sass-test-" + image.file);
     std::ofstream(path, std::ios::binary)
         .write(image.contents.data(), static_cast<std::streamsize>(image.contents.size()));
-    const auto sass = system->run({tool, "-sass", path.string()}, std::chrono::seconds(120));
-    const auto usage = system->run({tool, "-res-usage", path.string()}, std::chrono::seconds(120));
+    // System::run closes stdin; cuobjdump -sass then hands nvdisasm a temporary file on descriptor 0 that nvdisasm
+    // cannot open ("Could not open input file"), so stdin is /dev/null here.
+    auto run = [&](const char* what) {
+      return system->run({"/bin/sh", "-c", "exec \"$0\" \"$1\" \"$2\" </dev/null", tool, what, path.string()},
+                         std::chrono::seconds(120));
+    };
+    const auto sass = run("-sass");
+    const auto usage = run("-res-usage");
     std::filesystem::remove(path);
     INFO(image.file << " read by " << tool);
+    INFO(sass.err << usage.err);
     REQUIRE(sass.exit_code == 0);
     REQUIRE(usage.exit_code == 0);
     CodeMap code;

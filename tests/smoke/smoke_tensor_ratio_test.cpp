@@ -83,7 +83,7 @@ TEST_CASE("smoke: the tensor kernel's ratio to cuBLAS is judged against its comp
     CAPTURE(c.observed, c.cublas, c.explanation);
     const Judgement judgement = judge_tensor_ratio(c.observed, c.cublas, c.floor, 8, 0);
     CHECK(judgement.status == c.status);
-    CHECK(judgement.explanation.find(c.explanation) == 0);
+    CHECK(judgement.explanation.find(c.explanation) != std::string::npos);
   }
 }
 
