@@ -262,7 +262,13 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
                            : judgement.explanation),
                   {},
                   source};
-  if (judgement.status == Status::warn || judgement.status == Status::fail) {
+  if (ratio_floor != nullptr && !ratio_floor->calibrated() && judgement.status == Status::warn) {
+    // cuBLAS ran on the same GPU a moment before (judged in its own finding): the uncalibrated floor, not the GPU, is
+    // the likelier culprit.
+    finding.remedy = "the floor is an uncalibrated goal: if smoke.cublas_" + plan.id +
+                     " passes, the GPU is fine; run scripts/gpu-check and report the measured ratio so the "
+                     "[[tensor_vs_cublas]] row can be calibrated";
+  } else if (judgement.status == Status::warn || judgement.status == Status::fail) {
     finding.remedy =
         "check clocks, power capping and throttling (`nvidia-smi -q -d PERFORMANCE`) and other processes on the GPU";
   }
