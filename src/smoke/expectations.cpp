@@ -33,7 +33,8 @@ std::string format_number(double value) {
 
 namespace {
 
-const std::vector<util::RowKey> k_expectation_keys = {{"pcie", {"generation"}}, {"gpu", {"model"}}};
+const std::vector<util::RowKey> k_expectation_keys = {
+    {"pcie", {"generation"}}, {"gpu", {"model"}}, {"tensor_vs_cublas", {"cc_major", "cc_minor"}}};
 
 }  // namespace
 
@@ -57,7 +58,8 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
   auto parsed = util::read_data_table({"expectations.toml", {origin, text}, k_expectation_keys}, overlay);
   if (!parsed) return parsed.error();
   const util::TomlFile& file = *parsed;
-  if (auto unknown = file.unexpected_key({"efficiency", "kernel_efficiency", "dcgm", "pcie", "pcie_minimum", "gpu"})) {
+  if (auto unknown = file.unexpected_key(
+          {"efficiency", "kernel_efficiency", "tensor_vs_cublas", "dcgm", "pcie", "pcie_minimum", "gpu"})) {
     return util::Error::internal(origin + ": unknown table `" + *unknown + "`");
   }
   for (const char* required : {"efficiency", "kernel_efficiency"}) {
@@ -77,12 +79,21 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     out.kernel_efficiency.cublas_tensor = required_number(row, "cublas_tensor");
     out.kernel_efficiency.sgemm_vs_cublas =
         row.optional_number("sgemm_vs_cublas").value_or(out.kernel_efficiency.sgemm_vs_cublas);
-    out.kernel_efficiency.tensor_vs_cublas =
-        row.optional_number("tensor_vs_cublas").value_or(out.kernel_efficiency.tensor_vs_cublas);
     out.kernel_efficiency.status = read_status(row);
     out.kernel_efficiency.source = row.text("source");
   });
   if (!kernels) return kernels.error();
+  auto floors = file.append_rows("tensor_vs_cublas", out.tensor_vs_cublas, [](util::TomlRow& row) {
+    TensorRatioFloor floor;
+    floor.cc_major = static_cast<int>(row.integer_in("cc_major", 1, 99, "a compute capability major"));
+    floor.cc_minor = static_cast<int>(row.integer_in("cc_minor", 0, 9, "a compute capability minor"));
+    floor.ratio = required_number(row, "ratio");
+    if (floor.ratio <= 0 || floor.ratio > 1) row.fail("`ratio` must be above 0 and at most 1");
+    floor.status = read_status(row);
+    floor.source = row.text("source");
+    return floor;
+  });
+  if (!floors) return floors.error();
   auto dcgm = file.read_table("dcgm", [&out](util::TomlRow& row) {
     out.dcgm_target_perf_min_ratio = required_number(row, "target_perf_min_ratio");
     read_status(row);
@@ -137,6 +148,13 @@ const GpuExpectation* find_gpu(const Expectations& expectations, std::string_vie
   return nullptr;
 }
 
+const TensorRatioFloor* find_tensor_ratio_floor(const Expectations& expectations, int cc_major, int cc_minor) {
+  for (const TensorRatioFloor& floor : expectations.tensor_vs_cublas) {
+    if (floor.cc_major == cc_major && floor.cc_minor == cc_minor) return &floor;
+  }
+  return nullptr;
+}
+
 std::optional<PcieExpectation> pcie_expectation(const Expectations& expectations, int generation, int width) {
   if (width <= 0) return std::nullopt;
   for (const PcieLane& lane : expectations.pcie) {
@@ -184,6 +202,37 @@ Judgement judge(double observed, const Expectation& expectation, const Threshold
                                        format_number(thresholds.min_ratio) + " x " +
                                        format_number(*expectation.expected) + " or the minimum), " + fail_text
                                  : fail_text;
+  if (observed < out.fail_below) {
+    out.status = report::Status::fail;
+  } else if (observed < out.warn_below) {
+    out.status = report::Status::warn;
+  } else {
+    out.status = report::Status::pass;
+  }
+  return out;
+}
+
+Judgement judge_tensor_ratio(double observed, double cublas, const TensorRatioFloor* floor, int cc_major,
+                             int cc_minor) {
+  Judgement out;
+  const std::string cc = std::to_string(cc_major) + "." + std::to_string(cc_minor);
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2f", cublas > 0 ? observed / cublas : 0.0);
+  if (floor == nullptr) {
+    out.status = report::Status::pass;
+    out.explanation = std::string(ratio) + " x cuBLAS, not judged: no floor for compute capability " + cc +
+                      " in [[tensor_vs_cublas]] (the ratio is reported for calibration)";
+    return out;
+  }
+  char floor_text[32];
+  std::snprintf(floor_text, sizeof floor_text, "%.2f", floor->ratio);
+  const double below = floor->ratio * cublas;
+  out.warn_below = below;
+  out.fail_below = floor->calibrated() ? below : 0;
+  out.explanation = std::string(ratio) + " x cuBLAS, floor " + floor_text + " x cuBLAS (" + format_number(below) +
+                    " TFLOP/s) for compute capability " + cc +
+                    (floor->calibrated() ? std::string(": below it fails")
+                                         : std::string(" (uncalibrated floor: a shortfall only warns)"));
   if (observed < out.fail_below) {
     out.status = report::Status::fail;
   } else if (observed < out.warn_below) {

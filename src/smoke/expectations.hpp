@@ -59,11 +59,23 @@ struct Efficiency {
 /// Fractions of the datasheet peak that matmuls reach on a healthy GPU. Estimates until calibrated on hardware:
 /// while `status` is "unverified", falling short of them only warns.
 struct KernelEfficiency {
-  double sgemm = 0.3;              ///< smoke_sgemm vs FP32 peak
-  double tensor = 0.15;            ///< smoke_*gemm_wmma vs dense tensor peak
-  double cublas_tensor = 0.5;      ///< cuBLAS BF16/FP16 GEMM vs dense tensor peak
-  double sgemm_vs_cublas = 0.35;   ///< smoke_sgemm vs the node's cuBLAS SGEMM on the same operands
-  double tensor_vs_cublas = 0.25;  ///< smoke_*gemm_wmma vs the node's cuBLAS GemmEx on the same operands
+  double sgemm = 0.3;             ///< smoke_sgemm vs FP32 peak
+  double tensor = 0.15;           ///< smoke_*gemm_wmma vs dense tensor peak
+  double cublas_tensor = 0.5;     ///< cuBLAS BF16/FP16 GEMM vs dense tensor peak
+  double sgemm_vs_cublas = 0.35;  ///< smoke_sgemm vs the node's cuBLAS SGEMM on the same operands
+  std::string status;
+  std::string source;
+  bool calibrated() const { return status != "unverified"; }
+};
+
+/// The lowest TFLOP/s ratio of our tensor kernel (smoke_*gemm_wmma) to the node's cuBLAS GemmEx on the same operands,
+/// for one compute capability: the ratio depends on what cuBLAS uses there (mma.sync on sm_80/86/89, wgmma on sm_90,
+/// tcgen05 on sm_100) that our WMMA kernel does not. Goals until calibrated: while `status` is "unverified" a
+/// shortfall only warns.
+struct TensorRatioFloor {
+  int cc_major = 0;
+  int cc_minor = 0;
+  double ratio = 0;
   std::string status;
   std::string source;
   bool calibrated() const { return status != "unverified"; }
@@ -72,7 +84,8 @@ struct KernelEfficiency {
 struct Expectations {
   Efficiency efficiency;
   KernelEfficiency kernel_efficiency;
-  double dcgm_target_perf_min_ratio = 0.95;  ///< DCGM fails targeted_stress below this x target
+  std::vector<TensorRatioFloor> tensor_vs_cublas;  ///< [[tensor_vs_cublas]], one row per compute capability
+  double dcgm_target_perf_min_ratio = 0.95;        ///< DCGM fails targeted_stress below this x target
   std::vector<PcieLane> pcie;
   std::vector<PcieMinimum> pcie_minimum;
   std::vector<GpuExpectation> gpus;
@@ -92,6 +105,9 @@ util::Expected<Expectations> shipped_expectations();
 /// The row one of whose `match` names is `device_name` (util::gpu_name_matches: normalized, a MIG instance's name
 /// without its " MIG <profile>" part); nullptr when none. Whole names only: "NVIDIA T400" does not match "T4".
 const GpuExpectation* find_gpu(const Expectations& expectations, std::string_view device_name);
+
+/// The [[tensor_vs_cublas]] row of compute capability `cc_major`.`cc_minor`; nullptr when the table has none.
+const TensorRatioFloor* find_tensor_ratio_floor(const Expectations& expectations, int cc_major, int cc_minor);
 
 /// Expected pinned host<->device GB/s on a PCIe link: theoretical × efficiency, plus the anchor minimum for that link.
 struct PcieExpectation {
@@ -128,5 +144,10 @@ struct Judgement {
 /// observed < fail floor (the anchor minimum, else fail_ratio × expected when calibrated) -> fail; observed <
 /// min_ratio × expected -> warn; otherwise pass. Neither an expected value nor a minimum -> skip (numbers only).
 Judgement judge(double observed, const Expectation& expectation, const Thresholds& thresholds, const std::string& unit);
+
+/// Our tensor kernel's `observed` TFLOP/s against the node's cuBLAS `cublas` TFLOP/s (> 0) on the same operands and the
+/// floor of the GPU's compute capability: below floor x cuBLAS fails when the floor is calibrated and warns while it is
+/// not; no floor (nullptr: a CC without a row) passes with the ratio reported and a note that nothing judged it.
+Judgement judge_tensor_ratio(double observed, double cublas, const TensorRatioFloor* floor, int cc_major, int cc_minor);
 
 }  // namespace gpuenv::smoke

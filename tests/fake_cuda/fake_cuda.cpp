@@ -17,7 +17,8 @@
 // libcuda's may), alias_allocations_of (bytes: every allocation of exactly this size maps the same memory at a new
 // address, as a faulty address line would alias two regions), gemm_fault_launch (n: the n-th GEMM launch since cuInit,
 // counting from 1, gets one element wrong: a sporadic fault), alloc_max_bytes (larger allocations fail: out of memory),
-// l2_bytes (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; default 0).
+// l2_bytes (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; default 0), wmma_elapsed_ms (the event interval that follows a launch of
+// smoke_hgemm_wmma or smoke_bf16gemm_wmma instead of elapsed_ms, so our tensor kernel can run slower than cuBLAS).
 // fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
 // fake_cuda_spin_launches() how often smoke_spin_wait was launched.
@@ -79,6 +80,9 @@ std::string text(const std::string& key, const std::string& fallback) {
 int g_allocations = 0;
 int g_gemm_launches = 0;
 int g_fill_launches = 0;
+// The last kernel this thread launched was a tensor GEMM (a step's launch and its event interval share its thread):
+// the next cuEventElapsedTime reads wmma_elapsed_ms, once.
+thread_local bool t_tensor_kernel_timed = false;
 int g_module_loads = 0;
 // alias_allocations_of: one memfd backs every allocation of that size; each gets its own mapping (address).
 int g_alias_fd = -1;
@@ -297,6 +301,7 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   // The copy timing's spin kernel: the fake runs work at enqueue time, so there is nothing to hold; launch_result and
   // launch_hang_seconds model the compute kernels and leave it alone.
   const std::string name = static_cast<FakeFunction*>(function)->name;
+  t_tensor_kernel_timed = name == "smoke_hgemm_wmma" || name == "smoke_bf16gemm_wmma";
   if (name == "smoke_spin_wait") {
     ++g_spin_launches;
     return 0;
@@ -456,7 +461,9 @@ int cuEventSynchronize(void*) {
   return 0;
 }
 int cuEventElapsedTime(float* ms, void*, void*) {
-  *ms = static_cast<float>(std::strtod(text("elapsed_ms", "1.0").c_str(), nullptr));
+  const bool tensor = t_tensor_kernel_timed && !text("wmma_elapsed_ms", "").empty();
+  t_tensor_kernel_timed = false;
+  *ms = static_cast<float>(std::strtod(text(tensor ? "wmma_elapsed_ms" : "elapsed_ms", "1.0").c_str(), nullptr));
   return 0;
 }
 int cuEventDestroy_v2(void*) { return 0; }
@@ -497,6 +504,7 @@ namespace {
 template <typename Load>
 int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b, int ldb, float* c, int ldc,
                       Load load) {
+  t_tensor_kernel_timed = false;
   if (const int result = static_cast<int>(number("cublas_gemm_result", 0)); result != 0) return result;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {

@@ -2,6 +2,7 @@
 // image for the R520-R579 drivers of CUDA 11.8-12.x (and V100, sm_70), chosen at run time by cuDriverGetVersion.
 // The fake libcuda reports the driver version and accepts or refuses each image in turn.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
@@ -110,4 +111,24 @@ TEST_CASE("smoke: --describe lists both images and the drivers each is for", "[s
   const auto json = gpuenv::testing::run_gpuenv({"smoke", "--describe", "--json"});
   CHECK(json.out.find("\"toolkit\": \"11.8\"") != std::string::npos);
   CHECK(json.out.find("\"ptx\": \"compute_90\"") != std::string::npos);
+}
+
+TEST_CASE("smoke: the CUDA 13 image carries Thor (sm_110) SASS and --describe lists it", "[smoke][kernels]") {
+  // Thor (CC 11.0) cannot JIT the compute_120 PTX (PTX loads on its own CC and newer only) and sm_100 SASS does not run
+  // on another major: without sm_110 SASS it had no code. CUDA 13.0's nvcc is the first to name it sm_110.
+  const KernelsInfo kernels = embedded_kernels_info();
+  const KernelImage* cuda13 = nullptr;
+  for (const KernelImage& image : kernels.images) {
+    if (image.file == cuda13_image && image.min_driver >= 13000) cuda13 = &image;  // built by a CUDA 13+ nvcc
+  }
+  if (cuda13 == nullptr) {
+    WARN("SKIPPED: this build has no kernel image from a CUDA 13 nvcc");
+    return;
+  }
+  CHECK(std::find(cuda13->sass_archs.begin(), cuda13->sass_archs.end(), "sm_110") != cuda13->sass_archs.end());
+  const auto text = gpuenv::testing::run_gpuenv({"smoke", "--describe"});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("smoke_kernels.fatbin: CUDA " + cuda13->cuda_version +
+                      " toolkit, SASS sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_110 sm_120, PTX compute_120") !=
+        std::string::npos);
 }

@@ -86,50 +86,113 @@ extern "C" __global__ void __launch_bounds__(256)
 // Tensor-core GEMM with WMMA 16x16x16 fragments, FP32 accumulate. Row-major A[M,K], B[K,N] (16-bit), C[M,N] FP32.
 // Block = 8 warps (256 threads) computing a 128x128 tile, K in steps of 32 staged through shared memory with 16-byte
 // loads; warps in a 2x4 layout, each a 64x32 sub-tile (4x2 fragments). Shared rows are padded by 8 elements to spread
-// the banks; every WMMA pointer stays 32-byte aligned (row strides 80 and 272 bytes). M, N, K multiples of 128.
+// the banks; every WMMA pointer stays 32-byte aligned (row strides 80 and 272 bytes, stage strides 10240 and 8704
+// bytes, all multiples of 32). M, N, K multiples of 128 (K a multiple of BK is what the pipeline needs).
+// sm_80+: two shared-memory stages filled by cp.async (the copy of tile t+1 runs while the tensor cores work on tile
+// t); sm_70/sm_75 (no cp.async): one stage, loaded through registers. Both fit the 48 KiB of static shared memory
+// (2 x 18.5 KiB and 18.5 KiB).
+namespace wmma_tile {
+constexpr int BM = 128, BN = 128, BK = 32, PAD = 8;
+constexpr int THREADS = 256;                     // the launch's block size (the 2x4 warp layout needs exactly 8 warps)
+constexpr int A_LD = BK + PAD, B_LD = BN + PAD;  // shared row strides, elements
+}  // namespace wmma_tile
+
+// One warp's 64x32 share of acc += As[128x32] * Bs[32x128] for one K tile held in shared memory.
+template <typename T>
+__device__ __forceinline__ void wmma_tile_product(
+    const T (*As)[wmma_tile::A_LD], const T (*Bs)[wmma_tile::B_LD], int warp_row, int warp_col,
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[4][2]) {
+  using namespace nvcuda;
+#pragma unroll
+  for (int kk = 0; kk < wmma_tile::BK; kk += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[4];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b[2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(a[i], &As[warp_row + 16 * i][kk], wmma_tile::A_LD);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], &Bs[kk][warp_col + 16 * j], wmma_tile::B_LD);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+  }
+}
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+// cp.async.cg: a 16-byte global -> shared copy that bypasses L1 and the registers (sm_80+). The group calls order
+// them: wait_group<N> returns once all but the N most recently committed groups of this thread have landed.
+__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+#endif
+
 template <typename T>
 __device__ void wmma_gemm(const T* A, const T* B, float* C, int M, int N, int K) {
   using namespace nvcuda;
-  constexpr int BM = 128, BN = 128, BK = 32, PAD = 8;
-  __shared__ __align__(32) T As[BM][BK + PAD];
-  __shared__ __align__(32) T Bs[BK][BN + PAD];
+  using namespace wmma_tile;
   const int warp = threadIdx.x / 32;
   const int warp_row = (warp / 4) * 64;  // within the block tile
   const int warp_col = (warp % 4) * 32;
   const int block_row = blockIdx.y * BM, block_col = blockIdx.x * BN;
+  const T* const A_block = A + block_row * 1ll * K;  // row block_row, column 0
+  const T* const B_block = B + block_col;            // row 0, column block_col
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    // A tile: 128 rows x 32 columns = 512 chunks of 8 elements; B tile: 32 rows x 128 columns = 512 chunks.
-    for (int c = threadIdx.x; c < BM * BK / 8; c += blockDim.x) {
+  }
+  // A tile: 128 rows x 32 columns = 512 chunks of 8 elements (16 bytes); B tile: 32 rows x 128 columns = 512 chunks;
+  // with 256 threads each moves 2 + 2 chunks per tile (a compile-time stride: the loops unroll). Global chunks are
+  // 16-byte aligned: K and N are multiples of 8.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  __shared__ __align__(128) T As[2][BM][A_LD];
+  __shared__ __align__(128) T Bs[2][BK][B_LD];
+  auto load_tile = [&](int stage, int k0) {
+    for (int c = threadIdx.x; c < BM * BK / 8; c += THREADS) {
       const int r = c / (BK / 8), col = (c % (BK / 8)) * 8;
-      *reinterpret_cast<uint4*>(&As[r][col]) =
-          *reinterpret_cast<const uint4*>(A + (block_row + r) * 1ll * K + k0 + col);
+      cp_async_16(&As[stage][r][col], A_block + r * 1ll * K + k0 + col);
     }
-    for (int c = threadIdx.x; c < BK * BN / 8; c += blockDim.x) {
+    for (int c = threadIdx.x; c < BK * BN / 8; c += THREADS) {
       const int r = c / (BN / 8), col = (c % (BN / 8)) * 8;
-      *reinterpret_cast<uint4*>(&Bs[r][col]) =
-          *reinterpret_cast<const uint4*>(B + (k0 + r) * 1ll * N + block_col + col);
+      cp_async_16(&Bs[stage][r][col], B_block + (k0 + r) * 1ll * N + col);
+    }
+  };
+  const int tiles = K / BK;
+  if (tiles > 0) load_tile(0, 0);  // K = 0 reads nothing
+  cp_async_commit();
+  for (int t = 0; t < tiles; ++t) {
+    // Stage (t+1)&1 was last read in iteration t-1, whose closing __syncthreads every warp has passed: free to refill.
+    if (t + 1 < tiles) load_tile((t + 1) & 1, (t + 1) * BK);
+    cp_async_commit();   // an empty group on the last tile keeps "all but the newest group" meaning tile t
+    cp_async_wait<1>();  // this thread's copies of tile t have landed
+    __syncthreads();     // ... and every other thread's
+    wmma_tile_product<T>(As[t & 1], Bs[t & 1], warp_row, warp_col, acc);
+    __syncthreads();  // every warp is done reading stage t&1 before iteration t+1 prefetches tile t+2 into it
+  }
+#else
+  __shared__ __align__(128) T As[BM][A_LD];
+  __shared__ __align__(128) T Bs[BK][B_LD];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int c = threadIdx.x; c < BM * BK / 8; c += THREADS) {
+      const int r = c / (BK / 8), col = (c % (BK / 8)) * 8;
+      *reinterpret_cast<uint4*>(&As[r][col]) = *reinterpret_cast<const uint4*>(A_block + r * 1ll * K + k0 + col);
+    }
+    for (int c = threadIdx.x; c < BK * BN / 8; c += THREADS) {
+      const int r = c / (BN / 8), col = (c % (BN / 8)) * 8;
+      *reinterpret_cast<uint4*>(&Bs[r][col]) = *reinterpret_cast<const uint4*>(B_block + (k0 + r) * 1ll * N + col);
     }
     __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[4];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b[2];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(a[i], &As[warp_row + 16 * i][kk], BK + PAD);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], &Bs[kk][warp_col + 16 * j], BN + PAD);
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-    }
+    wmma_tile_product<T>(As, Bs, warp_row, warp_col, acc);
     __syncthreads();
   }
+#endif
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
