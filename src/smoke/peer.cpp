@@ -365,11 +365,13 @@ std::vector<PeerResult> run_bidirectional_peer_copies(const std::vector<std::sha
                                                       const Expectations& expectations, int device_count,
                                                       const std::vector<PeerResult>& one_way,
                                                       std::vector<Finding>& findings) {
-  auto has_peer_access = [&](int from, int to) {
-    return std::any_of(one_way.begin(), one_way.end(), [&](const PeerResult& result) {
+  auto one_way_copy = [&](int from, int to) -> const PeerResult* {
+    const auto it = std::find_if(one_way.begin(), one_way.end(), [&](const PeerResult& result) {
       return result.source == from && result.destination == to && result.peer_access;
     });
+    return it == one_way.end() ? nullptr : &*it;
   };
+  auto has_peer_access = [&](int from, int to) { return one_way_copy(from, to) != nullptr; };
   std::vector<PeerResult> results;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     for (std::size_t j = i + 1; j < gpus.size(); ++j) {
@@ -397,9 +399,18 @@ std::vector<PeerResult> run_bidirectional_peer_copies(const std::vector<std::sha
       // The floor of the one-way copies between these two (either direction: the same models and board).
       const Expectation expectation = peer_expectation(model_a, model_b, device_count, a->options, basis);
       const double one_way_floor = judge(0, expectation, a->options.thresholds, "GB/s").fail_below;
+      const PeerResult* alone_to_b = one_way_copy(a->ordinal, b->ordinal);
+      const PeerResult* alone_to_a = one_way_copy(b->ordinal, a->ordinal);
+      const double alone_sum = alone_to_b->metric.summary.median + alone_to_a->metric.summary.median;
       for (Finding& finding : outcome->findings) {
         if (finding.status == Status::skip && !to_b->metric.id.empty() && to_b->metric.verified &&
             to_a->metric.verified) {
+          // Shown, not judged: full duplex gives about 1 x (each direction keeps its one-way rate).
+          if (alone_sum > 0) {
+            finding.message += "; " +
+                               format("%.2f", (to_b->metric.summary.median + to_a->metric.summary.median) / alone_sum) +
+                               " x the one-way copies' sum (" + rate_text(alone_sum) + " GB/s)";
+          }
           if (one_way_floor > 0) {
             finding.source = expectation.source;
             finding = judge_bidirectional(finding, to_b->metric.summary, to_a->metric.summary, one_way_floor);
