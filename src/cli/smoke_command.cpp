@@ -43,6 +43,9 @@ nlohmann::json metric_json(const smoke::Metric& metric) {
       {"id", metric.id},           {"unit", metric.unit},       {"median", metric.summary.median},
       {"min", metric.summary.min}, {"max", metric.summary.max}, {"repetitions", metric.summary.count}};
   out["expected"] = metric.expected ? nlohmann::json(*metric.expected) : nlohmann::json();
+  // Copy samples whose spin kernel timed out (launch gaps timed): left out, or all of them and not judged.
+  if (metric.summary.discarded > 0) out["discarded"] = metric.summary.discarded;
+  if (metric.summary.invalid) out["timing_invalid"] = true;
   if (metric.unit == "GB/s") {
     out["bytes"] = metric.work;
   } else {
@@ -63,7 +66,14 @@ nlohmann::json peers_json(const smoke::SmokeReport& report) {
                      {"peer_access", peer.peer_access},
                      {"metric", metric_json(peer.metric)}});
   }
-  return {{"pairs", pairs}, {"findings", report::to_json(report.peer_findings)}};
+  nlohmann::json bidirectional = nlohmann::json::array();
+  for (const smoke::PeerResult& peer : report.bidirectional) {
+    bidirectional.push_back(
+        {{"source", peer.source}, {"destination", peer.destination}, {"metric", metric_json(peer.metric)}});
+  }
+  std::vector<report::Finding> findings = report.peer_findings;
+  findings.insert(findings.end(), report.bidirectional_findings.begin(), report.bidirectional_findings.end());
+  return {{"pairs", pairs}, {"bidirectional", bidirectional}, {"findings", report::to_json(findings)}};
 }
 
 std::string smoke_json(const smoke::SmokeReport& report) {
@@ -165,6 +175,12 @@ std::string smoke_text(const smoke::SmokeReport& report, const report::TextStyle
     for (const smoke::PeerResult& peer : report.peers) pairs.push_back(peer.metric);
     out << "\nPeer copies (destination reads source):\n"
         << metrics_table(pairs) << report::render_findings(report.peer_findings, style);
+  }
+  if (!report.bidirectional_findings.empty()) {
+    std::vector<smoke::Metric> directions;
+    for (const smoke::PeerResult& peer : report.bidirectional) directions.push_back(peer.metric);
+    out << "\nPeer copies both ways at once (each direction while the other runs):\n"
+        << metrics_table(directions) << report::render_findings(report.bidirectional_findings, style);
   }
   return out.str();
 }

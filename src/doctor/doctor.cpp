@@ -55,6 +55,7 @@ void add_smoke_findings(system::System& system, system::DeadlineSystem* deadline
   }
   // Peer-copy findings already name both GPUs ("GPU 0 -> GPU 1: ...").
   for (const report::Finding& finding : smoke->peer_findings) report.findings.push_back(finding);
+  for (const report::Finding& finding : smoke->bidirectional_findings) report.findings.push_back(finding);
   // A hung step's thread is still inside libcuda: cli must leave without running exit()'s teardown under it.
   if (smoke->abandoned_work) system::note_abandoned_work();
   report.smoke = std::move(*smoke);

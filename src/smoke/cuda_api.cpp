@@ -29,6 +29,9 @@ util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library) {
   binder.bind(api.mem_free, "cuMemFree_v2");
   binder.bind(api.mem_alloc_host, "cuMemAllocHost_v2");
   binder.bind(api.mem_free_host, "cuMemFreeHost");
+  // Optional: without them the spin kernel gets no device address and copies are timed one per event pair.
+  binder.bind(api.mem_host_alloc, "cuMemHostAlloc", false);
+  binder.bind(api.mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2", false);
   binder.bind(api.memcpy_htod, "cuMemcpyHtoD_v2");
   binder.bind(api.memcpy_dtoh, "cuMemcpyDtoH_v2");
   binder.bind(api.memcpy_htod_async, "cuMemcpyHtoDAsync_v2");

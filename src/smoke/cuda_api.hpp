@@ -55,6 +55,10 @@ enum CudaError : int {
   cuda_error_unknown = 999,
 };
 
+/// cuMemHostAlloc flag (cuda.h CU_MEMHOSTALLOC_DEVICEMAP): map the allocation into the CUDA address space, so that
+/// cuMemHostGetDevicePointer may be called on it.
+inline constexpr unsigned mem_host_devicemap = 0x02;
+
 /// Device attributes (CUdevice_attribute in cuda.h).
 enum CudaAttribute : int {
   attribute_clock_rate = 13,
@@ -90,6 +94,10 @@ struct CudaApi {
   CUresult (*mem_free)(CUdeviceptr) = nullptr;                 // cuMemFree_v2
   CUresult (*mem_alloc_host)(void**, std::size_t) = nullptr;   // cuMemAllocHost_v2
   CUresult (*mem_free_host)(void*) = nullptr;
+  /// cuMemHostAlloc (optional): pinned host memory with flags (mem_host_devicemap maps it for the device).
+  CUresult (*mem_host_alloc)(void**, std::size_t, unsigned) = nullptr;
+  /// cuMemHostGetDevicePointer_v2 (optional): the device address of mapped pinned host memory (flags must be 0).
+  CUresult (*mem_host_get_device_pointer)(CUdeviceptr*, void*, unsigned) = nullptr;
   CUresult (*memcpy_htod)(CUdeviceptr, const void*, std::size_t) = nullptr;  // cuMemcpyHtoD_v2
   CUresult (*memcpy_dtoh)(void*, CUdeviceptr, std::size_t) = nullptr;        // cuMemcpyDtoH_v2
   CUresult (*memcpy_htod_async)(CUdeviceptr, const void*, std::size_t, CUstream) = nullptr;

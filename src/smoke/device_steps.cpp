@@ -158,9 +158,7 @@ StepOutcome allocate_copy_buffers(Gpu& gpu) {
   void* host = nullptr;
   check(api.mem_alloc_host(&host, gpu.bytes), "cuMemAllocHost_v2(" + size_text(gpu.bytes) + ")");
   gpu.pinned = static_cast<std::uint32_t*>(host);
-  void* flag = nullptr;
-  check(api.mem_alloc_host(&flag, 64), "cuMemAllocHost_v2(64 bytes)");
-  gpu.spin_flag = static_cast<std::uint32_t*>(flag);
+  allocate_spin_flag(gpu);
   gpu.pageable.assign(gpu.bytes / 4, 0);
   gpu.readback.assign(gpu.bytes / 4, 0);
   return {};
@@ -170,10 +168,9 @@ void free_copy_buffers(Gpu& gpu) {
   if (gpu.device_a != 0) gpu.api.mem_free(gpu.device_a);
   if (gpu.device_b != 0) gpu.api.mem_free(gpu.device_b);
   if (gpu.pinned != nullptr) gpu.api.mem_free_host(gpu.pinned);
-  if (gpu.spin_flag != nullptr) gpu.api.mem_free_host(const_cast<std::uint32_t*>(gpu.spin_flag));
+  free_spin_flag(gpu);
   gpu.device_a = gpu.device_b = 0;
   gpu.pinned = nullptr;
-  gpu.spin_flag = nullptr;
   gpu.pageable = {};
   gpu.readback = {};
 }
@@ -202,9 +199,20 @@ StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::strin
                 {}});
     return out;
   }
+  if (rates.invalid) {
+    out.findings.push_back(Finding{"smoke." + id, Status::warn,
+                                   observed + ", data verified; " + invalid_timing_text(rates),
+                                   "run it again on an idle host; a host that stalls for seconds while queueing "
+                                   "copies (CPU starvation, a blocked driver call) is worth checking",
+                                   expectation.source});
+    return out;
+  }
   const Judgement judgement = judge(rates.median, expectation, gpu.options.thresholds, "GB/s");
-  Finding finding{
-      "smoke." + id, judgement.status, observed + ", data verified; " + judgement.explanation, {}, expectation.source};
+  Finding finding{"smoke." + id,
+                  judgement.status,
+                  observed + ", data verified; " + judgement.explanation + discarded_note(rates),
+                  {},
+                  expectation.source};
   if (judgement.status == Status::warn || judgement.status == Status::fail) {
     finding.remedy =
         id.find("2d_pinned") != std::string::npos || id.rfind("h2d", 0) == 0

@@ -12,6 +12,11 @@ struct Summary {
   double min = 0;
   double max = 0;
   std::size_t count = 0;
+  /// Copy timing: samples left out because the spin kernel timed out before the host released it (the copies then
+  /// started while the host was still queueing them, so launch gaps were timed too).
+  std::size_t discarded = 0;
+  /// Every sample timed out: the statistics are of those samples, a lower bound only, and are not judged.
+  bool invalid = false;
 };
 
 /// Median (mean of the middle two for an even count), min and max.

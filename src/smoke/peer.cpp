@@ -1,6 +1,9 @@
 // Peer copies: between every ordered pair of GPUs, the destination's copy engine reads the source's memory
 // (cuMemcpyPeerAsync on the destination's stream, as nvbandwidth's device_to_device_memcpy_read_ce), timed with
-// events, verified, and judged against the Azure floor where the model's GPUs are NVLink-connected SXM parts.
+// events, verified, and judged against the Azure floor where the model's GPUs are NVLink-connected SXM parts. Then,
+// for every pair with peer access, both directions at once (nvbandwidth's
+// device_to_device_bidirectional_memcpy_read_ce): each direction judged against the same floor, as NVLink and PCIe are
+// full duplex.
 
 #include <algorithm>
 
@@ -109,6 +112,207 @@ Finding judge_peer_copy(Finding verified, const PeerResult& result, const Expect
   return verified;
 }
 
+/// Makes `gpu`'s context current for the scope, `back`'s again at its end (one thread queues work on both GPUs).
+class CurrentContext {
+ public:
+  CurrentContext(const Gpu& gpu, const Gpu& back) : m_back(back), m_switch(&gpu != &back) {
+    if (m_switch) check(gpu.api.ctx_set_current(gpu.context), "cuCtxSetCurrent");
+  }
+  ~CurrentContext() {
+    if (m_switch) m_back.api.ctx_set_current(m_back.context);
+  }
+  CurrentContext(const CurrentContext&) = delete;
+  CurrentContext& operator=(const CurrentContext&) = delete;
+
+ private:
+  const Gpu& m_back;
+  bool m_switch;
+};
+
+/// A spin flag for `gpu` for the scope, unless it has one already; `current` is the thread's context.
+class ScopedSpinFlag {
+ public:
+  ScopedSpinFlag(Gpu& gpu, const Gpu& current) : m_gpu(gpu), m_current(current), m_owned(gpu.spin_flag == nullptr) {
+    if (!m_owned) return;
+    const CurrentContext on(gpu, current);
+    allocate_spin_flag(gpu);
+  }
+  ~ScopedSpinFlag() {
+    if (!m_owned) return;
+    if (&m_gpu != &m_current) m_gpu.api.ctx_set_current(m_gpu.context);
+    free_spin_flag(m_gpu);
+    if (&m_gpu != &m_current) m_gpu.api.ctx_set_current(m_current.context);
+  }
+  ScopedSpinFlag(const ScopedSpinFlag&) = delete;
+  ScopedSpinFlag& operator=(const ScopedSpinFlag&) = delete;
+
+ private:
+  Gpu& m_gpu;
+  const Gpu& m_current;
+  bool m_owned;
+};
+
+/// Both directions of one pair at once, run on `a`'s thread: `b`'s copy engine reads a -> b on b's stream while `a`'s
+/// reads b -> a on a's stream (the direction of the one-way copies: nvbandwidth's
+/// device_to_device_bidirectional_memcpy_read_ce), each stream's copies_per_sample copies queued behind its spin
+/// kernel and both released together. Each direction's rate is its own bytes over its own stream's time, measured
+/// while the other direction runs (nvbandwidth's CE bidirectional count); a sample where either spin kernel timed out
+/// is discarded for both. Fills `to_b`, `to_a`; the finding (skip, or fail for wrong data) is judged by the caller.
+StepOutcome copy_both_ways(Gpu& a, Gpu& b, const std::string& pair, PeerResult& to_b, PeerResult& to_a) {
+  const CudaApi& api = a.api;
+  StepOutcome out;
+  auto enable_peer = [&](const Gpu& peer) {
+    const CUresult enabled = api.ctx_enable_peer_access(peer.context, 0);
+    if (enabled != cuda_error_peer_access_already_enabled) check(enabled, "cuCtxEnablePeerAccess");
+  };
+  enable_peer(b);
+  {
+    const CurrentContext on_b(b, a);
+    enable_peer(a);
+  }
+  const ScopedSpinFlag flag_a(a, a);
+  const ScopedSpinFlag flag_b(b, a);
+  if (a.spin_wait == nullptr || b.spin_wait == nullptr || a.spin_flag == nullptr || b.spin_flag == nullptr) {
+    out.findings.push_back(Finding{"smoke.p2p_bidirectional",
+                                   Status::skip,
+                                   pair + "not measured: both directions at once need the spin kernel on both GPUs "
+                                          "(kernels loaded and pinned host memory mapped for the device)",
+                                   {},
+                                   {}});
+    return out;
+  }
+  const std::size_t bytes = copy_bytes(a.options);
+  const std::string gpu_a = "GPU " + std::to_string(a.ordinal), gpu_b = "GPU " + std::to_string(b.ordinal);
+  const DeviceBuffer from_a(a, bytes, "cuMemAlloc_v2 (bidirectional peer copy, " + gpu_a + ")");
+  const DeviceBuffer into_a(a, bytes, "cuMemAlloc_v2 (bidirectional peer copy, " + gpu_a + ")");
+  const DeviceBuffer from_b(b, a, bytes, "cuMemAlloc_v2 (bidirectional peer copy, " + gpu_b + ")");
+  const DeviceBuffer into_b(b, a, bytes, "cuMemAlloc_v2 (bidirectional peer copy, " + gpu_b + ")");
+  const std::uint32_t seed_to_b = 300 + static_cast<std::uint32_t>(a.ordinal * 16 + b.ordinal);
+  const std::uint32_t seed_to_a = 300 + static_cast<std::uint32_t>(b.ordinal * 16 + a.ordinal);
+  std::vector<std::uint32_t> host(bytes / 4);
+  fill_pattern(host, seed_to_b);
+  check(api.memcpy_htod_async(from_a.get(), host.data(), bytes, a.stream), "cuMemcpyHtoDAsync_v2 (bidirectional)");
+  check(api.stream_synchronize(a.stream), "cuStreamSynchronize");
+  fill_pattern(host, seed_to_a);
+  {
+    const CurrentContext on_b(b, a);
+    check(api.memcpy_htod_async(from_b.get(), host.data(), bytes, b.stream), "cuMemcpyHtoDAsync_v2 (bidirectional)");
+    check(api.stream_synchronize(b.stream), "cuStreamSynchronize");
+  }
+  auto copy_to_b = [&] {
+    check(api.memcpy_peer_async(into_b.get(), b.context, from_a.get(), a.context, bytes, b.stream),
+          "cuMemcpyPeerAsync (bidirectional)");
+  };
+  auto copy_to_a = [&] {
+    check(api.memcpy_peer_async(into_a.get(), a.context, from_b.get(), b.context, bytes, a.stream),
+          "cuMemcpyPeerAsync (bidirectional)");
+  };
+  // Warm-up, one each way.
+  copy_to_a();
+  {
+    const CurrentContext on_b(b, a);
+    copy_to_b();
+    check(api.stream_synchronize(b.stream), "cuStreamSynchronize");
+  }
+  check(api.stream_synchronize(a.stream), "cuStreamSynchronize");
+
+  std::vector<double> valid_to_b, valid_to_a, timed_out_to_b, timed_out_to_a;
+  const double queued_bytes = static_cast<double>(bytes) * copies_per_sample;
+  for (int i = 0; i < repetitions(a.options); ++i) {
+    float ms_to_b = 0, ms_to_a = 0;
+    bool timed_out = false;
+    {
+      StreamHold hold_a(a);
+      std::optional<StreamHold> hold_b;
+      {
+        const CurrentContext on_b(b, a);
+        hold_b.emplace(b);
+        check(api.event_record(b.start, b.stream), "cuEventRecord");
+        for (int c = 0; c < copies_per_sample; ++c) copy_to_b();
+        check(api.event_record(b.stop, b.stream), "cuEventRecord");
+      }
+      check(api.event_record(a.start, a.stream), "cuEventRecord");
+      for (int c = 0; c < copies_per_sample; ++c) copy_to_a();
+      check(api.event_record(a.stop, a.stream), "cuEventRecord");
+      hold_b->release();  // together: both queues start within a few host instructions
+      hold_a.release();
+      check(api.event_synchronize(a.stop), "cuEventSynchronize");
+      check(api.event_elapsed_time(&ms_to_a, a.start, a.stop), "cuEventElapsedTime");
+      {
+        const CurrentContext on_b(b, a);
+        check(api.event_synchronize(b.stop), "cuEventSynchronize");
+        check(api.event_elapsed_time(&ms_to_b, b.start, b.stop), "cuEventElapsedTime");
+      }
+      timed_out = hold_a.timed_out() || hold_b->timed_out();
+    }
+    (timed_out ? timed_out_to_b : valid_to_b).push_back(gigabytes_per_second(queued_bytes, ms_to_b / 1e3));
+    (timed_out ? timed_out_to_a : valid_to_a).push_back(gigabytes_per_second(queued_bytes, ms_to_a / 1e3));
+  }
+  to_b.metric = Metric{"p2p_bidir_" + std::to_string(a.ordinal) + "_" + std::to_string(b.ordinal), "GB/s",
+                       summarize_copy_samples(valid_to_b, timed_out_to_b), std::nullopt, static_cast<double>(bytes)};
+  to_a.metric = Metric{"p2p_bidir_" + std::to_string(b.ordinal) + "_" + std::to_string(a.ordinal), "GB/s",
+                       summarize_copy_samples(valid_to_a, timed_out_to_a), std::nullopt, static_cast<double>(bytes)};
+  to_b.peer_access = to_a.peer_access = true;
+
+  PatternCheck data_to_b, data_to_a;
+  {
+    const CurrentContext on_b(b, a);
+    check(api.memcpy_dtoh(host.data(), into_b.get(), bytes), "cuMemcpyDtoH_v2 (bidirectional verification)");
+    data_to_b = check_pattern(host, seed_to_b);
+  }
+  check(api.memcpy_dtoh(host.data(), into_a.get(), bytes), "cuMemcpyDtoH_v2 (bidirectional verification)");
+  data_to_a = check_pattern(host, seed_to_a);
+  to_b.metric.verified = data_to_b.ok();
+  to_a.metric.verified = data_to_a.ok();
+  const Summary& rb = to_b.metric.summary;
+  const Summary& ra = to_a.metric.summary;
+  const std::string observed = pair + gpu_a + " -> " + gpu_b + " " + rate_text(rb.median) + " GB/s and " + gpu_b +
+                               " -> " + gpu_a + " " + rate_text(ra.median) + " GB/s at once (sum " +
+                               rate_text(rb.median + ra.median) + " GB/s; medians of " + std::to_string(rb.count) +
+                               ", " + size_text(bytes) + " each way)";
+  if (!data_to_b.ok() || !data_to_a.ok()) {
+    out.findings.push_back(Finding{
+        "smoke.p2p_bidirectional",
+        Status::fail,
+        observed + ": data corrupted: " +
+            (!data_to_b.ok() ? gpu_a + " -> " + gpu_b + ": " + data_to_b.describe(bytes / 4)
+                             : gpu_b + " -> " + gpu_a + ": " + data_to_a.describe(bytes / 4)),
+        "the copy returned wrong data: check for Xid errors (sudo dmesg | grep -i xid), NVLink errors (`nvidia-smi "
+        "nvlink -e`) and run `gpuenv doctor`",
+        {}});
+    return out;
+  }
+  out.findings.push_back(
+      Finding{"smoke.p2p_bidirectional", Status::skip, observed + ", data verified" + discarded_note(rb), {}, {}});
+  return out;
+}
+
+/// Judges a verified bidirectional pair: each direction's median (measured while the other ran) against the pair's
+/// one-way fail floor `one_way` (the floor the one-way copies are judged by). NVLink and PCIe are full duplex, so each
+/// direction should keep about its one-way rate: below `one_way` warns (uncalibrated: how much copy-engine and memory
+/// contention costs is not measured yet). Below half of it fails: even a half-duplex link shared equally would leave
+/// each direction that much, so one direction is starved or degraded.
+Finding judge_bidirectional(Finding verified, const Summary& to_b, const Summary& to_a, double one_way) {
+  const double fail_below = 0.5 * one_way;
+  const double slowest = std::min(to_b.median, to_a.median);
+  verified.message += "; each direction warns below " + rate_text(one_way) +
+                      " GB/s (the one-way floor; full duplex, uncalibrated) and fails below " + rate_text(fail_below) +
+                      " GB/s (half of it)";
+  if (to_b.invalid || to_a.invalid) {
+    verified.status = Status::warn;
+    verified.message += "; " + invalid_timing_text(to_b.invalid ? to_b : to_a);
+    verified.remedy = "run it again on an idle host";
+    return verified;
+  }
+  verified.status = slowest < fail_below ? Status::fail : (slowest < one_way ? Status::warn : Status::pass);
+  if (verified.status != Status::pass) {
+    verified.remedy =
+        "one direction is slower while both run: check NVLink state and error counters (`nvidia-smi nvlink --status`, "
+        "`nvidia-smi nvlink -e`) or the PCIe link and switch (`nvidia-smi topo -m`, `lspci -vv`)";
+  }
+  return verified;
+}
+
 }  // namespace
 
 std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
@@ -152,6 +356,77 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
       }
       if (outcome->stop) destination->stopped = true;
       if (!result->metric.id.empty()) results.push_back(*result);
+    }
+  }
+  return results;
+}
+
+std::vector<PeerResult> run_bidirectional_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus,
+                                                      const Expectations& expectations, int device_count,
+                                                      const std::vector<PeerResult>& one_way,
+                                                      std::vector<Finding>& findings) {
+  auto one_way_copy = [&](int from, int to) -> const PeerResult* {
+    const auto it = std::find_if(one_way.begin(), one_way.end(), [&](const PeerResult& result) {
+      return result.source == from && result.destination == to && result.peer_access;
+    });
+    return it == one_way.end() ? nullptr : &*it;
+  };
+  auto has_peer_access = [&](int from, int to) { return one_way_copy(from, to) != nullptr; };
+  std::vector<PeerResult> results;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    for (std::size_t j = i + 1; j < gpus.size(); ++j) {
+      const std::shared_ptr<Gpu>& a = gpus[i];
+      const std::shared_ptr<Gpu>& b = gpus[j];
+      if (a->stopped || b->stopped || !has_peer_access(a->ordinal, b->ordinal) ||
+          !has_peer_access(b->ordinal, a->ordinal))
+        continue;
+      auto to_b = std::make_shared<PeerResult>(PeerResult{a->ordinal, b->ordinal, true, {}});
+      auto to_a = std::make_shared<PeerResult>(PeerResult{b->ordinal, a->ordinal, true, {}});
+      const std::string pair = "GPU " + std::to_string(a->ordinal) + " <-> GPU " + std::to_string(b->ordinal) + ": ";
+      std::optional<StepOutcome> outcome = run_step(a, "smoke.p2p_bidirectional", [b, to_b, to_a, pair](Gpu& gpu) {
+        return copy_both_ways(gpu, *b, pair, *to_b, *to_a);
+      });
+      if (!outcome) {
+        a->stopped = b->stopped = a->hung = b->hung = true;
+        Finding hang = hang_finding("smoke.p2p_bidirectional", a->options.step_timeout);
+        hang.message = pair + hang.message;
+        findings.push_back(std::move(hang));
+        continue;
+      }
+      const GpuExpectation* model_a = find_gpu(expectations, a->info.name);
+      const GpuExpectation* model_b = find_gpu(expectations, b->info.name);
+      std::string basis;
+      // The floor of the one-way copies between these two (either direction: the same models and board).
+      const Expectation expectation = peer_expectation(model_a, model_b, device_count, a->options, basis);
+      const double one_way_floor = judge(0, expectation, a->options.thresholds, "GB/s").fail_below;
+      const PeerResult* alone_to_b = one_way_copy(a->ordinal, b->ordinal);
+      const PeerResult* alone_to_a = one_way_copy(b->ordinal, a->ordinal);
+      const double alone_sum = alone_to_b->metric.summary.median + alone_to_a->metric.summary.median;
+      for (Finding& finding : outcome->findings) {
+        if (finding.status == Status::skip && !to_b->metric.id.empty() && to_b->metric.verified &&
+            to_a->metric.verified) {
+          // Shown, not judged: full duplex gives about 1 x (each direction keeps its one-way rate).
+          if (alone_sum > 0) {
+            finding.message += "; " +
+                               format("%.2f", (to_b->metric.summary.median + to_a->metric.summary.median) / alone_sum) +
+                               " x the one-way copies' sum (" + rate_text(alone_sum) + " GB/s)";
+          }
+          if (one_way_floor > 0) {
+            finding.source = expectation.source;
+            finding = judge_bidirectional(finding, to_b->metric.summary, to_a->metric.summary, one_way_floor);
+          } else {
+            finding.message +=
+                "; no one-way floor for this pair: numbers only" + (basis.empty() ? "" : " (" + basis + ")");
+          }
+        }
+        if (finding.message.rfind(pair, 0) != 0) finding.message = pair + finding.message;  // a CUDA error's finding
+        findings.push_back(std::move(finding));
+      }
+      if (outcome->stop) a->stopped = true;
+      if (!to_b->metric.id.empty()) {
+        results.push_back(*to_b);
+        results.push_back(*to_a);
+      }
     }
   }
   return results;

@@ -74,6 +74,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     for (const DeviceResult& device : report.devices)
       all.insert(all.end(), device.findings.begin(), device.findings.end());
     all.insert(all.end(), report.peer_findings.begin(), report.peer_findings.end());
+    all.insert(all.end(), report.bidirectional_findings.begin(), report.bidirectional_findings.end());
     report.verdict = all.empty() ? report::Verdict::not_ok : report::verdict_of(all);
     return report;
   };
@@ -106,6 +107,8 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   if (gpus.size() > 1) concurrent_h2d(gpus, report);
   if (options.peer && gpus.size() > 1) {
     report.peers = run_peer_copies(gpus, *expectations, report.device_count, report.peer_findings);
+    report.bidirectional = run_bidirectional_peer_copies(gpus, *expectations, report.device_count, report.peers,
+                                                         report.bidirectional_findings);
   }
   for (DeviceRun& run : runs) run.release();
   for (const std::shared_ptr<Gpu>& gpu : gpus) report.abandoned_work = report.abandoned_work || gpu->hung;

@@ -155,6 +155,10 @@ struct SmokeReport {
   std::vector<DeviceResult> devices;
   std::vector<PeerResult> peers;               ///< every ordered pair, when more than one GPU was tested
   std::vector<report::Finding> peer_findings;  ///< smoke.p2p findings
+  /// Pairs with peer access, both directions at once: two results per pair, each direction measured while the other
+  /// ran (metric ids "p2p_bidir_<source>_<destination>").
+  std::vector<PeerResult> bidirectional;
+  std::vector<report::Finding> bidirectional_findings;  ///< smoke.p2p_bidirectional findings, one per pair
   /// A step or cuInit missed its deadline and its thread still runs inside the driver: the process must leave with
   /// _Exit (no static destructors, no libcuda teardown racing that thread).
   bool abandoned_work = false;

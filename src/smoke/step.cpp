@@ -145,18 +145,68 @@ Finding hang_finding(const std::string& id, std::chrono::milliseconds timeout) {
                  {}};
 }
 
+void allocate_spin_flag(Gpu& gpu) {
+  const CudaApi& api = gpu.api;
+  if (api.mem_host_alloc == nullptr || api.mem_host_get_device_pointer == nullptr) return;  // one copy per event pair
+  void* flag = nullptr;
+  check(api.mem_host_alloc(&flag, 64, mem_host_devicemap), "cuMemHostAlloc(64 bytes, DEVICEMAP)");
+  CUdeviceptr device = 0;
+  // The device address of mapped memory may differ from the host address (cuda.h): the kernel gets this one, not the
+  // host pointer, which only works under unified addressing.
+  if (api.mem_host_get_device_pointer(&device, flag, 0) != cuda_success || device == 0) {
+    api.mem_free_host(flag);
+    return;
+  }
+  gpu.spin_flag = static_cast<std::uint32_t*>(flag);
+  gpu.spin_flag[0] = 0;
+  gpu.spin_flag[1] = 0;
+  gpu.spin_flag_device = device;
+}
+
+void free_spin_flag(Gpu& gpu) {
+  if (gpu.spin_flag != nullptr) gpu.api.mem_free_host(const_cast<std::uint32_t*>(gpu.spin_flag));
+  gpu.spin_flag = nullptr;
+  gpu.spin_flag_device = 0;
+}
+
 StreamHold::StreamHold(Gpu& gpu) : m_gpu(gpu) {
-  *gpu.spin_flag = 0;
-  const void* flag = const_cast<const std::uint32_t*>(gpu.spin_flag);  // device-accessible: unified addressing
-  unsigned long long timeout_ns = 2'000'000'000ull;                    // released long before; bounds a lost release
-  void* params[] = {&flag, &timeout_ns};
+  gpu.spin_flag[0] = 0;  // release
+  gpu.spin_flag[1] = 0;  // timed out
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  CUdeviceptr release = gpu.spin_flag_device;
+  CUdeviceptr timed_out = gpu.spin_flag_device + sizeof(std::uint32_t);
+  unsigned long long timeout_ns = 2'000'000'000ull;  // released long before; bounds a lost release
+  void* params[] = {&release, &timed_out, &timeout_ns};
   check(gpu.api.launch_kernel(gpu.spin_wait, 1, 1, 1, 1, 1, 1, 0, gpu.stream, params, nullptr),
         "cuLaunchKernel(smoke_spin_wait)");
 }
 
-StreamHold::~StreamHold() {
+StreamHold::~StreamHold() { release(); }
+
+void StreamHold::release() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  *m_gpu.spin_flag = 1;
+  m_gpu.spin_flag[0] = 1;
+}
+
+bool StreamHold::timed_out() const { return m_gpu.spin_flag[1] != 0; }
+
+Summary summarize_copy_samples(const std::vector<double>& valid, const std::vector<double>& timed_out) {
+  Summary out = summarize(valid.empty() ? timed_out : valid);
+  out.discarded = timed_out.size();
+  out.invalid = valid.empty() && !timed_out.empty();
+  return out;
+}
+
+std::string discarded_note(const Summary& rates) {
+  if (rates.discarded == 0 || rates.invalid) return {};
+  return "; " + std::to_string(rates.discarded) + " of " + std::to_string(rates.discarded + rates.count) +
+         " samples discarded: the spin kernel timed out (2 s) before the host had queued the copies";
+}
+
+std::string invalid_timing_text(const Summary& rates) {
+  return "timing invalid: in all " + std::to_string(rates.count) +
+         " samples the spin kernel timed out (2 s) before the host had queued the copies, so launch gaps were "
+         "timed too; the figure is a lower bound and is not judged";
 }
 
 }  // namespace gpuenv::smoke

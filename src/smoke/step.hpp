@@ -79,7 +79,9 @@ struct Gpu {
   CUdeviceptr device_a = 0;
   CUdeviceptr device_b = 0;
   std::uint32_t* pinned = nullptr;
-  volatile std::uint32_t* spin_flag = nullptr;  ///< pinned; releases smoke_spin_wait
+  /// Mapped pinned host words of smoke_spin_wait: [0] releases it, [1] records that it timed out (allocate_spin_flag).
+  volatile std::uint32_t* spin_flag = nullptr;
+  CUdeviceptr spin_flag_device = 0;  ///< spin_flag's device address (cuMemHostGetDevicePointer), what the kernel gets
   std::vector<std::uint32_t> pageable;
   std::vector<std::uint32_t> readback;  // pageable scratch for verification
   PatternCheck h2d_check;
@@ -178,41 +180,63 @@ std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::
 /// Copies per timed sample behind the spin kernel (nvbandwidth queues several per sample too).
 inline constexpr int copies_per_sample = 8;
 
-/// Holds `gpu`'s stream with smoke_spin_wait until destroyed (also when a queued copy throws).
+/// Allocates `gpu`'s spin flag with its context current: mapped pinned host memory (cuMemHostAlloc DEVICEMAP) and its
+/// device address (cuMemHostGetDevicePointer). Without those entry points, or when the mapping is refused, no flag is
+/// kept and copies are timed one per event pair; a failing allocation throws.
+void allocate_spin_flag(Gpu& gpu);
+/// Frees the spin flag, if any (gpu's context current).
+void free_spin_flag(Gpu& gpu);
+
+/// Holds `gpu`'s stream with smoke_spin_wait (gpu's context current, spin flag allocated) until released; the
+/// destructor releases it too (also when a queued copy throws).
 class StreamHold {
  public:
   explicit StreamHold(Gpu& gpu);
   ~StreamHold();
   StreamHold(const StreamHold&) = delete;
   StreamHold& operator=(const StreamHold&) = delete;
+  /// Lets the spin kernel finish: the queued work runs.
+  void release();
+  /// Whether the spin kernel gave up waiting (its timeout) before the release: the held work then started while the
+  /// host was still queueing it, so its timing counts launch gaps. Valid once the held work finished.
+  bool timed_out() const;
 
  private:
   Gpu& m_gpu;
 };
 
+/// The statistics of copy samples: of `valid` ones; of `timed_out` ones (marked invalid) only when none is valid.
+Summary summarize_copy_samples(const std::vector<double>& valid, const std::vector<double>& timed_out);
+/// "; 2 of 10 samples discarded: ..." for a summary with discarded samples, else "".
+std::string discarded_note(const Summary& rates);
+/// The message tail of a measurement whose every sample timed out (Summary::invalid): why it is not judged.
+std::string invalid_timing_text(const Summary& rates);
+
 /// Times `copy` (one transfer of `bytes_counted`) after one warm-up; the summary is of GB/s, one sample per
 /// repetition. With `events` and the spin kernel (nvbandwidth's method): each sample is copies_per_sample copies
 /// queued behind smoke_spin_wait, timed by events around the queue, so launch gaps and host latency between copies
-/// are not counted. With `events` alone: events around one copy. Otherwise the host clock around one copy and a
-/// synchronisation of the stream (pageable copies, which the driver stages through the host: no spin kernel there).
+/// are not counted; a sample whose spin kernel timed out counted them, and is discarded (summarize_copy_samples).
+/// With `events` alone: events around one copy. Otherwise the host clock around one copy and a synchronisation of the
+/// stream (pageable copies, which the driver stages through the host: no spin kernel there).
 template <typename Copy>
 Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
   copy();
   check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
   const bool queued = events && gpu.spin_wait != nullptr && gpu.spin_flag != nullptr;
-  std::vector<double> rates;
+  std::vector<double> rates, timed_out;
   for (int i = 0; i < repetitions(gpu.options); ++i) {
     double seconds = 0;
+    bool spin_timed_out = false;
     if (events) {
       const int copies = queued ? copies_per_sample : 1;
-      {
-        std::optional<StreamHold> hold;
-        if (queued) hold.emplace(gpu);
-        check(gpu.api.event_record(gpu.start, gpu.stream), "cuEventRecord");
-        for (int c = 0; c < copies; ++c) copy();
-        check(gpu.api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
-      }  // the hold ends: the queue runs
+      std::optional<StreamHold> hold;
+      if (queued) hold.emplace(gpu);
+      check(gpu.api.event_record(gpu.start, gpu.stream), "cuEventRecord");
+      for (int c = 0; c < copies; ++c) copy();
+      check(gpu.api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+      if (hold) hold->release();  // the queue runs
       check(gpu.api.event_synchronize(gpu.stop), "cuEventSynchronize");
+      spin_timed_out = hold && hold->timed_out();
       float ms = 0;
       check(gpu.api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
       seconds = ms / 1e3 / copies;  // per copy
@@ -222,9 +246,9 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
       check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     }
-    rates.push_back(gigabytes_per_second(bytes_counted, seconds));
+    (spin_timed_out ? timed_out : rates).push_back(gigabytes_per_second(bytes_counted, seconds));
   }
-  return summarize(rates);
+  return summarize_copy_samples(rates, timed_out);
 }
 
 /// Bytes per copy: options.copy_bytes, else 256 MiB (--quick 32 MiB) but at least twice `l2_bytes` (a D2D copy that
@@ -284,5 +308,13 @@ std::vector<std::optional<Metric>> run_concurrent_h2d(const std::vector<std::sha
 /// `device_count` is every GPU the driver reports (the board's size decides which NVLink floor applies).
 std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
                                         int device_count, std::vector<report::Finding>& findings);
+
+/// Both directions at once for every pair with peer access both ways in `one_way` (run_peer_copies' results),
+/// verified and each direction judged against the pair's one-way floor (peer.cpp). Returns two results per pair,
+/// metric ids "p2p_bidir_<source>_<destination>"; one smoke.p2p_bidirectional finding per pair.
+std::vector<PeerResult> run_bidirectional_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus,
+                                                      const Expectations& expectations, int device_count,
+                                                      const std::vector<PeerResult>& one_way,
+                                                      std::vector<report::Finding>& findings);
 
 }  // namespace gpuenv::smoke

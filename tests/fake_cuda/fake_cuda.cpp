@@ -18,10 +18,16 @@
 // address, as a faulty address line would alias two regions), gemm_fault_launch (n: the n-th GEMM launch since cuInit,
 // counting from 1, gets one element wrong: a sporadic fault), alloc_max_bytes (larger allocations fail: out of memory),
 // l2_bytes (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; default 0), wmma_elapsed_ms (the event interval that follows a launch of
-// smoke_hgemm_wmma or smoke_bf16gemm_wmma instead of elapsed_ms, so our tensor kernel can run slower than cuBLAS).
+// smoke_hgemm_wmma or smoke_bf16gemm_wmma instead of elapsed_ms, so our tensor kernel can run slower than cuBLAS),
+// elapsed_ms_gpu<N> (elapsed_ms for the events of device N: the copies on that GPU's stream are slower or faster),
+// spin_timeouts (n: the first n smoke_spin_wait launches since cuInit time out, recording it in their timed-out word,
+// as a host that released them more than 2 s late), host_get_device_pointer_result (cuMemHostGetDevicePointer_v2's
+// result; 0: it returns a device alias that differs from the host address, as it may on a real GPU; the fake's
+// kernels translate it back).
 // fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
-// fake_cuda_spin_launches() how often smoke_spin_wait was launched.
+// fake_cuda_spin_launches() how often smoke_spin_wait was launched, fake_cuda_spin_mapped_launches() how many of those
+// got device aliases from cuMemHostGetDevicePointer_v2 of memory cuMemHostAlloc mapped (DEVICEMAP) for both flag words.
 // memtest_flip_word flips bit 2 of that word after the fill; memtest_flip_fill (n) limits it to the n-th
 // smoke_fill_pattern launch since cuInit, counting from 1 (e.g. 2 with one chunk: the moving inversions pass).
 
@@ -34,6 +40,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -92,6 +99,35 @@ std::atomic<int> g_live_allocations{0};                // device and pinned host
 std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
 std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
 std::atomic<int> g_spin_launches{0};                   // smoke_spin_wait launches (copies queued behind it)
+std::atomic<int> g_spin_mapped_launches{0};            // ... with both words addressed by device aliases
+std::atomic<int> g_spin_launches_since_init{0};        // for spin_timeouts
+
+// cuMemHostAlloc DEVICEMAP allocations (host address -> bytes) and the device aliases handed out for them: an alias is
+// the host address plus this offset (a non-canonical address: using it on the host crashes, as it should).
+constexpr unsigned long long device_alias_offset = 1ull << 56;
+std::mutex g_mapped_mutex;
+std::map<unsigned long long, std::size_t> g_mapped_host;  // DEVICEMAP allocations
+std::map<unsigned long long, std::size_t> g_aliases;      // alias base -> bytes
+
+/// The host address behind device alias `address` of mapped host memory, or nullptr when it is not one.
+void* host_of_alias(unsigned long long address) {
+  const std::lock_guard<std::mutex> lock(g_mapped_mutex);
+  auto it = g_aliases.upper_bound(address);
+  if (it == g_aliases.begin()) return nullptr;
+  --it;
+  if (address >= it->first + it->second) return nullptr;
+  return reinterpret_cast<void*>(address - device_alias_offset);
+}
+
+// Primary contexts (one per device ordinal), the device of the calling thread's current context, and events, each
+// remembering the device whose context was current when it was created (elapsed_ms_gpu<N>).
+int g_contexts[16];
+thread_local int t_current_device = 0;
+struct FakeEvent {
+  int device;
+};
+std::mutex g_events_mutex;
+std::deque<FakeEvent> g_events;  // never shrinks: a handful per run
 
 // A launch that hangs holds this, and so does the library's teardown at exit (exit_waits_for_hang).
 std::mutex g_hang_mutex;
@@ -172,6 +208,7 @@ int fake_cuda_live_allocations() { return g_live_allocations; }
 int fake_cuda_live_contexts() { return g_live_contexts; }
 int fake_cuda_alloc_host_cpus() { return g_alloc_host_cpus; }
 int fake_cuda_spin_launches() { return g_spin_launches; }
+int fake_cuda_spin_mapped_launches() { return g_spin_mapped_launches; }
 
 int cuDriverGetVersion(int* version) {
   load_config();
@@ -184,6 +221,7 @@ int cuInit(unsigned) {
   g_gemm_launches = 0;
   g_fill_launches = 0;
   g_module_loads = 0;
+  g_spin_launches_since_init = 0;
   g_exit_waits_for_hang = number("exit_waits_for_hang", 0) != 0;
   return static_cast<int>(number("init_result", 0));
 }
@@ -260,8 +298,7 @@ int cuDeviceGetPCIBusId(char* bus, int length, int device) {
   return 0;
 }
 int cuDevicePrimaryCtxRetain(void** context, int device) {
-  static int contexts[16];
-  *context = &contexts[device % 16];
+  *context = &g_contexts[device % 16];
   ++g_live_contexts;
   return 0;
 }
@@ -269,7 +306,11 @@ int cuDevicePrimaryCtxRelease_v2(int) {
   --g_live_contexts;
   return 0;
 }
-int cuCtxSetCurrent(void*) { return 0; }
+int cuCtxSetCurrent(void* context) {
+  const auto* slot = static_cast<int*>(context);
+  if (slot >= g_contexts && slot < g_contexts + 16) t_current_device = static_cast<int>(slot - g_contexts);
+  return 0;
+}
 int cuCtxSynchronize() { return 0; }
 int cuModuleLoadData(void** module, const void* image) {
   static int dummy;
@@ -304,6 +345,12 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   t_tensor_kernel_timed = name == "smoke_hgemm_wmma" || name == "smoke_bf16gemm_wmma";
   if (name == "smoke_spin_wait") {
     ++g_spin_launches;
+    const auto release = *static_cast<unsigned long long*>(params[0]);
+    const auto timed_out = *static_cast<unsigned long long*>(params[1]);
+    void* timed_out_host = host_of_alias(timed_out);
+    if (host_of_alias(release) != nullptr && timed_out_host != nullptr) ++g_spin_mapped_launches;
+    if (timed_out_host == nullptr) timed_out_host = reinterpret_cast<void*>(timed_out);  // a host pointer (UVA)
+    if (g_spin_launches_since_init++ < number("spin_timeouts", 0)) *static_cast<volatile unsigned*>(timed_out_host) = 1;
     return 0;
   }
   if (const long long hang = number("launch_hang_seconds", 0); hang > 0) {
@@ -400,7 +447,30 @@ int cuMemAllocHost_v2(void** pointer, std::size_t bytes) {
   *pointer = std::malloc(bytes);
   return 0;
 }
+int cuMemHostAlloc(void** pointer, std::size_t bytes, unsigned flags) {
+  const int result = cuMemAllocHost_v2(pointer, bytes);
+  if (result == 0 && (flags & 0x02u) != 0) {  // CU_MEMHOSTALLOC_DEVICEMAP
+    const std::lock_guard<std::mutex> lock(g_mapped_mutex);
+    g_mapped_host[reinterpret_cast<unsigned long long>(*pointer)] = bytes;
+  }
+  return result;
+}
+int cuMemHostGetDevicePointer_v2(unsigned long long* device, void* host, unsigned flags) {
+  if (const int result = static_cast<int>(number("host_get_device_pointer_result", 0)); result != 0) return result;
+  const std::lock_guard<std::mutex> lock(g_mapped_mutex);
+  const auto mapped = g_mapped_host.find(reinterpret_cast<unsigned long long>(host));
+  if (flags != 0 || mapped == g_mapped_host.end()) return 1;  // CUDA_ERROR_INVALID_VALUE: not mapped (cuda.h)
+  *device = mapped->first + device_alias_offset;
+  g_aliases[*device] = mapped->second;
+  return 0;
+}
 int cuMemFreeHost(void* pointer) {
+  {
+    const std::lock_guard<std::mutex> lock(g_mapped_mutex);
+    const auto address = reinterpret_cast<unsigned long long>(pointer);
+    g_mapped_host.erase(address);
+    g_aliases.erase(address + device_alias_offset);
+  }
   --g_live_allocations;
   std::free(pointer);
   return 0;
@@ -450,9 +520,8 @@ int cuStreamSynchronize(void*) {
 }
 int cuStreamDestroy_v2(void*) { return 0; }
 int cuEventCreate(void** event, unsigned) {
-  static int dummy[2];
-  static int next = 0;
-  *event = &dummy[next++ % 2];
+  const std::lock_guard<std::mutex> lock(g_events_mutex);
+  *event = &g_events.emplace_back(FakeEvent{t_current_device});
   return 0;
 }
 int cuEventRecord(void*, void*) { return 0; }
@@ -460,10 +529,13 @@ int cuEventSynchronize(void*) {
   run_legacy_pending();
   return 0;
 }
-int cuEventElapsedTime(float* ms, void*, void*) {
+int cuEventElapsedTime(float* ms, void*, void* stop) {
   const bool tensor = t_tensor_kernel_timed && !text("wmma_elapsed_ms", "").empty();
   t_tensor_kernel_timed = false;
-  *ms = static_cast<float>(std::strtod(text(tensor ? "wmma_elapsed_ms" : "elapsed_ms", "1.0").c_str(), nullptr));
+  const std::string elapsed = tensor ? text("wmma_elapsed_ms", "")
+                                     : text("elapsed_ms_gpu" + std::to_string(static_cast<FakeEvent*>(stop)->device),
+                                            text("elapsed_ms", "1.0"));
+  *ms = static_cast<float>(std::strtod(elapsed.c_str(), nullptr));
   return 0;
 }
 int cuEventDestroy_v2(void*) { return 0; }

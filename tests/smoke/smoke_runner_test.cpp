@@ -436,5 +436,7 @@ TEST_CASE("gpuenv smoke e2e: GPUENV_CUBLAS_LIBRARY, --memtest and peer copies re
   CHECK(result.out.find("\"id\": \"smoke.memtest\"") != std::string::npos);
   CHECK(result.out.find("\"pairs\": [") != std::string::npos);
   CHECK(result.out.find("\"id\": \"p2p_1_0\"") != std::string::npos);
+  CHECK(result.out.find("\"id\": \"p2p_bidir_0_1\"") != std::string::npos);  // both ways at once
+  CHECK(result.out.find("\"id\": \"smoke.p2p_bidirectional\"") != std::string::npos);
   CHECK(gpuenv::testing::run_gpuenv({"smoke", "--memtest", "1.5"}).exit_code == 2);
 }

@@ -33,16 +33,23 @@ extern "C" __global__ void smoke_move_inversion(unsigned* data, unsigned long lo
   memtest_move(data, words, seed, invert, result, mode);
 }
 
-// Copy timing (nvbandwidth's method): one thread holds the stream until the host sets *flag (pinned host memory,
-// device-accessible at the same address under unified addressing), so the copies queued behind it start back to back
-// with no launch gaps between them. %globaltimer (ns) bounds the wait: a host that never releases the flag costs
-// `timeout_ns`, not a hang.
-extern "C" __global__ void smoke_spin_wait(volatile const unsigned* flag, unsigned long long timeout_ns) {
+// Copy timing (nvbandwidth's method): one thread holds the stream until the host sets *release, so the copies queued
+// behind it start back to back with no launch gaps between them. `release` and `timed_out` point into mapped pinned
+// host memory (cuMemHostAlloc DEVICEMAP), addressed by the device pointer cuMemHostGetDevicePointer gave: no reliance
+// on unified addressing. %globaltimer (ns) bounds the wait: a host that never releases the flag costs `timeout_ns`,
+// not a hang. Giving up is recorded in *timed_out (the host zeroes it before the launch and reads it once the queue
+// ran): the copies then started while the host was still queueing them, and the host discards that sample.
+extern "C" __global__ void smoke_spin_wait(volatile const unsigned* release, volatile unsigned* timed_out,
+                                           unsigned long long timeout_ns) {
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (*flag == 0 && now - start < timeout_ns);
+  } while (*release == 0 && now - start < timeout_ns);
+  if (*release == 0) {  // read again: a release that came with the timeout still had every copy queued
+    *timed_out = 1;
+    __threadfence_system();  // visible to the host before the copies behind this kernel complete
+  }
 }
 
 // FP32 SIMT GEMM, row-major: C[M,N] = A[M,K] * B[K,N]. 16x16 thread block, 64x64 tile, 4x4 outputs per thread.

@@ -1,0 +1,148 @@
+// Copy timing behind the spin kernel (issue 11 review): a spin kernel that timed out is recorded and its sample
+// discarded, the kernel gets the device address of mapped pinned memory; bidirectional peer copies.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "smoke/fake_cuda_fixture.hpp"
+#include "smoke/runner.hpp"
+#include "smoke/step.hpp"
+
+using namespace gpuenv::smoke;
+using namespace gpuenv::smoke::testing;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+
+namespace {
+
+SmokeOptions copy_options() {
+  SmokeOptions options = small_options();
+  options.copy_bytes = mib;
+  options.repetitions = 3;
+  options.cublas = false;
+  return options;
+}
+
+const Metric& metric(const DeviceResult& device, const std::string& id) {
+  const auto it =
+      std::find_if(device.metrics.begin(), device.metrics.end(), [&](const Metric& m) { return m.id == id; });
+  REQUIRE(it != device.metrics.end());
+  return *it;
+}
+
+}  // namespace
+
+TEST_CASE("smoke: a copy sample whose spin kernel timed out is discarded, and all timed out is not judged", "[smoke]") {
+  // 1 MiB x copies_per_sample per 1 ms: 8.4 GB/s, far below the H100's memory bandwidth floor for d2d.
+  const SmokeReport one = run_fake("elapsed_ms = 1\nspin_timeouts = 1\n", copy_options());
+  const DeviceResult& gpu = one.devices.at(0);
+  // The first spin launch is the first timed sample of the pinned H2D copy: left out, the other two kept.
+  CHECK(metric(gpu, "h2d_pinned").summary.count == 2);
+  CHECK(metric(gpu, "h2d_pinned").summary.discarded == 1);
+  CHECK_FALSE(metric(gpu, "h2d_pinned").summary.invalid);
+  const Finding* h2d = find(gpu.findings, "smoke.h2d_pinned");
+  REQUIRE(h2d != nullptr);
+  CHECK(h2d->message.find("median of 2") != std::string::npos);
+  CHECK(h2d->message.find("1 of 3 samples discarded: the spin kernel timed out") != std::string::npos);
+  CHECK(metric(gpu, "d2d").summary.discarded == 0);
+  CHECK(find(gpu.findings, "smoke.d2d")->status == Status::fail);  // a valid slow figure still fails
+
+  // Every spin kernel timed out: no valid sample, so the slow figure is a lower bound and warns instead of failing.
+  const SmokeReport all = run_fake("elapsed_ms = 1\nspin_timeouts = 1000\n", copy_options());
+  const Metric& d2d_metric = metric(all.devices.at(0), "d2d");
+  CHECK(d2d_metric.summary.invalid);
+  CHECK(d2d_metric.summary.count == 3);
+  const Finding* d2d = find(all.devices.at(0).findings, "smoke.d2d");
+  REQUIRE(d2d != nullptr);
+  CHECK(d2d->status == Status::warn);
+  CHECK(d2d->message.find("data verified; timing invalid: in all 3 samples the spin kernel timed out") !=
+        std::string::npos);
+  CHECK(d2d->message.find("not judged") != std::string::npos);
+}
+
+TEST_CASE("smoke: the spin kernel waits on mapped pinned memory through its device address", "[smoke]") {
+  // The fake hands out device aliases that differ from the host address (as cuMemHostGetDevicePointer may); a launch
+  // with the host pointer would not count as mapped.
+  const int spins_before = fake_counter("fake_cuda_spin_launches");
+  const int mapped_before = fake_counter("fake_cuda_spin_mapped_launches");
+  const int live_before = fake_counter("fake_cuda_live_allocations");
+  const SmokeReport mapped = run_fake("elapsed_ms = 1\n", copy_options());
+  const int spins = fake_counter("fake_cuda_spin_launches") - spins_before;
+  CHECK(spins == 9);  // h2d, d2h and d2d pinned copies, three samples each
+  CHECK(fake_counter("fake_cuda_spin_mapped_launches") - mapped_before == spins);
+  CHECK(fake_counter("fake_cuda_live_allocations") == live_before);  // the flag is freed
+
+  // No device address: no spin kernel, copies are timed one per event pair (1 MiB per 1 ms), nothing leaks.
+  const SmokeReport unmapped = run_fake("elapsed_ms = 1\nhost_get_device_pointer_result = 801\n", copy_options());
+  CHECK(fake_counter("fake_cuda_spin_launches") - spins_before == spins);
+  CHECK(metric(unmapped.devices.at(0), "h2d_pinned").summary.median == Approx(mib / 1e-3 / 1e9));
+  CHECK(metric(mapped.devices.at(0), "h2d_pinned").summary.median == Approx(copies_per_sample * mib / 1e-3 / 1e9));
+  CHECK(fake_counter("fake_cuda_live_allocations") == live_before);
+}
+
+TEST_CASE("smoke: peer copies both ways at once, each direction judged against the pair's one-way floor", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.overrides["p2p"].minimum = 100;  // the one-way floor; an H100 pair on a 2-GPU node has none of its own
+  // 64 KiB x copies_per_sample per 0.1 us each way: 5243 GB/s per direction.
+  const SmokeReport fast = run_fake("device_count = 2\nelapsed_ms = 0.0001\n", options);
+  REQUIRE(fast.bidirectional.size() == 2);
+  CHECK(fast.bidirectional[0].metric.id == "p2p_bidir_0_1");
+  CHECK(fast.bidirectional[1].metric.id == "p2p_bidir_1_0");
+  CHECK(fast.bidirectional[0].metric.summary.median == Approx(copies_per_sample * 655.36));
+  CHECK(fast.bidirectional[0].metric.summary.count == 2);
+  REQUIRE(fast.bidirectional_findings.size() == 1);
+  const Finding& pass = fast.bidirectional_findings[0];
+  CHECK(pass.id == "smoke.p2p_bidirectional");
+  CHECK(pass.status == Status::pass);
+  CHECK(pass.message.find("GPU 0 <-> GPU 1: GPU 0 -> GPU 1 5243 GB/s and GPU 1 -> GPU 0 5243 GB/s at once (sum 10486 "
+                          "GB/s; medians of 2, 64 KiB each way), data verified; ") == 0);
+  // Shown, not judged. The fake's intervals last as long for one copy (one-way) as for a queue of 8 (bidirectional).
+  CHECK(pass.message.find("; 8.00 x the one-way copies' sum (1311 GB/s); ") != std::string::npos);
+  CHECK(pass.message.find("; each direction warns below 100 GB/s (the one-way floor; full duplex, uncalibrated) and "
+                          "fails below 50.0 GB/s (half of it)") != std::string::npos);
+  CHECK(pass.source == "--minimum p2p=100 (operator)");
+
+  // GPU 1's stream (GPU 1 reads GPU 0) is slow while both run: 26.2 GB/s, below half the one-way floor.
+  const SmokeReport slow = run_fake("device_count = 2\nelapsed_ms = 0.0001\nelapsed_ms_gpu1 = 0.02\n", options);
+  REQUIRE(slow.bidirectional_findings.size() == 1);
+  CHECK(slow.bidirectional_findings[0].status == Status::fail);
+  CHECK(slow.bidirectional_findings[0].message.find("GPU 0 -> GPU 1 26.2 GB/s and GPU 1 -> GPU 0 5243 GB/s") !=
+        std::string::npos);
+  CHECK(slow.bidirectional_findings[0].remedy.find("nvidia-smi nvlink") != std::string::npos);
+  // GPU 0's stream at 65.5 GB/s: below the one-way floor but above half of it, an uncalibrated line: warns.
+  const SmokeReport lagging = run_fake("device_count = 2\nelapsed_ms = 0.0001\nelapsed_ms_gpu0 = 0.008\n", options);
+  REQUIRE(lagging.bidirectional_findings.size() == 1);
+  CHECK(lagging.bidirectional_findings[0].status == Status::warn);
+  CHECK(lagging.bidirectional_findings[0].message.find("GPU 1 -> GPU 0 65.5 GB/s at once") != std::string::npos);
+
+  // No one-way floor for the pair: numbers only, and why.
+  const SmokeReport no_floor = run_fake("device_count = 2\nelapsed_ms = 0.0001\n", small_options());
+  REQUIRE(no_floor.bidirectional_findings.size() == 1);
+  CHECK(no_floor.bidirectional_findings[0].status == Status::skip);
+  CHECK(no_floor.bidirectional_findings[0].message.find("numbers only (no floor: ") != std::string::npos);
+
+  // Wrong data either way fails; no peer access: nothing to run both ways.
+  const SmokeReport corrupt = run_fake("device_count = 2\ncorrupt_peer = 1\n", options);
+  REQUIRE(corrupt.bidirectional_findings.size() == 1);
+  CHECK(corrupt.bidirectional_findings[0].status == Status::fail);
+  CHECK(corrupt.bidirectional_findings[0].message.find("data corrupted") != std::string::npos);
+  const SmokeReport no_peer = run_fake("device_count = 2\npeer_access = 0\n", options);
+  CHECK(no_peer.bidirectional.empty());
+  CHECK(no_peer.bidirectional_findings.empty());
+
+  // Without a spin kernel to release both queues together, the directions would not overlap for sure: not measured.
+  const int live_before = fake_counter("fake_cuda_live_allocations");
+  const SmokeReport unheld = run_fake("device_count = 2\nhost_get_device_pointer_result = 801\n", options);
+  REQUIRE(unheld.bidirectional_findings.size() == 1);
+  CHECK(unheld.bidirectional_findings[0].status == Status::skip);
+  CHECK(unheld.bidirectional_findings[0].message.find("not measured: both directions at once need the spin kernel") !=
+        std::string::npos);
+  CHECK(fake_counter("fake_cuda_live_allocations") == live_before);
+
+  // Every spin kernel timed out: the overlap is unknown, so the figures are not judged.
+  const SmokeReport timed_out = run_fake("device_count = 2\nelapsed_ms = 0.0001\nspin_timeouts = 1000\n", options);
+  REQUIRE(timed_out.bidirectional_findings.size() == 1);
+  CHECK(timed_out.bidirectional_findings[0].status == Status::warn);
+  CHECK(timed_out.bidirectional_findings[0].message.find("timing invalid") != std::string::npos);
+}
