@@ -16,53 +16,10 @@ using report::Status;
 
 namespace {
 
-/// Runs one source -> destination copy on the destination GPU; fills `result`. `pair` ("GPU 0 -> GPU 1: ") starts
-/// the finding's message.
-StepOutcome copy_between(Gpu& destination, Gpu& source, const std::string& pair, PeerResult& result) {
-  const CudaApi& api = destination.api;
-  int can_access = 0;
-  check(api.device_can_access_peer(&can_access, destination.device, source.device), "cuDeviceCanAccessPeer");
-  result.peer_access = can_access != 0;
-  if (result.peer_access) {
-    const CUresult enabled = api.ctx_enable_peer_access(source.context, 0);
-    if (enabled != cuda_error_peer_access_already_enabled) check(enabled, "cuCtxEnablePeerAccess");
-  }
-  const std::size_t bytes = copy_bytes(destination.options);
-  std::vector<std::uint32_t> host(bytes / 4);
-  const std::uint32_t seed = 100 + static_cast<std::uint32_t>(source.ordinal * 16 + destination.ordinal);
-  fill_pattern(host, seed);
-  const DeviceBuffer from(source, destination, bytes,
-                          "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(source.ordinal) + ")");
-  const DeviceBuffer to(destination, bytes,
-                        "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(destination.ordinal) + ")");
-  // On the destination's stream (unified addressing finds the source GPU), so the copies below are ordered after it.
-  check(api.memcpy_htod_async(from.get(), host.data(), bytes, destination.stream),
-        "cuMemcpyHtoDAsync_v2 (peer copy source)");
-  const Summary rates = time_copies(destination, true, static_cast<double>(bytes), [&] {
-    check(api.memcpy_peer_async(to.get(), destination.context, from.get(), source.context, bytes, destination.stream),
-          "cuMemcpyPeerAsync");
-  });
-  std::fill(host.begin(), host.end(), 0u);
-  check(api.memcpy_dtoh(host.data(), to.get(), bytes), "cuMemcpyDtoH_v2 (peer copy verification)");
-  const PatternCheck data = check_pattern(host, seed);
-  result.metric = Metric{"p2p_" + std::to_string(source.ordinal) + "_" + std::to_string(destination.ordinal), "GB/s",
-                         rates, std::nullopt, static_cast<double>(bytes)};
-
-  StepOutcome out;
-  const std::string observed =
-      pair + rate_text(rates.median) + " GB/s (median of " + std::to_string(rates.count) + ", " + size_text(bytes) +
-      ", " + (result.peer_access ? "peer access" : "no peer access: staged through host memory") + ")";
-  if (!data.ok()) {
-    out.findings.push_back(Finding{"smoke.p2p",
-                                   Status::fail,
-                                   observed + ": data corrupted: " + data.describe(bytes / 4),
-                                   "the copy returned wrong data: check for Xid errors (sudo dmesg | grep -i xid), "
-                                   "NVLink errors (`nvidia-smi nvlink -e`) and run `gpuenv doctor`",
-                                   {}});
-    return out;
-  }
-  out.findings.push_back(Finding{"smoke.p2p", Status::skip, observed + ", data verified", {}, {}});
-  return out;
+/// The GPU's expectations row for peer copies; none for a MIG instance, whose share of the NVLinks and copy engines
+/// no row describes (as its own copies and matmuls, smoke.mig).
+const GpuExpectation* whole_gpu_model(const Expectations& expectations, const DeviceInfo& info) {
+  return info.mig_profile.empty() ? find_gpu(expectations, info.name) : nullptr;
 }
 
 /// What a copy between these two GPUs should reach: Azure's floor where both are the same SXM model with one and the
@@ -99,6 +56,12 @@ Finding judge_peer_copy(Finding verified, const PeerResult& result, const Expect
     verified.remedy =
         "check NVLink and the fabric: `nvidia-smi nvlink --status`, `nvidia-smi topo -m`, and that "
         "nvidia-fabricmanager is running on NVSwitch systems; then run `gpuenv doctor`";
+    return verified;
+  }
+  if (result.metric.summary.invalid) {  // every sample's spin kernel timed out: a lower bound, not judged
+    verified.status = Status::warn;
+    verified.message += "; " + invalid_timing_text(result.metric.summary);
+    verified.remedy = "run it again on an idle host";
     return verified;
   }
   const Judgement judgement = judge(result.metric.summary.median, expectation, thresholds, "GB/s");
@@ -152,6 +115,64 @@ class ScopedSpinFlag {
   bool m_owned;
 };
 
+/// Bytes per peer copy: copy_bytes() at least twice the larger L2 of the two GPUs, so neither side's cache serves it.
+std::size_t peer_copy_bytes(const Gpu& a, const Gpu& b) {
+  return copy_bytes(a.options, std::max(a.info.l2_bytes, b.info.l2_bytes));
+}
+
+/// Runs one source -> destination copy on the destination GPU; fills `result`. `pair` ("GPU 0 -> GPU 1: ") starts
+/// the finding's message.
+StepOutcome copy_between(Gpu& destination, Gpu& source, const std::string& pair, PeerResult& result) {
+  const CudaApi& api = destination.api;
+  int can_access = 0;
+  check(api.device_can_access_peer(&can_access, destination.device, source.device), "cuDeviceCanAccessPeer");
+  result.peer_access = can_access != 0;
+  if (result.peer_access) {
+    const CUresult enabled = api.ctx_enable_peer_access(source.context, 0);
+    if (enabled != cuda_error_peer_access_already_enabled) check(enabled, "cuCtxEnablePeerAccess");
+  }
+  const std::size_t bytes = peer_copy_bytes(destination, source);
+  std::vector<std::uint32_t> host(bytes / 4);
+  const std::uint32_t seed = 100 + static_cast<std::uint32_t>(source.ordinal * 16 + destination.ordinal);
+  fill_pattern(host, seed);
+  const DeviceBuffer from(source, destination, bytes,
+                          "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(source.ordinal) + ")");
+  const DeviceBuffer to(destination, bytes,
+                        "cuMemAlloc_v2 (peer copy, GPU " + std::to_string(destination.ordinal) + ")");
+  // The copies queue behind the destination's spin kernel, as the other copies (nvbandwidth's method): one copy per
+  // event pair would add a launch gap to every sample.
+  const ScopedSpinFlag flag(destination, destination);
+  // On the destination's stream (unified addressing finds the source GPU), so the copies below are ordered after it.
+  check(api.memcpy_htod_async(from.get(), host.data(), bytes, destination.stream),
+        "cuMemcpyHtoDAsync_v2 (peer copy source)");
+  const Summary rates = time_copies(destination, true, static_cast<double>(bytes), [&] {
+    check(api.memcpy_peer_async(to.get(), destination.context, from.get(), source.context, bytes, destination.stream),
+          "cuMemcpyPeerAsync");
+  });
+  std::fill(host.begin(), host.end(), 0u);
+  check(api.memcpy_dtoh(host.data(), to.get(), bytes), "cuMemcpyDtoH_v2 (peer copy verification)");
+  const PatternCheck data = check_pattern(host, seed);
+  result.metric = Metric{"p2p_" + std::to_string(source.ordinal) + "_" + std::to_string(destination.ordinal), "GB/s",
+                         rates, std::nullopt, static_cast<double>(bytes)};
+
+  StepOutcome out;
+  const std::string observed =
+      pair + rate_text(rates.median) + " GB/s (median of " + std::to_string(rates.count) + ", " + size_text(bytes) +
+      ", " + (result.peer_access ? "peer access" : "no peer access: staged through host memory") + ")";
+  if (!data.ok()) {
+    out.findings.push_back(Finding{"smoke.p2p",
+                                   Status::fail,
+                                   observed + ": data corrupted: " + data.describe(bytes / 4),
+                                   "the copy returned wrong data: check for Xid errors (sudo dmesg | grep -i xid), "
+                                   "NVLink errors (`nvidia-smi nvlink -e`) and run `gpuenv doctor`",
+                                   {}});
+    return out;
+  }
+  out.findings.push_back(
+      Finding{"smoke.p2p", Status::skip, observed + ", data verified" + discarded_note(rates), {}, {}});
+  return out;
+}
+
 /// Both directions of one pair at once, run on `a`'s thread: `b`'s copy engine reads a -> b on b's stream while `a`'s
 /// reads b -> a on a's stream (the direction of the one-way copies: nvbandwidth's
 /// device_to_device_bidirectional_memcpy_read_ce), each stream's copies_per_sample copies queued behind its spin
@@ -181,7 +202,7 @@ StepOutcome copy_both_ways(Gpu& a, Gpu& b, const std::string& pair, PeerResult& 
                                    {}});
     return out;
   }
-  const std::size_t bytes = copy_bytes(a.options);
+  const std::size_t bytes = peer_copy_bytes(a, b);
   const std::string gpu_a = "GPU " + std::to_string(a.ordinal), gpu_b = "GPU " + std::to_string(b.ordinal);
   const DeviceBuffer from_a(a, bytes, "cuMemAlloc_v2 (bidirectional peer copy, " + gpu_a + ")");
   const DeviceBuffer into_a(a, bytes, "cuMemAlloc_v2 (bidirectional peer copy, " + gpu_a + ")");
@@ -337,8 +358,8 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
         findings.push_back(std::move(hang));
         continue;
       }
-      const GpuExpectation* source_model = find_gpu(expectations, source->info.name);
-      const GpuExpectation* destination_model = find_gpu(expectations, destination->info.name);
+      const GpuExpectation* source_model = whole_gpu_model(expectations, source->info);
+      const GpuExpectation* destination_model = whole_gpu_model(expectations, destination->info);
       std::string basis;
       const Expectation expectation =
           peer_expectation(source_model, destination_model, device_count, destination->options, basis);
@@ -393,8 +414,8 @@ std::vector<PeerResult> run_bidirectional_peer_copies(const std::vector<std::sha
         findings.push_back(std::move(hang));
         continue;
       }
-      const GpuExpectation* model_a = find_gpu(expectations, a->info.name);
-      const GpuExpectation* model_b = find_gpu(expectations, b->info.name);
+      const GpuExpectation* model_a = whole_gpu_model(expectations, a->info);
+      const GpuExpectation* model_b = whole_gpu_model(expectations, b->info);
       std::string basis;
       // The floor of the one-way copies between these two (either direction: the same models and board).
       const Expectation expectation = peer_expectation(model_a, model_b, device_count, a->options, basis);

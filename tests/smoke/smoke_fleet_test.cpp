@@ -150,6 +150,18 @@ TEST_CASE("smoke: model names match whole, with aliases, MIG instances are not j
   }
   CHECK(mig.verdict == Verdict::ok);
 
+  // Slices of an 8-GPU H100 board copying to each other: no whole-GPU NVLink floor (335 GB/s) fails them, and no
+  // "NVLink model without peer access" either.
+  for (const char* peer_access : {"1", "0"}) {
+    CAPTURE(peer_access);
+    const SmokeReport slices = run_fake(std::string("name = NVIDIA H100 80GB HBM3 MIG 1g.10gb\ndevice_count = 8\n"
+                                                    "elapsed_ms = 0.01\npeer_access = ") +
+                                        peer_access + "\n");
+    REQUIRE(slices.peer_findings.size() == 56);
+    CHECK(slices.peer_findings[0].status == Status::skip);
+    CHECK(slices.verdict == Verdict::ok);
+  }
+
   // A T400 is an unknown model: numbers only, not a failing T4.
   const SmokeReport t400 = run_fake("name = NVIDIA T400 4GB\ncc_major = 7\ncc_minor = 5\nelapsed_ms = 0.01\n");
   CHECK(t400.devices.at(0).info.expectation_model.empty());
@@ -465,6 +477,13 @@ TEST_CASE("smoke: quick copies are at least twice the L2 cache, so D2D measures 
   REQUIRE(d2d != metrics.end());
   CHECK(d2d->work == 2.0 * 40 * mib);
   CHECK(report.devices.at(0).info.l2_bytes == 20 * mib);
+
+  // Peer copies, one way and both ways, leave the L2 of either GPU too.
+  const SmokeReport pair = run_fake("device_count = 2\nl2_bytes = 20971520\nemulate_kernels = 0\n", options);
+  REQUIRE(pair.peers.size() == 2);
+  CHECK(pair.peers[0].metric.work == 40.0 * mib);
+  REQUIRE(pair.bidirectional.size() == 2);
+  CHECK(pair.bidirectional[0].metric.work == 40.0 * mib);
 }
 
 TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin kernel (nvbandwidth)", "[smoke]") {
