@@ -111,7 +111,11 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
                                                          report.bidirectional_findings);
   }
   for (DeviceRun& run : runs) run.release();
-  for (const std::shared_ptr<Gpu>& gpu : gpus) report.abandoned_work = report.abandoned_work || gpu->hung;
+  // A GPU can hang after its own steps, in the concurrent or peer copies: its result says so too.
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    report.devices[i].hung = report.devices[i].hung || gpus[i]->hung;
+    report.abandoned_work = report.abandoned_work || gpus[i]->hung;
+  }
   return finish();
 }
 

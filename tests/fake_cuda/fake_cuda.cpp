@@ -28,6 +28,7 @@
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
 // fake_cuda_spin_launches() how often smoke_spin_wait was launched, fake_cuda_spin_mapped_launches() how many of those
 // got device aliases from cuMemHostGetDevicePointer_v2 of memory cuMemHostAlloc mapped (DEVICEMAP) for both flag words.
+// peer_hang_seconds (every cuMemcpyPeerAsync blocks that long: a copy stuck on a dead link).
 // memtest_flip_word flips bit 2 of that word after the fill; memtest_flip_fill (n) limits it to the n-th
 // smoke_fill_pattern launch since cuInit, counting from 1 (e.g. 2 with one chunk: the moving inversions pass).
 
@@ -551,6 +552,9 @@ int cuDeviceCanAccessPeer(int* can_access, int, int) {
 int cuCtxEnablePeerAccess(void*, unsigned) { return static_cast<int>(number("peer_enable_result", 0)); }
 int cuMemcpyPeerAsync(unsigned long long destination, void*, unsigned long long source, void*, std::size_t bytes,
                       void*) {
+  if (const long long hang = number("peer_hang_seconds", 0); hang > 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(hang));  // a copy stuck on a dead link
+  }
   std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
   if (number("corrupt_peer", 0) != 0 && bytes >= 8) reinterpret_cast<unsigned*>(destination)[1] ^= 0x100u;
   return 0;

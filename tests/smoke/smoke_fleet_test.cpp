@@ -44,6 +44,23 @@ TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads afte
   std::this_thread::sleep_for(std::chrono::milliseconds(6000));  // the abandoned GEMM finishes inside this test
 }
 
+TEST_CASE("smoke: GPUs that hang in a peer copy are reported hung, not only their pair's finding",
+          "[smoke][deadline]") {
+  SmokeOptions options = small_options();
+  options.step_timeout = std::chrono::milliseconds(1500);
+  options.cublas = false;
+  {
+    const SmokeReport report = run_fake("device_count = 2\npeer_hang_seconds = 4\n", options);
+    REQUIRE(report.devices.size() == 2);
+    CHECK(report.devices[0].hung);
+    CHECK(report.devices[1].hung);
+    CHECK(report.abandoned_work);
+    REQUIRE_FALSE(report.peer_findings.empty());
+    CHECK(report.peer_findings[0].message.find("GPU 0 -> GPU 1: hang:") == 0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // the abandoned copy finishes inside this test
+}
+
 TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its exit code, output flushed",
           "[smoke][deadline][e2e]") {
   // The fake's teardown at exit waits for the hung launch (120 s), as libcuda's may: only _Exit avoids it. The 3 s
