@@ -17,10 +17,13 @@
 // libcuda's may), alias_allocations_of (bytes: every allocation of exactly this size maps the same memory at a new
 // address, as a faulty address line would alias two regions), gemm_fault_launch (n: the n-th GEMM launch since cuInit,
 // counting from 1, gets one element wrong: a sporadic fault), alloc_max_bytes (larger allocations fail: out of memory),
-// l2_bytes (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; default 0).
+// l2_bytes (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; default 0), event_sleep (1: cuEventSynchronize sleeps elapsed_ms, so
+// the host clock sees the time the events report), event_sleep_serial (1: those sleeps take turns across all GPUs, as
+// GPUs whose copies drift apart would each run alone).
 // fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
-// fake_cuda_spin_launches() how often smoke_spin_wait was launched.
+// fake_cuda_spin_launches() how often smoke_spin_wait was launched; fake_cuda_gemm_launches() how many GEMMs (our
+// kernels and cuBLAS) were launched since the library loaded.
 // memtest_flip_word flips bit 2 of that word after the fill; memtest_flip_fill (n) limits it to the n-th
 // smoke_fill_pattern launch since cuInit, counting from 1 (e.g. 2 with one chunk: the moving inversions pass).
 
@@ -88,6 +91,8 @@ std::atomic<int> g_live_allocations{0};                // device and pinned host
 std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
 std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
 std::atomic<int> g_spin_launches{0};                   // smoke_spin_wait launches (copies queued behind it)
+std::atomic<int> g_all_gemm_launches{0};               // GEMM launches (kernels and cuBLAS), never reset
+std::mutex g_event_sleep_mutex;                        // event_sleep_serial: one sleeping GPU at a time
 
 // A launch that hangs holds this, and so does the library's teardown at exit (exit_waits_for_hang).
 std::mutex g_hang_mutex;
@@ -168,6 +173,7 @@ int fake_cuda_live_allocations() { return g_live_allocations; }
 int fake_cuda_live_contexts() { return g_live_contexts; }
 int fake_cuda_alloc_host_cpus() { return g_alloc_host_cpus; }
 int fake_cuda_spin_launches() { return g_spin_launches; }
+int fake_cuda_gemm_launches() { return g_all_gemm_launches; }
 
 int cuDriverGetVersion(int* version) {
   load_config();
@@ -352,6 +358,7 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   if (name == "smoke_bf16gemm_wmma")
     gemm(a, b, c, m, n, k,
          [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
+  ++g_all_gemm_launches;
   if (++g_gemm_launches == number("gemm_fault_launch", -1)) c[(m / 2) * n + n / 3] += 0.5f;
   return 0;
 }
@@ -453,6 +460,13 @@ int cuEventCreate(void** event, unsigned) {
 int cuEventRecord(void*, void*) { return 0; }
 int cuEventSynchronize(void*) {
   run_legacy_pending();
+  if (number("event_sleep", 0) != 0) {
+    const auto interval =
+        std::chrono::duration<double, std::milli>(std::strtod(text("elapsed_ms", "1.0").c_str(), nullptr));
+    std::unique_lock<std::mutex> turn(g_event_sleep_mutex, std::defer_lock);
+    if (number("event_sleep_serial", 0) != 0) turn.lock();
+    std::this_thread::sleep_for(interval);
+  }
   return 0;
 }
 int cuEventElapsedTime(float* ms, void*, void*) {
@@ -498,6 +512,7 @@ template <typename Load>
 int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b, int ldb, float* c, int ldc,
                       Load load) {
   if (const int result = static_cast<int>(number("cublas_gemm_result", 0)); result != 0) return result;
+  ++g_all_gemm_launches;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       float sum = 0;
