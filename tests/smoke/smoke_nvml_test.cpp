@@ -119,7 +119,8 @@ TEST_CASE("smoke: the clock sampler marks samples under load only while launches
   CHECK(judge_clocks(busy, 1980).status == Status::warn);
 }
 
-TEST_CASE("smoke: full runs add a sustained GEMM burst, verified, marked in flight; --quick does not", "[smoke]") {
+TEST_CASE("smoke: full runs add a sustained GEMM burst that is verified and marked in flight, --quick does not",
+          "[smoke]") {
   SmokeOptions options = small_options();
   options.gemm_burst = std::chrono::milliseconds(10);  // elapsed_ms 1: 10 launches after the timed ones
   const int full_before = fake_counter("fake_cuda_gemm_launches");
