@@ -19,7 +19,8 @@
 // counting from 1, gets one element wrong: a sporadic fault), alloc_max_bytes (larger allocations fail: out of memory),
 // l2_bytes (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; default 0), event_sleep (1: cuEventSynchronize sleeps elapsed_ms, so
 // the host clock sees the time the events report), event_sleep_serial (1: those sleeps take turns across all GPUs, as
-// GPUs whose copies drift apart would each run alone).
+// GPUs whose copies drift apart would each run alone), gemm_sleep_ms (every GEMM launch, kernel or cuBLAS, also
+// takes this long on the host: a launch in flight lasts at least that, whatever the build's speed).
 // fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
 // fake_cuda_spin_launches() how often smoke_spin_wait was launched; fake_cuda_gemm_launches() how many GEMMs (our
@@ -359,6 +360,7 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
     gemm(a, b, c, m, n, k,
          [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
   ++g_all_gemm_launches;
+  std::this_thread::sleep_for(std::chrono::milliseconds(number("gemm_sleep_ms", 0)));
   if (++g_gemm_launches == number("gemm_fault_launch", -1)) c[(m / 2) * n + n / 3] += 0.5f;
   return 0;
 }
@@ -513,6 +515,7 @@ int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b
                       Load load) {
   if (const int result = static_cast<int>(number("cublas_gemm_result", 0)); result != 0) return result;
   ++g_all_gemm_launches;
+  std::this_thread::sleep_for(std::chrono::milliseconds(number("gemm_sleep_ms", 0)));
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       float sum = 0;

@@ -148,8 +148,10 @@ TEST_CASE("smoke: full runs add a sustained GEMM burst that is verified and mark
 TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml]") {
   SmokeOptions burst = small_options();
   burst.gemm_burst = std::chrono::milliseconds(10);  // a sustained window the sampler sees under load
+  // Each GEMM lasts >= 5 ms in any build, so 13 launches per matmul stay in flight across several 20 ms samples.
+  const std::string gemm_lasts = "gemm_sleep_ms = 5\n";
   const SmokeReport hot =
-      run_with_nvml("sm_clock_mhz = 1410\nsm_clock_max_mhz = 1980\nthrottle_mask = 0x40\n", "", burst);
+      run_with_nvml("sm_clock_mhz = 1410\nsm_clock_max_mhz = 1980\nthrottle_mask = 0x40\n", gemm_lasts, burst);
   const DeviceResult& gpu = hot.devices.at(0);
   const auto* clocks = find(gpu.findings, "smoke.clocks");
   REQUIRE(clocks != nullptr);
@@ -160,7 +162,7 @@ TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake 
   REQUIRE(gpu.info.matmul_clock_mhz.has_value());
   CHECK(*gpu.info.matmul_clock_mhz == 1410);
 
-  const SmokeReport cool = run_with_nvml("sm_clock_mhz = 1980\nsm_clock_max_mhz = 1980\n", "", burst);
+  const SmokeReport cool = run_with_nvml("sm_clock_mhz = 1980\nsm_clock_max_mhz = 1980\n", gemm_lasts, burst);
   CHECK(find(cool.devices.at(0).findings, "smoke.clocks")->status == Status::pass);
   // NVML that does not know the GPU (another bus id): unknown, said so, nothing fails.
   const FakeNvml other("");
