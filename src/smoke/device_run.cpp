@@ -244,7 +244,7 @@ void DeviceRun::matmuls() {
   }
   std::optional<ClockSampler> clocks;
   if (m_gpu->nvml != nullptr && !plans.empty())
-    clocks.emplace(m_gpu->nvml, m_gpu->info.pci_bus_id, std::chrono::milliseconds(20));
+    clocks.emplace(m_gpu->nvml, m_gpu->info.pci_bus_id, std::chrono::milliseconds(20), m_gpu->launches_in_flight);
   for (GemmPlan& plan : plans) {
     if (plan.engine == GemmPlan::Engine::kernel) plan.cublas_tflops = measured("cublas_" + plan.id);
     // By value: `model` points into `expectations`, which the thread co-owns, so an abandoned GEMM that
@@ -259,9 +259,11 @@ void DeviceRun::matmuls() {
 
 void DeviceRun::judge_matmul_clocks(const std::vector<ClockSample>& samples) {
   Finding finding = judge_clocks(samples, m_gpu->info.clock_mhz);
-  if (!samples.empty()) {
-    std::vector<unsigned> mhz;
-    for (const ClockSample& sample : samples) mhz.push_back(sample.sm_mhz);
+  std::vector<unsigned> mhz;
+  for (const ClockSample& sample : samples) {
+    if (sample.under_load) mhz.push_back(sample.sm_mhz);  // as judge_clocks: idle samples say nothing
+  }
+  if (!mhz.empty()) {
     std::nth_element(mhz.begin(), mhz.begin() + static_cast<std::ptrdiff_t>(mhz.size() / 2), mhz.end());
     m_result.info.matmul_clock_mhz = static_cast<int>(mhz[mhz.size() / 2]);
   }

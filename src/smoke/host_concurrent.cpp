@@ -2,7 +2,11 @@
 // training jobs feed every GPU at once, and GPUs behind one PCIe switch share its uplink to the CPU: a cloud shape
 // that puts all of them behind one link gives each a fraction of what it measured alone (a classic cloud fault).
 // Every GPU allocates its own buffers, then all wait at a start line and time their copies together (the same queue
-// behind the spin kernel as the solo copies).
+// behind the spin kernel as the solo copies). The start line aligns only the first sample: GPUs that drift apart
+// would each see the link alone, and adding their per-GPU rates would pass a shared uplink. So "together" is every
+// byte moved over the wall time from the first GPU's begin to the last one's end: copies that did not overlap
+// count as the serial transfers they were. (A barrier before every sample would also align the samples, but would
+// still add up each GPU's rate over its own sample, and a GPU that finishes early leaves the others the link.)
 
 #include <algorithm>
 #include <condition_variable>
@@ -51,8 +55,19 @@ class PinnedBuffer {
   void* m_pointer = nullptr;
 };
 
+/// One GPU's copies during the concurrent run: its per-sample rates, and its whole timed batch on the host clock.
+struct ConcurrentTiming {
+  Summary rates;
+  double bytes = 0;  ///< every copy in the batch, warm-up included
+  double begin_s = 0, end_s = 0;
+};
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 /// One GPU's part: allocate, wait for the others, time the copies, verify the last one.
-StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, Summary& rates) {
+StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, ConcurrentTiming& timing) {
   const std::size_t bytes = copy_bytes(gpu.options, gpu.info.l2_bytes);
   const DeviceBuffer device(gpu, bytes, "cuMemAlloc_v2(" + size_text(bytes) + ", concurrent H2D)");
   const PinnedBuffer host(gpu, bytes);
@@ -64,9 +79,14 @@ StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, Summary& rates) {
     ~FreeFlag() { free_spin_flag(gpu); }
   } free_flag{gpu};
   line.arrive_and_wait(gpu.options.step_timeout / 2);
-  rates = time_copies(gpu, true, static_cast<double>(bytes), [&] {
+  int copies = 0;
+  timing.begin_s = steady_seconds();
+  timing.rates = time_copies(gpu, true, static_cast<double>(bytes), [&] {
     check(gpu.api.memcpy_htod_async(device.get(), words, bytes, gpu.stream), "cuMemcpyHtoDAsync_v2");
+    ++copies;
   });
+  timing.end_s = steady_seconds();  // time_copies returns after its last sample's copies completed
+  timing.bytes = static_cast<double>(copies) * static_cast<double>(bytes);
   std::vector<std::uint32_t> back(bytes / 4);
   check(gpu.api.memcpy_dtoh(back.data(), device.get(), bytes), "cuMemcpyDtoH_v2 (verification)");
   StepOutcome out;
@@ -87,17 +107,26 @@ StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, Summary& rates) {
 
 Finding judge_concurrent_h2d(const std::vector<ConcurrentRate>& rates) {
   std::vector<std::string> parts;
-  double together = 0, best_alone = 0;
+  double bytes = 0, best_alone = 0;
+  double first_begin = rates.empty() ? 0 : rates.front().begin_s, last_end = first_begin;
   for (const ConcurrentRate& rate : rates) {
-    together += rate.concurrent;
+    bytes += rate.bytes;
+    first_begin = std::min(first_begin, rate.begin_s);
+    last_end = std::max(last_end, rate.end_s);
     best_alone = std::max(best_alone, rate.alone.value_or(0));
     parts.push_back("GPU " + std::to_string(rate.ordinal) + " " + rate_text(rate.concurrent) + " GB/s" +
                     (rate.alone && *rate.alone > 0 ? " (" + format("%.2f", rate.concurrent / *rate.alone) + " x alone)"
                                                    : std::string()));
   }
-  const std::string message = "pinned host->device on " + std::to_string(rates.size()) +
-                              " GPUs at once: " + util::join(parts, ", ") + "; together " + rate_text(together) +
-                              " GB/s";
+  std::string message =
+      "pinned host->device on " + std::to_string(rates.size()) + " GPUs at once: " + util::join(parts, ", ");
+  if (last_end <= first_begin || bytes <= 0) {
+    return Finding{"smoke.h2d_concurrent", Status::pass, message + "; together unknown (no timed window)", {}, {}};
+  }
+  // Wall time over every GPU's batch, not the sum of per-GPU rates: batches that did not overlap add no bandwidth.
+  const double together = gigabytes_per_second(bytes, last_end - first_begin);
+  message += "; together " + rate_text(together) + " GB/s (all bytes over " +
+             format("%.3g", (last_end - first_begin) * 1e3) + " ms wall time from the first start to the last end)";
   // Adding GPUs added no host bandwidth at all: one link carries them all. GPUs sharing a switch in pairs (HGX) still
   // add up across switches, and are shown by their "x alone" without failing.
   if (rates.size() >= 2 && best_alone > 0 && together < 1.25 * best_alone) {
@@ -122,13 +151,13 @@ std::vector<std::optional<Metric>> run_concurrent_h2d(const std::vector<std::sha
   }
   if (running.size() < 2) return metrics;
   auto line = std::make_shared<StartLine>(running.size());
-  std::vector<std::shared_ptr<Summary>> summaries;
+  std::vector<std::shared_ptr<ConcurrentTiming>> timings;
   std::vector<std::future<StepOutcome>> futures;
   for (const std::size_t i : running) {
-    auto summary = std::make_shared<Summary>();
-    summaries.push_back(summary);
+    auto timing = std::make_shared<ConcurrentTiming>();  // co-owned by the step: it may be abandoned
+    timings.push_back(timing);
     futures.push_back(start_step(gpus[i], "smoke.h2d_concurrent",
-                                 [line, summary](Gpu& g) { return concurrent_h2d(g, *line, *summary); }));
+                                 [line, timing](Gpu& g) { return concurrent_h2d(g, *line, *timing); }));
   }
   const auto deadline = std::chrono::steady_clock::now() + gpus[running.front()]->options.step_timeout;
   std::vector<ConcurrentRate> rates;
@@ -152,17 +181,19 @@ std::vector<std::optional<Metric>> run_concurrent_h2d(const std::vector<std::sha
       continue;
     }
     const double bytes = static_cast<double>(copy_bytes(gpu.options, gpu.info.l2_bytes));
-    metrics[running[k]] = Metric{"h2d_concurrent", "GB/s", *summaries[k], std::nullopt, bytes};
-    if (summaries[k]->invalid) {  // no figure to add up with the others
-      findings.push_back(Finding{"smoke.h2d_concurrent",
-                                 Status::warn,
-                                 who + "pinned host->device " + rate_text(summaries[k]->median) + " GB/s; " +
-                                     invalid_timing_text(*summaries[k]),
-                                 "run it again on an idle host",
-                                 {}});
+    const ConcurrentTiming& timing = *timings[k];
+    metrics[running[k]] = Metric{"h2d_concurrent", "GB/s", timing.rates, std::nullopt, bytes};
+    if (timing.rates.invalid) {  // no figure to add up with the others
+      findings.push_back(Finding{
+          "smoke.h2d_concurrent",
+          Status::warn,
+          who + "pinned host->device " + rate_text(timing.rates.median) + " GB/s; " + invalid_timing_text(timing.rates),
+          "run it again on an idle host",
+          {}});
       continue;
     }
-    rates.push_back(ConcurrentRate{gpu.ordinal, summaries[k]->median, solo_rates.at(gpu.ordinal)});
+    rates.push_back(ConcurrentRate{gpu.ordinal, timing.rates.median, solo_rates.at(gpu.ordinal), timing.bytes,
+                                   timing.begin_s, timing.end_s});
   }
   if (rates.size() >= 2) findings.push_back(judge_concurrent_h2d(rates));
   return metrics;

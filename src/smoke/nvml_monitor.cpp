@@ -151,13 +151,20 @@ MemoryErrorCounters NvmlMonitor::memory_errors(const std::string& pci_bus_id) co
 // ------------------------------------------------------------------------------------------------ clock sampler
 
 ClockSampler::ClockSampler(std::shared_ptr<const NvmlMonitor> nvml, std::string pci_bus_id,
-                           std::chrono::milliseconds interval)
+                           std::chrono::milliseconds interval, std::shared_ptr<const std::atomic<int>> in_flight)
     : m_shared(std::make_shared<Shared>()) {
-  std::thread([nvml = std::move(nvml), id = std::move(pci_bus_id), interval, shared = m_shared] {
+  // Everything by value: a thread left inside NVML after stop() keeps what it reads alive.
+  std::thread([nvml = std::move(nvml), id = std::move(pci_bus_id), interval, shared = m_shared,
+               in_flight = std::move(in_flight)] {
+    auto busy = [&] { return in_flight == nullptr || in_flight->load() > 0; };
     std::unique_lock<std::mutex> lock(shared->mutex);
     while (!shared->stop) {
       lock.unlock();
-      const std::optional<ClockSample> sample = nvml->clocks(id);
+      // NVML's clock is the one at the read: busy before and after means the GPU had work queued throughout it (a
+      // read that straddles the end of a GEMM is not counted: the clock may already be dropping to idle).
+      const bool busy_before = busy();
+      std::optional<ClockSample> sample = nvml->clocks(id);
+      if (sample) sample->under_load = busy_before && busy();
       lock.lock();
       if (sample) shared->samples.push_back(*sample);
       shared->wake.wait_for(lock, interval, [&] { return shared->stop; });
@@ -183,18 +190,26 @@ std::vector<ClockSample> ClockSampler::stop() {
 
 Finding judge_clocks(const std::vector<ClockSample>& samples, int max_mhz) {
   const std::string driver_max = max_mhz > 0 ? "max SM clock " + mhz(static_cast<unsigned>(max_mhz)) : "";
-  if (samples.empty()) {
-    return Finding{"smoke.clocks",
-                   Status::skip,
-                   "SM clock during the matmuls unknown (NVML not available or does not know this GPU)" +
-                       (driver_max.empty() ? std::string() : "; " + driver_max),
-                   {},
-                   {}};
+  // At idle every GPU shows idle clocks and no thermal reason: only samples taken while GEMMs ran say anything.
+  const auto loaded = static_cast<std::size_t>(
+      std::count_if(samples.begin(), samples.end(), [](const ClockSample& sample) { return sample.under_load; }));
+  if (loaded == 0) {
+    const std::string why = samples.empty() ? "NVML not available or does not know this GPU"
+                                            : "none of " + std::to_string(samples.size()) +
+                                                  " NVML samples was taken while a matmul ran (too short a run: "
+                                                  "--quick has no sustained burst)";
+    return Finding{
+        "smoke.clocks",
+        Status::skip,
+        "SM clock during the matmuls unknown (" + why + ")" + (driver_max.empty() ? std::string() : "; " + driver_max),
+        {},
+        {}};
   }
   std::vector<unsigned> clocks;
   unsigned long long reasons = 0;
   unsigned max = max_mhz > 0 ? static_cast<unsigned>(max_mhz) : 0;  // 0: unknown
   for (const ClockSample& sample : samples) {
+    if (!sample.under_load) continue;
     clocks.push_back(sample.sm_mhz);
     reasons |= sample.reasons;
     if (sample.sm_max_mhz) max = *sample.sm_max_mhz;
@@ -202,8 +217,8 @@ Finding judge_clocks(const std::vector<ClockSample>& samples, int max_mhz) {
   std::sort(clocks.begin(), clocks.end());
   const unsigned median = clocks[clocks.size() / 2];
   std::string message = "SM clock during the matmuls: " + mhz(median) + " (median of " + std::to_string(clocks.size()) +
-                        " samples, lowest " + mhz(clocks.front()) + ")" +
-                        (max > 0 ? ", max " + mhz(max) : std::string());
+                        " samples under load, of " + std::to_string(samples.size()) + " taken; lowest " +
+                        mhz(clocks.front()) + ")" + (max > 0 ? ", max " + mhz(max) : std::string());
   const std::vector<std::string> names = probe::throttle_reason_names(reasons);
   if (!names.empty()) message += "; clocks-event reasons: " + util::join(names, ", ");
   if ((reasons & throttled_reasons) != 0) {

@@ -1,9 +1,11 @@
 #pragma once
 // Internal to smoke: what NVML says about a GPU while smoke works it (libnvidia-ml dlopen'ed through System; optional:
 // without it these readings are simply unknown). The SM clock and throttle reasons are sampled on a thread during the
-// matmuls, so a GPU that ran its GEMMs throttled is named; ECC and row-remap counters are read before and after the
-// memory test, so errors the test provoked are reported even when every word read back right.
+// matmuls, and only samples taken while GEMMs are in flight count, so a GPU that ran its GEMMs throttled is named; ECC
+// and row-remap counters are read before and after the memory test, so errors the test provoked are reported even when
+// every word read back right.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -22,6 +24,8 @@ struct ClockSample {
   unsigned sm_mhz = 0;
   std::optional<unsigned> sm_max_mhz;
   unsigned long long reasons = 0;  ///< nvmlClocksEventReason bits; 0 when NVML cannot say
+  /// GPU work was in flight both before and after the NVML read (the only samples judge_clocks counts).
+  bool under_load = true;
 };
 
 /// The memory error counters NVML keeps for a GPU (each unknown when the GPU or driver does not support it).
@@ -63,11 +67,14 @@ class NvmlMonitor {
   std::unique_ptr<Api> m_api;
 };
 
-/// Samples one GPU's clocks on its own thread every `interval` until stop(); the thread co-owns the monitor and the
-/// samples, so stopping never waits on a call stuck in the driver.
+/// Samples one GPU's clocks on its own thread every `interval` until stop(); the thread co-owns the monitor, the
+/// samples and `in_flight`, so stopping never waits on a call stuck in the driver.
 class ClockSampler {
  public:
-  ClockSampler(std::shared_ptr<const NvmlMonitor> nvml, std::string pci_bus_id, std::chrono::milliseconds interval);
+  /// `in_flight` counts the GPU's launches in flight (Gpu::launches_in_flight): a sample is under load only when it
+  /// is above 0 both before and after the NVML read (null: every sample counts as under load).
+  ClockSampler(std::shared_ptr<const NvmlMonitor> nvml, std::string pci_bus_id, std::chrono::milliseconds interval,
+               std::shared_ptr<const std::atomic<int>> in_flight = nullptr);
   ~ClockSampler();
   ClockSampler(const ClockSampler&) = delete;
   ClockSampler& operator=(const ClockSampler&) = delete;
@@ -85,9 +92,10 @@ class ClockSampler {
   std::shared_ptr<Shared> m_shared;
 };
 
-/// The smoke.clocks finding for the samples taken during the matmuls: the SM clock (median, lowest) against the
-/// maximum, and a warning naming the throttle reasons when the GPU slowed for heat or a hardware signal. `max_mhz`
-/// is the driver's maximum (cuDeviceGetAttribute) when NVML gives none; no samples: the clock is unknown (skip).
+/// The smoke.clocks finding for the samples taken under load during the matmuls (the others are counted, not judged):
+/// the SM clock (median, lowest) against the maximum, and a warning naming the throttle reasons when the GPU slowed
+/// for heat or a hardware signal. `max_mhz` is the driver's maximum (cuDeviceGetAttribute) when NVML gives none; no
+/// sample under load: the clock is unknown (skip).
 report::Finding judge_clocks(const std::vector<ClockSample>& samples, int max_mhz);
 
 /// The smoke.memory_errors finding: fail when uncorrectable ECC errors, uncorrectable row remaps, double-bit page

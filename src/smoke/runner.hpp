@@ -46,6 +46,9 @@ struct SmokeOptions {
   int sgemm_floor_size = 4096;
   int tensor_floor_size = 8192;
   int repetitions = 0;  ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
+  /// After each matmul's timed repetitions, back-to-back launches of it for about this long (not timed; the last result
+  /// verified), so the SM clock is sampled under sustained load; none with --quick or 0.
+  std::chrono::milliseconds gemm_burst{1000};
   std::size_t gemm_samples = 256;
   bool cublas = true;           ///< also run cuBLAS GEMMs when the node has cuBLAS
   std::string cublas_library;   ///< "" searches (cublas_candidates); else only this soname or path

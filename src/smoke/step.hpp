@@ -3,6 +3,7 @@
 // on its own thread against a deadline. The step functions themselves live in runner.cpp (query, kernels, copies),
 // gemm.cpp, memtest.cpp and peer.cpp.
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
@@ -70,6 +71,9 @@ struct Gpu {
   std::shared_ptr<const NvmlMonitor> nvml;  ///< null without NVML (clocks and memory error counters unknown)
   CublasHandle cublas_handle = nullptr;
   std::shared_ptr<const GemmOperands> operands;  ///< the last matmul's, reused by the next of the same shape
+  /// Above 0 while timed GEMMs are queued or running (run_gemm); the clock sampler co-owns it and keeps only samples
+  /// taken while it is up, so host work between launches (operands, readback, checks) is not sampled as load.
+  std::shared_ptr<std::atomic<int>> launches_in_flight = std::make_shared<std::atomic<int>>(0);
   DeviceInfo info;
   bool stopped = false;         ///< a sticky error or a hang: no more steps on this GPU
   std::vector<int> local_cpus;  ///< the GPU's NUMA node's CPUs: step threads are placed there (empty: anywhere)
@@ -287,14 +291,19 @@ void release_cublas(Gpu& gpu);
 /// Writes and verifies patterns over options.memtest_fraction of the free GPU memory (memtest.cpp).
 StepOutcome run_memtest(Gpu& gpu);
 
-/// One GPU's pinned host->device rate with every GPU copying at once, beside its rate alone (GB/s).
+/// One GPU's pinned host->device rate with every GPU copying at once, beside its rate alone (GB/s), and when its
+/// whole timed batch ran on the host's steady clock (seconds) with the bytes it moved in that time.
 struct ConcurrentRate {
   int ordinal = 0;
   double concurrent = 0;
   std::optional<double> alone;
+  double bytes = 0;    ///< every byte the GPU copied between begin_s and end_s (warm-up included)
+  double begin_s = 0;  ///< steady_clock, seconds
+  double end_s = 0;
 };
 /// The smoke.h2d_concurrent finding: each GPU's rate and its ratio to its solo rate, and a warning when all together
-/// move less than 1.25 x the fastest GPU alone (one shared host link carries them all).
+/// (every GPU's bytes over the wall time from the first begin to the last end, so GPUs that ran one after another
+/// are not added up) move less than 1.25 x the fastest GPU alone (one shared host link carries them all).
 report::Finding judge_concurrent_h2d(const std::vector<ConcurrentRate>& rates);
 
 /// Pinned host->device copies on every GPU at once (host_concurrent.cpp): each GPU's rate beside its own solo pinned

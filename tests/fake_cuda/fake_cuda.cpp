@@ -28,7 +28,11 @@
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
 // fake_cuda_spin_launches() how often smoke_spin_wait was launched, fake_cuda_spin_mapped_launches() how many of those
 // got device aliases from cuMemHostGetDevicePointer_v2 of memory cuMemHostAlloc mapped (DEVICEMAP) for both flag words.
-// peer_hang_seconds (every cuMemcpyPeerAsync blocks that long: a copy stuck on a dead link).
+// peer_hang_seconds (every cuMemcpyPeerAsync blocks that long: a copy stuck on a dead link), event_sleep (1:
+// cuEventSynchronize sleeps elapsed_ms, so the host clock sees the time the events report), event_sleep_serial (1:
+// those sleeps take turns across all GPUs, as GPUs whose copies drift apart would each run alone), gemm_sleep_ms (every
+// GEMM launch, kernel or cuBLAS, also takes this long on the host: a launch in flight lasts at least that).
+// fake_cuda_gemm_launches() counts the GEMMs (our kernels and cuBLAS) launched since the library loaded.
 // memtest_flip_word flips bit 2 of that word after the fill; memtest_flip_fill (n) limits it to the n-th
 // smoke_fill_pattern launch since cuInit, counting from 1 (e.g. 2 with one chunk: the moving inversions pass).
 
@@ -128,7 +132,9 @@ struct FakeEvent {
   int device;
 };
 std::mutex g_events_mutex;
-std::deque<FakeEvent> g_events;  // never shrinks: a handful per run
+std::deque<FakeEvent> g_events;           // never shrinks: a handful per run
+std::atomic<int> g_all_gemm_launches{0};  // GEMM launches (kernels and cuBLAS), never reset
+std::mutex g_event_sleep_mutex;           // event_sleep_serial: one sleeping GPU at a time
 
 // A launch that hangs holds this, and so does the library's teardown at exit (exit_waits_for_hang).
 std::mutex g_hang_mutex;
@@ -210,6 +216,7 @@ int fake_cuda_live_contexts() { return g_live_contexts; }
 int fake_cuda_alloc_host_cpus() { return g_alloc_host_cpus; }
 int fake_cuda_spin_launches() { return g_spin_launches; }
 int fake_cuda_spin_mapped_launches() { return g_spin_mapped_launches; }
+int fake_cuda_gemm_launches() { return g_all_gemm_launches; }
 
 int cuDriverGetVersion(int* version) {
   load_config();
@@ -405,6 +412,8 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   if (name == "smoke_bf16gemm_wmma")
     gemm(a, b, c, m, n, k,
          [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
+  ++g_all_gemm_launches;
+  std::this_thread::sleep_for(std::chrono::milliseconds(number("gemm_sleep_ms", 0)));
   if (++g_gemm_launches == number("gemm_fault_launch", -1)) c[(m / 2) * n + n / 3] += 0.5f;
   return 0;
 }
@@ -528,6 +537,13 @@ int cuEventCreate(void** event, unsigned) {
 int cuEventRecord(void*, void*) { return 0; }
 int cuEventSynchronize(void*) {
   run_legacy_pending();
+  if (number("event_sleep", 0) != 0) {
+    const auto interval =
+        std::chrono::duration<double, std::milli>(std::strtod(text("elapsed_ms", "1.0").c_str(), nullptr));
+    std::unique_lock<std::mutex> turn(g_event_sleep_mutex, std::defer_lock);
+    if (number("event_sleep_serial", 0) != 0) turn.lock();
+    std::this_thread::sleep_for(interval);
+  }
   return 0;
 }
 int cuEventElapsedTime(float* ms, void*, void* stop) {
@@ -582,6 +598,8 @@ int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b
                       Load load) {
   t_tensor_kernel_timed = false;
   if (const int result = static_cast<int>(number("cublas_gemm_result", 0)); result != 0) return result;
+  ++g_all_gemm_launches;
+  std::this_thread::sleep_for(std::chrono::milliseconds(number("gemm_sleep_ms", 0)));
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       float sum = 0;

@@ -50,6 +50,7 @@ inline SmokeOptions small_options() {
   options.tensor_size = 64;
   options.sgemm_floor_size = options.tensor_floor_size = 64;  // judge these small matmuls like full-size ones
   options.repetitions = 2;
+  options.gemm_burst = std::chrono::milliseconds(0);  // the emulated GEMMs are slow: bursts are the burst tests'
   options.gemm_samples = 32;
   options.step_timeout = std::chrono::seconds(20);
   options.cublas_library = GPUENV_FAKE_CUDA_LIBRARY;  // the fake exports cuBLAS too

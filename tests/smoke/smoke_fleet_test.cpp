@@ -406,8 +406,9 @@ TEST_CASE("smoke: a sporadic wrong result in one timed repetition fails the matm
   const Finding* sgemm = find(report.devices.at(0).findings, "smoke.sgemm_fp32");
   REQUIRE(sgemm != nullptr);
   CHECK(sgemm->status == Status::fail);
-  CHECK(sgemm->message.find("wrong results: 1 of 3 runs (warm-up and timed repetitions) fail the whole-result check "
-                            "C·x = A·(B·x); first run 1: row 64:") != std::string::npos);
+  CHECK(sgemm->message.find("wrong results: 1 of 3 runs (warm-up, timed repetitions and the last of the sustained "
+                            "burst) fail the whole-result check C·x = A·(B·x); first run 1: row 64:") !=
+        std::string::npos);
   CHECK(find(report.devices.at(0).findings, "smoke.gemm_bf16")->status != Status::fail);
 }
 
@@ -469,6 +470,31 @@ TEST_CASE("smoke: kernel images: the manifest, the image a driver gets, and --de
   CHECK(text.out.find("PTX compute_120") != std::string::npos);
   CHECK(text.out.find("drivers older than CUDA") != std::string::npos);
   CHECK(json.out.find("\"min_driver_cuda\": \"13.0\"") != std::string::npos);
+}
+
+namespace {
+
+/// A GPU's concurrent rate (GB/s) beside its solo rate, its batch copied in the second [begin_s, begin_s + 1).
+ConcurrentRate copied_in_second(int ordinal, double concurrent, double alone, double begin_s = 0) {
+  return ConcurrentRate{ordinal, concurrent, alone, concurrent * 1e9, begin_s, begin_s + 1};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "smoke: the concurrent H2D aggregate is all bytes over the wall time, so batches that did not overlap add "
+    "nothing",
+    "[smoke]") {
+  // Three GPUs each at their solo 25 GB/s, one after another (drifted apart on a shared link): together 25 GB/s.
+  const Finding serial = judge_concurrent_h2d(
+      {copied_in_second(0, 25.0, 25.0, 0), copied_in_second(1, 25.0, 25.0, 1), copied_in_second(2, 25.0, 25.0, 2)});
+  CHECK(serial.status == Status::warn);
+  CHECK(serial.message.find("together 25.0 GB/s") != std::string::npos);
+  // The same batches at once: 75 GB/s together.
+  const Finding overlapping = judge_concurrent_h2d(
+      {copied_in_second(0, 25.0, 25.0), copied_in_second(1, 25.0, 25.0), copied_in_second(2, 25.0, 25.0)});
+  CHECK(overlapping.status == Status::pass);
+  CHECK(overlapping.message.find("together 75.0 GB/s") != std::string::npos);
 }
 
 TEST_CASE("smoke: quick copies are at least twice the L2 cache, so D2D measures memory, not the cache", "[smoke]") {
@@ -533,20 +559,24 @@ TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin ke
 
 TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host link", "[smoke]") {
   // HGX-like: pairs behind a switch halve each other, but four switches still add up: shown, not warned.
-  const Finding pairs = judge_concurrent_h2d(
-      {{0, 27.0, 54.0}, {1, 27.5, 54.0}, {2, 27.0, 53.5}, {3, 26.8, 54.2}, {4, 27.1, 54.0}, {5, 27.0, 54.0}});
+  const Finding pairs = judge_concurrent_h2d({copied_in_second(0, 27.0, 54.0), copied_in_second(1, 27.5, 54.0),
+                                              copied_in_second(2, 27.0, 53.5), copied_in_second(3, 26.8, 54.2),
+                                              copied_in_second(4, 27.1, 54.0), copied_in_second(5, 27.0, 54.0)});
   CHECK(pairs.status == Status::pass);
   CHECK(pairs.message.find("pinned host->device on 6 GPUs at once: GPU 0 27.0 GB/s (0.50 x alone)") == 0);
   // Four GPUs behind one Gen4 uplink: together they move what one moves alone.
-  const Finding shared = judge_concurrent_h2d({{0, 6.5, 25.0}, {1, 6.4, 25.1}, {2, 6.6, 24.9}, {3, 6.3, 25.0}});
+  const Finding shared = judge_concurrent_h2d({copied_in_second(0, 6.5, 25.0), copied_in_second(1, 6.4, 25.1),
+                                               copied_in_second(2, 6.6, 24.9), copied_in_second(3, 6.3, 25.0)});
   CHECK(shared.status == Status::warn);
-  CHECK(shared.message.find("together 25.8 GB/s, no more than one GPU alone (25.1 GB/s)") != std::string::npos);
+  CHECK(shared.message.find("together 25.8 GB/s (all bytes over 1e+03 ms wall time") != std::string::npos);
+  CHECK(shared.message.find("no more than one GPU alone (25.1 GB/s)") != std::string::npos);
   CHECK(shared.remedy.find("nvidia-smi topo -m") != std::string::npos);
 
   // Through the runner: every GPU runs its part (the fake's copies take the same time at once as alone).
   const int spins_before = fake_counter("fake_cuda_spin_launches");
   const int live_before = fake_counter("fake_cuda_live_allocations");
-  const SmokeReport report = run_fake("device_count = 3\nelapsed_ms = 0.001\n");
+  // event_sleep: the host clock sees the time the fake's events report (the aggregate is taken from wall time).
+  const SmokeReport report = run_fake("device_count = 3\nelapsed_ms = 20\nevent_sleep = 1\n");
   const Finding* together = find(report.findings, "smoke.h2d_concurrent");
   REQUIRE(together != nullptr);
   CHECK(together->status == Status::pass);
@@ -558,6 +588,13 @@ TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host 
   }
   CHECK(fake_counter("fake_cuda_spin_launches") > spins_before);
   CHECK(fake_counter("fake_cuda_live_allocations") == live_before);  // its buffers and flags are freed
+  // GPUs whose copies drift apart and take turns on the link each measure their solo rate: the sum of their rates
+  // would pass, the bytes over the wall time do not.
+  const SmokeReport turns = run_fake("device_count = 3\nelapsed_ms = 20\nevent_sleep = 1\nevent_sleep_serial = 1\n");
+  const Finding* serial = find(turns.findings, "smoke.h2d_concurrent");
+  REQUIRE(serial != nullptr);
+  CHECK(serial->status == Status::warn);
+  CHECK(serial->message.find("(1.00 x alone)") != std::string::npos);
   // One GPU: nothing to run together.
   CHECK(find(run_fake("elapsed_ms = 0.001\n").findings, "smoke.h2d_concurrent") == nullptr);
 }

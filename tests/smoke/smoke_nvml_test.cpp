@@ -4,10 +4,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "smoke/fake_cuda_fixture.hpp"
 #include "smoke/nvml_monitor.hpp"
@@ -51,14 +54,16 @@ SmokeReport run_with_nvml(const std::string& nvml_keys, const std::string& cuda_
   return run_fake(cuda_config, with_nvml(options));
 }
 
-ClockSample sample(unsigned mhz, unsigned long long reasons = 0) { return ClockSample{mhz, 1980u, reasons}; }
+ClockSample sample(unsigned mhz, unsigned long long reasons = 0) { return ClockSample{mhz, 1980u, reasons, true}; }
 
 }  // namespace
 
 TEST_CASE("smoke: the SM clock during the matmuls against its maximum, and a throttled GPU named", "[smoke][nvml]") {
   const auto full = judge_clocks({sample(1980), sample(1965), sample(1980)}, 1980);
   CHECK(full.status == Status::pass);
-  CHECK(full.message == "SM clock during the matmuls: 1980 MHz (median of 3 samples, lowest 1965 MHz), max 1980 MHz");
+  CHECK(full.message ==
+        "SM clock during the matmuls: 1980 MHz (median of 3 samples under load, of 3 taken; lowest 1965 MHz), max "
+        "1980 MHz");
   // A power cap under a full GEMM is the GPU working as configured: named, not a warning.
   const auto capped = judge_clocks({sample(1700, 0x4), sample(1755, 0x4)}, 1980);
   CHECK(capped.status == Status::pass);
@@ -78,9 +83,75 @@ TEST_CASE("smoke: the SM clock during the matmuls against its maximum, and a thr
   CHECK(unknown.message.find("max SM clock 1980 MHz") != std::string::npos);
 }
 
+TEST_CASE("smoke: clock samples read while no matmul was in flight are counted but not judged", "[smoke][nvml]") {
+  ClockSample idle_hot = sample(600, 0x40);  // between GEMMs: an idle clock, and a reason the load never saw
+  idle_hot.under_load = false;
+  const auto mixed = judge_clocks({idle_hot, sample(1980), idle_hot, sample(1965), idle_hot}, 1980);
+  CHECK(mixed.status == Status::pass);
+  CHECK(mixed.message.find("1980 MHz (median of 2 samples under load, of 5 taken; lowest 1965 MHz)") !=
+        std::string::npos);
+  // Nothing sampled under load (a --quick run's launches are short): unknown, and said why.
+  const auto idle = judge_clocks({idle_hot, idle_hot, idle_hot}, 1980);
+  CHECK(idle.status == Status::skip);
+  CHECK(idle.message.find("none of 3 NVML samples was taken while a matmul ran") != std::string::npos);
+}
+
+TEST_CASE("smoke: the clock sampler marks samples under load only while launches are in flight (fake NVML)",
+          "[smoke][nvml]") {
+  const FakeNvml nvml("sm_clock_mhz = 1410\nsm_clock_max_mhz = 1980\nthrottle_mask = 0x40\n");
+  auto real = gpuenv::system::make_real_system();
+  const std::shared_ptr<const NvmlMonitor> monitor = NvmlMonitor::open(*real, GPUENV_FAKE_NVML_LIBRARY);
+  REQUIRE(monitor != nullptr);
+  auto in_flight = std::make_shared<std::atomic<int>>(0);
+  auto sample_for = [&](std::chrono::milliseconds how_long) {
+    ClockSampler sampler(monitor, "00000000:1B:00.0", std::chrono::milliseconds(2), in_flight);
+    std::this_thread::sleep_for(how_long);
+    return sampler.stop();
+  };
+  const std::vector<ClockSample> idle = sample_for(std::chrono::milliseconds(60));
+  REQUIRE_FALSE(idle.empty());
+  CHECK(std::none_of(idle.begin(), idle.end(), [](const ClockSample& s) { return s.under_load; }));
+  CHECK(judge_clocks(idle, 1980).status == Status::skip);  // the fake's throttle reason was never seen under load
+  in_flight->store(1);
+  const std::vector<ClockSample> busy = sample_for(std::chrono::milliseconds(60));
+  REQUIRE_FALSE(busy.empty());
+  CHECK(std::all_of(busy.begin(), busy.end(), [](const ClockSample& s) { return s.under_load; }));
+  CHECK(judge_clocks(busy, 1980).status == Status::warn);
+}
+
+TEST_CASE("smoke: full runs add a sustained GEMM burst that is verified and marked in flight, --quick does not",
+          "[smoke]") {
+  SmokeOptions options = small_options();
+  options.gemm_burst = std::chrono::milliseconds(10);  // elapsed_ms 1: 10 launches after the timed ones
+  const int full_before = fake_counter("fake_cuda_gemm_launches");
+  const SmokeReport full = run_fake("elapsed_ms = 1\n", options);
+  // Four GEMMs (our kernels and cuBLAS, FP32 and a tensor precision): warm-up, 2 timed, 10 in the burst each.
+  CHECK(fake_counter("fake_cuda_gemm_launches") - full_before == 4 * (1 + 2 + 10));
+  const Finding* sgemm = find(full.devices.at(0).findings, "smoke.sgemm_fp32");
+  REQUIRE(sgemm != nullptr);
+  CHECK(sgemm->status != Status::fail);
+  CHECK(sgemm->message.find("then 10 back-to-back launches under load") != std::string::npos);
+  // The burst's last result is checked like the timed ones: a fault in it fails the matmul (kernel launches 1..13).
+  const SmokeReport faulty = run_fake("elapsed_ms = 1\ngemm_fault_launch = 13\n", options);
+  const Finding* wrong = find(faulty.devices.at(0).findings, "smoke.sgemm_fp32");
+  REQUIRE(wrong != nullptr);
+  CHECK(wrong->status == Status::fail);
+  CHECK(wrong->message.find("first run 12:") != std::string::npos);
+  // --quick stays short: no burst.
+  options.quick = true;
+  const int quick_before = fake_counter("fake_cuda_gemm_launches");
+  const SmokeReport quick = run_fake("elapsed_ms = 1\n", options);
+  CHECK(fake_counter("fake_cuda_gemm_launches") - quick_before == 4 * (1 + 2));
+  CHECK(find(quick.devices.at(0).findings, "smoke.sgemm_fp32")->message.find("back-to-back") == std::string::npos);
+}
+
 TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml]") {
+  SmokeOptions burst = small_options();
+  burst.gemm_burst = std::chrono::milliseconds(10);  // a sustained window the sampler sees under load
+  // Each GEMM lasts >= 5 ms in any build, so 13 launches per matmul stay in flight across several 20 ms samples.
+  const std::string gemm_lasts = "gemm_sleep_ms = 5\n";
   const SmokeReport hot =
-      run_with_nvml("sm_clock_mhz = 1410\nsm_clock_max_mhz = 1980\nthrottle_mask = 0x40\n", "", small_options());
+      run_with_nvml("sm_clock_mhz = 1410\nsm_clock_max_mhz = 1980\nthrottle_mask = 0x40\n", gemm_lasts, burst);
   const DeviceResult& gpu = hot.devices.at(0);
   const auto* clocks = find(gpu.findings, "smoke.clocks");
   REQUIRE(clocks != nullptr);
@@ -91,7 +162,7 @@ TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake 
   REQUIRE(gpu.info.matmul_clock_mhz.has_value());
   CHECK(*gpu.info.matmul_clock_mhz == 1410);
 
-  const SmokeReport cool = run_with_nvml("sm_clock_mhz = 1980\nsm_clock_max_mhz = 1980\n", "", small_options());
+  const SmokeReport cool = run_with_nvml("sm_clock_mhz = 1980\nsm_clock_max_mhz = 1980\n", gemm_lasts, burst);
   CHECK(find(cool.devices.at(0).findings, "smoke.clocks")->status == Status::pass);
   // NVML that does not know the GPU (another bus id): unknown, said so, nothing fails.
   const FakeNvml other("");
