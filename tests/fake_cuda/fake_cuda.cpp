@@ -54,7 +54,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "fake_cuda/fake_state.hpp"
+
+namespace fake_cuda {
 
 std::map<std::string, std::string>& config() {
   static std::map<std::string, std::string> values;
@@ -207,7 +209,9 @@ void gemm(const void* a, const void* b, float* c, int m, int n, int k, Load load
   }
 }
 
-}  // namespace
+}  // namespace fake_cuda
+
+using namespace fake_cuda;
 
 extern "C" {
 
@@ -574,62 +578,6 @@ int cuMemcpyPeerAsync(unsigned long long destination, void*, unsigned long long 
   std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
   if (number("corrupt_peer", 0) != 0 && bytes >= 8) reinterpret_cast<unsigned*>(destination)[1] ^= 0x100u;
   return 0;
-}
-
-// cuBLAS: column-major C[m×n] = A[m×k]·B[k×n] (no transposes), computed on the CPU.
-int cublasCreate_v2(void** handle) {
-  static int dummy;
-  *handle = &dummy;
-  return static_cast<int>(number("cublas_create_result", 0));
-}
-int cublasDestroy_v2(void*) { return 0; }
-int cublasSetStream_v2(void*, void*) { return 0; }
-int cublasGetProperty(int type, int* value) {
-  *value = type == 0 ? static_cast<int>(number("cublas_major", 12)) : (type == 1 ? 8 : 4);
-  return 0;
-}
-
-}  // extern "C"
-
-namespace {
-
-template <typename Load>
-int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b, int ldb, float* c, int ldc,
-                      Load load) {
-  t_tensor_kernel_timed = false;
-  if (const int result = static_cast<int>(number("cublas_gemm_result", 0)); result != 0) return result;
-  ++g_all_gemm_launches;
-  std::this_thread::sleep_for(std::chrono::milliseconds(number("gemm_sleep_ms", 0)));
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      float sum = 0;
-      for (int p = 0; p < k; ++p) sum += load(a, i + p * lda) * load(b, p + j * ldb);
-      c[i + j * ldc] = sum;
-    }
-  }
-  if (number("cublas_wrong", 0) != 0) c[0] += 1.0f;
-  return 0;
-}
-
-}  // namespace
-
-extern "C" {
-
-int cublasSgemm_v2(void*, int, int, int m, int n, int k, const float*, const float* a, int lda, const float* b, int ldb,
-                   const float*, float* c, int ldc) {
-  return column_major_gemm(m, n, k, a, lda, b, ldb, c, ldc,
-                           [](const void* p, int i) { return static_cast<const float*>(p)[i]; });
-}
-int cublasGemmEx(void*, int, int, int m, int n, int k, const void*, const void* a, int type, int lda, const void* b,
-                 int, int ldb, const void*, void* c, int, int ldc, int, int) {
-  auto* out = static_cast<float*>(c);
-  if (type == 14)
-    return column_major_gemm(m, n, k, a, lda, b, ldb, out, ldc, [](const void* p, int i) {
-      return bf16_to_float(static_cast<const unsigned short*>(p)[i]);
-    });
-  return column_major_gemm(m, n, k, a, lda, b, ldb, out, ldc, [](const void* p, int i) {
-    return half_to_float(static_cast<const unsigned short*>(p)[i]);
-  });
 }
 
 }  // extern "C"
