@@ -147,3 +147,39 @@ TEST_CASE("smoke: peer copies both ways at once, each direction judged against t
   CHECK(timed_out.bidirectional_findings[0].status == Status::warn);
   CHECK(timed_out.bidirectional_findings[0].message.find("timing invalid") != std::string::npos);
 }
+
+TEST_CASE("smoke: peer copies without peer access are not queued behind a spin kernel the host could not release",
+          "[smoke]") {
+  // Staged through host memory, cuMemcpyPeerAsync may block until the stream's earlier work ran: a spin kernel ahead
+  // of it would then time out on every sample (2 s each, 56 pairs on an 8-GPU node).
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.peer = false;
+  const int before_alone = fake_counter("fake_cuda_spin_launches");
+  run_fake("device_count = 2\npeer_access = 0\n", options);
+  const int without_peers = fake_counter("fake_cuda_spin_launches") - before_alone;
+  options.peer = true;
+  const int before_staged = fake_counter("fake_cuda_spin_launches");
+  const SmokeReport staged = run_fake("device_count = 2\npeer_access = 0\n", options);
+  CHECK(fake_counter("fake_cuda_spin_launches") - before_staged == without_peers);
+  REQUIRE(staged.peers.size() == 2);
+  CHECK_FALSE(staged.peers[0].peer_access);
+  const int before_peer = fake_counter("fake_cuda_spin_launches");
+  run_fake("device_count = 2\npeer_access = 1\n", options);
+  CHECK(fake_counter("fake_cuda_spin_launches") - before_peer > without_peers);  // queued with peer access
+}
+
+TEST_CASE("smoke: peer copies whose every sample timed out warn 'timing invalid' also without a floor", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  // Two H100s: no floor on a 2-GPU node (the 335 GB/s floor is for 8-GPU boards). Every spin kernel times out.
+  const SmokeReport report = run_fake("device_count = 2\nspin_timeouts = 100000\n", options);
+  REQUIRE(report.peer_findings.size() == 2);
+  for (const Finding& finding : report.peer_findings) {
+    CHECK(finding.status == Status::warn);
+    CHECK(finding.message.find("timing invalid") != std::string::npos);
+  }
+  REQUIRE(report.bidirectional_findings.size() == 1);
+  CHECK(report.bidirectional_findings[0].status == Status::warn);
+  CHECK(report.bidirectional_findings[0].message.find("timing invalid") != std::string::npos);
+}
