@@ -237,7 +237,8 @@ StepOutcome run_memtest(Gpu& gpu) {
         "smoke.memtest",
         Status::fail,
         "GPU memory returned wrong data: " + std::to_string(errors.total()) +
-            (errors.total() == 1 ? " wrong word " : " wrong words ") + per_pass_text(errors) + " after writing " +
+            // Reads, not distinct words: a stuck bit is read wrong by every verifying launch of every pass.
+            (errors.total() == 1 ? " wrong read " : " wrong reads ") + per_pass_text(errors) + " after writing " +
             tested + "; the first in the " + errors.pass->name + " pass at byte offset " + hex(errors.offset) +
             " of the tested region: expected " + hex(errors.expected) + ", read " + hex(errors.observed),
         "run `gpuenv doctor` (ECC, retired pages, row remapping) and `nvidia-smi -q -d ECC,ROW_REMAPPER`; reset the "

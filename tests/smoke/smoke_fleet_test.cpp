@@ -345,7 +345,7 @@ TEST_CASE("smoke: --memtest runs moving inversions and walking bits, and skips w
   REQUIRE(bad != nullptr);
   // The flipped word is seen by each of the five passes: address hash, moving inversions, walking ones, walking zeros,
   // second hash.
-  CHECK(bad->message.find("5 wrong words in 5 of 5 passes") != std::string::npos);
+  CHECK(bad->message.find("5 wrong reads in 5 of 5 passes") != std::string::npos);
 
   // Out of memory at the first chunk: other tenants hold the memory; a skip with the reason, not a failure.
   const SmokeReport full = run_fake("free_memory = 4194304\nalloc_max_bytes = 1048576\n", options);

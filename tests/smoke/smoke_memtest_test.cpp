@@ -51,7 +51,7 @@ TEST_CASE("smoke: --memtest counts wrong words per pass", "[smoke][memtest]") {
   const SmokeReport every = run_fake("free_memory = 4194304\nmemtest_flip_word = 1000\n", memtest_options());
   const Finding* all = find(every.devices.at(0).findings, "smoke.memtest");
   REQUIRE(all != nullptr);
-  CHECK(all->message.find("GPU memory returned wrong data: 5 wrong words in 5 of 5 passes (address hash 1, moving "
+  CHECK(all->message.find("GPU memory returned wrong data: 5 wrong reads in 5 of 5 passes (address hash 1, moving "
                           "inversions 1, walking ones 1, walking zeros 1, second hash 1) after writing ") == 0);
 
   // Two 1 MiB chunks, two fills a pass: the 7th is the walking zeros pass's first chunk, the only wrong word.
@@ -62,7 +62,7 @@ TEST_CASE("smoke: --memtest counts wrong words per pass", "[smoke][memtest]") {
   const Finding* one = find(walking.devices.at(0).findings, "smoke.memtest");
   REQUIRE(one != nullptr);
   CHECK(one->status == Status::fail);
-  CHECK(one->message.find("GPU memory returned wrong data: 1 wrong word in 1 of 5 passes (walking zeros 1) ") == 0);
+  CHECK(one->message.find("GPU memory returned wrong data: 1 wrong read in 1 of 5 passes (walking zeros 1) ") == 0);
   CHECK(one->message.find("the first in the walking zeros pass at byte offset 0xc ") != std::string::npos);
 }
 

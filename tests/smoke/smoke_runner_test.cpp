@@ -258,7 +258,7 @@ TEST_CASE("smoke: --memtest writes and verifies patterns on the GPU, a flipped b
   CHECK(bad->status == Status::fail);
   // Every pass writes the same wrong word: 5 errors (moving inversions rewrite it, so only its first read sees it),
   // the first in the first pass at byte 4000.
-  CHECK(bad->message.find("GPU memory returned wrong data: 5 wrong words in 5 of 5 passes") == 0);
+  CHECK(bad->message.find("GPU memory returned wrong data: 5 wrong reads in 5 of 5 passes") == 0);
   CHECK(bad->message.find(" after writing 5 patterns over 2 MiB") != std::string::npos);
   CHECK(
       bad->message.find("the first in the address hash pass at byte offset 0xfa0 of the tested region: expected 0x") !=
