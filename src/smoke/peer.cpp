@@ -342,6 +342,15 @@ Finding judge_bidirectional(Finding verified, const Summary& to_b, const Summary
   return verified;
 }
 
+/// Marks both GPUs of a pair whose copy step (run on `runner`'s thread) missed its deadline: both took part in the
+/// hung copy, so neither is trusted with another step. Returns the pair's hang finding.
+Finding pair_hung(Gpu& runner, Gpu& other, const std::string& id, const std::string& pair) {
+  runner.stopped = other.stopped = runner.hung = other.hung = true;
+  Finding hang = hang_finding(id, runner.options.step_timeout);
+  hang.message = pair + hang.message;
+  return hang;
+}
+
 }  // namespace
 
 std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
@@ -359,11 +368,7 @@ std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>&
         return copy_between(gpu, *source, pair, *result);
       });
       if (!outcome) {
-        // Both GPUs took part in the hung copy: neither is trusted with another step.
-        destination->stopped = source->stopped = destination->hung = source->hung = true;
-        Finding hang = hang_finding("smoke.p2p", destination->options.step_timeout);
-        hang.message = pair + hang.message;
-        findings.push_back(std::move(hang));
+        findings.push_back(pair_hung(*destination, *source, "smoke.p2p", pair));
         continue;
       }
       const GpuExpectation* source_model = whole_gpu_model(expectations, source->info);
@@ -416,10 +421,7 @@ std::vector<PeerResult> run_bidirectional_peer_copies(const std::vector<std::sha
         return copy_both_ways(gpu, *b, pair, *to_b, *to_a);
       });
       if (!outcome) {
-        a->stopped = b->stopped = a->hung = b->hung = true;
-        Finding hang = hang_finding("smoke.p2p_bidirectional", a->options.step_timeout);
-        hang.message = pair + hang.message;
-        findings.push_back(std::move(hang));
+        findings.push_back(pair_hung(*a, *b, "smoke.p2p_bidirectional", pair));
         continue;
       }
       const GpuExpectation* model_a = whole_gpu_model(expectations, a->info);
