@@ -175,6 +175,17 @@ std::optional<PcieExpectation> pcie_expectation(const Expectations& expectations
   return std::nullopt;
 }
 
+namespace {
+
+/// Fail below the judgement's fail line, warn below its warn line, else pass.
+report::Status status_against(double observed, const Judgement& judgement) {
+  if (observed < judgement.fail_below) return report::Status::fail;
+  if (observed < judgement.warn_below) return report::Status::warn;
+  return report::Status::pass;
+}
+
+}  // namespace
+
 Judgement judge(double observed, const Expectation& expectation, const Thresholds& thresholds,
                 const std::string& unit) {
   Judgement out;
@@ -202,13 +213,7 @@ Judgement judge(double observed, const Expectation& expectation, const Threshold
                                        format_number(thresholds.min_ratio) + " x " +
                                        format_number(*expectation.expected) + " or the minimum), " + fail_text
                                  : fail_text;
-  if (observed < out.fail_below) {
-    out.status = report::Status::fail;
-  } else if (observed < out.warn_below) {
-    out.status = report::Status::warn;
-  } else {
-    out.status = report::Status::pass;
-  }
+  out.status = status_against(observed, out);
   return out;
 }
 
@@ -233,13 +238,7 @@ Judgement judge_tensor_ratio(double observed, double cublas, const TensorRatioFl
                     " TFLOP/s) for compute capability " + cc +
                     (floor->calibrated() ? std::string(": below it fails")
                                          : std::string(" (uncalibrated floor: a shortfall only warns)"));
-  if (observed < out.fail_below) {
-    out.status = report::Status::fail;
-  } else if (observed < out.warn_below) {
-    out.status = report::Status::warn;
-  } else {
-    out.status = report::Status::pass;
-  }
+  out.status = status_against(observed, out);
   return out;
 }
 
