@@ -33,12 +33,11 @@ struct KernelCode {
 };
 using CodeMap = std::map<std::pair<std::string, std::string>, KernelCode>;  // (sm_80, function) -> code
 
-/// Adds `cuobjdump -sass` counts: "arch = sm_80" / "code for sm_80" start an architecture, "Function : name" a
-/// function.
-void add_sass(CodeMap& out, const std::string& text) {
-  static const std::regex arch_line(R"((?:arch = |code for )(sm_[0-9]+[a-z]?))");
-  static const std::regex function_line(R"(Function : (\S+))");
-  static const std::regex opcode(R"(\*/\s+(?:@!?U?P[0-9T]+\s+)?([A-Z][A-Z0-9_]*)[.\s])");
+/// Walks cuobjdump output: a line matching `arch_line` starts an architecture, one matching `function_line` a
+/// function; every later line matching `body` is handed to `add` with the code entry of that (arch, function).
+template <typename Add>
+void scan_functions(CodeMap& out, const std::string& text, const std::regex& arch_line, const std::regex& function_line,
+                    const std::regex& body, Add add) {
   std::istringstream in(text);
   std::string line, arch, function;
   std::smatch match;
@@ -47,12 +46,22 @@ void add_sass(CodeMap& out, const std::string& text) {
       arch = match[1];
     } else if (std::regex_search(line, match, function_line)) {
       function = match[1];
-    } else if (!function.empty() && std::regex_search(line, match, opcode)) {
-      KernelCode& code = out[{arch, function}];
-      if (match[1] == "LDGSTS") ++code.ldgsts;
-      if (match[1] == "STL") ++code.stl;
+    } else if (!function.empty() && std::regex_search(line, match, body)) {
+      add(out[{arch, function}], match);
     }
   }
+}
+
+/// Adds `cuobjdump -sass` counts: "arch = sm_80" / "code for sm_80" start an architecture, "Function : name" a
+/// function.
+void add_sass(CodeMap& out, const std::string& text) {
+  static const std::regex arch_line(R"((?:arch = |code for )(sm_[0-9]+[a-z]?))");
+  static const std::regex function_line(R"(Function : (\S+))");
+  static const std::regex opcode(R"(\*/\s+(?:@!?U?P[0-9T]+\s+)?([A-Z][A-Z0-9_]*)[.\s])");
+  scan_functions(out, text, arch_line, function_line, opcode, [](KernelCode& code, const std::smatch& match) {
+    if (match[1] == "LDGSTS") ++code.ldgsts;
+    if (match[1] == "STL") ++code.stl;
+  });
 }
 
 /// Adds `cuobjdump -res-usage`: "arch = sm_80", then " Function name:" and its "REG:123 STACK:0 SHARED:… LOCAL:0" line.
@@ -60,20 +69,10 @@ void add_resource_usage(CodeMap& out, const std::string& text) {
   static const std::regex arch_line(R"(arch = (sm_[0-9]+[a-z]?))");
   static const std::regex function_line(R"(^\s*Function (\S+):)");
   static const std::regex usage(R"(REG:([0-9]+).*\bLOCAL:([0-9]+))");
-  std::istringstream in(text);
-  std::string line, arch, function;
-  std::smatch match;
-  while (std::getline(in, line)) {
-    if (std::regex_search(line, match, arch_line)) {
-      arch = match[1];
-    } else if (std::regex_search(line, match, function_line)) {
-      function = match[1];
-    } else if (!function.empty() && std::regex_search(line, match, usage)) {
-      KernelCode& code = out[{arch, function}];
-      code.registers = std::stoi(match[1]);
-      code.local = std::stoi(match[2]);
-    }
-  }
+  scan_functions(out, text, arch_line, function_line, usage, [](KernelCode& code, const std::smatch& match) {
+    code.registers = std::stoi(match[1]);
+    code.local = std::stoi(match[2]);
+  });
 }
 
 /// "release 13.0" of `--version` as {13, 0}; nullopt when the program is missing or says no release.
