@@ -166,8 +166,10 @@ void allocate_spin_flag(Gpu& gpu) {
 void free_spin_flag(Gpu& gpu) {
   // A spin kernel may still be polling the flag (a step that threw after launching one: its hold released it, the
   // kernel ends within moments). Freeing mapped memory under it is not documented to wait: the stream does first.
-  if (gpu.spin_flag != nullptr) gpu.api.stream_synchronize(gpu.stream);  // its error, if any, the next step reports
-  if (gpu.spin_flag != nullptr) gpu.api.mem_free_host(const_cast<std::uint32_t*>(gpu.spin_flag));
+  if (gpu.spin_flag != nullptr) {
+    gpu.api.stream_synchronize(gpu.stream);  // its error, if any, the next step reports
+    gpu.api.mem_free_host(const_cast<std::uint32_t*>(gpu.spin_flag));
+  }
   gpu.spin_flag = nullptr;
   gpu.spin_flag_device = 0;
 }
