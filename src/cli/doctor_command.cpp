@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "cli/watch_output.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
@@ -44,6 +45,7 @@ struct DoctorOptions {
   bool no_frameworks = false;
   std::string python = "python3";
   std::string cloud_metadata_endpoint;
+  std::string watch_db = watch::k_default_db;  ///< gpuenv watch's history, read when present
   double timeout_s = k_default_deadline_s;
   std::string since = "boot";
   double memtest = 0;                ///< smoke's --memtest
@@ -107,20 +109,6 @@ ExitCode run_slurm_health_check(Context& context, const DoctorOptions& options, 
 }
 
 /// "127.0.0.1:8080" -> host and port (numeric IPv4 only: the metadata client resolves no names).
-util::Expected<probe::MetadataEndpoint> parse_endpoint(const std::string& text) {
-  const auto colon = text.rfind(':');
-  const auto bad = [&] {
-    return util::Error::usage("--cloud-metadata-endpoint " + text + ": expected IPV4:PORT",
-                              "e.g. --cloud-metadata-endpoint 127.0.0.1:8080");
-  };
-  if (colon == std::string::npos || colon == 0) return bad();
-  const std::string port = text.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return bad();
-  const unsigned number = static_cast<unsigned>(std::stoul(port));
-  if (number == 0 || number > 65535) return bad();
-  return probe::MetadataEndpoint{text.substr(0, colon), number};
-}
-
 /// --since: "boot" (nullopt) or a duration "90s", "30m", "6h", "2d".
 util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::string& text) {
   if (text == "boot") return std::optional<std::chrono::seconds>();
@@ -187,7 +175,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.collect.python = options.python;
   request.collect.cloud_metadata = asks_metadata;
   if (!options.cloud_metadata_endpoint.empty()) {
-    auto endpoint = parse_endpoint(options.cloud_metadata_endpoint);
+    auto endpoint = probe::parse_metadata_endpoint(options.cloud_metadata_endpoint, "--cloud-metadata-endpoint");
     if (!endpoint) return report_error(context, endpoint.error());
     request.collect.metadata_endpoint = *endpoint;
   }
@@ -216,6 +204,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   }
   auto report = doctor::run_doctor(*target, request);
   if (!report) return report_error(context, report.error());
+  if (options.root.empty()) add_history_findings(context.system, options.watch_db, *report);
 
   if (!options.prometheus.empty()) {
     const auto now =
@@ -287,6 +276,9 @@ void add_doctor_command(CLI::App& app, Action& action) {
   command->add_flag("--cloud-metadata", options->cloud_metadata,
                     "Ask the cloud's link-local metadata service for the instance type when DMI lacks it (one "
                     "request, at most 1 s; not with --root, whose machine it does not describe)");
+  command->add_option("--watch-db", options->watch_db,
+                      "gpuenv watch's history: when it exists, judge the error counters' growth over the last 24 h "
+                      "(default /var/lib/gpuenv/watch.db; `none` to ignore it)");
   command->add_option("--cloud-metadata-endpoint", options->cloud_metadata_endpoint,
                       "With --cloud-metadata: ask IPV4:PORT instead of the cloud's own address (testing)");
   command

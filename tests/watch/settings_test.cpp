@@ -1,0 +1,89 @@
+// /etc/gpuenv/watch.toml's [watch] table, durations, the listen address (loopback only) and the checks that refuse a
+// setting that cannot work: each error names the file, the key and the fix.
+
+#include "watch/settings.hpp"
+
+#include <catch2/catch.hpp>
+
+using gpuenv::watch::WatchSettings;
+using namespace std::chrono_literals;
+
+TEST_CASE("durations", "[watch]") {
+  CHECK(gpuenv::watch::parse_duration("10s") == 10s);
+  CHECK(gpuenv::watch::parse_duration("500ms") == 500ms);
+  CHECK(gpuenv::watch::parse_duration("5m") == 5min);
+  CHECK(gpuenv::watch::parse_duration("6h") == 6h);
+  CHECK(gpuenv::watch::parse_duration("7d") == 168h);
+  CHECK(gpuenv::watch::parse_duration("15") == 15s);
+  CHECK(gpuenv::watch::parse_duration("1.5s") == 1500ms);
+  CHECK_FALSE(gpuenv::watch::parse_duration("soon"));
+  CHECK_FALSE(gpuenv::watch::parse_duration("10 parsecs"));
+  CHECK_FALSE(gpuenv::watch::parse_duration(""));
+}
+
+TEST_CASE("the settings file over the defaults", "[watch]") {
+  const auto settings = gpuenv::watch::apply_settings_file(WatchSettings{}, R"([watch]
+interval = "30s"
+db = "/srv/gpuenv/watch.db"
+listen = "127.0.0.1:9835"
+cloud_metadata = true
+on_interruption = ["/usr/local/bin/checkpoint", "--now"]
+slurm_drain = false
+azure_acknowledge = true
+)",
+                                                           "/etc/gpuenv/watch.toml");
+  REQUIRE(settings);
+  CHECK(settings->interval == 30s);
+  CHECK(settings->db == "/srv/gpuenv/watch.db");
+  CHECK(settings->listen == "127.0.0.1:9835");
+  CHECK(settings->cloud_metadata);
+  CHECK(settings->on_interruption == std::vector<std::string>{"/usr/local/bin/checkpoint", "--now"});
+  CHECK_FALSE(settings->slurm_drain);
+  CHECK(settings->azure_acknowledge);
+  CHECK(settings->prometheus_file.empty());  // not in the file: the default stays
+  CHECK(gpuenv::watch::validate(*settings));
+  const auto empty = gpuenv::watch::apply_settings_file(WatchSettings{}, "", "/etc/gpuenv/watch.toml");
+  REQUIRE(empty);
+  CHECK(empty->interval == 10s);
+}
+
+TEST_CASE("settings errors name the file, the key and the fix", "[watch]") {
+  const auto typo = gpuenv::watch::apply_settings_file(WatchSettings{}, "[watch]\nintreval = \"5s\"\n", "/etc/w.toml");
+  REQUIRE_FALSE(typo);
+  CHECK_THAT(typo.error().message, Catch::Contains("/etc/w.toml"));
+  CHECK_THAT(typo.error().message, Catch::Contains("intreval"));
+  const auto type = gpuenv::watch::apply_settings_file(WatchSettings{}, "[watch]\ncloud_metadata = \"yes\"\n", "w.toml");
+  REQUIRE_FALSE(type);
+  CHECK_THAT(type.error().message, Catch::Contains("`cloud_metadata` must be true or false"));
+  const auto duration = gpuenv::watch::apply_settings_file(WatchSettings{}, "[watch]\ninterval = \"often\"\n", "w.toml");
+  REQUIRE_FALSE(duration);
+  CHECK_THAT(duration.error().message, Catch::Contains("is not a duration"));
+  const auto syntax = gpuenv::watch::apply_settings_file(WatchSettings{}, "[watch\n", "w.toml");
+  REQUIRE_FALSE(syntax);
+  CHECK_THAT(syntax.error().message, Catch::Contains("w.toml:1"));
+  const auto stray = gpuenv::watch::apply_settings_file(WatchSettings{}, "interval = \"5s\"\n", "w.toml");
+  REQUIRE_FALSE(stray);
+  CHECK_THAT(stray.error().remedy, Catch::Contains("[watch]"));
+}
+
+TEST_CASE("what cannot work is refused: a relative hook, a public listener, two exposition targets", "[watch]") {
+  WatchSettings settings;
+  settings.on_interruption = {"checkpoint"};
+  const auto hook = gpuenv::watch::validate(settings);
+  REQUIRE_FALSE(hook);
+  CHECK_THAT(hook.error().remedy, Catch::Contains("never looks a hook up in a search path"));
+  settings = WatchSettings{};
+  settings.listen = "0.0.0.0:9835";
+  CHECK_FALSE(gpuenv::watch::validate(settings));
+  settings.listen = "10.0.0.5:9835";
+  CHECK_FALSE(gpuenv::watch::validate(settings));
+  for (const char* loopback : {"127.0.0.1:9835", "127.1.2.3:80", "[::1]:9835", "localhost:9835"}) {
+    settings.listen = loopback;
+    CHECK(gpuenv::watch::validate(settings));
+  }
+  settings.prometheus_file = "/var/lib/node_exporter/textfile/gpuenv-watch.prom";
+  CHECK_FALSE(gpuenv::watch::validate(settings));
+  settings = WatchSettings{};
+  settings.cloud = "openstack";
+  CHECK_FALSE(gpuenv::watch::validate(settings));
+}
