@@ -6,12 +6,13 @@
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
-#include "cli/watch_output.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
+#include "watch/history.hpp"
+#include "watch/settings.hpp"
 
 #ifndef GPUENV_VERSION
 #define GPUENV_VERSION "0.0.0"
@@ -108,7 +109,18 @@ ExitCode run_slurm_health_check(Context& context, const DoctorOptions& options, 
   return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
-/// "127.0.0.1:8080" -> host and port (numeric IPv4 only: the metadata client resolves no names).
+/// doctor with watch's history: history.error_rates when the database is there (docs/watch.md "doctor and the
+/// history"), and the verdict with it.
+void add_history_finding(system::System& system, const std::string& db, doctor::DoctorReport& report) {
+  const std::int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  auto finding = watch::read_history_error_rates(system, db, now_ms);
+  if (!finding) return;
+  report.findings.push_back(std::move(*finding));
+  report.verdict = report::verdict_of(report.findings);
+}
+
 /// --since: "boot" (nullopt) or a duration "90s", "30m", "6h", "2d".
 util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::string& text) {
   if (text == "boot") return std::optional<std::chrono::seconds>();
@@ -204,7 +216,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   }
   auto report = doctor::run_doctor(*target, request);
   if (!report) return report_error(context, report.error());
-  if (options.root.empty()) add_history_findings(context.system, options.watch_db, *report);
+  if (options.root.empty()) add_history_finding(context.system, options.watch_db, *report);
 
   if (!options.prometheus.empty()) {
     const auto now =

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "doctor/doctor.hpp"
 #include "watch/monitor.hpp"
 #include "watch/store.hpp"
 
@@ -19,9 +18,5 @@ std::string watch_prometheus(const watch::Snapshot& snapshot, const std::string&
 std::string events_text(const std::vector<watch::StoredEvent>& events);
 /// The events as a JSON array (docs/watch.md "gpuenv events").
 std::string events_json(const std::vector<watch::StoredEvent>& events);
-
-/// doctor with watch's history (doctor_history.cpp): appends history.error_rates from the database `db` when it
-/// exists (a skip finding when it cannot be read) and updates the verdict; nothing when there is none.
-void add_history_findings(system::System& system, const std::string& db, doctor::DoctorReport& report);
 
 }  // namespace gpuenv::cli

@@ -6,6 +6,7 @@
 
 #include "util/strings.hpp"
 #include "watch/rules.hpp"
+#include "watch/store.hpp"
 
 namespace gpuenv::watch {
 namespace {
@@ -82,6 +83,21 @@ report::Finding history_error_rates(const std::vector<NodeSample>& samples, std:
           "reset and inspect (`nvidia-smi -q -d ECC,ROW_REMAPPER,PCIE`, `nvidia-smi nvlink -e`)",
           "DCGM health watches (NVIDIA/DCGM @ 72fa3feaa67d716a75323a8f47c34ff3ee73f824 modules/health/"
           "DcgmHealthWatch.cpp)"};
+}
+
+std::optional<report::Finding> read_history_error_rates(system::System& system, const std::string& db,
+                                                        std::int64_t now_ms) {
+  if (db.empty() || db == "none" || !system.exists(db)) return std::nullopt;
+  const auto skip = [](const std::string& why) {
+    return report::Finding{"history.error_rates", Status::skip, "gpuenv watch's history not read: " + why, {}, {}};
+  };
+  auto library = sqlite::Library::load(system);
+  if (!library) return skip(library.error().message);
+  auto store = Store::open_read_only(*library, db);
+  if (!store) return skip(store.error().message);
+  auto samples = (*store)->samples_since(now_ms - k_history_window_ms);
+  if (!samples) return skip(samples.error().message);
+  return history_error_rates(*samples, now_ms);
 }
 
 }  // namespace gpuenv::watch

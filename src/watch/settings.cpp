@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <tuple>
+
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
 
@@ -100,20 +102,57 @@ util::Expected<util::Ok> validate(const WatchSettings& settings) {
   if (settings.interval < std::chrono::milliseconds(10))
     return util::Error::usage("the interval must be at least 10ms", "use --interval 10s (the default)");
   if (!settings.prometheus_file.empty() && !settings.listen.empty())
-    return util::Error::usage("--prometheus and --listen are both set", "expose the metrics one way: a textfile for "
-                                                                        "node_exporter, or a loopback port");
+    return util::Error::usage("--prometheus and --listen are both set",
+                              "expose the metrics one way: a textfile for "
+                              "node_exporter, or a loopback port");
   if (!settings.listen.empty()) {
     if (auto address = parse_listen_address(settings.listen); !address) return address.error();
   }
   if (!settings.on_interruption.empty() && !util::starts_with(settings.on_interruption.front(), "/")) {
-    return util::Error::input("on_interruption = [\"" + settings.on_interruption.front() +
-                                  "\", ...]: the program must be an absolute path",
-                              "name the hook by its full path, e.g. [\"/usr/local/bin/checkpoint\", \"--now\"]: "
-                              "root never looks a hook up in a search path");
+    return util::Error::input(
+        "on_interruption = [\"" + settings.on_interruption.front() + "\", ...]: the program must be an absolute path",
+        "name the hook by its full path, e.g. [\"/usr/local/bin/checkpoint\", \"--now\"]: "
+        "root never looks a hook up in a search path");
   }
   if (!settings.cloud.empty() && settings.cloud != "aws" && settings.cloud != "gcp" && settings.cloud != "azure")
     return util::Error::input("cloud = \"" + settings.cloud + "\": interruptions are watched on aws, gcp or azure");
   return util::Ok{};
+}
+
+util::Expected<WatchSettings> load_settings(system::System& system, const SettingsOverrides& overrides) {
+  WatchSettings settings;
+  if (overrides.config_given || system.exists(overrides.config)) {
+    auto text = system.read_file(overrides.config, system::FileKind::profile);
+    if (!text) return util::Error::input(text.error().message, "check --config, or create " + overrides.config);
+    auto applied = apply_settings_file(settings, *text, overrides.config);
+    if (!applied) return applied.error();
+    settings = std::move(*applied);
+  }
+  for (const auto& [flag, text, into] : {std::tuple<const char*, const std::string*, std::chrono::milliseconds*>{
+                                             "--interval", &overrides.interval, &settings.interval},
+                                         {"--nvml-timeout", &overrides.nvml_timeout, &settings.nvml_timeout}}) {
+    if (text->empty()) continue;
+    auto parsed = parse_duration(*text);
+    if (!parsed) return util::Error::usage(std::string(flag) + " " + *text + ": not a duration", "e.g. 10s, 500ms, 1m");
+    *into = *parsed;
+  }
+  for (const auto& [given, into] : {std::pair<const std::string*, std::string*>{&overrides.db, &settings.db},
+                                    {&overrides.prometheus, &settings.prometheus_file},
+                                    {&overrides.listen, &settings.listen},
+                                    {&overrides.cloud, &settings.cloud}}) {
+    if (!given->empty()) *into = *given;
+  }
+  if (overrides.cloud_metadata) settings.cloud_metadata = true;
+  if (!overrides.metadata_endpoint.empty()) {
+    auto endpoint = probe::parse_metadata_endpoint(overrides.metadata_endpoint, "--cloud-metadata-endpoint");
+    if (!endpoint) return endpoint.error();
+    settings.metadata_endpoint = *endpoint;
+    settings.cloud_metadata = true;
+  }
+  if (auto library = system.environment("GPUENV_NVML_LIBRARY"); library && !library->empty())
+    settings.nvml_library = *library;
+  if (auto valid = validate(settings); !valid) return valid.error();
+  return settings;
 }
 
 }  // namespace gpuenv::watch
