@@ -32,6 +32,9 @@ constexpr Counter k_counters[] = {
     {&GpuSample::pcie_replays, "PCIe replays", Status::warn},
 };
 
+/// DCGM_LIMIT_MAX_PCIREPLAY_RATE ("8 replays per minute is the maximum recommended by RM").
+constexpr double k_pcie_replays_per_minute = 8;
+
 std::string per_hour(std::uint64_t count, double hours) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2f", hours > 0 ? static_cast<double>(count) / hours : 0.0);
@@ -66,7 +69,11 @@ report::Finding history_error_rates(const std::vector<NodeSample>& samples, std:
         before = here;
       }
       if (total == 0) continue;
-      worst = std::max(worst, counter.status);
+      // DCGM's PCIe watch warns only above 8 replays a minute (DCGM_LIMIT_MAX_PCIREPLAY_RATE,
+      // common/DcgmGPUHardwareLimits.h): fewer over the window are listed, not judged.
+      const bool judged = counter.field != &GpuSample::pcie_replays ||
+                          (hours > 0 && static_cast<double>(total) / (hours * 60) > k_pcie_replays_per_minute);
+      if (judged) worst = std::max(worst, counter.status);
       grew.push_back("GPU " + std::to_string(gpu->index) + ": " + std::to_string(total) + " " + counter.what + " (" +
                      per_hour(total, hours) + "/h)");
     }

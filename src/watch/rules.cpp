@@ -247,6 +247,29 @@ constexpr CounterRule k_counters[] = {
 
 /// DCGM_LIMIT_MAX_NVLINK_CRC_ERROR: CRC errors at 100 per second or more fail (DcgmGPUHardwareLimits.h).
 constexpr double k_nvlink_crc_fail_per_second = 100;
+/// DCGM_LIMIT_MAX_PCIREPLAY_RATE: "8 replays per minute is the maximum recommended by RM"; DCGM's PCIe watch warns
+/// only above it (NVIDIA/DCGM @ 72fa3fe common/DcgmGPUHardwareLimits.h, modules/health/DcgmHealthWatch.cpp
+/// MonitorPcie). A healthy link replays now and then: fewer is no event.
+constexpr double k_pcie_replays_per_minute = 8;
+constexpr std::int64_t k_minute_ms = 60'000;
+
+/// The PCIe replays per minute of `gpu` over the last minute of `history` (as DCGM: from the oldest sample of the
+/// minute to the latest; from the previous sample when the interval is a minute or longer).
+double pcie_replays_per_minute(const History& history, const GpuSample& gpu) {
+  const std::int64_t now_ms = history.latest()->time_ms;
+  const NodeSample* start = history.previous();
+  for (const NodeSample& sample : history.samples()) {
+    if (sample.time_ms >= now_ms - k_minute_ms && &sample != history.latest()) {
+      if (find_gpu(sample, gpu) != nullptr) {
+        start = &sample;
+        break;
+      }
+    }
+  }
+  if (start == nullptr || start->time_ms >= now_ms) return 0;
+  const auto grew = growth_since(history, gpu, &GpuSample::pcie_replays, start->time_ms);
+  return static_cast<double>(grew.value_or(0)) * k_minute_ms / static_cast<double>(now_ms - start->time_ms);
+}
 
 void check_counters(const History& history, const GpuSample& gpu, Emitter& emit) {
   const NodeSample* previous = history.previous();
@@ -257,6 +280,8 @@ void check_counters(const History& history, const GpuSample& gpu, Emitter& emit)
   for (const CounterRule& rule : k_counters) {
     const auto grew = growth(before->*rule.field, gpu.*rule.field);
     if (!grew || *grew == 0) continue;
+    if (rule.field == &GpuSample::pcie_replays && pcie_replays_per_minute(history, gpu) <= k_pcie_replays_per_minute)
+      continue;
     const auto hour = growth_since(history, gpu, rule.field, now_ms - k_hour_ms);
     Status status = rule.status;
     const double per_second = seconds > 0 ? static_cast<double>(*grew) / seconds : 0;
@@ -264,8 +289,8 @@ void check_counters(const History& history, const GpuSample& gpu, Emitter& emit)
     emit.hold(rule.rule, &gpu, status,
               gpu_label(gpu) + ": " + std::to_string(*grew) + " " + rule.what + " in the last " +
                   duration_text(now_ms - previous->time_ms) + " (" + number(per_second, 2) + "/s; " +
-                  std::to_string(hour.value_or(*grew)) + " in the last hour; " +
-                  std::to_string(*(gpu.*rule.field)) + " in all)",
+                  std::to_string(hour.value_or(*grew)) + " in the last hour; " + std::to_string(*(gpu.*rule.field)) +
+                  " in all)",
               rule.remedy, rule.action);
   }
 }
@@ -388,8 +413,8 @@ void check_kernel_records(const std::vector<KernelRecord>& records, const NodeSa
     // SEAM (issue 24): the action becomes the Xid table's node_action once it lands; until then by severity.
     const bool severe =
         !info || info->severity == probe::XidSeverity::critical || info->severity == probe::XidSeverity::error;
-    const Status status = severe ? Status::fail : (info->severity == probe::XidSeverity::warning ? Status::warn
-                                                                                              : Status::pass);
+    const Status status =
+        severe ? Status::fail : (info->severity == probe::XidSeverity::warning ? Status::warn : Status::pass);
     emit.emit("watch.xid", gpu, status,
               label + ": Xid " + std::to_string(code) +
                   (info ? " (" + info->meaning + ")" : std::string(" (not in gpuenv's Xid table)")) + ": " +

@@ -42,3 +42,19 @@ TEST_CASE("history.error_rates: growth over the window as a rate per hour", "[wa
 
   CHECK(gpuenv::watch::history_error_rates({node(0, 0, 0)}, hour).status == Status::skip);
 }
+
+TEST_CASE("history.error_rates: PCIe replays are judged only above DCGM's 8 a minute", "[watch]") {
+  // DCGM_LIMIT_MAX_PCIREPLAY_RATE 8, "8 replays per minute is the maximum recommended by RM" (NVIDIA/DCGM @ 72fa3fe
+  // common/DcgmGPUHardwareLimits.h): DCGM's PCIe watch warns only above it.
+  constexpr std::int64_t hour = 3600 * 1000;
+  const auto replays = [](std::int64_t time_ms, std::uint64_t count) {
+    NodeSample sample = node(time_ms, 0, 0);
+    sample.gpus[0].pcie_replays = count;
+    return sample;
+  };
+  const auto few = gpuenv::watch::history_error_rates({replays(0, 10), replays(hour, 40)}, hour);
+  CHECK(few.status == Status::pass);  // 30 in an hour: listed, not judged
+  CHECK_THAT(few.message, Catch::Contains("GPU 4: 30 PCIe replays"));
+  const auto many = gpuenv::watch::history_error_rates({replays(0, 10), replays(hour, 10 + 600)}, hour);
+  CHECK(many.status == Status::warn);  // 10 a minute
+}

@@ -18,7 +18,7 @@ using gpuenv::watch::RuleState;
 namespace {
 
 constexpr std::int64_t k_start = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
-constexpr std::int64_t k_step = 10'000;               // a 10 s interval
+constexpr std::int64_t k_step = 10'000;              // a 10 s interval
 
 RuleSettings settings() {
   auto loaded = gpuenv::watch::builtin_rule_settings();
@@ -132,6 +132,28 @@ TEST_CASE("NVLink CRC errors at 100/s or more fail, as DCGM's health watch does"
   const auto raised = run.step({fast});
   REQUIRE(raised.size() == 1);
   CHECK(raised[0].finding.status == Status::fail);
+}
+
+// DCGM's PCIe health watch warns only when the replay counter grew by more than DCGM_LIMIT_MAX_PCIREPLAY_RATE (8) in
+// the last minute ("8 replays per minute is the maximum recommended by RM": NVIDIA/DCGM @ 72fa3fe
+// common/DcgmGPUHardwareLimits.h; modules/health/DcgmHealthWatch.cpp MonitorPcie). A healthy link replays now and then.
+TEST_CASE("PCIe replays warn only above DCGM's 8 a minute", "[watch]") {
+  Run run;
+  GpuSample link = gpu(0);
+  link.pcie_replays = 100;
+  for (int i = 0; i < 7; ++i) run.step({link});  // a minute of history
+  // 8 replays in the last minute, one interval at a time: at DCGM's limit, not above it.
+  for (int i = 0; i < 8; ++i) {
+    link.pcie_replays = *link.pcie_replays + 1;
+    CHECK(run.step({link}).empty());
+  }
+  CHECK(run.count("watch.pcie_replays", Status::warn) == 0);
+  // A burst: 30 in one interval is far above 8 a minute.
+  link.pcie_replays = *link.pcie_replays + 30;
+  const auto raised = run.step({link});
+  REQUIRE(raised.size() == 1);
+  CHECK(raised[0].finding.id == "watch.pcie_replays");
+  CHECK(raised[0].finding.status == Status::warn);
 }
 
 TEST_CASE("a warning that turns into a failure raises a second event", "[watch]") {
