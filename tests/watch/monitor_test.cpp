@@ -88,8 +88,9 @@ bool has(const std::vector<Event>& events, const std::string& id, Status status)
 TEST_CASE("monitor: eight fake GPUs sampled and stored; a rising counter and new Xids become events", "[watch]") {
   // GPU 3 gains one uncorrectable ECC error at every read (the fake's _step key).
   Harness h(fixture("reload_on_change = 1", 3, "ecc_uncorrected_volatile_step = 1"));
+  // start() learns what the log holds, then one read per interval; the third finds two more Xid lines (38, 40).
   h.system.command_queue["dmesg"] = {{0, false, false, log_lines(37), ""}, {0, false, false, log_lines(37), ""},
-                                     {0, false, false, log_lines(43), ""}};
+                                     {0, false, false, log_lines(37), ""}, {0, false, false, log_lines(41), ""}};
   h.start();
   const Snapshot first = h.interval();
   CHECK(first.sample.nvml);
@@ -141,8 +142,9 @@ TEST_CASE("monitor: an NVML call that hangs is abandoned and the kernel log is s
   // The second nvmlDeviceGetCount (the second interval's read) blocks 2 s; reads are given 200 ms.
   Harness h(fixture("hang_count_after = 1\nhang_count_seconds = 2"));
   h.settings.nvml_timeout = std::chrono::milliseconds(200);
+  // start() learns what the log holds, then one read per interval: the hung interval finds two more Xid lines.
   h.system.command_queue["dmesg"] = {{0, false, false, log_lines(37), ""}, {0, false, false, log_lines(37), ""},
-                                     {0, false, false, log_lines(43), ""}, {0, false, false, log_lines(43), ""}};
+                                     {0, false, false, log_lines(41), ""}, {0, false, false, log_lines(41), ""}};
   h.start();
   CHECK(h.interval().sample.nvml);
   const Snapshot hung = h.interval();
