@@ -6,7 +6,7 @@
 # Resolved: CUDA 11.7.1, base image, Ubuntu 22.04, PyTorch 1.13.1 (cu117 wheel), Python 3.10
 # Loaded by the framework: CUDA 11.7 and cuDNN (version not in gpuenv's data) from its own wheels in /opt/venv,
 # not from the image (a `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:11.7.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:11.7.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 450.80.02 (the framework's CUDA 11.7 runs on any CUDA 11 driver through minor-version
 # compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
 # io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at

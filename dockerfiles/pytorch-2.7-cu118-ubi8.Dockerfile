@@ -6,7 +6,7 @@
 # Resolved: CUDA 11.8.0, base image, UBI 8, PyTorch 2.7.1 (cu118 wheel), Python 3.11
 # Loaded by the framework: CUDA 11.8 and cuDNN 9.1.0.70 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:11.8.0-base-ubi8 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:11.8.0-base-ubi8 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 450.80.02 (the framework's CUDA 11.8 runs on any CUDA 11 driver through minor-version
 # compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
 # io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at

@@ -6,7 +6,7 @@
 # Resolved: CUDA 12.8.1, base image, Ubuntu 22.04, PyTorch 2.9.1 (cu128 wheel), Python 3.12
 # Loaded by the framework: CUDA 12.8 and cuDNN 9.10.2.21 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:12.8.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:12.8.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 525.60.13 (the framework's CUDA 12.8 runs on any CUDA 12 driver through minor-version
 # compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
 # io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at

@@ -6,9 +6,11 @@
 # Resolved: CUDA 13.0.2, base image, Ubuntu 24.04, PyTorch 2.9.1 (cu130 wheel), Python 3.12
 # Loaded by the framework: CUDA 13.0 and cuDNN 9.13.0.50 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 580.65.06 (the framework's CUDA 13.0 runs on any CUDA 13 driver through minor-version
-# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
+# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (">= 580"
+# for CUDA 13.x); CUDA 13.0.0's minimum driver 580.65.06 (NVIDIA CUDA Toolkit 13.1 release notes, 2.2 CUDA
+# Driver, https://docs.nvidia.com/cuda/archive/13.1.0/cuda-toolkit-release-notes/index.html)); label
 # io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
 # start, asks cuda>=13.0 (driver >= 580.95.05) or one of the older driver branches NVIDIA lists in it per GPU
 # brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
