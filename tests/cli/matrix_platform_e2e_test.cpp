@@ -59,3 +59,25 @@ TEST_CASE("matrix --format github: a profile without os.arch builds for linux/am
     CHECK(cell.at("file") == tag + ".Dockerfile");
   }
 }
+
+TEST_CASE("matrix: an os.arch cell without a wheel for its architecture is invalid and left out of the build matrix",
+          "[cli][e2e][matrix]") {
+  // PyTorch 2.4.1 published no Linux aarch64 CUDA wheel (pytorch/pytorch issue 134790: none on PyPI for 2.4.0,
+  // cu124 aarch64 builds only in the nightlies; data/compat/pytorch.toml aarch64_variants = []).
+  const std::string profile = fixture_path("profiles/valid/matrix-arch-no-aarch64-wheel.toml");
+  const auto json = run_gpuenv({"matrix", profile, "--format", "json"});
+  INFO(json.out << json.err);
+  const auto cells = nlohmann::json::parse(json.out).at("cells");
+  REQUIRE(cells.size() == 2);
+  for (const auto& cell : cells) {
+    const bool arm64 = cell.at("cell").at("os.arch") == "arm64";
+    CHECK(cell.at("valid") == !arm64);
+  }
+  CHECK(json.out.find("aarch64") != std::string::npos);  // the finding says why
+
+  const auto github = run_gpuenv({"matrix", profile, "--format", "github"});
+  REQUIRE(github.exit_code == 0);
+  const auto include = nlohmann::json::parse(github.out).at("include");
+  REQUIRE(include.size() == 1);
+  CHECK(include[0].at("platform") == "linux/amd64");
+}
