@@ -64,7 +64,7 @@ TEST_CASE("matrix: an os.arch cell without a wheel for its architecture is inval
           "[cli][e2e][matrix]") {
   // PyTorch 2.4.1 published no Linux aarch64 CUDA wheel (pytorch/pytorch issue 134790: none on PyPI for 2.4.0,
   // cu124 aarch64 builds only in the nightlies; data/compat/pytorch.toml aarch64_variants = []).
-  const std::string profile = fixture_path("profiles/valid/matrix-arch-no-aarch64-wheel.toml");
+  const std::string profile = fixture_path("profiles/invalid/matrix-arch-no-aarch64-wheel.toml");
   const auto json = run_gpuenv({"matrix", profile, "--format", "json"});
   INFO(json.out << json.err);
   const auto cells = nlohmann::json::parse(json.out).at("cells");

@@ -150,7 +150,7 @@ TEST_CASE("any uid: the venv is read-only to the runtime uid unless [image] writ
   CHECK(contains(unwrapped(writable), "writable_venv = true"));
 }
 
-TEST_CASE("any uid: io.gpuenv.driver.min is the wheel's floor; the base tag's requirement is its own label",
+TEST_CASE("any uid: io.gpuenv.driver.min is the wheel's floor, the base tag's requirement its own label",
           "[dockerfile][any-uid]") {
   // cu128: CUDA 12 minor-version compatibility, R525+ (data/compat/cuda.toml [[major]]), so R535 and R550 pass.
   const std::string text = render(torch29());
