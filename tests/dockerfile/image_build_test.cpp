@@ -1,5 +1,6 @@
 // A generated Dockerfile built and run by a real engine (issue 26, item 11): `podman build` (buildah underneath)
-// and `buildah run` as root, vfs storage, chroot isolation, in a private storage root under the CI cache. No
+// and `buildah run` as root, chroot isolation, overlay storage where the kernel lets root mount it and vfs otherwise,
+// in a private storage root under the CI cache. No
 // registry or PyPI is reachable here, so the `nvidia/cuda:12.8.1-base-ubuntu24.04` the file names is a stand-in
 // built from a debootstrapped Ubuntu 24.04 root (scripts/ubuntu-root) with NVIDIA's environment variables, and pip
 // finds a local wheelhouse (through /etc/pip.conf in that base: no-index, find-links) holding stand-in
@@ -51,7 +52,7 @@ std::string missing_requirement() {
   return "the fake libcuda and the stand-in libraries are ASan-instrumented in this build; the dev build runs this "
          "test";
 #else
-  if (::geteuid() != 0) return "not root (podman with vfs storage and chroot isolation as CI runs it)";
+  if (::geteuid() != 0) return "not root (podman as root with chroot isolation as CI runs it)";
   auto system = gpuenv::system::make_real_system();
   for (const char* tool : {"podman", "debootstrap", "python3", "dpkg-deb", "curl", "gpg"}) {
     const auto found = system->run({"sh", "-c", std::string("command -v ") + tool}, seconds(10));
@@ -77,14 +78,15 @@ class StoreLock {
   int m_fd;
 };
 
-/// podman and buildah on the private store (vfs). Images are built with `podman build` (buildah underneath,
+/// podman and buildah on the private store. Images are built with `podman build` (buildah underneath,
 /// chroot isolation) and run with `buildah run` (chroot isolation too): `podman run` needs an OCI runtime that can
 /// set rlimits and cgroups, which a CI runner that is itself a container may not delegate (crun here: "cgroups in
 /// hybrid mode not supported"); the image, its config (user, environment, working directory) and the process are
 /// the same.
 class Engine {
  public:
-  explicit Engine(const fs::path& store) : m_store(store), m_system(gpuenv::system::make_real_system()) {}
+  Engine(const fs::path& store, std::string driver)
+      : m_store(store), m_driver(std::move(driver)), m_system(gpuenv::system::make_real_system()) {}
 
   gpuenv::system::CommandResult podman(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
     return run_tool("podman", {"--cgroup-manager", "cgroupfs", "--events-backend", "file"}, args, timeout);
@@ -100,14 +102,15 @@ class Engine {
   gpuenv::system::CommandResult run_tool(const char* tool, const std::vector<std::string>& options,
                                          const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
     std::vector<std::string> argv{
-        tool, "--root", (m_store / "root").string(), "--runroot", (m_store / "run").string(), "--storage-driver",
-        "vfs"};
+        tool,    "--root", (m_store / "root").string(), "--runroot", (m_store / "run").string(), "--storage-driver",
+        m_driver};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.insert(argv.end(), args.begin(), args.end());
     return m_system->run(argv, timeout);
   }
 
   fs::path m_store;
+  std::string m_driver;
   std::unique_ptr<gpuenv::system::System> m_system;
 };
 
@@ -118,6 +121,25 @@ std::string cache_root() {
 
 gpuenv::system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   return gpuenv::system::make_real_system()->run(argv, timeout);
+}
+
+/// The storage driver for a store under `cache`: overlay where root may mount it there (a layer is then its diff),
+/// else vfs, which copies the whole root for every layer and every container (a CI runner that is a container
+/// without CAP_SYS_ADMIN, a cache on overlayfs itself). Both are containers/storage's drivers; the image is the same.
+std::string storage_driver(const fs::path& cache) {
+  std::string pattern = (cache / "overlay-probe-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) return "vfs";
+  const fs::path probe(pattern);
+  for (const char* dir : {"lower", "upper", "work", "merged"}) fs::create_directories(probe / dir);
+  const std::string options = "lowerdir=" + (probe / "lower").string() + ",upperdir=" + (probe / "upper").string() +
+                              ",workdir=" + (probe / "work").string();
+  const bool mounted =
+      run({"mount", "-t", "overlay", "overlay", "-o", options, (probe / "merged").string()}, seconds(30)).exit_code ==
+      0;
+  if (mounted) run({"umount", (probe / "merged").string()}, seconds(30));
+  std::error_code ignored;
+  fs::remove_all(probe, ignored);
+  return mounted ? "overlay" : "vfs";
 }
 
 std::string last_lines(const std::string& text, std::size_t count) {
@@ -268,10 +290,13 @@ TEST_CASE("image: the generated pytorch-2.9-cu128 Dockerfile builds with podman 
         << last_lines(root.err, 5));
     return;
   }
-  const fs::path store = fs::path(cache_root()) / "podman-images";
-  fs::create_directories(store);
-  StoreLock lock(fs::path(cache_root()) / "podman-images.lock");
-  Engine engine(store);
+  const fs::path cache(cache_root());
+  fs::create_directories(cache);
+  const std::string driver = storage_driver(cache);
+  const std::string store_name = driver == "vfs" ? "podman-images" : "podman-images-" + driver;
+  fs::create_directories(cache / store_name);
+  StoreLock lock(cache / (store_name + ".lock"));
+  Engine engine(cache / store_name, driver);
   build_base(engine, std::string(gpuenv::util::trim(root.out)), work.path(), pin[1].str());
   const double base_seconds = seconds_since(started);
 
@@ -296,7 +321,7 @@ TEST_CASE("image: the generated pytorch-2.9-cu128 Dockerfile builds with podman 
   INFO(created.err);
   REQUIRE(created.exit_code == 0);
   const std::string checks_mount = checks.string() + ":/checks:ro";
-  const std::string driver = std::string(GPUENV_FAKE_CUDA_LIBRARY) + ":/usr/local/nvidia/lib64/libcuda.so.1:ro";
+  const std::string libcuda = std::string(GPUENV_FAKE_CUDA_LIBRARY) + ":/usr/local/nvidia/lib64/libcuda.so.1:ro";
   const auto in_image = [&engine, &checks_mount](std::vector<std::string> extra, std::vector<std::string> command) {
     std::vector<std::string> args{"run",        "--isolation",  "chroot",
                                   "--user",     "1000700000:0", "-v",
@@ -307,7 +332,7 @@ TEST_CASE("image: the generated pytorch-2.9-cu128 Dockerfile builds with podman 
     args.insert(args.end(), command.begin(), command.end());
     return engine.buildah(args, minutes(10));
   };
-  const auto passed = in_image({"-v", driver}, {"sh", "/checks/run.sh"});
+  const auto passed = in_image({"-v", libcuda}, {"sh", "/checks/run.sh"});
   INFO(passed.out << passed.err);
   CHECK(passed.exit_code == 0);
   CHECK(contains(passed.out, "torch 2.9.1+cu128 CUDA 12.8 cuDNN 91002"));  // the library-origin check
@@ -334,6 +359,7 @@ TEST_CASE("image: the generated pytorch-2.9-cu128 Dockerfile builds with podman 
   const auto size = engine.podman({"image", "inspect", "--format", "{{.Size}}", k_image}, minutes(1));
   // The previous build's image lost its tag: drop its layers so the store holds one build.
   engine.podman({"image", "prune", "-f"}, minutes(10));
-  WARN("image system test: base " << base_seconds << " s, build " << build_seconds << " s, runs " << run_seconds
-                                  << " s; stand-in image " << gpuenv::util::trim(size.out) << " bytes");
+  WARN("image system test (" << driver << " storage): base " << base_seconds << " s, build " << build_seconds
+                             << " s, runs " << run_seconds << " s; stand-in image " << gpuenv::util::trim(size.out)
+                             << " bytes");
 }

@@ -44,14 +44,16 @@ def write_wheel(out_dir, name, version, files, requires=(), tag="py3-none-any"):
     record = [record_line(path, data) for path, data in sorted(entries.items())]
     record.append(info + "/RECORD,,")
     path = os.path.join(out_dir, "%s-%s-%s.whl" % (dist, version, tag))
+    entries[info + "/RECORD"] = ("\n".join(record) + "\n").encode()
+    # Every entry with a fixed time (RECORD last, as wheels have it): the same inputs give the same bytes, so the
+    # image test's COPY of the wheelhouse stays a cache hit between runs.
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as wheel:
-        for archive_path, data in sorted(entries.items()):
+        for archive_path, data in sorted(entries.items(), key=lambda item: (item[0].endswith("/RECORD"), item[0])):
             info_entry = zipfile.ZipInfo(archive_path, date_time=(2026, 1, 1, 0, 0, 0))
             # Shared objects keep their execute bit, as in the real nvidia-* wheels.
             mode = 0o755 if archive_path.endswith((".so", ".so.12", ".so.9")) else 0o644
             info_entry.external_attr = (0o100000 | mode) << 16
             wheel.writestr(info_entry, data, zipfile.ZIP_DEFLATED)
-        wheel.writestr(info + "/RECORD", "\n".join(record) + "\n")
     return path
 
 
