@@ -202,9 +202,9 @@ TEST_CASE("smoke: --quick matmuls are verified but not judged against the large-
 namespace {
 
 /// A sysfs tree as the kernel lays it out: bus/pci/devices/<bdf> links to devices/pci0000:00/<bridge>/<bdf>.
-class SysfsTree {
+class LinkSysfsTree {
  public:
-  SysfsTree(const std::string& gpu_current, const std::string& gpu_max, const std::string& bridge_max) {
+  LinkSysfsTree(const std::string& gpu_current, const std::string& gpu_max, const std::string& bridge_max) {
     namespace fs = std::filesystem;
     m_root = fs::temp_directory_path() / ("gpuenv-sysfs-" + std::to_string(::getpid()) + "-" +
                                           std::to_string(reinterpret_cast<std::uintptr_t>(this)));
@@ -223,7 +223,7 @@ class SysfsTree {
     link(gpu, "max", gpu_max);
     if (!bridge_max.empty()) link(bridge, "max", bridge_max);
   }
-  ~SysfsTree() {
+  ~LinkSysfsTree() {
     std::error_code ignored;
     std::filesystem::remove_all(m_root, ignored);
   }
@@ -241,7 +241,7 @@ TEST_CASE("smoke: pinned H2D is judged against min(GPU max, upstream port max), 
   // A Gen5 x16 GPU under a Gen5 x16 port that trained to Gen3 x8: 64 KiB in 10 us = 6.6 GB/s (8 queued copies in
   // 80 us). Against its current link (Gen3 x8: 6.3 GB/s expected) it would pass; against the slot's Gen5 x16 it fails
   // Azure's 48 GB/s floor.
-  const SysfsTree degraded("8.0 GT/s PCIe x8", "32.0 GT/s PCIe x16", "32.0 GT/s PCIe x16");
+  const LinkSysfsTree degraded("8.0 GT/s PCIe x8", "32.0 GT/s PCIe x16", "32.0 GT/s PCIe x16");
   options.sysfs_root = degraded.root();
   const SmokeReport report = run_fake("elapsed_ms = 0.08\n", options);
   const DeviceResult& gpu = report.devices.at(0);
@@ -259,7 +259,7 @@ TEST_CASE("smoke: pinned H2D is judged against min(GPU max, upstream port max), 
                            "Gen5 x16") == 0);
 
   // A Gen5 GPU in a Gen4 slot, running Gen4 x16 at 26 GB/s: healthy for that slot, no link warning.
-  const SysfsTree gen4_slot("16.0 GT/s PCIe x16", "32.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
+  const LinkSysfsTree gen4_slot("16.0 GT/s PCIe x16", "32.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
   options.sysfs_root = gen4_slot.root();
   const SmokeReport slot = run_fake("elapsed_ms = 0.0025\n", options);
   CHECK(find(slot.devices.at(0).findings, "smoke.h2d_pinned")->status == Status::pass);
@@ -392,10 +392,39 @@ TEST_CASE("smoke: matmul checks: exact operands, a missing product fails, Freiva
   const FreivaldsCheck whole = check_freivalds(vector, hidden);
   CHECK_FALSE(whole.ok());
   CHECK(whole.wrong_rows == 1);
+  CHECK(whole.wrong_columns == 1);
   CHECK(whole.first_wrong.find("row 17:") == 0);
   std::vector<float> nan = c;
   nan[5] = std::nanf("");
   CHECK_FALSE(check_freivalds(vector, nan).ok());
+
+  // Issue 23 item 8: two swapped columns j, k leave C·x unchanged when x_j = x_k (x has 14 values, so among 96 columns
+  // such a pair exists): only the left side yᵀ·C = (yᵀ·A)·B sees it. Likewise two swapped rows with y_i = y_k.
+  auto equal_pair = [](const std::vector<double>& v) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      for (std::size_t k = i + 1; k < v.size(); ++k) {
+        if (v[i] == v[k]) return std::pair<std::size_t, std::size_t>{i, k};
+      }
+    }
+    FAIL("no two equal entries");
+    return std::pair<std::size_t, std::size_t>{};
+  };
+  const auto [cj, ck] = equal_pair(vector.x);
+  std::vector<float> columns_swapped = c;
+  for (int i = 0; i < n; ++i) std::swap(columns_swapped[i * n + cj], columns_swapped[i * n + ck]);
+  REQUIRE(columns_swapped != c);
+  const FreivaldsCheck swapped = check_freivalds(vector, columns_swapped);
+  CHECK(swapped.wrong_rows == 0);  // what a right-sided check alone sees: nothing
+  CHECK(swapped.wrong_columns >= 1);
+  CHECK_FALSE(swapped.ok());
+  CHECK(swapped.first_wrong.find("column ") == 0);
+  const auto [ri, rk] = equal_pair(vector.y);
+  std::vector<float> rows_swapped = c;
+  for (int j = 0; j < n; ++j) std::swap(rows_swapped[ri * n + j], rows_swapped[rk * n + j]);
+  const FreivaldsCheck rows = check_freivalds(vector, rows_swapped);
+  CHECK(rows.wrong_columns == 0);
+  CHECK(rows.wrong_rows >= 1);
+  CHECK_FALSE(rows.ok());
 }
 
 TEST_CASE("smoke: a sporadic wrong result in one timed repetition fails the matmul", "[smoke]") {
@@ -427,7 +456,7 @@ TEST_CASE("smoke: step threads run on the GPU's NUMA node (sysfs local_cpulist) 
   }
   int first = 0;
   while (!CPU_ISSET(first, &allowed)) ++first;
-  const SysfsTree sysfs("16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
+  const LinkSysfsTree sysfs("16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
   std::ofstream(sysfs.root() + "/bus/pci/devices/0000:1b:00.0/local_cpulist") << first << "\n";
   SmokeOptions options = small_options();
   options.sysfs_root = sysfs.root();
@@ -488,8 +517,8 @@ TEST_CASE(
   // Three GPUs each at their solo 25 GB/s, one after another (drifted apart on a shared link): together 25 GB/s.
   const Finding serial = judge_concurrent_h2d(
       {copied_in_second(0, 25.0, 25.0, 0), copied_in_second(1, 25.0, 25.0, 1), copied_in_second(2, 25.0, 25.0, 2)});
-  CHECK(serial.status == Status::warn);
   CHECK(serial.message.find("together 25.0 GB/s") != std::string::npos);
+  CHECK(serial.message.find("the GPUs share one host link") != std::string::npos);
   // The same batches at once: 75 GB/s together.
   const Finding overlapping = judge_concurrent_h2d(
       {copied_in_second(0, 25.0, 25.0), copied_in_second(1, 25.0, 25.0), copied_in_second(2, 25.0, 25.0)});
@@ -567,10 +596,12 @@ TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host 
   // Four GPUs behind one Gen4 uplink: together they move what one moves alone.
   const Finding shared = judge_concurrent_h2d({copied_in_second(0, 6.5, 25.0), copied_in_second(1, 6.4, 25.1),
                                                copied_in_second(2, 6.6, 24.9), copied_in_second(3, 6.3, 25.0)});
-  CHECK(shared.status == Status::warn);
+  // Said, not judged: the 1.25 x line is gpuenv's own, and some healthy shapes put every GPU behind one uplink by
+  // design (issue 23 item 1: an uncalibrated line never changes the verdict).
+  CHECK(shared.status == Status::pass);
   CHECK(shared.message.find("together 25.8 GB/s (all bytes over 1e+03 ms wall time") != std::string::npos);
   CHECK(shared.message.find("no more than one GPU alone (25.1 GB/s)") != std::string::npos);
-  CHECK(shared.remedy.find("nvidia-smi topo -m") != std::string::npos);
+  CHECK(shared.message.find("not judged (uncalibrated: check `nvidia-smi topo -m`") != std::string::npos);
 
   // Through the runner: every GPU runs its part (the fake's copies take the same time at once as alone).
   const int spins_before = fake_counter("fake_cuda_spin_launches");
@@ -593,7 +624,8 @@ TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host 
   const SmokeReport turns = run_fake("device_count = 3\nelapsed_ms = 20\nevent_sleep = 1\nevent_sleep_serial = 1\n");
   const Finding* serial = find(turns.findings, "smoke.h2d_concurrent");
   REQUIRE(serial != nullptr);
-  CHECK(serial->status == Status::warn);
+  CHECK(serial->status == Status::pass);
+  CHECK(serial->message.find("the GPUs share one host link") != std::string::npos);
   CHECK(serial->message.find("(1.00 x alone)") != std::string::npos);
   // One GPU: nothing to run together.
   CHECK(find(run_fake("elapsed_ms = 0.001\n").findings, "smoke.h2d_concurrent") == nullptr);
