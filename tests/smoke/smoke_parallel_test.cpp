@@ -1,0 +1,170 @@
+// GPUs in parallel under one budget (issue 23 items 11, 12, 14): each GPU on its own thread, their timed host copies
+// taking turns on the host link, peer pairs in rounds of disjoint pairs; after a hang every other step gets at most a
+// short extra time ("not tested: driver blocked by GPU N"); a GPU that fails before the concurrent start line does not
+// hold the others there; a sticky error in a peer copy stops the GPU whose context faulted; where step threads really
+// run is said. No test asserts a wall-clock time: each asserts what only the fixed behaviour produces.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "smoke/fake_cuda_fixture.hpp"
+#include "smoke/runner.hpp"
+#include "smoke/step.hpp"
+
+using namespace gpuenv::smoke;
+using namespace gpuenv::smoke::testing;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+using gpuenv::report::Verdict;
+
+namespace {
+
+bool has_finding(const std::vector<Finding>& findings, const std::string& prefix) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [&](const Finding& finding) { return finding.message.rfind(prefix, 0) == 0; });
+}
+
+}  // namespace
+
+TEST_CASE("smoke: peer pairs run in rounds of disjoint pairs that cover every pair once", "[smoke]") {
+  for (std::size_t count = 0; count <= 9; ++count) {
+    CAPTURE(count);
+    const auto rounds = disjoint_rounds(count);
+    std::set<std::pair<std::size_t, std::size_t>> seen;
+    for (const auto& round : rounds) {
+      std::set<std::size_t> busy;
+      for (const auto& [a, b] : round) {
+        CHECK(a < b);
+        CHECK(b < count);
+        CHECK(busy.insert(a).second);  // no GPU twice in a round
+        CHECK(busy.insert(b).second);
+        CHECK(seen.insert({a, b}).second);  // no pair twice
+      }
+    }
+    CHECK(seen.size() == count * (count > 0 ? count - 1 : 0) / 2);
+    if (count >= 2) CHECK(rounds.size() == (count % 2 == 0 ? count - 1 : count));
+  }
+}
+
+TEST_CASE("smoke: GPUs run their steps at the same time, and their timed host copies take turns", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.repetitions = 3;
+  const int peak_before = fake_counter("fake_cuda_peak_concurrent_gemms");
+  // Each GEMM launch sleeps 30 ms: four GPUs in parallel have several in flight at once (one thread per GPU).
+  // host_link_shared: a host copy queued while another GPU's are in flight would take that many times longer; with
+  // event_sleep each sample is in flight 5 ms. Taking turns, every GPU measures the link alone.
+  const SmokeReport report =
+      run_fake("device_count = 4\nname = NVIDIA L4\ngemm_sleep_ms = 30\nelapsed_ms = 5\nevent_sleep = 1\n"
+               "host_link_shared = 1\n",
+               options);
+  CHECK(fake_counter("fake_cuda_peak_concurrent_gemms") >= 2);
+  CHECK(fake_counter("fake_cuda_peak_concurrent_gemms") > peak_before);
+  const double alone = 65536.0 * copies_per_sample / 5e-3 / 1e9;  // 8 copies of 64 KiB per 5 ms
+  for (const DeviceResult& gpu : report.devices) {
+    CAPTURE(gpu.index);
+    for (const Metric& metric : gpu.metrics) {
+      if (metric.id == "h2d_pinned" || metric.id == "d2h_pinned") CHECK(metric.summary.median == Approx(alone));
+    }
+  }
+}
+
+TEST_CASE("smoke: after a hang, the other GPUs' steps are cut short and said to be blocked by it",
+          "[smoke][system-test]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.step_timeout = std::chrono::milliseconds(1500);
+  options.blocked_timeout = std::chrono::milliseconds(300);
+  // GPU 0's first kernel launch hangs for 6 s holding the driver lock; GPU 1 starts a second later (its context takes
+  // 1 s) and its first launch waits on that lock. Without the cut it would wait its own 1.5 s and be reported hung.
+  const SmokeReport report = run_fake("device_count = 2\nlaunch_hang_seconds_gpu0 = 6\nhang_holds_driver_lock = 1\n"
+                                      "retain_delay_ms_gpu1 = 1000\n",
+                                      options);
+  CHECK(report.abandoned_work);
+  const auto& gpu0 = report.devices.at(0).findings;
+  const auto& gpu1 = report.devices.at(1).findings;
+  CHECK(has_finding(gpu0, "hang: the step did not finish within 1.5 s"));
+  CHECK(has_finding(gpu1, "not tested: driver blocked by GPU 0 (it hung first; this step got 0.3 s more"));
+  CHECK_FALSE(has_finding(gpu1, "hang:"));
+}
+
+TEST_CASE("smoke: a run that outlasts its budget reports the rest as not tested, not as hung", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.peer = false;
+  options.run_timeout = std::chrono::milliseconds(600);
+  // Every GEMM launch takes 150 ms and a matmul has several: the run's 0.6 s deadline passes inside the matmuls, well
+  // before their own step deadline. Without the budget the run would go on to the end.
+  const SmokeReport report = run_fake("device_count = 2\nelapsed_ms = 0.01\ngemm_sleep_ms = 150\n", options);
+  for (const DeviceResult& gpu : report.devices) {
+    CAPTURE(gpu.index);
+    CHECK(has_finding(gpu.findings, "not tested: the run's time budget (--budget) was spent"));
+    CHECK_FALSE(has_finding(gpu.findings, "hang:"));
+    CHECK_FALSE(gpu.hung);
+    CHECK(find(gpu.findings, "smoke.memtest") == nullptr);  // after the matmuls: never started
+  }
+  CHECK(report.verdict != Verdict::not_ok);
+}
+
+TEST_CASE("smoke: a GPU that fails before the concurrent start line does not hold the others there", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.peer = false;
+  options.step_timeout = std::chrono::seconds(4);  // the start line waits at most half of it
+  // GPU 1's third pinned allocation (after its copy buffer and spin flag) is the concurrent step's: out of memory.
+  const SmokeReport report =
+      run_fake("device_count = 3\nelapsed_ms = 0.01\nalloc_host_fail_after_gpu1 = 2\n", options);
+  const Finding* failed = nullptr;
+  const Finding* together = nullptr;
+  for (const Finding& finding : report.findings) {
+    if (finding.id != "smoke.h2d_concurrent") continue;
+    (finding.message.rfind("GPU 1: ", 0) == 0 ? failed : together) = &finding;
+  }
+  REQUIRE(failed != nullptr);
+  CHECK(failed->message.find("out of GPU memory: cuMemAllocHost_v2") != std::string::npos);
+  REQUIRE(together != nullptr);
+  CHECK(together->message.find("on 2 GPUs at once") != std::string::npos);
+  CHECK(together->message.find("start line timed out") == std::string::npos);
+}
+
+TEST_CASE("smoke: a sticky error in a peer copy stops the GPU whose context faulted", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  // GPU 1's third smoke_fill_words (its copy pattern, its concurrent H2D, then a peer source) faults (700, sticky).
+  // Rounds for three GPUs: {1, 2}, then {0, 2}, then {0, 1}. The fault is in 1 -> 2, on GPU 2's step thread: GPU 1
+  // stops, so {0, 2} still runs and {0, 1} does not (stopping GPU 2, the step's own GPU, would do the reverse).
+  const SmokeReport report = run_fake(
+      "device_count = 3\nelapsed_ms = 0.01\nfault_kernel_gpu1 = smoke_fill_words\nfault_kernel_after_gpu1 = 2\n",
+      options);
+  CHECK(has_finding(report.peer_findings, "GPU 1 -> GPU 2: the GPU faulted: cuLaunchKernel(smoke_fill_words)"));
+  CHECK(has_finding(report.peer_findings, "GPU 0 -> GPU 2: "));
+  CHECK(has_finding(report.peer_findings, "GPU 2 -> GPU 0: "));
+  CHECK_FALSE(has_finding(report.peer_findings, "GPU 0 -> GPU 1: "));
+}
+
+TEST_CASE("smoke: where the step threads really run is said, also when the NUMA placement is refused", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  {
+    const SysfsTree sysfs("0000:1b:00.0", "16.0 GT/s PCIe", 16, "0");
+    options.sysfs_root = sysfs.root();
+    const SmokeReport placed = run_fake("elapsed_ms = 0.01\n", options);
+    const Finding* cpus = find(placed.devices.at(0).findings, "smoke.cpu_placement");
+    REQUIRE(cpus != nullptr);
+    CHECK(cpus->status == Status::pass);
+    CHECK(cpus->message == "step threads run on CPUs 0, the GPU's NUMA node (0)");
+    CHECK(placed.devices.at(0).info.step_cpulist == "0");
+  }
+  {
+    // CPU 1000 does not exist here: pthread_setaffinity_np refuses (EINVAL), the threads stay where they were.
+    const SysfsTree sysfs("0000:1b:00.0", "16.0 GT/s PCIe", 16, "1000");
+    options.sysfs_root = sysfs.root();
+    const SmokeReport refused = run_fake("elapsed_ms = 0.01\n", options);
+    const Finding* cpus = find(refused.devices.at(0).findings, "smoke.cpu_placement");
+    REQUIRE(cpus != nullptr);
+    CHECK(cpus->status == Status::skip);
+    CHECK(cpus->message.find("step threads could not be placed on the GPU's NUMA node (CPUs 1000): "
+                             "pthread_setaffinity_np returned Invalid argument; they run on CPUs ") == 0);
+  }
+}
