@@ -40,7 +40,8 @@
 // when it was not enabled); fake_cuda_peer_connections() counts the connections still enabled,
 // fake_cuda_peak_peer_connections() the most one device had at once since cuInit.
 // Per GPU (issue 23 items 11 and 14; a key with "_gpu<N>" applies to calls made with device N's context current):
-// launch_hang_seconds_gpu<N>; hang_holds_driver_lock (1: while a launch hangs, every other kernel launch and allocation
+// launch_hang_seconds_gpu<N>; launch_hang_kernel (a name prefix: only those launches hang, so a test can hang a GEMM
+// rather than the fill kernel that runs first); hang_holds_driver_lock (1: while a launch hangs, every other kernel launch and allocation
 // waits for it, as an abandoned thread inside the driver holds its lock); retain_delay_ms_gpu<N> (cuDevicePrimaryCtxRetain
 // of device N takes that long); alloc_host_fail_after_gpu<N> (cuMemAllocHost fails with out of memory once N allocations
 // of device N succeeded); fault_kernel_gpu<N> = name with fault_kernel_after_gpu<N> = k (the launches of that kernel on
@@ -487,7 +488,8 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
     if (g_spin_launches_since_init++ < number("spin_timeouts", 0)) *static_cast<volatile unsigned*>(timed_out_host) = 1;
     return 0;
   }
-  if (const long long hang = gpu_number("launch_hang_seconds", 0); hang > 0) {
+  if (const long long hang = gpu_number("launch_hang_seconds", 0);
+      hang > 0 && name.rfind(text("launch_hang_kernel", ""), 0) == 0) {
     const std::lock_guard<std::mutex> hung(g_hang_mutex);
     std::this_thread::sleep_for(std::chrono::seconds(hang));
   } else if (number("hang_holds_driver_lock", 0) != 0) {

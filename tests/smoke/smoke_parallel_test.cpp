@@ -96,13 +96,21 @@ TEST_CASE("smoke: a run that outlasts its budget reports the rest as not tested,
   options.run_timeout = std::chrono::milliseconds(600);
   // Every GEMM launch takes 150 ms and a matmul has several: the run's 0.6 s deadline passes inside the matmuls, well
   // before their own step deadline. Without the budget the run would go on to the end.
-  const SmokeReport report = run_fake("device_count = 2\nelapsed_ms = 0.01\ngemm_sleep_ms = 150\n", options);
+  const SmokeReport report = run_fake("device_count = 2\nelapsed_ms = 0.0001\ngemm_sleep_ms = 150\n", options);
   for (const DeviceResult& gpu : report.devices) {
     CAPTURE(gpu.index);
     CHECK(has_finding(gpu.findings, "not tested: the run's time budget (--budget) was spent"));
     CHECK_FALSE(has_finding(gpu.findings, "hang:"));
     CHECK_FALSE(gpu.hung);
     CHECK(find(gpu.findings, "smoke.memtest") == nullptr);  // after the matmuls: never started
+    for (const Finding& finding : gpu.findings) {
+      CAPTURE(finding.id, finding.message);
+      CHECK(finding.status != Status::fail);
+    }
+  }
+  for (const Finding& finding : report.findings) {
+    CAPTURE(finding.id, finding.message);
+    CHECK(finding.status != Status::fail);
   }
   CHECK(report.verdict != Verdict::not_ok);
 }

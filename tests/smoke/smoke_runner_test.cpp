@@ -83,7 +83,10 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
     CAPTURE(id);
     REQUIRE(find(gpu.findings, id) != nullptr);
     CHECK(find(gpu.findings, id)->message.find("sampled elements match the CPU reference") != std::string::npos);
-    CHECK(find(gpu.findings, id)->message.find("whole result verified in all 3 runs (Freivalds)") != std::string::npos);
+    CHECK(find(gpu.findings, id)->message.find("first result verified whole (Freivalds, both sides)") !=
+          std::string::npos);
+    CHECK(find(gpu.findings, id)->message.find("every one of the 3 launches equals the verified first result bit for "
+                                               "bit (compared on the GPU)") != std::string::npos);
     CHECK(find(gpu.findings, id)->message.find("1.00 x cuBLAS") != std::string::npos);
     CHECK(find(gpu.findings, id)
               ->message.find(std::string(id) == "smoke.gemm_bf16"
@@ -156,7 +159,8 @@ TEST_CASE("smoke: out of memory on cuMemAlloc is a failure naming the error, the
 }
 
 TEST_CASE("smoke: a launch failure is reported as a GPU fault pointing at Xid, and stops that GPU", "[smoke]") {
-  const SmokeReport report = run_fake("launch_result = 719\ndevice_count = 2\n");
+  const SmokeReport report = run_fake(
+      "fault_kernel_gpu0 = smoke_sgemm\nfault_kernel_gpu1 = smoke_sgemm\nfault_result = 719\ndevice_count = 2\n");
   REQUIRE(report.devices.size() == 2);
   for (const DeviceResult& gpu : report.devices) {
     const Finding* sgemm = find(gpu.findings, "smoke.sgemm_fp32");
@@ -212,7 +216,8 @@ TEST_CASE("smoke: cuBLAS: wrong results fail, a failing handle fails, a missing 
   const Finding* sgemm = find(wrong.devices.at(0).findings, "smoke.cublas_sgemm_fp32");
   REQUIRE(sgemm != nullptr);
   CHECK(sgemm->status == Status::fail);
-  CHECK(sgemm->message.find("wrong results: 1 of 32 sampled elements differ") != std::string::npos);
+  CHECK(sgemm->message.find("wrong results: the first launch fails the whole-result check (C·x = A·(B·x), yᵀ·C = "
+                            "(yᵀ·A)·B): 1 rows and 1 columns differ") != std::string::npos);
   // Our kernel is right; cuBLAS's wrong run is no yardstick, so ours falls back to the datasheet estimate, which is
   // uncalibrated: reported, not judged.
   CHECK(find(wrong.devices.at(0).findings, "smoke.sgemm_fp32")->status == Status::pass);
@@ -374,7 +379,7 @@ TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", 
   // A deadline of seconds, not milliseconds: on a loaded machine (ASan, ctest -j, other builds) the copies before the
   // first launch took over 300 ms and hit the deadline themselves, so the hang was not the GEMM's.
   options.step_timeout = std::chrono::milliseconds(1500);
-  const SmokeReport report = run_fake("launch_hang_seconds = 4\n", options);
+  const SmokeReport report = run_fake("launch_hang_seconds = 4\nlaunch_hang_kernel = smoke_sgemm\n", options);
   REQUIRE(report.devices.size() == 1);
   CHECK(report.devices[0].hung);
   const Finding* sgemm = find(report.devices[0].findings, "smoke.sgemm_fp32");
