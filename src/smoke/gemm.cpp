@@ -161,7 +161,8 @@ void note_launch(WindowResults& out, unsigned long long wrong, unsigned long lon
   const auto word = static_cast<std::uint32_t>(key);
   float read = 0;
   std::memcpy(&read, &word, 4);
-  out.first_wrong = where + ": " + std::to_string(wrong) + " elements differ, first C[" +
+  out.first_wrong = where + ": " + std::to_string(wrong) + (wrong == 1 ? " element differs" : " elements differ") +
+                    ", first C[" +
                     std::to_string(index / static_cast<std::uint64_t>(n)) + "][" +
                     std::to_string(index % static_cast<std::uint64_t>(n)) + "] = " + format("%.9g", read);
 }
