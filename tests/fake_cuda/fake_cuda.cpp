@@ -27,7 +27,8 @@
 // fake_cuda_live_allocations() and fake_cuda_live_contexts() let tests check that everything was released;
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
 // fake_cuda_spin_launches() how often smoke_spin_wait was launched, fake_cuda_spin_mapped_launches() how many of those
-// got device aliases from cuMemHostGetDevicePointer_v2 of memory cuMemHostAlloc mapped (DEVICEMAP) for both flag words.
+// got device aliases from cuMemHostGetDevicePointer_v2 of memory cuMemHostAlloc mapped (DEVICEMAP) for both flag words;
+// fake_cuda_fill_words_launches() and fake_cuda_check_words_launches() count smoke_fill_words and smoke_check_words launches.
 // peer_hang_seconds (every cuMemcpyPeerAsync blocks that long: a copy stuck on a dead link), event_sleep (1:
 // cuEventSynchronize sleeps elapsed_ms, so the host clock sees the time the events report), event_sleep_serial (1:
 // those sleeps take turns across all GPUs, as GPUs whose copies drift apart would each run alone), gemm_sleep_ms (every
@@ -155,6 +156,8 @@ std::atomic<int> g_live_allocations{0};                // device and pinned host
 std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
 std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
 std::atomic<int> g_spin_launches{0};                   // smoke_spin_wait launches (copies queued behind it)
+std::atomic<int> g_fill_words_launches{0};             // smoke_fill_words launches (buffers written by the GPU)
+std::atomic<int> g_check_words_launches{0};            // smoke_check_words launches (copies verified by the GPU)
 std::atomic<int> g_spin_mapped_launches{0};            // ... with both words addressed by device aliases
 std::atomic<int> g_spin_launches_since_init{0};        // for spin_timeouts
 // Peer access: (current device, peer device) pairs enabled, and the most connections one device had at once.
@@ -321,6 +324,8 @@ int fake_cuda_live_contexts() { return g_live_contexts; }
 int fake_cuda_alloc_host_cpus() { return g_alloc_host_cpus; }
 int fake_cuda_spin_launches() { return g_spin_launches; }
 int fake_cuda_spin_mapped_launches() { return g_spin_mapped_launches; }
+int fake_cuda_fill_words_launches() { return g_fill_words_launches; }
+int fake_cuda_check_words_launches() { return g_check_words_launches; }
 int fake_cuda_gemm_launches() { return g_all_gemm_launches; }
 int fake_cuda_host_copy_overlaps() { return g_host_copy_overlaps; }
 /// The most GEMM launches sleeping gemm_sleep_ms at once (GPUs running their matmuls in parallel), since load.
@@ -478,6 +483,8 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   // launch_hang_seconds model the compute kernels and leave it alone.
   const std::string name = static_cast<FakeFunction*>(function)->name;
   t_last_kernel = name;
+  if (name == "smoke_fill_words") ++g_fill_words_launches;
+  if (name == "smoke_check_words") ++g_check_words_launches;
   if (name == "smoke_spin_wait") {
     ++g_spin_launches;
     const auto release = *static_cast<unsigned long long*>(params[0]);

@@ -70,22 +70,44 @@ TEST_CASE("smoke: GPUs run their steps at the same time, and their timed host co
   }
 }
 
+TEST_CASE("smoke: copy buffers are written and verified by the GPU, not on one host core", "[smoke]") {
+  // Issue 23 item 12: the source pattern is written by smoke_fill_words and every copy's destination is compared by
+  // smoke_check_words on the GPU that holds it, so verification moves nothing through PCIe.
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.peer = false;
+  const int fills = fake_counter("fake_cuda_fill_words_launches");
+  const int checks = fake_counter("fake_cuda_check_words_launches");
+  const SmokeReport report = run_fake("elapsed_ms = 0.0001\n", options);
+  CHECK(fake_counter("fake_cuda_fill_words_launches") - fills == 1);  // the copies' source, written once
+  // D2D, the stream copy, and the pinned and pageable round trips (D2H then H2D back), each checked once.
+  CHECK(fake_counter("fake_cuda_check_words_launches") - checks == 4);
+  for (const char* id : {"smoke.d2d", "smoke.memory_bandwidth", "smoke.h2d_pinned", "smoke.d2h_pinned",
+                         "smoke.h2d_pageable", "smoke.d2h_pageable"}) {
+    CAPTURE(id);
+    REQUIRE(find(report.devices.at(0).findings, id) != nullptr);
+    CHECK(find(report.devices.at(0).findings, id)->message.find("data verified") != std::string::npos);
+  }
+}
+
 TEST_CASE("smoke: after a hang, the other GPUs' steps are cut short and said to be blocked by it",
           "[smoke][system-test]") {
   SmokeOptions options = small_options();
   options.cublas = false;
-  options.step_timeout = std::chrono::milliseconds(1500);
-  options.blocked_timeout = std::chrono::milliseconds(300);
-  // GPU 0's first kernel launch hangs for 6 s holding the driver lock; GPU 1 starts a second later (its context takes
-  // 1 s) and its first launch waits on that lock. Without the cut it would wait its own 1.5 s and be reported hung.
-  const SmokeReport report = run_fake("device_count = 2\nlaunch_hang_seconds_gpu0 = 6\nhang_holds_driver_lock = 1\n"
-                                      "retain_delay_ms_gpu1 = 1000\n",
+  options.step_timeout = std::chrono::milliseconds(3000);
+  options.blocked_timeout = std::chrono::milliseconds(500);
+  // GPU 0's first kernel launch hangs for 4 s holding the driver lock (its step is abandoned at 3 s); GPU 1 starts
+  // 1.5 s later (its context takes that long) and its first allocation waits on that lock. With the cut its deadline
+  // is GPU 0's hang (3 s) + 0.5 s, before the lock is freed at 4 s: not tested, blocked by GPU 0. Without the cut its
+  // own deadline (1.5 s + 3 s) outlasts the hang: the step finishes and nothing says GPU 0 blocked it.
+  const SmokeReport report = run_fake("device_count = 2\nlaunch_hang_seconds_gpu0 = 4\nhang_holds_driver_lock = 1\n"
+                                      "retain_delay_ms_gpu1 = 1500\n",
                                       options);
   CHECK(report.abandoned_work);
   const auto& gpu0 = report.devices.at(0).findings;
   const auto& gpu1 = report.devices.at(1).findings;
-  CHECK(has_finding(gpu0, "hang: the step did not finish within 1.5 s"));
-  CHECK(has_finding(gpu1, "not tested: driver blocked by GPU 0 (it hung first; this step got 0.3 s more"));
+  CHECK(has_finding(gpu0, "hang: the step did not finish within 3 s"));
+  CHECK(has_finding(gpu1, "not tested: driver blocked by GPU 0 (it hung first; this step got 0.5 s more"));
   CHECK_FALSE(has_finding(gpu1, "hang:"));
 }
 
