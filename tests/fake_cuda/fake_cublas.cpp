@@ -43,9 +43,13 @@ int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b
   gemm_sleep();
   // gemm_memoize: the same operands again: the first result, copied (the bench's GEMMs cost no CPU time).
   static std::mutex memo_mutex;
-  static std::map<std::tuple<const void*, const void*, int>, std::vector<float>> memo;
-  const auto key = std::tuple{a, b, m};
-  if (number("gemm_memoize", 0) != 0) {
+  static std::map<std::tuple<std::uint64_t, std::uint64_t, int, int, int>, std::vector<float>> memo;
+  const bool memoize = number("gemm_memoize", 0) != 0;
+  // Column-major operands: A is m x k with leading dimension lda, B k x n with ldb (the bench's are packed).
+  const auto key = memoize ? std::tuple{operand_hash(a, static_cast<std::size_t>(lda) * k, load),
+                                        operand_hash(b, static_cast<std::size_t>(ldb) * n, load), m, n, k}
+                           : std::tuple<std::uint64_t, std::uint64_t, int, int, int>{};
+  if (memoize) {
     const std::lock_guard<std::mutex> lock(memo_mutex);
     if (const auto it = memo.find(key); it != memo.end() && it->second.size() == static_cast<std::size_t>(m) * n) {
       std::memcpy(c, it->second.data(), it->second.size() * 4);
@@ -60,7 +64,7 @@ int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b
       c[i + j * ldc] = sum;
     }
   }
-  if (number("gemm_memoize", 0) != 0) {
+  if (memoize) {
     const std::lock_guard<std::mutex> lock(memo_mutex);
     memo[key].assign(c, c + static_cast<std::size_t>(m) * n);
   }

@@ -55,7 +55,10 @@
 // host_gbs, device_gbs, peer_gbs (GB/s: an event interval that ends after copies is their bytes at these rates,
 // host<->device, device<->device and smoke_stream_copy, peer; cuEventSynchronize with event_sleep sleeps it: the
 // bench's model of copy time), gemm_memoize (1: a GEMM launched again on the same operands copies its first result
-// instead of computing it on the CPU again).
+// instead of computing it on the CPU again), model_only (a comma-separated list of kernel names, and "memset": those
+// kernels, and memsets of 16 KiB and more, are not emulated: their results read "all right"; the bench's GPU work
+// then costs no CPU time, its data is never wrong), model_copies_from_bytes (N: stream-ordered copies of N bytes and
+// more move no data; synchronous readbacks still do).
 // stream_elapsed_ms (the event interval that ends with a launch of smoke_stream_copy, instead of elapsed_ms: the SM
 // stream copy's own timing), corrupt_stream (1: every smoke_stream_copy gets one word wrong). Every event remembers the
 // kernel launched last on its thread when it was recorded, and an interval is timed by the kernel that ended it. The
@@ -110,6 +113,11 @@ void load_config() {
   }
 }
 
+/// Whether `what` (a kernel name, "memset") is only modelled, not emulated (model_only).
+bool modelled(const std::string& what);
+/// Whether a stream-ordered copy of `bytes` moves no data (model_copies_from_bytes).
+bool copy_modelled(std::size_t bytes);
+
 long long number(const std::string& key, long long fallback) {
   const auto it = config().find(key);
   return it == config().end() ? fallback : std::strtoll(it->second.c_str(), nullptr, 0);
@@ -119,6 +127,16 @@ std::string text(const std::string& key, const std::string& fallback);
 
 /// `key` for the device whose context this thread made current ("<key>_gpu<N>"), else `key`.
 long long gpu_number(const std::string& key, long long fallback);
+
+bool modelled(const std::string& what) {
+  const std::string list = "," + text("model_only", "") + ",";
+  return list.find("," + what + ",") != std::string::npos;
+}
+
+bool copy_modelled(std::size_t bytes) {
+  const long long from = number("model_copies_from_bytes", 0);
+  return from > 0 && bytes >= static_cast<std::size_t>(from);
+}
 
 std::string text(const std::string& key, const std::string& fallback) {
   const auto it = config().find(key);
@@ -507,6 +525,10 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
     return static_cast<int>(number("fault_result", 700));
   if (const int result = static_cast<int>(number("launch_result", 0)); result != 0) return result;
   if (number("emulate_kernels", 1) == 0) return 0;
+  if (modelled(name)) {  // no data, but the stream copy's bytes still set its modelled time (device_gbs)
+    if (name == "smoke_stream_copy") t_device_bytes += static_cast<double>(*static_cast<unsigned long long*>(params[2]) * 16);
+    return 0;
+  }
   if (name == "smoke_fill_words") {  // word i = pattern_word(i, seed)
     auto* words = *static_cast<unsigned**>(params[0]);
     const auto count = *static_cast<unsigned long long*>(params[1]);
@@ -579,10 +601,16 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   const int m = *static_cast<int*>(params[3]), n = *static_cast<int*>(params[4]), k = *static_cast<int*>(params[5]);
   // gemm_memoize: the same operands again: the first result, copied (the bench's GEMMs cost no CPU time).
   static std::mutex memo_mutex;
-  static std::map<std::tuple<const void*, const void*, int, std::string>, std::vector<float>> memo;
-  const auto key = std::tuple{a, b, m, name};
+  static std::map<std::tuple<std::uint64_t, std::uint64_t, int, std::string>, std::vector<float>> memo;
+  const bool memoize = number("gemm_memoize", 0) != 0;
+  auto values = [&name](const void* p, std::size_t count) {  // row-major m x k and k x n, packed
+    if (name == "smoke_sgemm") return operand_hash(p, count, [](const void* q, int i) { return static_cast<const float*>(q)[i]; });
+    return operand_hash(p, count, [](const void* q, int i) { return static_cast<float>(static_cast<const unsigned short*>(q)[i]); });
+  };
+  const auto key = memoize ? std::tuple{values(a, static_cast<std::size_t>(m) * k), values(b, static_cast<std::size_t>(k) * n), m, name}
+                           : std::tuple<std::uint64_t, std::uint64_t, int, std::string>{};
   bool memoized = false;
-  if (number("gemm_memoize", 0) != 0) {
+  if (memoize) {
     const std::lock_guard<std::mutex> lock(memo_mutex);
     if (const auto it = memo.find(key); it != memo.end() && it->second.size() == static_cast<std::size_t>(m) * n) {
       std::memcpy(c, it->second.data(), it->second.size() * 4);
@@ -597,7 +625,7 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   if (!memoized && name == "smoke_bf16gemm_wmma")
     gemm(a, b, c, m, n, k,
          [](const void* p, int i) { return bf16_to_float(static_cast<const unsigned short*>(p)[i]); });
-  if (!memoized && number("gemm_memoize", 0) != 0) {
+  if (!memoized && memoize) {
     const std::lock_guard<std::mutex> lock(memo_mutex);
     memo[key].assign(c, c + static_cast<std::size_t>(m) * n);
   }
@@ -694,19 +722,22 @@ int cuMemcpyDtoH_v2(void* destination, unsigned long long source, std::size_t by
 }
 int cuMemcpyHtoDAsync_v2(unsigned long long destination, const void* source, std::size_t bytes, void*) {
   host_copy_queued(bytes);
-  std::memcpy(reinterpret_cast<void*>(destination), source, bytes);
+  if (!copy_modelled(bytes)) std::memcpy(reinterpret_cast<void*>(destination), source, bytes);
   return 0;
 }
 int cuMemcpyDtoHAsync_v2(void* destination, unsigned long long source, std::size_t bytes, void*) {
   host_copy_queued(bytes);
+  if (copy_modelled(bytes)) return 0;
   return cuMemcpyDtoH_v2(destination, source, bytes);
 }
 int cuMemcpyDtoDAsync_v2(unsigned long long destination, unsigned long long source, std::size_t bytes, void*) {
   t_device_bytes += static_cast<double>(bytes);
+  if (copy_modelled(bytes)) return 0;
   std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
   return 0;
 }
 int cuMemsetD32Async(unsigned long long destination, unsigned value, std::size_t count, void*) {
+  if (count >= 4096 && modelled("memset")) return 0;  // bulk fills only: small counters are still set
   auto* words = reinterpret_cast<unsigned*>(destination);
   for (std::size_t i = 0; i < count; ++i) words[i] = value;
   return 0;
@@ -822,6 +853,7 @@ int cuMemcpyPeerAsync(unsigned long long destination, void*, unsigned long long 
   if (const long long hang = number("peer_hang_seconds", 0); hang > 0) {
     std::this_thread::sleep_for(std::chrono::seconds(hang));  // a copy stuck on a dead link
   }
+  if (copy_modelled(bytes)) return 0;
   std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
   if (number("corrupt_peer", 0) != 0 && bytes >= 8) reinterpret_cast<unsigned*>(destination)[1] ^= 0x100u;
   return 0;

@@ -3,6 +3,8 @@
 // read from GPUENV_FAKE_CUDA, the GEMM bookkeeping and the 16-bit float decoders.
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace fake_cuda {
@@ -23,5 +25,19 @@ void gemm_sleep();
 
 float half_to_float(unsigned short bits);
 float bf16_to_float(unsigned short bits);
+
+/// FNV-1a over the `count` values `load(p, i)` reads: gemm_memoize keys a GEMM by its operands' values, so the same
+/// operands on another GPU (or buffer) reuse the first result.
+template <typename Load>
+std::uint64_t operand_hash(const void* p, std::size_t count, Load load) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (std::size_t i = 0; i < count; ++i) {
+    const float value = load(p, static_cast<int>(i));
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, 4);
+    hash = (hash ^ bits) * 1099511628211ull;
+  }
+  return hash;
+}
 
 }  // namespace fake_cuda
