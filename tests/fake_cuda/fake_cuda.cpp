@@ -28,8 +28,8 @@
 // fake_cuda_alloc_host_cpus() how many CPUs the thread of the last cuMemAllocHost could run on;
 // fake_cuda_spin_launches() how often smoke_spin_wait was launched, fake_cuda_spin_mapped_launches() how many of those
 // got device aliases from cuMemHostGetDevicePointer_v2 of memory cuMemHostAlloc mapped (DEVICEMAP) for both flag words;
-// fake_cuda_fill_words_launches() and fake_cuda_check_words_launches() count smoke_fill_words and smoke_check_words launches.
-// peer_hang_seconds (every cuMemcpyPeerAsync blocks that long: a copy stuck on a dead link), event_sleep (1:
+// fake_cuda_fill_words_launches() and fake_cuda_check_words_launches() count smoke_fill_words and smoke_check_words
+// launches. peer_hang_seconds (every cuMemcpyPeerAsync blocks that long: a copy stuck on a dead link), event_sleep (1:
 // cuEventSynchronize sleeps elapsed_ms, so the host clock sees the time the events report), event_sleep_serial (1:
 // those sleeps take turns across all GPUs, as GPUs whose copies drift apart would each run alone), gemm_sleep_ms (every
 // GEMM launch, kernel or cuBLAS, also takes this long on the host: a launch in flight lasts at least that).
@@ -39,14 +39,16 @@
 // device would then have more than n peer connections, as "each device can support a system-wide maximum of eight peer
 // connections" on systems without NVSwitch, CUDA C++ Programming Guide); cuCtxDisablePeerAccess ends a connection (705
 // when it was not enabled); fake_cuda_peer_connections() counts the connections still enabled,
-// fake_cuda_peak_peer_connections() the most one device had at once since cuInit.
+// fake_cuda_peak_peer_connections() the most one device had at once since cuInit. peer_sleep_ms (each cuMemcpyPeerAsync
+// lasts that long on the host): fake_cuda_parallel_peer_copies() counts peer copies started while another pair's was in
+// flight, fake_cuda_peer_gpu_conflicts() those started while another pair sharing a GPU with them was in flight.
 // Per GPU (issue 23 items 11 and 14; a key with "_gpu<N>" applies to calls made with device N's context current):
 // launch_hang_seconds_gpu<N>; launch_hang_kernel (a name prefix: only those launches hang, so a test can hang a GEMM
-// rather than the fill kernel that runs first); hang_holds_driver_lock (1: while a launch hangs, every other kernel launch and allocation
-// waits for it, as an abandoned thread inside the driver holds its lock); retain_delay_ms_gpu<N> (cuDevicePrimaryCtxRetain
-// of device N takes that long); alloc_host_fail_after_gpu<N> (cuMemAllocHost fails with out of memory once N allocations
-// of device N succeeded); fault_kernel_gpu<N> = name with fault_kernel_after_gpu<N> = k (the launches of that kernel on
-// device N after the k-th return fault_result, default 700 CUDA_ERROR_ILLEGAL_ADDRESS).
+// rather than the fill kernel that runs first); hang_holds_driver_lock (1: while a launch hangs, every other kernel
+// launch and allocation waits for it, as an abandoned thread inside the driver holds its lock); retain_delay_ms_gpu<N>
+// (cuDevicePrimaryCtxRetain of device N takes that long); alloc_host_fail_after_gpu<N> (cuMemAllocHost fails with out
+// of memory once N allocations of device N succeeded); fault_kernel_gpu<N> = name with fault_kernel_after_gpu<N> = k
+// (the launches of that kernel on device N after the k-th return fault_result, default 700 CUDA_ERROR_ILLEGAL_ADDRESS).
 // host_link_shared (1: the GPUs share one host link: a pinned or pageable host<->device copy of 64 KiB or more queued
 // while another GPU's such copies are in flight (until that GPU's next synchronisation) makes the event interval it
 // ends that many times longer; fake_cuda_host_copy_overlaps() counts such copies); pcie_speed_file (a sysfs
@@ -160,6 +162,53 @@ void gemm_sleep() {
   --g_gemms_sleeping;
 }
 
+// peer_sleep_ms: each cuMemcpyPeerAsync lasts that long on the host; the copies in flight, by their two contexts.
+std::mutex g_peer_copies_mutex;
+std::vector<std::pair<void*, void*>> g_peer_copies;
+std::atomic<int> g_parallel_peer_copies{0};
+std::atomic<int> g_peer_gpu_conflicts{0};
+
+/// One peer copy in flight for peer_sleep_ms (none when it is not set): counts the other pairs' copies it overlaps.
+class PeerCopyInFlight {
+ public:
+  PeerCopyInFlight(void* destination, void* source) : m_copy{destination, source} {
+    const long long ms = number("peer_sleep_ms", 0);
+    if (ms <= 0) return;
+    m_counted = true;
+    {
+      const std::lock_guard<std::mutex> lock(g_peer_copies_mutex);
+      const auto same_pair = [this](const std::pair<void*, void*>& other) {
+        return std::minmax(other.first, other.second) == std::minmax(m_copy.first, m_copy.second);
+      };
+      const auto shares_gpu = [this](const std::pair<void*, void*>& other) {
+        return other.first == m_copy.first || other.first == m_copy.second || other.second == m_copy.first ||
+               other.second == m_copy.second;
+      };
+      bool other_pair = false, conflict = false;
+      for (const auto& copy : g_peer_copies) {
+        if (same_pair(copy)) continue;  // the pair's own two directions at once: the bidirectional copy
+        other_pair = true;
+        conflict = conflict || shares_gpu(copy);
+      }
+      if (other_pair) ++g_parallel_peer_copies;
+      if (conflict) ++g_peer_gpu_conflicts;
+      g_peer_copies.push_back(m_copy);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  ~PeerCopyInFlight() {
+    if (!m_counted) return;
+    const std::lock_guard<std::mutex> lock(g_peer_copies_mutex);
+    g_peer_copies.erase(std::find(g_peer_copies.begin(), g_peer_copies.end(), m_copy));
+  }
+  PeerCopyInFlight(const PeerCopyInFlight&) = delete;
+  PeerCopyInFlight& operator=(const PeerCopyInFlight&) = delete;
+
+ private:
+  std::pair<void*, void*> m_copy;
+  bool m_counted = false;
+};
+
 int g_allocations = 0;
 int g_gemm_launches = 0;
 int g_fill_launches = 0;
@@ -212,8 +261,8 @@ long long calls_before(const std::string& what) {
 }
 struct FakeEvent {
   int device;
-  std::string kernel;  ///< the last kernel launched on the recording thread when the event was recorded
-  int overlap = 1;     ///< host_link_shared: the most GPUs with host copies in flight since the previous event
+  std::string kernel;   ///< the last kernel launched on the recording thread when the event was recorded
+  int overlap = 1;      ///< host_link_shared: the most GPUs with host copies in flight since the previous event
   double copy_ms = -1;  ///< host_gbs & co: the copies' time since the previous event (negative: none)
 };
 // host_gbs & co: bytes this thread queued since its last event.
@@ -348,6 +397,11 @@ int fake_cuda_gemm_launches() { return g_all_gemm_launches; }
 int fake_cuda_host_copy_overlaps() { return g_host_copy_overlaps; }
 /// The most GEMM launches sleeping gemm_sleep_ms at once (GPUs running their matmuls in parallel), since load.
 int fake_cuda_peak_concurrent_gemms() { return g_peak_gemms_sleeping; }
+/// Peer copies that started while another pair's copy was in flight (pairs of a round copying at the same time).
+int fake_cuda_parallel_peer_copies() { return g_parallel_peer_copies; }
+/// Peer copies that started while a copy of another pair with one of the same GPUs was in flight (never in rounds of
+/// disjoint pairs).
+int fake_cuda_peer_gpu_conflicts() { return g_peer_gpu_conflicts; }
 int fake_cuda_peer_connections() {
   const std::lock_guard<std::mutex> lock(g_peer_mutex);
   return static_cast<int>(g_peer_connections.size());
@@ -526,7 +580,8 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   if (const int result = static_cast<int>(number("launch_result", 0)); result != 0) return result;
   if (number("emulate_kernels", 1) == 0) return 0;
   if (modelled(name)) {  // no data, but the stream copy's bytes still set its modelled time (device_gbs)
-    if (name == "smoke_stream_copy") t_device_bytes += static_cast<double>(*static_cast<unsigned long long*>(params[2]) * 16);
+    if (name == "smoke_stream_copy")
+      t_device_bytes += static_cast<double>(*static_cast<unsigned long long*>(params[2]) * 16);
     return 0;
   }
   if (name == "smoke_fill_words") {  // word i = pattern_word(i, seed)
@@ -604,10 +659,13 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   static std::map<std::tuple<std::uint64_t, std::uint64_t, int, std::string>, std::vector<float>> memo;
   const bool memoize = number("gemm_memoize", 0) != 0;
   auto values = [&name](const void* p, std::size_t count) {  // row-major m x k and k x n, packed
-    if (name == "smoke_sgemm") return operand_hash(p, count, [](const void* q, int i) { return static_cast<const float*>(q)[i]; });
-    return operand_hash(p, count, [](const void* q, int i) { return static_cast<float>(static_cast<const unsigned short*>(q)[i]); });
+    if (name == "smoke_sgemm")
+      return operand_hash(p, count, [](const void* q, int i) { return static_cast<const float*>(q)[i]; });
+    return operand_hash(
+        p, count, [](const void* q, int i) { return static_cast<float>(static_cast<const unsigned short*>(q)[i]); });
   };
-  const auto key = memoize ? std::tuple{values(a, static_cast<std::size_t>(m) * k), values(b, static_cast<std::size_t>(k) * n), m, name}
+  const auto key = memoize ? std::tuple{values(a, static_cast<std::size_t>(m) * k),
+                                        values(b, static_cast<std::size_t>(k) * n), m, name}
                            : std::tuple<std::uint64_t, std::uint64_t, int, std::string>{};
   bool memoized = false;
   if (memoize) {
@@ -670,7 +728,7 @@ int cuMemFree_v2(unsigned long long pointer) {
 int cuMemAllocHost_v2(void** pointer, std::size_t bytes) {
   if (const long long after = gpu_number("alloc_host_fail_after", -1);
       after >= 0 && calls_before("alloc_host") >= after)
-    return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+    return 2;      // CUDA_ERROR_OUT_OF_MEMORY
   cpu_set_t cpus;  // where the allocating thread may run: pinned memory lands on that NUMA node
   if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) g_alloc_host_cpus = CPU_COUNT(&cpus);
   ++g_live_allocations;
@@ -794,8 +852,8 @@ int cuEventElapsedTime(float* ms, void*, void* stop) {
   // The interval is timed by the kernel that ended it: our tensor GEMMs (wmma_elapsed_ms), the stream copy
   // (stream_elapsed_ms), else the device's (elapsed_ms_gpu<N>) or everyone's (elapsed_ms).
   const bool tensor = kernel == "smoke_hgemm_wmma" || kernel == "smoke_bf16gemm_wmma";
-  std::string elapsed = text("elapsed_ms_gpu" + std::to_string(static_cast<FakeEvent*>(stop)->device),
-                             text("elapsed_ms", "1.0"));
+  std::string elapsed =
+      text("elapsed_ms_gpu" + std::to_string(static_cast<FakeEvent*>(stop)->device), text("elapsed_ms", "1.0"));
   if (tensor && !text("wmma_elapsed_ms", "").empty()) elapsed = text("wmma_elapsed_ms", "");
   if (kernel == "smoke_stream_copy" && !text("stream_elapsed_ms", "").empty()) elapsed = text("stream_elapsed_ms", "");
   *ms = static_cast<float>(std::strtod(elapsed.c_str(), nullptr));
@@ -834,22 +892,23 @@ int cuCtxEnablePeerAccess(void* peer_context, unsigned) {
   const long long limit = number("peer_connection_limit", 0);
   if (limit > 0 && (connections_of(current) >= limit || connections_of(peer) >= limit)) return 711;
   g_peer_connections.push_back(connection);
-  g_peak_peer_connections = std::max(g_peak_peer_connections,
-                                     static_cast<int>(std::max(connections_of(current), connections_of(peer))));
+  g_peak_peer_connections =
+      std::max(g_peak_peer_connections, static_cast<int>(std::max(connections_of(current), connections_of(peer))));
   return 0;
 }
 int cuCtxDisablePeerAccess(void* peer_context) {
   const int peer = static_cast<int>(static_cast<int*>(peer_context) - g_contexts);
   const std::lock_guard<std::mutex> lock(g_peer_mutex);
-  const auto it = std::find(g_peer_connections.begin(), g_peer_connections.end(),
-                            std::pair<int, int>{t_current_device, peer});
+  const auto it =
+      std::find(g_peer_connections.begin(), g_peer_connections.end(), std::pair<int, int>{t_current_device, peer});
   if (it == g_peer_connections.end()) return 705;  // CUDA_ERROR_PEER_ACCESS_NOT_ENABLED
   g_peer_connections.erase(it);
   return 0;
 }
-int cuMemcpyPeerAsync(unsigned long long destination, void*, unsigned long long source, void*, std::size_t bytes,
-                      void*) {
+int cuMemcpyPeerAsync(unsigned long long destination, void* destination_context, unsigned long long source,
+                      void* source_context, std::size_t bytes, void*) {
   t_peer_bytes += static_cast<double>(bytes);
+  const PeerCopyInFlight in_flight(destination_context, source_context);
   if (const long long hang = number("peer_hang_seconds", 0); hang > 0) {
     std::this_thread::sleep_for(std::chrono::seconds(hang));  // a copy stuck on a dead link
   }

@@ -23,7 +23,7 @@ SmokeReport run_bench(int gpus) {
   SmokeOptions options = small_options();
   options.copy_bytes = std::size_t{1} << 20;
   options.sgemm_size = options.tensor_size = 128;
-  options.repetitions = 0;                            // the defaults: 10 copy samples,
+  options.repetitions = 0;                              // the defaults: 10 copy samples,
   options.gemm_window = std::chrono::milliseconds(-1);  // 5 windows of 200 ms per matmul
   options.gemm_windows = 0;
   options.sysfs_root = sysfs.root();

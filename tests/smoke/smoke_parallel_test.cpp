@@ -47,6 +47,22 @@ TEST_CASE("smoke: peer pairs run in rounds of disjoint pairs that cover every pa
   }
 }
 
+TEST_CASE("smoke: the pairs of a round copy at the same time, and a GPU is in one pair at a time", "[smoke][peer]") {
+  // Four GPUs: three rounds of two disjoint pairs, each pair on its own thread. Every peer copy lasts 2 ms on the host
+  // (peer_sleep_ms), so the two pairs of a round overlap; no copy may overlap another pair's that shares a GPU with it.
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.memtest_fraction = 0;
+  options.repetitions = 1;
+  const int parallel = fake_counter("fake_cuda_parallel_peer_copies");
+  const int conflicts = fake_counter("fake_cuda_peer_gpu_conflicts");
+  const SmokeReport report =
+      run_fake("device_count = 4\nname = NVIDIA L4\npeer_sleep_ms = 2\nelapsed_ms = 0.01\n", options);
+  CHECK(report.peers.size() == 12);
+  CHECK(fake_counter("fake_cuda_parallel_peer_copies") > parallel);
+  CHECK(fake_counter("fake_cuda_peer_gpu_conflicts") == conflicts);
+}
+
 TEST_CASE("smoke: GPUs run their steps at the same time, and their timed host copies take turns", "[smoke]") {
   SmokeOptions options = small_options();
   options.cublas = false;
@@ -55,10 +71,10 @@ TEST_CASE("smoke: GPUs run their steps at the same time, and their timed host co
   // Each GEMM launch sleeps 30 ms: four GPUs in parallel have several in flight at once (one thread per GPU).
   // host_link_shared: a host copy queued while another GPU's are in flight would take that many times longer; with
   // event_sleep each sample is in flight 5 ms. Taking turns, every GPU measures the link alone.
-  const SmokeReport report =
-      run_fake("device_count = 4\nname = NVIDIA L4\ngemm_sleep_ms = 30\nelapsed_ms = 5\nevent_sleep = 1\n"
-               "host_link_shared = 1\n",
-               options);
+  const SmokeReport report = run_fake(
+      "device_count = 4\nname = NVIDIA L4\ngemm_sleep_ms = 30\nelapsed_ms = 5\nevent_sleep = 1\n"
+      "host_link_shared = 1\n",
+      options);
   CHECK(fake_counter("fake_cuda_peak_concurrent_gemms") >= 2);
   CHECK(fake_counter("fake_cuda_peak_concurrent_gemms") > peak_before);
   const double alone = 65536.0 * copies_per_sample / 5e-3 / 1e9;  // 8 copies of 64 KiB per 5 ms
@@ -100,9 +116,10 @@ TEST_CASE("smoke: after a hang, the other GPUs' steps are cut short and said to 
   // 1.5 s later (its context takes that long) and its first allocation waits on that lock. With the cut its deadline
   // is GPU 0's hang (3 s) + 0.5 s, before the lock is freed at 4 s: not tested, blocked by GPU 0. Without the cut its
   // own deadline (1.5 s + 3 s) outlasts the hang: the step finishes and nothing says GPU 0 blocked it.
-  const SmokeReport report = run_fake("device_count = 2\nlaunch_hang_seconds_gpu0 = 4\nhang_holds_driver_lock = 1\n"
-                                      "retain_delay_ms_gpu1 = 1500\n",
-                                      options);
+  const SmokeReport report = run_fake(
+      "device_count = 2\nlaunch_hang_seconds_gpu0 = 4\nhang_holds_driver_lock = 1\n"
+      "retain_delay_ms_gpu1 = 1500\n",
+      options);
   CHECK(report.abandoned_work);
   const auto& gpu0 = report.devices.at(0).findings;
   const auto& gpu1 = report.devices.at(1).findings;
@@ -143,8 +160,7 @@ TEST_CASE("smoke: a GPU that fails before the concurrent start line does not hol
   options.peer = false;
   options.step_timeout = std::chrono::seconds(4);  // the start line waits at most half of it
   // GPU 1's third pinned allocation (after its copy buffer and spin flag) is the concurrent step's: out of memory.
-  const SmokeReport report =
-      run_fake("device_count = 3\nelapsed_ms = 0.01\nalloc_host_fail_after_gpu1 = 2\n", options);
+  const SmokeReport report = run_fake("device_count = 3\nelapsed_ms = 0.01\nalloc_host_fail_after_gpu1 = 2\n", options);
   const Finding* failed = nullptr;
   const Finding* together = nullptr;
   for (const Finding& finding : report.findings) {
