@@ -30,7 +30,7 @@ const Metric* metric(const DeviceResult& device, const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("smoke: HBM bandwidth is measured by the SM stream kernel and judged; the copy-engine D2D is a figure",
+TEST_CASE("smoke: HBM bandwidth is measured by the SM stream kernel and judged, the copy-engine D2D is a figure",
           "[smoke]") {
   // The fake H100 (DCGM SKU 2330 "H100 80GB HBM3": minimum_bandwidth 1905000 MB/s, verified for the row). 64 KiB
   // buffers; the stream kernel's 8 launches per sample in stream_elapsed_ms.

@@ -152,15 +152,15 @@ TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills noth
       continue;
     }
     // Per process: other test runs on this machine write their images at the same moment.
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("gpuenv-sass-test-" + std::to_string(::getpid()) + "-" + image.file);
+    const auto path =
+        std::filesystem::temp_directory_path() / ("gpuenv-sass-test-" + std::to_string(::getpid()) + "-" + image.file);
     std::ofstream(path, std::ios::binary)
         .write(image.contents.data(), static_cast<std::streamsize>(image.contents.size()));
     // System::run closes stdin; cuobjdump -sass then hands nvdisasm a temporary file on descriptor 0 that nvdisasm
     // cannot open ("Could not open input file"), so stdin is /dev/null here.
     auto run = [&](const char* what) {
       return system->run({"/bin/sh", "-c", "exec \"$0\" \"$1\" \"$2\" </dev/null", tool, what, path.string()},
-                         std::chrono::seconds(120));
+                         std::chrono::seconds(600));  // ~17 s of CPU; minutes on a loaded 2-core builder
     };
     const auto sass = run("-sass");
     const auto usage = run("-res-usage");
