@@ -46,7 +46,7 @@ struct DoctorOptions {
   std::string cloud_metadata_endpoint;
   double timeout_s = k_default_deadline_s;
   std::string since = "boot";
-  double memtest = 0;                ///< smoke's --memtest
+  double memtest = -1;               ///< smoke's --memtest (not given: its default sub-second test)
   std::vector<std::string> expect;   ///< smoke's --expect ID=VALUE
   std::vector<std::string> minimum;  ///< smoke's --minimum ID=VALUE
 };
