@@ -49,7 +49,7 @@ struct DoctorOptions {
   std::string watch_db = watch::k_default_db;  ///< gpuenv watch's history, read when present
   double timeout_s = k_default_deadline_s;
   std::string since = "boot";
-  double memtest = 0;                ///< smoke's --memtest
+  double memtest = -1;               ///< smoke's --memtest (not given: its default sub-second test)
   std::vector<std::string> expect;   ///< smoke's --expect ID=VALUE
   std::vector<std::string> minimum;  ///< smoke's --minimum ID=VALUE
 };
