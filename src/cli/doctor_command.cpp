@@ -11,6 +11,8 @@
 #include "fleet/slurm.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
+#include "watch/history.hpp"
+#include "watch/settings.hpp"
 
 #ifndef GPUENV_VERSION
 #define GPUENV_VERSION "0.0.0"
@@ -44,6 +46,7 @@ struct DoctorOptions {
   bool no_frameworks = false;
   std::string python = "python3";
   std::string cloud_metadata_endpoint;
+  std::string watch_db = watch::k_default_db;  ///< gpuenv watch's history, read when present
   double timeout_s = k_default_deadline_s;
   std::string since = "boot";
   double memtest = -1;               ///< smoke's --memtest (not given: its default sub-second test)
@@ -106,19 +109,16 @@ ExitCode run_slurm_health_check(Context& context, const DoctorOptions& options, 
   return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
-/// "127.0.0.1:8080" -> host and port (numeric IPv4 only: the metadata client resolves no names).
-util::Expected<probe::MetadataEndpoint> parse_endpoint(const std::string& text) {
-  const auto colon = text.rfind(':');
-  const auto bad = [&] {
-    return util::Error::usage("--cloud-metadata-endpoint " + text + ": expected IPV4:PORT",
-                              "e.g. --cloud-metadata-endpoint 127.0.0.1:8080");
-  };
-  if (colon == std::string::npos || colon == 0) return bad();
-  const std::string port = text.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return bad();
-  const unsigned number = static_cast<unsigned>(std::stoul(port));
-  if (number == 0 || number > 65535) return bad();
-  return probe::MetadataEndpoint{text.substr(0, colon), number};
+/// doctor with watch's history: history.error_rates when the database is there (docs/watch.md "doctor and the
+/// history"), and the verdict with it.
+void add_history_finding(system::System& system, const std::string& db, doctor::DoctorReport& report) {
+  const std::int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  auto finding = watch::read_history_error_rates(system, db, now_ms);
+  if (!finding) return;
+  report.findings.push_back(std::move(*finding));
+  report.verdict = report::verdict_of(report.findings);
 }
 
 /// --since: "boot" (nullopt) or a duration "90s", "30m", "6h", "2d".
@@ -187,7 +187,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.collect.python = options.python;
   request.collect.cloud_metadata = asks_metadata;
   if (!options.cloud_metadata_endpoint.empty()) {
-    auto endpoint = parse_endpoint(options.cloud_metadata_endpoint);
+    auto endpoint = probe::parse_metadata_endpoint(options.cloud_metadata_endpoint, "--cloud-metadata-endpoint");
     if (!endpoint) return report_error(context, endpoint.error());
     request.collect.metadata_endpoint = *endpoint;
   }
@@ -216,6 +216,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   }
   auto report = doctor::run_doctor(*target, request);
   if (!report) return report_error(context, report.error());
+  if (options.root.empty()) add_history_finding(context.system, options.watch_db, *report);
 
   if (!options.prometheus.empty()) {
     const auto now =
@@ -287,6 +288,9 @@ void add_doctor_command(CLI::App& app, Action& action) {
   command->add_flag("--cloud-metadata", options->cloud_metadata,
                     "Ask the cloud's link-local metadata service for the instance type when DMI lacks it (one "
                     "request, at most 1 s; not with --root, whose machine it does not describe)");
+  command->add_option("--watch-db", options->watch_db,
+                      "gpuenv watch's history: when it exists, judge the error counters' growth over the last 24 h "
+                      "(default /var/lib/gpuenv/watch.db; `none` to ignore it)");
   command->add_option("--cloud-metadata-endpoint", options->cloud_metadata_endpoint,
                       "With --cloud-metadata: ask IPV4:PORT instead of the cloud's own address (testing)");
   command

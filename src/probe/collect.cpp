@@ -67,15 +67,7 @@ void ask_cloud_metadata(System& system, const CollectOptions& options, HostFacts
 }
 
 void collect_cloud(System& system, const CollectOptions& options, HostFacts& facts) {
-  DmiStrings dmi;
-  dmi.sys_vendor = dmi_field(system, "sys_vendor");
-  dmi.product_name = dmi_field(system, "product_name");
-  dmi.product_version = dmi_field(system, "product_version");
-  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
-  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
-  dmi.product_serial = dmi_field(system, "product_serial");
-  dmi.bios_vendor = dmi_field(system, "bios_vendor");
-  dmi.bios_version = dmi_field(system, "bios_version");
+  const DmiStrings dmi = read_dmi_strings(system);
   if (dmi.sys_vendor.empty() && dmi.product_name.empty() && dmi.chassis_asset_tag.empty()) {
     facts.host.cloud_source = "/sys/class/dmi/id is not readable";
     return;
@@ -468,6 +460,19 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
     inventory.gpus.push_back(std::move(gpu));
   }
   return inventory;
+}
+
+DmiStrings read_dmi_strings(System& system) {
+  DmiStrings dmi;
+  dmi.sys_vendor = dmi_field(system, "sys_vendor");
+  dmi.product_name = dmi_field(system, "product_name");
+  dmi.product_version = dmi_field(system, "product_version");
+  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
+  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
+  dmi.product_serial = dmi_field(system, "product_serial");
+  dmi.bios_vendor = dmi_field(system, "bios_vendor");
+  dmi.bios_version = dmi_field(system, "bios_version");
+  return dmi;
 }
 
 KernelLog read_kernel_log(System& system, bool live) {

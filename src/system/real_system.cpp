@@ -11,6 +11,7 @@
 #include <boost/process.hpp>
 #include <boost/process/async_pipe.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -230,6 +231,20 @@ class RealSystem final : public System {
       fs::remove(temporary, ignored);
       return Error::input("cannot rename " + temporary.string() + " to " + path + ": " + error.message());
     }
+    return util::Ok{};
+  }
+
+  Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override {
+    if (!m_root.empty()) return Error::input("not renaming " + from + ": --root inspects a tree, it changes nothing");
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return Error::input("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
+    return util::Ok{};
+  }
+
+  Expected<util::Ok> remove_file(const std::string& path) override {
+    if (!m_root.empty()) return Error::input("not removing " + path + ": --root inspects a tree, it changes nothing");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return Error::input("cannot remove " + path + ": " + std::strerror(errno));
     return util::Ok{};
   }
 

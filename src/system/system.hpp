@@ -50,6 +50,7 @@ struct HttpRequest {
   std::string method = "GET";
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;  ///< sent with its Content-Length (Azure's POST of StartRequests); usually empty
 };
 
 /// The status and body of an answered request.
@@ -111,6 +112,15 @@ class System {
   /// Writes `contents` to `path` through a hidden temporary file (".name.tmp.PID") in the same directory and a
   /// rename, so readers never see half a file, and directory scanners that skip dot files never see it at all.
   virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
+  /// Renames the file `from` to `to` in the same filesystem (replacing `to`); an input Error naming both when it
+  /// fails. The default answers "not supported".
+  virtual util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) {
+    return util::Error::input("cannot rename " + from + " to " + to + ": not supported by this System");
+  }
+  /// Removes the file `path`; Ok when there was none. The default answers "not supported".
+  virtual util::Expected<util::Ok> remove_file(const std::string& path) {
+    return util::Error::input("cannot remove " + path + ": not supported by this System");
+  }
   /// Sends `request` and reads the whole answer within `timeout` (connect included); an Error naming the host
   /// when it cannot connect, times out or the answer is not HTTP. The default answers "not supported".
   virtual util::Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) {

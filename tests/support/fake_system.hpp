@@ -37,6 +37,10 @@ class FakeSystem : public system::System {
   system::LibraryResult load_library(const std::string& name) override;
   util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
   std::optional<std::uint64_t> available_bytes(const std::string& path) override;
+  /// Moves a file of `files`; removes one from `files` and `written` and records its path in `removed`.
+  util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override;
+  util::Expected<util::Ok> remove_file(const std::string& path) override;
+  std::vector<std::string> removed;
   /// Answers to HTTP requests keyed by "METHOD path" (e.g. "GET /latest/meta-data/instance-type"); unscripted
   /// requests fail as an unreachable host would.
   std::map<std::string, system::HttpResponse> http_answers;
