@@ -33,6 +33,7 @@ struct Profile {
   std::string description;
   std::string os_distro;   ///< ubuntu | debian | rockylinux | rhel | ubi | amzn
   std::string os_version;  ///< "22.04", "9", "2023"
+  std::string os_arch;     ///< x86_64 | arm64; empty: x86_64 (read it through effective_arch)
   std::string cuda_version;
   std::string cudnn_version;   ///< empty: no cuDNN
   std::string driver_min;      ///< empty: what the CUDA release requires
@@ -42,6 +43,8 @@ struct Profile {
   std::string driver_source;              ///< nvidia | distro; empty: nvidia (NVIDIA's CUDA repository)
   std::string install_container_toolkit;  ///< "true" | "false"; empty: true
   std::string install_cuda_compat;        ///< "true" | "false"; empty: false
+  std::string install_hold_kernel;        ///< "true" | "false"; empty: false (keep the kernel packages held)
+  std::string install_dcgm;               ///< "true" | "false"; empty: false (NVIDIA DCGM and its service)
   // --- end install additions ---
   std::string image_flavor;    ///< base | runtime | devel; empty: gpuenv chooses (compat::effective_image_flavor)
   std::string image_compiler;  ///< "true" | "false"; empty: true (gcc and Python headers for torch.compile)
@@ -56,6 +59,11 @@ struct Profile {
 
   std::string origin;  ///< where it came from: a file path or "builtin:<name>"
 };
+
+/// The CPU architecture a profile targets: os.arch, or "x86_64" when unset.
+inline std::string effective_arch(const Profile& profile) {
+  return profile.os_arch.empty() ? std::string("x86_64") : profile.os_arch;
+}
 
 /// Field assignments that define one matrix cell, in axis order.
 using Assignments = std::vector<std::pair<std::string, std::string>>;
