@@ -1,5 +1,5 @@
-// `gpuenv install NAME|FILE --dry-run [--json] [--os DISTRO:VERSION] [--arch x86_64|arm64] [--root DIR] [--repo-url URL]`
-// `gpuenv install NAME|FILE [--resume] [--reboot] [--json] [--log FILE] [--state-dir DIR] [--repo-url URL]`
+// `gpuenv install NAME|FILE --dry-run [--json] [--os DISTRO:VERSION] [--arch x86_64|arm64] [--root DIR] [--repo-url
+// URL]` `gpuenv install NAME|FILE [--resume] [--reboot] [--json] [--log FILE] [--state-dir DIR] [--repo-url URL]`
 
 #include "cli/commands.hpp"
 #include "cli/install_output.hpp"
@@ -119,17 +119,14 @@ std::string captured_arch(system::System& system, const install::NodeFacts& node
   return "";
 }
 
-install::Verification verify_with_doctor(Context& context, const profile::Profile& profile) {
+install::Verification verify_with_doctor(Context& context, const profile::Profile& profile, bool fabric_manager) {
   doctor::DoctorRequest request;
   request.profile = profile;
   request.run_smoke = false;
   auto report = doctor::run_doctor(context.system, request);
   if (!report) return {report::Verdict::not_ok, "doctor failed: " + report.error().message};
-  std::string summary(doctor::verdict_word(report->verdict));
-  for (const report::Finding& finding : report->findings) {
-    if (finding.status == report::Status::fail) summary += "; " + finding.id + ": " + finding.message;
-  }
-  return {report->verdict, summary};
+  return install::judge_doctor(report->verdict, doctor::verdict_word(report->verdict), report->findings,
+                               fabric_manager);
 }
 
 ExitCode print_plan(Context& context, const InstallOptions& options, const install::InstallPlan& plan) {
@@ -155,7 +152,7 @@ ExitCode apply_install(Context& context, const InstallOptions& options, const pr
   apply.state_dir = options.state_dir;
   apply.resume = options.resume;
   apply.allow_reboot = options.reboot;
-  apply.verify = [&context, &profile] { return verify_with_doctor(context, profile); };
+  apply.verify = [&context, &profile, &plan] { return verify_with_doctor(context, profile, plan.fabric_manager); };
   for (const report::Finding& note : plan.notes) {
     context.err << "gpuenv: warning: " << note.id << ": " << note.message << "\n";
   }
@@ -207,7 +204,8 @@ ExitCode run_install(Context& context, const InstallOptions& options) {
   if (!request) return report_error(context, request.error());
   if (!options.dry_run) {
     for (const std::string& url : {request->cuda_repo_url, request->toolkit_repo_url}) {
-      if (auto untrusted = install::check_local_repository(context.system, url)) return report_error(context, *untrusted);
+      if (auto untrusted = install::check_local_repository(context.system, url))
+        return report_error(context, *untrusted);
     }
   }
   const install::TargetRow* row = (*data)->find_target(first_target->distro, first_target->version);
@@ -241,8 +239,11 @@ void add_install_command(CLI::App& app, Action& action) {
   command->add_flag("--dry-run", options->dry_run, "print the plan; change nothing (no root needed)");
   command->add_flag("--json", options->json, "the plan or the report as JSON (docs/install.md)");
   command->add_option("--os", options->os, "with --dry-run: plan for DISTRO:VERSION (e.g. rockylinux:9)");
-  command->add_option("--arch", options->arch, "plan for x86_64 or arm64 (sets os.arch; default: the captured node's, the profile's os.arch, or this "
-                      "machine's)")
+  command
+      ->add_option(
+          "--arch", options->arch,
+          "plan for x86_64 or arm64 (sets os.arch; default: the captured node's, the profile's os.arch, or this "
+          "machine's)")
       ->check(CLI::IsMember({"x86_64", "arm64"}));
   command->add_option("--root", options->root,
                       "with --dry-run: plan for the node captured under DIR (its os-release, kernel, PCI devices, "

@@ -255,10 +255,11 @@ class Run {
       report = {step.id, StepResult::failed, why + " after " + std::to_string(history.size()) + " reboot(s) by gpuenv"};
       m_report.failed_step = step.id;
       if (auto saved = save_failed(step.id); !saved) return saved.error();
-      (void)finish(Outcome::failed, "the installed module is still not loaded after " +
-                                        std::to_string(history.size()) + " reboot(s) by gpuenv (" + why +
-                                        "); see dmesg and the DKMS build log under /var/lib/dkms, fix it, then remove " +
-                                        m_report.state_path + " to allow another reboot");
+      (void)finish(Outcome::failed,
+                   "the installed module is still not loaded after " + std::to_string(history.size()) +
+                       " reboot(s) by gpuenv (" + why +
+                       "); see dmesg and the DKMS build log under /var/lib/dkms, fix it, then remove " +
+                       m_report.state_path + " to allow another reboot");
       return true;
     }
     if (!m_options.allow_reboot) {
@@ -367,6 +368,24 @@ std::string utc_now() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return text;
+}
+
+Verification judge_doctor(report::Verdict verdict, std::string_view verdict_word,
+                          const std::vector<report::Finding>& findings, bool fabric_manager) {
+  Verification out{verdict, std::string(verdict_word)};
+  bool manager_confirmed = false;
+  for (const report::Finding& finding : findings) {
+    if (finding.status == report::Status::fail) out.summary += "; " + finding.id + ": " + finding.message;
+    if (finding.id == "fabric.manager")
+      manager_confirmed = finding.status == report::Status::pass || finding.status == report::Status::warn;
+  }
+  if (fabric_manager && !manager_confirmed) {
+    out.verdict = report::Verdict::not_ok;
+    out.summary +=
+        "; the NVSwitch fabric is not confirmed: doctor did not report fabric manager running at the "
+        "driver's version (fabric.manager); CUDA cannot start until it has initialised the fabric";
+  }
+  return out;
 }
 
 util::Expected<ApplyReport> apply_plan(system::System& system, const InstallPlan& plan, const ApplyOptions& options) {

@@ -78,7 +78,8 @@ FakeSystem fresh_node(const InstallPlan& plan) {
   for (const Step& step : plan.steps) {
     if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(1);
     for (const auto& argv : step.commands) fake.commands[joined(argv)] = exited(0);
-    for (const auto& check : step.checks) fake.commands[joined(check.argv)] = exited(0, holding_output(check.text, check.match));
+    for (const auto& check : step.checks)
+      fake.commands[joined(check.argv)] = exited(0, holding_output(check.text, check.match));
   }
   fake.commands["dpkg --audit"] = exited(0, "");  // dpkg is fine: the repair step is done
   return fake;
@@ -350,7 +351,8 @@ TEST_CASE("install apply: the services start after the reboot step, before verif
   auto report = gpuenv::install::apply_plan(fake, plan, opts);
   REQUIRE(report.has_value());
   CHECK(report->outcome == Outcome::verified);
-  const auto start = std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl start nvidia-persistenced");
+  const auto start =
+      std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl start nvidia-persistenced");
   CHECK(start != fake.commands_run.end());
 }
 
@@ -384,7 +386,8 @@ TEST_CASE("install apply: a step's checks decide whether it achieved what it is 
   plan.target = {"debian", "12", "x86_64"};
   Step key{"install.repo.cuda_key", "the key"};
   key.commands = {{"fetch"}};
-  key.checks = {{{"gpg", "--show-keys", "k"}, gpuenv::install::OutputMatch::has_line, "fpr:::::::::ABCD:", "not NVIDIA's key"}};
+  key.checks = {
+      {{"gpg", "--show-keys", "k"}, gpuenv::install::OutputMatch::has_line, "fpr:::::::::ABCD:", "not NVIDIA's key"}};
   plan.steps = {key};
   FakeSystem fake;
   fake.files["/log/.keep"] = "";
@@ -438,4 +441,47 @@ TEST_CASE("install apply: a refused plan runs nothing", "[install][apply]") {
   REQUIRE(report.has_value());
   CHECK(report->outcome == Outcome::refused);
   CHECK(fake.commands_run.empty());
+}
+
+TEST_CASE("install verify: an NVSwitch node is verified only when doctor confirms the fabric manager (item 1)",
+          "[install][apply]") {
+  // NVIDIA Fabric Manager user guide (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/): on
+  // NVSwitch systems CUDA initialisation fails (cudaErrorSystemNotReady, cuInit 802) until the fabric manager,
+  // whose version must equal the driver's, has initialised the fabric. Doctor's fabric.manager finding says it runs
+  // at the driver's version, fabric.state that each GPU's registration is Completed (nvml.h
+  // nvmlGpuFabricInfo_v3_t): a report without them cannot verify an NVSwitch install.
+  using gpuenv::install::judge_doctor;
+  using gpuenv::report::Finding;
+  using gpuenv::report::Status;
+  using gpuenv::report::Verdict;
+  const Finding driver{"driver.loaded", Status::pass, "580.105.08 loaded"};
+  const Finding manager{"fabric.manager", Status::pass, "6 NVSwitches: nvidia-fabricmanager 580.105.08 matches"};
+  const Finding state{"fabric.state", Status::pass, "8 GPUs registered (State Completed, Status Success)"};
+
+  SECTION("a PCIe node needs no fabric finding") {
+    const auto result = judge_doctor(Verdict::ok, "READY", {driver}, false);
+    CHECK(result.verdict == Verdict::ok);
+    CHECK(result.summary == "READY");
+  }
+  SECTION("an NVSwitch node whose doctor confirms the fabric manager") {
+    const auto result = judge_doctor(Verdict::ok, "READY", {driver, manager, state}, true);
+    CHECK(result.verdict == Verdict::ok);
+    CHECK(result.summary == "READY");
+  }
+  SECTION("an NVSwitch node whose doctor has no fabric check fails, naming what is missing") {
+    const auto result = judge_doctor(Verdict::ok, "READY", {driver}, true);
+    CHECK(result.verdict == Verdict::not_ok);
+    CHECK(result.summary.find("fabric.manager") != std::string::npos);
+  }
+  SECTION("a fabric manager at another version (doctor fails it) fails the install with doctor's message") {
+    const Finding mismatch{"fabric.manager", Status::fail,
+                           "nvidia-fabricmanager 580.95.05 does not match the driver 580.105.08"};
+    const auto result = judge_doctor(Verdict::not_ok, "NOT READY", {driver, mismatch, state}, true);
+    CHECK(result.verdict == Verdict::not_ok);
+    CHECK(result.summary.find("fabric.manager: nvidia-fabricmanager 580.95.05 does not match") != std::string::npos);
+  }
+  SECTION("a skipped fabric manager check (no NVSwitch seen by doctor) does not confirm it") {
+    const Finding skipped{"fabric.manager", Status::skip, "the PCI devices could not be read"};
+    CHECK(judge_doctor(Verdict::ok, "READY", {driver, skipped}, true).verdict == Verdict::not_ok);
+  }
 }
