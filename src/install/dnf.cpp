@@ -77,7 +77,8 @@ class DnfBackend : public Backend {
   Step headers(const PlanContext& context) const override {
     const std::vector<std::string> packages = concat(context.expand(context.target.headers), context.future_headers());
     Step step{"install.preflight.headers",
-              "DKMS builds the module against the running kernel's headers (" + context.expand(std::string("{kernel}")) +
+              "DKMS builds the module against the running kernel's headers (" +
+                  context.expand(std::string("{kernel}")) +
                   "), and against each later kernel's: these packages follow kernel updates"};
     step.commands = {install(packages)};
     step.explain_failure = similar_packages(packages.front());
@@ -105,11 +106,10 @@ class DnfBackend : public Backend {
     Step step{"install.repo.cuda", "NVIDIA's CUDA repository (" + url + "), its packages signed with " + key->id +
                                        (local ? " (a local directory: trusted as it is)" : "")};
     step.files.push_back(
-        {repo_file(context), "[cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + "]\n" +
-                                 "name=cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + "\n" +
-                                 "baseurl=" + url + "\nenabled=1\n" +
-                                 (local ? std::string("gpgcheck=0\n")
-                                        : "gpgcheck=1\ngpgkey=file://" + key_path(*key) + "\n")});
+        {repo_file(context),
+         "[cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + "]\n" + "name=cuda-" +
+             context.target.repo_dir + "-" + context.plan.target.repo_arch + "\n" + "baseurl=" + url + "\nenabled=1\n" +
+             (local ? std::string("gpgcheck=0\n") : "gpgcheck=1\ngpgkey=file://" + key_path(*key) + "\n")});
     step.commands = {{"dnf", "-y", "makecache"}};
     step.changes_node = false;  // the file is written only when it differs; refreshing metadata changes nothing
     out.push_back(step);
@@ -135,7 +135,8 @@ class DnfBackend : public Backend {
     if (module_streams(context)) {
       // switch-to both enables a stream on a fresh node and moves an installed one to the new stream.
       const std::string profile = context.plan.fabric_manager ? "/fm" : "";
-      step.commands.push_back({"dnf", "-y", "module", "switch-to", "--allowerasing", "nvidia-driver:" + stream + profile});
+      step.commands.push_back(
+          {"dnf", "-y", "module", "switch-to", "--allowerasing", "nvidia-driver:" + stream + profile});
       step.commands.push_back(install(packages));
     } else {
       // EL10 has no module streams: the versionlock is replaced by the branch's before installing.
@@ -147,11 +148,7 @@ class DnfBackend : public Backend {
       step.commands.push_back(argv);
     }
     step.explain_failure = similar_packages(packages.front());
-    return {installed_probe(step, probed)};
-  }
-
-  std::optional<Step> fabric_manager(const PlanContext&) const override {
-    return std::nullopt;  // the driver step installs it (the stream's fm profile, or the packages under the lock)
+    return {branch_probe(step, probed, branch)};
   }
 
   Step container_toolkit(const PlanContext& context) const override {
