@@ -454,9 +454,10 @@ TEST_CASE("install verify: an NVSwitch node is verified only when doctor confirm
   using gpuenv::report::Finding;
   using gpuenv::report::Status;
   using gpuenv::report::Verdict;
-  const Finding driver{"driver.loaded", Status::pass, "580.105.08 loaded"};
-  const Finding manager{"fabric.manager", Status::pass, "6 NVSwitches: nvidia-fabricmanager 580.105.08 matches"};
-  const Finding state{"fabric.state", Status::pass, "8 GPUs registered (State Completed, Status Success)"};
+  const Finding driver{"driver.loaded", Status::pass, "580.105.08 loaded", "", ""};
+  const Finding manager{"fabric.manager", Status::pass, "6 NVSwitches: nvidia-fabricmanager 580.105.08 matches", "",
+                        ""};
+  const Finding state{"fabric.state", Status::pass, "8 GPUs registered (State Completed, Status Success)", "", ""};
 
   SECTION("a PCIe node needs no fabric finding") {
     const auto result = judge_doctor(Verdict::ok, "READY", {driver}, false);
@@ -475,13 +476,13 @@ TEST_CASE("install verify: an NVSwitch node is verified only when doctor confirm
   }
   SECTION("a fabric manager at another version (doctor fails it) fails the install with doctor's message") {
     const Finding mismatch{"fabric.manager", Status::fail,
-                           "nvidia-fabricmanager 580.95.05 does not match the driver 580.105.08"};
+                           "nvidia-fabricmanager 580.95.05 does not match the driver 580.105.08", "", ""};
     const auto result = judge_doctor(Verdict::not_ok, "NOT READY", {driver, mismatch, state}, true);
     CHECK(result.verdict == Verdict::not_ok);
     CHECK(result.summary.find("fabric.manager: nvidia-fabricmanager 580.95.05 does not match") != std::string::npos);
   }
   SECTION("a skipped fabric manager check (no NVSwitch seen by doctor) does not confirm it") {
-    const Finding skipped{"fabric.manager", Status::skip, "the PCI devices could not be read"};
+    const Finding skipped{"fabric.manager", Status::skip, "the PCI devices could not be read", "", ""};
     CHECK(judge_doctor(Verdict::ok, "READY", {driver, skipped}, true).verdict == Verdict::not_ok);
   }
 }
