@@ -139,27 +139,27 @@ class AptBackend : public Backend {
     }
     std::vector<std::string> packages = concat(context.expand(row.packages), context.expand(row.verify));
     if (row.origin == "distro") packages.push_back(distro_modules(context));
-    Step step{"install.driver", "driver branch " + branch + " (" + context.plan.driver.modules + " modules, from " +
-                                    (row.origin == "distro" ? "the Ubuntu archive" : "NVIDIA's repository") +
-                                    "), kept on the branch by " + lock_description(context)};
+    std::vector<std::string> probed = context.expand(row.verify);
+    // Fabric manager in the driver's own transaction: apt takes one candidate version of the branch for the module
+    // package and fabric manager alike, so they match exactly (it refuses to start on a mismatch); a separate,
+    // later install could take a newer version of the branch than the driver already installed.
+    const FabricRow* fabric = fabric_row(context.data, "apt", row.origin, branch);
+    const bool with_fabric = context.plan.fabric_manager && fabric != nullptr;
+    if (with_fabric) {
+      packages = concat(packages, context.expand(fabric->packages));
+      probed = concat(probed, context.expand(fabric->packages));
+    }
+    Step step{"install.driver",
+              "driver branch " + branch + " (" + context.plan.driver.modules + " modules, from " +
+                  (row.origin == "distro" ? "the Ubuntu archive" : "NVIDIA's repository") +
+                  (with_fabric ? "; with fabric manager at the same version, in one transaction" : "") +
+                  "), kept on the branch by " + lock_description(context)};
     step.files.push_back(branch_pin(context));
     step.commands = {install(packages)};
     step.explain_failure = similar_packages(packages.front());
     step.timeout = std::chrono::seconds(1800);
-    out.push_back(branch_probe(step, context.expand(row.verify), branch));
+    out.push_back(branch_probe(step, probed, branch));
     return out;
-  }
-
-  std::optional<Step> fabric_manager(const PlanContext& context) const override {
-    const FabricRow* row = fabric_row(context.data, "apt", context.driver.origin, context.plan.driver.branch);
-    if (row == nullptr) return std::nullopt;
-    const std::vector<std::string> packages = context.expand(row->packages);
-    Step step{"install.fabric_manager",
-              "an NVSwitch system: CUDA cannot start without fabric manager at exactly the driver's version (" +
-                  util::join(packages, ", ") + ", kept on the branch by the same pin)"};
-    step.commands = {install(packages)};
-    step.explain_failure = similar_packages(packages.front());
-    return branch_probe(step, packages, context.plan.driver.branch);
   }
 
   Step container_toolkit(const PlanContext& context) const override {

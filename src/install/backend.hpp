@@ -56,10 +56,9 @@ class Backend {
   virtual Step hold_kernel(const PlanContext& context) const = 0;
   /// NVIDIA's CUDA repository with its key (never a downloaded script, never a key from a mirror).
   virtual std::vector<Step> cuda_repository(const PlanContext& context) const = 0;
-  /// Driver packages kept on the branch by this distribution's mechanism.
+  /// Driver packages kept on the branch by this distribution's mechanism; on an NVSwitch plan with fabric manager
+  /// and NSCQ in the same transaction, so their versions are the driver's.
   virtual std::vector<Step> driver(const PlanContext& context) const = 0;
-  /// Fabric manager (and NVLSM on NVLink5 systems) at the driver's version; nullopt when the driver step has it.
-  virtual std::optional<Step> fabric_manager(const PlanContext& context) const = 0;
   /// The NVIDIA Container Toolkit repository and package.
   virtual Step container_toolkit(const PlanContext& context) const = 0;
   /// Tell unattended upgrades to leave the driver and CUDA alone; nullopt when the lock already does.

@@ -38,8 +38,8 @@ std::string major_minor_dash(const std::string& version) {
 std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
 
 /// Refusals that do not depend on the package rows: each stops the plan before anything changes.
-std::vector<Finding> profile_refusals(const profile::Profile& profile, const InstallPlan& plan,
-                                      const NodeFacts& node, bool dkms) {
+std::vector<Finding> profile_refusals(const profile::Profile& profile, const InstallPlan& plan, const NodeFacts& node,
+                                      bool dkms) {
   std::vector<Finding> out;
   const DriverChoice& driver = plan.driver;
   if (driver.source == "distro" && plan.target.distro != "ubuntu") {
@@ -71,8 +71,9 @@ std::vector<Finding> profile_refusals(const profile::Profile& profile, const Ins
                           "remove [cudnn], or install from NVIDIA's repository (remove `source` from [driver])"));
   }
   if (enabled(profile.install_dcgm, false) && driver.source == "distro") {
-    out.push_back(refusal("install.dcgm", "DCGM comes from NVIDIA's repository, which `source = \"distro\"` does not "
-                                          "configure",
+    out.push_back(refusal("install.dcgm",
+                          "DCGM comes from NVIDIA's repository, which `source = \"distro\"` does not "
+                          "configure",
                           "remove `dcgm` from [install], or install from NVIDIA's repository"));
   }
   return out;
@@ -153,8 +154,7 @@ std::vector<Step> runtime_steps(const NodeFacts& node) {
     if (!runtime.present.value_or(true)) continue;
     Step step{std::string("install.runtime_configure.") + runtime.name,
               std::string("register the nvidia runtime with ") + runtime.name +
-                  " (nvidia-ctk) and restart it; done when the running " + runtime.name +
-                  " lists the nvidia runtime" +
+                  " (nvidia-ctk) and restart it; done when the running " + runtime.name + " lists the nvidia runtime" +
                   (runtime.present ? "" : "; only where " + std::string(runtime.name) + " is installed")};
     step.commands = {{"nvidia-ctk", "runtime", "configure", std::string("--runtime=") + runtime.name},
                      {"systemctl", "restart", runtime.name}};
@@ -201,11 +201,9 @@ void add_stack_steps(const Backend& backend, const PlanContext& context, std::ve
   }
 }
 
-/// The fabric manager on an NVSwitch system, and on NVLink5 (Blackwell) systems NVLSM and ib_umad.
-void add_fabric_steps(const Backend& backend, const PlanContext& context, std::vector<Step>& steps) {
-  if (!context.plan.fabric_manager) return;
-  if (auto step = backend.fabric_manager(context)) steps.push_back(*step);
-  if (!context.node.nvlink5) return;
+/// NVLink5 (Blackwell) systems: NVLSM and ib_umad besides the fabric manager (which the driver step installs).
+void add_nvlink5_steps(const Backend& backend, const PlanContext& context, std::vector<Step>& steps) {
+  if (!context.plan.fabric_manager || !context.node.nvlink5) return;
   const FabricService& service = context.data.fabric_service;
   Step step = package_step(backend, "install.fabric_manager.nvlink5",
                            "an NVLink5 system: fabric manager drives the switches through NVLSM over the InfiniBand "
@@ -271,13 +269,13 @@ std::vector<Step> plan_steps(const Backend& backend, const PlanContext& context,
     for (Step& step : backend.cuda_repository(context)) steps.push_back(std::move(step));
   }
   for (Step& step : backend.driver(context)) steps.push_back(std::move(step));
-  add_fabric_steps(backend, context, steps);
+  add_nvlink5_steps(backend, context, steps);
   add_stack_steps(backend, context, steps);
   const std::vector<std::string> units = services(context);
-  steps.push_back(service_step("install.services",
-                               "enable " + util::join(units, ", ") +
-                                   " at boot (persistence keeps the driver initialised between jobs)",
-                               units, "enable", "is-enabled", "enabled"));
+  steps.push_back(service_step(
+      "install.services",
+      "enable " + util::join(units, ", ") + " at boot (persistence keeps the driver initialised between jobs)", units,
+      "enable", "is-enabled", "enabled"));
   if (enabled(profile.install_container_toolkit, true)) {
     steps.push_back(backend.container_toolkit(context));
     for (Step& step : runtime_steps(node)) steps.push_back(std::move(step));
@@ -302,7 +300,7 @@ std::string PlanContext::expand(const std::string& pattern) const {
   out = replace_all(out, "{cudnn_major}", major_of(profile.cudnn_version));
   out = replace_all(out, "{kernel}", kernel);
   // On the node itself a kernel no RPM owns (rpm -qf failed) is taken as the standard "kernel" package.
-  const std::string kernel_package = !node.kernel_package.empty()            ? node.kernel_package
+  const std::string kernel_package = !node.kernel_package.empty()      ? node.kernel_package
                                      : node.observed && !node.captured ? "kernel"
                                                                        : k_unknown_kernel_package;
   out = replace_all(out, "{kernel_package}", kernel_package);
@@ -390,8 +388,8 @@ util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const 
   const std::unique_ptr<Backend> backend = target->manager == "apt" ? make_apt_backend() : make_dnf_backend();
   const std::string toolkit_base =
       request.toolkit_repo_url.empty() ? data.repository.toolkit_base_url : request.toolkit_repo_url;
-  const PlanContext context{profile,      data, *target, *driver, node, plan, base, toolkit_base,
-                            kernel_meta_flavour(node, *target)};
+  const PlanContext context{
+      profile, data, *target, *driver, node, plan, base, toolkit_base, kernel_meta_flavour(node, *target)};
   plan.driver.lock = backend->lock_description(context);
   const bool dkms = plan.driver.source == "nvidia" || !signed_modules_available(context);
   for (Finding& finding : profile_refusals(profile, plan, node, dkms)) plan.refusals.push_back(finding);
@@ -420,8 +418,9 @@ util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const 
                                      "need its headers installed with it",
                                  "install the headers meta package of your kernel flavour"));
   }
-  if (const KeyRow* key = data.find_key(target->key);
-      key != nullptr && key->fingerprint.empty() && plan.driver.source == "nvidia" && !context.local_cuda_repository()) {
+  if (const KeyRow* key = data.find_key(target->key); key != nullptr && key->fingerprint.empty() &&
+                                                      plan.driver.source == "nvidia" &&
+                                                      !context.local_cuda_repository()) {
     plan.notes.push_back(warning("install.repo.key_fingerprint",
                                  "no published fingerprint of NVIDIA's key " + key->id +
                                      " is known: it is fetched from NVIDIA's host over https, but not checked",

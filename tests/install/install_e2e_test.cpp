@@ -3,13 +3,15 @@
 // files through the built binary (tests/fixtures/install/golden/PLANS; scripts/regen-install-golden); captured
 // nodes under --root; repository URLs checked whatever their source; usage errors.
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <unistd.h>
 
 #include "compat/knowledge_base.hpp"
 #include "install/data.hpp"
@@ -72,7 +74,8 @@ void check_plan_properties(const gpuenv::profile::Profile& profile, const Instal
   REQUIRE(driver != nullptr);
   if (target->manager == "apt") {
     bool pinned = false;
-    for (const auto& file : driver->files) pinned |= file.content.find("Pin: version " + branch + ".*\n") != std::string::npos;
+    for (const auto& file : driver->files)
+      pinned |= file.content.find("Pin: version " + branch + ".*\n") != std::string::npos;
     CHECK(pinned);
   } else {
     const std::string commands = all_commands(*driver);
@@ -111,9 +114,10 @@ void check_plan_properties(const gpuenv::profile::Profile& profile, const Instal
 
 }  // namespace
 
-TEST_CASE("install --dry-run: every plan of every shipped profile on every target and architecture has the "
-          "properties a working node needs",
-          "[install][e2e]") {
+TEST_CASE(
+    "install --dry-run: every plan of every shipped profile on every target and architecture has the "
+    "properties a working node needs",
+    "[install][e2e]") {
   auto data = gpuenv::install::builtin_install_data();
   auto kb = gpuenv::compat::builtin_knowledge_base();
   REQUIRE((data && kb));
@@ -188,7 +192,8 @@ TEST_CASE("install --dry-run --root plans for a captured node as apply would on 
     const auto plan = plan_for("pytorch-2.9-cu128-h100", "hgx-h100-ubuntu2204");
     CHECK(plan["fabric_manager"] == true);
     const auto steps = steps_of(plan);
-    REQUIRE(steps.contains("install.fabric_manager"));
+    const auto install = steps.at("install.driver")["commands"][0];
+    CHECK(std::find(install.begin(), install.end(), "nvidia-fabricmanager") != install.end());
     CHECK(steps.at("install.services.start")["commands"][0].back() == "nvidia-fabricmanager");
     CHECK(steps.at("install.preflight.headers")["commands"][0].back() == "linux-headers-generic");
   }
@@ -212,16 +217,16 @@ TEST_CASE("install --dry-run --root plans for a captured node as apply would on 
     CHECK(steps_of(plan).at("install.preflight.headers")["commands"][0].back() == "linux-headers-generic-hwe-22.04");
   }
   SECTION("a runfile driver and an old cuda.list: refused with the commands that clear them") {
-    const auto result = run_gpuenv({"install", "pytorch-2.9-cu128-h100", "--dry-run", "--root",
-                                    (k_nodes / "runfile-a100-ubuntu2204").string()});
+    const auto result = run_gpuenv(
+        {"install", "pytorch-2.9-cu128-h100", "--dry-run", "--root", (k_nodes / "runfile-a100-ubuntu2204").string()});
     CHECK(result.exit_code == 1);
     CHECK(result.out.find("REFUSED install.conflict.runfile") != std::string::npos);
     CHECK(result.out.find("/usr/bin/nvidia-uninstall --silent") != std::string::npos);
     CHECK(result.out.find("REFUSED install.conflict.apt_source") != std::string::npos);
   }
   SECTION("a captured node of another OS than the profile's is a usage error, as on the node itself") {
-    const auto result = run_gpuenv({"install", "cuda-12.4-debian12-install", "--dry-run", "--root",
-                                    (k_nodes / "hgx-h100-ubuntu2204").string()});
+    const auto result = run_gpuenv(
+        {"install", "cuda-12.4-debian12-install", "--dry-run", "--root", (k_nodes / "hgx-h100-ubuntu2204").string()});
     CHECK(result.exit_code == 2);
     CHECK(result.err.find("this node runs ubuntu 22.04, the profile is for debian 12") != std::string::npos);
   }
@@ -233,8 +238,8 @@ TEST_CASE("install: --arch sets os.arch; a profile's os.arch must agree with the
   const auto profile_for = [&dir](const std::string& arch) {
     const fs::path path = dir / ("arch-" + arch + ".toml");
     REQUIRE(gpuenv::testing::write_text(path, "schema = 1\nname = \"arch-" + arch +
-                                                   "\"\n[os]\ndistro = \"ubuntu\"\nversion = \"22.04\"\narch = \"" +
-                                                   arch + "\"\n[cuda]\nversion = \"12.8.1\"\n"));
+                                                  "\"\n[os]\ndistro = \"ubuntu\"\nversion = \"22.04\"\narch = \"" +
+                                                  arch + "\"\n[cuda]\nversion = \"12.8.1\"\n"));
     return path.string();
   };
   const std::string arm = profile_for("arm64");

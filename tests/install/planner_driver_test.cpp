@@ -2,9 +2,8 @@
 // repository carries, the module flavour per GPU generation, fabric manager on NVSwitch systems, Ubuntu's archive
 // (ubuntu-drivers' way), and conflicting installs. Each row quotes the source it comes from.
 
-#include "install/planner.hpp"
-
 #include "install/plan_support.hpp"
+#include "install/planner.hpp"
 
 using gpuenv::install::InstallPlan;
 using gpuenv::install::NodeFacts;
@@ -20,9 +19,10 @@ using gpuenv::testing::note_ids;
 using gpuenv::testing::refusal_ids;
 using gpuenv::testing::runs;
 
-TEST_CASE("install plan: without a branch, the newest LTS or production branch that fits, never a feature branch "
-          "(item 4)",
-          "[install]") {
+TEST_CASE(
+    "install plan: without a branch, the newest LTS or production branch that fits, never a feature branch "
+    "(item 4)",
+    "[install]") {
   // docs.nvidia.com/datacenter/tesla/drivers/620/...: R580 LTSB (June 2028), R595 PB (March 2027), R620 LTSB
   // (September 2029); 590 and 610 are new feature branches. The old planner chose the floor's branch (520, 555).
   struct Row {
@@ -43,7 +43,8 @@ TEST_CASE("install plan: without a branch, the newest LTS or production branch t
     CHECK(p.driver.how.find("the newest") == 0);
     CHECK(p.refusals.empty());
   }
-  const InstallPlan named = make_plan(install_profile("[driver]\nbranch = \"550\"\n"), Target{"ubuntu", "22.04", "x86_64"});
+  const InstallPlan named =
+      make_plan(install_profile("[driver]\nbranch = \"550\"\n"), Target{"ubuntu", "22.04", "x86_64"});
   CHECK(named.driver.branch == "550");
   CHECK(named.driver.how == "the profile's [driver] branch");
 }
@@ -52,15 +53,16 @@ TEST_CASE("install plan: what the target's repository does not carry is refused 
           "[install]") {
   // nvidia/cuda images: ubuntu24.04 first with CUDA 12.5.1; NVIDIA's ansible role PR #65: 22.04's repository starts
   // at R515; amzn2023 images never had a cuDNN variant.
-  const InstallPlan cuda = make_plan(install_profile("", "ubuntu", "24.04", "12.4.1"), Target{"ubuntu", "24.04", "x86_64"});
+  const InstallPlan cuda =
+      make_plan(install_profile("", "ubuntu", "24.04", "12.4.1"), Target{"ubuntu", "24.04", "x86_64"});
   REQUIRE(cuda.refusals.size() == 1);
   CHECK(cuda.refusals[0].id == "install.repository");
   CHECK(cuda.refusals[0].message == "NVIDIA's ubuntu2404 repository carries CUDA 12.5 on, not CUDA 12.4.1");
   CHECK(cuda.refusals[0].remedy.find("use CUDA 12.5") == 0);
   // (driver.min lowers the CUDA floor, so only the repository's range speaks.)
-  const InstallPlan branch = make_plan(
-      install_profile("[driver]\nmin = \"535.0\"\nbranch = \"550\"\n", "ubuntu", "24.04", "12.5.1"),
-      Target{"ubuntu", "24.04", "x86_64"});
+  const InstallPlan branch =
+      make_plan(install_profile("[driver]\nmin = \"535.0\"\nbranch = \"550\"\n", "ubuntu", "24.04", "12.5.1"),
+                Target{"ubuntu", "24.04", "x86_64"});
   CHECK(refusal_ids(branch) == "install.repository ");
   CHECK(branch.refusals[0].message == "NVIDIA's ubuntu2404 repository carries driver branches 555 on, not 550");
   CHECK(branch.refusals[0].remedy.find("use branch 570") == 0);  // the nearest LTS or production branch it carries
@@ -68,7 +70,8 @@ TEST_CASE("install plan: what the target's repository does not carry is refused 
                                       Target{"amzn", "2023", "x86_64"});
   CHECK(refusal_ids(cudnn) == "install.repository ");
   CHECK(cudnn.refusals[0].message == "NVIDIA's amzn2023 repository carries no cuDNN packages");
-  const InstallPlan old = make_plan(install_profile("", "ubuntu", "20.04", "13.0.0"), Target{"ubuntu", "20.04", "x86_64"});
+  const InstallPlan old =
+      make_plan(install_profile("", "ubuntu", "20.04", "13.0.0"), Target{"ubuntu", "20.04", "x86_64"});
   CHECK(refusal_ids(old) == "install.driver.branch ");
   CHECK(old.refusals[0].message.find("NVIDIA's ubuntu2004 repository ends at 575") != std::string::npos);
 }
@@ -94,7 +97,8 @@ TEST_CASE("install plan: Blackwell and Grace Hopper get the open modules, propri
   // A B200 also lifts the floor: Blackwell needs >= 570.26 (data/compat/cuda.toml [[arch]] 10.0).
   NodeFacts b200;
   b200.gpu_devices = {0x2901};
-  const InstallPlan old = make_plan(install_profile("[driver]\nbranch = \"550\"\n"), Target{"ubuntu", "22.04", "x86_64"}, b200);
+  const InstallPlan old =
+      make_plan(install_profile("[driver]\nbranch = \"550\"\n"), Target{"ubuntu", "22.04", "x86_64"}, b200);
   CHECK(refusal_ids(old).find("install.driver.gpu") != std::string::npos);
 }
 
@@ -102,12 +106,13 @@ TEST_CASE("install plan: branches from 590 are refused with pre-Turing GPUs (ite
   // NVIDIA/ansible-role-nvidia-driver PR #89: R580 is the last branch for Maxwell, Pascal and Volta.
   NodeFacts v100;
   v100.gpu_devices = {0x1DB1};  // pci.ids: GV100GL [Tesla V100 SXM2 16GB]
-  const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"590\"\nmodules = \"proprietary\"\n", "ubuntu",
-                                                  "24.04", "12.8.0"),
-                                  Target{"ubuntu", "24.04", "x86_64"}, v100);
+  const InstallPlan p =
+      make_plan(install_profile("[driver]\nbranch = \"590\"\nmodules = \"proprietary\"\n", "ubuntu", "24.04", "12.8.0"),
+                Target{"ubuntu", "24.04", "x86_64"}, v100);
   CHECK(refusal_ids(p) == "install.driver.gpu ");
   CHECK(p.refusals[0].remedy.find("use branch 580") == 0);
-  const InstallPlan unset = make_plan(install_profile("", "ubuntu", "24.04", "12.8.0"), Target{"ubuntu", "24.04", "x86_64"}, v100);
+  const InstallPlan unset =
+      make_plan(install_profile("", "ubuntu", "24.04", "12.8.0"), Target{"ubuntu", "24.04", "x86_64"}, v100);
   CHECK(unset.driver.branch == "580");
   CHECK(unset.driver.modules == "proprietary");
 }
@@ -119,21 +124,28 @@ TEST_CASE("install plan: an NVSwitch system gets fabric manager at the driver's 
   NodeFacts hgx;
   hgx.nvswitches = 4;
   hgx.gpu_devices = std::vector<std::uint16_t>(8, 0x2330);
-  const InstallPlan new_branch = make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"}, hgx);
+  const InstallPlan new_branch =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"}, hgx);
   REQUIRE(new_branch.refusals.empty());
   CHECK(new_branch.fabric_manager);
-  const Step* fm = find_step(new_branch, "install.fabric_manager");
-  REQUIRE(fm != nullptr);
-  CHECK(runs(*fm, apt_install("nvidia-fabricmanager libnvidia-nscq")));
-  CHECK(fm->done_if_stdout == "installed:580.");  // the same pin keeps it at the driver's version
+  // In the driver's own transaction: apt takes one candidate of the branch for the module package and fabric
+  // manager, whose versions must be equal (Fabric Manager user guide: it refuses to start on a mismatch).
+  const Step* driver_580 = find_step(new_branch, "install.driver");
+  REQUIRE(driver_580 != nullptr);
+  CHECK(runs(*driver_580, apt_install("nvidia-open-580 nvidia-fabricmanager libnvidia-nscq")));
+  CHECK(driver_580->done_if.back() == "libnvidia-nscq");
+  CHECK(driver_580->done_if_stdout == "installed:580.");  // the same pin keeps it on the driver's branch
+  CHECK(find_step(new_branch, "install.fabric_manager") == nullptr);
   CHECK(find_step(new_branch, "install.services")->commands.at(0) ==
         std::vector<std::string>{"systemctl", "enable", "nvidia-persistenced", "nvidia-fabricmanager"});
   CHECK(find_step(new_branch, "install.services.start")->commands.at(0) ==
         std::vector<std::string>{"systemctl", "start", "nvidia-persistenced", "nvidia-fabricmanager"});
   CHECK(find_step(new_branch, "install.verify")->why.find("fabric.state") != std::string::npos);
 
-  const InstallPlan old_branch = make_plan(install_profile("[driver]\nbranch = \"570\"\n"), Target{"ubuntu", "22.04", "x86_64"}, hgx);
-  CHECK(runs(*find_step(old_branch, "install.fabric_manager"), apt_install("nvidia-fabricmanager-570 libnvidia-nscq-570")));
+  const InstallPlan old_branch =
+      make_plan(install_profile("[driver]\nbranch = \"570\"\n"), Target{"ubuntu", "22.04", "x86_64"}, hgx);
+  CHECK(runs(*find_step(old_branch, "install.driver"),
+             apt_install("nvidia-open-570 nvidia-fabricmanager-570 libnvidia-nscq-570")));
 
   const InstallPlan rocky = make_plan(install_profile("[driver]\nbranch = \"580\"\n", "rockylinux", "9"),
                                       Target{"rockylinux", "9", "x86_64"}, hgx);
@@ -142,9 +154,10 @@ TEST_CASE("install plan: an NVSwitch system gets fabric manager at the driver's 
   CHECK(runs(*driver, "dnf -y install nvidia-driver-cuda kmod-nvidia-open-dkms nvidia-fabricmanager libnvidia-nscq"));
   CHECK(driver->done_if.back() == "libnvidia-nscq");
 
-  const InstallPlan plain = make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"});
+  const InstallPlan plain =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"});
   CHECK_FALSE(plain.fabric_manager);
-  CHECK(find_step(plain, "install.fabric_manager") == nullptr);
+  CHECK(find_step(plain, "install.driver")->done_if.back() == "nvidia-open-580");
 }
 
 TEST_CASE("install plan: an NVLink5 system adds NVLSM and loads ib_umad at boot (item 1)", "[install]") {
@@ -194,16 +207,17 @@ TEST_CASE("install plan: Ubuntu's archive as ubuntu-drivers does it (item 8)", "
     CHECK(note_ids(p).find("install.driver.signed_modules") != std::string::npos);
   }
   SECTION("flavours of their own: 64k, nvidia-64k, aws") {
-    for (const auto& [kernel, flavour] : std::vector<std::pair<std::string, std::string>>{
-             {"6.8.0-1015-aws", "aws"}, {"6.8.0-45-generic-64k", "generic-64k"}, {"6.8.0-1012-nvidia-64k", "nvidia-64k"}}) {
+    for (const auto& [kernel, flavour] :
+         std::vector<std::pair<std::string, std::string>>{{"6.8.0-1015-aws", "aws"},
+                                                          {"6.8.0-45-generic-64k", "generic-64k"},
+                                                          {"6.8.0-1012-nvidia-64k", "nvidia-64k"}}) {
       NodeFacts node;
       node.kernel_release = kernel;
       INFO(kernel);
-      const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"580\"\nsource = \"distro\"\n", "ubuntu", "24.04",
-                                                      "12.8.0"),
-                                      Target{"ubuntu", "24.04", "arm64"}, node);
-      CHECK(find_step(p, "install.driver")->commands.at(0).back() ==
-            "linux-modules-nvidia-580-server-open-" + flavour);
+      const InstallPlan p =
+          make_plan(install_profile("[driver]\nbranch = \"580\"\nsource = \"distro\"\n", "ubuntu", "24.04", "12.8.0"),
+                    Target{"ubuntu", "24.04", "arm64"}, node);
+      CHECK(find_step(p, "install.driver")->commands.at(0).back() == "linux-modules-nvidia-580-server-open-" + flavour);
     }
   }
   SECTION("no signed modules for the running kernel: DKMS, its headers, and Secure Boot then refuses") {
@@ -215,9 +229,9 @@ TEST_CASE("install plan: Ubuntu's archive as ubuntu-drivers does it (item 8)", "
     CHECK(refusal_ids(make_plan(profile, Target{"ubuntu", "22.04", "x86_64"}, hwe)) == "install.secure_boot ");
   }
   SECTION("an end-of-life branch is refused: its packages are transitional to another branch") {
-    const InstallPlan p = make_plan(
-        install_profile("[driver]\nbranch = \"535\"\nsource = \"distro\"\n", "ubuntu", "22.04", "12.2.0"),
-        Target{"ubuntu", "22.04", "x86_64"});
+    const InstallPlan p =
+        make_plan(install_profile("[driver]\nbranch = \"535\"\nsource = \"distro\"\n", "ubuntu", "22.04", "12.2.0"),
+                  Target{"ubuntu", "22.04", "x86_64"});
     CHECK(refusal_ids(p) == "install.driver.branch ");
   }
   SECTION("the archive's CUDA toolkit is not the profile's: a warning") {

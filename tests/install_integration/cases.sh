@@ -13,13 +13,21 @@
 #   - the pinning packages nvidia-driver-pinning-<branch>, "Section: NVIDIA, Provides/Conflicts/Replaces:
 #     nvidia-driver-pinning" (an apt-cache show of the Ubuntu 24.04 repository, recorded in a public package
 #     matrix; their preferences payload is not public and is left out);
-#   - Release "Label: NVIDIA CUDA" (index_repository).
+#   - Release "Label: NVIDIA CUDA" (index_repository);
+#   - the fabric manager and NSCQ of each branch, unsuffixed from 580 as the repositories' file names show
+#     ("nvidia-fabricmanager-575_575.57.08-1_amd64.deb" but "nvidia-fabricmanager_580.65.06-1_amd64.deb" in
+#     https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/, as recorded in a public script that
+#     handles both; debian12/x86_64/ has nvidia-fabricmanager-570_570.195.03-1_amd64.deb), with no dependency on
+#     the driver: nothing but the installer keeps their version equal to the kernel module's, which the fabric
+#     manager requires (Fabric Manager user guide, https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/);
+#   - an older update of branch 580 (580.65.06, the floor cuda-drivers-580 depends on) for a node installed earlier.
 # The kernel release the node reports is 6.1.0-18-cloud-amd64 (bound over /proc in the root, root.sh), Debian's
 # cloud flavour, whose headers meta package is linux-headers-cloud-amd64.
 
 DRIVER_550=550.163.01-1
 DRIVER_580=580.95.05-1
 DRIVER_590=590.48.01-1
+DRIVER_580_OLD=580.65.06-1
 CUDNN=9.1.0.70
 TOOLKIT=1.17.8-1
 KERNEL=6.1.0-18-cloud-amd64
@@ -51,10 +59,15 @@ build_repositories() {
   standin "$archive" "linux-headers-$KERNEL" 6.1.76-1
   standin "$archive" linux-headers-cloud-amd64 6.1.76-1 "depends=linux-headers-$KERNEL (= 6.1.76-1)"
   standin "$cuda" cuda-keyring 1.1-1 arch=all
-  for version in "$DRIVER_550" "$DRIVER_580" "$DRIVER_590"; do
+  for version in "$DRIVER_550" "$DRIVER_580_OLD" "$DRIVER_580" "$DRIVER_590"; do
     for part in $DRIVER_PARTS; do standin "$cuda" "$part" "$version"; done
   done
+  for version in "$DRIVER_580_OLD" "$DRIVER_580" "$DRIVER_590"; do
+    standin "$cuda" nvidia-fabricmanager "$version"
+    standin "$cuda" libnvidia-nscq "$version"
+  done
   standin "$cuda" cuda-drivers-550 "$DRIVER_550" "depends=$(drivers_depends 550.54.14)"
+  standin "$cuda" cuda-drivers-580 "$DRIVER_580_OLD" "depends=$(drivers_depends 580.65.06)"
   standin "$cuda" cuda-drivers-580 "$DRIVER_580" "depends=$(drivers_depends 580.65.06)"
   standin "$cuda" cuda-drivers "$DRIVER_590" "depends=$(drivers_depends 590.48.01)"
   for version in "$DRIVER_580" "$DRIVER_590"; do
@@ -277,4 +290,47 @@ case_branch_without_pin() {
   expect "without gpuenv: apt-get install cuda-drivers-580 succeeds" \
     quietly in_root "$root" apt-get install -y -qq cuda-drivers-580
   expect "without gpuenv: nvidia-kernel-dkms comes from branch 590" installed "$root" nvidia-kernel-dkms "$DRIVER_590"
+}
+
+# install_old_580 ROOT: branch 580 as an earlier install left it, at an older update (580.65.06) than the repository's
+# newest (580.95.05): NVIDIA's source, cuda-drivers-580 and its unsuffixed parts named at that version.
+install_old_580() {
+  local keyring part versions=()
+  keyring=$(cuda_dir)/cuda-keyring_1.1-1_all.deb
+  for part in cuda-drivers-580 $DRIVER_PARTS; do versions+=("$part=$DRIVER_580_OLD"); done
+  in_root "$1" dpkg -i "$keyring" >/dev/null 2>&1 || return 1
+  in_root "$1" apt-get update -qq >/dev/null 2>&1 || return 1
+  in_root "$1" apt-get install -y -qq "${versions[@]}" >/dev/null 2>&1
+}
+
+# An HGX node (NVSwitches on the PCI bus) whose driver is an older update of branch 580: fabric manager and NSCQ come
+# at exactly the kernel module package's version (the newest 580, not 590, and not newer than the module), because
+# the plan installs them in the driver's own transaction.
+case_fabric_node() {
+  local root=$CASE_DIR/root rc bus
+  # /sys is not mounted in the root (root.sh): these files are what gpuenv reads as the PCI bus. 0x22a3 is the
+  # NVSwitch of HGX H100 ("Bridge [0680]: NVIDIA Corporation Device [10de:22a3]", tests/fixtures/install/nodes/
+  # hgx-h100-ubuntu2204/SOURCES.md).
+  for bus in 0000:05:00.0 0000:06:00.0; do
+    mkdir -p "$root/sys/bus/pci/devices/$bus"
+    printf '0x10de\n' >"$root/sys/bus/pci/devices/$bus/vendor"
+    printf '0x22a3\n' >"$root/sys/bus/pci/devices/$bus/device"
+    printf '0x068000\n' >"$root/sys/bus/pci/devices/$bus/class"
+  done
+  expect "setup: branch 580 at the older update 580.65.06" install_old_580 "$root"
+  expect "setup: nvidia-kernel-dkms is at 580.65.06" installed "$root" nvidia-kernel-dkms "$DRIVER_580_OLD"
+  rc=$(apply fabric)
+  expect_equal "fabric node exits 0" "$rc" 0
+  expect_equal "fabric node: the plan has fabric manager" "$(json "$CASE_DIR/fabric.json" .fabric_manager)" true
+  local module fabricmanager nscq
+  module=$(dpkg_state "$root" nvidia-kernel-dkms)
+  fabricmanager=$(dpkg_state "$root" nvidia-fabricmanager)
+  nscq=$(dpkg_state "$root" libnvidia-nscq)
+  expect_same "fabric node: nvidia-fabricmanager at exactly the kernel module package's version" \
+    "${fabricmanager##* }" "${module##* }"
+  expect_same "fabric node: libnvidia-nscq at exactly the kernel module package's version" "${nscq##* }" "${module##* }"
+  expect "fabric node: both on branch 580's newest update, not 590" installed "$root" nvidia-fabricmanager "$DRIVER_580"
+  expect "fabric node: nvidia-fabricmanager enabled (systemctl, recorded)" \
+    contains "$root/var/lib/gpuenv-test/systemctl.log" '^enable nvidia-fabricmanager$'
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" fabric
 }
