@@ -1,6 +1,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,6 +202,14 @@ class RealSystem final : public System {
     struct statvfs stats {};
     if (!full || ::statvfs(full->c_str(), &stats) != 0) return std::nullopt;
     return static_cast<std::uint64_t>(stats.f_bavail) * stats.f_frsize;
+  }
+
+  std::optional<PathStatus> path_status(const std::string& path) override {
+    auto full = under_root(path);
+    struct stat info {};
+    if (!full || ::lstat(full->c_str(), &info) != 0) return std::nullopt;
+    return PathStatus{static_cast<std::uint32_t>(info.st_uid), static_cast<std::uint32_t>(info.st_mode & 07777),
+                      S_ISDIR(info.st_mode), S_ISLNK(info.st_mode)};
   }
 
   Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) override {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,14 @@ util::Error too_large_error(const std::string& path, std::uint64_t size, const R
 /// `text` cut to `limit` as a reader would: the tail from a line start for kernel logs, else an Error over the cap.
 util::Expected<std::string> apply_read_limit(const std::string& path, std::string text, const ReadLimit& limit);
 
+/// Who owns a path and its permission bits, as lstat(2) reports them (a symlink is not followed).
+struct PathStatus {
+  std::uint32_t uid = 0;
+  std::uint32_t mode = 0;  ///< the permission bits (07777)
+  bool directory = false;
+  bool symlink = false;
+};
+
 /// Everything gpuenv reads from or does to the machine goes through this interface.
 class System {
  public:
@@ -129,6 +138,13 @@ class System {
   }
   /// The monotonic clock that limits and deadlines are measured on (tests substitute a clock they move).
   virtual std::chrono::steady_clock::time_point now() { return std::chrono::steady_clock::now(); }
+  /// The owner and mode of `path` itself (lstat); nullopt when it does not exist or cannot be read.
+  virtual std::optional<PathStatus> path_status(const std::string& path) {
+    (void)path;
+    return std::nullopt;
+  }
+  /// Waits `duration` (a bounded retry's pause; tests substitute a clock they move instead of waiting).
+  virtual void sleep_for(std::chrono::milliseconds duration) { std::this_thread::sleep_for(duration); }
 };
 
 /// The real machine. `root` ("" or "/") reads files under another tree; with a root set,

@@ -58,6 +58,19 @@ class FakeSystem : public system::System {
   /// for a hung command would, so deadline tests take no real time.
   std::chrono::steady_clock::time_point clock{};
   std::chrono::steady_clock::time_point now() override { return clock; }
+  /// Owners and modes by path, for path_status (a path not listed has no status).
+  std::map<std::string, system::PathStatus> statuses;
+  std::optional<system::PathStatus> path_status(const std::string& path) override {
+    const auto it = statuses.find(path);
+    if (it == statuses.end()) return std::nullopt;
+    return it->second;
+  }
+  /// Sleeping moves the clock on and is recorded; nothing waits.
+  void sleep_for(std::chrono::milliseconds duration) override {
+    clock += duration;
+    sleeps.push_back(duration);
+  }
+  std::vector<std::chrono::milliseconds> sleeps;
   /// The timeout each run() was given, in order (to check that a deadline cut them).
   std::vector<std::chrono::milliseconds> command_timeouts;
 };
