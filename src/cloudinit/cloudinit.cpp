@@ -33,6 +33,14 @@ util::Expected<util::Ok> check_url(const Source& source) {
     return util::Error::usage(flag + ": character " + std::to_string(bad + 1) + " of the URL is not allowed in a URL",
                               "percent-encode it (a space is %20)");
   }
+  // RFC 3986: authority = [ userinfo "@" ] host [ ":" port ], ending at the first "/", "?" or "#".
+  const std::string_view authority = std::string_view(url).substr(8, url.find_first_of("/?#", 8) - 8);
+  if (authority.find('@') != std::string_view::npos) {
+    return util::Error::usage(flag + ": the URL carries credentials (user:password@), which would be readable in the "
+                                     "user-data, the per-boot script, its log and `ps` on the node",
+                              "put them in a root-only curl config on the image and name it with "
+                              "--gpuenv-curl-config PATH, or use a URL that needs none");
+  }
   return util::Ok{};
 }
 
@@ -76,6 +84,16 @@ bool uses_apt(const profile::Profile& profile) {
   return profile.os_distro == "ubuntu" || profile.os_distro == "debian";
 }
 
+}  // namespace
+
+std::string redacted_url(std::string_view url) {
+  const std::size_t query = url.find_first_of("?#");
+  if (query == std::string_view::npos) return std::string(url);
+  return std::string(url.substr(0, query)) + "?(query hidden)";
+}
+
+namespace {
+
 std::string settings_block(const Options& options) {
   const auto line = [](std::string_view name, std::string_view value) {
     return std::string(name) + "=" + sh_quote(value) + "\n";
@@ -84,6 +102,8 @@ std::string settings_block(const Options& options) {
   out += line("GPUENV_MODE", options.doctor_only ? "doctor-only" : "install");
   out += line("GPUENV_SOURCE", source_name(options.source.kind));
   out += line("GPUENV_URL", options.source.url);
+  out += line("GPUENV_URL_SHOWN", redacted_url(options.source.url));
+  out += line("GPUENV_CURL_CONFIG", options.source.curl_config);
   out += line("GPUENV_SHA256", options.source.sha256);
   out += line("GPUENV_BIN", binary_path(options.source));
   out += line("GPUENV_PROFILE", k_profile_path);
@@ -146,7 +166,22 @@ util::Expected<Source> checked_source(Source source) {
   auto sha = check_sha256(source);
   if (!sha) return sha.error();
   source.sha256 = *sha;
+  if (!source.curl_config.empty() &&
+      (source.curl_config.front() != '/' || comment_safe(source.curl_config) != source.curl_config ||
+       source.curl_config.find_first_of("\"\\ ") != std::string::npos)) {
+    return util::Error::usage("--gpuenv-curl-config " + comment_safe(source.curl_config) +
+                                  ": not an absolute path of printable characters without spaces or quotes",
+                              "name the root-only curl config on the node, e.g. /etc/gpuenv/curl.conf");
+  }
   return source;
+}
+
+std::vector<std::string> source_warnings(const Source& source) {
+  if (source.kind == SourceKind::preinstalled || source.url.find('?') == std::string::npos) return {};
+  return {std::string(source_flag(source.kind)) +
+          ": the URL has a query string; a signed URL is a secret, and user-data is readable by anything on the "
+          "node that can reach the cloud's metadata service. The node's log shows it as " +
+          redacted_url(source.url) + "; prefer an unsigned URL with --gpuenv-curl-config for credentials"};
 }
 
 util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
@@ -179,8 +214,9 @@ util::Expected<std::string> render_user_data(const profile::Profile& profile, st
                       "DPkg::Lock::Timeout \"600\";\n");
   }
   out += file_entry(k_profile_path, "0644", profile_text);
-  // write_files runs in cloud-init's init stage, before the final stage runs the per-boot scripts.
-  out += file_entry(k_per_boot_path, "0755", *script);
+  // write_files runs in cloud-init's init stage, before the final stage runs the per-boot scripts. 0700: the script
+  // holds the download URL (cloud-init's scripts_per_boot runs it as root and needs only the owner's bits).
+  out += file_entry(k_per_boot_path, "0700", *script);
   return out;
 }
 

@@ -207,6 +207,15 @@ class RealSystem final : public System {
   }
 
   Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
+    return write_atomically(path, contents, std::nullopt);
+  }
+  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents, unsigned mode) override {
+    return write_atomically(path, contents, mode);
+  }
+
+ private:
+  static Expected<util::Ok> write_atomically(const std::string& path, const std::string& contents,
+                                             std::optional<unsigned> mode) {
     const fs::path target(path);
     // A hidden name in the same directory: readers that scan the directory (node_exporter's textfile collector,
     // NFD's features.d) skip dot files, and the rename stays on one filesystem.
@@ -224,7 +233,8 @@ class RealSystem final : public System {
       }
     }
     std::error_code error;
-    fs::rename(temporary, target, error);
+    if (mode) fs::permissions(temporary, static_cast<fs::perms>(*mode), fs::perm_options::replace, error);
+    if (!error) fs::rename(temporary, target, error);
     if (error) {
       std::error_code ignored;
       fs::remove(temporary, ignored);
@@ -233,7 +243,6 @@ class RealSystem final : public System {
     return util::Ok{};
   }
 
- private:
   /// The host path of `path`: itself, or resolved inside the inspected tree (symlinks cannot leave it).
   Expected<std::string> under_root(const std::string& path) const {
     if (m_root.empty()) return path;
