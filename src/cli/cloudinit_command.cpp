@@ -88,7 +88,8 @@ util::Expected<profile::Profile> node_profile(const profile::ProfileDocument& do
 ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
   auto source = source_from(options);
   if (!source) return report_error(context, source.error());
-  for (const std::string& warning : cloudinit::source_warnings(*source)) context.err << "gpuenv: warning: " << warning << "\n";
+  for (const std::string& warning : cloudinit::source_warnings(*source))
+    context.err << "gpuenv: warning: " << warning << "\n";
   auto document = profile::load_profile(options.profile, context.system);
   if (!document) return report_error(context, document.error());
   auto text = profile_text(options.profile, context.system);

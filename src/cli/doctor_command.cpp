@@ -212,16 +212,20 @@ ExitCode run_from_report(Context& context, const DoctorOptions& options, long lo
   if (!text) {
     return report_error(context, util::Error::input(text.error().message,
                                                     "check that the gpuenv DaemonSet runs on this node and writes "
-                                                    "--report " + options.from_report));
+                                                    "--report " +
+                                                        options.from_report));
   }
   auto read = read_doctor_json(*text);
-  if (!read) return report_error(context, util::Error::input(options.from_report + ": " + read.error().message,
-                                                             read.error().remedy));
+  if (!read)
+    return report_error(context,
+                        util::Error::input(options.from_report + ": " + read.error().message, read.error().remedy));
   const long long age = now - read->time;
   if (age > static_cast<long long>(options.max_age_s)) {
     return report_error(context,
-                        util::Error::input(options.from_report + " is " + std::to_string(age) + " s old (more than "
-                                               "--max-age " + std::to_string(static_cast<long long>(options.max_age_s)) +
+                        util::Error::input(options.from_report + " is " + std::to_string(age) +
+                                               " s old (more than "
+                                               "--max-age " +
+                                               std::to_string(static_cast<long long>(options.max_age_s)) +
                                                "): the run that writes it stopped",
                                            "check the gpuenv DaemonSet's pod on this node (kubectl -n gpuenv get pods "
                                            "-o wide)"));
@@ -240,7 +244,8 @@ util::Expected<util::Ok> apply_budget(const DoctorOptions& options, const Tier* 
         "--memtest, --expect and --minimum tune the smoke tests, which --quick, --slurm and --tier prolog|health skip",
         "drop --quick (or --slurm), use --tier boot, or run `gpuenv smoke` with them");
   }
-  double deadline_s = options.timeout_s > 0 ? options.timeout_s : (tier != nullptr ? tier->deadline_s : k_default_deadline_s);
+  double deadline_s =
+      options.timeout_s > 0 ? options.timeout_s : (tier != nullptr ? tier->deadline_s : k_default_deadline_s);
   // prolog and health are budgets their callers enforce (Slurm's Prolog, HealthCheckProgram's 60 s): a cap.
   if (tier != nullptr && !tier->smoke) deadline_s = std::min(deadline_s, tier->deadline_s);
   request.deadline = std::chrono::milliseconds(static_cast<long long>(deadline_s * 1000));
@@ -277,8 +282,8 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
       return written.error();
   }
   if (!options.report_file.empty()) {
-    if (auto written = context.system.write_file_atomic(options.report_file,
-                                                        doctor_json(report, GPUENV_VERSION, now), k_readable);
+    if (auto written =
+            context.system.write_file_atomic(options.report_file, doctor_json(report, GPUENV_VERSION, now), k_readable);
         !written)
       return written.error();
   }

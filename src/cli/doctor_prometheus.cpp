@@ -224,12 +224,13 @@ void add_smoke(Exposition& e, const std::optional<smoke::SmokeReport>& smoke, co
     for (const smoke::DeviceResult& device : smoke->devices)
       for (const smoke::Metric& metric : device.metrics)
         if (metric.unit == unit)
-          if (auto rate = base_rate(metric))
-            e.sample(name,
-                     {{"gpu", std::to_string(device.index)},
-                      {"UUID", uuid_at(facts, device.info.pci_bus_id)},
-                      {"test", metric.id}},
-                     *rate);
+          if (auto rate = base_rate(metric)) {
+            Labels labels{{"gpu", std::to_string(device.index)}};
+            if (const std::string uuid = uuid_at(facts, device.info.pci_bus_id); !uuid.empty())
+              labels.emplace_back("UUID", uuid);
+            labels.emplace_back("test", metric.id);
+            e.sample(name, labels, *rate);
+          }
   };
   per_device("gpuenv_smoke_bandwidth_bytes_per_second", "GB/s", "Median copy bandwidth of the last smoke run.");
   per_device("gpuenv_smoke_matmul_flops_per_second", "TFLOP/s", "Median matrix-multiply rate of the last smoke run.");

@@ -36,8 +36,9 @@ util::Expected<util::Ok> check_url(const Source& source) {
   // RFC 3986: authority = [ userinfo "@" ] host [ ":" port ], ending at the first "/", "?" or "#".
   const std::string_view authority = std::string_view(url).substr(8, url.find_first_of("/?#", 8) - 8);
   if (authority.find('@') != std::string_view::npos) {
-    return util::Error::usage(flag + ": the URL carries credentials (user:password@), which would be readable in the "
-                                     "user-data, the per-boot script, its log and `ps` on the node",
+    return util::Error::usage(flag +
+                                  ": the URL carries credentials (user:password@), which would be readable in the "
+                                  "user-data, the per-boot script, its log and `ps` on the node",
                               "put them in a root-only curl config on the image and name it with "
                               "--gpuenv-curl-config PATH, or use a URL that needs none");
   }

@@ -69,9 +69,9 @@ bool is_slurm_availability_reason(std::string_view reason) {
 std::string held_state(const SlurmNode& node) {
   // Flags as node_state_string_complete prints them (Slurm 22.05 src/common/slurm_protocol_defs.c node_state_flags;
   // "MAINT" in older releases). FAIL with ALLOCATED is what sinfo calls FAILING.
-  static constexpr std::string_view k_held[] = {"FAIL",          "FAILING",       "MAINT",        "MAINTENANCE",
-                                                "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWER_DOWN",   "POWERED_DOWN",
-                                                "POWERING_DOWN",    "POWERING_UP",   "POWER_UP",     "FUTURE"};
+  static constexpr std::string_view k_held[] = {
+      "FAIL",       "FAILING",      "MAINT",         "MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_ISSUED",
+      "POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "POWER_UP",         "FUTURE"};
   for (std::string_view flag : util::split(node.state, '+'))
     for (std::string_view held : k_held)
       if (flag == held) return std::string(flag);
@@ -87,16 +87,14 @@ bool is_busy(const SlurmNode& node) {
 SlurmAction decide_slurm_action(NodeHealth health, const SlurmNode& node, std::string_view oneline) {
   if (const std::string held = held_state(node); !held.empty())
     return {SlurmActionKind::none, "", "the node is " + held + ": held by the operator or Slurm, left alone"};
-  if (health == NodeHealth::degraded_by_jobs)
-    health = is_busy(node) ? NodeHealth::ready : NodeHealth::not_ready;
+  if (health == NodeHealth::degraded_by_jobs) health = is_busy(node) ? NodeHealth::ready : NodeHealth::not_ready;
   const bool ours = is_gpuenv_reason(node.reason);
   if (health == NodeHealth::ready) {
     if (is_unavailable(node) && ours) return {SlurmActionKind::resume, "", "healthy: resuming gpuenv's drain"};
     if (is_unavailable(node)) return {SlurmActionKind::none, "", "healthy, but drained by someone else: left alone"};
     return {SlurmActionKind::none, "", "healthy: nothing to do"};
   }
-  const std::string reason =
-      std::string(k_slurm_reason_prefix) + " " + util::shell_inert(util::trim(oneline));
+  const std::string reason = std::string(k_slurm_reason_prefix) + " " + util::shell_inert(util::trim(oneline));
   if (is_unavailable(node) && !ours && !node.reason.empty() && !is_slurm_availability_reason(node.reason))
     return {SlurmActionKind::none, "", "not ready, already drained by someone else: their reason kept"};
   if (is_unavailable(node) && node.reason == reason)
@@ -163,9 +161,8 @@ util::Expected<system::CommandResult> run_scontrol(system::System& system, std::
 
 }  // namespace
 
-util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node,
-                                                    NodeHealth health, std::string_view oneline,
-                                                    std::chrono::milliseconds timeout) {
+util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, NodeHealth health,
+                                                    std::string_view oneline, std::chrono::milliseconds timeout) {
   auto shown = run_scontrol(system, {"scontrol", "show", "node", node}, timeout);
   if (!shown) return shown.error();
   auto parsed = parse_scontrol_show_node(shown->out);

@@ -84,8 +84,7 @@ struct SlurmOutcome {
 };
 
 /// Reads the node with scontrol, decides, and runs the update; each scontrol call gets `timeout`.
-util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node,
-                                                    NodeHealth health, std::string_view oneline,
-                                                    std::chrono::milliseconds timeout);
+util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, NodeHealth health,
+                                                    std::string_view oneline, std::chrono::milliseconds timeout);
 
 }  // namespace gpuenv::fleet

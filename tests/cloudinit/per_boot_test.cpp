@@ -6,9 +6,8 @@
 
 #include <unistd.h>
 
-#include <csignal>
-
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -254,7 +253,8 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   CHECK(node.file("/var/lib/standin/calls") == k_doctor_call);
 }
 
-TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor", "[cloudinit][integration][system-test]") {
+TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
+          "[cloudinit][integration][system-test]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
@@ -282,7 +282,8 @@ TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
                  "doctor --profile /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"));
 }
 
-TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches", "[cloudinit][integration][system-test]") {
+TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches",
+          "[cloudinit][integration][system-test]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
@@ -383,7 +384,8 @@ TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the 
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv doctor: NOT READY (exit 1"));
 }
 
-TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud-init", "[cloudinit][integration][system-test]") {
+TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud-init",
+          "[cloudinit][integration][system-test]") {
   // cloud-init marks a module as run before running it: a per-boot script that returned while the machine shuts down
   // would let the final stage start the user's scripts, which the shutdown kills and which never run again.
   std::string why;
@@ -405,7 +407,8 @@ TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud
   CHECK(gpuenv::util::ends_with(log, "install asks for a reboot (reboot 1 of at most 5); rebooting\n"));
 }
 
-TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still starting", "[cloudinit][integration][system-test]") {
+TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still starting",
+          "[cloudinit][integration][system-test]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
@@ -421,7 +424,8 @@ TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still s
   node.install_script(options);
   CHECK(node.boot() == 0);
   CHECK(node.file("/var/lib/standin/answers") == "doctor: NOT READY\ndoctor: READY\n");
-  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "while nvidia-persistenced or nvidia-fabricmanager is starting"));
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"),
+                 "while nvidia-persistenced or nvidia-fabricmanager is starting"));
   CHECK(gpuenv::util::starts_with(node.file("/var/lib/gpuenv/ready"), "verdict=READY\nboot_id="));
 
   // Not starting (inactive): NOT READY is the answer, once.
@@ -462,7 +466,8 @@ TEST_CASE("per-boot: a signed URL stays out of ps and the log; credentials only 
   CHECK(contains(argv, "-K /etc/gpuenv/curl.conf -K -"));
   CHECK(contains(argv, "--proto-redir =https"));
   CHECK_FALSE(contains(argv, "s3cr3t"));  // not in curl's argv, so not in `ps`
-  CHECK(contains(node.file("/var/lib/standin/curl-stdin"), "url = \"https://bucket.example.com/gpuenv?X-Amz-Signature=s3cr3t\""));
+  CHECK(contains(node.file("/var/lib/standin/curl-stdin"),
+                 "url = \"https://bucket.example.com/gpuenv?X-Amz-Signature=s3cr3t\""));
   const std::string log = node.file("/var/log/gpuenv/cloud-init.log");
   CHECK_FALSE(contains(log, "s3cr3t"));
   CHECK(contains(log, "https://bucket.example.com/gpuenv?(query hidden)"));

@@ -41,7 +41,8 @@ std::set<std::string> doctor_json_ids() {
   for (std::string_view line : gpuenv::util::split_lines(std::string_view(text).substr(begin, end - begin))) {
     if (!gpuenv::util::starts_with(line, "| `")) continue;
     const std::string first_column(line.substr(0, line.find(" |", 2)));
-    for (const std::string& id : documented_ids(first_column, std::regex(R"(`([a-z_]+\.[a-z0-9_.]+)`)"))) ids.insert(id);
+    for (const std::string& id : documented_ids(first_column, std::regex(R"(`([a-z_]+\.[a-z0-9_.]+)`)")))
+      ids.insert(id);
   }
   return ids;
 }
@@ -59,7 +60,8 @@ const gpuenv::doctor::ActionTable& table() {
 }
 
 nlohmann::json doctor_json(const std::string& tree, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args{"doctor", "--root", gpuenv::testing::fixture_path("hosts/" + tree), "--json", "--quick"};
+  std::vector<std::string> args{"doctor", "--root", gpuenv::testing::fixture_path("hosts/" + tree), "--json",
+                                "--quick"};
   const std::string xml = gpuenv::testing::fixture_path("hosts/" + tree + ".nvidia-smi.xml");
   if (std::filesystem::exists(xml)) args.insert(args.end(), {"--nvidia-smi-xml", xml});
   args.insert(args.end(), extra.begin(), extra.end());
@@ -99,9 +101,10 @@ TEST_CASE("actions: every documented finding id has a row (the ids without one a
   std::vector<std::string> missing;
   for (const std::string& id : ids)
     if (table().find(id) == nullptr) missing.push_back(id);
-  INFO("finding ids without a row in data/doctor/actions.toml (they get the default: drain_and_inspect on fail, "
-       "none on warn): "
-       << gpuenv::util::join(missing, ", "));
+  INFO(
+      "finding ids without a row in data/doctor/actions.toml (they get the default: drain_and_inspect on fail, "
+      "none on warn): "
+      << gpuenv::util::join(missing, ", "));
   CHECK(missing.empty());
 }
 
@@ -139,7 +142,8 @@ TEST_CASE("actions: the default without a row, pass and skip are none, data rows
   CHECK(table().action("gpu.row_remap", Status::fail) == Action::reset_gpu);
 }
 
-TEST_CASE("actions: a data overlay can change an action; a bad action is an error naming the row", "[doctor][actions]") {
+TEST_CASE("actions: a data overlay can change an action; a bad action is an error naming the row",
+          "[doctor][actions]") {
   const std::string shipped = gpuenv::testing::read_text(k_source + "/data/doctor/actions.toml");
   const gpuenv::util::Overlay overlay = {{"actions.toml", "/etc/gpuenv/data.d/actions.toml",
                                           "[[action]]\nid = \"gpu.ecc\"\nfail = \"replace_hardware\"\n"
@@ -147,8 +151,9 @@ TEST_CASE("actions: a data overlay can change an action; a bad action is an erro
   const auto merged = gpuenv::doctor::parse_actions(shipped, overlay);
   REQUIRE(merged);
   CHECK(merged->action("gpu.ecc", Status::fail) == Action::replace_hardware);
-  const auto bad = gpuenv::doctor::parse_actions("[[action]]\nid = \"x\"\nfail = \"panic\"\nstatus = \"policy\"\n"
-                                                 "source = \"s\"\n");
+  const auto bad = gpuenv::doctor::parse_actions(
+      "[[action]]\nid = \"x\"\nfail = \"panic\"\nstatus = \"policy\"\n"
+      "source = \"s\"\n");
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message, Catch::Contains("`fail` must be"));
 }

@@ -91,8 +91,9 @@ TEST_CASE("kubernetes: the DaemonSet mounts host paths read-only except the thre
   const std::string command = container.at("command");
   // The health tier, SIGTERM handled (the shell is PID 1: without a trap it would ignore it), the feature file
   // removed on the way out and expiring if the pod dies without a preStop, the toolkit's ready file awaited.
-  for (const char* part : {"gpuenv doctor --tier health", "trap 'rm -f /nfd/gpuenv; exit 0' TERM", "sleep 300 & wait $!",
-                           "--nfd-expiry 900", "--report /state/doctor.json", "[ ! -e \"$GPUENV_WAIT_FOR\" ]"}) {
+  for (const char* part :
+       {"gpuenv doctor --tier health", "trap 'rm -f /nfd/gpuenv; exit 0' TERM", "sleep 300 & wait $!",
+        "--nfd-expiry 900", "--report /state/doctor.json", "[ ! -e \"$GPUENV_WAIT_FOR\" ]"}) {
     INFO(part);
     CHECK(gpuenv::util::contains(command, part));
   }
@@ -109,7 +110,7 @@ TEST_CASE("kubernetes: the DaemonSet mounts host paths read-only except the thre
       written.insert(host_path);
       // doctor writes its file into this mount.
       const std::string mount_path = mount.at("mountPath");
-      const std::string flag = gpuenv::util::contains(host_path, "textfile") ? "--prometheus "
+      const std::string flag = gpuenv::util::contains(host_path, "textfile")     ? "--prometheus "
                                : gpuenv::util::contains(host_path, "features.d") ? "--nfd "
                                                                                  : "--report ";
       CHECK(gpuenv::util::contains(container.at("command").get<std::string>(), flag + mount_path + "/"));
@@ -137,19 +138,21 @@ TEST_CASE("kubernetes: the DaemonSet names the image deploy/github/gpuenv-image.
   CHECK(gpuenv::util::starts_with(image, "ghcr.io/"));
   CHECK(gpuenv::util::ends_with(image, "/gpuenv:" + std::string(GPUENV_PROJECT_VERSION)));
   // The real workflow validator, when npm could install it (tests/dockerfile/workflow).
-  const fs::path validator_modules = gpuenv::testing::npm_ci_once(
-      k_source / "tests/dockerfile/workflow", fs::path(GPUENV_BINARY).parent_path().parent_path() / "npm-workflow", why);
+  const fs::path validator_modules =
+      gpuenv::testing::npm_ci_once(k_source / "tests/dockerfile/workflow",
+                                   fs::path(GPUENV_BINARY).parent_path().parent_path() / "npm-workflow", why);
   if (validator_modules.empty()) {
     WARN("SKIPPED: action-validator: " << why);
     return;
   }
-  const auto checked = run_tool({(validator_modules / ".bin/action-validator").string(),
-                                 (k_source / "deploy/github/gpuenv-image.yml").string()});
+  const auto checked = run_tool(
+      {(validator_modules / ".bin/action-validator").string(), (k_source / "deploy/github/gpuenv-image.yml").string()});
   INFO(checked.out << checked.err);
   CHECK(checked.exit_code == 0);
 }
 
-TEST_CASE("kubernetes: the readiness taint covers a node found not ready and one not judged yet", "[fleet][kubernetes]") {
+TEST_CASE("kubernetes: the readiness taint covers a node found not ready and one not judged yet",
+          "[fleet][kubernetes]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
   if (modules.empty()) {

@@ -78,9 +78,11 @@ TEST_CASE("nhc: NHC's die path drains a node that is not ready with gpuenv's rea
   const auto bad = nhc.run(k_check_file, check_line("no-driver"));
   INFO(bad.out << bad.err);
   CHECK(bad.exit_code == 1);
-  CHECK(gpuenv::util::starts_with(bad.out, "ERROR:  nhc:  Health check failed:  gpuenv: NOT READY: driver.kernel_module"));
-  CHECK(gpuenv::util::starts_with(nhc.scontrol_argv(), "update\nState=DRAIN\nNodeName=gpu07\nReason=NHC: gpuenv: NOT "
-                                                       "READY: driver.kernel_module"));
+  CHECK(gpuenv::util::starts_with(bad.out,
+                                  "ERROR:  nhc:  Health check failed:  gpuenv: NOT READY: driver.kernel_module"));
+  CHECK(gpuenv::util::starts_with(nhc.scontrol_argv(),
+                                  "update\nState=DRAIN\nNodeName=gpu07\nReason=NHC: gpuenv: NOT "
+                                  "READY: driver.kernel_module"));
   CHECK(gpuenv::util::ends_with(drained_reason(nhc), "[drain_and_inspect]"));
 
   NhcRun ready;
@@ -97,8 +99,8 @@ TEST_CASE("nhc: the harness is NHC's: a die message with two apostrophes runs wh
   // reaches die runs as NHC's user (root).
   NhcRun nhc;
   const fs::path raw_check = nhc.dir() / "raw.nhc";
-  write_text(raw_check, "function check_raw() { die 1 \"gpuenv: the GPU's name is '$(touch " + nhc.canary() +
-                            ")' (x)\"; }\n");
+  write_text(raw_check,
+             "function check_raw() { die 1 \"gpuenv: the GPU's name is '$(touch " + nhc.canary() + ")' (x)\"; }\n");
   const auto run = nhc.run(raw_check.string(), "check_raw");
   INFO(run.out << run.err);
   CHECK(nhc.canary_exists());
@@ -127,8 +129,9 @@ TEST_CASE("nhc: hostile text from doctor (a GPU named with quotes, $(...) and ba
   CHECK_FALSE(has_shell_quote_breakers(reason));
 
   // doctor --oneline itself carries none of them, whatever NHC does with it.
-  const auto oneline = run_tool({GPUENV_BINARY, "doctor", "--root", gpuenv::testing::fixture_path("hosts/healthy-8xh100"),
-                                 "--nvidia-smi-xml", report.string(), "--expect-gpus", "9", "--quick", "--oneline"});
+  const auto oneline =
+      run_tool({GPUENV_BINARY, "doctor", "--root", gpuenv::testing::fixture_path("hosts/healthy-8xh100"),
+                "--nvidia-smi-xml", report.string(), "--expect-gpus", "9", "--quick", "--oneline"});
   CHECK(oneline.exit_code == 1);
   CHECK_FALSE(has_shell_quote_breakers(oneline.out));
   CHECK_FALSE(nhc.canary_exists());

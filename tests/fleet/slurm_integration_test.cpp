@@ -154,8 +154,7 @@ class SlurmCluster {
            "AccountingStorageType=accounting_storage/none\nSchedulerType=sched/builtin\nSelectType=select/linear\n"
            "ReturnToService=" +
            std::to_string(m_config.return_to_service) + "\nSlurmdTimeout=" + std::to_string(m_config.slurmd_timeout) +
-           "\nHealthCheckProgram=" +
-           health_check_program().string() +
+           "\nHealthCheckProgram=" + health_check_program().string() +
            "\nHealthCheckInterval=3600\nHealthCheckNodeState=ANY\nNodeName=" + m_node +
            " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
            "PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
@@ -366,8 +365,9 @@ TEST_CASE("slurm: an operator's FAIL and a maintenance reservation survive faili
   REQUIRE(cluster.update({"State=RESUME"}));
 
   // A maintenance reservation puts MAINTENANCE on the node: gpuenv neither drains nor resumes it.
-  const auto created = cluster.scontrol({"create", "reservation", "ReservationName=gpuenv_maint", "Nodes=" + cluster.node(),
-                                         "StartTime=now", "Duration=10", "Users=root", "Flags=MAINT"});
+  const auto created =
+      cluster.scontrol({"create", "reservation", "ReservationName=gpuenv_maint", "Nodes=" + cluster.node(),
+                        "StartTime=now", "Duration=10", "Users=root", "Flags=MAINT"});
   INFO(created.out << created.err);
   REQUIRE(created.exit_code == 0);
   node = cluster.wait_for([](const auto& n) { return gpuenv::util::contains(n.state, "MAINT"); }, 10);

@@ -61,7 +61,8 @@ TEST_CASE("slurm decision: drain on NOT READY, resume only gpuenv's drain, never
   CHECK(drain.reason == "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors");
 
   CHECK(decide_slurm_action(NodeHealth::not_ready, operators, k_bad_line).kind == SlurmActionKind::none);
-  CHECK(decide_slurm_action(NodeHealth::not_ready, draining_ours, k_bad_line).kind == SlurmActionKind::none);  // same reason
+  CHECK(decide_slurm_action(NodeHealth::not_ready, draining_ours, k_bad_line).kind ==
+        SlurmActionKind::none);  // same reason
   // A new problem replaces gpuenv's own older reason.
   const auto redrain = decide_slurm_action(NodeHealth::not_ready, mixed_ours, k_bad_line);
   CHECK(redrain.kind == SlurmActionKind::drain);
@@ -81,8 +82,8 @@ TEST_CASE("slurm decision: Slurm's own availability reasons are taken over on NO
   // What the first health check sees when slurmd starts before it registers (Slurm 22.05 node_mgr.c
   // validate_node_specs): with ReturnToService=1 a DOWN node whose reason is "Not responding" returns to service at
   // registration, so a NOT READY node must carry gpuenv's reason by then.
-  for (const char* reason : {"Not responding", "Node unexpectedly rebooted", "reboot requested", "Reboot ASAP",
-                             "reboot timed out"}) {
+  for (const char* reason :
+       {"Not responding", "Node unexpectedly rebooted", "reboot requested", "Reboot ASAP", "reboot timed out"}) {
     INFO(reason);
     const SlurmNode node{"n1", "DOWN+NOT_RESPONDING", reason};
     const auto drain = decide_slurm_action(NodeHealth::not_ready, node, k_bad_line);
@@ -162,7 +163,8 @@ TEST_CASE("slurm health check: reads the node, then drains it through scontrol",
       "scontrol update NodeName=vm State=DRAIN Reason=gpuenv: NOT READY: gpu.ecc: GPU 0: 3 "
       "uncorrected ECC errors";
   system.commands[update] = {0, false, false, "", ""};
-  const auto outcome = gpuenv::fleet::run_slurm_health_check(system, "vm", NodeHealth::not_ready, k_bad_line, std::chrono::seconds(5));
+  const auto outcome =
+      gpuenv::fleet::run_slurm_health_check(system, "vm", NodeHealth::not_ready, k_bad_line, std::chrono::seconds(5));
   REQUIRE(outcome);
   CHECK(outcome->action.kind == SlurmActionKind::drain);
   CHECK(system.commands_run == std::vector<std::string>{"scontrol show node vm", update});
@@ -171,7 +173,8 @@ TEST_CASE("slurm health check: reads the node, then drains it through scontrol",
   down.commands["scontrol show node vm"] = {1, false, false, "",
                                             "slurm_load_node error: Unable to contact slurm "
                                             "controller (connect failure)"};
-  const auto failed = gpuenv::fleet::run_slurm_health_check(down, "vm", NodeHealth::not_ready, k_bad_line, std::chrono::seconds(5));
+  const auto failed =
+      gpuenv::fleet::run_slurm_health_check(down, "vm", NodeHealth::not_ready, k_bad_line, std::chrono::seconds(5));
   REQUIRE_FALSE(failed);
   CHECK(failed.error().message.find("Unable to contact slurm controller") != std::string::npos);
 }
@@ -182,13 +185,15 @@ TEST_CASE("slurm health check: finds scontrol without PATH (slurmd runs the prog
   system.commands["/usr/bin/scontrol show node vm"] = {0, false, false,
                                                        read_fixture("fleet/scontrol-show-node-gpuenv-drain.txt"), ""};
   system.commands["/usr/bin/scontrol update NodeName=vm State=RESUME"] = {0, false, false, "", ""};
-  const auto outcome = gpuenv::fleet::run_slurm_health_check(system, "vm", NodeHealth::ready, "READY", std::chrono::seconds(5));
+  const auto outcome =
+      gpuenv::fleet::run_slurm_health_check(system, "vm", NodeHealth::ready, "READY", std::chrono::seconds(5));
   REQUIRE(outcome);
   CHECK(outcome->action.kind == SlurmActionKind::resume);
   CHECK(system.commands_run.back() == "/usr/bin/scontrol update NodeName=vm State=RESUME");
 
   gpuenv::testing::FakeSystem none;
-  const auto missing = gpuenv::fleet::run_slurm_health_check(none, "vm", NodeHealth::ready, "READY", std::chrono::seconds(5));
+  const auto missing =
+      gpuenv::fleet::run_slurm_health_check(none, "vm", NodeHealth::ready, "READY", std::chrono::seconds(5));
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("scontrol not found") != std::string::npos);
 }

@@ -44,7 +44,8 @@ XidSeverity derived_severity(const XidInfo& row, const std::map<int, XidInfo>& b
 /// The node_action rule stated in data/xid.toml's header: NVIDIA's immediate resolution bucket in one word.
 std::string derived_node_action(const XidInfo& row) {
   const std::string bucket = row.catalog_action.substr(0, row.catalog_action.find(" / "));
-  if (gpuenv::util::starts_with(bucket, "WORKFLOW_NVLINK5_ERR")) return row.code == 150 ? "reset_gpu" : "drain_and_inspect";
+  if (gpuenv::util::starts_with(bucket, "WORKFLOW_NVLINK5_ERR"))
+    return row.code == 150 ? "reset_gpu" : "drain_and_inspect";
   static const std::map<std::string, std::string> k_buckets = {
       {"IGNORE", "none"},
       {"RESTART_APP", "restart_job"},
@@ -147,7 +148,8 @@ TEST_CASE("Xid table: xid_info rows", "[probe][xid]") {
 TEST_CASE("Xid table: malformed data is an Error naming the row", "[probe][xid]") {
   const std::string good =
       "[[xid]]\ncode = 79\nmnemonic = \"M\"\nmeaning = \"m\"\ncauses = \"HW\"\ncatalog_action = \"RESTART_BM\"\n"
-      "action = \"reboot node\"\nnode_action = \"reboot\"\nseverity = \"critical\"\naznhc = \"FAIL\"\ndcgm = \"FAIL*\"\nk8s_dp = \"unhealthy\"\n"
+      "action = \"reboot node\"\nnode_action = \"reboot\"\nseverity = \"critical\"\naznhc = \"FAIL\"\ndcgm = "
+      "\"FAIL*\"\nk8s_dp = \"unhealthy\"\n"
       "gpud = \"Fatal\"\nstatus = \"secondary\"\ntools_status = \"verified\"\nsource = \"test\"\n";
   REQUIRE(parse_xid_table(good).has_value());
   struct Row {
