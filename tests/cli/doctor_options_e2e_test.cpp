@@ -75,7 +75,7 @@ TEST_CASE("doctor takes smoke's --memtest, --expect and --minimum, checked as sm
   CHECK(out_of_range.exit_code == 2);
   const auto with_quick = run_gpuenv({"doctor", "--root", tree, "--quick", "--memtest", "0.5"});
   CHECK(with_quick.exit_code == 2);
-  CHECK(with_quick.err.find("--quick and --slurm skip") != std::string::npos);
+  CHECK(with_quick.err.find("which --quick, --slurm and --tier prolog|health skip") != std::string::npos);
 
   // Accepted: the tree has no GPU, so the smoke tests skip, and the run is judged as without them.
   const auto accepted = run_gpuenv(

@@ -97,13 +97,17 @@ TEST_CASE("nhc: the harness is NHC's: a die message with two apostrophes runs wh
           "[fleet][nhc]") {
   // The hazard the check guards against, shown on the reproduced die(): without gpuenv.nhc's cleaning, text that
   // reaches die runs as NHC's user (root).
+  // The text comes from a file, as a program's output would, so only NHC's eval can run what is in it.
   NhcRun nhc;
+  const fs::path text = nhc.dir() / "message.txt";
+  write_text(text, "the GPU is named '$(touch " + nhc.canary() + ")' here\n");
   const fs::path raw_check = nhc.dir() / "raw.nhc";
-  write_text(raw_check,
-             "function check_raw() { die 1 \"gpuenv: the GPU's name is '$(touch " + nhc.canary() + ")' (x)\"; }\n");
+  write_text(raw_check, "function check_raw() { local m; m=$(cat " + text.string() + "); die 1 \"gpuenv: $m\"; }\n");
   const auto run = nhc.run(raw_check.string(), "check_raw");
   INFO(run.out << run.err);
   CHECK(nhc.canary_exists());
+  // And node-mark-offline got a reason with the command's output (nothing) in place of the command.
+  CHECK(drained_reason(nhc) == "NHC: gpuenv: the GPU is named  here");
 }
 
 TEST_CASE("nhc: hostile text from doctor (a GPU named with quotes, $(...) and backticks) runs nothing",
