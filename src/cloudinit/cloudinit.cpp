@@ -117,6 +117,24 @@ std::string settings_block(const Options& options) {
   return out + "\n";
 }
 
+/// The script without its comment lines (it explains itself in gpuenv's source, data/cloudinit/per-boot.sh): EC2
+/// refuses user-data above 16 KB, and the profile's text shares that room. The shebang and the settings placeholder
+/// stay; a line saying where the comments are replaces the rest.
+std::string without_comment_lines(std::string_view script) {
+  std::string out;
+  bool first = true;
+  for (std::string_view line : util::split_lines(script)) {
+    const std::string_view text = util::trim(line);
+    const bool keep = first || !util::starts_with(text, "#") || text == util::trim(k_settings_placeholder);
+    if (keep) out += std::string(line) + "\n";
+    if (first)
+      out += "# gpuenv per-boot script, written by `gpuenv cloud-init`; explained in data/cloudinit/per-boot.sh of gpuenv's "
+             "source and docs/cloud-init.md.\n";
+    first = false;
+  }
+  return out;
+}
+
 std::string file_entry(std::string_view path, std::string_view permissions, std::string_view content) {
   return "  - path: " + std::string(path) + "\n    owner: root:root\n    permissions: '" + std::string(permissions) +
          "'\n" + yaml_content(content, 4);
@@ -193,7 +211,7 @@ util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
   const auto files = embedded_cloudinit_data();
   const auto file = std::find_if(files.begin(), files.end(), [](const auto& f) { return f.name == "per-boot.sh"; });
   if (file == files.end()) return util::Error::internal("embedded data/cloudinit/per-boot.sh is missing");
-  std::string script(file->contents);
+  std::string script = without_comment_lines(file->contents);
   const std::size_t at = script.find(k_settings_placeholder);
   if (at == std::string::npos) return util::Error::internal("per-boot.sh has no settings placeholder");
   script.replace(at, k_settings_placeholder.size(), settings_block(options));

@@ -289,3 +289,23 @@ TEST_CASE("the rendered per-boot script passes shellcheck as POSIX sh", "[cloudi
   INFO(result.out);
   CHECK(result.exit_code == 0);
 }
+
+TEST_CASE("the per-boot script goes into user-data without its comment lines, the settings block's aside",
+          "[cloudinit]") {
+  // EC2 refuses user-data above 16 KB; the explanations stay in data/cloudinit/per-boot.sh.
+  Options options;
+  options.source = url_source();
+  const auto script = gpuenv::cloudinit::render_per_boot_script(options);
+  REQUIRE(script);
+  std::vector<std::string> comments;
+  for (std::string_view line : gpuenv::util::split_lines(*script))
+    if (gpuenv::util::starts_with(gpuenv::util::trim(line), "#")) comments.emplace_back(line);
+  REQUIRE(comments.size() == 4);
+  CHECK(comments[0] == "#!/bin/sh");
+  CHECK(contains(comments[1], "explained in data/cloudinit/per-boot.sh"));
+  CHECK(comments[2] == "# Settings from gpuenv cloud-init.");
+  CHECK(gpuenv::util::starts_with(comments[3], "# The matrix cell"));
+  CHECK(contains(*script, "set -u\n"));
+  CHECK(contains(*script, "systemctl reboot --no-block\n"));
+  CHECK_FALSE(contains(*script, "--https-only"));  // wget's option applies to recursive downloads only
+}

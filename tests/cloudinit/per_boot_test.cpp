@@ -175,6 +175,24 @@ std::string cached_root(std::string& why) {
   return std::string(gpuenv::util::trim(root.out));
 }
 
+/// A node made from the cached Debian 12 root, or nullptr after saying why this machine cannot make one.
+std::unique_ptr<Node> fresh_node() {
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return nullptr;
+  }
+  return std::make_unique<Node>(cached);
+}
+
+/// The SHA-256 of a file on this machine, as sha256sum prints it.
+std::string sha256_of(const fs::path& file) {
+  const auto sum = gpuenv::system::make_real_system()->run({"sha256sum", file.string()}, std::chrono::seconds(30));
+  REQUIRE(sum.exit_code == 0);
+  return sum.out.substr(0, 64);
+}
+
 Options preinstalled_options() {
   Options options;
   options.source = {SourceKind::preinstalled, "", "", "/usr/bin/gpuenv"};
@@ -188,13 +206,9 @@ const std::string k_doctor_call = "doctor --profile /etc/gpuenv/profile.toml --j
 }  // namespace
 
 TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration][system-test]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
   node.install_script(preinstalled_options());
 
@@ -255,13 +269,9 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
 
 TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
           "[cloudinit][integration][system-test]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
   write(node.path("/var/lib/standin/mode"), "always-reboot\n");
   Options options = preinstalled_options();
@@ -284,18 +294,11 @@ TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
 
 TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches",
           "[cloudinit][integration][system-test]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
-  auto system = gpuenv::system::make_real_system();
-  const auto sum = system->run({"sha256sum", node.path("/srv/downloads/gpuenv").string()}, std::chrono::seconds(30));
-  REQUIRE(sum.exit_code == 0);
-  const std::string sha = sum.out.substr(0, 64);
+  const std::string sha = sha256_of(node.path("/srv/downloads/gpuenv"));
 
   Options options = preinstalled_options();
   options.source = {SourceKind::url, "https://example.com/releases/gpuenv", std::string(64, 'f'), ""};
@@ -319,13 +322,9 @@ TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matc
 
 TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and not fetched again",
           "[cloudinit][integration][system-test]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   // A package holding the stand-in as /usr/bin/gpuenv, built with the host's dpkg-deb.
   const fs::path package = node.path("/var/tmp/gpuenv-package");
   write(package / "DEBIAN/control",
@@ -340,11 +339,9 @@ TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and n
   INFO(built.err);
   REQUIRE(built.exit_code == 0);
   fs::remove_all(package);
-  const auto sum = system->run({"sha256sum", deb.string()}, std::chrono::seconds(30));
-  REQUIRE(sum.exit_code == 0);
 
   Options options = preinstalled_options();
-  options.source = {SourceKind::deb, "https://example.com/releases/gpuenv_0.1.0_all.deb", sum.out.substr(0, 64), ""};
+  options.source = {SourceKind::deb, "https://example.com/releases/gpuenv_0.1.0_all.deb", sha256_of(deb), ""};
   node.install_script(options);
   CHECK(node.boot() == k_stopped_by_shutdown);  // first boot: installs the package, then install asks for a reboot
   CHECK(node.file("/usr/bin/gpuenv") == k_standin_gpuenv);
@@ -363,13 +360,9 @@ TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the 
   WARN("SKIPPED: a sanitizer build of gpuenv needs the host's libasan, which the Debian root does not have");
   return;
 #endif
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   fs::copy_file(GPUENV_BINARY, node.path("/usr/bin/gpuenv"));
   fs::permissions(node.path("/usr/bin/gpuenv"), fs::perms(0755));
   write(node.path("/etc/gpuenv/profile.toml"),
@@ -388,13 +381,9 @@ TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud
           "[cloudinit][integration][system-test]") {
   // cloud-init marks a module as run before running it: a per-boot script that returned while the machine shuts down
   // would let the final stage start the user's scripts, which the shutdown kills and which never run again.
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
   write(node.path("/var/lib/standin/no-stop"), "");  // nothing stops the script this time
   node.install_script(preinstalled_options());
@@ -409,13 +398,9 @@ TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud
 
 TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still starting",
           "[cloudinit][integration][system-test]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
   write(node.path("/var/lib/standin/verdicts"), "NOT READY\nREADY\n");
   write(node.path("/var/lib/standin/activating"), "1\n");
@@ -438,20 +423,13 @@ TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still s
 
 TEST_CASE("per-boot: a signed URL stays out of ps and the log; credentials only from a root-only curl config",
           "[cloudinit][integration][system-test]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
-  auto system = gpuenv::system::make_real_system();
-  const auto sum = system->run({"sha256sum", node.path("/srv/downloads/gpuenv").string()}, std::chrono::seconds(30));
-  REQUIRE(sum.exit_code == 0);
   Options options = preinstalled_options();
-  options.source = {SourceKind::url, "https://bucket.example.com/gpuenv?X-Amz-Signature=s3cr3t", sum.out.substr(0, 64),
-                    "", "/etc/gpuenv/curl.conf"};
+  options.source = {SourceKind::url, "https://bucket.example.com/gpuenv?X-Amz-Signature=s3cr3t",
+                    sha256_of(node.path("/srv/downloads/gpuenv")), "", "/etc/gpuenv/curl.conf"};
   node.install_script(options);
 
   // A config others can read is refused, not used.

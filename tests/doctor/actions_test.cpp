@@ -167,9 +167,10 @@ TEST_CASE("actions: doctor --json carries each finding's action and the node's, 
   };
   const Row rows[] = {
       {"xid79", "xid.events", "reboot", "reboot"},  // Xid 79: NVIDIA's RESTART_BM
-      {"t4-ecc-row-remap", "gpu.ecc", "reset_gpu", "reset_gpu"},
+      // The node's action is the most disruptive: its PCIe link under load needs a person.
+      {"t4-ecc-row-remap", "gpu.ecc", "reset_gpu", "drain_and_inspect"},
       {"a10g-row-remap-pending", "gpu.row_remap", "reset_gpu", "reset_gpu"},
-      {"driver-library-mismatch", "driver.library_mismatch", "reboot", "drain_and_inspect"},
+      {"driver-library-mismatch", "driver.library_mismatch", "reboot", "reboot"},
       {"no-driver", "driver.kernel_module", "drain_and_inspect", "drain_and_inspect"},
       {"healthy-8xh100", "gpu.count", "none", "none"},
   };

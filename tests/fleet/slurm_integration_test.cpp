@@ -370,7 +370,7 @@ TEST_CASE("slurm: an operator's FAIL and a maintenance reservation survive faili
                         "StartTime=now", "Duration=10", "Users=root", "Flags=MAINT"});
   INFO(created.out << created.err);
   REQUIRE(created.exit_code == 0);
-  node = cluster.wait_for([](const auto& n) { return gpuenv::util::contains(n.state, "MAINT"); }, 10);
+  node = cluster.wait_for([](const auto& n) { return gpuenv::util::contains(n.state, "MAINT"); }, 20);
   REQUIRE(node);
   REQUIRE(gpuenv::util::contains(node->state, "MAINT"));
   const auto bad = health_check(cluster, "no-driver");
