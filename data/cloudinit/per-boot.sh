@@ -8,7 +8,7 @@
 #
 # Each boot: make sure the gpuenv binary is there (download + SHA-256 check, bounded retries), run
 # `gpuenv install --resume PROFILE --json` (unless verify-only), reboot when its JSON says "reboot_required": true,
-# otherwise run `gpuenv doctor --profile PROFILE --json` into /var/lib/gpuenv/doctor.json and keep the readiness
+# otherwise run `gpuenv doctor --tier boot --profile PROFILE --json` into /var/lib/gpuenv/doctor.json and keep the readiness
 # marker /var/lib/gpuenv/ready only when the verdict is READY or DEGRADED. A node that is already ready: install
 # reports nothing to change, doctor confirms, the marker stays.
 #
@@ -239,7 +239,7 @@ run_doctor() {
   tmp="$DOCTOR_JSON.tmp.$$"
   attempt=1
   while :; do
-    "$GPUENV_BIN" doctor --profile "$GPUENV_PROFILE" "$@" --json >"$tmp" 2>>"$LOG"
+    "$GPUENV_BIN" doctor --tier boot --profile "$GPUENV_PROFILE" "$@" --json >"$tmp" 2>>"$LOG"
     rc=$?
     if [ "$rc" -ne 1 ] || [ "$attempt" -ge "$GPUENV_RETRIES" ] || ! nvidia_services_starting; then
       break

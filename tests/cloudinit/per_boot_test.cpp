@@ -201,7 +201,7 @@ Options preinstalled_options() {
 }
 
 const std::string k_install_call = "install --resume /etc/gpuenv/profile.toml --json\n";
-const std::string k_doctor_call = "doctor --profile /etc/gpuenv/profile.toml --json\n";
+const std::string k_doctor_call = "doctor --tier boot --profile /etc/gpuenv/profile.toml --json\n";
 
 }  // namespace
 
@@ -289,7 +289,7 @@ TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "not rebooting again"));
   CHECK(contains(node.file("/var/lib/standin/calls"),
                  "install --resume /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"
-                 "doctor --profile /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"));
+                 "doctor --tier boot --profile /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"));
 }
 
 TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches",
