@@ -8,9 +8,9 @@
 #
 # Each boot: make sure the gpuenv binary is there (download + SHA-256 check, bounded retries), run
 # `gpuenv install --resume PROFILE --json` (unless verify-only), reboot when its JSON says "reboot_required": true,
-# otherwise run `gpuenv doctor --tier boot --profile PROFILE --json` into /var/lib/gpuenv/doctor.json and keep the readiness
-# marker /var/lib/gpuenv/ready only when the verdict is READY or DEGRADED. A node that is already ready: install
-# reports nothing to change, doctor confirms, the marker stays.
+# otherwise run `gpuenv doctor --tier boot --profile PROFILE --json` into /var/lib/gpuenv/doctor.json and keep the
+# readiness marker /var/lib/gpuenv/ready only when the verdict is READY or DEGRADED. A node that is already ready:
+# install reports nothing to change, doctor confirms, the marker stays.
 #
 # The reboot path never returns: cloud-init marks a module as run before running it (canonical/cloud-init
 # cloudinit/helpers.py: Runners.run writes a per-instance module's semaphore before it calls the module), so a script
