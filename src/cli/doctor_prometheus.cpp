@@ -166,7 +166,7 @@ void add_gpus(Exposition& e, const probe::HostFacts& facts, const PrometheusOpti
   e.family("gpuenv_gpu_info", "One series per GPU; model and PCI bus id are labels and the value is 1.");
   for (const probe::GpuFacts& gpu : facts.gpus.gpus) {
     Labels labels = gpu_labels(gpu);
-    labels.insert(labels.end(), {{"modelName", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}});
+    labels.insert(labels.end(), {{"model", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}});
     e.sample("gpuenv_gpu_info", labels, 1);
   }
   const auto per_gpu = [&e, &facts](const std::string& name, const std::string& help, bool samples, auto value_of) {

@@ -128,8 +128,10 @@ std::string without_comment_lines(std::string_view script) {
     const bool keep = first || !util::starts_with(text, "#") || text == util::trim(k_settings_placeholder);
     if (keep) out += std::string(line) + "\n";
     if (first)
-      out += "# gpuenv per-boot script, written by `gpuenv cloud-init`; explained in data/cloudinit/per-boot.sh of gpuenv's "
-             "source and docs/cloud-init.md.\n";
+      out +=
+          "# gpuenv per-boot script, written by `gpuenv cloud-init`; explained in data/cloudinit/per-boot.sh of "
+          "gpuenv's "
+          "source and docs/cloud-init.md.\n";
     first = false;
   }
   return out;

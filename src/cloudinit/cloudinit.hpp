@@ -27,7 +27,7 @@ struct Source {
   std::string path;    ///< preinstalled: the binary's absolute path
   /// url, deb: a curl config file on the node with the download's credentials (`user = ...`, `header = ...`),
   /// passed to curl with -K; the script uses it only when it is root's and mode 0600 or 0400. Empty: none.
-  std::string curl_config;
+  std::string curl_config = {};
 };
 
 /// Where each kind of source puts (or finds) the binary on the node.

@@ -86,7 +86,7 @@ echo "$(basename "$0") $*" >>/var/lib/standin/reboots
 
 // curl ... -K - (url and output on standard input, as the script passes them): records its argv and that config, then
 // copies /srv/downloads/<last part of the URL> to the output.
-constexpr const char* k_standin_curl = R"(#!/bin/sh
+constexpr const char* k_standin_curl = R"SH(#!/bin/sh
 mkdir -p /var/lib/standin
 echo "curl $*" >>/var/lib/standin/downloads
 config=$(cat)
@@ -95,7 +95,7 @@ url=$(printf '%s\n' "$config" | sed -n 's/^url = "\(.*\)"$/\1/p')
 out=$(printf '%s\n' "$config" | sed -n 's/^output = "\(.*\)"$/\1/p')
 url=${url%%\?*}
 cp "/srv/downloads/${url##*/}" "$out"
-)";
+)SH";
 
 std::string read(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

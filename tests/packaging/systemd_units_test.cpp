@@ -32,7 +32,8 @@ class UnitRoot {
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     root_ = pattern;
     fs::create_directories(root_ / "usr/lib/systemd");
-    fs::copy("/usr/lib/systemd/system", root_ / "usr/lib/systemd/system", fs::copy_options::recursive);
+    // cp -a: the directory holds symlinks (aliases, units masked to /dev/null) that must stay links.
+    REQUIRE(run({"cp", "-a", "/usr/lib/systemd/system", (root_ / "usr/lib/systemd/").string()}).exit_code == 0);
     for (const char* unit : k_units) fs::copy_file(k_source / "packaging/systemd" / unit, unit_path(unit));
     // What the units and slurmd.service run, as executables in the root.
     for (const char* program : {"usr/bin/gpuenv", "bin/mkdir", "usr/sbin/slurmd", "bin/kill", "usr/bin/kubelet"}) {
@@ -93,8 +94,8 @@ TEST_CASE("systemd: gpuenv-doctor.service, .timer and gpuenv-ready.target pass s
   for (const char* service : {"slurmd.service", "kubelet.service"}) {
     const auto shown =
         run({"env", "SYSTEMD_LOG_LEVEL=debug", "systemd-analyze", "verify", "--root=" + root.path().string(), service});
-    CHECK(gpuenv::util::contains(shown.err, "Requires: gpuenv-ready.target"));
-    CHECK(gpuenv::util::contains(shown.err, "After: gpuenv-ready.target"));
+    CHECK(gpuenv::util::contains(shown.out, "Requires: gpuenv-ready.target"));  // the unit dump, on stdout
+    CHECK(gpuenv::util::contains(shown.out, "After: gpuenv-ready.target"));
   }
 
   // The check can fail: a misspelled key is reported (verify still exits 0, hence the empty-output check above).
