@@ -86,7 +86,7 @@ TEST_CASE("doctor takes smoke's --memtest, --expect and --minimum, checked as sm
   CHECK(finding_message(report, "smoke.run") == "smoke tests do not run under --root");
 }
 
-TEST_CASE("doctor --tier: prolog caps the collection at 5 s and loads no libcuda; bad combinations are bad usage",
+TEST_CASE("doctor --tier: prolog caps the collection at 5 s and loads no libcuda, bad combinations are bad usage",
           "[cli][e2e][tier]") {
   // A live run whose NVML hangs for 20 s: the prolog tier's budget cuts it, whatever --timeout asks for.
   gpuenv::testing::fleet::TempDir dir;
@@ -122,7 +122,7 @@ TEST_CASE("doctor --tier: prolog caps the collection at 5 s and loads no libcuda
   }
 }
 
-TEST_CASE("doctor --from-report: the line and exit of a report another run wrote; too old or missing is exit 2",
+TEST_CASE("doctor --from-report: the line and exit of a report another run wrote, exit 2 when too old or missing",
           "[cli][e2e]") {
   gpuenv::testing::fleet::TempDir dir;
   const std::string report = (dir.path() / "doctor.json").string();

@@ -421,7 +421,7 @@ TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still s
   CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
 }
 
-TEST_CASE("per-boot: a signed URL stays out of ps and the log; credentials only from a root-only curl config",
+TEST_CASE("per-boot: a signed URL stays out of ps and the log, credentials come only from a root-only curl config",
           "[cloudinit][integration][system-test]") {
   const auto fresh = fresh_node();
   if (!fresh) return;

@@ -142,7 +142,7 @@ TEST_CASE("actions: the default without a row, pass and skip are none, data rows
   CHECK(table().action("gpu.row_remap", Status::fail) == Action::reset_gpu);
 }
 
-TEST_CASE("actions: a data overlay can change an action; a bad action is an error naming the row",
+TEST_CASE("actions: a data overlay can change an action, and a bad action is an error naming the row",
           "[doctor][actions]") {
   const std::string shipped = gpuenv::testing::read_text(k_source + "/data/doctor/actions.toml");
   const gpuenv::util::Overlay overlay = {{"actions.toml", "/etc/gpuenv/data.d/actions.toml",
