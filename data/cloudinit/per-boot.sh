@@ -183,8 +183,15 @@ request_reboot() {
   else
     shutdown -r now
   fi
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    # Nothing will stop this script: waiting would hold cloud-init's final stage forever (cloud-final.service has
+    # TimeoutSec=0). Report the node not ready instead.
+    log "the reboot could not be requested (exit $rc); not waiting for it"
+    return 1
+  fi
   # Never return: cloud-init would go on with the user's scripts while the machine shuts down. The shutdown stops
-  # this script; if the reboot request was lost, cloud-init's own timeout and the next boot take over.
+  # this script (systemd ends every remaining process before it reboots).
   while :; do
     sleep 60
   done

@@ -71,7 +71,8 @@ exit 2
 )";
 
 // systemctl and shutdown: `is-active` answers "inactive"; a reboot is recorded, then the caller is stopped with
-// SIGTERM as the shutdown would stop it (unless /var/lib/standin/no-stop exists: then nothing stops it).
+// SIGTERM as the shutdown would stop it (unless /var/lib/standin/no-stop exists: then nothing stops it; or
+// /var/lib/standin/reboot-fails: the request fails as systemctl's does when systemd refuses the job, exit 1).
 constexpr const char* k_standin_reboot = R"(#!/bin/sh
 mkdir -p /var/lib/standin
 if [ "$1" = is-active ]; then
@@ -81,6 +82,7 @@ if [ "$1" = is-active ]; then
   exit 3
 fi
 echo "$(basename "$0") $*" >>/var/lib/standin/reboots
+if [ -f /var/lib/standin/reboot-fails ]; then echo "Failed to reboot system via logind: Access denied" >&2; exit 1; fi
 [ -f /var/lib/standin/no-stop ] || kill -TERM "$PPID"
 )";
 
@@ -394,6 +396,26 @@ TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud
   CHECK(node.file("/var/lib/standin/calls") == k_install_call);  // no doctor, nothing after the request
   const std::string log = node.file("/var/log/gpuenv/cloud-init.log");
   CHECK(gpuenv::util::ends_with(log, "install asks for a reboot (reboot 1 of at most 5); rebooting\n"));
+}
+
+TEST_CASE("per-boot: a reboot that cannot be requested is reported, not waited for",
+          "[cloudinit][integration][system-test]") {
+  // Nothing would ever stop the script, and cloud-final.service has TimeoutSec=0 (cloud-init's
+  // systemd/cloud-final.service; Debian 12 ships the same): waiting would hold cloud-init's final stage for good.
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
+  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write(node.path("/var/lib/standin/reboot-fails"), "");
+  node.install_script(preinstalled_options());
+  const auto run = node.run_boot(std::chrono::seconds(60));
+  INFO(run.out << run.err);
+  REQUIRE_FALSE(run.timed_out);
+  CHECK(run.exit_code == 1);
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\n");
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "the reboot could not be requested (exit 1)"));
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));  // doctor records the state; install did not finish
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call + k_doctor_call);
 }
 
 TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still starting",

@@ -6,7 +6,7 @@
 # node-mark-offline is tests/fleet/nhc_node_mark_offline.sh.
 #
 # Usage: nhc_die_path.sh CHECK_FILE CHECK_LINE   (CHECK_LINE as written after "||" in nhc.conf, e.g. "check_gpuenv")
-# Environment: HOSTNAME, OFFLINE_NODE (the helper), NHC_RM=slurm, MARK_OFFLINE=1 as nhc sets them (nhc:372, nhc:382).
+# Environment: HOSTNAME, OFFLINE_NODE (the helper), NHC_RM=slurm, MARK_OFFLINE=1 as nhc sets them (nhc:372, nhc:379).
 # shellcheck disable=SC2086,SC2128  # NHC's own lines, kept verbatim
 set -u
 FAIL_CNT=0
@@ -20,7 +20,7 @@ function die() {
 
     CHECK_DIED=1
     [[ -z "$CHECK" ]] && CHECK="$FUNCNAME $*"
-    echo "ERROR:  nhc:  Health check failed:  $*"   # nhc:56 log "ERROR:  $NAME:  Health check failed:  $*"
+    echo "ERROR:  nhc:  Health check failed:  $*"   # nhc:55 log "ERROR:  $NAME:  Health check failed:  $*"
     if [[ -n "$NHC_RM" && "$MARK_OFFLINE" -eq 1 && "$FAIL_CNT" -eq 0 ]]; then
         if [[ "${CHECK:0:4}" == "die " ]]; then
             CHECK="$OFFLINE_NODE '$HOSTNAME' '$*'"
