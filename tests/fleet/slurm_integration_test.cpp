@@ -38,7 +38,8 @@ gpuenv::system::CommandResult start_daemon(std::vector<std::string> argv) {
 /// How the test cluster's slurm.conf differs between cases.
 struct ClusterConfig {
   int return_to_service = 2;
-  int slurmd_timeout = 300;  ///< Slurm's default; slurmctld pings every third of it and marks a node DOWN after it
+  int slurmd_timeout = 300;    ///< Slurm's default; slurmctld pings every third of it and marks a node DOWN after it
+  std::string reboot_program;  ///< RebootProgram (none when empty); `scontrol reboot` needs one
 };
 
 /// A one-node Slurm cluster in a temporary directory; the destructor stops every daemon it started. Its
@@ -154,6 +155,7 @@ class SlurmCluster {
            "AccountingStorageType=accounting_storage/none\nSchedulerType=sched/builtin\nSelectType=select/linear\n"
            "ReturnToService=" +
            std::to_string(m_config.return_to_service) + "\nSlurmdTimeout=" + std::to_string(m_config.slurmd_timeout) +
+           (m_config.reboot_program.empty() ? "" : "\nRebootProgram=" + m_config.reboot_program) +
            "\nHealthCheckProgram=" + health_check_program().string() +
            "\nHealthCheckInterval=3600\nHealthCheckNodeState=ANY\nNodeName=" + m_node +
            " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
@@ -297,7 +299,7 @@ TEST_CASE("slurm: a NOT READY node whose slurmd restarts stays drained under Ret
     return;
   }
   TempDir dir;
-  SlurmCluster cluster(dir.path(), ClusterConfig{1, 6});
+  SlurmCluster cluster(dir.path(), ClusterConfig{1, 6, ""});
   cluster.set_tree("healthy-8xh100");
   if (const std::string why = cluster.start(); !why.empty()) {
     WARN("SKIPPED: Slurm did not start: " << why);
@@ -381,4 +383,44 @@ TEST_CASE("slurm: an operator's FAIL and a maintenance reservation survive faili
   REQUIRE(node);
   CHECK_FALSE(gpuenv::util::contains(node->state, "DRAIN"));
   CHECK(cluster.scontrol({"delete", "reservation", "gpuenv_maint"}).exit_code == 0);
+}
+
+TEST_CASE("slurm: a node Slurm is rebooting (scontrol reboot) is left alone by failing and healthy checks",
+          "[fleet][slurm][integration][system-test]") {
+  // `scontrol reboot` puts REBOOT_REQUESTED on the node and, once slurmctld issues it, REBOOT_ISSUED (Slurm 22.05
+  // proc_req.c _slurm_rpc_reboot_nodes, node_mgr.c). What happens to the node then is Slurm's (its nextstate, the
+  // reboot's registration): gpuenv neither drains nor resumes it. RebootProgram is /bin/true here, so slurmd "reboots"
+  // without rebooting and the node stays in the reboot state while the checks run.
+  if (const std::string why = why_no_slurm(); !why.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  TempDir dir;
+  ClusterConfig config;
+  config.reboot_program = "/bin/true";
+  SlurmCluster cluster(dir.path(), config);
+  cluster.set_tree("healthy-8xh100");
+  if (const std::string why = cluster.start(); !why.empty()) {
+    WARN("SKIPPED: Slurm did not start: " << why);
+    return;
+  }
+  const auto asked = cluster.scontrol({"reboot", "Reason=firmware update", cluster.node()});
+  INFO(asked.out << asked.err);
+  REQUIRE(asked.exit_code == 0);
+  auto node = cluster.wait_for([](const auto& n) { return gpuenv::util::contains(n.state, "REBOOT"); }, 20);
+  INFO(cluster.slurmctld_log());
+  REQUIRE(node);
+  REQUIRE(gpuenv::util::contains(node->state, "REBOOT"));
+  const std::string reason = node->reason;
+  for (const char* tree : {"no-driver", "healthy-8xh100"}) {
+    const auto check = health_check(cluster, tree);
+    INFO(tree << ": " << check.run.out << check.run.err);
+    CHECK(gpuenv::util::contains(check.run.out, "held by the operator or Slurm, left alone"));
+    node = cluster.show();
+    REQUIRE(node);
+    INFO(node->state << " / " << node->reason);
+    if (!gpuenv::util::contains(node->state, "REBOOT")) break;  // Slurm moved on by itself (reboot timed out)
+    CHECK(node->reason == reason);
+    CHECK_FALSE(gpuenv::fleet::is_gpuenv_reason(node->reason));
+  }
 }
