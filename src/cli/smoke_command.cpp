@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "doctor/actions.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "util/strings.hpp"
@@ -268,6 +269,13 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   }
   auto report = smoke::run_smoke(context.system, request);
   if (!report) return report_error(context, report.error());
+  // Each finding's action from data/doctor/actions.toml, as doctor gives them (docs/doctor-json.md "Actions").
+  auto actions = doctor::builtin_actions();
+  if (!actions) return report_error(context, actions.error());
+  doctor::assign_actions(report->findings, **actions);
+  for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, **actions);
+  doctor::assign_actions(report->peer_findings, **actions);
+  doctor::assign_actions(report->bidirectional_findings, **actions);
   if (options.json) {
     context.out << smoke_json(*report);
   } else {

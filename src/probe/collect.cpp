@@ -512,9 +512,11 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_driver_libraries(system, facts);
   collect_gpus(system, options, facts);
   collect_kernel_log(system, options, facts);
-  if (options.live) {
+  if (options.live && options.libcuda) {
     facts.cuda_driver = call_within_deadline<CudaDriver>(
         options, "libcuda", [&](std::chrono::milliseconds limit) { return read_cuda_driver(system, limit); });
+  } else if (options.live) {
+    facts.cuda_driver.not_checked = "libcuda is not loaded in the prolog tier (NVML only)";
   }
   collect_toolkits(system, options, facts);
   collect_libraries(system, options, facts);

@@ -28,6 +28,9 @@ struct CollectOptions {
   std::optional<MetadataEndpoint> metadata_endpoint;
   /// The whole metadata exchange's limit.
   std::chrono::milliseconds metadata_timeout{1000};
+  /// Load libcuda and run cuInit (live only). Off in doctor's prolog tier, which reads NVML only: cuInit on eight
+  /// GPUs without persistence mode can take longer than a Slurm prolog may.
+  bool libcuda = true;
   /// Run the node's Python to see which frameworks import and what they see (live only; a skip under --root).
   bool frameworks = false;
   std::string python = "python3";

@@ -116,6 +116,7 @@ struct CudaDriver {
   std::optional<int> init_result;   ///< cuInit's CUresult
   std::string init_error;           ///< its name / description when not 0
   std::string driver_cuda_version;  ///< cuDriverGetVersion: the highest CUDA the driver supports, "12.4"
+  std::string not_checked;          ///< why libcuda was deliberately not loaded on a live run; "" when it was tried
 };
 
 /// One CUDA toolkit installation.

@@ -217,6 +217,29 @@ class RealSystem final : public System {
   }
 
   Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
+    return write_atomically(path, contents, std::nullopt);
+  }
+  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents, unsigned mode) override {
+    return write_atomically(path, contents, mode);
+  }
+
+  Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override {
+    if (!m_root.empty()) return Error::input("not renaming " + from + ": --root inspects a tree, it changes nothing");
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return Error::input("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
+    return util::Ok{};
+  }
+
+  Expected<util::Ok> remove_file(const std::string& path) override {
+    if (!m_root.empty()) return Error::input("not removing " + path + ": --root inspects a tree, it changes nothing");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return Error::input("cannot remove " + path + ": " + std::strerror(errno));
+    return util::Ok{};
+  }
+
+ private:
+  static Expected<util::Ok> write_atomically(const std::string& path, const std::string& contents,
+                                             std::optional<unsigned> mode) {
     const fs::path target(path);
     // A hidden name in the same directory: readers that scan the directory (node_exporter's textfile collector,
     // NFD's features.d) skip dot files, and the rename stays on one filesystem.
@@ -234,26 +257,13 @@ class RealSystem final : public System {
       }
     }
     std::error_code error;
-    fs::rename(temporary, target, error);
+    if (mode) fs::permissions(temporary, static_cast<fs::perms>(*mode), fs::perm_options::replace, error);
+    if (!error) fs::rename(temporary, target, error);
     if (error) {
       std::error_code ignored;
       fs::remove(temporary, ignored);
       return Error::input("cannot rename " + temporary.string() + " to " + path + ": " + error.message());
     }
-    return util::Ok{};
-  }
-
-  Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override {
-    if (!m_root.empty()) return Error::input("not renaming " + from + ": --root inspects a tree, it changes nothing");
-    if (::rename(from.c_str(), to.c_str()) != 0)
-      return Error::input("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
-    return util::Ok{};
-  }
-
-  Expected<util::Ok> remove_file(const std::string& path) override {
-    if (!m_root.empty()) return Error::input("not removing " + path + ": --root inspects a tree, it changes nothing");
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-      return Error::input("cannot remove " + path + ": " + std::strerror(errno));
     return util::Ok{};
   }
 

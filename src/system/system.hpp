@@ -121,6 +121,14 @@ class System {
   /// Writes `contents` to `path` through a hidden temporary file (".name.tmp.PID") in the same directory and a
   /// rename, so readers never see half a file, and directory scanners that skip dot files never see it at all.
   virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
+  /// As above, with the file's permission bits set to `mode` before the rename whatever the umask (a root service
+  /// with umask 077 would otherwise hide a metrics file from node_exporter). The default ignores `mode`: for systems
+  /// without real files.
+  virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
+                                                     unsigned mode) {
+    (void)mode;
+    return write_file_atomic(path, contents);
+  }
   /// Renames the file `from` to `to` in the same filesystem (replacing `to`); an input Error naming both when it
   /// fails. The default answers "not supported".
   virtual util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) {

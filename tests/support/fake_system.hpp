@@ -36,6 +36,7 @@ class FakeSystem : public system::System {
   system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
   system::LibraryResult load_library(const std::string& name) override;
   util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
+  using system::System::write_file_atomic;  // with a mode: the mode is not recorded
   std::optional<std::uint64_t> available_bytes(const std::string& path) override;
   /// Moves a file of `files`; removes one from `files` and `written` and records its path in `removed`.
   util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override;
