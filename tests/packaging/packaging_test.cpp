@@ -259,3 +259,96 @@ TEST_CASE("the tarball and SHA256SUMS verify, and the tarball's binary is the po
   CHECK(listing.out.find(top + "profiles/pytorch-2.9-cu128.toml\n") != std::string::npos);
   CHECK(listing.out.find(top + "copyright\n") != std::string::npos);
 }
+
+namespace {
+
+/// A directory under /tmp, removed with its contents on destruction.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char pattern[] = "/tmp/gpuenv-export-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    path_ = pattern;
+  }
+  ~ScratchDir() { run({"rm", "-rf", path_}); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string trimmed(const std::string& text) { return std::string(gpuenv::util::trim(text)); }
+
+/// The tarball entries' times (`tar --utc --full-time -tv`: "YYYY-MM-DD HH:MM:SS"), one per entry.
+std::vector<std::string> tarball_times(const std::string& tarball) {
+  const CommandResult listing = run({"tar", "--utc", "--full-time", "-tvzf", tarball});
+  REQUIRE(listing.exit_code == 0);
+  static const std::regex k_time(R"(\b(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\b)");
+  std::vector<std::string> times;
+  for (const std::string& line : lines_of(listing.out)) {
+    std::smatch match;
+    if (std::regex_search(line, match, k_time)) times.push_back(match[1].str());
+  }
+  return times;
+}
+
+std::string utc_time_of(const std::string& epoch) {
+  return trimmed(run({"date", "-u", "-d", "@" + epoch, "+%Y-%m-%d %H:%M:%S"}).out);
+}
+
+}  // namespace
+
+// Distributions build from a source export, and `git archive` gives one without .git: scripts/package used to stamp
+// every tarball entry with `--mtime=@` (an empty `git log`), and tar warned "implausibly old time stamp" on each.
+// The date now comes from SOURCE_DATE_EPOCH, the git history, or packaging/source-date, which `git archive` fills in
+// (export-subst in .gitattributes; gitattributes(5), "export-subst").
+TEST_CASE("scripts/package in a git archive export stamps every file with the commit's time",
+          "[packaging][system-test][engine]") {
+  if (run({"git", "-C", k_source, "rev-parse", "--is-inside-work-tree"}).exit_code != 0) {
+    WARN("SKIPPED: " << k_source << " is not a git checkout (nothing to export)");
+    return;
+  }
+  // The tracked files as they are now (`git stash create` records them without touching the checkout; it prints
+  // nothing when nothing changed, and HEAD is then the same tree).
+  std::string commit = trimmed(run({"git", "-C", k_source, "stash", "create"}).out);
+  if (commit.empty()) commit = "HEAD";
+  const std::string epoch = trimmed(run({"git", "-C", k_source, "log", "-1", "--format=%ct", commit}).out);
+  REQUIRE_FALSE(epoch.empty());
+  ScratchDir scratch;
+  const std::string tree = scratch.path() + "/gpuenv";
+  REQUIRE(run({"mkdir", tree}).exit_code == 0);
+  REQUIRE(run({"sh", "-c", "git -C \"$0\" archive \"$1\" | tar -x -C \"$2\"", k_source, commit, tree}).exit_code == 0);
+  REQUIRE(::access((tree + "/.git").c_str(), F_OK) != 0);
+  CHECK(trimmed(run({"cat", tree + "/packaging/source-date"}).out) == epoch);
+  // Any executable will do as the binary: the stamping is under test, not the build (scripts/package --skip-build).
+  REQUIRE(run({"install", "-D", "-m", "0755", GPUENV_BINARY, tree + "/build/portable/gpuenv"}).exit_code == 0);
+  const std::string tarball = tree + "/dist/gpuenv-" + GPUENV_PROJECT_VERSION + "-linux-x86_64.tar.gz";
+
+  const CommandResult exported =
+      run({"env", "-u", "SOURCE_DATE_EPOCH", tree + "/scripts/package", "--skip-build"}, 300);
+  INFO(exported.out << exported.err);
+  REQUIRE(exported.exit_code == 0);
+  CHECK(exported.err.find("implausibly old time stamp") == std::string::npos);
+  const std::vector<std::string> times = tarball_times(tarball);
+  REQUIRE(times.size() > 5);
+  for (const std::string& time : times) CHECK(time == utc_time_of(epoch));
+  const CommandResult changelog =
+      run({"sh", "-c", "dpkg-deb --fsys-tarfile \"$0\" | tar -xO ./usr/share/doc/gpuenv/changelog.gz | gzip -dc",
+           tree + "/dist/gpuenv_" + GPUENV_PROJECT_VERSION + "_amd64.deb"});
+  CHECK(changelog.out.find(trimmed(run({"date", "-R", "-d", "@" + epoch}).out)) != std::string::npos);
+
+  // SOURCE_DATE_EPOCH, when set, wins (reproducible-builds.org/specs/source-date-epoch).
+  const CommandResult pinned =
+      run({"env", "SOURCE_DATE_EPOCH=1700000000", tree + "/scripts/package", "--skip-build"}, 300);
+  REQUIRE(pinned.exit_code == 0);
+  for (const std::string& time : tarball_times(tarball)) CHECK(time == "2023-11-14 22:13:20");
+
+  // No date anywhere: refused before dist/ is touched, naming the way out.
+  REQUIRE(run({"rm", tree + "/packaging/source-date"}).exit_code == 0);
+  const CommandResult undated = run({"env", "-u", "SOURCE_DATE_EPOCH", tree + "/scripts/package", "--skip-build"}, 300);
+  CHECK(undated.exit_code == 1);
+  CHECK(undated.err.find("SOURCE_DATE_EPOCH") != std::string::npos);
+  CHECK(run({"sh", "-c", "cd \"$0\" && sha256sum --strict --quiet -c SHA256SUMS", tree + "/dist"}).exit_code == 0);
+}
