@@ -162,7 +162,7 @@ const std::string k_doctor_call = "doctor --profile /etc/gpuenv/profile.toml --j
 
 }  // namespace
 
-TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration]") {
+TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration][system-test][engine]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
@@ -225,7 +225,8 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   CHECK(node.file("/var/lib/standin/calls") == k_doctor_call);
 }
 
-TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor", "[cloudinit][integration]") {
+TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
+          "[cloudinit][integration][system-test][engine]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
@@ -253,7 +254,8 @@ TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
                  "doctor --profile /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"));
 }
 
-TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches", "[cloudinit][integration]") {
+TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches",
+          "[cloudinit][integration][system-test][engine]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
@@ -288,7 +290,7 @@ TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matc
 }
 
 TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and not fetched again",
-          "[cloudinit][integration]") {
+          "[cloudinit][integration][system-test][engine]") {
   std::string why;
   const std::string cached = cached_root(why);
   if (cached.empty()) {
@@ -328,7 +330,7 @@ TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and n
 }
 
 TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the chroot: NOT READY, no marker)",
-          "[cloudinit][integration]") {
+          "[cloudinit][integration][system-test][engine]") {
 #if defined(__SANITIZE_ADDRESS__)
   WARN("SKIPPED: a sanitizer build of gpuenv needs the host's libasan, which the Debian root does not have");
   return;

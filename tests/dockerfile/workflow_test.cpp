@@ -81,7 +81,8 @@ TEST_CASE("workflow: docs/ci.md quotes deploy/github/images.yml verbatim", "[doc
   CHECK(contains(docs, "```yaml\n" + workflow + "```\n"));
 }
 
-TEST_CASE("workflow: @action-validator/cli accepts the workflow and rejects a broken one", "[dockerfile][workflow]") {
+TEST_CASE("workflow: @action-validator/cli accepts the workflow and rejects a broken one",
+          "[dockerfile][workflow][system-test][engine]") {
   std::string why;
   const fs::path validator = ensure_validator(why);
   if (validator.empty()) {

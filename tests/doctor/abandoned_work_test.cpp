@@ -108,7 +108,7 @@ TEST_CASE("read_nvml: a call that finishes in time releases the library on the c
 }
 
 TEST_CASE("doctor: a hung NVML call is abandoned and gpuenv leaves without tearing the library down under it",
-          "[doctor][nvml][faults][e2e]") {
+          "[doctor][nvml][faults][e2e][system-test]") {
   // The fake aborts (exit 134) when its teardown runs while the hung call is still inside it, which exit() does
   // unless gpuenv leaves with _Exit.
   const TempDir dir;
@@ -133,7 +133,8 @@ TEST_CASE("doctor: a hung NVML call is abandoned and gpuenv leaves without teari
   CHECK(finding_message(json, "doctor.deadline").find("NVML") != std::string::npos);
 }
 
-TEST_CASE("doctor --timeout 3 holds when every probe hangs (NVML, dmesg, python3)", "[doctor][faults][deadline][e2e]") {
+TEST_CASE("doctor --timeout 3 holds when every probe hangs (NVML, dmesg, python3)",
+          "[doctor][faults][deadline][e2e][system-test]") {
   const TempDir dir;
   const fs::path library = dir.path() / "libnvidia-ml-fake.so";
   fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, library);

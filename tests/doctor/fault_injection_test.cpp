@@ -170,7 +170,7 @@ TEST_CASE("fault injection: each fault is a finding and a verdict, never a crash
   }
 }
 
-TEST_CASE("fault injection: NVML faults through the real dlopen path", "[doctor][faults][nvml]") {
+TEST_CASE("fault injection: NVML faults through the real dlopen path", "[doctor][faults][nvml][system-test]") {
   FakeSystem fake = healthy_host();
   fake.commands.erase(k_nvidia_smi);  // no fallback: the finding must carry NVML's own reason
   SECTION("a library whose NVML symbols are missing") {

@@ -185,7 +185,7 @@ TEST_CASE("fake NVML: a lost GPU stays in the list as inaccessible", "[doctor][n
   CHECK(inventory.gpus[4].pci_bus_id == "00000000:9A:00.0");
 }
 
-TEST_CASE("fake NVML: a hung nvmlInit is reported at the timeout, not waited for", "[doctor][nvml]") {
+TEST_CASE("fake NVML: a hung nvmlInit is reported at the timeout, not waited for", "[doctor][nvml][system-test]") {
   const auto start = std::chrono::steady_clock::now();
   const auto inventory = read_fake("hang.conf", 1000ms);
   const auto elapsed = std::chrono::steady_clock::now() - start;
@@ -267,7 +267,7 @@ TEST_CASE("doctor with a fake NVML whose GPU 3 lost two NVLinks fails gpu.nvlink
   CHECK(nvlink_checked);
 }
 
-TEST_CASE("doctor with a hung fake NVML returns within its --timeout", "[doctor][nvml][e2e]") {
+TEST_CASE("doctor with a hung fake NVML returns within its --timeout", "[doctor][nvml][e2e][system-test]") {
   const FakeNvmlCopy library;
   const auto start = std::chrono::steady_clock::now();
   const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--timeout", "1"},

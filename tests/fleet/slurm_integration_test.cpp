@@ -158,7 +158,7 @@ HealthCheck health_check(const SlurmCluster& cluster, const std::string& tree) {
 }  // namespace
 
 TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it when healthy, leaves operators alone",
-          "[fleet][slurm][integration]") {
+          "[fleet][slurm][integration][system-test][engine]") {
   if (const std::string why = why_no_slurm(); !why.empty()) {
     WARN("SKIPPED: " << why);
     return;
@@ -223,7 +223,7 @@ TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it w
 }
 
 TEST_CASE("slurm: doctor --slurm caps each wait at 5 s, so a hung NVML cannot run into Slurm's 60 s kill",
-          "[fleet][slurm]") {
+          "[fleet][slurm][system-test][engine]") {
   TempDir dir;
   const fs::path library = dir.path() / "libnvidia-ml-fake.so";
   fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, library);

@@ -81,7 +81,7 @@ TEST_CASE("install --dry-run --json: every shipped profile on every supported ta
 }
 
 TEST_CASE("install --dry-run --json through the binary: one profile per target, both architectures, exit codes",
-          "[install][e2e]") {
+          "[install][e2e][system-test]") {
   auto data = gpuenv::install::builtin_install_data();
   REQUIRE(data.has_value());
   const auto& profiles = gpuenv::profile::shipped_profiles();

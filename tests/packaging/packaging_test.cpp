@@ -139,7 +139,8 @@ TEST_CASE("the glibc floor check reads objdump listings and fails above 2.31", "
         std::vector<std::string>{"libstdc++.so.6"});
 }
 
-TEST_CASE("the portable binary needs glibc 2.31 at most and links nothing else dynamically", "[packaging]") {
+TEST_CASE("the portable binary needs glibc 2.31 at most and links nothing else dynamically",
+          "[packaging][system-test][engine]") {
   if (!artifacts_present({k_portable})) return;
   const CommandResult symbols = run({"objdump", "-T", k_portable});
   REQUIRE(symbols.exit_code == 0);
@@ -165,7 +166,7 @@ TEST_CASE("the portable binary needs glibc 2.31 at most and links nothing else d
   }
 }
 
-TEST_CASE("the portable binary runs in a clean Debian 11 root", "[packaging]") {
+TEST_CASE("the portable binary runs in a clean Debian 11 root", "[packaging][system-test][engine]") {
   if (!artifacts_present({k_portable}) || !can_sandbox()) return;
   Bullseye root;
   REQUIRE(run({"install", "-m", "0755", k_portable, root.dir() + "/usr/local/bin/gpuenv"}).exit_code == 0);
@@ -188,7 +189,7 @@ TEST_CASE("the portable binary runs in a clean Debian 11 root", "[packaging]") {
   CHECK(check.exit_code == 0);
 }
 
-TEST_CASE("the .deb installs with dpkg into a clean Debian 11 root and runs", "[packaging]") {
+TEST_CASE("the .deb installs with dpkg into a clean Debian 11 root and runs", "[packaging][system-test][engine]") {
   const std::string deb = k_dist + "/gpuenv_" + GPUENV_PROJECT_VERSION + "_amd64.deb";
   if (!artifacts_present({deb}) || !can_sandbox()) return;
   Bullseye root;
@@ -210,7 +211,7 @@ TEST_CASE("the .deb installs with dpkg into a clean Debian 11 root and runs", "[
   CHECK(root.run_inside({"test", "-e", "/usr/bin/gpuenv"}).exit_code == 1);
 }
 
-TEST_CASE("lintian finds no error in the .deb", "[packaging]") {
+TEST_CASE("lintian finds no error in the .deb", "[packaging][system-test][engine]") {
   const std::string deb = k_dist + "/gpuenv_" + GPUENV_PROJECT_VERSION + "_amd64.deb";
   if (!artifacts_present({deb})) return;
   if (run({"lintian", "--version"}).exit_code != 0) {
@@ -223,7 +224,7 @@ TEST_CASE("lintian finds no error in the .deb", "[packaging]") {
   CHECK(lintian.out.find("E: ") == std::string::npos);
 }
 
-TEST_CASE("the .rpm carries the binary and requires only glibc", "[packaging]") {
+TEST_CASE("the .rpm carries the binary and requires only glibc", "[packaging][system-test][engine]") {
   const std::string rpm = k_dist + "/gpuenv-" + GPUENV_PROJECT_VERSION + "-1.x86_64.rpm";
   if (!artifacts_present({rpm})) return;
   const CommandResult files = run({"rpm", "-qpl", rpm});
@@ -240,7 +241,8 @@ TEST_CASE("the .rpm carries the binary and requires only glibc", "[packaging]") 
   }
 }
 
-TEST_CASE("the tarball and SHA256SUMS verify, and the tarball's binary is the portable one", "[packaging]") {
+TEST_CASE("the tarball and SHA256SUMS verify, and the tarball's binary is the portable one",
+          "[packaging][system-test][engine]") {
   const std::string tarball = k_dist + "/gpuenv-" + GPUENV_PROJECT_VERSION + "-linux-x86_64.tar.gz";
   if (!artifacts_present({tarball, k_dist + "/SHA256SUMS"})) return;
   const CommandResult sums = run({"sh", "-c", "cd \"$0\" && sha256sum --strict -c SHA256SUMS", k_dist});

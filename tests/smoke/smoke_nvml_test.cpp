@@ -120,7 +120,7 @@ TEST_CASE("smoke: the clock sampler marks samples under load only while launches
 }
 
 TEST_CASE("smoke: full runs add a sustained GEMM burst that is verified and marked in flight, --quick does not",
-          "[smoke]") {
+          "[smoke][system-test]") {
   SmokeOptions options = small_options();
   options.gemm_burst = std::chrono::milliseconds(10);  // elapsed_ms 1: 10 launches after the timed ones
   const int full_before = fake_counter("fake_cuda_gemm_launches");
@@ -145,7 +145,7 @@ TEST_CASE("smoke: full runs add a sustained GEMM burst that is verified and mark
   CHECK(find(quick.devices.at(0).findings, "smoke.sgemm_fp32")->message.find("back-to-back") == std::string::npos);
 }
 
-TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml]") {
+TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml][system-test]") {
   SmokeOptions burst = small_options();
   burst.gemm_burst = std::chrono::milliseconds(10);  // a sustained window the sampler sees under load
   // Each GEMM lasts >= 5 ms in any build, so 13 launches per matmul stay in flight across several 20 ms samples.
@@ -172,7 +172,7 @@ TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake 
   CHECK_FALSE(unknown.devices.at(0).info.matmul_clock_mhz.has_value());
 }
 
-TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", "[smoke][nvml]") {
+TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", "[smoke][nvml][system-test]") {
   MemoryErrorCounters before;
   before.ecc_corrected = 10;
   before.ecc_uncorrected = 0;
@@ -227,7 +227,7 @@ TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", 
 }
 
 TEST_CASE("gpuenv smoke e2e: an nvmlInit that hangs is abandoned and the process leaves without tearing NVML down",
-          "[smoke][nvml][deadline][e2e]") {
+          "[smoke][nvml][deadline][e2e][system-test]") {
   // The fake NVML's nvmlInit blocks 20 s and aborts (exit 134) if its teardown runs while that call is inside it,
   // which exit() does unless gpuenv records the abandoned thread and leaves with _Exit. Smoke gives nvmlInit 10 s.
   const FakeCuda cuda("emulate_kernels = 0\n");

@@ -38,7 +38,7 @@ TEST_CASE("command runner: output past 16 MiB is read and dropped, and the resul
   CHECK(run.result.truncated);
 }
 
-TEST_CASE("command runner: a flood that never ends is killed at the timeout", "[system][faults]") {
+TEST_CASE("command runner: a flood that never ends is killed at the timeout", "[system][faults][system-test]") {
   const Timed run = run_timed({"yes"}, 1000ms);
   CHECK(run.result.timed_out);
   CHECK(run.result.exit_code == -1);
@@ -68,7 +68,7 @@ TEST_CASE("command runner: a command that prints nothing has empty output", "[sy
 }
 
 TEST_CASE("command runner: a grandchild holding stdout open does not hold the caller past the timeout",
-          "[system][faults]") {
+          "[system][faults][system-test]") {
   // The child exits at once; the background sleep keeps the pipe's write end for 8 s.
   const Timed run = run_timed({"sh", "-c", "sleep 8 & echo started"}, 1500ms);
   CHECK(run.result.exit_code == 0);
