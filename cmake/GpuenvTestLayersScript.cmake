@@ -6,7 +6,7 @@ function(list_tests spec out_var)
   execute_process(COMMAND "${TEST_EXECUTABLE}" ${spec} --list-test-names-only
                   OUTPUT_VARIABLE output ERROR_VARIABLE errors RESULT_VARIABLE result
                   WORKING_DIRECTORY "${WORKING_DIRECTORY}")
-  # Catch2 v2 exits with the number of tests listed (modulo 256); a signal or a message is a broken executable.
+  # Catch2 v2 exits with the number of tests listed (at most 255); a signal or a message is a broken executable.
   if(NOT result MATCHES "^[0-9]+$" OR NOT errors STREQUAL "")
     message(FATAL_ERROR "${TEST_EXECUTABLE} ${spec} --list-test-names-only failed (${result}):\n${errors}${output}")
   endif()
@@ -40,8 +40,9 @@ foreach(name IN LISTS all_tests)
     set(labels "unit")
   endif()
   catch_spec("${name}" spec)
+  # -w NoTests: a spec that matches no test fails (exit 2) instead of passing with nothing run.
   string(APPEND script
-         "add_test([==[${name}]==] \"${TEST_EXECUTABLE}\" [==[${spec}]==])\n"
+         "add_test([==[${name}]==] \"${TEST_EXECUTABLE}\" [==[${spec}]==] -w NoTests)\n"
          "set_tests_properties([==[${name}]==] PROPERTIES LABELS \"${labels}\""
          " WORKING_DIRECTORY \"${WORKING_DIRECTORY}\" SKIP_REGULAR_EXPRESSION [==[${SKIP_REGULAR_EXPRESSION}]==])\n")
 endforeach()
