@@ -126,7 +126,7 @@ TEST_CASE("doctor: a hung NVML call is abandoned and gpuenv leaves without teari
   CHECK(result.signal == 0);
   CHECK(result.exit_code == 1);  // NOT READY: the GPUs could not be queried
   CHECK(result.err.find("torn down") == std::string::npos);
-  CHECK(elapsed < 6s);
+  CHECK(elapsed < 10s);  // half the fixture's 20 s hang: gpuenv neither waited for the call nor joined it
   const auto json = nlohmann::json::parse(result.out, nullptr, false);
   REQUIRE_FALSE(json.is_discarded());
   CHECK(has_finding(json, "doctor.deadline", "fail"));
@@ -154,7 +154,9 @@ TEST_CASE("doctor --timeout 3 holds when every probe hangs (NVML, dmesg, python3
   INFO("stderr: " << result.err);
   CHECK(result.exit_code == 1);
   CHECK(seconds >= 2.9);
-  CHECK(seconds < 3 + 2.5);  // the deadline, the kill of a hung command, the process start and exit
+  // Every probe hangs for 20 s or more (NVML 20 s, the commands 1000 s): a doctor that waited for any of them would
+  // take that long; half of it leaves the deadline, the kills, the process start and exit ample time.
+  CHECK(seconds < 10);
   const auto json = nlohmann::json::parse(result.out, nullptr, false);
   REQUIRE_FALSE(json.is_discarded());
   CHECK(json.at("verdict") == "NOT READY");
