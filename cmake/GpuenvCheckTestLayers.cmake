@@ -8,6 +8,8 @@ if(NOT result EQUAL 0)
   message(FATAL_ERROR "ctest --show-only=json-v1 failed (${result})")
 endif()
 
+cmake_minimum_required(VERSION 3.18)  # IN_LIST (CMP0057) in a cmake -P script
+
 string(JSON count LENGTH "${listing}" tests)
 set(units 0)
 set(systems 0)

@@ -1,6 +1,8 @@
 # Writes CTEST_FILE: one add_test per Catch2 test case of TEST_EXECUTABLE with its layer labels
 # (GpuenvTestLayers.cmake explains the tags). Run with cmake -P after each link.
 
+cmake_minimum_required(VERSION 3.18)  # IN_LIST (CMP0057) in a cmake -P script
+
 # The test names a Catch2 test spec selects (an empty spec: every test that is not hidden).
 function(list_tests spec out_var)
   execute_process(COMMAND "${TEST_EXECUTABLE}" ${spec} --list-test-names-only
