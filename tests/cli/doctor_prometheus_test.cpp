@@ -76,7 +76,8 @@ gpuenv::doctor::DoctorReport hostile_report() {
 
 }  // namespace
 
-TEST_CASE("prometheus: promtool accepts every doctor scenario's textfile, lint included", "[cli][prometheus]") {
+TEST_CASE("prometheus: promtool accepts every doctor scenario's textfile, lint included",
+          "[cli][prometheus][system-test]") {
   if (skip_without_promtool()) return;
   TempDir scratch;
   std::set<std::string> names;
@@ -113,7 +114,7 @@ TEST_CASE("prometheus: the scenario values say what doctor found", "[cli][promet
 }
 
 TEST_CASE("prometheus: hostile host text is escaped, duplicate ids keep the worst status, smoke in base units",
-          "[cli][prometheus]") {
+          "[cli][prometheus][system-test]") {
   const std::string text = gpuenv::cli::doctor_prometheus(hostile_report(), "1.2.3", 1764556800);
   CHECK(text.find(R"(os="ubu\"ntu")") != std::string::npos);
   CHECK(text.find(R"(os_version="22.04\\n")") != std::string::npos);

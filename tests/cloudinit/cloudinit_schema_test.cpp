@@ -86,7 +86,8 @@ std::vector<std::string> first_usable_cell(const gpuenv::profile::ShippedProfile
 
 }  // namespace
 
-TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid", "[cloudinit][integration]") {
+TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid",
+          "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (const std::string why = schema_unavailable(*system); !why.empty()) {
     WARN("SKIPPED: " << why);
@@ -127,7 +128,8 @@ TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid", "[c
   WARN("cloud-init schema: " << validated << " shipped profiles' user-data Valid");
 }
 
-TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid", "[cloudinit][integration]") {
+TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid",
+          "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (const std::string why = schema_unavailable(*system); !why.empty()) {
     WARN("SKIPPED: " << why);
@@ -155,7 +157,8 @@ TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid", 
   }
 }
 
-TEST_CASE("cloud-init schema rejects a broken user-data document (the check can fail)", "[cloudinit][integration]") {
+TEST_CASE("cloud-init schema rejects a broken user-data document (the check can fail)",
+          "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (const std::string why = schema_unavailable(*system); !why.empty()) {
     WARN("SKIPPED: " << why);

@@ -268,7 +268,7 @@ TEST_CASE("yaml_content keeps the text exactly: literal block or base64", "[clou
   }
 }
 
-TEST_CASE("the rendered per-boot script passes shellcheck as POSIX sh", "[cloudinit]") {
+TEST_CASE("the rendered per-boot script passes shellcheck as POSIX sh", "[cloudinit][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (system->run({"shellcheck", "--version"}, std::chrono::seconds(30)).not_found) {
     WARN("SKIPPED: shellcheck is not installed (scripts/bootstrap installs it)");

@@ -207,7 +207,7 @@ const std::string k_doctor_call = "doctor --tier boot --profile /etc/gpuenv/prof
 
 }  // namespace
 
-TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration][system-test]") {
+TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration][system-test][engine]") {
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
@@ -270,7 +270,7 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
 }
 
 TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
-          "[cloudinit][integration][system-test]") {
+          "[cloudinit][integration][system-test][engine]") {
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
@@ -295,7 +295,7 @@ TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
 }
 
 TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches",
-          "[cloudinit][integration][system-test]") {
+          "[cloudinit][integration][system-test][engine]") {
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
@@ -323,7 +323,7 @@ TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matc
 }
 
 TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and not fetched again",
-          "[cloudinit][integration][system-test]") {
+          "[cloudinit][integration][system-test][engine]") {
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
@@ -357,7 +357,7 @@ TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and n
 }
 
 TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the chroot: NOT READY, no marker)",
-          "[cloudinit][integration][system-test]") {
+          "[cloudinit][integration][system-test][engine]") {
 #if defined(__SANITIZE_ADDRESS__)
   WARN("SKIPPED: a sanitizer build of gpuenv needs the host's libasan, which the Debian root does not have");
   return;

@@ -177,7 +177,7 @@ TEST_CASE("workflow: docs/ci.md quotes deploy/github/images.yml verbatim", "[doc
 }
 
 TEST_CASE("workflow: @action-validator/cli accepts the workflow and rejects a broken one",
-          "[dockerfile][workflow][system-test]") {
+          "[dockerfile][workflow][system-test][engine]") {
   std::string why;
   const fs::path validator = ensure_validator(why);
   if (validator.empty()) {

@@ -229,7 +229,7 @@ std::string worst_id(const nlohmann::json& findings) {
 
 }  // namespace
 
-TEST_CASE("doctor scenarios: exit code, verdict and key findings of every host tree", "[doctor][e2e]") {
+TEST_CASE("doctor scenarios: exit code, verdict and key findings of every host tree", "[doctor][e2e][system-test]") {
   for (const Scenario& s : k_scenarios) {
     INFO("scenario: " << describe(s));
     const auto result = run_gpuenv(doctor_args(s.tree, s.args, "--json"));
@@ -317,7 +317,7 @@ TEST_CASE("doctor scenarios: every host tree has a README and a row", "[doctor][
 }
 
 TEST_CASE("doctor scenarios: --oneline is one line of at most 80 characters naming the worst finding",
-          "[doctor][e2e]") {
+          "[doctor][e2e][system-test]") {
   std::set<std::string> seen;
   for (const Scenario& s : k_scenarios) {
     if (!seen.insert(describe(s)).second) continue;

@@ -51,7 +51,7 @@ Play play(const fs::path& scratch, const std::vector<std::string>& environment,
 
 TEST_CASE(
     "ansible: the playbook passes the syntax check, plans in check mode, reports gpuenv's changed, fails NOT READY",
-    "[fleet][ansible][system-test]") {
+    "[fleet][ansible][system-test][engine]") {
   if (!have_tool("ansible-playbook")) {
     WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
     return;
@@ -93,7 +93,7 @@ TEST_CASE(
 }
 
 TEST_CASE("ansible: a reboot gpuenv asks for goes through Ansible, which the role refuses on the control node",
-          "[fleet][ansible][system-test]") {
+          "[fleet][ansible][system-test][engine]") {
   if (!have_tool("ansible-playbook")) {
     WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
     return;

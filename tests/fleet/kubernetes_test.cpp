@@ -38,7 +38,7 @@ nlohmann::json validate(const fs::path& modules, const std::vector<fs::path>& fi
 }  // namespace
 
 TEST_CASE("kubernetes: the DaemonSet and the NPD plugin ConfigMap pass the Kubernetes API schemas",
-          "[fleet][kubernetes]") {
+          "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
   if (modules.empty()) {
@@ -67,7 +67,7 @@ TEST_CASE("kubernetes: the DaemonSet and the NPD plugin ConfigMap pass the Kuber
 }
 
 TEST_CASE("kubernetes: the DaemonSet mounts host paths read-only except the three it writes, and has limits",
-          "[fleet][kubernetes]") {
+          "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
   if (modules.empty()) {

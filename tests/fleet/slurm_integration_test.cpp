@@ -199,7 +199,7 @@ HealthCheck health_check(const SlurmCluster& cluster, const std::string& tree) {
 }  // namespace
 
 TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it when healthy, leaves operators alone",
-          "[fleet][slurm][integration][system-test]") {
+          "[fleet][slurm][integration][system-test][engine]") {
   if (const std::string why = why_no_slurm(); !why.empty()) {
     WARN("SKIPPED: " << why);
     return;
@@ -256,16 +256,16 @@ TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it w
     CHECK(gpuenv::fleet::is_unavailable(*node));
     CHECK(node->reason == "ops: replacing a DIMM");
   }
-  // Well inside Slurm's 60 s HealthCheckProgram limit.
-  CHECK(bad.seconds < 10);
-  CHECK(good.seconds < 10);
+  // Inside Slurm's limit: slurmd kills a HealthCheckProgram that runs for 60 s (slurm.conf(5), HealthCheckProgram).
+  CHECK(bad.seconds < 60);
+  CHECK(good.seconds < 60);
   WARN("slurm 22.05 cluster started in " << std::chrono::duration<double>(started - begin).count()
                                          << " s; doctor --slurm took " << bad.seconds << " s (drain) and "
                                          << good.seconds << " s (resume)");
 }
 
 TEST_CASE("slurm: doctor --slurm caps each wait at 5 s, so a hung NVML cannot run into Slurm's 60 s kill",
-          "[fleet][slurm]") {
+          "[fleet][slurm][system-test][engine]") {
   TempDir dir;
   const fs::path library = dir.path() / "libnvidia-ml-fake.so";
   fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, library);
@@ -283,7 +283,8 @@ TEST_CASE("slurm: doctor --slurm caps each wait at 5 s, so a hung NVML cannot ru
   INFO(run.out << run.err);
   CHECK(run.exit_code == 2);  // scontrol did not answer: reported, not hidden
   CHECK(gpuenv::util::contains(run.err, "scontrol show node gpu07: no answer within 5 s"));
-  CHECK(seconds < 15);
+  // Inside Slurm's 60 s kill, which the uncapped waits (20 s of NVML, then 60 s of scontrol) would run into.
+  CHECK(seconds < 60);
   WARN("doctor --slurm with a hung NVML finished in " << seconds << " s");
 }
 

@@ -148,7 +148,7 @@ TEST_CASE(
 }
 
 TEST_CASE("install --dry-run --json through the binary: the plans kept for review match their golden files",
-          "[install][e2e]") {
+          "[install][e2e][system-test]") {
   std::ifstream list(k_golden / "PLANS");
   std::string line;
   std::size_t compared = 0;
