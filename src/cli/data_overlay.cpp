@@ -7,6 +7,7 @@
 #include "probe/xid.hpp"
 #include "smoke/expectations.hpp"
 #include "util/strings.hpp"
+#include "watch/rules.hpp"
 
 namespace gpuenv::cli {
 
@@ -30,7 +31,7 @@ util::Expected<util::Ok> checked(const util::Expected<T>& parsed) {
 std::vector<util::DataTable> all_data_tables() {
   std::vector<util::DataTable> tables;
   for (auto&& module : {compat::data_tables(), probe::data_tables(), doctor::data_tables(), smoke::data_tables(),
-                        dockerfile::data_tables(), install::data_tables()}) {
+                        dockerfile::data_tables(), install::data_tables(), watch::data_tables()}) {
     tables.insert(tables.end(), module.begin(), module.end());
   }
   return tables;
@@ -84,7 +85,8 @@ util::Expected<util::Ok> check_overlay(const util::Overlay& overlay) {
   if (auto r = doctor::check_data(overlay); !r) return r;
   if (auto r = checked(smoke::load_expectations(overlay)); !r) return r;
   if (auto r = checked(dockerfile::load_data(overlay)); !r) return r;
-  return checked(install::load_install_data(overlay));
+  if (auto r = checked(install::load_install_data(overlay)); !r) return r;
+  return watch::check_data(overlay);
 }
 
 }  // namespace gpuenv::cli

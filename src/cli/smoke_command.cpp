@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "doctor/actions.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "util/strings.hpp"
@@ -31,9 +32,12 @@ struct SmokeCommandOptions {
   int repetitions = 0;
   double timeout_s = 120;
   double init_timeout_s = 90;
+  double budget_s = 600;
+  int expect_gpus = -1;
   bool no_cublas = false;
   bool no_peer = false;
-  double memtest = 0;
+  double memtest = -1;  ///< not given: the default sub-second memory test
+  bool no_memtest = false;
   std::vector<std::string> expect;   ///< ID=VALUE
   std::vector<std::string> minimum;  ///< ID=VALUE
 };
@@ -100,6 +104,7 @@ std::string smoke_json(const smoke::SmokeReport& report) {
            {"max_width", optional_json(info.pcie_max_width)}}},
          {"kernel_image", info.kernel_image.empty() ? nlohmann::json() : nlohmann::json(info.kernel_image)},
          {"local_cpulist", info.local_cpulist.empty() ? nlohmann::json() : nlohmann::json(info.local_cpulist)},
+         {"step_cpulist", info.step_cpulist.empty() ? nlohmann::json() : nlohmann::json(info.step_cpulist)},
          {"pcie_upstream",
           {{"max_generation", optional_json(info.pcie_upstream_max_generation)},
            {"max_width", optional_json(info.pcie_upstream_max_width)}}},
@@ -250,10 +255,12 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.repetitions = options.repetitions;
   request.step_timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
   request.init_timeout = std::chrono::milliseconds(static_cast<long long>(options.init_timeout_s * 1000));
+  request.run_timeout = std::chrono::milliseconds(static_cast<long long>(options.budget_s * 1000));
+  if (options.expect_gpus >= 0) request.expect_gpus = options.expect_gpus;
   request.cublas = !options.no_cublas;
   request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
   request.peer = !options.no_peer;
-  request.memtest_fraction = options.memtest;
+  request.memtest_fraction = options.no_memtest ? 0 : options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, request.overrides); !read) {
     return report_error(context, read.error());
   }
@@ -262,6 +269,13 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   }
   auto report = smoke::run_smoke(context.system, request);
   if (!report) return report_error(context, report.error());
+  // Each finding's action from data/doctor/actions.toml, as doctor gives them (docs/doctor-json.md "Actions").
+  auto actions = doctor::builtin_actions();
+  if (!actions) return report_error(context, actions.error());
+  doctor::assign_actions(report->findings, **actions);
+  for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, **actions);
+  doctor::assign_actions(report->peer_findings, **actions);
+  doctor::assign_actions(report->bidirectional_findings, **actions);
   if (options.json) {
     context.out << smoke_json(*report);
   } else {
@@ -299,14 +313,25 @@ void add_smoke_command(CLI::App& app, Action& action) {
                    "Seconds each step may take before the GPU is reported hung (default 120)")
       ->check(CLI::PositiveNumber);
   command
+      ->add_option("--budget", options->budget_s,
+                   "Seconds the whole run may take after cuInit: no step starts later (default 600); after a hang "
+                   "every other step gets at most 10 s more")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--expect-gpus", options->expect_gpus,
+                   "Fail unless at least N GPUs are visible; the peer floors of an N-GPU board then apply")
+      ->check(CLI::NonNegativeNumber);
+  command
       ->add_option("--init-timeout", options->init_timeout_s,
                    "Seconds cuInit may take before the driver is reported hung (default 90; without persistence mode "
                    "many GPUs take long)")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--memtest", options->memtest,
-                   "Also write and verify patterns over this fraction of each GPU's free memory (e.g. 0.9)")
+                   "Write and verify patterns over this fraction of each GPU's free memory (e.g. 0.9; default: a "
+                   "sub-second test over 5% of it, at least 8 x the L2 cache)")
       ->check(CLI::Range(0.01, 0.95));
+  command->add_flag("--no-memtest", options->no_memtest, "Skip the memory test");
   command->add_flag("--no-cublas", options->no_cublas,
                     "Skip the cuBLAS GEMMs (by default the node's libcublas is found and used; GPUENV_CUBLAS_LIBRARY "
                     "names one)");

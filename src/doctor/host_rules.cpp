@@ -209,6 +209,8 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
     return;
   }
   Status worst = Status::pass;
+  std::optional<report::Action> action;  // the most disruptive node_action of the events that count
+  const auto add_action = [&action](report::Action more) { action = std::max(action.value_or(more), more); };
   std::vector<std::string> lines;
   std::vector<std::string> remedies;
   std::string source;
@@ -227,6 +229,8 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
                  : info->severity == XidSeverity::warning                                        ? Status::warn
                                                                                                  : Status::pass;
         if (!info->action.empty() && info->action != "-") remedy = "Xid " + std::to_string(code) + ": " + info->action;
+        if (const auto node_action = report::parse_action(info->node_action); node_action && status != Status::pass)
+          add_action(*node_action);
         source = info->source;
       } else {
         line += ": " + group.message + " (not in gpuenv's Xid table)";
@@ -234,6 +238,7 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
         remedy = "look up Xid " + std::to_string(code) + " in NVIDIA's Xid catalog";
       }
     }
+    if (code < 0) add_action(report::Action::reboot);  // what NVIDIA's catalog says for Xid 79 (RESTART_BM)
     worst = std::max(worst, status);
     lines.push_back(line);
     if (status != Status::pass && std::find(remedies.begin(), remedies.end(), remedy) == remedies.end())
@@ -241,6 +246,7 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
   }
   out.push_back(make("xid.events", worst, util::join(lines, "; ") + " (" + facts.kernel_log_source + ")",
                      util::join(remedies, "; "), source));
+  out.back().action = action;
 }
 
 /// GPUs the driver failed to initialise (RmInitAdapter): they are missing from NVML, so only the log names them.

@@ -14,6 +14,7 @@ std::string state_json(const InstallState& state) {
                          {"target", state.target},
                          {"completed", state.completed},
                          {"failed", state.failed.empty() ? nlohmann::json() : nlohmann::json(state.failed)},
+                         {"reboots", state.reboots},
                          {"updated", state.updated}};
   return json.dump(2) + "\n";
 }
@@ -36,6 +37,12 @@ util::Expected<InstallState> parse_state(const std::string& text, const std::str
     state.completed.push_back(id.get<std::string>());
   }
   if (json.contains("failed") && json["failed"].is_string()) state.failed = json["failed"].get<std::string>();
+  if (json.contains("reboots") && json["reboots"].is_array()) {
+    for (const nlohmann::json& id : json["reboots"]) {
+      if (!id.is_string()) return bad("\"reboots\" holds a non-string");
+      state.reboots.push_back(id.get<std::string>());
+    }
+  }
   if (json.contains("updated") && json["updated"].is_string()) state.updated = json["updated"].get<std::string>();
   return state;
 }

@@ -16,6 +16,9 @@ struct InstallState {
   std::string target;  ///< Target::label()
   std::vector<std::string> completed;
   std::string failed;   ///< the failing step's id; empty when none
+  /// The boot ids from which gpuenv rebooted the node for this profile and target (every run counts them, with or
+  /// without --resume), so a module that never loads ends in a failure instead of a reboot loop.
+  std::vector<std::string> reboots;
   std::string updated;  ///< UTC time of the last write
 
   bool is_completed(const std::string& id) const;

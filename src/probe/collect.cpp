@@ -67,15 +67,7 @@ void ask_cloud_metadata(System& system, const CollectOptions& options, HostFacts
 }
 
 void collect_cloud(System& system, const CollectOptions& options, HostFacts& facts) {
-  DmiStrings dmi;
-  dmi.sys_vendor = dmi_field(system, "sys_vendor");
-  dmi.product_name = dmi_field(system, "product_name");
-  dmi.product_version = dmi_field(system, "product_version");
-  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
-  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
-  dmi.product_serial = dmi_field(system, "product_serial");
-  dmi.bios_vendor = dmi_field(system, "bios_vendor");
-  dmi.bios_version = dmi_field(system, "bios_version");
+  const DmiStrings dmi = read_dmi_strings(system);
   if (dmi.sys_vendor.empty() && dmi.product_name.empty() && dmi.chassis_asset_tag.empty()) {
     facts.host.cloud_source = "/sys/class/dmi/id is not readable";
     return;
@@ -470,6 +462,19 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
   return inventory;
 }
 
+DmiStrings read_dmi_strings(System& system) {
+  DmiStrings dmi;
+  dmi.sys_vendor = dmi_field(system, "sys_vendor");
+  dmi.product_name = dmi_field(system, "product_name");
+  dmi.product_version = dmi_field(system, "product_version");
+  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
+  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
+  dmi.product_serial = dmi_field(system, "product_serial");
+  dmi.bios_vendor = dmi_field(system, "bios_vendor");
+  dmi.bios_version = dmi_field(system, "bios_version");
+  return dmi;
+}
+
 KernelLog read_kernel_log(System& system, bool live) {
   KernelLog log;
   if (live) {
@@ -507,9 +512,11 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_driver_libraries(system, facts);
   collect_gpus(system, options, facts);
   collect_kernel_log(system, options, facts);
-  if (options.live) {
+  if (options.live && options.libcuda) {
     facts.cuda_driver = call_within_deadline<CudaDriver>(
         options, "libcuda", [&](std::chrono::milliseconds limit) { return read_cuda_driver(system, limit); });
+  } else if (options.live) {
+    facts.cuda_driver.not_checked = "libcuda is not loaded in the prolog tier (NVML only)";
   }
   collect_toolkits(system, options, facts);
   collect_libraries(system, options, facts);

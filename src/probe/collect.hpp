@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "probe/cloud.hpp"
 #include "probe/cloud_metadata.hpp"
 #include "probe/facts.hpp"
 #include "system/deadline.hpp"
@@ -27,6 +28,9 @@ struct CollectOptions {
   std::optional<MetadataEndpoint> metadata_endpoint;
   /// The whole metadata exchange's limit.
   std::chrono::milliseconds metadata_timeout{1000};
+  /// Load libcuda and run cuInit (live only). Off in doctor's prolog tier, which reads NVML only: cuInit on eight
+  /// GPUs without persistence mode can take longer than a Slurm prolog may.
+  bool libcuda = true;
   /// Run the node's Python to see which frameworks import and what they see (live only; a skip under --root).
   bool frameworks = false;
   std::string python = "python3";
@@ -56,6 +60,9 @@ struct KernelLog {
   std::string source;  ///< "dmesg", a path, or "unreadable: ..."
 };
 KernelLog read_kernel_log(system::System& system, bool live);
+
+/// The DMI strings of /sys/class/dmi/id (empty where unreadable), for classify_cloud.
+DmiStrings read_dmi_strings(system::System& system);
 
 /// GPU facts from a parsed nvidia-smi report, in NVML's shape.
 GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::string& origin);

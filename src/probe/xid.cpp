@@ -38,6 +38,8 @@ XidInfo read_row(util::TomlRow& row) {
   out.causes = row.text("causes");
   out.catalog_action = row.text("catalog_action");
   out.action = row.text("action");
+  out.node_action = row.one_of("node_action",
+                               {"none", "restart_job", "reset_gpu", "reboot", "drain_and_inspect", "replace_hardware"});
   out.dcgm = row.text("dcgm");
   out.k8s_dp = row.text("k8s_dp");
   out.gpud = row.text("gpud");

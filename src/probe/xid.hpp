@@ -25,6 +25,9 @@ struct XidInfo {
   std::string causes;          ///< r555 cause flags, e.g. "HW, drv, bus"
   std::string catalog_action;  ///< NVIDIA's resolution buckets, "immediate / investigatory"
   std::string action;          ///< the remedy in gpuenv's words ("reboot node", "reset GPU", ...); "-" if none
+  /// The same as one word of doctor's action vocabulary (report::Action's names): "none", "restart_job",
+  /// "reset_gpu", "reboot", "drain_and_inspect" or "replace_hardware" (rule in data/xid.toml's header).
+  std::string node_action;
   XidSeverity severity = XidSeverity::info;
   bool aznhc_fails = false;  ///< Azure aznhc fails the node on it
   std::string dcgm;          ///< DCGM health result and label, "-" when unmapped

@@ -35,7 +35,8 @@ Finding event_finding(const probe::KernelEvent& event, const TestedGpu* gpu) {
                    where + " fell off the bus during the smoke run: " + event.raw,
                    "drain the node: the GPU needs a reset or reboot, then `gpuenv doctor`; if it repeats, check power "
                    "and seating or replace the GPU",
-                   {}};
+                   {},
+                   report::Action::reboot};  // as NVIDIA's catalog says for Xid 79 (RESTART_BM)
   }
   const int code = event.xid.value_or(0);
   const std::optional<probe::XidInfo> info = probe::xid_info(code);
@@ -48,6 +49,7 @@ Finding event_finding(const probe::KernelEvent& event, const TestedGpu* gpu) {
                   info && info->action != "-" && info->action != "none" ? info->action + "; then `gpuenv doctor`"
                                                                         : "run `gpuenv doctor`",
                   info ? info->source : std::string()};
+  if (info) finding.action = report::parse_action(info->node_action);  // data/xid.toml's node_action
   return finding;
 }
 

@@ -41,6 +41,14 @@ class DeadlineSystem final : public System {
   util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
     return m_inner.write_file_atomic(path, contents);
   }
+  util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override {
+    return m_inner.rename_file(from, to);
+  }
+  util::Expected<util::Ok> remove_file(const std::string& path) override { return m_inner.remove_file(path); }
+  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
+                                             unsigned mode) override {
+    return m_inner.write_file_atomic(path, contents, mode);
+  }
   /// Sends with min(timeout, time left); after the deadline, fails without connecting.
   util::Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) override;
   std::chrono::steady_clock::time_point now() override { return m_inner.now(); }

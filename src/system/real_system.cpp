@@ -1,6 +1,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <boost/process.hpp>
 #include <boost/process/async_pipe.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -202,11 +204,42 @@ class RealSystem final : public System {
     return static_cast<std::uint64_t>(stats.f_bavail) * stats.f_frsize;
   }
 
+  std::optional<PathStatus> path_status(const std::string& path) override {
+    auto full = under_root(path);
+    struct stat info {};
+    if (!full || ::lstat(full->c_str(), &info) != 0) return std::nullopt;
+    return PathStatus{static_cast<std::uint32_t>(info.st_uid), static_cast<std::uint32_t>(info.st_mode & 07777),
+                      S_ISDIR(info.st_mode), S_ISLNK(info.st_mode)};
+  }
+
   Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) override {
     return send_http_request(request, timeout);
   }
 
   Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
+    return write_atomically(path, contents, std::nullopt);
+  }
+  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents, unsigned mode) override {
+    return write_atomically(path, contents, mode);
+  }
+
+  Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override {
+    if (!m_root.empty()) return Error::input("not renaming " + from + ": --root inspects a tree, it changes nothing");
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return Error::input("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
+    return util::Ok{};
+  }
+
+  Expected<util::Ok> remove_file(const std::string& path) override {
+    if (!m_root.empty()) return Error::input("not removing " + path + ": --root inspects a tree, it changes nothing");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return Error::input("cannot remove " + path + ": " + std::strerror(errno));
+    return util::Ok{};
+  }
+
+ private:
+  static Expected<util::Ok> write_atomically(const std::string& path, const std::string& contents,
+                                             std::optional<unsigned> mode) {
     const fs::path target(path);
     // A hidden name in the same directory: readers that scan the directory (node_exporter's textfile collector,
     // NFD's features.d) skip dot files, and the rename stays on one filesystem.
@@ -224,7 +257,8 @@ class RealSystem final : public System {
       }
     }
     std::error_code error;
-    fs::rename(temporary, target, error);
+    if (mode) fs::permissions(temporary, static_cast<fs::perms>(*mode), fs::perm_options::replace, error);
+    if (!error) fs::rename(temporary, target, error);
     if (error) {
       std::error_code ignored;
       fs::remove(temporary, ignored);

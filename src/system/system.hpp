@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,7 @@ struct HttpRequest {
   std::string method = "GET";
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;  ///< sent with its Content-Length (Azure's POST of StartRequests); usually empty
 };
 
 /// The status and body of an answered request.
@@ -82,6 +84,14 @@ util::Error too_large_error(const std::string& path, std::uint64_t size, const R
 /// `text` cut to `limit` as a reader would: the tail from a line start for kernel logs, else an Error over the cap.
 util::Expected<std::string> apply_read_limit(const std::string& path, std::string text, const ReadLimit& limit);
 
+/// Who owns a path and its permission bits, as lstat(2) reports them (a symlink is not followed).
+struct PathStatus {
+  std::uint32_t uid = 0;
+  std::uint32_t mode = 0;  ///< the permission bits (07777)
+  bool directory = false;
+  bool symlink = false;
+};
+
 /// Everything gpuenv reads from or does to the machine goes through this interface.
 class System {
  public:
@@ -111,6 +121,23 @@ class System {
   /// Writes `contents` to `path` through a hidden temporary file (".name.tmp.PID") in the same directory and a
   /// rename, so readers never see half a file, and directory scanners that skip dot files never see it at all.
   virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
+  /// As above, with the file's permission bits set to `mode` before the rename whatever the umask (a root service
+  /// with umask 077 would otherwise hide a metrics file from node_exporter). The default ignores `mode`: for systems
+  /// without real files.
+  virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
+                                                     unsigned mode) {
+    (void)mode;
+    return write_file_atomic(path, contents);
+  }
+  /// Renames the file `from` to `to` in the same filesystem (replacing `to`); an input Error naming both when it
+  /// fails. The default answers "not supported".
+  virtual util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) {
+    return util::Error::input("cannot rename " + from + " to " + to + ": not supported by this System");
+  }
+  /// Removes the file `path`; Ok when there was none. The default answers "not supported".
+  virtual util::Expected<util::Ok> remove_file(const std::string& path) {
+    return util::Error::input("cannot remove " + path + ": not supported by this System");
+  }
   /// Sends `request` and reads the whole answer within `timeout` (connect included); an Error naming the host
   /// when it cannot connect, times out or the answer is not HTTP. The default answers "not supported".
   virtual util::Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) {
@@ -119,6 +146,13 @@ class System {
   }
   /// The monotonic clock that limits and deadlines are measured on (tests substitute a clock they move).
   virtual std::chrono::steady_clock::time_point now() { return std::chrono::steady_clock::now(); }
+  /// The owner and mode of `path` itself (lstat); nullopt when it does not exist or cannot be read.
+  virtual std::optional<PathStatus> path_status(const std::string& path) {
+    (void)path;
+    return std::nullopt;
+  }
+  /// Waits `duration` (a bounded retry's pause; tests substitute a clock they move instead of waiting).
+  virtual void sleep_for(std::chrono::milliseconds duration) { std::this_thread::sleep_for(duration); }
 };
 
 /// The real machine. `root` ("" or "/") reads files under another tree; with a root set,

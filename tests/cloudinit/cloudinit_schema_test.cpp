@@ -174,7 +174,7 @@ TEST_CASE("cloud-init schema rejects a broken user-data document (the check can 
   std::string bad_key = text;
   bad_key.replace(bad_key.find("    owner: root:root"), 20, "    ownr: root:root");
   std::string bad_type = text;
-  bad_type.replace(bad_type.find("permissions: '0755'"), 19, "permissions: [0755]");
+  bad_type.replace(bad_type.find("permissions: '0700'"), 19, "permissions: [0700]");
   const std::vector<Broken> broken = {
       {"a misspelt write_files key", bad_key},
       {"permissions of the wrong type", bad_type},

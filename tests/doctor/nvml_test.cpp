@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "support/fake_nvml_library.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
 #include "system/system.hpp"
@@ -21,51 +22,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using gpuenv::testing::fixture_path;
+using gpuenv::testing::FakeNvmlCopy;
+using gpuenv::testing::ScopedEnv;
 using namespace std::chrono_literals;
-
-/// Sets an environment variable for the scope and restores the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::string& value) : m_name(std::move(name)) {
-    if (const char* old = std::getenv(m_name.c_str())) m_old = old;
-    ::setenv(m_name.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (m_old) {
-      ::setenv(m_name.c_str(), m_old->c_str(), 1);
-    } else {
-      ::unsetenv(m_name.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string m_name;
-  std::optional<std::string> m_old;
-};
-
-/// A private copy of the fake library. The fake reads its fixture once per loaded instance (a static), so each
-/// fixture gets its own file: a new path is a new dlopen instance even when several tests share one process.
-class FakeNvmlCopy {
- public:
-  FakeNvmlCopy() {
-    static int counter = 0;
-    m_path = fs::temp_directory_path() /
-             ("gpuenv-fake-nvml-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".so");
-    fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, m_path, fs::copy_options::overwrite_existing);
-  }
-  ~FakeNvmlCopy() {
-    std::error_code ignored;
-    fs::remove(m_path, ignored);  // a hung reader keeps its mapping; removing the name is safe
-  }
-  FakeNvmlCopy(const FakeNvmlCopy&) = delete;
-  FakeNvmlCopy& operator=(const FakeNvmlCopy&) = delete;
-  std::string path() const { return m_path.string(); }
-
- private:
-  fs::path m_path;
-};
 
 /// read_nvml on the real system against the fake, with GPUENV_FAKE_NVML naming tests/fixtures/nvml/<conf>.
 gpuenv::probe::GpuInventory read_fake(const std::string& conf, std::chrono::milliseconds timeout = 5s) {

@@ -204,6 +204,11 @@ TEST_CASE("the .deb installs with dpkg into a clean Debian 11 root and runs", "[
       root.run_inside({"gpuenv", "profile", "check", "/usr/share/gpuenv/profiles/pytorch-2.9-cu128.toml"}).exit_code ==
       0);
   CHECK(root.run_inside({"test", "-s", "/usr/share/doc/gpuenv/copyright"}).exit_code == 0);
+  CHECK(root.run_inside({"test", "-s", "/usr/lib/systemd/system/gpuenv-watch.service"}).exit_code == 0);
+  for (const char* unit : {"gpuenv-doctor.service", "gpuenv-doctor.timer", "gpuenv-ready.target"})
+    CHECK(root.run_inside({"test", "-s", std::string("/usr/lib/systemd/system/") + unit}).exit_code == 0);
+  CHECK(root.run_inside({"test", "-s", "/usr/share/gpuenv/deploy/systemd/slurmd.service.d/gpuenv-ready.conf"})
+            .exit_code == 0);
 
   const CommandResult remove = root.run_inside({"dpkg", "--purge", "gpuenv"});
   CHECK(remove.exit_code == 0);
@@ -230,6 +235,9 @@ TEST_CASE("the .rpm carries the binary and requires only glibc", "[packaging]") 
   REQUIRE(files.exit_code == 0);
   CHECK(files.out.find("/usr/bin/gpuenv\n") != std::string::npos);
   CHECK(files.out.find("/usr/share/gpuenv/profiles/pytorch-2.9-cu128.toml\n") != std::string::npos);
+  CHECK(files.out.find("/usr/lib/systemd/system/gpuenv-watch.service\n") != std::string::npos);
+  CHECK(files.out.find("/usr/lib/systemd/system/gpuenv-doctor.timer\n") != std::string::npos);
+  CHECK(files.out.find("/usr/lib/systemd/system/gpuenv-ready.target\n") != std::string::npos);
 
   const CommandResult requires_ = run({"rpm", "-qp", "--requires", rpm});
   REQUIRE(requires_.exit_code == 0);

@@ -41,6 +41,29 @@ XidSeverity derived_severity(const XidInfo& row, const std::map<int, XidInfo>& b
   return XidSeverity::info;
 }
 
+/// The node_action rule stated in data/xid.toml's header: NVIDIA's immediate resolution bucket in one word.
+std::string derived_node_action(const XidInfo& row) {
+  const std::string bucket = row.catalog_action.substr(0, row.catalog_action.find(" / "));
+  if (gpuenv::util::starts_with(bucket, "WORKFLOW_NVLINK5_ERR"))
+    return row.code == 150 ? "reset_gpu" : "drain_and_inspect";
+  static const std::map<std::string, std::string> k_buckets = {
+      {"IGNORE", "none"},
+      {"RESTART_APP", "restart_job"},
+      {"RESET_GPU", "reset_gpu"},
+      {"RESTART_BM", "reboot"},
+      {"RESTART_VM", "reboot"},
+      {"CONTACT_SUPPORT", "drain_and_inspect"},
+      {"CHECK_MECHANICALS", "drain_and_inspect"},
+      {"WORKFLOW_XID_45", "none"},
+      {"WORKFLOW_XID_48", "reset_gpu"},
+      {"WORKFLOW_NVLINK_ERR", "reset_gpu"},
+      {"XID_154", "drain_and_inspect"},
+      {"(blank)", "reset_gpu"},  // 171 and 172: "follow Xid 48"
+  };
+  const auto it = k_buckets.find(bucket);
+  return it == k_buckets.end() ? "(bucket " + bucket + " has no rule)" : it->second;
+}
+
 KernelLogScan scan_fixture(const std::string& name) { return parse_xid_events(read_fixture("probe/errors/" + name)); }
 
 }  // namespace
@@ -59,6 +82,7 @@ TEST_CASE("Xid table: the embedded data/xid.toml is Table 1 of reference/xid.md"
   for (const XidInfo& row : *table) {
     INFO("Xid " << row.code);
     CHECK(row.severity == derived_severity(row, by_code));
+    CHECK(row.node_action == derived_node_action(row));
     CHECK_FALSE(row.mnemonic.empty());
     CHECK_FALSE(row.meaning.empty());
     CHECK(row.status == "secondary");
@@ -124,7 +148,8 @@ TEST_CASE("Xid table: xid_info rows", "[probe][xid]") {
 TEST_CASE("Xid table: malformed data is an Error naming the row", "[probe][xid]") {
   const std::string good =
       "[[xid]]\ncode = 79\nmnemonic = \"M\"\nmeaning = \"m\"\ncauses = \"HW\"\ncatalog_action = \"RESTART_BM\"\n"
-      "action = \"reboot node\"\nseverity = \"critical\"\naznhc = \"FAIL\"\ndcgm = \"FAIL*\"\nk8s_dp = \"unhealthy\"\n"
+      "action = \"reboot node\"\nnode_action = \"reboot\"\nseverity = \"critical\"\naznhc = \"FAIL\"\ndcgm = "
+      "\"FAIL*\"\nk8s_dp = \"unhealthy\"\n"
       "gpud = \"Fatal\"\nstatus = \"secondary\"\ntools_status = \"verified\"\nsource = \"test\"\n";
   REQUIRE(parse_xid_table(good).has_value());
   struct Row {
@@ -138,6 +163,10 @@ TEST_CASE("Xid table: malformed data is an Error naming the row", "[probe][xid]"
       {gpuenv::util::join(
            {good.substr(0, good.find("severity")), "severity = \"fatal\"\n", good.substr(good.find("aznhc"))}, ""),
        "`severity` must be"},
+      {gpuenv::util::join({good.substr(0, good.find("node_action")), "node_action = \"reset node\"\n",
+                           good.substr(good.find("severity"))},
+                          ""),
+       "`node_action` must be"},
       {"[[xid]\n", "xid.toml:1"},
       {"title = \"x\"\n", "unknown top-level key"},
       {"", "no [[xid]] rows"},

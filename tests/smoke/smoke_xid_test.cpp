@@ -71,9 +71,10 @@ TEST_CASE("smoke: the runner reads the kernel log before and after, and says whe
   options.copy_bytes = 64 * 1024;
   options.sgemm_size = options.tensor_size = 64;
   options.repetitions = 1;
-  // No sustained GEMM burst: the fake's 0.001 ms events would ask for its 1000-launch cap of CPU-emulated GEMMs per
-  // matmul (80 s here, 170 s under ASan) for clock sampling this test does not look at.
-  options.gemm_burst = std::chrono::milliseconds(0);
+  // One launch a sustained window: the fake's 0.001 ms events would ask for the 1024-launch cap of CPU-emulated GEMMs
+  // per window (minutes, more under ASan) for timing this test does not look at.
+  options.gemm_window = std::chrono::milliseconds(0);
+  options.gemm_windows = 1;
 
   gpuenv::system::CommandResult before, after;
   before.exit_code = after.exit_code = 0;

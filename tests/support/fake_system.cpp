@@ -90,6 +90,21 @@ util::Expected<util::Ok> FakeSystem::write_file_atomic(const std::string& path, 
   return util::Ok{};
 }
 
+util::Expected<util::Ok> FakeSystem::rename_file(const std::string& from, const std::string& to) {
+  const auto it = files.find(from);
+  if (it == files.end()) return util::Error::input("cannot rename " + from + " to " + to + ": No such file or directory");
+  files[to] = it->second;
+  files.erase(from);
+  return util::Ok{};
+}
+
+util::Expected<util::Ok> FakeSystem::remove_file(const std::string& path) {
+  files.erase(path);
+  written.erase(path);
+  removed.push_back(path);
+  return util::Ok{};
+}
+
 util::Expected<system::HttpResponse> FakeSystem::http_request(const system::HttpRequest& request,
                                                               std::chrono::milliseconds timeout) {
   http_requests.push_back(request);

@@ -36,7 +36,12 @@ class FakeSystem : public system::System {
   system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
   system::LibraryResult load_library(const std::string& name) override;
   util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
+  using system::System::write_file_atomic;  // with a mode: the mode is not recorded
   std::optional<std::uint64_t> available_bytes(const std::string& path) override;
+  /// Moves a file of `files`; removes one from `files` and `written` and records its path in `removed`.
+  util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override;
+  util::Expected<util::Ok> remove_file(const std::string& path) override;
+  std::vector<std::string> removed;
   /// Answers to HTTP requests keyed by "METHOD path" (e.g. "GET /latest/meta-data/instance-type"); unscripted
   /// requests fail as an unreachable host would.
   std::map<std::string, system::HttpResponse> http_answers;
@@ -54,6 +59,19 @@ class FakeSystem : public system::System {
   /// for a hung command would, so deadline tests take no real time.
   std::chrono::steady_clock::time_point clock{};
   std::chrono::steady_clock::time_point now() override { return clock; }
+  /// Owners and modes by path, for path_status (a path not listed has no status).
+  std::map<std::string, system::PathStatus> statuses;
+  std::optional<system::PathStatus> path_status(const std::string& path) override {
+    const auto it = statuses.find(path);
+    if (it == statuses.end()) return std::nullopt;
+    return it->second;
+  }
+  /// Sleeping moves the clock on and is recorded; nothing waits.
+  void sleep_for(std::chrono::milliseconds duration) override {
+    clock += duration;
+    sleeps.push_back(duration);
+  }
+  std::vector<std::chrono::milliseconds> sleeps;
   /// The timeout each run() was given, in order (to check that a deadline cut them).
   std::vector<std::chrono::milliseconds> command_timeouts;
 };
