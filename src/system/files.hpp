@@ -23,3 +23,24 @@ bool is_pseudo_file(const std::string& path);
 util::Expected<std::string> resolve_in_root(const std::string& root, const std::string& path);
 
 }  // namespace gpuenv::system
+
+namespace gpuenv::system {
+
+/// Why a file at `path` is not one only root and `user` control: it, a directory above it or a link on the way
+/// belongs to someone else or is writable by group or others (sticky directories excepted); nullopt when it is
+/// safe, or when an entry on the way does not exist.
+std::optional<std::string> path_trust_problem(const std::string& path, unsigned user);
+
+/// RealSystem's write_file_atomic (system.hpp has the contract).
+util::Expected<util::Ok> write_file_atomically(const std::string& path, const std::string& contents, unsigned mode);
+
+}  // namespace gpuenv::system
+
+namespace gpuenv::system {
+
+/// Every record /dev/kmsg (at `device`) holds now, read one record per read(2) without blocking, until the device
+/// has no more (EAGAIN) or k_command_output_cap bytes are read; records the ring overwrote meanwhile (EPIPE) are
+/// skipped. An input Error naming the device and errno when it cannot be opened.
+util::Expected<std::string> read_kmsg_device(const std::string& device);
+
+}  // namespace gpuenv::system
