@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "cli/trusted_paths.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
@@ -141,8 +142,12 @@ util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::strin
 /// The smoke tests' own options, as `gpuenv smoke` takes them.
 util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOptions& options,
                                             smoke::SmokeOptions& smoke) {
-  smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(smoke.library);
-  smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  auto library = library_from_environment(context.system, "GPUENV_CUDA_LIBRARY", smoke.library);
+  if (!library) return library.error();
+  smoke.library = *library;
+  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
+  if (!cublas) return cublas.error();
+  smoke.cublas_library = *cublas;
   smoke.memtest_fraction = options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, smoke.overrides); !read) return read;
   return read_smoke_overrides(options.minimum, "--minimum", true, smoke.overrides);
@@ -174,8 +179,9 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
     request.collect.timeout = std::min(request.collect.timeout, k_slurm_wait_limit);
     request.deadline = std::min(*request.deadline, k_slurm_deadline_limit);
   }
-  request.collect.nvml_library =
-      context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
+  auto nvml = library_from_environment(context.system, "GPUENV_NVML_LIBRARY", request.collect.nvml_library);
+  if (!nvml) return report_error(context, nvml.error());
+  request.collect.nvml_library = *nvml;
   request.run_smoke = !options.quick && !options.slurm;
   if (auto read = read_smoke_options(context, options, request.smoke); !read)
     return report_error(context, read.error());
