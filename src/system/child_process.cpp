@@ -14,8 +14,19 @@ constexpr std::string_view k_inherited[] = {"http_proxy",           "https_proxy
                                             "NO_PROXY",             "ALL_PROXY",              "CUDA_VISIBLE_DEVICES",
                                             "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",    "SLURM_CONF"};
 
-bool inherited(std::string_view name, bool root) {
+/// A locale name ("C.UTF-8", "en_US.utf8", "de_DE@euro"), not a path: glibc reads a name with a slash as a directory
+/// of locale files, which a user could have written.
+bool is_locale_name(std::string_view value) {
+  if (value.empty() || value.front() == '.') return false;
+  return std::all_of(value.begin(), value.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '@' || c == '-';
+  });
+}
+
+bool inherited(std::string_view name, std::string_view value, bool root) {
   if (name == "LD_LIBRARY_PATH") return !root;  // a user's own children may load what the user's modules set up
+  if (name == "LANG" || name.substr(0, 3) == "LC_") return is_locale_name(value);
   return std::find(std::begin(k_inherited), std::end(k_inherited), name) != std::end(k_inherited);
 }
 
@@ -55,11 +66,10 @@ EnvironmentList child_environment(const EnvironmentList& parent, const std::stri
   // The first of repeated names counts, as for getenv.
   for (const auto& [name, value] : parent) {
     if (name == "PATH" && !path) path = value;
-    if (inherited(name, root) && !listed(name)) out.emplace_back(name, value);
+    if (inherited(name, value, root) && !listed(name)) out.emplace_back(name, value);
   }
   out.emplace_back("PATH", joined(program_search_path(path)));
   out.emplace_back("HOME", home.empty() ? std::string("/") : home);
-  out.emplace_back("LC_ALL", "C");
   return out;
 }
 

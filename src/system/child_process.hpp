@@ -25,10 +25,10 @@ std::vector<std::string> program_search_path(const std::optional<std::string>& p
 using EnvironmentList = std::vector<std::pair<std::string, std::string>>;
 
 /// The environment of every child: PATH (the search path above), HOME (`home`, the running user's home from the
-/// password database, so no dotfile of another user is read), LC_ALL=C (tools print what the parsers expect), and
-/// from `parent` only the proxies, the GPU selection (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES,
-/// CUDA_DEVICE_ORDER) and SLURM_CONF; LD_LIBRARY_PATH too unless `root`. Everything else (PYTHONPATH, LD_PRELOAD,
-/// APT_CONFIG, CURL_HOME, SSL_CERT_FILE, BASH_ENV, ...) is dropped.
+/// password database, so no dotfile of another user is read), and from `parent` only the proxies, the GPU selection
+/// (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER), SLURM_CONF, LANG and LC_* when they name a
+/// locale (not a path to locale files), and LD_LIBRARY_PATH unless `root`. Everything else (PYTHONPATH, LD_PRELOAD,
+/// APT_CONFIG, CURL_HOME, SSL_CERT_FILE, BASH_ENV, LOCPATH, ...) is dropped.
 EnvironmentList child_environment(const EnvironmentList& parent, const std::string& home, bool root);
 
 /// This process's environment, parsed from `environ` (names compared exactly, as execve passes them).

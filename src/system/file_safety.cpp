@@ -19,27 +19,6 @@ namespace fs = std::filesystem;
 using util::Error;
 using util::Expected;
 
-/// Closes a file descriptor on every path out.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : m_fd(fd) {}
-  ~Descriptor() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  int get() const { return m_fd; }
-  /// Closes now, reporting the error close(2) gives (a write-back failure on NFS shows here).
-  int close() {
-    const int result = ::close(m_fd);
-    m_fd = -1;
-    return result;
-  }
-
- private:
-  int m_fd;
-};
-
 std::string errno_text() { return std::strerror(errno); }
 
 /// Why the entry `st` at `shown` could be changed by someone other than root and `user`; nullopt when it cannot.
@@ -202,7 +181,7 @@ Expected<util::Ok> write_file_atomically(const std::string& path, const std::str
     directory = resolved.string();
   }
   // O_NOFOLLOW: the directory itself may not be a link swapped in after the check.
-  const Descriptor dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  const FileDescriptor dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (dir.get() < 0) return Error::input("cannot write " + path + ": cannot open " + directory + ": " + errno_text());
   std::string temporary;
   int fd = -1;
@@ -213,7 +192,7 @@ Expected<util::Ok> write_file_atomically(const std::string& path, const std::str
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) return Error::input("cannot write " + path + ": cannot create a temporary file: " + errno_text());
-  Descriptor file(fd);
+  FileDescriptor file(fd);
   const auto fail = [&](const std::string& what) -> Expected<util::Ok> {
     const std::string reason = errno_text();
     ::unlinkat(dir.get(), temporary.c_str(), 0);

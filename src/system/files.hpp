@@ -1,11 +1,34 @@
 #pragma once
 // The real file readers behind RealSystem (bounded_read.cpp, root_path.cpp): internal to the system module.
 
+#include <unistd.h>
+
 #include <string>
 
 #include "system/system.hpp"
 
 namespace gpuenv::system {
+
+/// Closes a file descriptor on every path out.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : m_fd(fd) {}
+  ~FileDescriptor() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return m_fd; }
+  /// Closes now and returns what close(2) says (a delayed write error on NFS shows here).
+  int close() {
+    const int result = ::close(m_fd);
+    m_fd = -1;
+    return result;
+  }
+
+ private:
+  int m_fd;
+};
 
 /// Reads `full_path` (shown to the user as `shown_path`) within `limit`: opened non-blocking, refused unless a
 /// regular file, never more than the cap read into memory. `no_follow`: refuse a symlink as the last component

@@ -18,7 +18,12 @@ using gpuenv::probe::KernelEventKind;
 
 const std::string k_hostile = "$(reboot) `id` ; DRAIN: hostile text | shutdown -h now";
 
-std::vector<gpuenv::report::Finding> judge(const gpuenv::probe::HostFacts& facts) {
+/// doctor's findings for a live node whose /dev/kmsg holds `event` and nothing else of note.
+std::vector<gpuenv::report::Finding> judge(const KernelEvent& event) {
+  gpuenv::probe::HostFacts facts;
+  facts.live = true;
+  facts.kernel_log_source = "/dev/kmsg";
+  facts.kernel_events.push_back(event);
   const auto thresholds = gpuenv::doctor::builtin_thresholds();
   REQUIRE(thresholds);
   const auto kb = gpuenv::compat::builtin_knowledge_base();
@@ -41,32 +46,24 @@ const gpuenv::report::Finding& only(const std::vector<gpuenv::report::Finding>& 
 }  // namespace
 
 TEST_CASE("doctor: an Xid gpuenv does not know is named by number, its log text left out", "[doctor][security]") {
-  gpuenv::probe::HostFacts facts;
-  facts.live = true;
-  facts.kernel_log_source = "/dev/kmsg";
   KernelEvent event;
   event.kind = KernelEventKind::xid;
   event.xid = 9999;
   event.pci_bus_id = "0000:3b:00";
   event.process_name = k_hostile;
   event.message = k_hostile;
-  facts.kernel_events.push_back(event);
-  const auto findings = judge(facts);
+  const auto findings = judge(event);
   const auto& finding = only(findings, "xid.events");
   CHECK(finding.message == "Xid 9999 on 0000:3b:00 (not in gpuenv's Xid table) (/dev/kmsg)");
   CHECK(finding.remedy.find("reboot") == std::string::npos);
 }
 
 TEST_CASE("doctor: the driver's probe failure is said in gpuenv's words with the device count", "[doctor][security]") {
-  gpuenv::probe::HostFacts facts;
-  facts.live = true;
-  facts.kernel_log_source = "/dev/kmsg";
   KernelEvent event;
   event.kind = KernelEventKind::probe_not_called;
   event.device_count = 3;
   event.message = "The NVIDIA probe routine was not called for 3 device(s). " + k_hostile;
-  facts.kernel_events.push_back(event);
-  const auto findings = judge(facts);
+  const auto findings = judge(event);
   const auto& finding = only(findings, "driver.probe");
-  CHECK(finding.message == "kernel log: the NVIDIA probe routine was not called for 3 device(s)");
+  CHECK(finding.message == "kernel log: The NVIDIA probe routine was not called for 3 device(s)");
 }
