@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "probe/pci_devices.hpp"
 #include "probe/proc_driver_version.hpp"
 #include "util/strings.hpp"
 
@@ -105,15 +106,7 @@ std::optional<long> effective_uid(system::System& system) {
 }
 
 bool nvidia_gpu_present(system::System& system) {
-  const std::string root = "/sys/bus/pci/devices/";
-  for (const std::string& device : system.list_directory(root)) {
-    auto vendor = system.read_file(root + device + "/vendor");
-    auto device_class = system.read_file(root + device + "/class");
-    if (!vendor || !device_class) continue;
-    const std::string cls = first_line(*device_class);
-    if (first_line(*vendor) == "0x10de" && (cls.rfind("0x0300", 0) == 0 || cls.rfind("0x0302", 0) == 0)) return true;
-  }
-  return false;
+  return !probe::nvidia_pci_inventory(probe::read_pci_devices(system)).gpus.empty();
 }
 
 ModuleVersions module_versions(system::System& system) {
