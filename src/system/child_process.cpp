@@ -9,10 +9,18 @@ namespace gpuenv::system {
 namespace {
 
 /// Variables a child may inherit whoever runs gpuenv: they select a network route or the GPUs, and load no code.
-constexpr std::string_view k_inherited[] = {"http_proxy",           "https_proxy",            "no_proxy",
-                                            "all_proxy",            "HTTP_PROXY",             "HTTPS_PROXY",
-                                            "NO_PROXY",             "ALL_PROXY",              "CUDA_VISIBLE_DEVICES",
-                                            "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",    "SLURM_CONF"};
+constexpr std::string_view k_inherited[] = {"http_proxy",
+                                            "https_proxy",
+                                            "no_proxy",
+                                            "all_proxy",
+                                            "HTTP_PROXY",
+                                            "HTTPS_PROXY",
+                                            "NO_PROXY",
+                                            "ALL_PROXY",
+                                            "CUDA_VISIBLE_DEVICES",
+                                            "NVIDIA_VISIBLE_DEVICES",
+                                            "CUDA_DEVICE_ORDER",
+                                            "SLURM_CONF"};
 
 /// A locale name ("C.UTF-8", "en_US.utf8", "de_DE@euro"), not a path: glibc reads a name with a slash as a directory
 /// of locale files, which a user could have written.
@@ -38,11 +46,12 @@ std::string joined(const std::vector<std::string>& directories) {
 
 }  // namespace
 
-std::vector<std::string> program_search_path(const std::optional<std::string>& path) {
+std::vector<std::string> program_search_path(const std::optional<std::string>& path, const DirectoryCheck& searchable) {
   std::vector<std::string> out;
-  const auto add = [&out](std::string_view directory) {
+  const auto add = [&out, &searchable](std::string_view directory) {
     if (directory.empty() || directory.front() != '/') return;  // "" and "bin" are the working directory's
-    if (std::find(out.begin(), out.end(), directory) == out.end()) out.emplace_back(directory);
+    if (std::find(out.begin(), out.end(), directory) != out.end()) return;
+    if (!searchable || searchable(std::string(directory))) out.emplace_back(directory);
   };
   if (path) {
     std::string_view rest = *path;
@@ -57,7 +66,8 @@ std::vector<std::string> program_search_path(const std::optional<std::string>& p
   return out;
 }
 
-EnvironmentList child_environment(const EnvironmentList& parent, const std::string& home, bool root) {
+EnvironmentList child_environment(const EnvironmentList& parent, const std::string& home, bool root,
+                                  const DirectoryCheck& searchable) {
   std::optional<std::string> path;
   EnvironmentList out;
   const auto listed = [&out](const std::string& name) {
@@ -68,7 +78,7 @@ EnvironmentList child_environment(const EnvironmentList& parent, const std::stri
     if (name == "PATH" && !path) path = value;
     if (inherited(name, value, root) && !listed(name)) out.emplace_back(name, value);
   }
-  out.emplace_back("PATH", joined(program_search_path(path)));
+  out.emplace_back("PATH", joined(program_search_path(path, searchable)));
   out.emplace_back("HOME", home.empty() ? std::string("/") : home);
   return out;
 }

@@ -144,7 +144,8 @@ Expected<std::string> root_output_directory(const std::string& directory, const 
       "the user who owns the directory";
   if (walk.problem) return Error::input("refusing to write " + path + " as root: " + *walk.problem, remedy);
   if (walk.missing) return Error::input("cannot write " + path + ": " + walk.resolved + " does not exist");
-  if (!S_ISDIR(walk.last.st_mode)) return Error::input("cannot write " + path + ": " + walk.resolved + " is not a directory");
+  if (!S_ISDIR(walk.last.st_mode))
+    return Error::input("cannot write " + path + ": " + walk.resolved + " is not a directory");
   const bool others_write = (walk.last.st_mode & (S_IWGRP | S_IWOTH)) != 0;
   struct stat target {};
   const std::string target_path = walk.resolved + "/" + name;
@@ -161,6 +162,16 @@ Expected<std::string> root_output_directory(const std::string& directory, const 
 std::optional<std::string> path_trust_problem(const std::string& path, unsigned user) {
   const Walk walk = walk_trusted(path, user);
   return walk.problem;
+}
+
+std::optional<std::string> program_directory_problem(const std::string& directory) {
+  const Walk walk = walk_trusted(directory, 0);
+  if (walk.problem) return walk.problem;
+  if (walk.missing) return walk.resolved + " does not exist";
+  if (!S_ISDIR(walk.last.st_mode)) return walk.resolved + " is not a directory";
+  // The sticky bit keeps others from replacing root's files, not from adding their own: /tmp/dmesg is anyone's.
+  if ((walk.last.st_mode & (S_IWGRP | S_IWOTH)) != 0) return walk.resolved + " is writable by group or others";
+  return std::nullopt;
 }
 
 Expected<util::Ok> write_file_atomically(const std::string& path, const std::string& contents, unsigned mode) {

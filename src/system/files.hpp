@@ -54,6 +54,11 @@ namespace gpuenv::system {
 /// safe, or when an entry on the way does not exist.
 std::optional<std::string> path_trust_problem(const std::string& path, unsigned user);
 
+/// Why root must not run programs from `directory`: someone other than root could add one there (it, a directory
+/// above it or a link on the way belongs to another user, or it is writable by group or others, sticky or not:
+/// anyone may add a file to /tmp); nullopt when only root can, or "does not exist".
+std::optional<std::string> program_directory_problem(const std::string& directory);
+
 /// RealSystem's write_file_atomic (system.hpp has the contract).
 util::Expected<util::Ok> write_file_atomically(const std::string& path, const std::string& contents, unsigned mode);
 

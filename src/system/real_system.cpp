@@ -105,10 +105,24 @@ std::string own_home() {
   return found->pw_dir;
 }
 
+/// The directories root may run programs from: only those no one else can add a program to (a PATH entry a user
+/// owns or can write would make root run that user's `dmesg`). Anyone else searches every directory of theirs.
+DirectoryCheck searchable_directories() {
+  if (::geteuid() != 0) return {};
+  return [](const std::string& directory) { return !program_directory_problem(directory); };
+}
+
+/// The PATH variable of this process, read by its exact name.
+std::optional<std::string> own_path() {
+  const char* path = std::getenv("PATH");
+  return path != nullptr ? std::optional<std::string>(path) : std::nullopt;
+}
+
 /// The scrubbed environment every child gets (child_process.hpp).
 bp::environment child_environment_block() {
   bp::environment out;
-  for (const auto& [name, value] : child_environment(process_environment(), own_home(), ::geteuid() == 0))
+  for (const auto& [name, value] :
+       child_environment(process_environment(), own_home(), ::geteuid() == 0, searchable_directories()))
     out[name] = value;
   return out;
 }
@@ -229,8 +243,7 @@ class RealSystem final : public System {
     return send_http_request(request, timeout);
   }
 
-  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
-                                       unsigned mode) override {
+  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents, unsigned mode) override {
     return write_file_atomically(path, contents, mode);
   }
 
@@ -251,8 +264,8 @@ class RealSystem final : public System {
   }
 
   /// `name` itself when it has a slash (made absolute: the child starts in "/"), else the first executable regular
-  /// file of that name in the safe search path; empty when there is none. PATH is read by its exact name (Boost's
-  /// search_path also took a variable spelled `path`).
+  /// file of that name in the safe search path (root's: directories only root can change); empty when there is none.
+  /// PATH is read by its exact name (Boost's search_path also took a variable spelled `path`).
   static boost::filesystem::path resolve_program(const std::string& name) {
     const auto executable = [](const std::string& path) {
       struct stat st {};
@@ -264,9 +277,7 @@ class RealSystem final : public System {
       return !error && executable(absolute) ? boost::filesystem::path(absolute) : boost::filesystem::path();
     }
     if (name.empty() || name == "." || name == "..") return {};
-    const char* path = std::getenv("PATH");
-    for (const std::string& directory :
-         program_search_path(path != nullptr ? std::optional<std::string>(path) : std::nullopt)) {
+    for (const std::string& directory : program_search_path(own_path(), searchable_directories())) {
       const std::string candidate = directory + "/" + name;
       if (executable(candidate)) return boost::filesystem::path(candidate);
     }

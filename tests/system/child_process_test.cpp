@@ -187,3 +187,47 @@ TEST_CASE("command runner: with no PATH at all (slurmd) system tools are still f
   CHECK_FALSE(result.not_found);
   CHECK(result.out.find("util-linux") != std::string::npos);
 }
+
+TEST_CASE("command runner as root: a PATH directory another user can add programs to is never searched",
+          "[system][security]") {
+  if (::geteuid() != 0) {
+    WARN("SKIPPED: needs root (the rule is root's; a user may run programs from their own directories)");
+    return;
+  }
+  // Root's PATH names a directory a job user owns (their ~/bin) or anyone can write (a sticky /tmp-like one): the
+  // user puts a `dmesg` there, and root's doctor ran it. A directory only root can change is still searched.
+  struct Row {
+    const char* what;
+    unsigned owner;
+    fs::perms mode;
+    bool searched;
+  };
+  const Row rows[] = {
+      {"owned by nobody", 65534,
+       fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+           fs::perms::others_exec,
+       false},
+      {"root's, world-writable and sticky", 0, fs::perms::all | fs::perms::sticky_bit, false},
+      {"root's, group-writable", 0, fs::perms::owner_all | fs::perms::group_all, false},
+      {"root's, 0755", 0,
+       fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+           fs::perms::others_exec,
+       true},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    PlantedDirectory planted;
+    planted.plant_program("gpuenv-test-tool");
+    fs::permissions(planted.path(), row.mode);
+    REQUIRE(::chown(planted.path().c_str(), row.owner, row.owner) == 0);
+    const ScopedVariable variable("PATH", planted.path().string() + ":/usr/bin:/bin");
+    auto real = gpuenv::system::make_real_system();
+    const auto result = real->run({"gpuenv-test-tool"}, std::chrono::seconds(10));
+    CHECK(fs::exists(planted.marker()) == row.searched);
+    CHECK(result.not_found == !row.searched);
+    // A child that searches PATH itself (env, a script) gets the same directories.
+    const auto env = real->run({"env"}, std::chrono::seconds(10));
+    REQUIRE(env.exit_code == 0);
+    CHECK((env.out.find("PATH=" + planted.path().string() + ":") != std::string::npos) == row.searched);
+  }
+}
