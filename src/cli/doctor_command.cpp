@@ -55,7 +55,7 @@ struct DoctorOptions {
 /// The profile to judge the node against; a matrix profile needs --set to pick one cell.
 util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
   if (options.profile.empty()) return std::optional<profile::Profile>();
-  auto document = profile::load_profile(options.profile, context.system);
+  auto document = load_trusted_profile(context.system, options.profile, "--profile");
   if (!document) return document.error();
   auto overrides = profile::parse_assignments(options.set);
   if (!overrides) return overrides.error();

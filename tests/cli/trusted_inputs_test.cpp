@@ -11,6 +11,7 @@
 
 #include "cli/data_overlay.hpp"
 #include "cli/trusted_paths.hpp"
+#include "profile/catalog.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
 
@@ -127,5 +128,49 @@ TEST_CASE("gpuenv refuses a world-writable library or overlay a variable names, 
   fs::permissions(dir / "data", fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
   CHECK(gpuenv::testing::run_gpuenv({"profile", "list"}, {{"GPUENV_DATA_DIR", (dir / "data").string()}}).exit_code ==
         0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "profile files for install and doctor: a file someone else could change is refused, a shipped name is not "
+    "a file",
+    "[cli][security]") {
+  // A profile chooses the mirrors root installs from and the verdict that drains the node: one in a directory a job
+  // user can write is that user's, whoever reviewed it first.
+  const auto& shipped = gpuenv::profile::shipped_profiles();
+  REQUIRE_FALSE(shipped.empty());
+  FakeSystem system;
+  system.files["/home/alice/node.toml"] = shipped.front().text;
+  REQUIRE(gpuenv::cli::load_trusted_profile(system, "/home/alice/node.toml", "--profile"));
+  system.untrusted["/home/alice/node.toml"] = "/home/alice belongs to uid 1000";
+  const auto refused = gpuenv::cli::load_trusted_profile(system, "/home/alice/node.toml", "--profile");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().kind == gpuenv::util::ErrorKind::input);
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("--profile /home/alice/node.toml: not trusted: /home/alice belongs to uid 1000"));
+  // A shipped profile is compiled in: nothing on disk to trust, even where a file of that name exists.
+  system.untrusted[shipped.front().name] = "a file of that name in the working directory";
+  CHECK(gpuenv::cli::load_trusted_profile(system, shipped.front().name, "--profile"));
+}
+
+TEST_CASE("gpuenv install and doctor refuse a world-writable profile file", "[cli][e2e][security]") {
+  const fs::path dir = fs::temp_directory_path() / ("gpuenv-profile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  const fs::path file = dir / "node.toml";
+  std::ofstream(file) << gpuenv::profile::shipped_profiles().front().text;
+  fs::permissions(file, fs::perms::all);  // 0777: anyone could point root's install at their own mirror
+  const auto install = gpuenv::testing::run_gpuenv({"install", file.string(), "--dry-run"});
+  CHECK(install.exit_code == 2);
+  CHECK_THAT(install.err, Catch::Contains("profile " + file.string() + ": not trusted: " + file.string() +
+                                          " is writable by everyone"));
+  const auto doctor = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--profile", file.string()});
+  CHECK(doctor.exit_code == 2);
+  CHECK_THAT(doctor.err, Catch::Contains("--profile " + file.string() + ": not trusted"));
+  fs::permissions(file, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+  const auto accepted = gpuenv::testing::run_gpuenv({"install", file.string(), "--dry-run"});
+  CHECK(accepted.err.find("not trusted") == std::string::npos);
   fs::remove_all(dir);
 }
