@@ -153,7 +153,7 @@ TEST_CASE(
   CHECK(gpuenv::cli::load_trusted_profile(system, shipped.front().name, "--profile"));
 }
 
-TEST_CASE("gpuenv install and doctor refuse a world-writable profile file", "[cli][e2e][security]") {
+TEST_CASE("gpuenv install and doctor refuse a world-writable profile file", "[cli][e2e][security][system-test]") {
   const fs::path dir = fs::temp_directory_path() / ("gpuenv-profile-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

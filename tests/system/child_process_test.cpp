@@ -189,7 +189,7 @@ TEST_CASE("command runner: with no PATH at all (slurmd) system tools are still f
 }
 
 TEST_CASE("command runner as root: a PATH directory another user can add programs to is never searched",
-          "[system][security]") {
+          "[system][security][system-test]") {
   if (::geteuid() != 0) {
     WARN("SKIPPED: needs root (the rule is root's; a user may run programs from their own directories)");
     return;
