@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "cli/trusted_paths.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
@@ -91,7 +92,7 @@ struct DoctorOptions {
 /// The profile to judge the node against; a matrix profile needs --set to pick one cell.
 util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
   if (options.profile.empty()) return std::optional<profile::Profile>();
-  auto document = profile::load_profile(options.profile, context.system);
+  auto document = load_trusted_profile(context.system, options.profile, "--profile");
   if (!document) return document.error();
   auto overrides = profile::parse_assignments(options.set);
   if (!overrides) return overrides.error();
@@ -198,8 +199,12 @@ util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::strin
 /// The smoke tests' own options, as `gpuenv smoke` takes them.
 util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOptions& options,
                                             smoke::SmokeOptions& smoke) {
-  smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(smoke.library);
-  smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  auto library = library_from_environment(context.system, "GPUENV_CUDA_LIBRARY", smoke.library);
+  if (!library) return library.error();
+  smoke.library = *library;
+  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
+  if (!cublas) return cublas.error();
+  smoke.cublas_library = *cublas;
   smoke.memtest_fraction = options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, smoke.overrides); !read) return read;
   return read_smoke_overrides(options.minimum, "--minimum", true, smoke.overrides);
@@ -307,8 +312,9 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.collect.kernel_log_since = *since;
   request.collect.now_unix = now;
   request.collect.live = options.root.empty();
-  request.collect.nvml_library =
-      context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
+  auto nvml = library_from_environment(context.system, "GPUENV_NVML_LIBRARY", request.collect.nvml_library);
+  if (!nvml) return report_error(context, nvml.error());
+  request.collect.nvml_library = *nvml;
   if (auto read = read_smoke_options(context, options, request.smoke); !read)
     return report_error(context, read.error());
   if (auto budget = apply_budget(options, find_tier(options.tier), request); !budget)

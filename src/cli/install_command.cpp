@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/install_output.hpp"
+#include "cli/trusted_paths.hpp"
 #include "compat/knowledge_base.hpp"
 #include "doctor/doctor.hpp"
 #include "install/apply.hpp"
@@ -40,7 +41,7 @@ std::string this_machine_arch() {
 
 /// The profile to install; a matrix profile installs its first cell (and says so).
 util::Expected<profile::Profile> load_install_profile(Context& context, const std::string& name) {
-  auto document = profile::load_profile(name, context.system);
+  auto document = load_trusted_profile(context.system, name, "profile");
   if (!document) return document.error();
   if (document->matrix.empty()) return document->base;
   const std::vector<profile::Cell> cells = profile::expand_matrix(*document);

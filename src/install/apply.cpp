@@ -35,6 +35,16 @@ bool output_matches(const std::string& out, OutputMatch match, const std::string
   return match == OutputMatch::lines_prefixed && any;
 }
 
+/// A plan's octal mode ("0644") as permission bits; 0644 when it is not octal (plans are made by code, not users).
+unsigned file_mode(const std::string& mode) {
+  unsigned bits = 0;
+  for (const char c : mode) {
+    if (c < '0' || c > '7' || bits > 07777) return 0644;
+    bits = bits * 8 + static_cast<unsigned>(c - '0');
+  }
+  return mode.empty() || bits > 07777 ? 0644 : bits;
+}
+
 /// The run's log: previous runs' text plus this run's lines, rewritten atomically after each command.
 class CommandLog {
  public:
@@ -148,7 +158,7 @@ class Run {
       if (auto existing = m_system.read_file(file.path); existing && *existing == file.content) continue;
       if (!m_system.exists(parent_of(file.path))) m_system.run({"mkdir", "-p", parent_of(file.path)}, step.timeout);
       if (auto log = m_log.line(step.id, "write " + file.path); !log) return log;
-      if (auto written = m_system.write_file_atomic(file.path, file.content); !written) {
+      if (auto written = m_system.write_file_atomic(file.path, file.content, file_mode(file.mode)); !written) {
         report = {step.id, StepResult::failed, "cannot write " + file.path + ": " + written.error().message};
         return save_failed(step.id);
       }

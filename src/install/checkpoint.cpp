@@ -49,6 +49,14 @@ util::Expected<InstallState> parse_state(const std::string& text, const std::str
 
 util::Expected<std::optional<InstallState>> load_state(system::System& system, const std::string& path) {
   if (!system.exists(path)) return std::optional<InstallState>();
+  // The state decides which steps root skips on --resume: one that another user could have written is not ours.
+  if (auto problem = system.trust_problem(path)) {
+    return util::Error::input(path + ": not trusted: " + *problem +
+                                  ", so someone other than root could mark steps "
+                                  "as done",
+                              "keep the state directory owned by root and not writable by group or others "
+                              "(`chown root: DIR && chmod go-w DIR`), or give --state-dir one that is");
+  }
   auto text = system.read_file(path);
   if (!text) return text.error();
   auto state = parse_state(*text, path);

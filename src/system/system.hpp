@@ -112,22 +112,25 @@ class System {
   virtual std::vector<std::string> list_directory(const std::string& path) = 0;
   /// The environment variable `name`, if set.
   virtual std::optional<std::string> environment(const std::string& name) = 0;
-  /// Runs argv[0] (looked up in PATH) with the rest as arguments; never through a shell.
+  /// Runs argv[0] with the rest as arguments; never through a shell. A name without a slash is looked up in the
+  /// safe search path (`program_search_path`: PATH's absolute entries, then fixed system directories); the child
+  /// starts in "/" with the scrubbed environment of `child_environment`, so neither the caller's working directory
+  /// nor its variables (PYTHONPATH, LD_PRELOAD, APT_CONFIG, HOME, ...) steer what a root child loads.
   virtual CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) = 0;
   /// Opens a shared library by soname or path with dlopen.
   virtual LibraryResult load_library(const std::string& name) = 0;
   /// Bytes available to an unprivileged user on the filesystem holding `path`; nullopt when unknown.
   virtual std::optional<std::uint64_t> available_bytes(const std::string& path) = 0;
-  /// Writes `contents` to `path` through a hidden temporary file (".name.tmp.PID") in the same directory and a
-  /// rename, so readers never see half a file, and directory scanners that skip dot files never see it at all.
-  virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
-  /// As above, with the file's permission bits set to `mode` before the rename whatever the umask (a root service
-  /// with umask 077 would otherwise hide a metrics file from node_exporter). The default ignores `mode`: for systems
-  /// without real files.
+  /// Writes `contents` to `path` with permission bits `mode` (whatever the umask) through a hidden temporary file
+  /// (".name.XXXXXX", created O_EXCL|O_NOFOLLOW) in the same directory, fsync'ed and renamed through a directory
+  /// descriptor opened O_NOFOLLOW, so readers never see half a file, scanners that skip dot files never see it at
+  /// all, and a planted symlink redirects nothing. As root, a directory others than root can write is refused
+  /// unless it is sticky (/tmp) and the target, if present, is root's (docs/security.md).
   virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
-                                                     unsigned mode) {
-    (void)mode;
-    return write_file_atomic(path, contents);
+                                                     unsigned mode) = 0;
+  /// The same with mode 0644.
+  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) {
+    return write_file_atomic(path, contents, 0644);
   }
   /// Renames the file `from` to `to` in the same filesystem (replacing `to`); an input Error naming both when it
   /// fails. The default answers "not supported".
@@ -137,6 +140,17 @@ class System {
   /// Removes the file `path`; Ok when there was none. The default answers "not supported".
   virtual util::Expected<util::Ok> remove_file(const std::string& path) {
     return util::Error::input("cannot remove " + path + ": not supported by this System");
+  }
+  /// Why gpuenv must not load or trust the file at `path` that a variable or flag named (a library, a data
+  /// directory): it, or a directory above it, is owned by someone other than root and the user running gpuenv, or
+  /// is writable by group or others (a sticky directory excepted). nullopt when only root or the user can change
+  /// it, or when it does not exist (the caller's own read reports that).
+  virtual std::optional<std::string> trust_problem(const std::string& path) = 0;
+  /// The kernel's own log records, as /dev/kmsg gives them ("<prio>,<seq>,<usec>,<flags>;<text>" lines, one per
+  /// record, dictionary lines indented; Documentation/ABI/testing/dev-kmsg): an input Error when the device cannot
+  /// be opened (no CAP_SYSLOG under kernel.dmesg_restrict, or no /dev/kmsg in a container).
+  virtual util::Expected<std::string> read_kernel_messages() {
+    return util::Error::input("/dev/kmsg is not available to this System");
   }
   /// Sends `request` and reads the whole answer within `timeout` (connect included); an Error naming the host
   /// when it cannot connect, times out or the answer is not HTTP. The default answers "not supported".

@@ -234,7 +234,7 @@ TEST_CASE("deadline: doctor ends at --timeout when every probe hangs, and says w
   CHECK(deadline->status == Status::fail);
   CHECK(deadline->message.find("--timeout 4 s") != std::string::npos);
   // In the order they were cut: libcuda is not even asked once the deadline has passed.
-  CHECK(deadline->message.find("these finished: nvidia-smi -q -x, dmesg, libcuda, python3 -c ...;") !=
+  CHECK(deadline->message.find("these finished: nvidia-smi -q -x, dmesg, libcuda, python3 -I -c ...;") !=
         std::string::npos);
   CHECK(report->verdict == Verdict::not_ok);
 }

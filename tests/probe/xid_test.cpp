@@ -298,8 +298,7 @@ TEST_CASE("Kernel log: other prefixes and Xid shapes from reference/xid.md Table
       "Reset)\n"
       "[ 7.000000] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n"
       "[ 8.000000] NVRM: GPU 0000:18:00.0: GPU has fallen off the bus.\n"
-      "[ 9.000000] nouveau 0000:01:00.0: DRM: VRAM: 8192 MiB\n"
-      "NVRM: Xid (PCI:0000:3b:00): 31, pid=1234, name=python, Ch 00000010\n";
+      "[ 9.000000] nouveau 0000:01:00.0: DRM: VRAM: 8192 MiB\n";
   const KernelLogScan scan = parse_xid_events(log);
   CHECK(scan.malformed_lines.empty());
   struct Row {
@@ -323,7 +322,6 @@ TEST_CASE("Kernel log: other prefixes and Xid shapes from reference/xid.md Table
       {KernelEventKind::fallen_off_bus, std::nullopt, "0000:18:00.0", "8.000000",
        "GPU 0000:18:00.0: GPU has fallen off the bus."},
       {KernelEventKind::nouveau, std::nullopt, "0000:01:00.0", "9.000000", "nouveau 0000:01:00.0: DRM: VRAM: 8192 MiB"},
-      {KernelEventKind::xid, 31, "0000:3b:00", "", "Ch 00000010"},
   };
   REQUIRE(scan.events.size() == std::size(rows));
   for (std::size_t i = 0; i < std::size(rows); ++i) {
@@ -337,17 +335,23 @@ TEST_CASE("Kernel log: other prefixes and Xid shapes from reference/xid.md Table
   CHECK(scan.events[2].gpu_instance == 5);
   CHECK(scan.events[2].pid == 7194);
   CHECK(scan.events[2].process_name.empty());
-  CHECK(scan.events[8].pid == 1234);
-  CHECK(scan.events[8].process_name == "python");
   CHECK(gpuenv::probe::to_string(scan.events[0].kind) == "fallen_off_bus");
-  // An unstamped Xid line right after a stamped NVRM record is a record of its own, not a continuation.
+  // A log with no stamps at all (a pasted excerpt): each line is a message.
+  const KernelLogScan bare = parse_xid_events(
+      "NVRM: GPU at PCI:0000:3b:00: GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee\n"
+      "NVRM: Xid (PCI:0000:3b:00): 31, pid=1234, name=python, Ch 00000010\n");
+  REQUIRE(bare.events.size() == 1);
+  CHECK(bare.events[0].xid == 31);
+  CHECK(bare.events[0].pid == 1234);
+  CHECK(bare.events[0].process_name == "python");
+  CHECK(bare.events[0].gpu_uuid == "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+  CHECK(bare.events[0].timestamp.empty());
+  // In a stamped log an unstamped line continues the message before it, even one that reads as an Xid line: a line
+  // break inside a message (a file name a user chose) is printed that way (docs/security.md, "Kernel log").
   const KernelLogScan mixed = parse_xid_events(
       "[ 1.000000] NVRM: GPU at PCI:0000:3b:00: GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee\n"
       "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=a, An uncorrectable double bit error (DBE) has been detected\n");
-  REQUIRE(mixed.events.size() == 1);
-  CHECK(mixed.events[0].xid == 48);
-  CHECK(mixed.events[0].gpu_uuid == "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
-  CHECK(mixed.events[0].timestamp.empty());
+  CHECK(mixed.events.empty());
 }
 
 TEST_CASE("Kernel log: malformed Xid lines are reported, garbage and truncation never crash", "[probe][xid]") {

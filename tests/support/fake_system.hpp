@@ -35,8 +35,16 @@ class FakeSystem : public system::System {
   std::optional<std::string> environment(const std::string& name) override;
   system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
   system::LibraryResult load_library(const std::string& name) override;
-  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
-  using system::System::write_file_atomic;  // with a mode: the mode is not recorded
+  using system::System::write_file_atomic;  // the 0644 form
+  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
+                                             unsigned mode) override;
+  /// The mode each write_file_atomic asked for, by path.
+  std::map<std::string, unsigned> written_modes;
+  /// Paths trust_problem refuses, with the reason; every other path is trusted.
+  std::map<std::string, std::string> untrusted;
+  std::optional<std::string> trust_problem(const std::string& path) override;
+  /// /dev/kmsg's records: files["/dev/kmsg"] when present, else the error a reader without CAP_SYSLOG gets.
+  util::Expected<std::string> read_kernel_messages() override;
   std::optional<std::uint64_t> available_bytes(const std::string& path) override;
   /// Moves a file of `files`; removes one from `files` and `written` and records its path in `removed`.
   util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override;
