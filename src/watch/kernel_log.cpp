@@ -26,17 +26,16 @@ KernelRecord record_of(const probe::KernelEvent& event, std::int64_t now_ms) {
 
 }  // namespace
 
-// SEAM (issue 30): once probe reads /dev/kmsg records (their facility proves the kernel wrote them, their sequence
-// numbers say which are new), poll() follows the records by sequence number instead of comparing raw lines, and
-// picks up SXid records (issue 27) the same way.
+// The records come from /dev/kmsg where it can be read (each raw record carries its sequence number, so a repeated
+// message is still new) and from dmesg or the log files otherwise (docs/security.md, "Kernel log").
 std::vector<KernelRecord> KernelLogFollower::poll(system::System& system, std::int64_t now_ms) {
   const probe::KernelLog log = probe::read_kernel_log(system, true);
   m_source = log.source;
-  m_readable = log.text.has_value();
-  if (!log.text) return {};
+  m_readable = log.readable();
+  if (!m_readable) return {};
   std::vector<KernelRecord> out;
   std::set<std::string> seen;
-  for (const probe::KernelEvent& event : probe::parse_xid_events(*log.text).events) {
+  for (const probe::KernelEvent& event : probe::kernel_log_events(log).events) {
     if (!is_gpu_record(event)) continue;
     seen.insert(event.raw);
     if (m_primed && m_seen.count(event.raw) == 0) out.push_back(record_of(event, now_ms));

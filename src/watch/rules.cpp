@@ -403,25 +403,26 @@ void check_kernel_records(const std::vector<KernelRecord>& records, const NodeSa
     }
     const std::string label =
         gpu != nullptr ? gpu_label(*gpu) : (record.pci_bus_id.empty() ? "a GPU" : "PCI " + record.pci_bus_id);
+    // The message names the GPU and the Xid, never the log's text (issue 30 item 1: a record's tail is the driver's
+    // and the process names in it are a user's); `gpuenv doctor` and the kernel log itself give the details.
     if (record.kind == "fallen_off_bus") {
-      emit.emit("watch.xid", gpu, Status::fail, label + " fell off the bus: " + record.message,
+      emit.emit("watch.xid", gpu, Status::fail, label + " fell off the bus",
                 "drain the node and reboot it; if it repeats, check power and seating or replace the GPU", "reboot");
       continue;
     }
     const int code = record.code.value_or(0);
     const std::optional<probe::XidInfo> info = probe::xid_info(code);
-    // SEAM (issue 24): the action becomes the Xid table's node_action once it lands; until then by severity.
-    const bool severe =
-        !info || info->severity == probe::XidSeverity::critical || info->severity == probe::XidSeverity::error;
-    const Status status =
-        severe ? Status::fail : (info->severity == probe::XidSeverity::warning ? Status::warn : Status::pass);
+    // The verdict and action are the Xid's node_action in data/xid.toml (NVIDIA's resolution buckets), as doctor's:
+    // none passes (Xid 63, 92: the driver handled it), restart_job warns (the job's fault), any other fails. An Xid
+    // the table does not know fails: a missed fault costs a job.
+    const std::string action = info ? info->node_action : std::string("drain_and_inspect");
+    const Status status = action == "none" ? Status::pass : (action == "restart_job" ? Status::warn : Status::fail);
     emit.emit("watch.xid", gpu, status,
               label + ": Xid " + std::to_string(code) +
-                  (info ? " (" + info->meaning + ")" : std::string(" (not in gpuenv's Xid table)")) + ": " +
-                  record.message,
+                  (info ? " (" + info->meaning + ")" : std::string(" (not in gpuenv's Xid table)")),
               info && info->action != "-" && info->action != "none" ? info->action + "; then `gpuenv doctor`"
                                                                     : "run `gpuenv doctor`",
-              severe ? "drain_and_inspect" : "none", info ? info->source : std::string());
+              action, info ? info->source : std::string());
   }
 }
 

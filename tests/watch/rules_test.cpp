@@ -276,7 +276,32 @@ TEST_CASE("new Xid records become events judged by the Xid table", "[watch]") {
   CHECK(raised[0].finding.status == Status::fail);
   CHECK(raised[0].gpu_index == 1u);  // 0000:11:00 is GPU 1's bus (00000000:11:00.0)
   CHECK_THAT(raised[0].finding.message, Catch::Contains("Xid 79"));
+  CHECK(raised[0].finding.message.find("fallen off") == std::string::npos);  // the table's meaning, not the log's text
   CHECK(raised[1].gpu_index == 0u);
+}
+
+TEST_CASE("an Xid's event takes its verdict and action from the Xid table's node_action, as doctor does", "[watch]") {
+  // data/xid.toml: 63 (row remap pending: work may continue, NVIDIA's A100 memory error guide) and 92 are "none",
+  // 13 (a job's own fault) "restart_job", 154 (the driver asks for a recovery action) "drain_and_inspect".
+  const struct {
+    int code;
+    Status status;
+    const char* action;
+  } rows[] = {{63, Status::pass, "none"},
+              {92, Status::pass, "none"},
+              {13, Status::warn, "restart_job"},
+              {154, Status::fail, "drain_and_inspect"},
+              {4242, Status::fail, "drain_and_inspect"}};  // not in the table: a fault until shown otherwise
+  for (const auto& row : rows) {
+    INFO("Xid " << row.code);
+    Run run;
+    run.step({gpu(0)});
+    const auto raised = run.step({gpu(0)}, {KernelRecord{k_start, "xid", row.code, "PCI:0000:10:00", "text"}});
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].finding.status == row.status);
+    CHECK(raised[0].action == row.action);
+    CHECK(raised[0].finding.message.find("text") == std::string::npos);
+  }
 }
 
 TEST_CASE("the open conditions survive a restart through the stored state", "[watch]") {
