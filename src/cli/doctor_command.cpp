@@ -82,7 +82,7 @@ struct DoctorOptions {
   std::string python = "python3";
   std::string cloud_metadata_endpoint;
   std::string watch_db = watch::k_default_db;  ///< gpuenv watch's history, read when present
-  double timeout_s = 0;  ///< 0: the tier's deadline, else 45 s
+  double timeout_s = 0;                        ///< 0: the tier's deadline, else 45 s
   std::string since = "boot";
   double memtest = -1;               ///< smoke's --memtest (not given: its default sub-second test)
   std::vector<std::string> expect;   ///< smoke's --expect ID=VALUE
@@ -322,6 +322,11 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.smoke.nvml_library = request.collect.nvml_library;
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.instance_type.empty()) request.instance_type = options.instance_type;
+  // A Python named by path runs as root with its own site-packages (a venv's, which -I does not ignore): it must be
+  // one only root or the user running gpuenv can change (docs/security.md, item 6).
+  if (options.python.find('/') != std::string::npos)
+    if (auto trusted = require_trusted(context.system, options.python, "--python " + options.python); !trusted)
+      return report_error(context, trusted.error());
   request.collect.python = options.python;
   request.collect.cloud_metadata = asks_metadata;
   if (!options.cloud_metadata_endpoint.empty()) {

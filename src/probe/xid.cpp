@@ -68,8 +68,9 @@ std::optional<std::string> exact_bus_id(std::string_view token) {
 
 /// A message the driver prints about one GPU, "NVRM: GPU 0000:18:00.0: <rest>" (NV_DEV_PRINTF), "NVRM: GPU at
 /// PCI:0000:9b:00: <rest>", "NVRM: GPU at 0000:01:00.0 <rest>" or "NVRM: The NVIDIA GPU 0000:b3:00.0 <rest>": the
-/// bus and the rest. Each lead-in is longer than a process name (15 bytes, TASK_COMM_LEN), so a message the kernel
-/// starts with a user's process name ("<comm>[<pid>]: segfault at ...") cannot pose as one.
+/// bus and the rest. Each lead-in with the canonical bus id it must carry is longer than a process name (15 bytes,
+/// TASK_COMM_LEN), so a message the kernel starts with a user's process name ("<comm>[<pid>]: segfault at ...")
+/// cannot pose as one.
 struct GpuMessage {
   std::string bus;
   std::string_view rest;

@@ -82,9 +82,9 @@ TEST_CASE("overlay install values: URLs as profile mirrors, paths and package na
       {"[repository]\ntoolkit_base_url = \"https://user:secret@mirror.example.com/x\"\n",
        "[repository] toolkit_base_url"},
       {"[repository]\ncuda_base_url = \"https://m.example.com/x [trusted=yes]\"\n", "it contains white space"},
-      {"[repository]\napt_keyring_path = \"/usr/share/keyrings/../../../etc/apt/trusted.gpg.d/x.gpg\"\n",
-       "[repository] apt_keyring_path"},
-      {"[repository]\napt_keyring_file = \"-oAPT::x\"\n", "[repository] apt_keyring_file"},
+      {"[repository]\nkeyring_path = \"/usr/share/keyrings/../../../etc/apt/trusted.gpg.d/x.gpg\"\n",
+       "[repository] keyring_path"},
+      {"[repository]\nkeyring_file = \"-oAPT::x\"\n", "[repository] keyring_file"},
       {"[packages]\ncuda_toolkit = \"-oAPT::Update::Pre-Invoke::=touch /tmp/pwned\"\n", "[packages] cuda_toolkit"},
       {"[packages]\ncudnn = \"cudnn9-cuda-12; reboot\"\n", "[packages] cudnn"},
       {"[packages]\ncuda_toolkit = \"cuda-toolkit-{cuda_dash}\"\n", ""},
@@ -171,6 +171,27 @@ TEST_CASE("gpuenv install and doctor refuse a world-writable profile file", "[cl
   CHECK_THAT(doctor.err, Catch::Contains("--profile " + file.string() + ": not trusted"));
   fs::permissions(file, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
   const auto accepted = gpuenv::testing::run_gpuenv({"install", file.string(), "--dry-run"});
+  CHECK(accepted.err.find("not trusted") == std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("gpuenv doctor refuses a --python that someone else could change (a venv's site-packages run as root)",
+          "[cli][e2e][security][system-test]") {
+  // python -I ignores PYTHON* variables and the user's site directory, not a venv's own site-packages (pyvenv.cfg:
+  // https://docs.python.org/3/library/site.html): an interpreter in a directory others can write is theirs to steer.
+  const fs::path dir = fs::temp_directory_path() / ("gpuenv-python-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::all);  // 0777, not sticky: anyone can replace what is in it
+  const fs::path python = dir / "python3";
+  std::ofstream(python) << "#!/bin/sh\nexit 0\n";
+  fs::permissions(python, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  const auto doctor = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--python", python.string()});
+  CHECK(doctor.exit_code == 2);
+  CHECK_THAT(doctor.err, Catch::Contains("--python " + python.string() + ": not trusted"));
+  fs::permissions(dir, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+  const auto accepted = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--python", python.string()});
   CHECK(accepted.err.find("not trusted") == std::string::npos);
   fs::remove_all(dir);
 }
