@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
 
 #include "install/checkpoint.hpp"
 #include "install/node.hpp"
@@ -383,13 +384,20 @@ std::string utc_now() {
 Verification judge_doctor(report::Verdict verdict, std::string_view verdict_word,
                           const std::vector<report::Finding>& findings, bool fabric_manager) {
   Verification out{verdict, std::string(verdict_word)};
-  bool manager_confirmed = false;
+  std::optional<report::Status> manager;  // doctor's fabric.manager finding, where this doctor has the check
   for (const report::Finding& finding : findings) {
     if (finding.status == report::Status::fail) out.summary += "; " + finding.id + ": " + finding.message;
-    if (finding.id == "fabric.manager")
-      manager_confirmed = finding.status == report::Status::pass || finding.status == report::Status::warn;
+    if (finding.id == "fabric.manager") manager = finding.status;
   }
-  if (fabric_manager && !manager_confirmed) {
+  if (!fabric_manager) return out;
+  if (!manager) {
+    // A doctor without the fabric check cannot confirm the fabric, nor show it broken (CUDA's own start, cuInit 802,
+    // is what fails then): unverified is a warning, never a failure of a node that may well be healthy.
+    if (out.verdict == report::Verdict::ok) out.verdict = report::Verdict::degraded;
+    out.summary +=
+        "; the NVSwitch fabric is unverified: this doctor has no fabric manager check (fabric.manager); "
+        "check `systemctl status nvidia-fabricmanager` and `nvidia-smi -q | grep -A2 Fabric`";
+  } else if (*manager != report::Status::pass && *manager != report::Status::warn) {
     out.verdict = report::Verdict::not_ok;
     out.summary +=
         "; the NVSwitch fabric is not confirmed: doctor did not report fabric manager running at the "
