@@ -55,12 +55,15 @@ bool is_unavailable(const SlurmNode& node) {
 bool is_gpuenv_reason(std::string_view reason) { return util::starts_with(reason, k_slurm_reason_prefix); }
 
 bool is_slurm_availability_reason(std::string_view reason) {
-  // Slurm 22.05.8: "Not responding" (ping_nodes.c, set_node_down), "Node unexpectedly rebooted" (node_mgr.c
-  // validate_node_specs), "reboot requested" and "Reboot ASAP" (proc_req.c _slurm_rpc_reboot_nodes, the defaults when
-  // `scontrol reboot` is given no reason), "reboot timed out" (node_mgr.c check_reboot_nodes). Not "reboot complete":
-  // that is the operator's `scontrol reboot nextstate=DOWN`.
-  static constexpr std::string_view k_reasons[] = {"Not responding", "Node unexpectedly rebooted", "reboot requested",
-                                                   "Reboot ASAP", "reboot timed out"};
+  // Slurm 22.05.8: "Not responding" (ping_nodes.c, set_node_down), "reboot requested" and "Reboot ASAP"
+  // (proc_req.c _slurm_rpc_reboot_nodes, the defaults when `scontrol reboot` is given no reason): reasons Slurm clears
+  // by itself when the node registers (ReturnToService=1; a reboot's drain), so a NOT READY node must carry gpuenv's.
+  // Not "Node unexpectedly rebooted" (node_mgr.c validate_node_specs) nor "reboot timed out" (check_reboot_nodes):
+  // Slurm keeps those nodes DOWN for an administrator ("If the node was set DOWN for any other reason (low memory,
+  // unexpected reboot, etc.), its state will not automatically be changed", slurm.conf(5) ReturnToService), and
+  // taking them over would let gpuenv's next healthy check resume them. Not "reboot complete": that is the
+  // operator's `scontrol reboot nextstate=DOWN`.
+  static constexpr std::string_view k_reasons[] = {"Not responding", "reboot requested", "Reboot ASAP"};
   for (std::string_view known : k_reasons)
     if (reason == known) return true;
   return false;

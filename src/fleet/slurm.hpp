@@ -2,8 +2,8 @@
 // Slurm HealthCheckProgram contract (slurm.conf(5), slurmd `run_script_health_check`): Slurm only logs the program's
 // exit code, so the program drains its own node (`scontrol update NodeName=N State=DRAIN Reason=...`) and resumes it
 // when healthy again. gpuenv owns only the drains whose reason starts with "gpuenv:" (as NHC owns "NHC:"): it never
-// resumes or rewrites an operator's drain. Reasons Slurm writes itself about a node that went away or rebooted
-// ("Not responding", "Node unexpectedly rebooted", ...) say nothing about its health: a NOT READY node with one of
+// resumes or rewrites an operator's drain. Reasons Slurm writes itself and clears at registration
+// ("Not responding", "reboot requested", "Reboot ASAP") say nothing about its health: a NOT READY node with one of
 // them is drained with gpuenv's reason, or slurmd's registration would put it back in service (ReturnToService=1).
 // Nodes an operator or Slurm holds in a state of their own (FAIL, MAINTENANCE, a pending reboot, power saving) are
 // never touched. The decision table is in docs/fleet.md.

@@ -82,8 +82,7 @@ TEST_CASE("slurm decision: Slurm's own availability reasons are taken over on NO
   // What the first health check sees when slurmd starts before it registers (Slurm 22.05 node_mgr.c
   // validate_node_specs): with ReturnToService=1 a DOWN node whose reason is "Not responding" returns to service at
   // registration, so a NOT READY node must carry gpuenv's reason by then.
-  for (const char* reason :
-       {"Not responding", "Node unexpectedly rebooted", "reboot requested", "Reboot ASAP", "reboot timed out"}) {
+  for (const char* reason : {"Not responding", "reboot requested", "Reboot ASAP"}) {
     INFO(reason);
     const SlurmNode node{"n1", "DOWN+NOT_RESPONDING", reason};
     const auto drain = decide_slurm_action(NodeHealth::not_ready, node, k_bad_line);
@@ -91,6 +90,15 @@ TEST_CASE("slurm decision: Slurm's own availability reasons are taken over on NO
     CHECK(drain.reason == "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors");
     CHECK(drain.why.find(reason) != std::string::npos);
     // Healthy: Slurm's own reason is Slurm's to clear (ReturnToService), not gpuenv's.
+    CHECK(decide_slurm_action(NodeHealth::ready, node, "READY").kind == SlurmActionKind::none);
+  }
+  // Slurm keeps these DOWN for an administrator whatever ReturnToService says (slurm.conf(5) ReturnToService: "If the
+  // node was set DOWN for any other reason (low memory, unexpected reboot, etc.), its state will not automatically be
+  // changed"): gpuenv neither takes them over nor, later, resumes them.
+  for (const char* reason : {"Node unexpectedly rebooted", "reboot timed out"}) {
+    INFO(reason);
+    const SlurmNode node{"n1", "DOWN", reason};
+    CHECK(decide_slurm_action(NodeHealth::not_ready, node, k_bad_line).kind == SlurmActionKind::none);
     CHECK(decide_slurm_action(NodeHealth::ready, node, "READY").kind == SlurmActionKind::none);
   }
   // Look-alikes are an operator's words.
