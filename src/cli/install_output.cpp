@@ -129,8 +129,8 @@ std::string install_json(const install::InstallPlan& plan, const std::optional<i
 std::string install_plan_text(const install::InstallPlan& plan) {
   std::string out = "gpuenv install plan: " + plan.profile + " on " + plan.target.label();
   if (!plan.target.manager.empty())
-    out += " (" + plan.target.manager + ", " + (plan.driver.source == "distro" ? "the distribution's archive" : plan.repo_url) +
-           ")";
+    out += " (" + plan.target.manager + ", " +
+           (plan.driver.source == "distro" ? "the distribution's archive" : plan.repo_url) + ")";
   out += "\n";
   if (!plan.driver.branch.empty()) {
     out += "driver: branch " + plan.driver.branch + ", " + plan.driver.modules + " modules, from " +

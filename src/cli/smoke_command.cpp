@@ -244,8 +244,8 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
     return ExitCode::ok;
   }
   smoke::SmokeOptions request;
-  for (auto [name, library] : {std::pair{"GPUENV_CUDA_LIBRARY", &request.library},
-                                std::pair{"GPUENV_NVML_LIBRARY", &request.nvml_library}}) {
+  for (auto [name, library] :
+       {std::pair{"GPUENV_CUDA_LIBRARY", &request.library}, std::pair{"GPUENV_NVML_LIBRARY", &request.nvml_library}}) {
     auto named = library_from_environment(context.system, name, *library);
     if (!named) return report_error(context, named.error());
     *library = *named;

@@ -137,11 +137,10 @@ void check_kernel_driver(const HostFacts& facts, Findings& out) {
       // The driver's fixed sentence rebuilt from the event, not copied from the log (docs/security.md).
       const std::string devices =
           event.device_count ? " for " + std::to_string(*event.device_count) + " device(s)" : std::string();
-      const std::string said = event.kind == KernelEventKind::probe_not_called
-                                   ? "The NVIDIA probe routine was not called" + devices
-                               : event.kind == KernelEventKind::probe_failed
-                                   ? "The NVIDIA probe routine failed" + devices
-                                   : std::string("No NVIDIA graphics adapter probed");
+      const std::string said =
+          event.kind == KernelEventKind::probe_not_called ? "The NVIDIA probe routine was not called" + devices
+          : event.kind == KernelEventKind::probe_failed   ? "The NVIDIA probe routine failed" + devices
+                                                          : std::string("No NVIDIA graphics adapter probed");
       out.push_back(
           make("driver.probe", Status::fail, "kernel log: " + said,
                event.kind == KernelEventKind::probe_not_called

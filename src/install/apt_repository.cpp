@@ -22,8 +22,7 @@ Step done_when_key_present(Step step) {
 
 /// NVIDIA's keyring package, where its SHA-256 is known: downloaded from NVIDIA over https, checked, installed
 /// through apt-get (which waits for the dpkg lock, unlike dpkg -i).
-Step keyring_package(const PlanContext& context, const Backend& backend, const KeyringRow& pinned,
-                     const KeyRow& key) {
+Step keyring_package(const PlanContext& context, const Backend& backend, const KeyringRow& pinned, const KeyRow& key) {
   const Repository& repository = context.data.repository;
   const std::string deb = k_cache + repository.keyring_file;
   Step step{"install.repo.cuda_keyring",
@@ -81,8 +80,8 @@ std::vector<Step> apt_cuda_repository(const PlanContext& context, const Backend&
         {"/etc/apt/sources.list.d/cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + ".list",
          deb_line(url, repository.keyring_path)});
   }
-  source.files.push_back({k_repository_pin, "Package: *\nPin: release l=" + repository.apt_pin_label +
-                                                "\nPin-Priority: 600\n"});
+  source.files.push_back(
+      {k_repository_pin, "Package: *\nPin: release l=" + repository.apt_pin_label + "\nPin-Priority: 600\n"});
   source.commands = {apt_get({"update"})};
   source.retries = k_update_retries;
   source.changes_node = false;  // files are written only when they differ; refreshing the lists changes nothing

@@ -15,7 +15,7 @@ struct InstallState {
   std::string profile;
   std::string target;  ///< Target::label()
   std::vector<std::string> completed;
-  std::string failed;   ///< the failing step's id; empty when none
+  std::string failed;  ///< the failing step's id; empty when none
   /// The boot ids from which gpuenv rebooted the node for this profile and target (every run counts them, with or
   /// without --resume), so a module that never loads ends in a failure instead of a reboot loop.
   std::vector<std::string> reboots;

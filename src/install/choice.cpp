@@ -81,11 +81,11 @@ Bounds branch_bounds(const profile::Profile& profile, const compat::KnowledgeBas
   if (cuda.version) raise(cuda.version->major(), "CUDA " + profile.cuda_version + " needs >= " + cuda.version->str());
   const auto [gpu_branch, gpu] = gpu_floor(kb, gpus);
   if (gpu_branch != k_no_branch) raise(gpu_branch, gpu + " needs >= " + std::to_string(gpu_branch));
-  raise(target.branch_first, "NVIDIA's " + target.repo_dir + " repository starts at " +
-                                 std::to_string(target.branch_first));
+  raise(target.branch_first,
+        "NVIDIA's " + target.repo_dir + " repository starts at " + std::to_string(target.branch_first));
   if (!gpus.open_only.empty() || profile.driver_modules == "open")
-    raise(data.limits.open_first_branch, "open kernel modules start at " +
-                                             std::to_string(data.limits.open_first_branch));
+    raise(data.limits.open_first_branch,
+          "open kernel modules start at " + std::to_string(data.limits.open_first_branch));
   if (!gpus.pre_turing.empty()) {
     out.ceiling = data.limits.pre_turing_last_branch;
     out.why.push_back("GPUs older than Turing end at " + std::to_string(out.ceiling));
@@ -111,8 +111,10 @@ void choose_branch(const profile::Profile& profile, const compat::KnowledgeBase&
     if (chosen != nullptr) {
       out.notes.push_back(warning("install.driver.branch_end_of_life",
                                   "branch " + std::to_string(chosen->branch) + " is past its end of life (" +
-                                      chosen->end_of_life + ") but it is the newest LTS or production branch that "
-                                      "fits (" + util::join(bounds.why, "; ") + ")",
+                                      chosen->end_of_life +
+                                      ") but it is the newest LTS or production branch that "
+                                      "fits (" +
+                                      util::join(bounds.why, "; ") + ")",
                                   "move the node to a newer target", chosen->source));
     }
   }
@@ -125,8 +127,8 @@ void choose_branch(const profile::Profile& profile, const compat::KnowledgeBase&
     return;
   }
   out.choice.branch = std::to_string(chosen->branch);
-  out.choice.how = "the newest " + branch_kind_name(chosen->kind) + " branch that fits (" +
-                   util::join(bounds.why, "; ") + ")";
+  out.choice.how =
+      "the newest " + branch_kind_name(chosen->kind) + " branch that fits (" + util::join(bounds.why, "; ") + ")";
 }
 
 void choose_modules(const profile::Profile& profile, const InstallData& data, const GpuView& gpus,
@@ -135,12 +137,12 @@ void choose_modules(const profile::Profile& profile, const InstallData& data, co
   out.choice.modules = profile.driver_modules;
   if (out.choice.modules.empty()) {
     const bool proprietary = !gpus.pre_turing.empty() && gpus.open_only.empty();
-    out.choice.modules = proprietary || (branch < data.limits.open_default_from && gpus.open_only.empty())
-                             ? "proprietary"
-                             : "open";
+    out.choice.modules =
+        proprietary || (branch < data.limits.open_default_from && gpus.open_only.empty()) ? "proprietary" : "open";
   }
-  const std::string blog = "https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-"
-                           "modules/";
+  const std::string blog =
+      "https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-"
+      "modules/";
   if (!gpus.open_only.empty() && !gpus.pre_turing.empty()) {
     out.refusals.push_back(refusal("install.driver.modules",
                                    "no module flavour drives both " + util::join(gpus.open_only, ", ") +
@@ -161,10 +163,10 @@ void choose_modules(const profile::Profile& profile, const InstallData& data, co
                                    data.limits.source));
   }
   if (out.choice.modules == "open" && branch < data.limits.open_first_branch) {
-    out.refusals.push_back(refusal("install.driver.modules", "branch " + out.choice.branch + " has no open kernel modules",
-                                   "use branch " + std::to_string(data.limits.open_first_branch) +
-                                       " or newer, or `modules = \"proprietary\"`",
-                                   data.limits.source));
+    out.refusals.push_back(refusal(
+        "install.driver.modules", "branch " + out.choice.branch + " has no open kernel modules",
+        "use branch " + std::to_string(data.limits.open_first_branch) + " or newer, or `modules = \"proprietary\"`",
+        data.limits.source));
   }
 }
 
@@ -182,18 +184,19 @@ void check_named_branch(const profile::Profile& profile, const compat::Knowledge
                                    data.limits.source));
   }
   if (const auto [floor, gpu] = gpu_floor(kb, gpus); floor != k_no_branch && branch < floor) {
-    out.refusals.push_back(refusal("install.driver.gpu", gpu + " needs driver branch " + std::to_string(floor) +
-                                                             " or newer; the profile names " + out.choice.branch,
-                                   "set `branch` under [driver] to " + std::to_string(floor) + " or newer",
-                                   "data/compat/cuda.toml [[arch]] driver_min"));
+    out.refusals.push_back(refusal(
+        "install.driver.gpu",
+        gpu + " needs driver branch " + std::to_string(floor) + " or newer; the profile names " + out.choice.branch,
+        "set `branch` under [driver] to " + std::to_string(floor) + " or newer",
+        "data/compat/cuda.toml [[arch]] driver_min"));
   }
   const compat::DriverFloor cuda = compat::driver_floor(profile, kb);
   if (cuda.version && branch < cuda.version->major()) {
-    out.refusals.push_back(refusal("install.driver.branch",
-                                   "branch " + out.choice.branch + " is older than CUDA " + profile.cuda_version +
-                                       " needs (" + cuda.version->str() + ", " + cuda.reason + ")",
-                                   "set `branch` under [driver] to " + std::to_string(cuda.version->major()) +
-                                       " or newer"));
+    out.refusals.push_back(
+        refusal("install.driver.branch",
+                "branch " + out.choice.branch + " is older than CUDA " + profile.cuda_version + " needs (" +
+                    cuda.version->str() + ", " + cuda.reason + ")",
+                "set `branch` under [driver] to " + std::to_string(cuda.version->major()) + " or newer"));
   }
   if (const BranchRow* row = data.find_branch(branch)) {
     if (row->kind == "feature") {
@@ -259,8 +262,8 @@ GpuView gpu_view(const profile::Profile& profile, const NodeFacts& node, const I
   return view;
 }
 
-DriverDecision choose_driver(const profile::Profile& profile, const compat::KnowledgeBase& kb,
-                             const InstallData& data, const TargetRow& target, const GpuView& gpus) {
+DriverDecision choose_driver(const profile::Profile& profile, const compat::KnowledgeBase& kb, const InstallData& data,
+                             const TargetRow& target, const GpuView& gpus) {
   DriverDecision out;
   out.choice.source = profile.driver_source.empty() ? "nvidia" : profile.driver_source;
   choose_branch(profile, kb, data, target, gpus, out);
@@ -278,14 +281,15 @@ std::vector<Finding> repository_refusals(const profile::Profile& profile, const 
   if (plan.driver.source == "distro") {
     const BranchRow* row = data.find_branch(branch);
     if (row != nullptr && (row->kind == "feature" || data.past_end_of_life(*row))) {
-      out.push_back(refusal("install.driver.branch",
-                            "Ubuntu's archive keeps server packages of supported LTS and production branches only: "
-                            "branch " + plan.driver.branch + " is " +
-                                (row->kind == "feature" ? "a feature branch" : "past its end of life (" +
-                                                                                   row->end_of_life + ")") +
-                                ", and its packages are transitional to another branch",
-                            "choose a supported LTS or production branch",
-                            row->source + "; packages.ubuntu.com nvidia-graphics-drivers-535-server (transitional)"));
+      out.push_back(refusal(
+          "install.driver.branch",
+          "Ubuntu's archive keeps server packages of supported LTS and production branches only: "
+          "branch " +
+              plan.driver.branch + " is " +
+              (row->kind == "feature" ? "a feature branch" : "past its end of life (" + row->end_of_life + ")") +
+              ", and its packages are transitional to another branch",
+          "choose a supported LTS or production branch",
+          row->source + "; packages.ubuntu.com nvidia-graphics-drivers-535-server (transitional)"));
     }
     return out;
   }
@@ -326,12 +330,12 @@ std::vector<Finding> distro_source_notes(const profile::Profile& profile, const 
   const auto cuda = Version::parse(profile.cuda_version);
   const auto archive = Version::parse(target.distro_cuda_toolkit);
   if (cuda && archive && (cuda->major() != archive->major() || cuda->minor() != archive->minor())) {
-    out.push_back(warning("install.cuda_toolkit.version",
-                          "Ubuntu " + target.version + "'s nvidia-cuda-toolkit is CUDA " + target.distro_cuda_toolkit +
-                              ", not the profile's CUDA " + profile.cuda_version,
-                          "install from NVIDIA's repository (remove `source` from [driver]) for CUDA " +
-                              profile.cuda_version,
-                          "https://packages.ubuntu.com/nvidia-cuda-toolkit"));
+    out.push_back(
+        warning("install.cuda_toolkit.version",
+                "Ubuntu " + target.version + "'s nvidia-cuda-toolkit is CUDA " + target.distro_cuda_toolkit +
+                    ", not the profile's CUDA " + profile.cuda_version,
+                "install from NVIDIA's repository (remove `source` from [driver]) for CUDA " + profile.cuda_version,
+                "https://packages.ubuntu.com/nvidia-cuda-toolkit"));
   }
   return out;
 }

@@ -33,8 +33,8 @@ struct DriverDecision {
 
 /// The branch (the profile's, else the newest LTS or production branch that satisfies every floor and that the
 /// target's repository carries) and the module flavour.
-DriverDecision choose_driver(const profile::Profile& profile, const compat::KnowledgeBase& kb,
-                             const InstallData& data, const TargetRow& target, const GpuView& gpus);
+DriverDecision choose_driver(const profile::Profile& profile, const compat::KnowledgeBase& kb, const InstallData& data,
+                             const TargetRow& target, const GpuView& gpus);
 
 /// What the target's repository does not carry (CUDA toolkit, cuDNN, driver branch), as refusals naming the
 /// nearest that exists; and the distribution source's limits.

@@ -148,14 +148,18 @@ GpuRow read_gpu(TomlRow& row) {
 }
 
 const std::vector<util::RowKey> k_install_keys = {
-    {"target", {"distro", "version"}}, {"driver", {"manager", "distro", "origin", "modules", "first_branch"}},
-    {"branch", {"branch"}},            {"fabric", {"manager", "origin", "first_branch"}},
-    {"key", {"id"}},                   {"keyring", {"repo_dir", "arch"}},
+    {"target", {"distro", "version"}},
+    {"driver", {"manager", "distro", "origin", "modules", "first_branch"}},
+    {"branch", {"branch"}},
+    {"fabric", {"manager", "origin", "first_branch"}},
+    {"key", {"id"}},
+    {"keyring", {"repo_dir", "arch"}},
     {"gpu", {"first"}},
 };
 
-const std::vector<std::string_view> k_tables = {"as_of",  "repository", "target",  "driver", "branch",  "fabric",
-                                                "fabric_service", "limits", "key", "keyring", "gpu", "packages"};
+const std::vector<std::string_view> k_tables = {"as_of",  "repository",     "target", "driver", "branch",
+                                                "fabric", "fabric_service", "limits", "key",    "keyring",
+                                                "gpu",    "packages"};
 
 /// What a file contributes besides its rows: [repository], [packages], [limits], [fabric_service], as_of.
 Expected<util::Ok> read_tables(const util::TomlFile& parsed, InstallData& data, std::vector<std::string>& seen) {

@@ -17,15 +17,15 @@ namespace gpuenv::install {
 
 /// Where NVIDIA's repositories and keys are.
 struct Repository {
-  std::string cuda_base_url;     ///< NVIDIA's host: keys and the keyring package always come from here
-  std::string keyring_file;      ///< cuda-keyring_1.1-1_all.deb
-  std::string keyring_path;      ///< where that package puts the key
-  std::string apt_pin_label;     ///< the Release file's Label of NVIDIA's repositories ("NVIDIA CUDA")
+  std::string cuda_base_url;        ///< NVIDIA's host: keys and the keyring package always come from here
+  std::string keyring_file;         ///< cuda-keyring_1.1-1_all.deb
+  std::string keyring_path;         ///< where that package puts the key
+  std::string apt_pin_label;        ///< the Release file's Label of NVIDIA's repositories ("NVIDIA CUDA")
   std::string apt_driver_packages;  ///< apt_preferences(5) name pattern of the driver packages pinned to a branch
-  std::string toolkit_base_url;  ///< https://nvidia.github.io/libnvidia-container
-  std::string toolkit_deb_path;  ///< appended to the base: the apt repository ($(ARCH) is apt's)
-  std::string toolkit_key_path;  ///< appended to the upstream base: the signing key (a mirror keeps upstream's key)
-  std::string toolkit_rpm_path;  ///< appended to the base: the yum baseurl ($basearch is dnf's)
+  std::string toolkit_base_url;     ///< https://nvidia.github.io/libnvidia-container
+  std::string toolkit_deb_path;     ///< appended to the base: the apt repository ($(ARCH) is apt's)
+  std::string toolkit_key_path;     ///< appended to the upstream base: the signing key (a mirror keeps upstream's key)
+  std::string toolkit_rpm_path;     ///< appended to the base: the yum baseurl ($basearch is dnf's)
   std::string source;
 };
 
@@ -35,8 +35,8 @@ struct TargetRow {
   std::string version;
   std::string manager;  ///< apt | dnf
   std::string repo_dir;
-  std::vector<std::string> arches;  ///< repository arches: x86_64, sbsa
-  std::string key;                  ///< the signing key's id (a KeyRow)
+  std::vector<std::string> arches;          ///< repository arches: x86_64, sbsa
+  std::string key;                          ///< the signing key's id (a KeyRow)
   std::vector<std::string> headers;         ///< the running kernel's headers
   std::vector<std::string> future_headers;  ///< the packages that bring the headers of kernels installed later
   std::string ga_kernel;                    ///< Ubuntu: the release's GA kernel major.minor ("5.15"); else empty

@@ -110,8 +110,8 @@ NodeFacts observe_node(system::System& system, const std::string& manager, bool 
   if (manager == "apt") observe_apt(system, node);
   if (manager == "dnf" && !node.kernel_release.empty()) {
     // The kernel's own package names its headers (Amazon Linux 2023: kernel6.12-devel for the 6.12 kernel).
-    if (auto owner = command_lines(system, {"rpm", "-q", "--qf", "%{NAME}\\n", "-f",
-                                            "/lib/modules/" + node.kernel_release});
+    if (auto owner =
+            command_lines(system, {"rpm", "-q", "--qf", "%{NAME}\\n", "-f", "/lib/modules/" + node.kernel_release});
         owner && owner->size() == 1)
       node.kernel_package = owner->front();
   }

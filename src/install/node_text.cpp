@@ -15,8 +15,9 @@
 namespace gpuenv::install {
 namespace {
 
-constexpr const char* k_guide = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Handle Conflicting "
-                                "Installation Methods)";
+constexpr const char* k_guide =
+    "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Handle Conflicting "
+    "Installation Methods)";
 constexpr const char* k_cuda_repository = "developer.download.nvidia.com/compute/cuda/repos";
 
 bool is_kernel_image(const std::string& name) {
@@ -92,12 +93,11 @@ std::string kernel_meta_flavour(const NodeFacts& node, const TargetRow& target) 
     }
   }
   const std::string flavour = kernel_flavour(node.kernel_release);
-  if (flavour.empty() || target.distro != "ubuntu" || target.ga_kernel.empty() || !hwe_capable(flavour))
-    return flavour;
+  if (flavour.empty() || target.distro != "ubuntu" || target.ga_kernel.empty() || !hwe_capable(flavour)) return flavour;
   const auto running = util::Version::parse(node.kernel_release.substr(0, node.kernel_release.find('-')));
   const auto ga = util::Version::parse(target.ga_kernel);
-  const bool newer = running && ga &&
-                     util::Version({running->major(), running->minor()}) > util::Version({ga->major(), ga->minor()});
+  const bool newer =
+      running && ga && util::Version({running->major(), running->minor()}) > util::Version({ga->major(), ga->minor()});
   return newer ? flavour + "-hwe-" + target.version : flavour;
 }
 
@@ -147,19 +147,19 @@ Conflicts conflicting_installs(const NodeFacts& node) {
                                    k_guide));
   }
   for (const std::string& file : node.graphics_drivers_ppa) {
-    out.refusals.push_back(refusal("install.conflict.ppa",
-                                   file + " is the graphics-drivers PPA: its driver packages replace the branch the "
-                                          "plan installs",
-                                   "`add-apt-repository --remove ppa:graphics-drivers/ppa` (or `rm " + file +
-                                       "`), then re-run",
-                                   k_guide));
+    out.refusals.push_back(
+        refusal("install.conflict.ppa",
+                file + " is the graphics-drivers PPA: its driver packages replace the branch the "
+                       "plan installs",
+                "`add-apt-repository --remove ppa:graphics-drivers/ppa` (or `rm " + file + "`), then re-run", k_guide));
   }
   if (node.retired_key) {
     out.notes.push_back(warning("install.conflict.retired_key",
                                 "NVIDIA's retired repository key 7fa2af80 is trusted by apt: gpuenv removes it "
                                 "(`apt-key del 7fa2af80`)",
-                                "", "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Remove Outdated "
-                                    "Signing Key)"));
+                                "",
+                                "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Remove Outdated "
+                                "Signing Key)"));
     Step step{"install.conflict.retired_key",
               "NVIDIA rotated its repository key in 2022: the retired key 7fa2af80 must not be trusted any more"};
     step.commands = {{"apt-key", "del", "7fa2af80"}};

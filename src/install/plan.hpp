@@ -75,7 +75,7 @@ struct NodePackage {
   std::string name;
   std::string version;
   std::string depends;  ///< the Depends field as written
-  bool held = false;     ///< dpkg's selection is "hold" (what `apt-mark showhold` lists)
+  bool held = false;    ///< dpkg's selection is "hold" (what `apt-mark showhold` lists)
 };
 
 /// What the planner knows about the node. Unknown facts (planning for another machine) leave the defaults, and
@@ -91,10 +91,10 @@ struct NodeFacts {
   std::vector<std::string> gpu_compute_capabilities;  ///< of the NVIDIA GPUs present ("6.0", "9.0")
   std::vector<std::uint16_t> gpu_devices;             ///< PCI device ids of the NVIDIA GPUs on the bus
   int nvswitches = 0;                                 ///< NVSwitch PCI functions (vendor 0x10de, class 0x0680)
-  bool nvlink5 = false;  ///< an InfiniBand management device of NVLink5 switches (VPD "SW_MNG")
+  bool nvlink5 = false;        ///< an InfiniBand management device of NVLink5 switches (VPD "SW_MNG")
   std::optional<bool> docker;  ///< Docker installed; nullopt: unknown (plan for both runtimes)
   std::optional<bool> containerd;
-  std::vector<std::string> held_packages;  ///< apt-mark showhold
+  std::vector<std::string> held_packages;             ///< apt-mark showhold
   std::optional<std::vector<NodePackage>> installed;  ///< dpkg status; nullopt: unknown
   /// apt: package names starting "linux-modules-nvidia-" the node's lists know; nullopt: unknown
   std::optional<std::vector<std::string>> signed_module_packages;

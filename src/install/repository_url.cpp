@@ -34,7 +34,8 @@ std::string printable(const std::string& text) {
 
 std::string local_problem(const std::string& url) {
   const std::string path = local_path(url);
-  if (path.empty() || path.front() != '/') return "a file: repository must name an absolute directory (file:///srv/repo)";
+  if (path.empty() || path.front() != '/')
+    return "a file: repository must name an absolute directory (file:///srv/repo)";
   for (char c : path) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     if (!plain && std::string_view("._~+/-").find(c) == std::string_view::npos)
@@ -63,10 +64,10 @@ std::optional<util::Error> check_local_repository(system::System& system, const 
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   for (std::string dir = path;; dir = dir.substr(0, std::max<std::size_t>(dir.rfind('/'), 1))) {
     const auto status = system.path_status(dir);
-    const std::string why = !status                    ? "does not exist"
-                            : status->symlink          ? "is a symlink"
-                            : !status->directory       ? "is not a directory"
-                            : status->uid != 0         ? "is not owned by root"
+    const std::string why = !status                     ? "does not exist"
+                            : status->symlink           ? "is a symlink"
+                            : !status->directory        ? "is not a directory"
+                            : status->uid != 0          ? "is not owned by root"
                             : (status->mode & 022) != 0 ? "is writable by group or others"
                                                         : "";
     if (!why.empty()) {

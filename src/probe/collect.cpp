@@ -26,7 +26,6 @@ constexpr const char* k_dmesg_caveat = "text, not the kernel's records: /dev/kms
 /// What a log file cannot prove: `logger -t kernel` writes lines that read as the kernel's.
 constexpr const char* k_log_file_caveat = "kernel-tagged lines, which a local user can forge";
 
-
 using system::System;
 
 /// Directories where distributions and NVIDIA's installers put the driver's user-space libraries.
@@ -252,8 +251,8 @@ void apply_kernel_log_window(System& system, const CollectOptions& options, Kern
     const auto uptime = uptime_seconds(system);
     const std::string span = "last " + std::to_string(options.kernel_log_since->count()) + " s";
     if (!uptime) {
-      log.notes.insert(log.notes.begin(), "since boot: /proc/uptime is unreadable, so the " + span +
-                                              " cannot be cut out");
+      log.notes.insert(log.notes.begin(),
+                       "since boot: /proc/uptime is unreadable, so the " + span + " cannot be cut out");
       return;
     }
     const double since = *uptime - static_cast<double>(options.kernel_log_since->count());

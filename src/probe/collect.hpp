@@ -63,8 +63,8 @@ HostFacts collect_host_facts(system::System& system, const CollectOptions& optio
 struct KernelLog {
   std::optional<std::vector<KmsgRecord>> records;  ///< /dev/kmsg
   std::optional<std::string> text;                 ///< dmesg or a log file
-  std::string source;               ///< "/dev/kmsg", "dmesg", a path, or "unreadable: ..."
-  std::vector<std::string> notes;   ///< the window, and what the source cannot prove
+  std::string source;                              ///< "/dev/kmsg", "dmesg", a path, or "unreadable: ..."
+  std::vector<std::string> notes;                  ///< the window, and what the source cannot prove
 
   bool readable() const { return records.has_value() || text.has_value(); }
   /// The source with its notes, for findings: "/var/log/kern.log (since the last boot; kernel-tagged lines, ...)".

@@ -56,7 +56,7 @@ struct GpuFacts {
   std::optional<double> power_draw_w;
   std::optional<double> power_limit_w;
   std::optional<double> utilization_percent;
-  std::optional<unsigned> sm_clock_mhz;  ///< the SM clock now (nvmlDeviceGetClockInfo NVML_CLOCK_SM)
+  std::optional<unsigned> sm_clock_mhz;       ///< the SM clock now (nvmlDeviceGetClockInfo NVML_CLOCK_SM)
   std::vector<std::string> throttle_reasons;  ///< active reasons: hw_slowdown, hw_thermal_slowdown, sw_power_cap, ...
   std::optional<unsigned> pcie_gen_current;
   std::optional<unsigned> pcie_gen_max;

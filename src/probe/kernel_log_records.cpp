@@ -3,11 +3,12 @@
 // faults in a mapped file may hold line breaks, and dmesg prints it over several lines; `logger` puts lines into
 // syslog files. So a message counts only from where the kernel started it, and only when the kernel wrote it.
 
+#include "probe/kernel_log_records.hpp"
+
 #include <cctype>
 #include <optional>
 #include <set>
 
-#include "probe/kernel_log_records.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::probe {

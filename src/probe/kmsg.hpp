@@ -22,12 +22,12 @@ inline constexpr int k_kernel_facility = 0;
 
 /// One record.
 struct KmsgRecord {
-  int facility = 0;                ///< prio >> 3
-  int level = 0;                   ///< prio & 7 (0 emerg ... 7 debug)
-  std::uint64_t sequence = 0;      ///< the record's 64-bit sequence number
-  std::uint64_t microseconds = 0;  ///< monotonic time since boot
-  std::string flags;               ///< "-", or "c" for a fragment (a hint only: NVIDIA's messages all carry "c")
-  std::string text;                ///< the message, escaped as the kernel escaped it
+  int facility = 0;                     ///< prio >> 3
+  int level = 0;                        ///< prio & 7 (0 emerg ... 7 debug)
+  std::uint64_t sequence = 0;           ///< the record's 64-bit sequence number
+  std::uint64_t microseconds = 0;       ///< monotonic time since boot
+  std::string flags;                    ///< "-", or "c" for a fragment (a hint only: NVIDIA's messages all carry "c")
+  std::string text;                     ///< the message, escaped as the kernel escaped it
   std::vector<std::string> dictionary;  ///< "SUBSYSTEM=pci", "DEVICE=+pci:0000:3b:00.0", ...
 
   /// True when the kernel itself logged the record.

@@ -71,7 +71,7 @@ std::string_view to_string(KernelEventKind kind);
 /// One record of a kernel log that matters to GPU health.
 struct KernelEvent {
   KernelEventKind kind = KernelEventKind::xid;
-  std::optional<int> xid;           ///< the Xid code (kind xid only)
+  std::optional<int> xid;  ///< the Xid code (kind xid only)
   std::string pci_bus_id;  ///< canonical as printed, without "PCI:": "0000:3b:00" or "0000:b3:00.0"; may be empty
   std::optional<int> gpu_instance;  ///< MIG "GPU-I:<n>" after the bus id
   std::string gpu_uuid;             ///< from an earlier "NVRM: GPU at <bus>: GPU-..." line for the same bus

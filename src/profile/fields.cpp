@@ -326,7 +326,6 @@ std::string https_url_problem(std::string_view value) {
   return authority_problem(authority);
 }
 
-
 const std::vector<FieldSpec>& scalar_fields() {
   static const std::vector<FieldSpec> specs = [] {
     std::vector<FieldSpec> out;

@@ -3,8 +3,8 @@
 // gpuenv then leaves with _Exit (no static destructors, no library teardown) and the documented exit code. And the
 // doctor's global deadline holds end to end when every probe hangs.
 
-#include <sys/syscall.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -21,8 +21,8 @@
 namespace {
 
 namespace fs = std::filesystem;
-using gpuenv::testing::fixture_path;
 using gpuenv::testing::FakeNvmlCopy;
+using gpuenv::testing::fixture_path;
 using gpuenv::testing::ScopedEnv;
 using namespace std::chrono_literals;
 

@@ -74,13 +74,14 @@ TEST_CASE("install data: the branch table knows every kind and dates", "[install
   CHECK_FALSE((*data)->past_end_of_life(*lts));
   CHECK((*data)->past_end_of_life(*(*data)->find_branch(535)));  // June 2026, before as_of
   CHECK((*data)->find_branch(590)->kind == "feature");
-  CHECK((*data)->find_gpu(0x2901)->open_only);   // B200
-  CHECK((*data)->find_gpu(0x2342)->open_only);   // GH200
+  CHECK((*data)->find_gpu(0x2901)->open_only);        // B200
+  CHECK((*data)->find_gpu(0x2342)->open_only);        // GH200
   CHECK_FALSE((*data)->find_gpu(0x27B8)->open_only);  // L4
 }
 
 TEST_CASE("install state: written and read back, a foreign file is named with the fix", "[install][data]") {
-  gpuenv::install::InstallState state{"p", "debian:12/x86_64", {"install.preflight.lock"}, "install.driver", {"b1"}, "t"};
+  gpuenv::install::InstallState state{"p", "debian:12/x86_64", {"install.preflight.lock"}, "install.driver", {"b1"},
+                                      "t"};
   auto back = gpuenv::install::parse_state(gpuenv::install::state_json(state), "s.json");
   REQUIRE(back.has_value());
   CHECK(back->completed == state.completed);

@@ -3,12 +3,13 @@
 // (the real gpg keeps only the pinned fingerprint, and the check fails), plain http (the real curl refuses it),
 // and a local repository in a directory others can write (refused before anything is read or done).
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "install/backend.hpp"
 #include "install/plan_support.hpp"
@@ -62,17 +63,15 @@ void write(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-bool on_path(const std::string& tool) {
-  return run({"sh", "-c", "command -v " + tool}).exit_code == 0;
-}
+bool on_path(const std::string& tool) { return run({"sh", "-c", "command -v " + tool}).exit_code == 0; }
 
 /// A fresh key made by the real gpg in `home`; its fingerprint.
 std::string make_rogue_key(const fs::path& home, const fs::path& exported) {
   fs::create_directories(home);
   fs::permissions(home, fs::perms::owner_all);
-  const auto made = run({"gpg", "--batch", "--no-tty", "--homedir", home.string(), "--pinentry-mode", "loopback",
-                         "--passphrase", "",
-                         "--quick-gen-key", "rogue mirror <rogue@mirror.example>", "ed25519", "sign", "never"});
+  const auto made =
+      run({"gpg", "--batch", "--no-tty", "--homedir", home.string(), "--pinentry-mode", "loopback", "--passphrase", "",
+           "--quick-gen-key", "rogue mirror <rogue@mirror.example>", "ed25519", "sign", "never"});
   REQUIRE(made.exit_code == 0);
   const auto listed = run({"gpg", "--batch", "--no-tty", "--homedir", home.string(), "--with-colons", "--list-keys"});
   const std::size_t at = listed.out.find("fpr:::::::::");
@@ -93,16 +92,18 @@ TEST_CASE("install keys: with a mirror, the keyring package still comes from NVI
   const Step* keyring = find_step(p, "install.repo.cuda_keyring");
   REQUIRE(keyring != nullptr);
   CHECK(keyring->commands.at(0) ==
-        std::vector<std::string>{"curl", "--proto", "=https", "--proto-redir", "=https", "-fsSL", "--create-dirs",
-                                 "-o", "/var/cache/gpuenv/cuda-keyring_1.1-1_all.deb",
+        std::vector<std::string>{"curl", "--proto", "=https", "--proto-redir", "=https", "-fsSL", "--create-dirs", "-o",
+                                 "/var/cache/gpuenv/cuda-keyring_1.1-1_all.deb",
                                  "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
                                  "cuda-keyring_1.1-1_all.deb"});
   // GoogleCloudPlatform/compute-gpu-installation config.py NVIDIA_KEYRING_SHA256_SUMS["ubuntu"]["2204"].
   CHECK(keyring->files.at(0).content ==
-        "d93190d50b98ad4699ff40f4f7af50f16a76dac3bb8da1eaaf366d47898ff8df  /var/cache/gpuenv/cuda-keyring_1.1-1_all.deb\n");
+        "d93190d50b98ad4699ff40f4f7af50f16a76dac3bb8da1eaaf366d47898ff8df  "
+        "/var/cache/gpuenv/cuda-keyring_1.1-1_all.deb\n");
   CHECK(keyring->checks.at(0).text == "fpr:::::::::EB693B3035CD5710E231E123A4B469963BF863CC:");
   // The packages come from the mirror, verified with NVIDIA's key.
-  CHECK(gpuenv::testing::file_of(*find_step(p, "install.repo.cuda"), "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list") ==
+  CHECK(gpuenv::testing::file_of(*find_step(p, "install.repo.cuda"),
+                                 "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list") ==
         "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://mirror.example/nvidia-cuda/ubuntu2204/"
         "x86_64/ /\n");
 }
@@ -158,8 +159,8 @@ TEST_CASE("install keys: curl with the plan's flags refuses anything but https (
     return;
   }
   TempDir dir;
-  const auto argv = gpuenv::install::https_download("http://127.0.0.1:9/cuda-keyring_1.1-1_all.deb",
-                                                    (dir.path / "out.deb").string());
+  const auto argv =
+      gpuenv::install::https_download("http://127.0.0.1:9/cuda-keyring_1.1-1_all.deb", (dir.path / "out.deb").string());
   const auto result = run(argv);
   CHECK(result.exit_code == 1);  // CURLE_UNSUPPORTED_PROTOCOL: refused before any connection
   CHECK(result.err.find("http") != std::string::npos);
@@ -168,18 +169,21 @@ TEST_CASE("install keys: curl with the plan's flags refuses anything but https (
 
 TEST_CASE("install keys: a local repository only from directories only root can write", "[install][keys]") {
   gpuenv::testing::FakeSystem fake;
-  const auto dir = [](std::uint32_t uid, std::uint32_t mode) { return gpuenv::system::PathStatus{uid, mode, true, false}; };
+  const auto dir = [](std::uint32_t uid, std::uint32_t mode) {
+    return gpuenv::system::PathStatus{uid, mode, true, false};
+  };
   fake.statuses["/"] = dir(0, 0755);
   fake.statuses["/srv"] = dir(0, 0755);
   fake.statuses["/srv/repo"] = dir(0, 0755);
   CHECK_FALSE(gpuenv::install::check_local_repository(fake, "file:///srv/repo").has_value());
   CHECK_FALSE(gpuenv::install::check_local_repository(fake, "https://mirror.example/x").has_value());
   fake.statuses["/srv/repo"] = dir(1000, 0755);
-  CHECK(gpuenv::install::check_local_repository(fake, "file:///srv/repo")->message.find("/srv/repo is not owned by root") !=
-        std::string::npos);
+  CHECK(gpuenv::install::check_local_repository(fake, "file:///srv/repo")
+            ->message.find("/srv/repo is not owned by root") != std::string::npos);
   fake.statuses["/srv/repo"] = dir(0, 0775);
-  CHECK(gpuenv::install::check_local_repository(fake, "file:///srv/repo")->message.find("writable by group or others") !=
-        std::string::npos);
+  CHECK(
+      gpuenv::install::check_local_repository(fake, "file:///srv/repo")->message.find("writable by group or others") !=
+      std::string::npos);
   fake.statuses["/srv/repo"] = dir(0, 0755);
   fake.statuses["/srv"] = dir(0, 01777);  // sticky or not, anyone can replace the repository under it
   CHECK(gpuenv::install::check_local_repository(fake, "file:///srv/repo").has_value());

@@ -135,7 +135,7 @@ TEST_CASE("install node: packages, flavour and conflicting installs from a captu
   CHECK(node.graphics_drivers_ppa ==
         std::vector<std::string>{"/etc/apt/sources.list.d/graphics-drivers-ubuntu-ppa-jammy.list"});
   CHECK(node.runfile_driver);
-  CHECK_FALSE(node.signed_module_packages.has_value());  // no command ran in a captured tree
+  CHECK_FALSE(node.signed_module_packages.has_value());                       // no command ran in a captured tree
   CHECK(node.held_packages == std::vector<std::string>{"cuda-drivers-550"});  // dpkg's selection, as apt-mark reads
   CHECK(node.captured);
 }
@@ -147,7 +147,8 @@ TEST_CASE("install node: apt-key's listing of the retired key, the kernel's RPM 
   CHECK(gpuenv::install::observe_node(fake, "dnf").kernel_package == "kernel6.12");
   // apt-key list prints the fingerprint in groups of four.
   fake.commands["apt-key list"] = exited(
-      0, "/etc/apt/trusted.gpg\n--------------------\npub   rsa4096 2017-09-28 [SCE]\n      AE09 FE4B BD22 3A84 B2CC  "
-         "FCE3 F60F 4B3D 7FA2 AF80\nuid           [ unknown] cudatools <cudatools@nvidia.com>\n");
+      0,
+      "/etc/apt/trusted.gpg\n--------------------\npub   rsa4096 2017-09-28 [SCE]\n      AE09 FE4B BD22 3A84 B2CC  "
+      "FCE3 F60F 4B3D 7FA2 AF80\nuid           [ unknown] cudatools <cudatools@nvidia.com>\n");
   CHECK(gpuenv::install::observe_node(fake, "apt").retired_key);
 }

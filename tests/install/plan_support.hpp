@@ -38,8 +38,8 @@ inline install::InstallPlan make_plan(const profile::Profile& profile, install::
 }
 
 inline const install::Step* find_step(const install::InstallPlan& plan, const std::string& id) {
-  const auto it = std::find_if(plan.steps.begin(), plan.steps.end(),
-                               [&id](const install::Step& s) { return s.id == id; });
+  const auto it =
+      std::find_if(plan.steps.begin(), plan.steps.end(), [&id](const install::Step& s) { return s.id == id; });
   return it == plan.steps.end() ? nullptr : &*it;
 }
 

@@ -26,13 +26,13 @@ TEST_CASE("install plan: a fresh Ubuntu node gets every step in order, ending wi
   const InstallPlan p = make_plan(install_profile("[cudnn]\nversion = \"9\"\n[driver]\nbranch = \"580\"\n"),
                                   Target{"ubuntu", "22.04", "x86_64"});
   REQUIRE(p.refusals.empty());
-  CHECK(step_ids(p) ==
-        std::vector<std::string>{"install.preflight.lock", "install.preflight.dpkg", "install.preflight.tools",
-                                 "install.preflight.headers", "install.repo.cuda_keyring", "install.repo.cuda",
-                                 "install.driver", "install.cuda_toolkit", "install.cudnn", "install.services",
-                                 "install.container_toolkit", "install.runtime_configure.docker",
-                                 "install.runtime_configure.containerd", "install.unattended_upgrades",
-                                 "install.reboot", "install.services.start", "install.verify"});
+  CHECK(step_ids(p) == std::vector<std::string>{"install.preflight.lock", "install.preflight.dpkg",
+                                                "install.preflight.tools", "install.preflight.headers",
+                                                "install.repo.cuda_keyring", "install.repo.cuda", "install.driver",
+                                                "install.cuda_toolkit", "install.cudnn", "install.services",
+                                                "install.container_toolkit", "install.runtime_configure.docker",
+                                                "install.runtime_configure.containerd", "install.unattended_upgrades",
+                                                "install.reboot", "install.services.start", "install.verify"});
   CHECK(p.repo_url == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/");
   CHECK(p.driver.modules == "open");  // NVIDIA's default from R560
   CHECK(find_step(p, "install.cuda_toolkit")->commands[0].back() == "cuda-toolkit-12-4");
@@ -82,15 +82,17 @@ TEST_CASE("install plan: apt keeps every driver package on the branch, not only 
   // (https://forums.developer.nvidia.com/t/debian-cuda-drivers-580-package-580-105-08-1-improperly-pulls-in-v590-
   // components/353805). apt_preferences(5): a pin of priority >= 1000 selects a matching version even over a newer
   // one, so the >= dependencies resolve within the branch. tests/install_integration shows it with the real apt.
-  const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"580\"\nmodules = \"proprietary\"\n", "debian", "12"),
-                                  Target{"debian", "12", "x86_64"});
+  const InstallPlan p =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\nmodules = \"proprietary\"\n", "debian", "12"),
+                Target{"debian", "12", "x86_64"});
   REQUIRE(p.refusals.empty());
   const Step* driver = find_step(p, "install.driver");
   REQUIRE(driver != nullptr);
-  CHECK(file_of(*driver, "/etc/apt/preferences.d/gpuenv-nvidia-driver-branch").find(
-            "Package: /^(nvidia-|libnvidia-|cuda-drivers|libcuda1|libnvcuvid1|libnvoptix1|libxnvctrl|"
-            "xserver-xorg-video-nvidia|firmware-nvidia-gsp|libnvsdm)/\nPin: version 580.*\nPin-Priority: 1000\n") !=
-        std::string::npos);
+  CHECK(
+      file_of(*driver, "/etc/apt/preferences.d/gpuenv-nvidia-driver-branch")
+          .find("Package: /^(nvidia-|libnvidia-|cuda-drivers|libcuda1|libnvcuvid1|libnvoptix1|libxnvctrl|"
+                "xserver-xorg-video-nvidia|firmware-nvidia-gsp|libnvsdm)/\nPin: version 580.*\nPin-Priority: 1000\n") !=
+      std::string::npos);
   CHECK(runs(*driver, apt_install("cuda-drivers-580 nvidia-kernel-dkms nvidia-driver-cuda")));
   for (const auto& argv : driver->commands) CHECK(argv.front() != "apt-mark");  // no hold of the meta package
   // Done when the driver itself is installed at the branch's version, not when the meta package is.
@@ -123,18 +125,20 @@ TEST_CASE("install plan: dnf module streams switch to the branch and check the i
   // advanced-options.html: `dnf module switch-to nvidia-driver:<stream> --allowerasing`; genmodules.py: streams
   // <major>-open and <major>-dkms. compute-only-and-desktop-installation.html (from 560): nvidia-driver-cuda and the
   // kmod package.
-  const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"580\"\nmodules = \"open\"\n", "rockylinux", "9"),
-                                  Target{"rockylinux", "9", "x86_64"});
+  const InstallPlan p =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\nmodules = \"open\"\n", "rockylinux", "9"),
+                Target{"rockylinux", "9", "x86_64"});
   REQUIRE(p.refusals.empty());
   const Step* driver = find_step(p, "install.driver");
   CHECK(driver->commands == std::vector<std::vector<std::string>>{
                                 {"dnf", "-y", "module", "switch-to", "--allowerasing", "nvidia-driver:580-open"},
                                 {"dnf", "-y", "install", "nvidia-driver-cuda", "kmod-nvidia-open-dkms"}});
-  CHECK(driver->done_if == std::vector<std::string>{"rpm", "-q", "--qf", "%{VERSION}\\n", "kmod-nvidia-open-dkms",
-                                                    "nvidia-driver-cuda"});
+  CHECK(driver->done_if ==
+        std::vector<std::string>{"rpm", "-q", "--qf", "%{VERSION}\\n", "kmod-nvidia-open-dkms", "nvidia-driver-cuda"});
   CHECK(driver->done_if_stdout == "580.");
   CHECK(driver->done_if_match == OutputMatch::lines_prefixed);
-  const InstallPlan old = make_plan(install_profile("[driver]\nbranch = \"550\"\n", "rhel", "8"), Target{"rhel", "8", "x86_64"});
+  const InstallPlan old =
+      make_plan(install_profile("[driver]\nbranch = \"550\"\n", "rhel", "8"), Target{"rhel", "8", "x86_64"});
   REQUIRE(old.refusals.empty());
   CHECK(find_step(old, "install.driver")->commands ==
         std::vector<std::vector<std::string>>{
@@ -149,18 +153,20 @@ TEST_CASE("install plan: RHEL 10 replaces the versionlock and uses the rhel10 ke
                                   Target{"rhel", "10", "x86_64"});
   REQUIRE(p.refusals.empty());
   CHECK(find_step(p, "install.driver")->commands ==
-        std::vector<std::vector<std::string>>{{"dnf", "-y", "install", "python3-dnf-plugin-versionlock"},
-                                              {"dnf", "versionlock", "delete", "*nvidia*"},
-                                              {"dnf", "versionlock", "add", "*nvidia*580*"},
-                                              {"dnf", "-y", "--allowerasing", "install", "nvidia-driver-cuda",
-                                               "kmod-nvidia-open-dkms"}});
+        std::vector<std::vector<std::string>>{
+            {"dnf", "-y", "install", "python3-dnf-plugin-versionlock"},
+            {"dnf", "versionlock", "delete", "*nvidia*"},
+            {"dnf", "versionlock", "add", "*nvidia*580*"},
+            {"dnf", "-y", "--allowerasing", "install", "nvidia-driver-cuda", "kmod-nvidia-open-dkms"}});
   const Step* key = find_step(p, "install.repo.cuda_key");
   REQUIRE(key != nullptr);
-  CHECK(key->commands.front().back() == "https://developer.download.nvidia.com/compute/cuda/repos/rhel10/x86_64/CDF6BA43.pub");
+  CHECK(key->commands.front().back() ==
+        "https://developer.download.nvidia.com/compute/cuda/repos/rhel10/x86_64/CDF6BA43.pub");
   CHECK(file_of(*find_step(p, "install.repo.cuda"), "/etc/yum.repos.d/cuda-rhel10.repo")
             .find("gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA-CDF6BA43\n") != std::string::npos);
   CHECK(gpuenv::testing::note_ids(p).find("install.repo.key_fingerprint") != std::string::npos);
-  const InstallPlan nine = make_plan(install_profile("[driver]\nbranch = \"580\"\n", "rhel", "9"), Target{"rhel", "9", "x86_64"});
+  const InstallPlan nine =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n", "rhel", "9"), Target{"rhel", "9", "x86_64"});
   CHECK(find_step(nine, "install.repo.cuda_key")->checks.at(0).text ==
         "fpr:::::::::610C7B14E068A878070DA4E99CD0A493D42D0685:");
 }
@@ -188,7 +194,8 @@ TEST_CASE("install plan: EL gets CodeReady Builder and EPEL as each distribution
     CHECK(runs(*find_step(p, "install.preflight.crb"), row.crb));
     CHECK(runs(*find_step(p, "install.preflight.epel"), row.epel));
   }
-  const InstallPlan arm = make_plan(install_profile("[driver]\nbranch = \"580\"\n", "rhel", "9"), Target{"rhel", "9", "arm64"});
+  const InstallPlan arm =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n", "rhel", "9"), Target{"rhel", "9", "arm64"});
   CHECK(runs(*find_step(arm, "install.preflight.crb"),
              "subscription-manager repos --enable codeready-builder-for-rhel-9-aarch64-rpms"));
   const InstallPlan al = make_plan(install_profile("[driver]\nbranch = \"580\"\n", "amzn", "2023", "12.8.0"),
@@ -217,9 +224,9 @@ TEST_CASE("install plan: headers for the kernels installed later too, and the op
           "[install]") {
   NodeFacts node;
   node.kernel_release = "6.1.0-18-cloud-amd64";
-  const InstallPlan debian = make_plan(install_profile("[driver]\nbranch = \"580\"\n[install]\nhold_kernel = true\n",
-                                                       "debian", "12"),
-                                       Target{"debian", "12", "x86_64"}, node);
+  const InstallPlan debian =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n[install]\nhold_kernel = true\n", "debian", "12"),
+                Target{"debian", "12", "x86_64"}, node);
   REQUIRE(debian.refusals.empty());
   CHECK(runs(*find_step(debian, "install.preflight.headers"),
              apt_install("linux-headers-6.1.0-18-cloud-amd64 linux-headers-cloud-amd64")));
@@ -249,22 +256,26 @@ TEST_CASE("install plan: nouveau is done when the initramfs carries the blacklis
   NodeFacts node;
   node.nouveau_loaded = true;
   node.kernel_release = "5.15.0-91-generic";
-  const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"}, node);
+  const InstallPlan p =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"}, node);
   const Step* nouveau = find_step(p, "install.nouveau");
   REQUIRE(nouveau != nullptr);
   CHECK(nouveau->commands == std::vector<std::vector<std::string>>{{"update-initramfs", "-u", "-k", "all"}});
   CHECK(nouveau->done_if == std::vector<std::string>{"lsinitramfs", "/boot/initrd.img-5.15.0-91-generic"});
   CHECK(nouveau->done_if_stdout == "modprobe.d/blacklist-nouveau.conf");
   CHECK(nouveau->done_if_match == OutputMatch::has_line);
-  const InstallPlan el = make_plan(install_profile("[driver]\nbranch = \"580\"\n", "rhel", "9"), Target{"rhel", "9", "x86_64"}, node);
-  CHECK(find_step(el, "install.nouveau")->commands.at(0) == std::vector<std::string>{"dracut", "-f", "--regenerate-all"});
+  const InstallPlan el =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n", "rhel", "9"), Target{"rhel", "9", "x86_64"}, node);
+  CHECK(find_step(el, "install.nouveau")->commands.at(0) ==
+        std::vector<std::string>{"dracut", "-f", "--regenerate-all"});
 }
 
 TEST_CASE("install plan: a container runtime is done when it lists the nvidia runtime (item 11)", "[install]") {
   NodeFacts node;
   node.docker = true;
   node.containerd = true;
-  const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"}, node);
+  const InstallPlan p =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"}, node);
   const Step* docker = find_step(p, "install.runtime_configure.docker");
   CHECK(docker->done_if == std::vector<std::string>{"docker", "info", "--format", "{{json .Runtimes}}"});
   CHECK(docker->done_if_stdout == "\"nvidia\":");
@@ -274,20 +285,22 @@ TEST_CASE("install plan: a container runtime is done when it lists the nvidia ru
 }
 
 TEST_CASE("install plan: persistence is enabled, DCGM when asked, started after the reboot (item 16)", "[install]") {
-  const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"580\"\n[install]\ndcgm = true\n", "ubuntu",
-                                                  "22.04", "12.8.0"),
-                                  Target{"ubuntu", "22.04", "x86_64"});
+  const InstallPlan p =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n[install]\ndcgm = true\n", "ubuntu", "22.04", "12.8.0"),
+                Target{"ubuntu", "22.04", "x86_64"});
   REQUIRE(p.refusals.empty());
   CHECK(find_step(p, "install.dcgm")->commands.at(0).back() == "datacenter-gpu-manager-4-cuda12");
   const Step* enable = find_step(p, "install.services");
-  CHECK(enable->commands.at(0) == std::vector<std::string>{"systemctl", "enable", "nvidia-persistenced", "nvidia-dcgm"});
+  CHECK(enable->commands.at(0) ==
+        std::vector<std::string>{"systemctl", "enable", "nvidia-persistenced", "nvidia-dcgm"});
   CHECK(enable->done_if_stdout == "enabled\nenabled\n");
   const auto ids = step_ids(p);
   CHECK(std::find(ids.begin(), ids.end(), "install.services.start") >
         std::find(ids.begin(), ids.end(), "install.reboot"));
   // The distribution's archive has no DCGM.
-  const InstallPlan distro = make_plan(install_profile("[driver]\nbranch = \"580\"\nsource = \"distro\"\n[install]\ndcgm = true\n"),
-                                       Target{"ubuntu", "22.04", "x86_64"});
+  const InstallPlan distro =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\nsource = \"distro\"\n[install]\ndcgm = true\n"),
+                Target{"ubuntu", "22.04", "x86_64"});
   CHECK(refusal_ids(distro).find("install.dcgm") != std::string::npos);
 }
 
@@ -295,7 +308,8 @@ TEST_CASE("install plan: arm64 uses the sbsa repository, a target without it is 
   const InstallPlan arm = make_plan(install_profile("[driver]\nbranch = \"580\"\n", "ubuntu", "24.04", "12.8.0"),
                                     Target{"ubuntu", "24.04", "arm64"});
   CHECK(arm.repo_url == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/sbsa/");
-  const InstallPlan debian = make_plan(install_profile("[driver]\nbranch = \"580\"\n", "debian", "12"), Target{"debian", "12", "arm64"});
+  const InstallPlan debian =
+      make_plan(install_profile("[driver]\nbranch = \"580\"\n", "debian", "12"), Target{"debian", "12", "arm64"});
   CHECK(refusal_ids(debian) == "install.arch ");
   CHECK(debian.steps.empty());
 }

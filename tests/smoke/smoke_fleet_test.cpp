@@ -443,9 +443,9 @@ TEST_CASE("smoke: a sporadic wrong result in one timed repetition fails the matm
   const Finding* sgemm = find(report.devices.at(0).findings, "smoke.sgemm_fp32");
   REQUIRE(sgemm != nullptr);
   CHECK(sgemm->status == Status::fail);
-  CHECK(sgemm->message.find("wrong results: 1 of 3 launches differ from the verified first result (compared bit for bit "
-                            "on the GPU); first window 1, launch 1: 1 element differs, first C[64][42]") !=
-        std::string::npos);
+  CHECK(sgemm->message.find(
+            "wrong results: 1 of 3 launches differ from the verified first result (compared bit for bit "
+            "on the GPU); first window 1, launch 1: 1 element differs, first C[64][42]") != std::string::npos);
   CHECK(find(report.devices.at(0).findings, "smoke.gemm_bf16")->status != Status::fail);
 }
 

@@ -91,9 +91,9 @@ TEST_CASE("smoke: the clock sampler marks samples under load only while launches
 
 TEST_CASE("smoke: matmuls are timed over sustained windows and every launch is compared with the reference",
           "[smoke][system-test]") {
-  // Issue 23 item 6: events around >= 200 ms of back-to-back launches (here 10 ms: elapsed_ms 2.5 per launch), the median
-  // of several windows, not cold single launches. Item 8: every launch's C compared on the GPU with the verified first
-  // result (gpu-burn compares every iteration's result with the first, compare.cu).
+  // Issue 23 item 6: events around >= 200 ms of back-to-back launches (here 10 ms: elapsed_ms 2.5 per launch), the
+  // median of several windows, not cold single launches. Item 8: every launch's C compared on the GPU with the verified
+  // first result (gpu-burn compares every iteration's result with the first, compare.cu).
   SmokeOptions options = small_options();
   options.gemm_window = std::chrono::milliseconds(10);
   options.gemm_windows = 3;

@@ -85,13 +85,13 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
     CHECK(find(gpu.findings, id)->message.find("sampled elements match the CPU reference") != std::string::npos);
     CHECK(find(gpu.findings, id)->message.find("first result verified whole (Freivalds, both sides)") !=
           std::string::npos);
-    CHECK(find(gpu.findings, id)->message.find("every one of the 3 launches equals the verified first result bit for "
-                                               "bit (compared on the GPU)") != std::string::npos);
+    CHECK(find(gpu.findings, id)
+              ->message.find("every one of the 3 launches equals the verified first result bit for "
+                             "bit (compared on the GPU)") != std::string::npos);
     CHECK(find(gpu.findings, id)->message.find("1.00 x cuBLAS") != std::string::npos);
     CHECK(find(gpu.findings, id)
-              ->message.find(std::string(id) == "smoke.gemm_bf16"
-                                 ? "1.00 x cuBLAS, not judged (uncalibrated)"
-                                 : "not judged (uncalibrated)") != std::string::npos);
+              ->message.find(std::string(id) == "smoke.gemm_bf16" ? "1.00 x cuBLAS, not judged (uncalibrated)"
+                                                                  : "not judged (uncalibrated)") != std::string::npos);
     CHECK(find(gpu.findings, id)->status == Status::pass);
     CHECK(find(gpu.findings, id)->source.find("the node's cuBLAS on the same operands 4.19 TFLOP/s x ") == 0);
   }
@@ -113,9 +113,9 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
   std::vector<std::string> ids;
   for (const Metric& metric : gpu.metrics) ids.push_back(metric.id);
   // The device copies first, then the host link's (this GPU's turn: the link was free), then the matmuls.
-  const std::vector<std::string> expected_ids = {"d2d",          "memory_bandwidth", "h2d_pinned",        "d2h_pinned",
-                                                 "h2d_pageable", "d2h_pageable",     "cublas_sgemm_fp32", "sgemm_fp32",
-                                                 "cublas_gemm_bf16", "gemm_bf16", "memtest"};
+  const std::vector<std::string> expected_ids = {
+      "d2d",        "memory_bandwidth", "h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "cublas_sgemm_fp32",
+      "sgemm_fp32", "cublas_gemm_bf16", "gemm_bf16",  "memtest"};
   CHECK(ids == expected_ids);
   CHECK(report.peers.empty());                            // one GPU
   CHECK(find(gpu.findings, "smoke.memtest") != nullptr);  // by default, a sub-second one

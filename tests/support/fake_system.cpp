@@ -94,7 +94,8 @@ util::Expected<util::Ok> FakeSystem::write_file_atomic(const std::string& path, 
 
 util::Expected<util::Ok> FakeSystem::rename_file(const std::string& from, const std::string& to) {
   const auto it = files.find(from);
-  if (it == files.end()) return util::Error::input("cannot rename " + from + " to " + to + ": No such file or directory");
+  if (it == files.end())
+    return util::Error::input("cannot rename " + from + " to " + to + ": No such file or directory");
   files[to] = it->second;
   files.erase(from);
   return util::Ok{};
