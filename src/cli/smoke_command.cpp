@@ -10,6 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "cli/trusted_paths.hpp"
+#include "doctor/actions.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "util/strings.hpp"
@@ -242,8 +244,12 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
     return ExitCode::ok;
   }
   smoke::SmokeOptions request;
-  request.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.library);
-  request.nvml_library = context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.nvml_library);
+  for (auto [name, library] : {std::pair{"GPUENV_CUDA_LIBRARY", &request.library},
+                                std::pair{"GPUENV_NVML_LIBRARY", &request.nvml_library}}) {
+    auto named = library_from_environment(context.system, name, *library);
+    if (!named) return report_error(context, named.error());
+    *library = *named;
+  }
   request.quick = options.quick;
   if (options.device >= 0) request.device = options.device;
   if (options.fail_ratio > options.min_ratio) {
@@ -257,7 +263,9 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.run_timeout = std::chrono::milliseconds(static_cast<long long>(options.budget_s * 1000));
   if (options.expect_gpus >= 0) request.expect_gpus = options.expect_gpus;
   request.cublas = !options.no_cublas;
-  request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
+  if (!cublas) return report_error(context, cublas.error());
+  request.cublas_library = *cublas;
   request.peer = !options.no_peer;
   request.memtest_fraction = options.no_memtest ? 0 : options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, request.overrides); !read) {
@@ -268,6 +276,13 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   }
   auto report = smoke::run_smoke(context.system, request);
   if (!report) return report_error(context, report.error());
+  // Each finding's action from data/doctor/actions.toml, as doctor gives them (docs/doctor-json.md "Actions").
+  auto actions = doctor::builtin_actions();
+  if (!actions) return report_error(context, actions.error());
+  doctor::assign_actions(report->findings, **actions);
+  for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, **actions);
+  doctor::assign_actions(report->peer_findings, **actions);
+  doctor::assign_actions(report->bidirectional_findings, **actions);
   if (options.json) {
     context.out << smoke_json(*report);
   } else {

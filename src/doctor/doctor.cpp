@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "doctor/actions.hpp"
 #include "doctor/instances.hpp"
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
@@ -96,6 +97,8 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   if (!kb) return kb.error();
   auto instances = builtin_instances();
   if (!instances) return instances.error();
+  auto actions = builtin_actions();
+  if (!actions) return actions.error();
 
   DoctorReport report;
   // One deadline over every wait, when one is asked for: commands go through it, NVML and libcuda ask it.
@@ -120,6 +123,7 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.
   if (request.run_smoke) add_smoke_findings(target, bounded ? &*bounded : nullptr, request, instance, report);
   if (bounded) add_deadline_finding(*bounded, *request.deadline, report);
+  assign_actions(report.findings, **actions);
   report.verdict = report::verdict_of(report.findings);
   return report;
 }

@@ -20,6 +20,13 @@
 namespace gpuenv::probe {
 namespace {
 
+/// What dmesg's text cannot prove, for the kernel-log source in findings: read without /dev/kmsg it comes from
+/// syslog(2), which prints each line of a message with the message's own prefix (docs/security.md).
+constexpr const char* k_dmesg_caveat = "text, not the kernel's records: /dev/kmsg unreadable";
+/// What a log file cannot prove: `logger -t kernel` writes lines that read as the kernel's.
+constexpr const char* k_log_file_caveat = "kernel-tagged lines, which a local user can forge";
+
+
 using system::System;
 
 /// Directories where distributions and NVIDIA's installers put the driver's user-space libraries.
@@ -67,15 +74,7 @@ void ask_cloud_metadata(System& system, const CollectOptions& options, HostFacts
 }
 
 void collect_cloud(System& system, const CollectOptions& options, HostFacts& facts) {
-  DmiStrings dmi;
-  dmi.sys_vendor = dmi_field(system, "sys_vendor");
-  dmi.product_name = dmi_field(system, "product_name");
-  dmi.product_version = dmi_field(system, "product_version");
-  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
-  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
-  dmi.product_serial = dmi_field(system, "product_serial");
-  dmi.bios_vendor = dmi_field(system, "bios_vendor");
-  dmi.bios_version = dmi_field(system, "bios_version");
+  const DmiStrings dmi = read_dmi_strings(system);
   if (dmi.sys_vendor.empty() && dmi.product_name.empty() && dmi.chassis_asset_tag.empty()) {
     facts.host.cloud_source = "/sys/class/dmi/id is not readable";
     return;
@@ -244,20 +243,28 @@ std::optional<double> uptime_seconds(System& system) {
   return std::stod(first);
 }
 
-/// Narrows the log to the --since window: dmesg is since boot already; files are cut at their last boot banner,
-/// or by their timestamps for --since DURATION.
+/// Narrows the log to the --since window: /dev/kmsg and dmesg hold this boot only, cut by their seconds since boot
+/// for --since DURATION; files are cut at their last boot banner, or by their timestamps.
 void apply_kernel_log_window(System& system, const CollectOptions& options, KernelLog& log) {
-  if (!log.text) return;
-  if (log.source == "dmesg") {
+  if (!log.readable()) return;
+  if (log.records || log.source == "dmesg") {
     if (!options.kernel_log_since) return;
     const auto uptime = uptime_seconds(system);
     const std::string span = "last " + std::to_string(options.kernel_log_since->count()) + " s";
     if (!uptime) {
-      log.source += " (since boot: /proc/uptime is unreadable, so the " + span + " cannot be cut out)";
+      log.notes.insert(log.notes.begin(), "since boot: /proc/uptime is unreadable, so the " + span +
+                                              " cannot be cut out");
       return;
     }
-    log.text = dmesg_since(*log.text, *uptime - static_cast<double>(options.kernel_log_since->count()));
-    log.source += " (" + span + ")";
+    const double since = *uptime - static_cast<double>(options.kernel_log_since->count());
+    if (log.records) {
+      std::erase_if(*log.records, [since](const KmsgRecord& record) {
+        return static_cast<double>(record.microseconds) < since * 1e6;
+      });
+    } else {
+      log.text = dmesg_since(*log.text, since);
+    }
+    log.notes.insert(log.notes.begin(), span);
     return;
   }
   LogWindow window =
@@ -265,14 +272,14 @@ void apply_kernel_log_window(System& system, const CollectOptions& options, Kern
           ? log_file_since(*log.text, options.now_unix - options.kernel_log_since->count(), options.now_unix)
           : log_file_since_boot(*log.text);
   log.text = std::move(window.text);
-  log.source += " (" + window.how + ")";
+  log.notes.insert(log.notes.begin(), window.how);
 }
 
 void collect_kernel_log(System& system, const CollectOptions& options, HostFacts& facts) {
   KernelLog log = read_kernel_log(system, options.live);
   apply_kernel_log_window(system, options, log);
-  facts.kernel_log_source = log.source;
-  if (log.text) facts.kernel_events = parse_xid_events(*log.text).events;
+  facts.kernel_log_source = log.described();
+  if (log.readable()) facts.kernel_events = kernel_log_events(log).events;
 }
 
 std::string first_header_version(System& system, const std::vector<std::string>& paths, std::string& where,
@@ -470,13 +477,32 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
   return inventory;
 }
 
+DmiStrings read_dmi_strings(System& system) {
+  DmiStrings dmi;
+  dmi.sys_vendor = dmi_field(system, "sys_vendor");
+  dmi.product_name = dmi_field(system, "product_name");
+  dmi.product_version = dmi_field(system, "product_version");
+  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
+  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
+  dmi.product_serial = dmi_field(system, "product_serial");
+  dmi.bios_vendor = dmi_field(system, "bios_vendor");
+  dmi.bios_version = dmi_field(system, "bios_version");
+  return dmi;
+}
+
 KernelLog read_kernel_log(System& system, bool live) {
   KernelLog log;
   if (live) {
+    if (auto kmsg = system.read_kernel_messages(); kmsg && !kmsg->empty()) {
+      log.records = parse_kmsg(*kmsg).records;
+      log.source = "/dev/kmsg";
+      return log;
+    }
     const system::CommandResult dmesg = system.run({"dmesg"}, std::chrono::milliseconds(3000));
     if (dmesg.exit_code == 0 && !dmesg.out.empty()) {
       log.text = dmesg.out;
       log.source = "dmesg";
+      log.notes.emplace_back(k_dmesg_caveat);
       return log;
     }
   }
@@ -491,11 +517,22 @@ KernelLog read_kernel_log(System& system, bool live) {
     }
     log.text = std::move(*contents);
     log.source = path;
+    log.notes.emplace_back(k_log_file_caveat);
     return log;
   }
-  log.source = unreadable.empty() ? "unreadable: dmesg is not allowed and no kernel log file exists"
+  log.source = unreadable.empty() ? "unreadable: /dev/kmsg and dmesg are not allowed and no kernel log file exists"
                                   : "unreadable: " + util::join(unreadable, ", ") + " (needs root or the adm group)";
   return log;
+}
+
+std::string KernelLog::described() const {
+  return notes.empty() ? source : source + " (" + util::join(notes, "; ") + ")";
+}
+
+KernelLogScan kernel_log_events(const KernelLog& log) {
+  if (log.records) return kernel_events_from_kmsg(*log.records);
+  if (log.text) return parse_xid_events(*log.text);
+  return {};
 }
 
 HostFacts collect_host_facts(System& system, const CollectOptions& options) {
@@ -507,9 +544,11 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_driver_libraries(system, facts);
   collect_gpus(system, options, facts);
   collect_kernel_log(system, options, facts);
-  if (options.live) {
+  if (options.live && options.libcuda) {
     facts.cuda_driver = call_within_deadline<CudaDriver>(
         options, "libcuda", [&](std::chrono::milliseconds limit) { return read_cuda_driver(system, limit); });
+  } else if (options.live) {
+    facts.cuda_driver.not_checked = "libcuda is not loaded in the prolog tier (NVML only)";
   }
   collect_toolkits(system, options, facts);
   collect_libraries(system, options, facts);

@@ -1,5 +1,6 @@
 #include "probe/nvml.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -64,6 +65,7 @@ struct NvmlApi {
   nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*throttle_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*clock_info)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_gen_current)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_gen_max)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_width_current)(nvmlDevice_t, unsigned*) = nullptr;
@@ -112,6 +114,7 @@ NvmlApi resolve_api(system::DynamicLibrary& lib) {
   resolve(lib, api.utilization, "nvmlDeviceGetUtilizationRates");
   resolve(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
   if (api.throttle_reasons == nullptr) resolve(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  resolve(lib, api.clock_info, "nvmlDeviceGetClockInfo");
   resolve(lib, api.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration");
   resolve(lib, api.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration");
   resolve(lib, api.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth");
@@ -234,6 +237,7 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
   if (auto u = query<nvmlUtilization_t>(api.utilization, device)) gpu.utilization_percent = u->gpu;
   if (auto mask = query<unsigned long long>(api.throttle_reasons, device))
     gpu.throttle_reasons = throttle_reason_names(*mask);
+  gpu.sm_clock_mhz = query<unsigned>(api.clock_info, device, 1);  // nvmlClockType_t NVML_CLOCK_SM
   gpu.pcie_gen_current = query<unsigned>(api.pcie_gen_current, device);
   gpu.pcie_gen_max = query<unsigned>(api.pcie_gen_max, device);
   gpu.pcie_width_current = query<unsigned>(api.pcie_width_current, device);
@@ -247,18 +251,18 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
   return gpu;
 }
 
-GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) {
-  GpuInventory inventory;
+/// nvmlInit and the driver's versions; availability.reason says why not when the library or the init fails.
+/// Returns whether NVML is initialised (and needs an nvmlShutdown).
+bool init_nvml(const NvmlApi& api, const std::string& name, GpuInventory& inventory) {
   inventory.availability.source = "NVML (" + name + ")";
-  const NvmlApi api = resolve_api(library);
   if (api.init == nullptr || api.device_count == nullptr || api.handle_by_index == nullptr) {
     inventory.availability.reason = name + " does not export nvmlInit/nvmlDeviceGetCount";
-    return inventory;
+    return false;
   }
   if (const nvmlReturn_t init = api.init(); init != k_success) {
     inventory.availability.reason =
         "nvmlInit failed: " + error_text(api, init) + " (NVML error " + std::to_string(init) + ")";
-    return inventory;
+    return false;
   }
   char buffer[96] = {};
   if (api.driver_version != nullptr && api.driver_version(buffer, sizeof buffer) == k_success)
@@ -269,11 +273,15 @@ GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) 
   if (auto cuda = query<int>(api.cuda_driver_version)) {
     inventory.cuda_driver_version = std::to_string(*cuda / 1000) + "." + std::to_string((*cuda % 1000) / 10);
   }
+  return true;
+}
+
+/// Every GPU of an initialised NVML into `inventory` (a GPU whose handle fails is listed with its error).
+void read_gpus(const NvmlApi& api, GpuInventory& inventory) {
   unsigned count = 0;
   if (const nvmlReturn_t result = api.device_count(&count); result != k_success) {
     inventory.availability.reason = "nvmlDeviceGetCount failed: " + error_text(api, result);
-    if (api.shutdown != nullptr) api.shutdown();
-    return inventory;
+    return;
   }
   inventory.attached_gpus = count;
   for (unsigned i = 0; i < count; ++i) {
@@ -288,8 +296,15 @@ GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) 
     }
     inventory.gpus.push_back(read_device(api, i, device));
   }
-  if (api.shutdown != nullptr) api.shutdown();
   inventory.availability.available = true;
+}
+
+GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) {
+  GpuInventory inventory;
+  const NvmlApi api = resolve_api(library);
+  if (!init_nvml(api, name, inventory)) return inventory;
+  read_gpus(api, inventory);
+  if (api.shutdown != nullptr) api.shutdown();
   return inventory;
 }
 
@@ -353,6 +368,100 @@ GpuInventory read_nvml(system::System& system, const std::string& library, std::
   auto inventory = system::call_abandonable<GpuInventory>(
       std::shared_ptr<system::DynamicLibrary>(std::move(*loaded)),
       [library](system::DynamicLibrary& handle) { return read_all(handle, library); }, timeout);
+  if (!inventory) {
+    failed.availability.reason =
+        "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
+    return failed;
+  }
+  return std::move(*inventory);
+}
+
+// ------------------------------------------------------------------------------------------------ session
+
+/// What a session's calls share with the threads they run on: an abandoned call keeps it (and NVML) alive.
+struct NvmlSession::State {
+  std::shared_ptr<system::DynamicLibrary> library;
+  std::string name;
+  NvmlApi api;
+  GpuInventory header;  ///< the driver's versions, read at nvmlInit
+  bool initialised = false;
+  std::atomic<bool> in_call{false};
+  std::chrono::steady_clock::time_point call_started{};
+
+  ~State() {
+    if (initialised && api.shutdown != nullptr) api.shutdown();
+  }
+};
+
+namespace {
+
+/// Runs `work(state)` on an abandonable thread; nullopt when it misses `limit` (the state then stays marked in_call
+/// until the thread returns).
+template <typename T, typename Work>
+std::optional<T> call_in_session(const std::shared_ptr<NvmlSession::State>& state, Work work,
+                                 std::chrono::milliseconds limit) {
+  state->in_call = true;
+  state->call_started = std::chrono::steady_clock::now();
+  return system::call_abandonable<T>(
+      state->library,
+      [state, work = std::move(work)](system::DynamicLibrary&) {
+        T result = work(*state);
+        state->in_call = false;
+        return result;
+      },
+      limit);
+}
+
+}  // namespace
+
+std::unique_ptr<NvmlSession> NvmlSession::open(system::System& system, const std::string& library,
+                                               std::chrono::milliseconds timeout, Availability& why_not) {
+  why_not = Availability{false, "NVML (" + library + ")", ""};
+  auto loaded = system.load_library(library);
+  if (!loaded) {
+    why_not.reason = "cannot load " + library + ": " + loaded.error().message;
+    return nullptr;
+  }
+  auto state = std::make_shared<State>();
+  state->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
+  state->name = library;
+  state->api = resolve_api(*state->library);
+  const auto initialised = call_in_session<bool>(
+      state, [](State& s) { return s.initialised = init_nvml(s.api, s.name, s.header); }, timeout);
+  if (!initialised) {
+    why_not.reason = "nvmlInit did not return within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
+    return nullptr;
+  }
+  if (!*initialised) {
+    why_not.reason = state->header.availability.reason;
+    return nullptr;
+  }
+  return std::unique_ptr<NvmlSession>(new NvmlSession(std::move(state)));
+}
+
+NvmlSession::~NvmlSession() = default;
+
+bool NvmlSession::hung() const { return m_state->in_call.load(); }
+
+GpuInventory NvmlSession::read(std::chrono::milliseconds timeout) {
+  GpuInventory failed;
+  failed.availability.source = m_state->header.availability.source;
+  if (hung()) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                          m_state->call_started);
+    failed.availability.reason = "an NVML call has not returned for " + std::to_string(seconds.count()) +
+                                 " s (a hung GPU or driver); NVML is read again once it returns";
+    return failed;
+  }
+  auto inventory = call_in_session<GpuInventory>(
+      m_state,
+      [](State& s) {
+        GpuInventory read = s.header;
+        read.availability.reason.clear();
+        read_gpus(s.api, read);
+        return read;
+      },
+      timeout);
   if (!inventory) {
     failed.availability.reason =
         "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";

@@ -11,6 +11,11 @@
 // its value the first time and value + rise afterwards, as errors raised between two reads would;
 // remapped_rows_pending_later = 1 likewise sets the pending flag from the second read on. sm_clock_mhz and
 // sm_clock_max_mhz answer nvmlDeviceGetClockInfo / nvmlDeviceGetMaxClockInfo (NVML_CLOCK_SM).
+// For a resident reader (gpuenv watch) that keeps one nvmlInit: a counter's "_step" companion adds step x the number
+// of earlier reads (a counter that grows at every read); reload_on_change = 1 re-reads the fixture at
+// nvmlDeviceGetCount when its modification time changed, so a test can rewrite temperatures, utilisation, a lost GPU
+// or the GPU count between two reads; hang_count_after = N with hang_count_seconds = S makes the
+// nvmlDeviceGetCount after the Nth block S seconds (a GPU that hangs in the middle of a session, then recovers).
 // gpuenv smoke's keys (issue 23; functions in the "smoke" section at the end): smoke_pids = 4321,8765 (compute
 // processes, nvmlDeviceGetComputeRunningProcesses_v3), smoke_pids_later (more from the second read on),
 // smoke_pids_self_later = 1 (the caller's own PID from the second read on, as after it made a context),
@@ -19,6 +24,7 @@
 // smoke_nvlink_down_later = 5 (that link inactive from the second state read on); smoke_mig_instances = 3 (MIG
 // instances of the GPU, with mig_mode = 1).
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -111,7 +117,9 @@ int earlier_reads(const FakeGpu& gpu, const std::string& key) {
   return g_reads[std::to_string(reinterpret_cast<std::uintptr_t>(&gpu)) + key]++;
 }
 unsigned long long rising_counter(const FakeGpu& gpu, const std::string& key) {
-  return gpu.number(key) + (earlier_reads(gpu, key) > 0 ? gpu.number(key + "_rise") : 0);
+  const int reads = earlier_reads(gpu, key);
+  return gpu.number(key) + (reads > 0 ? gpu.number(key + "_rise") : 0) +
+         gpu.number(key + "_step") * static_cast<unsigned long long>(reads);
 }
 
 const FakeGpu* gpu_of(void* device) {
@@ -141,6 +149,28 @@ __attribute__((destructor)) void on_teardown() {
     std::fputs("fake NVML: torn down while a call is still running in it\n", stderr);
     std::abort();
   }
+}
+
+/// reload_on_change = 1: the fixture is re-read when its modification time changed since the last load.
+void reload_if_changed() {
+  static long long loaded_ns = -1;
+  const char* path = std::getenv("GPUENV_FAKE_NVML");
+  struct stat info {};
+  if (path == nullptr || state().top_int("reload_on_change", 0) != 1 || ::stat(path, &info) != 0) return;
+  const long long ns = static_cast<long long>(info.st_mtim.tv_sec) * 1000000000LL + info.st_mtim.tv_nsec;
+  if (loaded_ns >= 0 && ns != loaded_ns) mutable_state() = load_state();
+  loaded_ns = ns;
+}
+
+/// hang_count_after = N, hang_count_seconds = S: the call after the Nth blocks S seconds (once).
+void hang_if_due() {
+  static std::atomic<int> calls{0};
+  const int after = state().top_int("hang_count_after", -1);
+  const int seconds = state().top_int("hang_count_seconds", 0);
+  if (after < 0 || ++calls != after + 1 || seconds <= 0) return;
+  ++g_calls_in_flight;
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  --g_calls_in_flight;
 }
 
 /// 3 (NVML_ERROR_NOT_SUPPORTED) when the fixture leaves the key out.
@@ -229,6 +259,8 @@ int nvmlSystemGetCudaDriverVersion_v2(int* version) {
   return 0;
 }
 int nvmlDeviceGetCount_v2(unsigned* count) {
+  reload_if_changed();
+  hang_if_due();
   *count = static_cast<unsigned>(state().gpus.size());
   return state().top_int("count_result", 0);
 }

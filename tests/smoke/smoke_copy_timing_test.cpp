@@ -84,7 +84,7 @@ TEST_CASE("smoke: the spin kernel waits on mapped pinned memory through its devi
   CHECK(fake_counter("fake_cuda_live_allocations") == live_before);
 }
 
-TEST_CASE("smoke: peer copies both ways at once, each direction shown beside the pair's one-way floor", "[smoke]") {
+TEST_CASE("smoke: peer copies both ways at once, each direction shown beside the pair's one-way floor", "[smoke][system-test]") {
   SmokeOptions options = small_options();
   options.cublas = false;
   options.overrides["p2p"].minimum = 100;  // the one-way floor; an H100 pair on a 2-GPU node has none of its own

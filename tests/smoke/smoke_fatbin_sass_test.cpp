@@ -129,7 +129,8 @@ TEST_CASE("smoke: cuobjdump output parsing counts LDGSTS and STL per arch and fu
   CHECK(code[{"sm_75", "smoke_hgemm_wmma"}].ldgsts == 0);
 }
 
-TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills nothing (cuobjdump)", "[smoke][kernels]") {
+TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills nothing (cuobjdump)",
+          "[smoke][kernels][system-test][engine]") {
   const auto kernels = embedded_kernels_info();
   if (!kernels.embedded) {
     WARN("SKIPPED: this build carries no kernel image (no nvcc)");

@@ -26,7 +26,7 @@ using gpuenv::report::Status;
 using gpuenv::report::Verdict;
 
 TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads after run_smoke returned",
-          "[smoke][deadline]") {
+          "[smoke][deadline][system-test]") {
   // The launch hangs 3 s, the deadline is 1.5 s: run_smoke returns and its data is gone while the abandoned thread
   // still has the GEMM to finish and judge. Under ASan (the asan preset) a reference into run_smoke's frame is a
   // heap-use-after-free here. (A 300 ms deadline was missed by the copies themselves on a loaded machine.)
@@ -46,7 +46,7 @@ TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads afte
 }
 
 TEST_CASE("smoke: GPUs that hang in a peer copy are reported hung, not only their pair's finding",
-          "[smoke][deadline]") {
+          "[smoke][deadline][system-test]") {
   SmokeOptions options = small_options();
   options.step_timeout = std::chrono::milliseconds(1500);
   options.cublas = false;
@@ -63,7 +63,7 @@ TEST_CASE("smoke: GPUs that hang in a peer copy are reported hung, not only thei
 }
 
 TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its exit code, output flushed",
-          "[smoke][deadline][e2e]") {
+          "[smoke][deadline][e2e][system-test]") {
   // The fake's teardown at exit waits for the hung launch (120 s), as libcuda's may: only _Exit avoids it. The 3 s
   // deadline leaves the copies before the first launch time to finish on a busy machine, and the 60 s bound leaves
   // an ASan binary on a loaded machine time to start, while a process that waited for the teardown would take 120 s.
@@ -140,7 +140,8 @@ TEST_CASE("smoke: uploads, the NaN pre-fill and the D2D clear are ordered on the
   CHECK(find(memtest.devices.at(0).findings, "smoke.memtest")->status == Status::fail);  // counters reset in order
 }
 
-TEST_CASE("smoke: model names match whole, with aliases, MIG instances are not judged as whole GPUs", "[smoke]") {
+TEST_CASE("smoke: model names match whole, with aliases, MIG instances are not judged as whole GPUs",
+          "[smoke][system-test]") {
   auto shipped = shipped_expectations();
   REQUIRE(shipped);
   CHECK(find_gpu(*shipped, "NVIDIA T400") == nullptr);
@@ -272,7 +273,8 @@ TEST_CASE("smoke: pinned H2D is judged against min(GPU max, upstream port max), 
   CHECK(find(slot.devices.at(0).findings, "smoke.pcie_link") == nullptr);
 }
 
-TEST_CASE("smoke: the NVLink peer floor applies on the board it was measured on and says so elsewhere", "[smoke]") {
+TEST_CASE("smoke: the NVLink peer floor applies on the board it was measured on and says so elsewhere",
+          "[smoke][system-test]") {
   // A 4-GPU HGX H100 board: 6 NVLinks per pair, slower than the 8-GPU NVSwitch floor and healthy.
   const SmokeReport four = run_fake("device_count = 4\nelapsed_ms = 0.001\n");
   REQUIRE(four.peer_findings.size() == 12);
@@ -533,7 +535,7 @@ TEST_CASE(
 }
 
 TEST_CASE("smoke: device copies are at least four times the L2 cache, so D2D and HBM measure memory, not the cache",
-          "[smoke]") {
+          "[smoke][system-test]") {
   CHECK(copy_bytes(SmokeOptions{}, 0) == 256 * mib);
   SmokeOptions quick;
   quick.quick = true;
@@ -597,7 +599,7 @@ TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin ke
   }
 }
 
-TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host link", "[smoke]") {
+TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host link", "[smoke][system-test]") {
   // HGX-like: pairs behind a switch halve each other, but four switches still add up: shown, not warned.
   const Finding pairs = judge_concurrent_h2d({copied_in_second(0, 27.0, 54.0), copied_in_second(1, 27.5, 54.0),
                                               copied_in_second(2, 27.0, 53.5), copied_in_second(3, 26.8, 54.2),

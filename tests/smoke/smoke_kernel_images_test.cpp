@@ -52,7 +52,7 @@ std::string loaded_image(const std::string& config) {
 
 }  // namespace
 
-TEST_CASE("smoke: the driver's CUDA version picks the kernel image (fake libcuda)", "[smoke][kernels]") {
+TEST_CASE("smoke: the driver's CUDA version picks the kernel image (fake libcuda)", "[smoke][kernels][system-test]") {
   if (!both_images_embedded()) return;
   // R520 (CUDA 11.8), R535 (12.2), R550 (12.4), R570 (12.8): the 11.8 image, whose SASS and PTX these drivers load.
   for (const char* version : {"11080", "12020", "12040", "12080", "12090"}) {

@@ -90,7 +90,7 @@ TEST_CASE("smoke: the clock sampler marks samples under load only while launches
 }
 
 TEST_CASE("smoke: matmuls are timed over sustained windows and every launch is compared with the reference",
-          "[smoke]") {
+          "[smoke][system-test]") {
   // Issue 23 item 6: events around >= 200 ms of back-to-back launches (here 10 ms: elapsed_ms 2.5 per launch), the median
   // of several windows, not cold single launches. Item 8: every launch's C compared on the GPU with the verified first
   // result (gpu-burn compares every iteration's result with the first, compare.cu).
@@ -137,7 +137,7 @@ TEST_CASE("smoke: matmuls are timed over sustained windows and every launch is c
   CHECK(fake_counter("fake_cuda_gemm_launches") - quick_before == 4 * (1 + 1 + 3 * 2));
 }
 
-TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml]") {
+TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml][system-test]") {
   SmokeOptions burst = small_options();
   burst.gemm_window = std::chrono::milliseconds(10);  // sustained windows the sampler sees under load
   burst.gemm_windows = 3;
@@ -165,7 +165,7 @@ TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake 
   CHECK_FALSE(unknown.devices.at(0).info.matmul_clock_mhz.has_value());
 }
 
-TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", "[smoke][nvml]") {
+TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", "[smoke][nvml][system-test]") {
   MemoryErrorCounters before;
   before.ecc_corrected = 10;
   before.ecc_uncorrected = 0;
@@ -228,7 +228,7 @@ TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", 
 }
 
 TEST_CASE("gpuenv smoke e2e: an nvmlInit that hangs is abandoned and the process leaves without tearing NVML down",
-          "[smoke][nvml][deadline][e2e]") {
+          "[smoke][nvml][deadline][e2e][system-test]") {
   // The fake NVML's nvmlInit blocks 20 s and aborts (exit 134) if its teardown runs while that call is inside it,
   // which exit() does unless gpuenv records the abandoned thread and leaves with _Exit. Smoke gives nvmlInit 10 s.
   const FakeCuda cuda("emulate_kernels = 0\n");

@@ -254,7 +254,8 @@ TEST_CASE("smoke: cuBLAS: wrong results fail, a failing handle fails, a missing 
   CHECK(find(run_fake("", options).findings, "smoke.cublas") == nullptr);
 }
 
-TEST_CASE("smoke: --memtest writes and verifies patterns on the GPU, a flipped bit fails with its offset", "[smoke]") {
+TEST_CASE("smoke: --memtest writes and verifies patterns on the GPU, a flipped bit fails with its offset",
+          "[smoke][system-test]") {
   SmokeOptions options = small_options();
   options.memtest_fraction = 0.5;
   const SmokeReport clean = run_fake("free_memory = 4194304\n", options);
@@ -284,7 +285,8 @@ TEST_CASE("smoke: --memtest writes and verifies patterns on the GPU, a flipped b
   }
 }
 
-TEST_CASE("smoke: peer copies between every pair, judged against the NVLink floor on SXM models", "[smoke]") {
+TEST_CASE("smoke: peer copies between every pair, judged against the NVLink floor on SXM models",
+          "[smoke][system-test]") {
   // 8 copies of 64 KiB queued behind the spin kernel in 0.8 us = 655 GB/s: above Azure's 335 GB/s floor for H100
   // SXM, which holds for 8-GPU boards. (Timed one copy per event pair, the same interval would read 82 GB/s.)
   const SmokeReport fast = run_fake("device_count = 8\nelapsed_ms = 0.0008\n");
@@ -374,7 +376,7 @@ TEST_CASE("gpuenv smoke e2e: a bad --expect or --minimum is a usage error naming
   CHECK(gpuenv::testing::run_gpuenv({"smoke", "--minimum", "p2p"}).exit_code == 2);
 }
 
-TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", "[smoke]") {
+TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", "[smoke][system-test]") {
   SmokeOptions options = small_options();
   // A deadline of seconds, not milliseconds: on a loaded machine (ASan, ctest -j, other builds) the copies before the
   // first launch took over 300 ms and hit the deadline themselves, so the hang was not the GEMM's.
@@ -425,7 +427,7 @@ TEST_CASE("gpuenv smoke e2e: the real default library name on this machine", "[s
 }
 
 TEST_CASE("gpuenv smoke e2e: through the fake libcuda the binary reports the device and fails wrong results",
-          "[smoke][e2e]") {
+          "[smoke][e2e][system-test]") {
   // emulate_kernels = 0: --quick sizes are too large to emulate on the CPU, so the matmuls return garbage and fail.
   const FakeCuda fake("name = NVIDIA GeForce RTX 2080\ncc_major = 7\ncc_minor = 5\nemulate_kernels = 0\n");
   const auto result = gpuenv::testing::run_gpuenv(
@@ -438,7 +440,8 @@ TEST_CASE("gpuenv smoke e2e: through the fake libcuda the binary reports the dev
   CHECK(result.out.find("smoke.cublas") == std::string::npos);
 }
 
-TEST_CASE("gpuenv smoke e2e: GPUENV_CUBLAS_LIBRARY, --memtest and peer copies reach the runner", "[smoke][e2e]") {
+TEST_CASE("gpuenv smoke e2e: GPUENV_CUBLAS_LIBRARY, --memtest and peer copies reach the runner",
+          "[smoke][e2e][system-test]") {
   const FakeCuda fake("device_count = 2\ncublas_create_result = 1\nemulate_kernels = 0\nfree_memory = 65536\n");
   const auto result =
       gpuenv::testing::run_gpuenv({"smoke", "--quick", "--json", "--repetitions", "1", "--memtest", "0.5"},

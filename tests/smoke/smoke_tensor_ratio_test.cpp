@@ -89,7 +89,7 @@ TEST_CASE("smoke: the tensor kernel's ratio to cuBLAS is judged against its comp
 }
 
 TEST_CASE("smoke: our tensor kernel is judged by the floor of the GPU's compute capability (fake libcuda)",
-          "[smoke][tensor]") {
+          "[smoke][tensor][system-test]") {
   // cuBLAS's 128^3 GEMM takes 1 us (elapsed_ms); our tensor kernel wmma_elapsed_ms.
   struct Case {
     const char* gpu;  ///< fake configuration: name and compute capability
