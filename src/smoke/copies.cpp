@@ -189,7 +189,9 @@ Expectation DeviceRun::memory_bandwidth_expectation() const {
   out.source = m_model->model + " memory bandwidth " + rate_text(*m_model->memory_bandwidth) + " GB/s x " +
                format("%.2g", efficiency.memory_bandwidth) + " (gpuenv stream kernel, " + efficiency.status + ")";
   if (m_model->memory_bandwidth_minimum) {
-    // DCGM's memory_bandwidth floor is 0.75 x dcgmproftester's DRAM figure, measured by the SMs as ours is.
+    // DCGM's memory_bandwidth floor is 0.75 x dcgmproftester's DRAM figure (testing/gen_validation.sh), which is a
+    // cuMemcpy device->device loop counting read + write (common/CudaWorker/FieldWorkers.hpp FieldWorkerDramUtil):
+    // a copy-engine rate, which an SM copy should exceed, so the floor is conservative for the SM figure.
     const bool verified = m_model->is_verified("memory_bandwidth_minimum");
     if (verified) out.minimum = m_model->memory_bandwidth_minimum;
     out.source += "; DCGM memory_bandwidth minimum " + rate_text(*m_model->memory_bandwidth_minimum) + " GB/s" +

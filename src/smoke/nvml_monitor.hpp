@@ -162,7 +162,8 @@ std::optional<std::string> busy_reason(const GpuUsage& before, const GpuUsage& a
 
 /// The smoke.link_errors finding for the counters `before` and `after` a run of `seconds`: PCIe replays above 80 fail
 /// (DCGM pcie plugin max_pcie_replays); NVLink replay or recovery errors fail (DCGM health NVLINK: an increase of 1),
-/// CRC errors fail at 100 a second and warn below (DCGM crc_error_threshold, health watch); a link that went inactive
+/// CRC flit or data errors fail at 100 a second of one kind and warn below (DCGM health watch,
+/// DCGM_LIMIT_MAX_NVLINK_CRC_ERROR, per field); a link that went inactive
 /// during the run fails; `inactive_fails` (an 8-GPU NVSwitch board whose floor applies, as aznhc check_nvlink_status
 /// on ND shapes) fails links inactive from the start too, which elsewhere are only counted. Skip when NVML read none.
 report::Finding judge_link_errors(const FabricCounters& before, const FabricCounters& after, double seconds,

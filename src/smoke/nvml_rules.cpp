@@ -82,24 +82,29 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
         .push_back(std::to_string(replays) + " PCIe replays during the run" +
                    (replays > 80 ? " (more than DCGM's 80 per run)" : " (DCGM fails above 80)"));
   }
-  unsigned long long replay = 0, recovery = 0, crc = 0;
+  unsigned long long replay = 0, recovery = 0, crc_flit = 0, crc_data = 0;
   std::vector<std::string> replay_parts, recovery_parts, crc_parts;
   rises(before, after, &NvLinkCounters::replay, "replay errors", replay_parts, replay);
   rises(before, after, &NvLinkCounters::recovery, "recovery errors", recovery_parts, recovery);
-  rises(before, after, &NvLinkCounters::crc_flit, "CRC flit errors", crc_parts, crc);
-  rises(before, after, &NvLinkCounters::crc_data, "CRC data errors", crc_parts, crc);
-  // DCGM health NVLINK: a replay or recovery error fails; CRC errors fail at 100 a second (crc_error_threshold, "per RM
-  // recommendation") and warn below.
+  rises(before, after, &NvLinkCounters::crc_flit, "CRC flit errors", crc_parts, crc_flit);
+  rises(before, after, &NvLinkCounters::crc_data, "CRC data errors", crc_parts, crc_data);
+  // DCGM health NVLINK (modules/health/DcgmHealthWatch.cpp MonitorNVLink4Fields): a replay or recovery error fails;
+  // CRC errors fail at 100 a second (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR) and warn below. DCGM rates each field on its own
+  // (DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, then ..._CRC_DATA_ERROR_TOTAL, each summed over the links), so flit and
+  // data errors are not added together: 60 + 60 a second is a warning there, not a failure.
   if (replay + recovery > 0) {
     std::vector<std::string> errors = replay_parts;
     errors.insert(errors.end(), recovery_parts.begin(), recovery_parts.end());
     failing.push_back("NVLink " + util::join(errors, ", "));
   }
-  if (crc > 0) {
-    const double rate = seconds > 0 ? static_cast<double>(crc) / seconds : static_cast<double>(crc);
+  if (crc_flit + crc_data > 0) {
+    auto per_second = [seconds](unsigned long long count) {
+      return seconds > 0 ? static_cast<double>(count) / seconds : static_cast<double>(count);
+    };
+    const double rate = std::max(per_second(crc_flit), per_second(crc_data));
     (rate >= 100 ? failing : warning)
         .push_back("NVLink " + util::join(crc_parts, ", ") + " (" + std::to_string(static_cast<long long>(rate)) +
-                   " a second; DCGM fails at 100)");
+                   " a second of one kind; DCGM fails at 100)");
   }
   std::vector<std::string> went_down, inactive;
   for (const NvLinkCounters& now : after.nvlinks) {
@@ -133,8 +138,9 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
     return Finding{"smoke.link_errors", Status::fail, message,
                    "check the links: `nvidia-smi nvlink --status`, `nvidia-smi nvlink -e`, `nvidia-smi -q -d PCIE`; "
                    "reseat or replace the GPU or board if errors persist, and run `gpuenv doctor`",
-                   "NVIDIA/DCGM nvvs/plugin_src/pcie (max_pcie_replays 80, crc_error_threshold 100/s, NVLink recovery "
-                   "errors), modules/health/DcgmHealthWatch.cpp; Azure/azurehpc-health-checks azure_gpu_nvlink.nhc"};
+                   "NVIDIA/DCGM nvvs/plugin_src/pcie (max_pcie_replays 80, NVLink recovery errors), "
+                   "modules/health/DcgmHealthWatch.cpp (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100/s per field); "
+                   "Azure/azurehpc-health-checks azure_gpu_nvlink.nhc"};
   }
   if (!warning.empty()) {
     return Finding{"smoke.link_errors", Status::warn, message,

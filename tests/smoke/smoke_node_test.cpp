@@ -135,6 +135,14 @@ TEST_CASE("smoke: level-2 counters before and after the run, judged as DCGM's di
   CHECK(judge_link_errors(before, crc, 10, true).status == Status::warn);  // 5 a second
   crc.nvlinks[2].crc_flit = 2000;
   CHECK(judge_link_errors(before, crc, 10, true).status == Status::fail);  // 200 a second
+  // DCGM rates each CRC field on its own (DcgmHealthWatch.cpp MonitorNVLink4Fields: CRC_FLIT_ERROR_TOTAL and
+  // CRC_DATA_ERROR_TOTAL are separate fields, each per second against 100): 60 flit + 60 data a second warns.
+  FabricCounters both_kinds = before;
+  both_kinds.nvlinks[2].crc_flit = 600;
+  both_kinds.nvlinks[3].crc_data = 600;
+  CHECK(judge_link_errors(before, both_kinds, 10, true).status == Status::warn);
+  both_kinds.nvlinks[5].crc_data = 500;  // data: 110 a second over the links
+  CHECK(judge_link_errors(before, both_kinds, 10, true).status == Status::fail);
   // A link lost during the run fails anywhere; one inactive from the start fails only where aznhc checks link state
   // with a verified floor (an 8-GPU NVSwitch board), else it is counted: NVL bridges leave links unused by design.
   FabricCounters down = before;
