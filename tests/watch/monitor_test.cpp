@@ -13,23 +13,21 @@
 #include <sstream>
 #include <thread>
 
-#include "support/fake_nvml_library.hpp"
 #include "fleet/fleet_support.hpp"
+#include "support/fake_nvml_library.hpp"
 #include "support/fake_system.hpp"
 
 namespace fs = std::filesystem;
-using gpuenv::testing::fleet::TempDir;
 using gpuenv::report::Status;
 using gpuenv::testing::FakeNvmlCopy;
 using gpuenv::testing::FakeSystem;
 using gpuenv::testing::ScopedEnv;
+using gpuenv::testing::fleet::TempDir;
 using gpuenv::watch::Event;
 using gpuenv::watch::Monitor;
 using gpuenv::watch::Snapshot;
 
 namespace {
-
-
 
 /// The healthy 8x H100 fixture with extra top-level keys and per-GPU keys appended to GPU `gpu`.
 std::string fixture(const std::string& top, unsigned gpu = 0, const std::string& gpu_keys = "") {
@@ -85,12 +83,14 @@ bool has(const std::vector<Event>& events, const std::string& id, Status status)
 
 }  // namespace
 
-TEST_CASE("monitor: eight fake GPUs sampled and stored; a rising counter and new Xids become events", "[watch]") {
+TEST_CASE("monitor: eight fake GPUs sampled and stored, a rising counter and new Xids become events", "[watch]") {
   // GPU 3 gains one uncorrectable ECC error at every read (the fake's _step key).
   Harness h(fixture("reload_on_change = 1", 3, "ecc_uncorrected_volatile_step = 1"));
   // start() learns what the log holds, then one read per interval; the third finds two more Xid lines (38, 40).
-  h.system.command_queue["dmesg"] = {{0, false, false, log_lines(37), ""}, {0, false, false, log_lines(37), ""},
-                                     {0, false, false, log_lines(37), ""}, {0, false, false, log_lines(41), ""}};
+  h.system.command_queue["dmesg"] = {{0, false, false, log_lines(37), ""},
+                                     {0, false, false, log_lines(37), ""},
+                                     {0, false, false, log_lines(37), ""},
+                                     {0, false, false, log_lines(41), ""}};
   h.start();
   const Snapshot first = h.interval();
   CHECK(first.sample.nvml);
@@ -143,8 +143,10 @@ TEST_CASE("monitor: an NVML call that hangs is abandoned and the kernel log is s
   Harness h(fixture("hang_count_after = 1\nhang_count_seconds = 2"));
   h.settings.nvml_timeout = std::chrono::milliseconds(200);
   // start() learns what the log holds, then one read per interval: the hung interval finds two more Xid lines.
-  h.system.command_queue["dmesg"] = {{0, false, false, log_lines(37), ""}, {0, false, false, log_lines(37), ""},
-                                     {0, false, false, log_lines(41), ""}, {0, false, false, log_lines(41), ""}};
+  h.system.command_queue["dmesg"] = {{0, false, false, log_lines(37), ""},
+                                     {0, false, false, log_lines(37), ""},
+                                     {0, false, false, log_lines(41), ""},
+                                     {0, false, false, log_lines(41), ""}};
   h.start();
   CHECK(h.interval().sample.nvml);
   const Snapshot hung = h.interval();
