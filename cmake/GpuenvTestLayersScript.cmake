@@ -34,7 +34,7 @@ foreach(name IN LISTS all_tests)
   if(name IN_LIST system_tests)
     set(labels "system")
     if(name IN_LIST engine_tests)
-      string(APPEND labels "\;engine")
+      string(APPEND labels ";engine")  # a CMake list: two labels, not one label "system;engine"
     endif()
   elseif(name IN_LIST engine_tests)
     message(FATAL_ERROR "test \"${name}\" is tagged [engine] but not [system-test]: an engine test is a system test")
