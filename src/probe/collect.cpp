@@ -5,9 +5,11 @@
 #include "probe/cloud.hpp"
 #include "probe/cuda_driver.hpp"
 #include "probe/cuda_toolkit.hpp"
+#include "probe/fabric.hpp"
 #include "probe/frameworks.hpp"
 #include "probe/host_info.hpp"
 #include "probe/kernel_log_window.hpp"
+#include "probe/link_counters.hpp"
 #include "probe/nvidia_smi_exit.hpp"
 #include "probe/nvidia_smi_xml.hpp"
 #include "probe/nvml.hpp"
@@ -272,7 +274,10 @@ void collect_kernel_log(System& system, const CollectOptions& options, HostFacts
   KernelLog log = read_kernel_log(system, options.live);
   apply_kernel_log_window(system, options, log);
   facts.kernel_log_source = log.source;
-  if (log.text) facts.kernel_events = parse_xid_events(*log.text).events;
+  if (log.text) {
+    facts.kernel_events = parse_xid_events(*log.text).events;
+    facts.sxid_events = parse_sxid_events(*log.text);
+  }
 }
 
 std::string first_header_version(System& system, const std::vector<std::string>& paths, std::string& where,
@@ -399,6 +404,33 @@ void collect_containers(System& system, const CollectOptions& options, HostFacts
   }
 }
 
+/// The report's <fabric> in NVML's shape; "N/A" (before Hopper) is the state Not Supported.
+GpuFabricInfo fabric_from_nvidia_smi(const NvidiaSmiFabric& smi) {
+  GpuFabricInfo info;
+  info.source = "nvidia-smi -q -x";
+  const std::string state = smi.state.value_or("");
+  if (state == "Completed") info.state = GpuFabricInfo::State::completed;
+  if (state == "In Progress") info.state = GpuFabricInfo::State::in_progress;
+  if (state == "Not Started") info.state = GpuFabricInfo::State::not_started;
+  info.status = smi.status.value_or("");
+  info.status_ok = info.status == "Success";
+  if (smi.clique_id && *smi.clique_id >= 0) info.clique_id = static_cast<unsigned>(*smi.clique_id);
+  info.cluster_uuid = smi.cluster_uuid.value_or("");
+  info.health_summary = smi.health_summary.value_or("");
+  return info;
+}
+
+/// The link counters now, within the run's deadline; nullopt under --root or when not asked for.
+std::optional<LinkCounterSnapshot> read_counters(System& system, const CollectOptions& options) {
+  if (!options.live || !options.link_counters || options.nvidia_smi_xml) return std::nullopt;
+  const std::chrono::milliseconds limit = options.deadline ? options.deadline->limit(options.timeout) : options.timeout;
+  if (limit <= std::chrono::milliseconds(0)) {
+    options.deadline->note_cut_short("link counters");
+    return std::nullopt;
+  }
+  return read_link_counters(system, {options.nvml_library, limit});
+}
+
 std::optional<std::uint64_t> to_unsigned(const std::optional<long long>& value) {
   if (!value || *value < 0) return std::nullopt;
   return static_cast<std::uint64_t>(*value);
@@ -465,6 +497,7 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
     if (smi.pcie.width_max) gpu.pcie_width_max = static_cast<unsigned>(*smi.pcie.width_max);
     if (smi.compute_process_count) gpu.process_count = static_cast<unsigned>(*smi.compute_process_count);
     if (smi.utilization_gpu_percent) gpu.utilization_percent = *smi.utilization_gpu_percent;
+    if (smi.fabric.reported) gpu.fabric = fabric_from_nvidia_smi(smi.fabric);
     inventory.gpus.push_back(std::move(gpu));
   }
   return inventory;
@@ -498,9 +531,15 @@ KernelLog read_kernel_log(System& system, bool live) {
   return log;
 }
 
+void collect_link_counters_end(System& system, const CollectOptions& options, HostFacts& facts) {
+  if (facts.counters_start) facts.counters_end = read_counters(system, options);
+}
+
 HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   HostFacts facts;
   facts.live = options.live;
+  // First: the counters' growth over the whole run is what doctor judges (collect_link_counters_end reads the end).
+  facts.counters_start = read_counters(system, options);
   collect_host(system, options, facts);
   collect_cloud(system, options, facts);
   collect_kernel_driver(system, facts);
@@ -515,6 +554,7 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_libraries(system, options, facts);
   collect_containers(system, options, facts);
   facts.rdma = read_rdma_devices(system, options.live);
+  collect_fabric(system, options.live, options.timeout, facts);
   if (options.frameworks) {
     if (options.live) {
       facts.frameworks = probe_frameworks(system, options.python, options.framework_timeout, options.framework_matmul);
