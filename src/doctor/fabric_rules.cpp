@@ -46,11 +46,10 @@ bool has_fourth_generation_nvswitch(const HostFacts& facts) {
 }
 
 std::string fabric_install_hint(const std::string& driver) {
-  const std::string branch = driver.substr(0, driver.find('.'));
-  return "install the fabric manager at the driver's exact version (`gpuenv install` plans it; Ubuntu: `apt install "
-         "nvidia-fabricmanager-" +
-         (branch.empty() ? std::string("<branch>") : branch) + "=" + (driver.empty() ? "<driver>" : driver) +
-         "-1`, RHEL: `dnf install nvidia-fabric-manager-" + (driver.empty() ? "<driver>" : driver) + "`), then " +
+  const std::string version = driver.empty() ? "<driver version>" : driver;
+  return "install the fabric manager at exactly " + version +
+         " (`gpuenv install` plans it: Ubuntu nvidia-fabricmanager-<branch> below R580 and nvidia-fabricmanager from "
+         "R580, RHEL nvidia-fabric-manager below R580), then " +
          k_start_fabric_manager;
 }
 

@@ -69,15 +69,7 @@ void ask_cloud_metadata(System& system, const CollectOptions& options, HostFacts
 }
 
 void collect_cloud(System& system, const CollectOptions& options, HostFacts& facts) {
-  DmiStrings dmi;
-  dmi.sys_vendor = dmi_field(system, "sys_vendor");
-  dmi.product_name = dmi_field(system, "product_name");
-  dmi.product_version = dmi_field(system, "product_version");
-  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
-  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
-  dmi.product_serial = dmi_field(system, "product_serial");
-  dmi.bios_vendor = dmi_field(system, "bios_vendor");
-  dmi.bios_version = dmi_field(system, "bios_version");
+  const DmiStrings dmi = read_dmi_strings(system);
   if (dmi.sys_vendor.empty() && dmi.product_name.empty() && dmi.chassis_asset_tag.empty()) {
     facts.host.cloud_source = "/sys/class/dmi/id is not readable";
     return;
@@ -437,6 +429,19 @@ std::optional<std::uint64_t> to_unsigned(const std::optional<long long>& value) 
 }
 
 }  // namespace
+
+DmiStrings read_dmi_strings(System& system) {
+  DmiStrings dmi;
+  dmi.sys_vendor = dmi_field(system, "sys_vendor");
+  dmi.product_name = dmi_field(system, "product_name");
+  dmi.product_version = dmi_field(system, "product_version");
+  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
+  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
+  dmi.product_serial = dmi_field(system, "product_serial");
+  dmi.bios_vendor = dmi_field(system, "bios_vendor");
+  dmi.bios_version = dmi_field(system, "bios_version");
+  return dmi;
+}
 
 std::string version_from_library_name(std::string_view file_name, std::string_view stem) {
   const std::string prefix = std::string(stem) + ".so.";

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "probe/cloud.hpp"
 #include "probe/cloud_metadata.hpp"
 #include "probe/facts.hpp"
 #include "system/deadline.hpp"
@@ -62,6 +63,9 @@ struct KernelLog {
   std::string source;  ///< "dmesg", a path, or "unreadable: ..."
 };
 KernelLog read_kernel_log(system::System& system, bool live);
+
+/// The DMI strings of /sys/class/dmi/id (for probe::classify_cloud); empty fields when absent or unreadable.
+DmiStrings read_dmi_strings(system::System& system);
 
 /// GPU facts from a parsed nvidia-smi report, in NVML's shape.
 GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::string& origin);

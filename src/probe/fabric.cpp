@@ -57,12 +57,14 @@ void collect_fabric_manager(system::System& system, bool live, std::chrono::mill
       manager.nvlsm_version = upstream_version(package.version);
     }
   }
-  if (live && !manager.installed) {
-    if (auto version = rpm_version(system, "nvidia-fabric-manager", timeout)) {
+  // RPM names: nvidia-fabric-manager below R580, nvidia-fabricmanager from R580 (NVIDIA/gpu-driver-container rhel9).
+  for (const char* package : {"nvidia-fabric-manager", "nvidia-fabricmanager"}) {
+    if (!live || manager.installed) break;
+    if (auto version = rpm_version(system, package, timeout)) {
       manager.installed = true;
-      manager.package = "nvidia-fabric-manager";
+      manager.package = package;
       manager.version = *version;
-      manager.where = "rpm -q nvidia-fabric-manager";
+      manager.where = std::string("rpm -q ") + package;
     }
   }
   if (live && !manager.nvlsm_installed) {

@@ -34,7 +34,7 @@ SxidInfo read_row(util::TomlRow& row) {
   out.severity = severity_from(row.one_of("severity", {"info", "warning", "error", "critical"}));
   out.action = row.text("action");
   out.recovery = row.text("recovery");
-  row.one_of("gpud", {"fatal", "warning"});
+  out.gpud_fatal = row.one_of("gpud", {"fatal", "warning"}) == "fatal";
   row.one_of("status", {"verified", "secondary", "unverified"});
   out.source = row.text("source");
   return out;

@@ -19,8 +19,9 @@ struct SxidInfo {
   std::string name;      ///< "egress nonposted PRIV error"
   std::string category;  ///< "non_fatal", "fatal", "always_fatal", "notable", "other"
   XidSeverity severity = XidSeverity::info;
-  std::string action;    ///< gpuenv's remedy; "-" when none is needed
-  std::string recovery;  ///< the guide's recovery text; "-" when it gives none
+  std::string action;       ///< gpuenv's remedy; "-" when none is needed
+  std::string recovery;     ///< the guide's recovery text; "-" when it gives none
+  bool gpud_fatal = false;  ///< leptonai/gpud treats it as fatal
   std::string source;
 };
 
