@@ -4,6 +4,8 @@
 #include "dockerfile/data.hpp"
 #include "doctor/thresholds.hpp"
 #include "install/data.hpp"
+#include "nccl/data.hpp"
+#include "probe/sxid.hpp"
 #include "probe/xid.hpp"
 #include "smoke/expectations.hpp"
 #include "util/strings.hpp"
@@ -30,7 +32,7 @@ util::Expected<util::Ok> checked(const util::Expected<T>& parsed) {
 std::vector<util::DataTable> all_data_tables() {
   std::vector<util::DataTable> tables;
   for (auto&& module : {compat::data_tables(), probe::data_tables(), doctor::data_tables(), smoke::data_tables(),
-                        dockerfile::data_tables(), install::data_tables()}) {
+                        dockerfile::data_tables(), install::data_tables(), nccl::data_tables()}) {
     tables.insert(tables.end(), module.begin(), module.end());
   }
   return tables;
@@ -81,6 +83,8 @@ util::Expected<util::Overlay> find_overlay(system::System& system, const std::st
 util::Expected<util::Ok> check_overlay(const util::Overlay& overlay) {
   if (auto r = checked(compat::load_knowledge_base(overlay)); !r) return r;
   if (auto r = checked(probe::load_xid_table(overlay)); !r) return r;
+  if (auto r = checked(probe::load_sxid_table(overlay)); !r) return r;
+  if (auto r = checked(nccl::load_data(overlay)); !r) return r;
   if (auto r = doctor::check_data(overlay); !r) return r;
   if (auto r = checked(smoke::load_expectations(overlay)); !r) return r;
   if (auto r = checked(dockerfile::load_data(overlay)); !r) return r;

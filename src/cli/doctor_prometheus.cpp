@@ -11,94 +11,13 @@
 #include <utility>
 
 #include "cli/doctor_output.hpp"
+#include "cli/prometheus.hpp"
 #include "util/host_text.hpp"
 
 namespace gpuenv::cli {
 namespace {
 
 using report::Status;
-using Labels = std::vector<std::pair<std::string, std::string>>;
-
-/// A label value as the exposition format wants it: host text cleaned (Prometheus rejects the whole file for one
-/// invalid UTF-8 label value; control characters escaped; at most 256 bytes), then backslash, double quote and
-/// newline escaped. What cleaning changed is added to `repairs`.
-std::string escape_label(const std::string& value, util::TextRepairs& repairs) {
-  std::string out;
-  for (char c : util::clean_host_text(value, util::CleanOptions{true, 256}, repairs)) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string format_value(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.15g", value);
-  return buffer;
-}
-
-/// Accumulates metric families in the order they are declared.
-class Exposition {
- public:
-  void family(const std::string& name, const std::string& help) {
-    text_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n";
-  }
-  void sample(const std::string& name, const Labels& labels, double value) {
-    if (!std::isfinite(value)) return;
-    text_ += name;
-    if (!labels.empty()) {
-      text_ += '{';
-      for (std::size_t i = 0; i < labels.size(); ++i) {
-        if (i > 0) text_ += ',';
-        text_ += labels[i].first + "=\"" + escape_label(labels[i].second, repairs_) + "\"";
-      }
-      text_ += '}';
-    }
-    text_ += " " + format_value(value) + "\n";
-  }
-  /// The exposition, with a closing comment saying what host text was cleaned in label values, if any.
-  std::string text() const {
-    if (!repairs_.any()) return text_;
-    return text_ + "# gpuenv: host text in label values was cleaned: " + repairs_.describe() + "\n";
-  }
-
- private:
-  std::string text_;
-  util::TextRepairs repairs_;
-};
-
-int verdict_number(report::Verdict verdict) {
-  switch (verdict) {
-    case report::Verdict::ok:
-      return 0;
-    case report::Verdict::degraded:
-      return 1;
-    case report::Verdict::not_ok:
-      return 2;
-  }
-  return 2;
-}
-
-int status_number(Status status) {
-  switch (status) {
-    case Status::skip:
-      return -1;
-    case Status::pass:
-      return 0;
-    case Status::warn:
-      return 1;
-    case Status::fail:
-      return 2;
-  }
-  return 2;
-}
 
 std::string driver_version(const probe::HostFacts& facts) {
   return facts.kernel.module_version.empty() ? facts.gpus.driver_version : facts.kernel.module_version;
@@ -124,25 +43,6 @@ void add_verdict(Exposition& e, const doctor::DoctorReport& r, const std::string
   e.sample("gpuenv_doctor_verdict", {}, verdict_number(r.verdict));
   e.family("gpuenv_doctor_ready", "1 when the node can take work (READY or DEGRADED), 0 when NOT READY.");
   e.sample("gpuenv_doctor_ready", {}, r.verdict == report::Verdict::not_ok ? 0 : 1);
-}
-
-void add_findings(Exposition& e, const std::vector<report::Finding>& findings) {
-  e.family("gpuenv_finding_status", "One series per finding id: -1 skip, 0 pass, 1 warn, 2 fail (the worst wins).");
-  // Several findings can share an id (one per toolkit or GPU): the series carries the worst of them.
-  std::vector<std::pair<std::string, Status>> worst;
-  for (const report::Finding& f : findings) {
-    auto it = std::find_if(worst.begin(), worst.end(), [&](const auto& entry) { return entry.first == f.id; });
-    if (it == worst.end()) {
-      worst.emplace_back(f.id, f.status);
-    } else if (f.status > it->second) {
-      it->second = f.status;
-    }
-  }
-  for (const auto& [id, status] : worst) e.sample("gpuenv_finding_status", {{"id", id}}, status_number(status));
-  e.family("gpuenv_findings", "Number of findings by status.");
-  for (Status status : {Status::pass, Status::warn, Status::fail, Status::skip})
-    e.sample("gpuenv_findings", {{"status", std::string(report::to_string(status))}},
-             static_cast<double>(report::count_status(findings, status)));
 }
 
 void add_gpus(Exposition& e, const probe::HostFacts& facts) {
