@@ -11,13 +11,22 @@
 // its value the first time and value + rise afterwards, as errors raised between two reads would;
 // remapped_rows_pending_later = 1 likewise sets the pending flag from the second read on. sm_clock_mhz and
 // sm_clock_max_mhz answer nvmlDeviceGetClockInfo / nvmlDeviceGetMaxClockInfo (NVML_CLOCK_SM).
+// Fabric and link counters (the block at the end, for doctor's fabric checks): fabric_state (0-3, nvml.h
+// NVML_GPU_FABRIC_STATE_*), fabric_status (an NVML return code), fabric_clique, fabric_health_summary (0-3),
+// fabric_max_version (2: nvmlDeviceGetGpuFabricInfoV refuses the v3 structure with
+// NVML_ERROR_ARGUMENT_VERSION_MISMATCH as an R550 driver does; 1: it answers NVML_ERROR_FUNCTION_NOT_FOUND, so only the
+// v1 call works); without fabric_state both calls answer "not supported". pcie_replays (+ pcie_replays_rise) answers
+// nvmlDeviceGetPcieReplayCounter. nvlink_<replay|recovery|crc_flit|crc_data>_link<N> (+ _rise) set link N's error
+// counters; nvlink_down_later = N makes link N read active the first time and inactive afterwards.
 
+#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -106,9 +115,56 @@ unsigned long long rising_counter(const FakeGpu& gpu, const std::string& key) {
   return gpu.number(key) + (earlier_reads(gpu, key) > 0 ? gpu.number(key + "_rise") : 0);
 }
 
+// ---- fabric and link counters (doctor's fabric checks) ----------------------------------------------------------
+
+// Reads of a counter across nvmlInit sessions: doctor reads the link counters at its start and its end, each time
+// with its own nvmlInit, and the counter must have grown in between (the _rise counters above restart at each init).
+std::mutex g_persistent_mutex;
+std::map<std::string, int> g_persistent_reads;
+int persistent_reads(const FakeGpu& gpu, const std::string& key);
+unsigned long long persistent_rising(const FakeGpu& gpu, const std::string& key) {
+  return gpu.number(key) + (persistent_reads(gpu, key) > 0 ? gpu.number(key + "_rise") : 0);
+}
+
+/// Link `link`'s error counter `counter` (nvml.h nvmlNvLinkErrorCounter_t 0-3) from nvlink_<name>_link<N>, rising.
+unsigned long long nvlink_counter(const FakeGpu& gpu, unsigned link, int counter) {
+  static const char* const names[] = {"replay", "recovery", "crc_flit", "crc_data"};
+  if (counter < 0 || counter > 3) return 0;
+  const std::string key = std::string("nvlink_") + names[counter] + "_link" + std::to_string(link);
+  return gpu.has(key) ? persistent_rising(gpu, key) : 0;
+}
+
+/// nvlink_down_later = N: link N answers active at its first state read and inactive afterwards.
+bool link_goes_down_later(const FakeGpu& gpu, unsigned link) {
+  if (!gpu.has("nvlink_down_later") || gpu.number("nvlink_down_later") != link) return false;
+  return persistent_reads(gpu, "nvlink_down_later") > 0;
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+
 const FakeGpu* gpu_of(void* device) {
   const auto index = reinterpret_cast<std::size_t>(device) - 1;
   return index < state().gpus.size() ? &state().gpus[index] : nullptr;
+}
+
+/// How often `key` of `gpu` (by its index: the fixture is reloaded at each nvmlInit) was read before, in any session.
+/// The library is unloaded when its last handle closes, which would restart these counts: pin it for the process (a
+/// test case is a process of its own under CTest).
+void pin_library() {
+  static const bool pinned = [] {
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&pin_library), &self) != 0 && self.dli_fname != nullptr)
+      return dlopen(self.dli_fname, RTLD_LAZY | RTLD_NODELETE) != nullptr;
+    return false;
+  }();
+  (void)pinned;
+}
+
+int persistent_reads(const FakeGpu& gpu, const std::string& key) {
+  pin_library();
+  const std::lock_guard<std::mutex> lock(g_persistent_mutex);
+  const auto index = static_cast<std::size_t>(&gpu - state().gpus.data());
+  return g_persistent_reads[std::to_string(index) + key]++;
 }
 
 int copy_string(const std::string& value, char* out, unsigned length) {
@@ -333,17 +389,74 @@ int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* active) {
   if (link >= gpu->number("nvlinks")) return 2;  // NVML_ERROR_INVALID_ARGUMENT
   const std::string inactive = "," + gpu->get("nvlink_inactive") + ",";
   *active = inactive.find("," + std::to_string(link) + ",") == std::string::npos ? 1 : 0;
+  if (*active == 1 && link_goes_down_later(*gpu, link)) *active = 0;
   return 0;
 }
 int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, unsigned long long* value) {
   const FakeGpu* gpu = gpu_of(device);
   if (!gpu->has("nvlinks") || link >= gpu->number("nvlinks")) return k_not_supported;
   *value = link == 0 && counter == 1 ? gpu->number("nvlink_recovery_errors") : 0;
+  *value += nvlink_counter(*gpu, link, counter);
   return 0;
 }
 int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, void*) {
   *count = static_cast<unsigned>(gpu_of(device)->number("processes"));
   return *count == 0 ? 0 : 7;
+}
+
+// ---- fabric and link counters (doctor's fabric checks) ----------------------------------------------------------
+
+// nvml.h nvmlGpuFabricInfo_t (v1) and nvmlGpuFabricInfo_v3_t (v2 ends before healthSummary).
+struct nvmlGpuFabricInfo_t {
+  unsigned char clusterUuid[16];
+  int status;
+  unsigned int cliqueId;
+  unsigned char state;
+};
+struct nvmlGpuFabricInfoV_t {
+  unsigned int version;
+  unsigned char clusterUuid[16];
+  int status;
+  unsigned int cliqueId;
+  unsigned char state;
+  unsigned int healthMask;
+  unsigned char healthSummary;
+};
+
+int nvmlDeviceGetGpuFabricInfoV(void* device, nvmlGpuFabricInfoV_t* info) {
+  const FakeGpu* gpu = gpu_of(device);
+  const unsigned max_version = static_cast<unsigned>(gpu->number("fabric_max_version", 3));
+  if (max_version < 2) return 13;  // NVML_ERROR_FUNCTION_NOT_FOUND
+  const unsigned version = info->version >> 24;
+  const unsigned size = info->version & 0xffffff;
+  const unsigned v2_size = offsetof(nvmlGpuFabricInfoV_t, healthSummary);
+  if (version > max_version || (version == 3 && size != sizeof(nvmlGpuFabricInfoV_t)) ||
+      (version == 2 && size != v2_size) || version < 2)
+    return 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+  if (!gpu->has("fabric_state")) return k_not_supported;
+  std::memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+  info->clusterUuid[15] = static_cast<unsigned char>(gpu->number("fabric_clique"));
+  info->status = static_cast<int>(gpu->number("fabric_status"));
+  info->cliqueId = static_cast<unsigned>(gpu->number("fabric_clique"));
+  info->state = static_cast<unsigned char>(gpu->number("fabric_state"));
+  info->healthMask = 0;
+  if (version == 3) info->healthSummary = static_cast<unsigned char>(gpu->number("fabric_health_summary"));
+  return 0;
+}
+int nvmlDeviceGetGpuFabricInfo(void* device, nvmlGpuFabricInfo_t* info) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("fabric_state")) return k_not_supported;
+  std::memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+  info->status = static_cast<int>(gpu->number("fabric_status"));
+  info->cliqueId = static_cast<unsigned>(gpu->number("fabric_clique"));
+  info->state = static_cast<unsigned char>(gpu->number("fabric_state"));
+  return 0;
+}
+int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* value) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("pcie_replays")) return k_not_supported;
+  *value = static_cast<unsigned>(persistent_rising(*gpu, "pcie_replays"));
+  return 0;
 }
 
 }  // extern "C"
