@@ -150,6 +150,12 @@ const std::vector<FieldEntry>& entries() {
       {{"os.version", "the distribution's version, e.g. \"22.04\", \"9\", \"2023\"", true},
        [](std::string_view v) { return matches(v, "[0-9]{1,4}(\\.[0-9]{1,2})?"); },
        &Profile::os_version},
+      // The CPU architecture: Docker's and Debian's names (the kernel says aarch64; pip's wheel tags say both).
+      {{"os.arch", "one of x86_64, arm64 (default x86_64; aarch64 is written arm64)", false},
+       [](std::string_view v) {
+         return one_of(v, {"x86_64", "arm64"});
+       },
+       &Profile::os_arch},
       {{"cuda.version", "X.Y.Z, as NVIDIA names releases and nvidia/cuda tags (e.g. \"12.4.1\")", true},
        [](std::string_view v) { return matches(v, "[0-9]{1,2}\\.[0-9]{1,2}\\.[0-9]{1,2}"); },
        &Profile::cuda_version},

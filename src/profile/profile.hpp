@@ -33,6 +33,7 @@ struct Profile {
   std::string description;
   std::string os_distro;   ///< ubuntu | debian | rockylinux | rhel | ubi | amzn
   std::string os_version;  ///< "22.04", "9", "2023"
+  std::string os_arch;     ///< x86_64 | arm64; empty: x86_64 (read it through effective_arch)
   std::string cuda_version;
   std::string cudnn_version;   ///< empty: no cuDNN
   std::string driver_min;      ///< empty: what the CUDA release requires
@@ -56,6 +57,11 @@ struct Profile {
 
   std::string origin;  ///< where it came from: a file path or "builtin:<name>"
 };
+
+/// The CPU architecture a profile targets: os.arch, or "x86_64" when unset.
+inline std::string effective_arch(const Profile& profile) {
+  return profile.os_arch.empty() ? std::string("x86_64") : profile.os_arch;
+}
 
 /// Field assignments that define one matrix cell, in axis order.
 using Assignments = std::vector<std::pair<std::string, std::string>>;
