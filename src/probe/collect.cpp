@@ -211,6 +211,27 @@ Facts call_within_deadline(const CollectOptions& options, const std::string& wha
   return facts;
 }
 
+/// The link counters now; nullopt under --root or when not asked for. The GPUs' counters come from NVML within the
+/// run's deadline unless `nvml_unasked` says why not (it did not answer the inventory: a missing or hung NVML is not
+/// asked again); the RDMA ports' are sysfs files, always read.
+std::optional<LinkCounterSnapshot> read_counters(System& system, const CollectOptions& options,
+                                                 const std::optional<std::string>& nvml_unasked) {
+  if (!options.live || !options.link_counters || options.nvidia_smi_xml) return std::nullopt;
+  LinkCounterOptions counters{nvml_unasked ? std::string() : options.nvml_library, options.timeout};
+  std::optional<std::string> reason = nvml_unasked;
+  if (!nvml_unasked && options.deadline != nullptr) {
+    counters.timeout = options.deadline->limit(options.timeout);
+    if (counters.timeout <= std::chrono::milliseconds(0)) {
+      options.deadline->note_cut_short("NVML link counters");
+      counters.nvml_library.clear();
+      reason = "the run's deadline (--timeout) had passed";
+    }
+  }
+  LinkCounterSnapshot snapshot = read_link_counters(system, counters);
+  if (reason) snapshot.nvml_reason = *reason;
+  return snapshot;
+}
+
 void collect_gpus(System& system, const CollectOptions& options, HostFacts& facts) {
   if (options.nvidia_smi_xml) {
     facts.gpus = inventory_from_nvidia_smi_xml(*options.nvidia_smi_xml, options.nvidia_smi_xml_origin);
@@ -223,6 +244,12 @@ void collect_gpus(System& system, const CollectOptions& options, HostFacts& fact
   }
   facts.gpus = call_within_deadline<GpuInventory>(
       options, "NVML", [&](std::chrono::milliseconds limit) { return read_nvml(system, options.nvml_library, limit); });
+  // The run's link counters start once NVML has answered: an absent or hung NVML is not asked again.
+  facts.counters_start = read_counters(
+      system, options,
+      facts.gpus.availability.available
+          ? std::nullopt
+          : std::optional<std::string>("NVML did not answer the inventory (" + facts.gpus.availability.reason + ")"));
   // nvidia-smi is a fallback only: it is slow, and NVML already answered if it could.
   if (!facts.gpus.availability.available && (facts.kernel.module_loaded || !facts.driver_libraries.empty())) {
     facts.gpus = run_nvidia_smi(system, options, facts.gpus.availability.reason);
@@ -412,17 +439,6 @@ GpuFabricInfo fabric_from_nvidia_smi(const NvidiaSmiFabric& smi) {
   return info;
 }
 
-/// The link counters now, within the run's deadline; nullopt under --root or when not asked for.
-std::optional<LinkCounterSnapshot> read_counters(System& system, const CollectOptions& options) {
-  if (!options.live || !options.link_counters || options.nvidia_smi_xml) return std::nullopt;
-  const std::chrono::milliseconds limit = options.deadline ? options.deadline->limit(options.timeout) : options.timeout;
-  if (limit <= std::chrono::milliseconds(0)) {
-    options.deadline->note_cut_short("link counters");
-    return std::nullopt;
-  }
-  return read_link_counters(system, {options.nvml_library, limit});
-}
-
 std::optional<std::uint64_t> to_unsigned(const std::optional<long long>& value) {
   if (!value || *value < 0) return std::nullopt;
   return static_cast<std::uint64_t>(*value);
@@ -537,14 +553,15 @@ KernelLog read_kernel_log(System& system, bool live) {
 }
 
 void collect_link_counters_end(System& system, const CollectOptions& options, HostFacts& facts) {
-  if (facts.counters_start) facts.counters_end = read_counters(system, options);
+  if (!facts.counters_start) return;
+  facts.counters_end = read_counters(
+      system, options,
+      facts.counters_start->nvml ? std::nullopt : std::optional<std::string>(facts.counters_start->nvml_reason));
 }
 
 HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   HostFacts facts;
   facts.live = options.live;
-  // First: the counters' growth over the whole run is what doctor judges (collect_link_counters_end reads the end).
-  facts.counters_start = read_counters(system, options);
   collect_host(system, options, facts);
   collect_cloud(system, options, facts);
   collect_kernel_driver(system, facts);

@@ -41,7 +41,9 @@ std::optional<std::string> rpm_version(system::System& system, const std::string
   return version;
 }
 
-void collect_fabric_manager(system::System& system, bool live, std::chrono::milliseconds timeout,
+/// The fabric manager from the package databases and its binary; `rpm`, `nv-fabricmanager --version` and
+/// `systemctl` run only when `ask` (live, and NVSwitches that need it: elsewhere fabric.manager is skipped anyway).
+void collect_fabric_manager(system::System& system, bool live, bool ask, std::chrono::milliseconds timeout,
                             FabricManagerFacts& manager) {
   std::vector<InstalledPackage> packages;
   if (auto status = system.read_file("/var/lib/dpkg/status")) packages = parse_dpkg_status(*status);
@@ -59,7 +61,7 @@ void collect_fabric_manager(system::System& system, bool live, std::chrono::mill
   }
   // RPM names: nvidia-fabric-manager below R580, nvidia-fabricmanager from R580 (NVIDIA/gpu-driver-container rhel9).
   for (const char* package : {"nvidia-fabric-manager", "nvidia-fabricmanager"}) {
-    if (!live || manager.installed) break;
+    if (!ask || manager.installed) break;
     if (auto version = rpm_version(system, package, timeout)) {
       manager.installed = true;
       manager.package = package;
@@ -67,7 +69,7 @@ void collect_fabric_manager(system::System& system, bool live, std::chrono::mill
       manager.where = std::string("rpm -q ") + package;
     }
   }
-  if (live && !manager.nvlsm_installed) {
+  if (ask && !manager.nvlsm_installed) {
     if (auto version = rpm_version(system, "nvlsm", timeout)) {
       manager.nvlsm_installed = true;
       manager.nvlsm_version = *version;
@@ -77,14 +79,15 @@ void collect_fabric_manager(system::System& system, bool live, std::chrono::mill
     if (!system.exists(binary)) continue;
     if (!manager.installed) manager.where = binary;
     manager.installed = true;
-    if (manager.version.empty() && live) {
+    if (manager.version.empty() && ask) {
       const system::CommandResult result = system.run({binary, "--version"}, timeout);
       manager.version = fabric_manager_version_from_output(result.out + "\n" + result.err);
     }
     break;
   }
-  if (!live) {
-    manager.service_state = "not asked under --root (systemd is not queried in an inspected tree)";
+  if (!ask) {
+    manager.service_state = live ? "not asked: no NVSwitch needs the fabric manager"
+                                 : "not asked under --root (systemd is not queried in an inspected tree)";
     return;
   }
   const system::CommandResult state = system.run({"systemctl", "is-active", k_fabric_manager_service}, timeout);
@@ -186,7 +189,7 @@ std::string fabric_manager_version_from_output(std::string_view output) {
 
 void collect_fabric(system::System& system, bool live, std::chrono::milliseconds timeout, HostFacts& facts) {
   collect_nvswitches(system, facts.fabric);
-  collect_fabric_manager(system, live, timeout, facts.fabric.manager);
+  collect_fabric_manager(system, live, live && !facts.fabric.nvswitches.empty(), timeout, facts.fabric.manager);
   collect_gpudirect(system, live, facts.fabric);
   collect_gpu_numa(system, facts.gpus, facts.fabric);
 }

@@ -208,6 +208,23 @@ TEST_CASE("collect_fabric: a stopped service, the binary's version, nothing run 
   CHECK_FALSE(rooted.fabric.peermem_loaded);  // no /sys/module in the tree: unknown
 }
 
+TEST_CASE("collect_fabric: without NVSwitches the fabric manager's commands are not run", "[probe][fabric]") {
+  // A PCIe node (one GPU, no class 0x0680 bridge): nothing needs the fabric manager, so rpm, its --version and
+  // systemctl are not asked (fabric.manager is skipped there anyway); files are still read.
+  FakeSystem system;
+  system.files["/sys/bus/pci/devices/0000:18:00.0/vendor"] = "0x10de\n";
+  system.files["/sys/bus/pci/devices/0000:18:00.0/class"] = "0x030200\n";
+  system.files["/usr/bin/nv-fabricmanager"] = "";
+  auto facts = one_gpu();
+  gpuenv::probe::collect_fabric(system, true, std::chrono::seconds(1), facts);
+  CHECK(facts.fabric.pci_scanned);
+  CHECK(facts.fabric.nvswitches.empty());
+  CHECK(system.commands_run.empty());
+  CHECK(facts.fabric.manager.installed);
+  CHECK_FALSE(facts.fabric.manager.running);
+  CHECK(facts.fabric.manager.service_state == "not asked: no NVSwitch needs the fabric manager");
+}
+
 TEST_CASE("nvidia-smi -q -x <fabric>: N/A on a real report, Completed as the -q text prints it", "[probe][fabric]") {
   // A real R595 report (shared/fixtures/nvidia-smi-xml/geforce-rtx-3080_driver-595.58.03_cuda-13.2.xml): every
   // fabric field N/A, health block included.
