@@ -340,13 +340,17 @@ TEST_CASE("fake NVML: link counters read twice, each with its own nvmlInit, grow
   const ScopedEnv fixture("GPUENV_FAKE_NVML", fixture_path("nvml/fabric-8xh100.conf"));
   const FakeNvmlCopy library;
   auto real = gpuenv::system::make_real_system();
+  // doctor's order: the inventory (nvmlInit 1), then the run's first and last readings (2 and 3).
+  const auto inventory = gpuenv::probe::read_nvml(*real, library.path(), 5s);
+  REQUIRE(inventory.gpus.size() == 8);
+  REQUIRE(inventory.gpus[1].nvlink);
   const auto start = gpuenv::probe::read_link_counters(*real, {library.path(), 5s});
   REQUIRE(start.nvml);
   REQUIRE(start.gpus.size() == 8);
   CHECK(start.gpus[0].nvlinks.size() == 18);  // links past the GPU's 18 answer INVALID_ARGUMENT and are left out
-  CHECK(start.gpus[5].pcie_replays == std::optional<std::uint64_t>(7));
+  CHECK(start.gpus[5].pcie_replays == std::optional<std::uint64_t>(107));
   CHECK(start.gpus[5].pcie_gen == std::optional<unsigned>(5));
-  CHECK(start.gpus[1].nvlinks[3].replay == std::optional<std::uint64_t>(4));
+  CHECK(start.gpus[1].nvlinks[3].replay == std::optional<std::uint64_t>(6));
   CHECK(start.gpus[6].nvlinks[11].active);
   const auto end = gpuenv::probe::read_link_counters(*real, {library.path(), 5s});
   REQUIRE(end.nvml);

@@ -17,12 +17,14 @@
 // NVML_ERROR_ARGUMENT_VERSION_MISMATCH as an R550 driver does; 1: it answers NVML_ERROR_FUNCTION_NOT_FOUND, so only the
 // v1 call works); without fabric_state both calls answer "not supported". pcie_replays (+ pcie_replays_rise) answers
 // nvmlDeviceGetPcieReplayCounter. nvlink_<replay|recovery|crc_flit|crc_data>_link<N> (+ _rise) set link N's error
-// counters; nvlink_down_later = N makes link N read active the first time and inactive afterwards.
+// counters; these grow by _rise with each nvmlInit of the process after the first, as a real counter grows with time.
+// nvlink_down = N with nvlink_down_from_session = S makes link N read inactive from the S-th nvmlInit on.
 
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -117,13 +119,14 @@ unsigned long long rising_counter(const FakeGpu& gpu, const std::string& key) {
 
 // ---- fabric and link counters (doctor's fabric checks) ----------------------------------------------------------
 
-// Reads of a counter across nvmlInit sessions: doctor reads the link counters at its start and its end, each time
-// with its own nvmlInit, and the counter must have grown in between (the _rise counters above restart at each init).
-std::mutex g_persistent_mutex;
-std::map<std::string, int> g_persistent_reads;
-int persistent_reads(const FakeGpu& gpu, const std::string& key);
-unsigned long long persistent_rising(const FakeGpu& gpu, const std::string& key) {
-  return gpu.number(key) + (persistent_reads(gpu, key) > 0 ? gpu.number(key + "_rise") : 0);
+// The nvmlInit sessions of this process so far (1 during the first). doctor reads the link counters in sessions of
+// their own (the inventory, the start and the end of its run), and a real counter grows with time whoever reads it: a
+// link counter with a "_rise" key grows by that much from one session to the next (the _rise counters above restart
+// at each init instead).
+std::atomic<long long> g_sessions{0};
+unsigned long long rising_per_session(const FakeGpu& gpu, const std::string& key) {
+  const long long later_sessions = std::max(0LL, g_sessions.load() - 1);
+  return gpu.number(key) + static_cast<unsigned long long>(later_sessions) * gpu.number(key + "_rise");
 }
 
 /// Link `link`'s error counter `counter` (nvml.h nvmlNvLinkErrorCounter_t 0-3) from nvlink_<name>_link<N>, rising.
@@ -131,13 +134,13 @@ unsigned long long nvlink_counter(const FakeGpu& gpu, unsigned link, int counter
   static const char* const names[] = {"replay", "recovery", "crc_flit", "crc_data"};
   if (counter < 0 || counter > 3) return 0;
   const std::string key = std::string("nvlink_") + names[counter] + "_link" + std::to_string(link);
-  return gpu.has(key) ? persistent_rising(gpu, key) : 0;
+  return gpu.has(key) ? rising_per_session(gpu, key) : 0;
 }
 
-/// nvlink_down_later = N: link N answers active at its first state read and inactive afterwards.
-bool link_goes_down_later(const FakeGpu& gpu, unsigned link) {
-  if (!gpu.has("nvlink_down_later") || gpu.number("nvlink_down_later") != link) return false;
-  return persistent_reads(gpu, "nvlink_down_later") > 0;
+/// nvlink_down = N with nvlink_down_from_session = S: link N answers inactive from the S-th nvmlInit on.
+bool link_is_down_now(const FakeGpu& gpu, unsigned link) {
+  if (!gpu.has("nvlink_down") || gpu.number("nvlink_down") != link) return false;
+  return g_sessions.load() >= static_cast<long long>(gpu.number("nvlink_down_from_session", 1));
 }
 
 // ------------------------------------------------------------------------------------------------------------------
@@ -147,9 +150,19 @@ const FakeGpu* gpu_of(void* device) {
   return index < state().gpus.size() ? &state().gpus[index] : nullptr;
 }
 
-/// How often `key` of `gpu` (by its index: the fixture is reloaded at each nvmlInit) was read before, in any session.
-/// The library is unloaded when its last handle closes, which would restart these counts: pin it for the process (a
-/// test case is a process of its own under CTest).
+/// The library is unloaded when its last handle closes, which would restart the session count: a fixture whose
+/// counters grow across sessions pins it for the process (a test case is a process of its own under CTest, and each
+/// copy of the library counts apart). Other fixtures leave it unpinned: the teardown tests watch it unload.
+bool counts_sessions(const FakeState& loaded) {
+  for (const FakeGpu& gpu : loaded.gpus) {
+    for (const auto& [key, value] : gpu.values) {
+      const bool rising_link_counter = (key.rfind("nvlink_", 0) == 0 || key.rfind("pcie_replays", 0) == 0) &&
+                                       key.size() > 5 && key.compare(key.size() - 5, 5, "_rise") == 0;
+      if (rising_link_counter || key == "nvlink_down_from_session") return true;
+    }
+  }
+  return false;
+}
 void pin_library() {
   static const bool pinned = [] {
     Dl_info self{};
@@ -158,13 +171,6 @@ void pin_library() {
     return false;
   }();
   (void)pinned;
-}
-
-int persistent_reads(const FakeGpu& gpu, const std::string& key) {
-  pin_library();
-  const std::lock_guard<std::mutex> lock(g_persistent_mutex);
-  const auto index = static_cast<std::size_t>(&gpu - state().gpus.data());
-  return g_persistent_reads[std::to_string(index) + key]++;
 }
 
 int copy_string(const std::string& value, char* out, unsigned length) {
@@ -211,7 +217,9 @@ struct nvmlUtilization_t {
 };
 
 int nvmlInit_v2() {
+  ++g_sessions;
   mutable_state() = load_state();
+  if (counts_sessions(state())) pin_library();
   {
     const std::lock_guard<std::mutex> lock(g_reads_mutex);
     g_reads.clear();
@@ -389,7 +397,7 @@ int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* active) {
   if (link >= gpu->number("nvlinks")) return 2;  // NVML_ERROR_INVALID_ARGUMENT
   const std::string inactive = "," + gpu->get("nvlink_inactive") + ",";
   *active = inactive.find("," + std::to_string(link) + ",") == std::string::npos ? 1 : 0;
-  if (*active == 1 && link_goes_down_later(*gpu, link)) *active = 0;
+  if (*active == 1 && link_is_down_now(*gpu, link)) *active = 0;
   return 0;
 }
 int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, unsigned long long* value) {
@@ -455,7 +463,7 @@ int nvmlDeviceGetGpuFabricInfo(void* device, nvmlGpuFabricInfo_t* info) {
 int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* value) {
   const FakeGpu* gpu = gpu_of(device);
   if (!gpu->has("pcie_replays")) return k_not_supported;
-  *value = static_cast<unsigned>(persistent_rising(*gpu, "pcie_replays"));
+  *value = static_cast<unsigned>(rising_per_session(*gpu, "pcie_replays"));
   return 0;
 }
 
