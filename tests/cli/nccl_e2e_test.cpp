@@ -38,7 +38,7 @@ TEST_CASE("nccl judge: exit codes follow the judgement; bad input is exit 2", "[
   const auto right = run_gpuenv({"nccl", "judge", fixture_path("nccl/a3mega-2x8xh100-tcpxo.txt"), "--nodes", "2"});
   INFO(right.out << right.err);
   CHECK(right.exit_code == 0);
-  CHECK(right.out.find("gpuenv nccl judge: ok") == 0);
+  CHECK(right.out.find("gpuenv nccl judge: OK") == 0);
   CHECK(right.out.find("nccl.busbw") != std::string::npos);
   const auto wrong = run_gpuenv({"nccl", "judge", fixture_path("nccl/a3mega-2x8xh100-wrong-derived.txt")});
   CHECK(wrong.exit_code == 1);

@@ -87,7 +87,7 @@ std::vector<Finding> evaluate(const HostFacts& facts, const gpuenv::doctor::Inst
   return gpuenv::doctor::evaluate(facts, thresholds(), kb(), expectations);
 }
 
-const Finding& find(const std::vector<Finding>& findings, const std::string& id) {
+Finding find(const std::vector<Finding>& findings, const std::string& id) {
   for (const Finding& f : findings) {
     if (f.id == id) return f;
   }

@@ -8,7 +8,7 @@
 // max_ranks (ncclCommInitAll with more devices answers ncclInvalidUsage), allreduce_result (every ncclAllReduce's
 // result), async_error (ncclCommGetAsyncError reports it after the first collective), wrong_rank and wrong_element
 // (that rank's receive buffer gets element N one too high after each all-reduce: a wrong sum), hang_seconds
-// (ncclGroupEnd blocks that long: a collective stuck on a dead link).
+// (ncclGroupEnd blocks that long: a collective stuck on a dead link; then it answers ncclSystemError).
 // fake_nccl_allreduce_bytes(i) and fake_nccl_allreduce_count() let tests see the sizes the collectives ran with.
 
 #include <chrono>
@@ -150,8 +150,14 @@ int ncclGroupStart() {
 }
 
 int ncclGroupEnd() {
-  if (const long long hang = number("hang_seconds", 0); hang > 0)
+  if (const long long hang = number("hang_seconds", 0); hang > 0) {
     std::this_thread::sleep_for(std::chrono::seconds(hang));
+    // Then fail, so the abandoned sweep stops instead of queueing into the next test's collectives.
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    g_group_depth = 0;
+    g_queue.clear();
+    return 2;  // ncclSystemError
+  }
   const std::lock_guard<std::mutex> lock(g_mutex);
   if (g_group_depth == 0) return k_invalid_usage;
   if (--g_group_depth > 0) return k_success;

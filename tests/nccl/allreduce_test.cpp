@@ -58,7 +58,7 @@ gpuenv::nccl::SweepReport run(const std::string& cuda, const std::string& nccl,
   return *report;
 }
 
-const Finding& find(const std::vector<Finding>& findings, const std::string& id) {
+Finding find(const std::vector<Finding>& findings, const std::string& id) {
   for (const Finding& f : findings) {
     if (f.id == id) return f;
   }
@@ -170,6 +170,9 @@ TEST_CASE("all-reduce sweep: the floor of the instance type at its own size", "[
   auto options = small();
   options.instance_type = "Standard_ND96isr_H100_v5";
   const auto swept = run("device_count = 8\nfree_memory = 1073741824\n", "", options);
+  std::string said;
+  for (const Finding& f : swept.findings) said += f.id + ": " + f.message + "\n";
+  INFO(said);
   CHECK(find(swept.findings, "nccl.busbw").message.find("not judged: that size did not fit") != std::string::npos);
 }
 

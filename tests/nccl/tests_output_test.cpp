@@ -25,7 +25,7 @@ const gpuenv::nccl::NcclData& data() {
   return *loaded;
 }
 
-const Finding& find(const std::vector<Finding>& findings, const std::string& id) {
+Finding find(const std::vector<Finding>& findings, const std::string& id) {
   for (const Finding& f : findings) {
     if (f.id == id) return f;
   }
