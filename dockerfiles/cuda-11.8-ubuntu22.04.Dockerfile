@@ -4,7 +4,7 @@
 # Bare CUDA 11.8.0 runtime on Ubuntu 22.04, no framework
 # Profile hash: fnv1a64:ef8c25028db5330d (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 11.8.0, runtime image, Ubuntu 22.04
-# Base image: nvidia/cuda:11.8.0-runtime-ubuntu22.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:11.8.0-runtime-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 520.61.05 (CUDA 11.8.0 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -4,7 +4,7 @@
 # CUDA 12.8.1 devel image pinned to the 570 driver branch with the open kernel modules, Ubuntu 24.04
 # Profile hash: fnv1a64:d7f30f283f4bee8c (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 12.8.1, cuDNN 9, cudnn-devel image, Ubuntu 24.04
-# Base image: nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 570.124.06 (driver.min)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -4,7 +4,7 @@
 # Minimal CUDA 13.0.2 base image on Ubuntu 24.04 (driver-facing libraries only)
 # Profile hash: fnv1a64:0e2b66f7045f0f46 (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 13.0.2, base image, Ubuntu 24.04
-# Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 580.95.05 (CUDA 13.0.2 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -4,7 +4,7 @@
 # CUDA 13.0.2 devel image with cuDNN 9 on UBI 9 for building CUDA extensions
 # Profile hash: fnv1a64:1b4ac671c71b3121 (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 13.0.2, cuDNN 9, cudnn-devel image, UBI 9
-# Base image: nvidia/cuda:13.0.2-cudnn-devel-ubi9 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:13.0.2-cudnn-devel-ubi9 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 580.95.05 (CUDA 13.0.2 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -6,7 +6,7 @@
 # Resolved: CUDA 11.7.1, base image, Ubuntu 22.04, PyTorch 1.13.1 (cu117 wheel), Python 3.10
 # Loaded by the framework: CUDA 11.7 and cuDNN (version not in gpuenv's data) from its own wheels in /opt/venv,
 # not from the image (a `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:11.7.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:11.7.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 515.48.07 (CUDA 11.7.1 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -6,7 +6,7 @@
 # Resolved: CUDA 12.4.1, base image, Ubuntu 22.04, PyTorch 2.4.1 (cu124 wheel), Python 3.11
 # Loaded by the framework: CUDA 12.4 and cuDNN 9.1.0.70 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:12.4.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:12.4.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 550.54.15 (driver.min)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -6,7 +6,7 @@
 # Resolved: CUDA 11.8.0, base image, UBI 8, PyTorch 2.7.1 (cu118 wheel), Python 3.11
 # Loaded by the framework: CUDA 11.8 and cuDNN 9.1.0.70 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:11.8.0-base-ubi8 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:11.8.0-base-ubi8 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 520.61.05 (CUDA 11.8.0 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -6,7 +6,7 @@
 # Resolved: CUDA 12.8.1, base image, Ubuntu 24.04, PyTorch 2.9.1 (cu128 wheel), Python 3.12
 # Loaded by the framework: CUDA 12.8 and cuDNN 9.10.2.21 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:12.8.1-base-ubuntu24.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:12.8.1-base-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 570.124.06 (CUDA 12.8.1 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -6,7 +6,7 @@
 # Resolved: CUDA 13.0.2, base image, Ubuntu 24.04, PyTorch 2.9.1 (cu130 wheel), Python 3.12
 # Loaded by the framework: CUDA 13.0 and cuDNN 9.13.0.50 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
-# Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
 # Host driver: >= 580.95.05 (CUDA 13.0.2 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).

@@ -4,7 +4,7 @@
 # TensorFlow 2.10.0 on its tested CUDA 11.2.2 / cuDNN 8 line, Ubuntu 20.04, Python 3.10
 # Profile hash: fnv1a64:62b27a0e5cf4c97a (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 11.2.2, cuDNN 8, cudnn8-runtime image, Ubuntu 20.04, TensorFlow 2.10.0, Python 3.10
-# Base image: nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04 (a published tag: data/compat/images.toml, verified)
+# Base image: nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04 (a published tag: data/compat/images.toml, secondary)
 # Warning: this tag is end-of-life; NVIDIA set its deletion date to 2024-01-01. NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.
 # Host driver: >= 460.32.03 (CUDA 11.2.2 requires it)
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them

@@ -73,6 +73,22 @@ Horizon compute_capability_horizon(const KnowledgeBase& kb) {
                       }));
 }
 
+Horizon cuda_minor_horizon(const KnowledgeBase& kb, const Version& version) {
+  const Version minor = version.truncated(2);
+  return make_horizon(kb, "cuda.toml", "CUDA " + minor.str() + " updates, newest",
+                      newest_of(kb.cuda_releases, [&minor](const CudaRelease& row) {
+                        return row.version.truncated(2) == minor ? std::optional<Version>(row.version) : std::nullopt;
+                      }));
+}
+
+Horizon image_minor_horizon(const KnowledgeBase& kb, const Version& version) {
+  const Version minor = version.truncated(2);
+  return make_horizon(kb, "images.toml", "nvidia/cuda images of CUDA " + minor.str() + ", newest",
+                      newest_of(kb.images, [&minor](const CudaImage& row) {
+                        return row.cuda.truncated(2) == minor ? std::optional<Version>(row.cuda) : std::nullopt;
+                      }));
+}
+
 std::vector<Horizon> horizons(const KnowledgeBase& kb) {
   const std::optional<Version> newest_gpu =
       newest_of(kb.gpus, [](const GpuModel& row) { return Version::parse(row.compute_capability); });

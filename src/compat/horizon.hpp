@@ -31,6 +31,11 @@ Horizon compute_capability_horizon(const KnowledgeBase& kb);
 /// The newest CUDA any torch wheel variant of any release is built with (cu130 -> 13.0).
 Horizon torch_variant_horizon(const KnowledgeBase& kb);
 
+/// Where the data ends inside one CUDA minor (issue 25, rule 1): the newest CUDA X.Y release in cuda.toml, or the
+/// newest nvidia/cuda image of X.Y in images.toml. `newest` is absent when the data has no release of that minor.
+Horizon cuda_minor_horizon(const KnowledgeBase& kb, const util::Version& version);
+Horizon image_minor_horizon(const KnowledgeBase& kb, const util::Version& version);
+
 /// Whether `version` is past the horizon, compared at `version`'s own precision ("13.1" is past 13.0.2; "13.0" is
 /// not).
 bool beyond(const Horizon& horizon, const util::Version& version);

@@ -17,6 +17,10 @@ using util::TomlFile;
 using util::TomlRow;
 using util::Version;
 
+bool contains_item(const std::vector<std::string>& items, const std::string& item) {
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
 Expected<util::Ok> read_cuda(const TomlFile& file, KnowledgeBase& kb) {
   if (auto r = file.append_rows(
           "release", kb.cuda_releases,
@@ -65,6 +69,34 @@ Expected<util::Ok> read_cudnn(const TomlFile& file, KnowledgeBase& kb) {
   });
 }
 
+TorchRelease read_torch_release(TomlRow& row) {
+  TorchRelease release{row.version("version"),
+                       row.texts("variants"),
+                       row.optional_text("torchvision"),
+                       row.optional_text("torchaudio"),
+                       row.text("install"),
+                       read_provenance(row),
+                       std::nullopt,
+                       {},
+                       ""};
+  release.aarch64_variants = row.texts_if_present("aarch64_variants");
+  release.aarch64_unknown = row.optional_texts("aarch64_unknown");
+  release.aarch64_source = row.optional_text("aarch64_source");
+  if (release.aarch64_variants && release.aarch64_source.empty())
+    row.fail("`aarch64_variants` needs `aarch64_source`: where the Linux aarch64 wheels were read");
+  if (!release.aarch64_variants && (!release.aarch64_unknown.empty() || !release.aarch64_source.empty()))
+    row.fail("`aarch64_unknown` and `aarch64_source` come with `aarch64_variants`");
+  return release;
+}
+
+TorchArch read_torch_arch(TomlRow& row, const char* platform) {
+  std::vector<Version> series;
+  for (const std::string& s : row.texts("series")) series.push_back(Version::parse(s).value_or(Version()));
+  return TorchArch{
+      series,  row.text("variant"), row.texts("compute_capabilities"), row.optional_text("ptx"), read_provenance(row),
+      platform};
+}
+
 Expected<util::Ok> read_pytorch(const TomlFile& file, KnowledgeBase& kb) {
   if (auto r = file.append_rows(
           "series", kb.torch_series,
@@ -76,21 +108,13 @@ Expected<util::Ok> read_pytorch(const TomlFile& file, KnowledgeBase& kb) {
           });
       !r)
     return r;
-  if (auto r = file.append_rows(
-          "release", kb.torch_releases,
-          [](TomlRow& row) {
-            return TorchRelease{
-                row.version("version"),          row.texts("variants"), row.optional_text("torchvision"),
-                row.optional_text("torchaudio"), row.text("install"),   read_provenance(row)};
-          });
+  if (auto r = file.append_rows("release", kb.torch_releases, read_torch_release); !r) return r;
+  if (auto r =
+          file.append_rows("arch", kb.torch_archs, [](TomlRow& row) { return read_torch_arch(row, k_wheel_x86_64); });
       !r)
     return r;
-  return file.append_rows("arch", kb.torch_archs, [](TomlRow& row) {
-    std::vector<Version> series;
-    for (const std::string& s : row.texts("series")) series.push_back(Version::parse(s).value_or(Version()));
-    return TorchArch{series, row.text("variant"), row.texts("compute_capabilities"), row.optional_text("ptx"),
-                     read_provenance(row)};
-  });
+  return file.append_rows("arch_aarch64", kb.torch_archs,
+                          [](TomlRow& row) { return read_torch_arch(row, k_wheel_aarch64); });
 }
 
 Expected<util::Ok> read_tensorflow(const TomlFile& file, KnowledgeBase& kb) {
@@ -162,8 +186,11 @@ const std::vector<TableSpec>& table_specs() {
        {{"build", {"cudnn", "cuda_major"}}, {"arch_drop", {"cudnn"}}},
        read_cudnn},
       {"pytorch.toml",
-       {"as_of", "series", "release", "arch"},
-       {{"series", {"series"}}, {"release", {"version"}}, {"arch", {"series", "variant"}}},
+       {"as_of", "series", "release", "arch", "arch_aarch64"},
+       {{"series", {"series"}},
+        {"release", {"version"}},
+        {"arch", {"series", "variant"}},
+        {"arch_aarch64", {"series", "variant"}}},
        read_pytorch},
       {"tensorflow.toml", {"as_of", "release"}, {{"release", {"version"}}}, read_tensorflow},
       {"images.toml",
@@ -288,11 +315,17 @@ const TorchRelease* KnowledgeBase::torch_release(const Version& torch) const {
   return series_row;
 }
 
-const TorchArch* KnowledgeBase::torch_arch(const Version& torch, const std::string& variant) const {
+WheelAvailability aarch64_wheel(const TorchRelease& release, const std::string& variant) {
+  if (!release.aarch64_variants || contains_item(release.aarch64_unknown, variant)) return WheelAvailability::unknown;
+  return contains_item(*release.aarch64_variants, variant) ? WheelAvailability::published : WheelAvailability::absent;
+}
+
+const TorchArch* KnowledgeBase::torch_arch(const Version& torch, const std::string& variant,
+                                           std::string_view platform) const {
   // Prefer non-conda rows: they describe the pip wheels gpuenv installs.
   const TorchArch* fallback = nullptr;
   for (const TorchArch& row : torch_archs) {
-    if (row.variant != variant) continue;
+    if (row.variant != variant || row.platform != platform) continue;
     const bool covers =
         std::any_of(row.series.begin(), row.series.end(), [&torch](const Version& s) { return torch.starts_with(s); });
     if (!covers) continue;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/data_table.hpp"
@@ -76,13 +77,28 @@ struct TorchSeries {
 };
 
 struct TorchRelease {
-  util::Version version;  ///< "2.4.1", or a series "2.12" when patch releases are not known
-  std::vector<std::string> variants;
-  std::string torchvision;  ///< empty when unknown
+  util::Version version;              ///< "2.4.1", or a series "2.12" when patch releases are not known
+  std::vector<std::string> variants;  ///< the CUDA wheels for Linux x86_64 (and Windows)
+  std::string torchvision;            ///< empty when unknown
   std::string torchaudio;
   std::string install;  ///< index-url | extra-index-url | find-links
   Provenance provenance;
+  /// The CUDA variants with a Linux aarch64 wheel, complete but for `aarch64_unknown`; absent when not known at all.
+  std::optional<std::vector<std::string>> aarch64_variants;
+  std::vector<std::string> aarch64_unknown;  ///< variants whose aarch64 wheel is not known either way
+  std::string aarch64_source;                ///< where the aarch64 availability was read
 };
+
+/// Whether a torch release publishes a CUDA variant's wheel for a CPU architecture.
+enum class WheelAvailability { published, absent, unknown };
+
+/// Whether `release` publishes a Linux aarch64 wheel of `variant`: unknown where the data does not say.
+WheelAvailability aarch64_wheel(const TorchRelease& release, const std::string& variant);
+
+/// The platform whose wheels a TorchArch row describes: `[[arch]]` rows are Linux x86_64 (and Windows),
+/// `[[arch_aarch64]]` rows Linux aarch64 (arm64-sbsa), whose wheels are built for other GPU architectures.
+inline constexpr const char* k_wheel_x86_64 = "x86_64";
+inline constexpr const char* k_wheel_aarch64 = "aarch64";
 
 struct TorchArch {
   std::vector<util::Version> series;
@@ -90,6 +106,7 @@ struct TorchArch {
   std::vector<std::string> compute_capabilities;
   std::string ptx;
   Provenance provenance;
+  std::string platform = k_wheel_x86_64;  ///< k_wheel_x86_64 | k_wheel_aarch64
 };
 
 struct TensorflowRelease {
@@ -158,7 +175,9 @@ struct KnowledgeBase {
   const TorchSeries* torch_series_of(const util::Version& torch) const;
   /// The exact release, or the series-level row covering it.
   const TorchRelease* torch_release(const util::Version& torch) const;
-  const TorchArch* torch_arch(const util::Version& torch, const std::string& variant) const;
+  /// The architecture list of `torch`'s `variant` wheel for `platform` (k_wheel_x86_64 | k_wheel_aarch64).
+  const TorchArch* torch_arch(const util::Version& torch, const std::string& variant,
+                              std::string_view platform = k_wheel_x86_64) const;
   /// The release whose version starts with `tf` ("2.16" matches "2.16.1").
   const TensorflowRelease* tensorflow_release(const util::Version& tf) const;
   const CudaImage* image(const util::Version& cuda) const;

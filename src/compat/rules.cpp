@@ -23,7 +23,11 @@ void check_cuda_release(const Context& c, Findings& out) {
                        release->provenance.source));
     return;
   }
-  if (const Horizon horizon = cuda_horizon(c.kb); beyond(horizon, *c.cuda)) {
+  // Past the newest release, or a patch past the newest update of a known minor (12.9.2 when the data ends at
+  // 12.9.1): NVIDIA may have shipped it since the data was read. A hole below the newest patch, or a minor that
+  // never existed (12.7), is a typo.
+  for (const Horizon& horizon : {cuda_horizon(c.kb), cuda_minor_horizon(c.kb, *c.cuda)}) {
+    if (!beyond(horizon, *c.cuda)) continue;
     out.push_back(
         make("cuda.release", Status::warn, beyond_message(horizon, c.profile.cuda_version), beyond_remedy(horizon)));
     return;
@@ -88,13 +92,21 @@ void check_driver_branch(const Context& c, Findings& out) {
 
 }  // namespace
 
+std::string as_written(const Version& written, const Version& floor) {
+  if (written >= floor) return {};
+  return " (compared at the precision written: " + written.str() + " is the " + written.str() + " line)";
+}
+
 DriverJudgement judge_driver(const Version& driver, const std::string& subject, const Version& cuda,
                              const std::optional<Version>& required, const KnowledgeBase& kb) {
   const CudaMajor* major = kb.cuda_major(cuda.major());
   const std::string cuda_name = "CUDA " + cuda.str();
   const std::string major_name = "CUDA " + std::to_string(cuda.major()) + ".x";
-  if (required && driver >= *required) {
-    return {Status::pass, subject + " meets " + cuda_name + "'s minimum driver " + required->str(), {}};
+  // A driver written "580.65" is the 580.65 line: it meets 580.65.06 (issue 25, rule 2).
+  if (required && driver.at_least_as_written(*required)) {
+    return {Status::pass,
+            subject + " meets " + cuda_name + "'s minimum driver " + required->str() + as_written(driver, *required),
+            {}};
   }
   const Horizon horizon = cuda_horizon(kb);
   if (major == nullptr) {
@@ -107,11 +119,12 @@ DriverJudgement judge_driver(const Version& driver, const std::string& subject, 
     return {Status::fail, subject + " is below " + cuda_name + "'s minimum driver " + required->str(),
             "raise the driver to " + required->str() + " or newer"};
   }
-  if (driver >= major->compat_driver_min) {
+  if (driver.at_least_as_written(major->compat_driver_min)) {
     if (!required) {
       return {Status::pass,
               subject + " meets the " + major_name + " minor-version-compatibility floor " +
-                  major->compat_driver_min.str() + " (" + cuda_name + "'s own minimum is not in the knowledge base)",
+                  major->compat_driver_min.str() + as_written(driver, major->compat_driver_min) + " (" + cuda_name +
+                  "'s own minimum is not in the knowledge base)",
               {}};
     }
     return {Status::warn,

@@ -26,8 +26,13 @@ struct DriverJudgement {
   std::string remedy;
 };
 
-/// Judges `driver` for CUDA `cuda` (X.Y or X.Y.Z): pass at or above `required`; warn between the major's
-/// minor-version-compatibility floor and `required`; fail below the floor. `subject` names the driver in messages.
+/// " (compared at the precision written: ...)" when `written` meets `floor` only at the precision it is written
+/// with ("580.65" for 580.65.06), else "".
+std::string as_written(const util::Version& written, const util::Version& floor);
+
+/// Judges `driver` for CUDA `cuda` (X.Y or X.Y.Z): pass at or above `required` (compared at the precision `driver` is
+/// written with); warn between the major's minor-version-compatibility floor and `required`; fail below the floor.
+/// `subject` names the driver in messages.
 DriverJudgement judge_driver(const util::Version& driver, const std::string& subject, const util::Version& cuda,
                              const std::optional<util::Version>& required, const KnowledgeBase& kb);
 

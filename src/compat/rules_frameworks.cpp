@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "compat/horizon.hpp"
 #include "compat/rules_internal.hpp"
@@ -169,21 +170,29 @@ void check_cudnn(const Context& c, Findings& out) {
 
 namespace {
 
-constexpr const char* k_binary_compatibility_source =
-    "CUDA C++ Programming Guide, binary compatibility: a cubin for compute capability X.y runs on X.z with z >= y, not "
-    "across "
-    "major revisions (as implemented in llvm-project openmp/libomptarget cuda rtl.cpp)";
-
-/// The highest listed architecture whose cubins run on `cc`: same major, minor not above cc's; "" if none.
+/// The highest listed architecture whose cubins run on `cc` (cubin_runs_on); "" if none.
 std::string binary_compatible_arch(const std::vector<std::string>& built, const std::string& cc) {
   const auto target = Version::parse(cc);
   std::optional<Version> best;
   for (const std::string& candidate : built) {
     const auto v = Version::parse(candidate);
-    if (!v || !target || v->major() != target->major() || v->minor() > target->minor()) continue;
+    if (!v || !target || !cubin_runs_on(*v, *target)) continue;
     if (!best || *v > *best) best = v;
   }
   return best ? best->str() : std::string();
+}
+
+/// The wheel platform a profile installs: Linux aarch64 for os.arch = "arm64", x86_64 otherwise.
+const char* wheel_platform(const Profile& profile) {
+  return profile::effective_arch(profile) == "arm64" ? k_wheel_aarch64 : k_wheel_x86_64;
+}
+
+/// Whether `release` publishes `variant`'s wheel for `platform`: the variant list for x86_64, the aarch64 list
+/// (with its unknowns) for Linux aarch64.
+WheelAvailability wheel_for(const TorchRelease& release, const std::string& variant, std::string_view platform) {
+  const bool listed = std::find(release.variants.begin(), release.variants.end(), variant) != release.variants.end();
+  if (!listed) return WheelAvailability::absent;
+  return platform == k_wheel_aarch64 ? aarch64_wheel(release, variant) : WheelAvailability::published;
 }
 
 /// "a", "a or b", "a, b or c".
@@ -192,30 +201,44 @@ std::string one_of_list(const std::vector<std::string>& items) {
   return list(std::vector<std::string>(items.begin(), items.end() - 1)) + " or " + items.back();
 }
 
-/// The variants of `release` whose architecture list (kb) runs compute capability `cc`: built for it, or a
-/// binary-compatible arch of the same major.
+/// The variants of `release` published for `platform` whose architecture list (kb) runs compute capability `cc`:
+/// built for it, or a binary-compatible arch of the same major.
 std::vector<std::string> variants_running(const KnowledgeBase& kb, const TorchRelease& release, const Version& torch,
-                                          const std::string& cc) {
+                                          const std::string& cc, std::string_view platform) {
   std::vector<std::string> out;
   for (const std::string& variant : release.variants) {
-    const TorchArch* arch = kb.torch_arch(torch, variant);
+    if (wheel_for(release, variant, platform) != WheelAvailability::published) continue;
+    const TorchArch* arch = kb.torch_arch(torch, variant, platform);
     if (arch != nullptr && !binary_compatible_arch(arch->compute_capabilities, cc).empty()) out.push_back(variant);
   }
   return out;
 }
 
-}  // namespace
+/// What the PyTorch rules judge: the release, the wheel variant and the platform whose wheel is installed.
+struct TorchWheel {
+  Version torch;
+  std::string name;  ///< "torch 2.4.1"
+  const TorchRelease* release = nullptr;
+  std::string variant;  ///< "cu124"
+  bool explicit_variant = false;
+  const char* platform = k_wheel_x86_64;
+  /// The variant is one of the release's and is published (or may be) for the platform.
+  bool exists = false;
+};
 
-void check_pytorch(const Context& c, Findings& out) {
-  if (c.profile.framework_name != "pytorch" || !c.cuda) return;
-  // pip reads torch==2.4 as 2.4.0.
-  Version torch = *Version::parse(c.profile.framework_version);
-  if (torch.size() == 2) torch = Version({torch.major(), torch.minor(), 0});
-  const std::string name = "torch " + torch.str();
+bool is_aarch64(const TorchWheel& w) { return w.platform == std::string_view(k_wheel_aarch64); }
+
+/// " for Linux aarch64" on arm64, "" on x86_64 (whose wheels every message has always meant).
+std::string on_platform(const TorchWheel& w) { return is_aarch64(w) ? " for Linux aarch64" : ""; }
+
+/// pytorch.release: the release row, or a warning past the horizon / a failure inside it. Null when the other PyTorch
+/// rules have nothing to judge.
+const TorchRelease* check_torch_release(const Context& c, const Version& torch, const std::string& name,
+                                        Findings& out) {
   const TorchRelease* release = c.kb.torch_release(torch);
   if (const Horizon horizon = torch_horizon(c.kb); release == nullptr && beyond(horizon, torch)) {
     out.push_back(make("pytorch.release", Status::warn, beyond_message(horizon, torch.str()), beyond_remedy(horizon)));
-    return;
+    return nullptr;
   }
   if (release == nullptr) {
     std::vector<std::string> same_series;
@@ -226,7 +249,7 @@ void check_pytorch(const Context& c, Findings& out) {
                        same_series.empty()
                            ? "pick a release listed by `gpuenv profile show`'s knowledge base (docs/knowledge-base.md)"
                            : "use one of " + list(same_series)));
-    return;
+    return nullptr;
   }
   const bool series_only = release->version.size() == 2;
   out.push_back(make("pytorch.release", Status::pass,
@@ -234,90 +257,116 @@ void check_pytorch(const Context& c, Findings& out) {
                                        " series (its patch releases are not in the knowledge base)"
                                  : name + " is a PyTorch release",
                      {}, release->provenance.source));
+  return release;
+}
 
-  const bool explicit_variant = !c.profile.framework_variant.empty();
-  const std::string variant = explicit_variant ? c.profile.framework_variant : torch_variant_for(*c.cuda);
-  const bool exists = std::find(release->variants.begin(), release->variants.end(), variant) != release->variants.end();
-  const Horizon variant_horizon = torch_variant_horizon(c.kb);
-  if (const auto variant_cuda = cuda_of_variant(variant);
-      !exists && variant_cuda && beyond(variant_horizon, *variant_cuda)) {
-    out.push_back(make("pytorch.variant", Status::warn,
-                       name + "+" + variant + ": " + beyond_message(variant_horizon, variant_cuda->str()),
-                       beyond_remedy(variant_horizon), release->provenance.source));
-  } else if (!exists) {
+/// The newest release that publishes Linux aarch64 CUDA wheels, for the remedy of one that does not.
+const TorchRelease* newest_with_aarch64_wheels(const KnowledgeBase& kb) {
+  const TorchRelease* newest = nullptr;
+  for (const TorchRelease& r : kb.torch_releases) {
+    if (r.aarch64_variants && !r.aarch64_variants->empty() && (!newest || r.version > newest->version)) newest = &r;
+  }
+  return newest;
+}
+
+/// pytorch.variant: the variant is one of the release's (its list is complete: rule 5 of issue 25, no horizon for a
+/// release the data knows) and, on arm64, one it publishes a Linux aarch64 wheel of.
+void check_torch_variant(const Context& c, TorchWheel& w, Findings& out) {
+  const TorchRelease& release = *w.release;
+  const bool listed = std::find(release.variants.begin(), release.variants.end(), w.variant) != release.variants.end();
+  const WheelAvailability wheel = wheel_for(release, w.variant, w.platform);
+  w.exists = wheel != WheelAvailability::absent;
+  const std::string wheel_name = w.name + "+" + w.variant;
+  if (!listed) {
     std::string remedy =
-        "set framework.variant to one of " + list(release->variants) + " (the wheel bundles its own CUDA runtime)";
-    if (!explicit_variant) {
+        "set framework.variant to one of " + list(release.variants) + " (the wheel bundles its own CUDA runtime)";
+    if (!w.explicit_variant) {
       std::vector<std::string> cudas;
-      for (const std::string& v : release->variants) {
+      for (const std::string& v : release.variants) {
         if (auto cv = cuda_of_variant(v)) cudas.push_back(cv->str());
       }
       remedy += ", or use a CUDA " + list(cudas) + " release for cuda.version";
     }
     out.push_back(
         make("pytorch.variant", Status::fail,
-             name + " has no " + variant + " wheel (variants: " + list(release->variants) + ")" +
-                 (explicit_variant ? "" : "; " + variant + " follows from cuda.version " + c.profile.cuda_version),
-             remedy, release->provenance.source));
+             w.name + " has no " + w.variant + " wheel (variants: " + list(release.variants) + ")" +
+                 (w.explicit_variant ? "" : "; " + w.variant + " follows from cuda.version " + c.profile.cuda_version),
+             remedy, release.provenance.source));
+  } else if (wheel == WheelAvailability::absent) {
+    const std::vector<std::string>& arm = *release.aarch64_variants;
+    const TorchRelease* newer = newest_with_aarch64_wheels(c.kb);
+    const std::string remedy =
+        !arm.empty()
+            ? "set framework.variant to one of " + list(arm) + ", the CUDA wheels it publishes for Linux aarch64"
+        : newer != nullptr ? "use a release with Linux aarch64 CUDA wheels (torch " + newer->version.str() + ": " +
+                                 list(*newer->aarch64_variants) + ")"
+                           : "use a release with Linux aarch64 CUDA wheels";
+    out.push_back(make("pytorch.variant", Status::fail,
+                       w.name + " publishes no Linux aarch64 " + w.variant + " wheel (its Linux aarch64 CUDA wheels: " +
+                           (arm.empty() ? std::string("none") : list(arm)) + "); os.arch is arm64",
+                       remedy, release.aarch64_source));
+  } else if (wheel == WheelAvailability::unknown) {
+    out.push_back(make("pytorch.variant", Status::warn,
+                       "whether " + wheel_name + " is published for Linux aarch64 is not in gpuenv's data " +
+                           as_of_note(c.kb, "pytorch.toml"),
+                       "look for a manylinux aarch64 " + w.variant + " wheel at https://download.pytorch.org/whl/" +
+                           w.variant +
+                           "/torch/, or add aarch64_variants to the pytorch.toml row in a data overlay "
+                           "(docs/knowledge-base.md)",
+                       release.aarch64_source.empty() ? release.provenance.source : release.aarch64_source));
   } else {
-    out.push_back(
-        make("pytorch.variant", Status::pass, name + "+" + variant + " exists", {}, release->provenance.source));
+    out.push_back(make("pytorch.variant", Status::pass, wheel_name + " exists" + on_platform(w), {},
+                       is_aarch64(w) ? release.aarch64_source : release.provenance.source));
   }
+}
 
-  const auto wheel_cuda = cuda_of_variant(variant);
-  if (explicit_variant && wheel_cuda && wheel_cuda->major() != c.cuda->major()) {
-    out.push_back(
-        make("pytorch.variant_cuda", Status::warn,
-             "the " + variant + " wheel bundles CUDA " + wheel_cuda->str() + " while the image has CUDA " +
-                 c.profile.cuda_version + ": two CUDA runtimes of different majors",
-             "use a " + variant + "-matching cuda.version, or a variant for CUDA " + std::to_string(c.cuda->major())));
-  }
-
-  if (const TorchSeries* series = c.kb.torch_series_of(torch)) {
-    const Version python = *Version::parse(c.profile.framework_python);
-    const std::string range = series->python_min.str() + "-" + series->python_max.str();
-    const bool experimental = std::any_of(series->python_experimental.begin(), series->python_experimental.end(),
-                                          [&python](const std::string& mark) {
-                                            const auto marked = Version::parse(mark);
-                                            return marked && *marked == python;
-                                          });
-    if (experimental) {
-      out.push_back(make("pytorch.python", Status::warn,
-                         "torch " + series->series.str() + " has only experimental wheels for Python " +
-                             c.profile.framework_python + " (supported: " + range + ")",
-                         "experimental wheels: use a Python in " + range + " for a supported build",
-                         series->provenance.source));
-    } else if (python < series->python_min || python > series->python_max) {
-      out.push_back(
-          make("pytorch.python", Status::fail,
-               "torch " + series->series.str() + " supports Python " + range + ", not " + c.profile.framework_python,
-               "set framework.python to a version in " + range, series->provenance.source));
-    } else {
-      out.push_back(make(
-          "pytorch.python", Status::pass,
-          "Python " + c.profile.framework_python + " is within torch " + series->series.str() + "'s range " + range, {},
-          series->provenance.source));
-    }
-  } else {
+/// pytorch.python: the Python against the series' range and its experimental marks.
+void check_torch_python(const Context& c, const Version& torch, Findings& out) {
+  const TorchSeries* series = c.kb.torch_series_of(torch);
+  if (series == nullptr) {
     out.push_back(make("pytorch.python", Status::warn,
                        "no Python range for torch " + torch.truncated(2).str() + " in the knowledge base",
                        "check PyTorch's release compatibility matrix"));
+    return;
   }
-
-  if (exists && wheel_cuda && c.floor.version) {
-    const DriverJudgement judged =
-        judge_driver(*c.floor.version, "the driver floor " + c.floor.version->str() + " (" + c.floor.reason + ")",
-                     *wheel_cuda, c.kb.driver_for_minor(*wheel_cuda), c.kb);
-    out.push_back(make("pytorch.driver", judged.status, "the " + variant + " wheel: " + judged.message, judged.remedy));
+  const Version python = *Version::parse(c.profile.framework_python);
+  const std::string range = series->python_min.str() + "-" + series->python_max.str();
+  const bool experimental = std::any_of(series->python_experimental.begin(), series->python_experimental.end(),
+                                        [&python](const std::string& mark) {
+                                          const auto marked = Version::parse(mark);
+                                          return marked && *marked == python;
+                                        });
+  if (experimental) {
+    out.push_back(make("pytorch.python", Status::warn,
+                       "torch " + series->series.str() + " has only experimental wheels for Python " +
+                           c.profile.framework_python + " (supported: " + range + ")",
+                       "experimental wheels: use a Python in " + range + " for a supported build",
+                       series->provenance.source));
+  } else if (python < series->python_min || python > series->python_max) {
+    out.push_back(
+        make("pytorch.python", Status::fail,
+             "torch " + series->series.str() + " supports Python " + range + ", not " + c.profile.framework_python,
+             "set framework.python to a version in " + range, series->provenance.source));
+  } else {
+    out.push_back(
+        make("pytorch.python", Status::pass,
+             "Python " + c.profile.framework_python + " is within torch " + series->series.str() + "'s range " + range,
+             {}, series->provenance.source));
   }
+}
 
-  if (!exists) return;
-  const TorchArch* arch = c.kb.torch_arch(torch, variant);
+/// pytorch.compute_capability: each target GPU against the architecture list of the wheel for the profile's platform.
+void check_torch_compute_capabilities(const Context& c, const TorchWheel& w, Findings& out) {
+  const TorchArch* arch = c.kb.torch_arch(w.torch, w.variant, w.platform);
+  const std::string wheel_name = w.name + "+" + w.variant;
   for (const std::string& cc : c.profile.gpu_compute_capabilities) {
     if (arch == nullptr) {
+      const bool aarch64 = is_aarch64(w);
       out.push_back(make("pytorch.compute_capability", Status::skip,
-                         "no architecture list for torch " + torch.truncated(2).str() + "+" + variant +
-                             " in the knowledge base; compute capability " + cc + " not checked"));
+                         std::string(aarch64 ? "no Linux aarch64" : "no") + " architecture list for torch " +
+                             w.torch.truncated(2).str() + "+" + w.variant +
+                             " in the knowledge base; compute capability " + cc + " not checked" +
+                             (aarch64 ? " (the x86_64 wheel's list does not hold for the aarch64 wheel)" : "")));
       continue;
     }
     const bool listed = std::find(arch->compute_capabilities.begin(), arch->compute_capabilities.end(), cc) !=
@@ -327,29 +376,65 @@ void check_pytorch(const Context& c, Findings& out) {
     const std::string compatible = binary_compatible_arch(arch->compute_capabilities, cc);
     if (listed) {
       out.push_back(make("pytorch.compute_capability", Status::pass,
-                         name + "+" + variant + " is built for compute capability " + cc, {}, arch->provenance.source));
+                         wheel_name + on_platform(w) + " is built for compute capability " + cc, {},
+                         arch->provenance.source));
     } else if (!compatible.empty()) {
       out.push_back(make("pytorch.compute_capability", Status::pass,
-                         name + "+" + variant + " has no " + cc + " kernels but its " + compatible +
+                         wheel_name + on_platform(w) + " has no " + cc + " kernels but its " + compatible +
                              " kernels run there (cubins run on the same major with an equal or higher minor)",
                          {}, k_binary_compatibility_source));
     } else if (ptx && cc_version && *cc_version > *ptx) {
       out.push_back(make("pytorch.compute_capability", Status::warn,
-                         name + "+" + variant + " has no kernels for " + cc +
+                         wheel_name + on_platform(w) + " has no kernels for " + cc +
                              "; it runs through JIT compilation of its " + arch->ptx + " PTX (slow first start)",
                          "use a PyTorch release built for " + cc, arch->provenance.source));
     } else {
-      const std::vector<std::string> running = variants_running(c.kb, *release, torch, cc);
+      const std::vector<std::string> running = variants_running(c.kb, *w.release, w.torch, cc, w.platform);
       const std::string remedy = running.empty() ? "use another wheel variant or PyTorch release that includes " + cc
-                                                 : "use " + name + "'s " + one_of_list(running) +
+                                                 : "use " + w.name + "'s " + one_of_list(running) +
                                                        " wheel (its architecture list covers " + cc +
                                                        "): set framework.variant, or a cuda.version of that CUDA line";
       out.push_back(make("pytorch.compute_capability", Status::fail,
-                         name + "+" + variant + " is not built for compute capability " + cc + " (built for " +
+                         wheel_name + on_platform(w) + " is not built for compute capability " + cc + " (built for " +
                              list(arch->compute_capabilities) + ")",
                          remedy, arch->provenance.source));
     }
   }
+}
+
+}  // namespace
+
+void check_pytorch(const Context& c, Findings& out) {
+  if (c.profile.framework_name != "pytorch" || !c.cuda) return;
+  TorchWheel w;
+  // pip reads torch==2.4 as 2.4.0.
+  w.torch = *Version::parse(c.profile.framework_version);
+  if (w.torch.size() == 2) w.torch = Version({w.torch.major(), w.torch.minor(), 0});
+  w.name = "torch " + w.torch.str();
+  w.release = check_torch_release(c, w.torch, w.name, out);
+  if (w.release == nullptr) return;
+  w.explicit_variant = !c.profile.framework_variant.empty();
+  w.variant = w.explicit_variant ? c.profile.framework_variant : torch_variant_for(*c.cuda);
+  w.platform = wheel_platform(c.profile);
+  check_torch_variant(c, w, out);
+
+  const auto wheel_cuda = cuda_of_variant(w.variant);
+  if (w.explicit_variant && wheel_cuda && wheel_cuda->major() != c.cuda->major()) {
+    out.push_back(make(
+        "pytorch.variant_cuda", Status::warn,
+        "the " + w.variant + " wheel bundles CUDA " + wheel_cuda->str() + " while the image has CUDA " +
+            c.profile.cuda_version + ": two CUDA runtimes of different majors",
+        "use a " + w.variant + "-matching cuda.version, or a variant for CUDA " + std::to_string(c.cuda->major())));
+  }
+  check_torch_python(c, w.torch, out);
+  if (w.exists && wheel_cuda && c.floor.version) {
+    const DriverJudgement judged =
+        judge_driver(*c.floor.version, "the driver floor " + c.floor.version->str() + " (" + c.floor.reason + ")",
+                     *wheel_cuda, c.kb.driver_for_minor(*wheel_cuda), c.kb);
+    out.push_back(
+        make("pytorch.driver", judged.status, "the " + w.variant + " wheel: " + judged.message, judged.remedy));
+  }
+  if (w.exists) check_torch_compute_capabilities(c, w, out);
 }
 
 // ---- TensorFlow ---------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
+#include <utility>
 
 #include "compat/horizon.hpp"
 #include "compat/rules_internal.hpp"
@@ -21,6 +23,21 @@ const CudaImage* active_successor(const KnowledgeBase& kb, const Version& cuda) 
       best = &image;
   }
   return best;
+}
+
+/// The newest update of `cuda`'s minor (12.9.1 -> 12.9.2) that supersedes it under NVIDIA's "latest update only"
+/// policy: an active image row, or a CUDA release whose images may simply be missing from the data (issue 25, rule 6).
+/// Empty when `cuda` is the newest update gpuenv knows.
+std::optional<Version> superseding_update(const KnowledgeBase& kb, const Version& cuda) {
+  std::optional<Version> newest;
+  const auto consider = [&](const Version& candidate) {
+    if (candidate.truncated(2) == cuda.truncated(2) && candidate > cuda && (!newest || candidate > *newest))
+      newest = candidate;
+  };
+  for (const CudaImage& image : kb.images)
+    if (image.lifecycle == "active") consider(image.cuda);
+  for (const CudaRelease& release : kb.cuda_releases) consider(release.version);
+  return newest;
 }
 
 /// The newest image row: its major is the newest CUDA major NVIDIA publishes images of.
@@ -62,9 +79,9 @@ Lifecycle lifecycle_of(const KnowledgeBase& kb, const CudaImage& image) {
   const ImagePolicy& policy = kb.image_policy;
   const std::vector<int> majors = policy.majors_supported > 0 ? supported_majors(kb) : std::vector<int>{};
   const bool old_major = !majors.empty() && image.cuda.major() < majors.front();
-  const CudaImage* successor = active_successor(kb, image.cuda);
+  const std::optional<Version> successor = superseding_update(kb, image.cuda);
   const std::string to_supported_major = "move to a CUDA " + joined(majors, "or") + " image";
-  const std::string to_successor = successor ? "move cuda.version to " + successor->cuda.str() +
+  const std::string to_successor = successor ? "move cuda.version to " + successor->str() +
                                                    ", the supported release of CUDA " + major_minor(image.cuda)
                                              : "move to a supported CUDA release";
   if (image.lifecycle == "eol") {
@@ -88,13 +105,19 @@ Lifecycle lifecycle_of(const KnowledgeBase& kb, const CudaImage& image) {
             policy.provenance.source + "; CUDA " + newest_image(kb)->cuda.str() +
                 " images: " + newest_image(kb)->provenance.source};
   }
-  if (policy.latest_update_only && successor != nullptr && successor->cuda > image.cuda) {
+  if (policy.latest_update_only && successor) {
+    // The newer update's own row is cited: it may be a data overlay's, which a finding says.
+    const CudaImage* successor_image = kb.image(*successor);
+    const CudaRelease* successor_release = kb.cuda_release(*successor);
+    const std::string evidence = successor_image != nullptr
+                                     ? "CUDA " + successor->str() + " images: " + successor_image->provenance.source
+                                     : "CUDA " + successor->str() + ": " + successor_release->provenance.source;
     return {
-        "is end-of-life under NVIDIA's support policy: only the latest update of a CUDA release is supported, "
-        "and CUDA " +
-            successor->cuda.str() + " images are published",
-        to_successor,
-        policy.provenance.source + "; CUDA " + successor->cuda.str() + " images: " + successor->provenance.source};
+        "is end-of-life under NVIDIA's support policy: superseded by " + successor->str() +
+            " (only the latest update of a CUDA release is supported" +
+            (successor_image != nullptr ? ", and CUDA " + successor->str() + " images are published)"
+                                        : "; the CUDA " + successor->str() + " images are not in gpuenv's data yet)"),
+        to_successor, policy.provenance.source + "; " + evidence};
   }
   return {};
 }
@@ -149,7 +172,9 @@ void check_image(const Context& c, Findings& out) {
   }
   const std::string tag = "nvidia/cuda:" + derived.image_tag;
   const CudaImage* image = c.kb.image(*c.cuda);
-  if (const Horizon horizon = image_horizon(c.kb); image == nullptr && beyond(horizon, *c.cuda)) {
+  // Past the newest image, or a patch past the newest image of a known minor (12.9.2 when the data ends at 12.9.1).
+  for (const Horizon& horizon : {image_horizon(c.kb), image_minor_horizon(c.kb, *c.cuda)}) {
+    if (image != nullptr || !beyond(horizon, *c.cuda)) continue;
     out.push_back(make(
         "image.tag", Status::warn,
         tag + ": " + beyond_message(horizon, c.profile.cuda_version) + ", so whether NVIDIA published it is not known",
@@ -275,7 +300,7 @@ void check_generation_driver(const Context& c, const std::vector<std::string>& c
     const ArchSupport* arch = c.kb.arch(cc);
     if (arch == nullptr) continue;
     const std::string what = "compute capability " + cc + " (" + arch->name + ")";
-    if (arch->driver_min && pinned && *pinned < *arch->driver_min) {
+    if (arch->driver_min && pinned && !pinned->at_least_as_written(*arch->driver_min)) {
       out.push_back(
           make("gpu.driver", Status::fail,
                "the profile's driver (" +
@@ -290,6 +315,26 @@ void check_generation_driver(const Context& c, const std::vector<std::string>& c
                          "set driver.modules = \"open\"", arch->provenance.source));
     }
   }
+}
+
+/// The architecture whose code runs on `cc` (cubin_runs_on: same major, lower minor) and that CUDA `cuda` targets, for
+/// a GPU this CUDA cannot target itself (CUDA 12.8 on a 10.3 B300: its 10.0 code runs there). An architecture CUDA
+/// still targets is preferred to one it dropped or renamed (10.1, Thor's old name, is 11.0 from CUDA 13), then the
+/// highest minor.
+const ArchSupport* family_target(const KnowledgeBase& kb, const Version& cc, const Version& cuda) {
+  const ArchSupport* best = nullptr;
+  std::pair<bool, Version> best_rank;
+  for (const ArchSupport& row : kb.archs) {
+    const auto candidate = Version::parse(row.compute_capability);
+    if (!candidate || *candidate == cc || !cubin_runs_on(*candidate, cc)) continue;
+    if (cuda < row.first_cuda || (row.last_cuda && cuda > *row.last_cuda)) continue;
+    const std::pair<bool, Version> rank{!row.last_cuda.has_value(), *candidate};
+    if (best == nullptr || rank > best_rank) {
+      best = &row;
+      best_rank = rank;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -313,7 +358,14 @@ void check_gpus(const Context& c, Findings& out) {
       continue;
     }
     const std::string what = "compute capability " + cc + " (" + arch->name + ")";
-    if (cuda < arch->first_cuda) {
+    const ArchSupport* family = cuda < arch->first_cuda ? family_target(c.kb, *Version::parse(cc), cuda) : nullptr;
+    if (family != nullptr) {
+      out.push_back(make("gpu.cuda_support", Status::pass,
+                         "CUDA " + c.profile.cuda_version + " cannot target " + what + " itself (from CUDA " +
+                             arch->first_cuda.str() + "), but its " + family->compute_capability +
+                             " code runs there (cubins run on the same major with an equal or higher minor)",
+                         {}, std::string(k_binary_compatibility_source) + "; " + family->provenance.source));
+    } else if (cuda < arch->first_cuda) {
       out.push_back(make("gpu.cuda_support", Status::fail,
                          "CUDA " + c.profile.cuda_version + " cannot target " + what + "; support starts with CUDA " +
                              arch->first_cuda.str(),

@@ -27,6 +27,18 @@ inline std::string list(const std::vector<std::string>& items) { return util::jo
 
 inline std::string major_minor(const Version& version) { return version.truncated(2).str(); }
 
+/// The binary-compatibility rule every finding that relies on it cites.
+inline constexpr const char* k_binary_compatibility_source =
+    "CUDA C++ Programming Guide, binary compatibility: a cubin for compute capability X.y runs on X.z with z >= y, not "
+    "across major revisions (as implemented in llvm-project openmp/libomptarget cuda rtl.cpp)";
+
+/// Whether code built for compute capability `built` runs on a GPU of compute capability `device`: the same major, a
+/// minor not above the device's (10.0 code runs on a 10.3 B300, 12.0 code on a 12.1 GB10). gpu.cuda_support and
+/// pytorch.compute_capability both decide family compatibility with it, so a report gives one answer (issue 25).
+inline bool cubin_runs_on(const Version& built, const Version& device) {
+  return built.major() == device.major() && built.minor() <= device.minor();
+}
+
 /// Facts every rule needs, parsed once.
 struct Context {
   const Profile& profile;

@@ -120,8 +120,10 @@ void check_profile_conformance(const HostFacts& facts, const compat::KnowledgeBa
     const auto wanted = Version::parse(p.cuda_version);
     const auto match =
         std::find_if(facts.toolkits.begin(), facts.toolkits.end(), [&wanted](const probe::CudaToolkit& tk) {
+          // Compared at the precision the node states: nvcc says "release 12.4", which is the profile's 12.4.1
+          // (issue 25, rule 2); version.json's 12.4.1 is compared fully.
           const auto v = Version::parse(tk.version);
-          return v && wanted && v->truncated(3) == wanted->truncated(3);
+          return v && wanted && wanted->truncated(3).starts_with(v->truncated(3));
         });
     if (match != facts.toolkits.end()) {
       out.push_back(

@@ -41,6 +41,8 @@ class TomlRow {
   std::vector<std::string> texts(std::string_view key);
   /// The array of strings at `key`, or empty when absent.
   std::vector<std::string> optional_texts(std::string_view key);
+  /// The array of strings at `key`, or nullopt when absent (where an empty array means "none", not "not known").
+  std::optional<std::vector<std::string>> texts_if_present(std::string_view key) { return strings(key); }
   /// The version string at `key` ("`key` = \"x\" is not a version" when it does not parse).
   Version version(std::string_view key);
   /// The version at `key`, or nullopt when absent or "".

@@ -30,6 +30,9 @@ class Version {
   bool starts_with(const Version& prefix) const;
   /// The first `count` components.
   Version truncated(std::size_t count) const;
+  /// Whether this version meets `floor` compared at the precision it was written with: "580.65" meets 580.65.06 (the
+  /// components written match), "580.64" does not; a version with as many components as `floor` is compared fully.
+  bool at_least_as_written(const Version& floor) const { return *this >= floor.truncated(size()); }
 
   /// The version as written when parsed ("535.54.03" keeps its zero), else the components joined by dots.
   std::string str() const;

@@ -111,6 +111,8 @@ TEST_CASE("horizon: CUDA releases on both sides", "[compat][horizon]") {
   const Horizon h = gpuenv::compat::cuda_horizon(kb());
   const auto cuda = [](const Version& v) { return profile([&v](Profile& p) { p.cuda_version = v.str(); }); };
   REQUIRE(kb().cuda_release(Version({12, 4, 9})) == nullptr);
+  const Horizon h124 = gpuenv::compat::cuda_minor_horizon(kb(), Version({12, 4, 9}));
+  REQUIRE(h124.newest.has_value());
   check_rows({
       {"the newest known release", cuda(*h.newest), "cuda.release", Status::pass, {}},
       {"one patch past the newest",
@@ -120,8 +122,20 @@ TEST_CASE("horizon: CUDA releases on both sides", "[compat][horizon]") {
        {ends_at(h), next_patch(*h.newest).str() + " is newer", "update gpuenv, or add the row to a data overlay"}},
       {"the next minor", cuda(next_minor(*h.newest)), "cuda.release", Status::warn, {ends_at(h)}},
       {"the next major", cuda(next_major(*h.newest)), "cuda.release", Status::warn, {ends_at(h)}},
-      {"inside the range, not a release",
+      // Issue 25, rule 1: a patch past the newest known update of a known minor may have shipped since.
+      {"inside the range, a patch past the newest update of its minor",
        cuda(Version({12, 4, 9})),
+       "cuda.release",
+       Status::warn,
+       {"gpuenv's data ends at CUDA 12.4 updates, newest " + h124.newest->str(), "12.4.9 is newer",
+        "add the row to a data overlay"}},
+      {"inside the range, a minor that never existed",
+       cuda(Version({12, 7, 0})),
+       "cuda.release",
+       Status::fail,
+       {"is not a CUDA release; the nearest are"}},
+      {"inside the range, below the newest update of its minor",
+       cuda(Version({11, 0, 0})),
        "cuda.release",
        Status::fail,
        {"is not a CUDA release; the nearest are"}},
@@ -152,11 +166,16 @@ TEST_CASE("horizon: nvidia/cuda image tags on both sides", "[compat][horizon]") 
        "image.tag",
        Status::warn,
        {ends_at(h)}},
-      {"inside the range, never published",
+      {"inside the range, a patch past the newest image of its minor",
        profile([](Profile& p) { p.cuda_version = "12.4.9"; }),
        "image.tag",
+       Status::warn,
+       {"gpuenv's data ends at nvidia/cuda images of CUDA 12.4, newest 12.4.1", "whether NVIDIA published it"}},
+      {"inside the range, a minor never published",
+       profile([](Profile& p) { p.cuda_version = "12.7.0"; }),
+       "image.tag",
        Status::fail,
-       {"nvidia/cuda has no images for CUDA 12.4.9"}},
+       {"nvidia/cuda has no images for CUDA 12.7.0"}},
   });
 }
 
@@ -190,11 +209,13 @@ TEST_CASE("horizon: PyTorch releases and wheel variants on both sides", "[compat
        Status::warn,
        {"gpuenv's data ends at torch " + h.newest->str()}},
       {"inside the range, not a release", pytorch("2.4.9"), "pytorch.release", Status::fail, {"not a PyTorch release"}},
-      {"a wheel variant for a CUDA past every known variant",
+      // Issue 25, rule 5: a release the data knows is judged by its own, complete variant list; the horizon is for
+      // releases newer than the data.
+      {"a known release's variant for a CUDA past every known variant",
        pytorch("2.4.1", newer_variant),
        "pytorch.variant",
-       Status::warn,
-       {"gpuenv's data ends at torch wheels for CUDA " + variants.newest->str()}},
+       Status::fail,
+       {"torch 2.4.1 has no " + newer_variant + " wheel (variants: cu118, cu121, cu124)"}},
       {"an old variant the release never had",
        pytorch("2.4.1", "cu101"),
        "pytorch.variant",
@@ -294,7 +315,16 @@ TEST_CASE("overlay: a cuDNN [[arch_drop]] row replaces the built-in one by its c
 // warning cites that row, so it says it came from the overlay.
 TEST_CASE("overlay: a newer image update in an overlay supersedes the built-in one, and the warning says so",
           "[compat][overlay]") {
-  const Version newest = *gpuenv::compat::image_horizon(kb()).newest;
+  // The newest image that is also the newest CUDA release of its minor: nothing supersedes it before the overlay.
+  Version newest;
+  for (const auto& image : kb().images) {
+    const bool superseded = std::any_of(kb().cuda_releases.begin(), kb().cuda_releases.end(), [&](const auto& r) {
+      return r.version.truncated(2) == image.cuda.truncated(2) && r.version > image.cuda;
+    });
+    const bool on_ubuntu2404 = std::find(image.os.begin(), image.os.end(), "ubuntu24.04") != image.os.end();
+    if (!superseded && on_ubuntu2404 && image.cuda > newest) newest = image.cuda;
+  }
+  REQUIRE(newest.major() >= 13);
   const Version update = next_patch(newest);
   const gpuenv::util::Overlay overlay = {
       {"images.toml", "/etc/gpuenv/data.d/images.toml",

@@ -360,6 +360,14 @@ TEST_CASE("compat: parse_knowledge_base rejects bad rows", "[compat][kb]") {
        "and_cuda = \"yes\"\nstatus = \"verified\"\nsource = \"x\"\n",
        "and_cuda"},
       {"unexpected file", "drivers.toml", good_release, "drivers.toml"},
+      {"aarch64 wheels without their source", "pytorch.toml",
+       "[[release]]\nversion = \"2.4.1\"\nvariants = [\"cu124\"]\ninstall = \"index-url\"\naarch64_variants = []\n"
+       "status = \"secondary\"\nsource = \"x\"\n",
+       "`aarch64_variants` needs `aarch64_source`"},
+      {"aarch64 unknowns without the list", "pytorch.toml",
+       "[[release]]\nversion = \"2.4.1\"\nvariants = [\"cu124\"]\ninstall = \"index-url\"\n"
+       "aarch64_unknown = [\"cu124\"]\nstatus = \"secondary\"\nsource = \"x\"\n",
+       "come with `aarch64_variants`"},
       {"TOML syntax", "cuda.toml", "[[release]]\nversion = \n", "cuda.toml"},
   };
   for (const Case& c : cases) {
@@ -377,11 +385,66 @@ TEST_CASE("compat: images.toml carries NVIDIA's support policy and marks partial
   CHECK(data.image_policy.majors_supported == 2);
   CHECK(data.image_policy.latest_update_only);
   CHECK_THAT(data.image_policy.provenance.source, Catch::Contains("support-policy.md"));
-  // Rows read from NVIDIA's repository list every OS; rows from third-party listings say they are partial.
+  // Rows read from NVIDIA's repository (through a GitHub mirror: secondary, issue 25) list every OS; rows from
+  // third-party listings say they are partial.
   for (const auto& image : data.images) {
     INFO("image " << image.cuda.str());
-    CHECK(image.os_partial == (image.provenance.status != "verified"));
+    const bool from_nvidia_repository =
+        image.provenance.source.find("gitlab.com/nvidia/container-images/cuda") != std::string::npos;
+    CHECK(image.os_partial == !from_nvidia_repository);
+    CHECK(image.provenance.status != "verified");
   }
+}
+
+// Issue 25, rule 4: Linux aarch64 wheels per release (an empty list is "none", an absent one "not known") and their
+// own architecture lists, apart from the x86_64 ones.
+TEST_CASE("compat: PyTorch's Linux aarch64 wheels are their own facts", "[compat][kb]") {
+  const auto parsed = parse("pytorch.toml", R"([[release]]
+version = "2.7.0"
+variants = ["cu118", "cu126", "cu128"]
+install = "index-url"
+aarch64_variants = ["cu128"]
+aarch64_unknown = ["cu126"]
+aarch64_source = "a"
+status = "secondary"
+source = "x"
+
+[[release]]
+version = "2.6.0"
+variants = ["cu118", "cu124", "cu126"]
+install = "index-url"
+status = "secondary"
+source = "x"
+
+[[arch]]
+series = ["2.7"]
+variant = "cu128"
+compute_capabilities = ["7.5", "12.0"]
+status = "secondary"
+source = "x"
+
+[[arch_aarch64]]
+series = ["2.7"]
+variant = "cu128"
+compute_capabilities = ["9.0"]
+status = "secondary"
+source = "y"
+)");
+  INFO((parsed ? std::string() : parsed.error().message));
+  REQUIRE(parsed.has_value());
+  const auto& with = parsed->torch_releases[0];
+  using gpuenv::compat::WheelAvailability;
+  CHECK(gpuenv::compat::aarch64_wheel(with, "cu128") == WheelAvailability::published);
+  CHECK(gpuenv::compat::aarch64_wheel(with, "cu126") == WheelAvailability::unknown);
+  CHECK(gpuenv::compat::aarch64_wheel(with, "cu118") == WheelAvailability::absent);
+  CHECK(gpuenv::compat::aarch64_wheel(parsed->torch_releases[1], "cu126") == WheelAvailability::unknown);
+  const Version torch({2, 7, 0});
+  REQUIRE(parsed->torch_arch(torch, "cu128") != nullptr);
+  CHECK(parsed->torch_arch(torch, "cu128")->compute_capabilities == std::vector<std::string>{"7.5", "12.0"});
+  REQUIRE(parsed->torch_arch(torch, "cu128", gpuenv::compat::k_wheel_aarch64) != nullptr);
+  CHECK(parsed->torch_arch(torch, "cu128", gpuenv::compat::k_wheel_aarch64)->compute_capabilities ==
+        std::vector<std::string>{"9.0"});
+  CHECK(parsed->torch_arch(torch, "cu126", gpuenv::compat::k_wheel_aarch64) == nullptr);
 }
 
 TEST_CASE("compat: parse_knowledge_base names the offending row", "[compat][kb]") {
@@ -409,6 +472,13 @@ TEST_CASE("compat: GPU models resolve by exact name and alias, look-alikes do no
       {"B200", "B200"},
       {"NVIDIA GB200", "GB200"},
       {"NVIDIA B300", "B300"},
+      // Issue 25: names as drivers report them (sources in data/compat/gpus.toml): NVIDIA/cosmos-framework PR 114,
+      // tile-ai/TileOPs PR 1658, vllm-project/vllm issue 34470, GuanceCloud/datakit's nvidia-smi -q -x capture.
+      {"NVIDIA B300 SXM6 AC", "B300"},
+      {"NVIDIA H20-3e", "H20-3e"},
+      {"NVIDIA Thor", "Thor"},
+      {"Tesla V100S-PCIE-32GB", "V100"},
+      {"NVIDIA A800 80GB PCIe", "A800"},
       {"NVIDIA L40S", "L40S"},
       {"NVIDIA L4", "L4"},
       {"NVIDIA L20", "L20"},

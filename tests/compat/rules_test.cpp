@@ -5,171 +5,12 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "compat/knowledge_base.hpp"
-#include "profile/profile.hpp"
-#include "report/finding.hpp"
+#include "compat/rule_rows.hpp"
 
-namespace {
-
-using gpuenv::compat::KnowledgeBase;
-using gpuenv::compat::Purpose;
-using gpuenv::profile::Profile;
-using gpuenv::report::Finding;
-
-/// One profile field as the profile file spells it; list fields take comma-separated values.
-struct Field {
-  std::string_view key;
-  std::string value;
-};
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = text.find(',', start);
-    const std::size_t end = comma == std::string::npos ? text.size() : comma;
-    if (end > start) out.push_back(text.substr(start, end - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-void set(Profile& profile, std::string_view key, const std::string& value) {
-  if (key == "os.distro")
-    profile.os_distro = value;
-  else if (key == "os.version")
-    profile.os_version = value;
-  else if (key == "cuda.version")
-    profile.cuda_version = value;
-  else if (key == "cudnn.version")
-    profile.cudnn_version = value;
-  else if (key == "driver.min")
-    profile.driver_min = value;
-  else if (key == "driver.branch")
-    profile.driver_branch = value;
-  else if (key == "driver.modules")
-    profile.driver_modules = value;
-  else if (key == "image.flavor")
-    profile.image_flavor = value;
-  else if (key == "framework.name")
-    profile.framework_name = value;
-  else if (key == "framework.version")
-    profile.framework_version = value;
-  else if (key == "framework.python")
-    profile.framework_python = value;
-  else if (key == "framework.variant")
-    profile.framework_variant = value;
-  else if (key == "gpu.compute_capabilities")
-    profile.gpu_compute_capabilities = split_commas(value);
-  else if (key == "gpu.models")
-    profile.gpu_models = split_commas(value);
-  else
-    throw std::invalid_argument("test bug: unknown profile field " + std::string(key));
-}
-
-/// An Ubuntu 22.04 / CUDA 12.4.1 / runtime profile with `fields` applied.
-Profile make_profile(const std::vector<Field>& fields) {
-  Profile profile;
-  profile.name = "test";
-  profile.os_distro = "ubuntu";
-  profile.os_version = "22.04";
-  profile.cuda_version = "12.4.1";
-  profile.image_flavor = "runtime";
-  for (const Field& field : fields) set(profile, field.key, field.value);
-  return profile;
-}
-
-const KnowledgeBase& kb() {
-  const auto loaded = gpuenv::compat::builtin_knowledge_base();
-  if (!loaded) throw std::runtime_error("builtin knowledge base: " + loaded.error().message);
-  return **loaded;
-}
-
-/// What a row expects of the findings with its rule id: every one of them has this status, or there is none.
-enum class Expect { pass, warn, fail, skip, absent };
-
-std::string_view name_of(Expect expect) {
-  switch (expect) {
-    case Expect::pass:
-      return "pass";
-    case Expect::warn:
-      return "warn";
-    case Expect::fail:
-      return "fail";
-    case Expect::skip:
-      return "skip";
-    case Expect::absent:
-      return "absent";
-  }
-  return "?";
-}
-
-struct Row {
-  std::string what;           ///< why the verdict follows (reference fact)
-  std::vector<Field> fields;  ///< on top of make_profile's defaults
-  std::string id;             ///< rule id under test
-  Expect expect;
-  std::string contains;  ///< "" or text one of the findings' message/remedy must contain
-  Purpose purpose;
-};
-
-Row row(std::string what, std::vector<Field> fields, std::string id, Expect expect, std::string contains = {},
-        Purpose purpose = Purpose::check) {
-  return Row{std::move(what), std::move(fields), std::move(id), expect, std::move(contains), purpose};
-}
-
-std::string describe(const std::vector<Finding>& findings) {
-  std::string out;
-  for (const Finding& f : findings) {
-    out += "  " + f.id + " " + std::string(gpuenv::report::to_string(f.status)) + ": " + f.message;
-    if (!f.remedy.empty()) out += " | remedy: " + f.remedy;
-    out += "\n";
-  }
-  return out;
-}
-
-void check_rows(const std::vector<Row>& rows) {
-  for (const Row& r : rows) {
-    const Profile profile = make_profile(r.fields);
-    const std::vector<Finding> findings = gpuenv::compat::check_profile(profile, kb(), r.purpose);
-    std::vector<const Finding*> matching;
-    for (const Finding& f : findings) {
-      if (f.id == r.id) matching.push_back(&f);
-    }
-    INFO("row: " << r.what << "\nexpect " << r.id << " = " << name_of(r.expect) << "\nfindings:\n"
-                 << describe(findings));
-    if (r.expect == Expect::absent) {
-      CHECK(matching.empty());
-      continue;
-    }
-    REQUIRE_FALSE(matching.empty());
-    for (const Finding* f : matching) CHECK(gpuenv::report::to_string(f->status) == name_of(r.expect));
-    if (!r.contains.empty()) {
-      bool found = false;
-      for (const Finding* f : matching) {
-        found = found || f->message.find(r.contains) != std::string::npos ||
-                f->remedy.find(r.contains) != std::string::npos;
-      }
-      INFO("expected text: " << r.contains);
-      CHECK(found);
-    }
-    // A finding that does not pass says what to do about it.
-    for (const Finding* f : matching) {
-      if (f->status == gpuenv::report::Status::warn || f->status == gpuenv::report::Status::fail)
-        CHECK_FALSE(f->remedy.empty());
-    }
-  }
-}
-
-Field torch(const char* version) { return {"framework.version", version}; }
-
-}  // namespace
+using namespace gpuenv::testing::rule_rows;  // NOLINT: the tables below are written in its vocabulary
 
 // cuda-driver.md Table 1: the toolkit releases (no 12.7 release exists).
 TEST_CASE("compat: cuda.release accepts real releases and names the nearest for others", "[compat][rules]") {
@@ -181,8 +22,13 @@ TEST_CASE("compat: cuda.release accepts real releases and names the nearest for 
       row("11.0.1 is the 11.0 RC", {{"cuda.version", "11.0.1"}}, "cuda.release", Expect::pass),
       row("10.2.89 is CUDA 10.2", {{"cuda.version", "10.2.89"}}, "cuda.release", Expect::pass),
       row("no CUDA 12.7 release", {{"cuda.version", "12.7.0"}}, "cuda.release", Expect::fail, "12.6.3 and 12.8.0"),
-      row("12.4 has no Update 2", {{"cuda.version", "12.4.2"}}, "cuda.release", Expect::fail, "12.4.1 and 12.5.0"),
-      row("11.8 has no Update 1", {{"cuda.version", "11.8.1"}}, "cuda.release", Expect::fail, "11.8.0 and 12.0.0"),
+      // Issue 25, rule 1: a patch past the newest known update of its minor may have shipped since the data.
+      row("12.4.2 is past the newest 12.4 update known", {{"cuda.version", "12.4.2"}}, "cuda.release", Expect::warn,
+          "newest 12.4.1"),
+      row("11.8.1 is past the newest 11.8 update known", {{"cuda.version", "11.8.1"}}, "cuda.release", Expect::warn,
+          "newest 11.8.0"),
+      row("11.0.0 is below 11.0's first release (the 11.0.1 RC)", {{"cuda.version", "11.0.0"}}, "cuda.release",
+          Expect::fail, "10.2.89 and 11.0.1"),
   });
 }
 
@@ -200,8 +46,10 @@ TEST_CASE("compat: CUDA 13.4 and 13.5 releases, and the horizon at 13.5.0", "[co
       row("13.5.1 is past the data", {{"cuda.version", "13.5.1"}}, id, Expect::warn,
           "gpuenv's data ends at CUDA 13.5.0"),
       row("13.6.0 is past the data", {{"cuda.version", "13.6.0"}}, id, Expect::warn, "13.6.0 is newer"),
-      row("13.4.9 is inside the data: not a release", {{"cuda.version", "13.4.9"}}, id, Expect::fail,
-          "13.4.3 and 13.5.0"),
+      row("13.4.9 is past the newest 13.4 update known", {{"cuda.version", "13.4.9"}}, id, Expect::warn,
+          "newest 13.4.3"),
+      row("13.4.0 (the developer preview) is below 13.4's GA: not a release", {{"cuda.version", "13.4.0"}}, id,
+          Expect::fail, "13.3.1 and 13.4.1"),
       // No 13.5 minimum driver is known: the 13.x minor-version floor judges the driver.
       row("13.5.0 above the 13.x floor: its own minimum unknown", {cuda_13_5, {"driver.min", "590.44.01"}},
           "driver.cuda_minimum", Expect::pass, "not in the knowledge base"),
@@ -466,10 +314,13 @@ TEST_CASE("compat: pytorch.python checks the series' Python range", "[compat][ru
   });
 }
 
-// RELEASE.md's matrix: "<=(3.14, 3.14t experimental)" for 2.9-2.12 and "<=(3.15, 3.15t experimental)" for 2.13-2.14
-// (both Pythons inside the parentheses), "(3.12 experimental)" for 2.2-2.3, "(3.13 experimental)" for 2.5. Every
-// experimental mark is judged the same way: a WARN naming experimental wheels, never a FAIL and never a PASS; the
-// newest supported Python just below it passes, the one just above it fails.
+// RELEASE.md's matrix: "<=(3.14, 3.14t experimental)" for 2.9-2.12 and "<=(3.15, 3.15t experimental)" for 2.13-2.14,
+// "(3.12 experimental)" for 2.2-2.3, "(3.13 experimental)" for 2.5. From 2.10 on Python 3.14 is supported and only
+// the free-threaded 3.14t is experimental (pytorch/pytorch issue 169875, the 2.10 release feature; issue 25): 2.10-2.12
+// pass 3.14 and fail 3.15. 2.9 shipped 3.14 wheels without torch.compile (its support came with 2.10), and 2.13-2.14
+// shipped before Python 3.15's release: those stay experimental. Every experimental mark is judged the same way: a
+// WARN naming experimental wheels, never a FAIL and never a PASS; the newest supported Python just below it passes,
+// the one just above it fails.
 TEST_CASE("compat: pytorch.python judges every experimental Python one way", "[compat][rules]") {
   const std::string id = "pytorch.python";
   const Field pt{"framework.name", "pytorch"};
@@ -480,23 +331,24 @@ TEST_CASE("compat: pytorch.python judges every experimental Python one way", "[c
   struct Case {
     const char* torch;
     Field cuda;
-    const char* experimental;  ///< marked experimental: WARN
+    const char* experimental;  ///< marked experimental: WARN (nullptr: no plain Python is)
     const char* supported;     ///< the newest supported Python: PASS
     const char* beyond;        ///< past the experimental one: FAIL
   };
   const Case cases[] = {
-      {"2.2.2", cuda121, "3.12", "3.11", "3.13"},  {"2.3.1", cuda121, "3.12", "3.11", "3.13"},
-      {"2.5.1", cuda124, "3.13", "3.12", "3.14"},  {"2.9.1", cuda126, "3.14", "3.13", "3.15"},
-      {"2.10.0", cuda126, "3.14", "3.13", "3.15"}, {"2.11.0", cuda126, "3.14", "3.13", "3.15"},
-      {"2.12.0", cuda130, "3.14", "3.13", "3.15"}, {"2.13.0", cuda130, "3.15", "3.14", "3.16"},
+      {"2.2.2", cuda121, "3.12", "3.11", "3.13"},   {"2.3.1", cuda121, "3.12", "3.11", "3.13"},
+      {"2.5.1", cuda124, "3.13", "3.12", "3.14"},   {"2.9.1", cuda126, "3.14", "3.13", "3.15"},
+      {"2.10.0", cuda126, nullptr, "3.14", "3.15"}, {"2.11.0", cuda126, nullptr, "3.14", "3.15"},
+      {"2.12.0", cuda130, nullptr, "3.14", "3.15"}, {"2.13.0", cuda130, "3.15", "3.14", "3.16"},
       {"2.14.0", cuda130, "3.15", "3.14", "3.16"},
   };
   std::vector<Row> rows;
   for (const Case& c : cases) {
     const std::string t = c.torch;
-    rows.push_back(row(t + " with " + c.experimental + ": experimental wheels",
-                       {pt, torch(c.torch), c.cuda, {"framework.python", c.experimental}}, id, Expect::warn,
-                       "experimental wheels"));
+    if (c.experimental != nullptr)
+      rows.push_back(row(t + " with " + c.experimental + ": experimental wheels",
+                         {pt, torch(c.torch), c.cuda, {"framework.python", c.experimental}}, id, Expect::warn,
+                         "experimental wheels"));
     rows.push_back(row(t + " with " + c.supported + ": supported",
                        {pt, torch(c.torch), c.cuda, {"framework.python", c.supported}}, id, Expect::pass));
     rows.push_back(row(t + " with " + c.beyond + ": unsupported",
@@ -728,14 +580,22 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       row("12.0.1 has rockylinux9", {{"cuda.version", "12.0.1"}, {"os.distro", "rockylinux"}, {"os.version", "9"}}, id,
           Expect::pass),
       // CUDA 13 images published after NVIDIA's repository snapshot (rapidsai/ci-imgs, replicate/cog listings)
-      row("13.2.1-cudnn-devel-ubuntu24.04",
-          {{"cuda.version", "13.2.1"}, {"os.version", "24.04"}, {"image.flavor", "devel"}, cudnn9}, id, Expect::pass,
-          "13.2.1-cudnn-devel-ubuntu24.04 is published"),
-      row("13.1.1-cudnn-runtime-ubuntu22.04", {{"cuda.version", "13.1.1"}, cudnn9}, id, Expect::pass),
-      row("13.3.0-base-rockylinux8",
+      // (published, and superseded by a later update of the same minor: issue 25, rule 6)
+      row("13.2.1-cudnn-devel-ubuntu24.04 is published, superseded by 13.2.2",
+          {{"cuda.version", "13.2.1"}, {"os.version", "24.04"}, {"image.flavor", "devel"}, cudnn9}, id, Expect::warn,
+          "13.2.1-cudnn-devel-ubuntu24.04 is end-of-life under NVIDIA's support policy: superseded by 13.2.2"),
+      row("13.1.1-cudnn-runtime-ubuntu22.04, superseded by 13.1.2", {{"cuda.version", "13.1.1"}, cudnn9}, id,
+          Expect::warn,
+          "superseded by 13.1.2 (only the latest update of a CUDA release is supported, and CUDA 13.1.2 "
+          "images are published)"),
+      row("13.1.2-cudnn-runtime-ubuntu22.04", {{"cuda.version", "13.1.2"}, cudnn9}, id, Expect::pass),
+      row("13.0.3-cudnn-runtime-ubuntu24.04", {{"cuda.version", "13.0.3"}, {"os.version", "24.04"}, cudnn9}, id,
+          Expect::pass, "13.0.3-cudnn-runtime-ubuntu24.04 is published"),
+      row("13.3.0-base-rockylinux8, superseded by 13.3.1 (its images not in the data)",
           {{"cuda.version", "13.3.0"}, {"os.distro", "rockylinux"}, {"os.version", "8"}, {"image.flavor", "base"}}, id,
-          Expect::pass),
-      row("13.3.0 has ubuntu26.04", {{"cuda.version", "13.3.0"}, {"os.version", "26.04"}}, id, Expect::pass),
+          Expect::warn, "the CUDA 13.3.1 images are not in gpuenv's data yet"),
+      row("13.3.0 has ubuntu26.04", {{"cuda.version", "13.3.0"}, {"os.version", "26.04"}}, id, Expect::warn,
+          "13.3.0-runtime-ubuntu26.04 is end-of-life"),
       // a partial OS listing: an OS it does not name is unknown, not unpublished
       row("13.2.1 on ubi9: not in the partial listing",
           {{"cuda.version", "13.2.1"}, {"os.distro", "rhel"}, {"os.version", "9"}}, id, Expect::warn,
@@ -749,12 +609,13 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       row("11.8.0 may vanish", {{"cuda.version", "11.8.0"}}, id, Expect::warn, "may vanish; unpatched"),
       row("11.8.0 moves to a supported major", {{"cuda.version", "11.8.0"}}, id, Expect::warn,
           "move to a CUDA 12 or 13 image"),
-      row("13.2.0 is superseded by 13.2.1", {{"cuda.version", "13.2.0"}}, id, Expect::warn,
-          "move cuda.version to 13.2.1"),
+      row("13.2.0 is superseded by 13.2.2, the newest 13.2 update", {{"cuda.version", "13.2.0"}}, id, Expect::warn,
+          "move cuda.version to 13.2.2"),
       row("13.2.0 may vanish", {{"cuda.version", "13.2.0"}}, id, Expect::warn, "may vanish; unpatched"),
       row("13.1.0 is superseded by 13.1.1", {{"cuda.version", "13.1.0"}, {"os.version", "24.04"}}, id, Expect::warn,
           "only the latest update of a CUDA release is supported"),
-      row("12.9.1 is the latest 12.9 update known", {{"cuda.version", "12.9.1"}}, id, Expect::pass),
+      row("12.9.1 is superseded by 12.9.2", {{"cuda.version", "12.9.1"}}, id, Expect::warn, "superseded by 12.9.2"),
+      row("12.9.2 is the latest 12.9 update known", {{"cuda.version", "12.9.2"}}, id, Expect::pass),
       // OS not published
       row("12.4.1 has no ubuntu24.04", {{"os.version", "24.04"}}, id, Expect::fail, "ubuntu24.04"),
       row("13.x has no ubuntu20.04", {{"cuda.version", "13.0.2"}, {"os.version", "20.04"}}, id, Expect::fail),
@@ -783,12 +644,14 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       row("11.2.2 EOL 2023-07-01", {{"cuda.version", "11.2.2"}, {"os.version", "20.04"}}, id, Expect::warn,
           "2023-07-01"),
       row("12.1.0 EOL, 12.1.1 active", {{"cuda.version", "12.1.0"}}, id, Expect::warn, "12.1.1"),
-      row("13.0.0 EOL without chart dates", {{"cuda.version", "13.0.0"}}, id, Expect::warn, "13.0.2"),
+      row("13.0.0 EOL without chart dates", {{"cuda.version", "13.0.0"}}, id, Expect::warn, "13.0.3"),
       // no image at all
       row("no 12.7.0 images", {{"cuda.version", "12.7.0"}}, id, Expect::fail),
       row("no 11.0.1 images", {{"cuda.version", "11.0.1"}, {"os.version", "20.04"}}, id, Expect::fail),
-      row("no 13.2.5 images, inside the known range: the nearest real ones", {{"cuda.version", "13.2.5"}}, id,
-          Expect::fail, "e.g. 13.2.1, 13.3.0, 13.1.1"),
+      row("no 12.2.1 images, below the newest 12.2 image: the nearest supported ones", {{"cuda.version", "12.2.1"}}, id,
+          Expect::fail, "e.g. 12.2.2"),
+      row("13.2.5 is past the newest 13.2 image: not known either way", {{"cuda.version", "13.2.5"}}, id, Expect::warn,
+          "gpuenv's data ends at nvidia/cuda images of CUDA 13.2, newest 13.2.1"),
       row("13.3.1 is newer than the newest image: warn naming the horizon", {{"cuda.version", "13.3.1"}}, id,
           Expect::warn, "gpuenv's data ends at nvidia/cuda images at CUDA 13.3.0"),
   });
@@ -836,12 +699,18 @@ TEST_CASE("compat: gpu.cuda_support checks that the CUDA release can target each
       row("CUDA 11 dropped 3.0", {{"cuda.version", "11.0.3"}, cc("3.0")}, id, Expect::fail),
       row("Hopper from 11.8", {{"cuda.version", "11.8.0"}, cc("9.0")}, id, Expect::pass),
       row("Hopper not before 11.8", {{"cuda.version", "11.7.1"}, cc("9.0")}, id, Expect::fail, "11.8"),
-      row("8.6 from 11.1", {{"cuda.version", "11.0.3"}, cc("8.6")}, id, Expect::fail),
+      // Issue 25, rule 3: a CUDA that cannot target a GPU itself still runs there through a same-major, lower-minor
+      // architecture it does target (binary compatibility); with none, it fails.
+      row("8.6 from 11.1; CUDA 11.0's 8.0 code runs there", {{"cuda.version", "11.0.3"}, cc("8.6")}, id, Expect::pass,
+          "its 8.0 code runs there"),
       row("10.0 needs 12.8", {{"cuda.version", "12.6.3"}, cc("10.0")}, id, Expect::fail, "12.8"),
       row("10.0 with 12.8", {{"cuda.version", "12.8.0"}, cc("10.0")}, id, Expect::pass),
       row("12.0 needs 12.8", {{"cuda.version", "12.6.3"}, cc("12.0")}, id, Expect::fail),
       row("12.0 with 12.8.1", {{"cuda.version", "12.8.1"}, cc("12.0")}, id, Expect::pass),
-      row("10.3 from 12.9", {{"cuda.version", "12.8.1"}, cc("10.3")}, id, Expect::fail),
+      row("10.3 from 12.9; CUDA 12.8's 10.0 code runs there", {{"cuda.version", "12.8.1"}, cc("10.3")}, id,
+          Expect::pass, "its 10.0 code runs there"),
+      row("10.3 on CUDA 12.6: no 10.x target at all", {{"cuda.version", "12.6.3"}, cc("10.3")}, id, Expect::fail,
+          "support starts with CUDA 12.9"),
       row("10.3 with 12.9", {{"cuda.version", "12.9.0"}, cc("10.3")}, id, Expect::pass),
       row("sm_101 is invalid in 13.x", {{"cuda.version", "13.0.2"}, cc("10.1")}, id, Expect::fail),
       row("sm_101 in 12.9", {{"cuda.version", "12.9.1"}, cc("10.1")}, id, Expect::pass),

@@ -1225,6 +1225,26 @@ TEST_CASE("rules: conformance to a profile", "[doctor][rules]") {
        "profile.cuda_toolkit",
        Status::pass,
        {"CUDA 12.4.1 is installed at /usr/local/cuda-12.4"}},
+      // nvcc --version names the release at X.Y ("release 12.4"): that is the profile's 12.4.1 at the precision
+      // written (issue 25, rule 2); another minor, or another full version, is not.
+      {"a toolkit known only as 12.4 (nvcc) is the profile's 12.4.1",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &profile;
+         f.toolkits = {toolkit("12.4")};
+       },
+       "profile.cuda_toolkit", Status::pass},
+      {"a toolkit known only as 12.5 is not 12.4.1",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &profile;
+         f.toolkits = {toolkit("12.5")};
+       },
+       "profile.cuda_toolkit", Status::fail},
+      {"a full 12.4.0 is not 12.4.1",
+       [](HostFacts& f, Expectations& e) {
+         e.profile = &profile;
+         f.toolkits = {toolkit("12.4.0")};
+       },
+       "profile.cuda_toolkit", Status::fail},
       {"another toolkit is installed",
        [](HostFacts& f, Expectations& e) {
          e.profile = &profile;

@@ -31,6 +31,27 @@ TEST_CASE("Version compares numerically, padding with zeros, and keeps its spell
   CHECK_FALSE(Version::parse("9.1.0")->starts_with(*Version::parse("9.10")));
 }
 
+// Issue 25, rule 2: a version is compared at the precision it is written with ("580.65" is the 580.65 line), so a
+// driver written "580.65" meets the 13.x floor 580.65.06; both sides of the edge, and a full version compared fully.
+TEST_CASE("Version::at_least_as_written compares at the written precision", "[util]") {
+  struct Row {
+    const char* written;
+    const char* floor;
+    bool meets;
+  };
+  const Row rows[] = {
+      {"580.65", "580.65.06", true},      {"580.64", "580.65.06", false},    {"580.66", "580.65.06", true},
+      {"580.65.06", "580.65.06", true},   {"580.65.05", "580.65.06", false}, {"580.65.07", "580.65.06", true},
+      {"580", "580.65.06", true},         {"575", "580.65.06", false},       {"570.26", "570.26", true},
+      {"570.124.06", "575.51.03", false}, {"12.4", "12.4.1", true},          {"12.3", "12.4.1", false},
+      {"12.4.0", "12.4.1", false},        {"13.0.2", "13.0", true},
+  };
+  for (const Row& row : rows) {
+    INFO(row.written << " vs " << row.floor);
+    CHECK(Version::parse(row.written)->at_least_as_written(*Version::parse(row.floor)) == row.meets);
+  }
+}
+
 TEST_CASE("closest_match suggests plausible typos only", "[util]") {
   const std::vector<std::string> keys = {"version", "distro", "flavor"};
   CHECK(gpuenv::util::closest_match("verison", keys) == "version");

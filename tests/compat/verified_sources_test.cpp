@@ -1,0 +1,122 @@
+// Issue 25, "Keeping it true": `verified` means read in a primary source (docs/knowledge-base.md "Sources and
+// statuses"): NVIDIA, PyTorch, TensorFlow, Docker Hub / NGC or the distribution. Every row of the knowledge base
+// (data/compat/*.toml) marked verified must cite one, and must not say it was read through a third-party copy (a
+// mirror, a copy, a quotation): those rows are `secondary`. The tables are read raw, as compiled in, so a row the
+// KnowledgeBase keeps no provenance for counts too.
+
+#include <toml++/toml.h>
+
+#include <catch2/catch.hpp>
+#include <regex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/embedded_file.hpp"
+
+namespace gpuenv::compat {
+std::span<const util::EmbeddedFile> embedded_compat_data();  // generated from data/compat/*.toml
+}  // namespace gpuenv::compat
+
+namespace {
+
+/// Names a primary source: an NVIDIA, PyTorch or TensorFlow site or repository, Docker Hub / NGC, or a distribution.
+bool names_primary_source(const std::string& source) {
+  static const std::regex primary(
+      R"((docs\.nvidia\.com|developer\.nvidia\.com|developer\.download\.nvidia\.com|www\.nvidia\.com|)"
+      R"(gitlab\.com/nvidia/|github\.com/NVIDIA/|(^|[^A-Za-z0-9_/-])NVIDIA/[A-Za-z0-9_.-]+|)"
+      R"(pytorch\.org|pytorch/pytorch|tensorflow\.org|tensorflow/tensorflow|)"
+      R"(hub\.docker\.com|nvcr\.io|catalog\.ngc\.nvidia\.com|)"
+      R"(ubuntu\.com|launchpad\.net|debian\.org|redhat\.com|rockylinux\.org|fedoraproject\.org|aws\.amazon\.com))");
+  return std::regex_search(source, primary);
+}
+
+/// Says the fact was read through a third-party copy of the primary source.
+bool read_through_a_copy(const std::string& source) {
+  static const std::regex copy(R"((mirror|read via|copy of|copies of|quoted in|third-party))", std::regex::icase);
+  return std::regex_search(source, copy);
+}
+
+bool primary_as_verified(const std::string& source) {
+  return names_primary_source(source) && !read_through_a_copy(source);
+}
+
+/// Every table (top-level [table] or [[array]] row) of `file` with its status and source.
+struct Sourced {
+  std::string where;
+  std::string status;
+  std::string source;
+};
+
+std::vector<Sourced> sourced_rows(const gpuenv::util::EmbeddedFile& file) {
+  std::vector<Sourced> out;
+  toml::parse_result parsed = toml::parse(file.contents, std::string(file.name));
+  REQUIRE(parsed.succeeded());
+  const std::string name(file.name);
+  const auto add = [&](const toml::table& row, const std::string& where) {
+    out.push_back({where, row["status"].value_or(std::string()), row["source"].value_or(std::string())});
+  };
+  for (const auto& [key, node] : parsed.table()) {
+    const std::string table(key.str());
+    if (const auto* row = node.as_table()) add(*row, name + " [" + table + "]");
+    if (const auto* array = node.as_array()) {
+      std::size_t index = 0;
+      for (const toml::node& item : *array) {
+        ++index;
+        if (const auto* row = item.as_table()) add(*row, name + " [[" + table + "]] #" + std::to_string(index));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("verified sources: the detector tells primary sources from copies", "[compat][sources]") {
+  struct Case {
+    const char* source;
+    bool may_be_verified;
+  };
+  const Case cases[] = {
+      {"NVIDIA CUDA Toolkit 13.1 release notes, 2.2 CUDA Driver "
+       "(https://docs.nvidia.com/cuda/archive/13.1.0/cuda-toolkit-release-notes/index.html)",
+       true},
+      {"https://developer.nvidia.com/cuda-gpus (snapshot)", true},
+      {"pytorch/pytorch RELEASE.md \"PyTorch CUDA Support Matrix\" as added in PR 164471", true},
+      {"https://docs.pytorch.org/get-started/previous-versions (snapshot)", true},
+      {"NVIDIA/cuDecomp#97", true},
+      {"https://www.tensorflow.org/install/source#gpu", true},
+      {"https://hub.docker.com/r/nvidia/cuda/tags", true},
+      // a primary source read through a third party's copy
+      {"https://gitlab.com/nvidia/container-images/cuda (doc/supported-tags.md; read from GitHub mirror "
+       "abyss-solutions/nvidia_container_images @ 9257ca04)",
+       false},
+      {"pytorch/pytorch RELEASE.md (https://github.com/pytorch/pytorch/blob/main/RELEASE.md) (read via copies)", false},
+      {"third-party copies of NVIDIA CUDA Toolkit 13.2 / 13.3 release notes", false},
+      {"CUDA 11.0 notes quoted in alicevision/popsift#102", false},
+      // no primary source at all
+      {"llvm/llvm-project clang/lib/Basic/Cuda.cpp (MinVersionForCudaArch / MaxVersionForCudaArch)", false},
+      {"rapidsai/ci-imgs @ 534e7520 matrix.yaml", false},
+      {"https://glennklockwood.com/garden/PCIe-Gen6", false},
+      {"https://github.com/moi90/pytorch_compute_capabilities table.md", false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.source);
+    CHECK(primary_as_verified(c.source) == c.may_be_verified);
+  }
+}
+
+TEST_CASE("verified sources: every verified knowledge-base row cites a primary source", "[compat][sources]") {
+  const auto files = gpuenv::compat::embedded_compat_data();
+  REQUIRE(files.size() == 6);
+  std::size_t verified = 0;
+  for (const gpuenv::util::EmbeddedFile& file : files) {
+    for (const Sourced& row : sourced_rows(file)) {
+      if (row.status != "verified") continue;
+      ++verified;
+      INFO(row.where << ": " << row.source);
+      CHECK(primary_as_verified(row.source));
+    }
+  }
+  CHECK(verified > 100);
+}
