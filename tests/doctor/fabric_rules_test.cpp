@@ -1,5 +1,7 @@
 // doctor's fabric rules on HostFacts built in C++: fabric.state, fabric.manager, fabric.sxid, ib.ports,
 // fabric.gpudirect, fabric.affinity, and the link rates nvlink.errors, pcie.replay, ib.errors (docs/fabric.md).
+// The contracts are NVIDIA's, quoted at each case: the NVML API reference (fabric registration), the Fabric Manager
+// user guide (the daemon, its version, NVLSM), DCGM's limits (link error rates) and NCCL's GPUDirect check.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -114,6 +116,11 @@ TEST_CASE("fabric: a healthy HGX H100 node passes every fabric check", "[doctor]
 }
 
 TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doctor][fabric]") {
+  // NVML API reference, nvmlGpuFabricInfo_v3_t
+  // (https://docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__v3__t.html): "state: Current Probe State of GPU
+  // registration process. See NVML_GPU_FABRIC_STATE_*"; "status: Probe Error status, if any. Must be checked only if
+  // Probe state returns "complete""; "healthSummary: GPU Fabric health summary. See NVML_GPU_FABRIC_HEALTH_SUMMARY_*"
+  // (group__nvmlFabricDefs.html: NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY).
   struct Row {
     GpuFabricInfo::State state;
     bool ok;
@@ -125,6 +132,8 @@ TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doc
   const std::vector<Row> rows = {
       {GpuFabricInfo::State::in_progress, false, "", "", Status::fail, "In Progress"},
       {GpuFabricInfo::State::not_started, false, "", "", Status::fail, "Not Started"},
+      // Before Completed the status means nothing ("must be checked only if Probe state returns complete").
+      {GpuFabricInfo::State::in_progress, false, "Insufficient Resources", "", Status::fail, "In Progress"},
       // Azure/azhpc-images#506: State Completed, Status Insufficient Resources passed their old check.
       {GpuFabricInfo::State::completed, false, "Insufficient Resources", "", Status::fail, "Insufficient Resources"},
       {GpuFabricInfo::State::completed, true, "Success", "Unhealthy", Status::fail, "Unhealthy"},
@@ -141,6 +150,7 @@ TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doc
     const Finding& f = find(evaluate(facts), "fabric.state");
     CHECK(f.status == row.expected);
     CHECK(f.message.find(row.says) != std::string::npos);
+    if (row.state != GpuFabricInfo::State::completed) CHECK(f.message.find("Insufficient") == std::string::npos);
     if (row.expected == Status::fail) {
       CHECK(f.message.find("GPU 3") != std::string::npos);
       CHECK_FALSE(f.remedy.empty());
@@ -152,6 +162,12 @@ TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doc
 }
 
 TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no NVSwitch", "[doctor][fabric]") {
+  // NVIDIA Fabric Manager user guide (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, release
+  // 2.3, May 2025): NVSwitch-based HGX/DGX boards need the fabric manager before the GPUs can use NVLink; at start "the
+  // FM service checks the currently loaded kernel driver stack version for compatibility, and if the loaded driver
+  // stack version is not compatible, aborts the process" (so its package must be the driver's exact version);
+  // sections 1.3.2 "Systems Using Fourth Generation NVSwitches" and 1.5 "What is NVLink Subnet Manager?" (HGX
+  // B200/B100: FM works with NVLSM). On a system without NVSwitches the service exits with NV_WARN_NOTHING_TO_DO.
   HostFacts missing = hgx();
   missing.fabric.manager = {};
   const Finding& absent = find(evaluate(missing), "fabric.manager");
@@ -193,6 +209,8 @@ TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no 
 }
 
 TEST_CASE("fabric.sxid: fatal SXids fail, corrected ECC passes, an unknown code warns", "[doctor][fabric]") {
+  // Severity per data/sxid.toml: the Fabric Manager user guide's SXid appendix (fatal vs non-fatal NVSwitch errors)
+  // as leptonai/gpud copies it; the log lines are the real ones in tests/fixtures/probe/sxid-xid79-h100.log.
   HostFacts facts = hgx();
   facts.sxid_events = gpuenv::probe::parse_sxid_events(gpuenv::testing::read_fixture("probe/sxid-xid79-h100.log"));
   const Finding& fatal = find(evaluate(facts), "fabric.sxid");
@@ -242,7 +260,41 @@ TEST_CASE("ib.ports: a real 8x NDR node against ND H100 v5, a port down, a slow 
   CHECK(find(evaluate(down), "ib.ports").status == Status::pass);
 }
 
+TEST_CASE("ib.ports: EFA ports on a p4d counted by state, a port down fails", "[doctor][fabric]") {
+  // An EFA port in sysfs as linux-rdma/rdma-core#884 shows it (`cat /sys/class/infiniband/efa_0/ports/1/link_layer`
+  // prints "Unknown"; ibv_devinfo: state PORT_ACTIVE (4)) under the rdmapNsM names the EFA driver gives on p4d/p5
+  // (uccl-project/uccl#163: rdmap16s27); the device's uevent names the efa driver. p4d.24xlarge has 4 (the EC2 API).
+  const auto* p4d = instance("p4d.24xlarge");
+  REQUIRE(p4d != nullptr);
+  REQUIRE(p4d->efa_devices == std::optional<unsigned>(4));
+  gpuenv::testing::FakeSystem system;
+  for (const char* device : {"rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27"}) {
+    const std::string base = std::string("/sys/class/infiniband/") + device;
+    system.files[base + "/device/uevent"] = "DRIVER=efa\nPCI_ID=1D0F:EFA0\n";
+    system.files[base + "/ports/1/state"] = "4: ACTIVE\n";
+    system.files[base + "/ports/1/phys_state"] = "5: LinkUp\n";
+    system.files[base + "/ports/1/link_layer"] = "Unknown\n";
+  }
+  HostFacts facts = hgx();
+  facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
+  REQUIRE(facts.rdma.ports.size() == 4);
+  const Finding& ok = find(evaluate(facts, p4d), "ib.ports");
+  CHECK(ok.status == Status::pass);
+  CHECK(ok.message.find("4 EFA ports ACTIVE/LinkUp, as p4d.24xlarge should have") != std::string::npos);
+
+  system.files["/sys/class/infiniband/rdmap32s27/ports/1/state"] = "1: DOWN\n";
+  system.files["/sys/class/infiniband/rdmap32s27/ports/1/phys_state"] = "3: Disabled\n";
+  facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
+  const Finding& lost = find(evaluate(facts, p4d), "ib.ports");
+  CHECK(lost.status == Status::fail);
+  CHECK(lost.message.find("3 of 4 EFA ports") != std::string::npos);
+  CHECK(lost.message.find("rdmap32s27:1 DOWN/Disabled") != std::string::npos);
+}
+
 TEST_CASE("fabric.gpudirect: peer memory, dma-buf, neither; EFA's libfabric and NCCL plugin", "[doctor][fabric]") {
+  // NCCL's own check (NVIDIA/nccl src/transport/net_ib/gdr.cc ibGdrSupportInitOnce): GPUDirect RDMA when
+  // /sys/kernel/mm/memory_peers/nv_mem/version or /sys/module/nvidia_peermem/version exists, or dma-buf (the open
+  // kernel module on Linux 5.12+, NVIDIA GPU Operator "GPUDirect RDMA" page).
   HostFacts ib = hgx();
   ib.rdma.infiniband = {"mlx5_0"};
   ib.fabric.peermem_loaded = false;
@@ -312,6 +364,9 @@ HostFacts with_counters(double seconds, const std::function<void(LinkCounterSnap
 }  // namespace
 
 TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during the run", "[doctor][fabric]") {
+  // DCGM's limits (NVIDIA/DCGM): health watch DCGM_LIMIT_MAX_NVLINK_ERROR 1 (any replay or recovery error) and
+  // DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100 per second; diag max_pcie_replays 80; health GetExpectedPcieReplayRate (BER
+  // 1e-12 x the link's bit rate per lane x lanes, per minute). The values are rows of data/doctor/thresholds.toml.
   struct Row {
     std::string name;
     std::function<void(LinkCounterSnapshot&)> change;

@@ -1,6 +1,11 @@
 // The all-reduce sweep of `smoke --nccl` through the real dlopen path against the fake libnccl (tests/fake_nccl)
 // and the fake libcuda (tests/fake_cuda): ranks, sizes, timing from the GPU's events, a wrong sum, NCCL's errors, a
 // hang, no NCCL at all, and where a Python environment's NCCL is found.
+// The contracts the fake keeps are NCCL's own (NVIDIA/nccl src/nccl.h.in): ncclCommInitAll(comms, ndev, devlist)
+// makes one communicator per device in one process; "When managing multiple GPUs from a single thread, and since
+// NCCL collective calls may perform inter-CPU synchronization, we need to "group" calls for different ranks/devices
+// into a single call" (ncclGroupStart/ncclGroupEnd); ncclAllReduce with ncclSum leaves every rank the element-wise
+// sum. Bus bandwidth is nccl-tests' (doc/PERFORMANCE.md: busbw = algbw * 2*(n-1)/n).
 
 #include "nccl/allreduce.hpp"
 

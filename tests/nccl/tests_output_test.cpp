@@ -38,6 +38,8 @@ Finding find(const std::vector<Finding>& findings, const std::string& id) {
 
 TEST_CASE("bus bandwidth: nccl-tests' all-reduce formula against its own printed numbers", "[nccl]") {
   using gpuenv::nccl::allreduce_bus_bandwidth_gbps;
+  // NVIDIA/nccl-tests doc/PERFORMANCE.md, "AllReduce": "B = S/t * (2*(n-1)/n) = algbw * (2*(n-1)/n)", with
+  // "algbw = S/t" in GB/s (10^9 bytes). Checked against the numbers nccl-tests itself printed in public outputs.
   // a3mega fixture, 8 GiB row: 8589934592 B in 47535 us over 16 ranks printed algbw 180.71, busbw 338.82.
   CHECK(allreduce_bus_bandwidth_gbps(8589934592ULL, 47535e-6, 16) == Approx(338.82).epsilon(0.001));
   // p4d fixture (NCCL 2.8.3), 1 GiB row: 47392 us, 16 ranks, busbw 42.48.
