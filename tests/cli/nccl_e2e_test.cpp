@@ -34,7 +34,7 @@ fs::path scratch(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("nccl judge: exit codes follow the judgement; bad input is exit 2", "[cli][nccl][system-test]") {
+TEST_CASE("nccl judge: exit codes follow the judgement, bad input is exit 2", "[cli][nccl][system-test]") {
   const auto right = run_gpuenv({"nccl", "judge", fixture_path("nccl/a3mega-2x8xh100-tcpxo.txt"), "--nodes", "2"});
   INFO(right.out << right.err);
   CHECK(right.exit_code == 0);
@@ -83,7 +83,7 @@ TEST_CASE("nccl judge --json and --prometheus", "[cli][nccl][system-test]") {
   fs::remove_all(metrics.parent_path());
 }
 
-TEST_CASE("nccl job: the Slurm script for an instance type; usage errors", "[cli][nccl][system-test]") {
+TEST_CASE("nccl job: the Slurm script for an instance type, usage errors", "[cli][nccl][system-test]") {
   const auto slurm = run_gpuenv({"nccl", "job", "--slurm", "--nodes", "2", "--instance-type", "p4d.24xlarge"});
   INFO(slurm.err);
   CHECK(slurm.exit_code == 0);

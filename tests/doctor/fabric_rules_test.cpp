@@ -291,7 +291,7 @@ TEST_CASE("ib.ports: EFA ports on a p4d counted by state, a port down fails", "[
   CHECK(lost.message.find("rdmap32s27:1 DOWN/Disabled") != std::string::npos);
 }
 
-TEST_CASE("fabric.gpudirect: peer memory, dma-buf, neither; EFA's libfabric and NCCL plugin", "[doctor][fabric]") {
+TEST_CASE("fabric.gpudirect: peer memory, dma-buf, neither, EFA's libfabric and NCCL plugin", "[doctor][fabric]") {
   // NCCL's own check (NVIDIA/nccl src/transport/net_ib/gdr.cc ibGdrSupportInitOnce): GPUDirect RDMA when
   // /sys/kernel/mm/memory_peers/nv_mem/version or /sys/module/nvidia_peermem/version exists, or dma-buf (the open
   // kernel module on Linux 5.12+, NVIDIA GPU Operator "GPUDirect RDMA" page).

@@ -92,7 +92,7 @@ TEST_CASE("parse: two p4d nodes over EFA, NCCL 2.8.3's format under mpirun --tag
   CHECK_FALSE(output->socket_transport);  // "Selected Provider is efa", "via NET/AWS Libfabric"
 }
 
-TEST_CASE("parse: a table without a device list; not nccl-tests at all", "[nccl]") {
+TEST_CASE("parse: a table without a device list, not nccl-tests at all", "[nccl]") {
   auto ring = parse_nccl_tests_output(read_fixture("nccl/issue-252-ring-table.txt"));
   REQUIRE(ring);
   CHECK(ring->ranks.empty());

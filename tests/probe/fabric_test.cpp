@@ -60,7 +60,7 @@ TEST_CASE("read_rdma_devices: a real 8x NDR H100 node's ports", "[probe][fabric]
   CHECK_FALSE(devices.ports.front().numa_node);  // not captured
 }
 
-TEST_CASE("read_link_counters: RDMA port counters from sysfs; NVML left out says why", "[probe][fabric]") {
+TEST_CASE("read_link_counters: RDMA port counters from sysfs, NVML left out says why", "[probe][fabric]") {
   FakeSystem system;
   system.add_tree(fixture_path("probe/ib-h100-8x400"));
   const auto snapshot = gpuenv::probe::read_link_counters(system, {"", std::chrono::seconds(1)});
@@ -74,7 +74,7 @@ TEST_CASE("read_link_counters: RDMA port counters from sysfs; NVML left out says
   CHECK(snapshot.ports[1].link_downed == std::optional<std::uint64_t>(255));  // the 8-bit counter, saturated
 }
 
-TEST_CASE("link_counter_growth: growth per GPU, link and port; a reset counter; the time between", "[probe][fabric]") {
+TEST_CASE("link_counter_growth: growth per GPU, link and port, a reset counter, the time between", "[probe][fabric]") {
   using namespace gpuenv::probe;
   LinkCounterSnapshot before;
   before.taken_ms = 1000;
