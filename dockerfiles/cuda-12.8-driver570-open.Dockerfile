@@ -5,18 +5,27 @@
 # Profile hash: fnv1a64:d7f30f283f4bee8c (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 12.8.1, cuDNN 9, cudnn-devel image, Ubuntu 24.04
 # Base image: nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 570.124.06 (driver.min)
+# Host driver: >= 570.124.06 (driver.min; label io.gpuenv.driver.min).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Any uid in group 0 works: --user <uid>:0, as OpenShift assigns.
 
 FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
+ARG SOURCE_DATE_EPOCH
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
 # keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a
+# uid.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv
 
 LABEL org.opencontainers.image.title="cuda-12.8-driver570-open" \
       org.opencontainers.image.description="CUDA 12.8.1 devel image pinned to the 570 driver branch with the open kernel modules, Ubuntu 24.04" \
@@ -26,6 +35,5 @@ LABEL org.opencontainers.image.title="cuda-12.8-driver570-open" \
       io.gpuenv.cuda="12.8.1" \
       io.gpuenv.cudnn="9" \
       io.gpuenv.driver.min="570.124.06"
-ENV HOME=/home/gpuenv
 USER 10001
 WORKDIR /home/gpuenv

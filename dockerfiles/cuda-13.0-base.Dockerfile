@@ -5,18 +5,27 @@
 # Profile hash: fnv1a64:0e2b66f7045f0f46 (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 13.0.2, base image, Ubuntu 24.04
 # Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 580.95.05 (CUDA 13.0.2 requires it)
+# Host driver: >= 580.95.05 (CUDA 13.0.2 requires it; label io.gpuenv.driver.min).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Any uid in group 0 works: --user <uid>:0, as OpenShift assigns.
 
 FROM nvidia/cuda:13.0.2-base-ubuntu24.04
+ARG SOURCE_DATE_EPOCH
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
 # keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a
+# uid.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv
 
 LABEL org.opencontainers.image.title="cuda-13.0-base" \
       org.opencontainers.image.description="Minimal CUDA 13.0.2 base image on Ubuntu 24.04 (driver-facing libraries only)" \
@@ -25,6 +34,5 @@ LABEL org.opencontainers.image.title="cuda-13.0-base" \
       io.gpuenv.profile.hash="fnv1a64:0e2b66f7045f0f46" \
       io.gpuenv.cuda="13.0.2" \
       io.gpuenv.driver.min="580.95.05"
-ENV HOME=/home/gpuenv
 USER 10001
 WORKDIR /home/gpuenv

@@ -5,15 +5,17 @@
 # Profile hash: fnv1a64:1b4ac671c71b3121 (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 13.0.2, cuDNN 9, cudnn-devel image, UBI 9
 # Base image: nvidia/cuda:13.0.2-cudnn-devel-ubi9 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 580.95.05 (CUDA 13.0.2 requires it)
+# Host driver: >= 580.95.05 (CUDA 13.0.2 requires it; label io.gpuenv.driver.min).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Any uid in group 0 works: --user <uid>:0, as OpenShift assigns.
 
 FROM nvidia/cuda:13.0.2-cudnn-devel-ubi9
+ARG SOURCE_DATE_EPOCH
 # System packages: shadow-utils for useradd.
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u). `[image] user = "root"`
 # keeps root.
 RUN dnf install -y --setopt=install_weak_deps=False --nodocs shadow-utils \
  && dnf clean all \
@@ -21,6 +23,13 @@ RUN dnf install -y --setopt=install_weak_deps=False --nodocs shadow-utils \
  && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a
+# uid.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv
 
 LABEL org.opencontainers.image.title="cuda-13.0-ubi9-devel" \
       org.opencontainers.image.description="CUDA 13.0.2 devel image with cuDNN 9 on UBI 9 for building CUDA extensions" \
@@ -30,6 +39,5 @@ LABEL org.opencontainers.image.title="cuda-13.0-ubi9-devel" \
       io.gpuenv.cuda="13.0.2" \
       io.gpuenv.cudnn="9" \
       io.gpuenv.driver.min="580.95.05"
-ENV HOME=/home/gpuenv
 USER 10001
 WORKDIR /home/gpuenv

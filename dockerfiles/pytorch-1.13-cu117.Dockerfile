@@ -7,24 +7,36 @@
 # Loaded by the framework: CUDA 11.7 and cuDNN (version not in gpuenv's data) from its own wheels in /opt/venv,
 # not from the image (a `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:11.7.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 515.48.07 (CUDA 11.7.1 requires it)
+# Host driver: >= 450.80.02 (the framework's CUDA 11.7 runs on any CUDA 11 driver through minor-version
+# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
+# io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
+# start, asks cuda>=11.7 (driver >= 515.48.07) or one of the older driver branches NVIDIA lists in it per GPU
+# brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Private package index: docker build --secret id=netrc,src=$HOME/.netrc (pip and uv read it), never a build
+# argument, which stays in the image history. Reproducible layers: set SOURCE_DATE_EPOCH (docker buildx passes
+# it from the environment; e.g. the commit time, git log -1 --format=%ct).
 # Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through
-# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.
+# /dev/shm, and Docker's default 64 MB makes them fail with bus errors. Any uid in group 0 works: --user
+# <uid>:0, as OpenShift assigns.
 
 FROM nvidia/cuda:11.7.1-base-ubuntu22.04
+ARG SOURCE_DATE_EPOCH
 ARG DEBIAN_FRONTEND=noninteractive
 # System packages: Python 3.10 (Ubuntu 22.04's own python3).
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
-# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u); the Python environment
+# is read-only to that uid (`[image] writable_venv = true` makes it writable), so a running job cannot change
+# what the image was built and checked with. `[image] user = "root"` keeps root.
 # Python 3.10 is Ubuntu 22.04's own python3 (https://packages.ubuntu.com/jammy/python3 (python3 3.10.6-1~22.04,
 # source package python3-defaults)). The framework goes into a virtual environment at /opt/venv, not the system
-# site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit cache mounts keep pip's
-# and uv's downloads between builds, outside the image.
+# site-packages; pip itself is pinned to 26.2.1, the newest release for Python 3.10 in gpuenv's data
+# (data/dockerfile/python.toml, checked 2026-12-03; a newer one may exist). BuildKit cache mounts keep pip's and
+# uv's downloads between builds, outside the image; index credentials come from the netrc secret.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv \
  && rm -rf /var/lib/apt/lists/* \
@@ -32,7 +44,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv \
  && python3 -m venv /opt/venv \
- && /opt/venv/bin/python -m pip install pip==25.2
+ && /opt/venv/bin/python -m pip install pip==26.2.1
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -46,13 +58,21 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 # to the companions the knowledge base lists for torch 1.13.1. numpy<2: torch 1.13.1 was built against NumPy
 # 1.x.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     pip install --extra-index-url https://download.pytorch.org/whl/cu117 \
       torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 "numpy<2" \
- && chmod -R g=u /opt/venv
+ && chmod -R g=rX /opt/venv
 # Fail the build when pip brought a wheel that is not a CUDA 11.7 build (a +cpu wheel, another CUDA line), when
 # the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed), or when a
 # directory on LD_LIBRARY_PATH holds a copy that would shadow them.
 RUN python -c "import os, torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['11', '7'], 'torch is built for CUDA %s, not 11.7' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a
+# uid.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv
 
 LABEL org.opencontainers.image.title="pytorch-1.13-cu117" \
       org.opencontainers.image.description="PyTorch 1.13.1 (cu117 wheel) on CUDA 11.7.1 (cuDNN 8 bundled in the wheel), Ubuntu 22.04, Python 3.10" \
@@ -64,7 +84,7 @@ LABEL org.opencontainers.image.title="pytorch-1.13-cu117" \
       io.gpuenv.framework="pytorch 1.13.1" \
       io.gpuenv.torch.variant="cu117" \
       io.gpuenv.python="3.10" \
-      io.gpuenv.driver.min="515.48.07"
-ENV HOME=/home/gpuenv
+      io.gpuenv.driver.min="450.80.02" \
+      io.gpuenv.base.require_cuda="cuda>=11.7"
 USER 10001
 WORKDIR /home/gpuenv

@@ -7,43 +7,56 @@
 # Loaded by the framework: CUDA 11.8 and cuDNN 9.1.0.70 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:11.8.0-base-ubi8 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 520.61.05 (CUDA 11.8.0 requires it)
+# Host driver: >= 450.80.02 (the framework's CUDA 11.8 runs on any CUDA 11 driver through minor-version
+# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
+# io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
+# start, asks cuda>=11.8 (driver >= 520.61.05) or one of the older driver branches NVIDIA lists in it per GPU
+# brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Private package index: docker build --secret id=netrc,src=$HOME/.netrc (pip and uv read it), never a build
+# argument, which stays in the image history. Reproducible layers: set SOURCE_DATE_EPOCH (docker buildx passes
+# it from the environment; e.g. the commit time, git log -1 --format=%ct).
 # Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through
-# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.
+# /dev/shm, and Docker's default 64 MB makes them fail with bus errors. Any uid in group 0 works: --user
+# <uid>:0, as OpenShift assigns.
 
 # uv, only mounted while Python is installed (not kept in the image).
-FROM ghcr.io/astral-sh/uv:0.9.2 AS uv
+FROM ghcr.io/astral-sh/uv:0.11.23 AS uv
 
 FROM nvidia/cuda:11.8.0-base-ubi8
-# System packages: gcc for torch.compile (Triton compiles C at run time; `[image] compiler = false` drops them);
-# shadow-utils for useradd.
+ARG SOURCE_DATE_EPOCH
+# System packages: gcc, gcc-c++ for torch.compile (Inductor compiles C++ kernels, Triton a C launcher, at run
+# time; `[image] compiler = false` drops them); shadow-utils for useradd.
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
-# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
-RUN dnf install -y --setopt=install_weak_deps=False --nodocs gcc shadow-utils \
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u); the Python environment
+# is read-only to that uid (`[image] writable_venv = true` makes it writable), so a running job cannot change
+# what the image was built and checked with. `[image] user = "root"` keeps root.
+RUN dnf install -y --setopt=install_weak_deps=False --nodocs gcc gcc-c++ shadow-utils \
  && dnf clean all \
  && rm -rf /var/cache/dnf \
  && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && mkdir -p /home/gpuenv/.cache/torchinductor /home/gpuenv/.cache/triton \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv
 
-# UBI 8's own python3 is 3.6, so Python 3.11 comes from uv 0.9.2 (`uv python install`), which unpacks a
+# UBI 8's own python3 is 3.6, so Python 3.11 comes from uv 0.11.23 (`uv python install`), which unpacks a
 # python-build-standalone CPython build into /opt/python: one method for every distro (the deadsnakes PPA is
 # Ubuntu-only and lacks some versions; a source build is slow). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
-# cache mounts keep pip's and uv's downloads between builds, outside the image.
+# /opt/venv, not the system site-packages; pip itself is pinned to 26.2.1, the newest release for Python 3.11 in
+# gpuenv's data (data/dockerfile/python.toml, checked 2026-12-03; a newer one may exist). BuildKit cache mounts
+# keep pip's and uv's downloads between builds, outside the image; index credentials come from the netrc secret.
 ARG UV_PYTHON_INSTALL_DIR=/opt/python
 ARG UV_PYTHON_PREFERENCE=only-managed
 ARG UV_LINK_MODE=copy
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
     --mount=type=cache,target=/root/.cache/uv \
     --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     uv python install 3.11 \
  && uv venv --seed --python 3.11 /opt/venv \
- && /opt/venv/bin/python -m pip install pip==25.2
+ && /opt/venv/bin/python -m pip install pip==26.2.1
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -56,13 +69,30 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 # (--index-url: every package, dependencies included, comes from it). torchvision and torchaudio are pinned to
 # the companions the knowledge base lists for torch 2.7.1.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     pip install --index-url https://download.pytorch.org/whl/cu118 \
       torch==2.7.1 torchvision==0.22.1 torchaudio==2.7.1 \
- && chmod -R g=u /opt/venv
+ && chmod -R g=rX /opt/venv
 # Fail the build when pip brought a wheel that is not a CUDA 11.8 build (a +cpu wheel, another CUDA line), when
 # the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed), or when a
 # directory on LD_LIBRARY_PATH holds a copy that would shadow them.
 RUN python -c "import os, torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['11', '8'], 'torch is built for CUDA %s, not 11.8' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a uid
+# (torch.compile names its cache with it: pytorch/pytorch#140765); torch.compile's caches are group-writable
+# directories in the home.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv \
+    TORCHINDUCTOR_CACHE_DIR=/home/gpuenv/.cache/torchinductor \
+    TRITON_CACHE_DIR=/home/gpuenv/.cache/triton
+# Fail the build unless torch.compile works for a uid without an /etc/passwd entry, as OpenShift assigns: its
+# cache directory from getpass.getuser() and a C++ kernel compiled and loaded, on the CPU (a build has no GPU).
+# What that uid wrote is removed in the same layer.
+USER 1000650000:0
+RUN python -c "import getpass, os, pwd, torch; uid = os.getuid(); assert uid not in [e.pw_uid for e in pwd.getpwall()], 'uid %d has an /etc/passwd entry' % uid; f = torch.compile(lambda x: torch.sin(x) + torch.cos(x)); x = torch.linspace(0, 1, 64); assert torch.allclose(f(x), torch.sin(x) + torch.cos(x)), 'torch.compile computed another result'; print('torch.compile on the CPU as uid', uid, 'user', getpass.getuser())" \
+ && find /home/gpuenv /tmp -mindepth 1 -user 1000650000 -delete
 
 LABEL org.opencontainers.image.title="pytorch-2.7-cu118-ubi8" \
       org.opencontainers.image.description="PyTorch 2.7.1 (cu118 wheel) on CUDA 11.8.0 (its wheels bring cuDNN 9.1), UBI 8, Python 3.11, for V100/T4 fleets" \
@@ -75,7 +105,7 @@ LABEL org.opencontainers.image.title="pytorch-2.7-cu118-ubi8" \
       io.gpuenv.framework="pytorch 2.7.1" \
       io.gpuenv.torch.variant="cu118" \
       io.gpuenv.python="3.11" \
-      io.gpuenv.driver.min="520.61.05"
-ENV HOME=/home/gpuenv
+      io.gpuenv.driver.min="450.80.02" \
+      io.gpuenv.base.require_cuda="cuda>=11.8"
 USER 10001
 WORKDIR /home/gpuenv

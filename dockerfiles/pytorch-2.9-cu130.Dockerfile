@@ -7,33 +7,48 @@
 # Loaded by the framework: CUDA 13.0 and cuDNN 9.13.0.50 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 580.95.05 (CUDA 13.0.2 requires it)
+# Host driver: >= 580.65.06 (the framework's CUDA 13.0 runs on any CUDA 13 driver through minor-version
+# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (">= 580"
+# for CUDA 13.x); CUDA 13.0.0's minimum driver 580.65.06 (NVIDIA CUDA Toolkit 13.1 release notes, 2.2 CUDA
+# Driver, https://docs.nvidia.com/cuda/archive/13.1.0/cuda-toolkit-release-notes/index.html)); label
+# io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
+# start, asks cuda>=13.0 (driver >= 580.95.05) or one of the older driver branches NVIDIA lists in it per GPU
+# brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Private package index: docker build --secret id=netrc,src=$HOME/.netrc (pip and uv read it), never a build
+# argument, which stays in the image history. Reproducible layers: set SOURCE_DATE_EPOCH (docker buildx passes
+# it from the environment; e.g. the commit time, git log -1 --format=%ct).
 # Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through
-# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.
+# /dev/shm, and Docker's default 64 MB makes them fail with bus errors. Any uid in group 0 works: --user
+# <uid>:0, as OpenShift assigns.
 
 FROM nvidia/cuda:13.0.2-base-ubuntu24.04
+ARG SOURCE_DATE_EPOCH
 ARG DEBIAN_FRONTEND=noninteractive
-# System packages: Python 3.12 (Ubuntu 24.04's own python3); gcc, libc6-dev, python3-dev for torch.compile
-# (Triton compiles C at run time; `[image] compiler = false` drops them).
+# System packages: Python 3.12 (Ubuntu 24.04's own python3); gcc, g++, libc6-dev, python3-dev for torch.compile
+# (Inductor compiles C++ kernels, Triton a C launcher, at run time; `[image] compiler = false` drops them).
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
-# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u); the Python environment
+# is read-only to that uid (`[image] writable_venv = true` makes it writable), so a running job cannot change
+# what the image was built and checked with. `[image] user = "root"` keeps root.
 # Python 3.12 is Ubuntu 24.04's own python3 (https://packages.ubuntu.com/noble-updates/python3 (python3
 # 3.12.3-0ubuntu2.1, source package python3-defaults)). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
-# cache mounts keep pip's and uv's downloads between builds, outside the image.
+# /opt/venv, not the system site-packages; pip itself is pinned to 26.2.1, the newest release for Python 3.12 in
+# gpuenv's data (data/dockerfile/python.toml, checked 2026-12-03; a newer one may exist). BuildKit cache mounts
+# keep pip's and uv's downloads between builds, outside the image; index credentials come from the netrc secret.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev python3-dev \
+ && apt-get install -y --no-install-recommends python3 python3-venv gcc g++ libc6-dev python3-dev \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
+ && mkdir -p /home/gpuenv/.cache/torchinductor /home/gpuenv/.cache/triton \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv \
  && python3 -m venv /opt/venv \
- && /opt/venv/bin/python -m pip install pip==25.2
+ && /opt/venv/bin/python -m pip install pip==26.2.1
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -46,13 +61,30 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 # (--index-url: every package, dependencies included, comes from it). torchvision and torchaudio are pinned to
 # the companions the knowledge base lists for torch 2.9.1.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     pip install --index-url https://download.pytorch.org/whl/cu130 \
       torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 \
- && chmod -R g=u /opt/venv
+ && chmod -R g=rX /opt/venv
 # Fail the build when pip brought a wheel that is not a CUDA 13.0 build (a +cpu wheel, another CUDA line), when
 # the cuBLAS and cuDNN that `import torch` maps are missing or come from outside the venv (shadowed), or when a
 # directory on LD_LIBRARY_PATH holds a copy that would shadow them.
 RUN python -c "import os, torch; v = torch.version.cuda or 'none'; assert v.split('.')[:2] == ['13', '0'], 'torch is built for CUDA %s, not 13.0' % v; libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcublas' in l or 'libcudnn' in l}); missing = [n for n in ('libcublas', 'libcudnn') if not any(n in p for p in libs)]; assert not missing, 'no %s loaded: not a CUDA build of the framework' % missing; foreign = [p for p in libs if not p.startswith('/opt/venv/')]; assert not foreign, 'libraries from outside the wheels: %s' % foreign; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('torch', torch.__version__, 'CUDA', v, 'cuDNN', torch.backends.cudnn.version())"
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a uid
+# (torch.compile names its cache with it: pytorch/pytorch#140765); torch.compile's caches are group-writable
+# directories in the home.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv \
+    TORCHINDUCTOR_CACHE_DIR=/home/gpuenv/.cache/torchinductor \
+    TRITON_CACHE_DIR=/home/gpuenv/.cache/triton
+# Fail the build unless torch.compile works for a uid without an /etc/passwd entry, as OpenShift assigns: its
+# cache directory from getpass.getuser() and a C++ kernel compiled and loaded, on the CPU (a build has no GPU).
+# What that uid wrote is removed in the same layer.
+USER 1000650000:0
+RUN python -c "import getpass, os, pwd, torch; uid = os.getuid(); assert uid not in [e.pw_uid for e in pwd.getpwall()], 'uid %d has an /etc/passwd entry' % uid; f = torch.compile(lambda x: torch.sin(x) + torch.cos(x)); x = torch.linspace(0, 1, 64); assert torch.allclose(f(x), torch.sin(x) + torch.cos(x)), 'torch.compile computed another result'; print('torch.compile on the CPU as uid', uid, 'user', getpass.getuser())" \
+ && find /home/gpuenv /tmp -mindepth 1 -user 1000650000 -delete
 
 LABEL org.opencontainers.image.title="pytorch-2.9-cu130" \
       org.opencontainers.image.description="PyTorch 2.9.1 (cu130 wheel) on CUDA 13.0.2 (its wheels bring cuDNN 9), Ubuntu 24.04, Python 3.12" \
@@ -65,7 +97,7 @@ LABEL org.opencontainers.image.title="pytorch-2.9-cu130" \
       io.gpuenv.framework="pytorch 2.9.1" \
       io.gpuenv.torch.variant="cu130" \
       io.gpuenv.python="3.12" \
-      io.gpuenv.driver.min="580.95.05"
-ENV HOME=/home/gpuenv
+      io.gpuenv.driver.min="580.65.06" \
+      io.gpuenv.base.require_cuda="cuda>=13.0"
 USER 10001
 WORKDIR /home/gpuenv

@@ -6,38 +6,46 @@
 # Resolved: CUDA 11.2.2, cuDNN 8, cudnn8-runtime image, Ubuntu 20.04, TensorFlow 2.10.0, Python 3.10
 # Base image: nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04 (a published tag: data/compat/images.toml, secondary)
 # Warning: this tag is end-of-life; NVIDIA set its deletion date to 2024-01-01. NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.
-# Host driver: >= 460.32.03 (CUDA 11.2.2 requires it)
+# Host driver: >= 460.32.03 (CUDA 11.2.2 requires it; label io.gpuenv.driver.min).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Private package index: docker build --secret id=netrc,src=$HOME/.netrc (pip and uv read it), never a build
+# argument, which stays in the image history. Reproducible layers: set SOURCE_DATE_EPOCH (docker buildx passes
+# it from the environment; e.g. the commit time, git log -1 --format=%ct).
 # Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through
-# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.
+# /dev/shm, and Docker's default 64 MB makes them fail with bus errors. Any uid in group 0 works: --user
+# <uid>:0, as OpenShift assigns.
 
 # uv, only mounted while Python is installed (not kept in the image).
-FROM ghcr.io/astral-sh/uv:0.9.2 AS uv
+FROM ghcr.io/astral-sh/uv:0.11.23 AS uv
 
 FROM nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04
+ARG SOURCE_DATE_EPOCH
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
-# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u); the Python environment
+# is read-only to that uid (`[image] writable_venv = true` makes it writable), so a running job cannot change
+# what the image was built and checked with. `[image] user = "root"` keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv
 
-# Ubuntu 20.04's own python3 is 3.8, so Python 3.10 comes from uv 0.9.2 (`uv python install`), which unpacks a
+# Ubuntu 20.04's own python3 is 3.8, so Python 3.10 comes from uv 0.11.23 (`uv python install`), which unpacks a
 # python-build-standalone CPython build into /opt/python: one method for every distro (the deadsnakes PPA is
 # Ubuntu-only and lacks some versions; a source build is slow). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
-# cache mounts keep pip's and uv's downloads between builds, outside the image.
+# /opt/venv, not the system site-packages; pip itself is pinned to 26.2.1, the newest release for Python 3.10 in
+# gpuenv's data (data/dockerfile/python.toml, checked 2026-12-03; a newer one may exist). BuildKit cache mounts
+# keep pip's and uv's downloads between builds, outside the image; index credentials come from the netrc secret.
 ARG UV_PYTHON_INSTALL_DIR=/opt/python
 ARG UV_PYTHON_PREFERENCE=only-managed
 ARG UV_LINK_MODE=copy
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
     --mount=type=cache,target=/root/.cache/uv \
     --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     uv python install 3.10 \
  && uv venv --seed --python 3.10 /opt/venv \
- && /opt/venv/bin/python -m pip install pip==25.2
+ && /opt/venv/bin/python -m pip install pip==26.2.1
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -45,10 +53,18 @@ ENV VIRTUAL_ENV=/opt/venv \
 # TensorFlow 2.10.0 (before the [and-cuda] extra existed): it loads the CUDA 11.2 and cuDNN 8.1 libraries it was
 # built with from the image. numpy<2: TensorFlow 2.10.0 was built against NumPy 1.x.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     pip install tensorflow==2.10.0 "numpy<2" \
- && chmod -R g=u /opt/venv
+ && chmod -R g=rX /opt/venv
 # Fail the build when TensorFlow is not a CUDA build of its tested CUDA 11.2 line.
 RUN python -c "import tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['11', '2'], 'TensorFlow is built for CUDA %s, not 11.2' % v; print('tensorflow', tf.__version__, 'CUDA', v)"
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a
+# uid.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv
 
 LABEL org.opencontainers.image.title="tensorflow-2.10-cu112" \
       org.opencontainers.image.description="TensorFlow 2.10.0 on its tested CUDA 11.2.2 / cuDNN 8 line, Ubuntu 20.04, Python 3.10" \
@@ -60,6 +76,5 @@ LABEL org.opencontainers.image.title="tensorflow-2.10-cu112" \
       io.gpuenv.framework="tensorflow 2.10.0" \
       io.gpuenv.python="3.10" \
       io.gpuenv.driver.min="460.32.03"
-ENV HOME=/home/gpuenv
 USER 10001
 WORKDIR /home/gpuenv

@@ -7,38 +7,50 @@
 # Loaded by the framework: CUDA 12.5 and cuDNN 9.3 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:12.5.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 555.42.06 (CUDA 12.5.1 requires it)
+# Host driver: >= 525.60.13 (the framework's CUDA 12.5 runs on any CUDA 12 driver through minor-version
+# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
+# io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
+# start, asks cuda>=12.5 (driver >= 555.42.06) or one of the older driver branches NVIDIA lists in it per GPU
+# brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
+# Private package index: docker build --secret id=netrc,src=$HOME/.netrc (pip and uv read it), never a build
+# argument, which stays in the image history. Reproducible layers: set SOURCE_DATE_EPOCH (docker buildx passes
+# it from the environment; e.g. the commit time, git log -1 --format=%ct).
 # Run: docker run --gpus all --ipc=host ... (or --shm-size=8g): DataLoader workers share tensors through
-# /dev/shm, and Docker's default 64 MB makes them fail with bus errors.
+# /dev/shm, and Docker's default 64 MB makes them fail with bus errors. Any uid in group 0 works: --user
+# <uid>:0, as OpenShift assigns.
 
 # uv, only mounted while Python is installed (not kept in the image).
-FROM ghcr.io/astral-sh/uv:0.9.2 AS uv
+FROM ghcr.io/astral-sh/uv:0.11.23 AS uv
 
 FROM nvidia/cuda:12.5.1-base-ubuntu22.04
+ARG SOURCE_DATE_EPOCH
 # A numeric non-root user, uid 10001 with group 0: Kubernetes' runAsNonRoot needs a numeric USER, and OpenShift
-# runs an arbitrary uid in group 0, so its home and the Python environment are group-writable (chgrp 0, chmod
-# g=u): installing packages works at run time and in derived images. `[image] user = "root"` keeps root.
+# runs an arbitrary uid in group 0, so the home is group-writable (chgrp 0, chmod g=u); the Python environment
+# is read-only to that uid (`[image] writable_venv = true` makes it writable), so a running job cannot change
+# what the image was built and checked with. `[image] user = "root"` keeps root.
 RUN useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init --shell /bin/bash gpuenv \
  && chgrp -R 0 /home/gpuenv \
  && chmod -R g=u /home/gpuenv
 
-# Ubuntu 22.04's own python3 is 3.10, so Python 3.12 comes from uv 0.9.2 (`uv python install`), which unpacks a
-# python-build-standalone CPython build into /opt/python: one method for every distro (the deadsnakes PPA is
+# Ubuntu 22.04's own python3 is 3.10, so Python 3.12 comes from uv 0.11.23 (`uv python install`), which unpacks
+# a python-build-standalone CPython build into /opt/python: one method for every distro (the deadsnakes PPA is
 # Ubuntu-only and lacks some versions; a source build is slow). The framework goes into a virtual environment at
-# /opt/venv, not the system site-packages; pip itself is pinned to 25.2 (data/dockerfile/python.toml). BuildKit
-# cache mounts keep pip's and uv's downloads between builds, outside the image.
+# /opt/venv, not the system site-packages; pip itself is pinned to 26.2.1, the newest release for Python 3.12 in
+# gpuenv's data (data/dockerfile/python.toml, checked 2026-12-03; a newer one may exist). BuildKit cache mounts
+# keep pip's and uv's downloads between builds, outside the image; index credentials come from the netrc secret.
 ARG UV_PYTHON_INSTALL_DIR=/opt/python
 ARG UV_PYTHON_PREFERENCE=only-managed
 ARG UV_LINK_MODE=copy
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
     --mount=type=cache,target=/root/.cache/uv \
     --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     uv python install 3.12 \
  && uv venv --seed --python 3.12 /opt/venv \
- && /opt/venv/bin/python -m pip install pip==25.2
+ && /opt/venv/bin/python -m pip install pip==26.2.1
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1
@@ -50,13 +62,21 @@ ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64
 # TensorFlow 2.20.0 with the [and-cuda] extra: pip brings the CUDA 12.5 and cuDNN 9.3 libraries it was built
 # with as NVIDIA wheels.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \
     pip install "tensorflow[and-cuda]==2.20.0" \
- && chmod -R g=u /opt/venv
+ && chmod -R g=rX /opt/venv
 # Fail the build when TensorFlow is not a CUDA build of its tested CUDA 12.5 line, when the [and-cuda] NVIDIA
 # wheels are missing, or when a directory on LD_LIBRARY_PATH holds a cuBLAS/cuDNN that would shadow them.
 # TensorFlow opens those libraries only when a GPU is initialised, so the check reads the installed wheels, not
 # the mapped files.
 RUN python -c "import os, importlib.metadata as md, tensorflow as tf; assert tf.test.is_built_with_cuda(), 'TensorFlow is built without CUDA'; v = str(tf.sysconfig.get_build_info().get('cuda_version', 'none')); assert v.split('.')[:2] == ['12', '5'], 'TensorFlow is built for CUDA %s, not 12.5' % v; names = {d.metadata['Name'].lower().replace('_', '-') for d in md.distributions()}; missing = [n for n in ('nvidia-cublas-cu12', 'nvidia-cudnn-cu12') if n not in names]; assert not missing, 'the [and-cuda] wheels are missing: %s (a CPU-only install)' % missing; shadow = [os.path.join(d, f) for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d and os.path.isdir(d) for f in os.listdir(d) if f.startswith(('libcublas', 'libcudnn', 'libnvJitLink'))]; assert not shadow, 'LD_LIBRARY_PATH shadows the wheels: %s' % shadow; print('tensorflow', tf.__version__, 'CUDA', v)"
+
+# Any uid in group 0 runs the image (`docker run --user <uid>:0`, OpenShift's restricted SCCs): HOME is set for
+# a uid without an /etc/passwd entry, and USER and LOGNAME answer getpass.getuser(), which raises for such a
+# uid.
+ENV HOME=/home/gpuenv \
+    USER=gpuenv \
+    LOGNAME=gpuenv
 
 LABEL org.opencontainers.image.title="tensorflow-2.20-cu125" \
       org.opencontainers.image.description="TensorFlow 2.20.0 on its tested CUDA 12.5 line (12.5.1, cuDNN 9), Ubuntu 22.04, Python 3.12" \
@@ -68,7 +88,7 @@ LABEL org.opencontainers.image.title="tensorflow-2.20-cu125" \
       io.gpuenv.cudnn="9.3" \
       io.gpuenv.framework="tensorflow 2.20.0" \
       io.gpuenv.python="3.12" \
-      io.gpuenv.driver.min="555.42.06"
-ENV HOME=/home/gpuenv
+      io.gpuenv.driver.min="525.60.13" \
+      io.gpuenv.base.require_cuda="cuda>=12.5"
 USER 10001
 WORKDIR /home/gpuenv

@@ -80,14 +80,24 @@ util::Expected<dockerfile::Options> render_options(const DockerfileOptions& opti
     out.base_digest = options.digest;
     out.digest_argument = "--digest " + options.digest;
   } else if (in.digest_lock) {
-    const std::string image = "nvidia/cuda:" + compat::derive(resolved, *in.kb).image_tag;
-    const std::string* digest = in.digest_lock->find(image);
-    if (digest == nullptr) {
-      return util::Error::input(
-          options.digest_lock + ": no digest for " + image,
-          "add a line `" + image + " sha256:<digest>` (docker buildx imagetools inspect " + image + ")");
+    // Every image the file names is pinned: the base and the helpers (syntax frontend, uv, curl).
+    const std::string base = "nvidia/cuda:" + compat::derive(resolved, *in.kb).image_tag;
+    std::vector<std::string> images{base};
+    for (const std::string& image : dockerfile::helper_images(resolved, *in.data, options.with_doctor))
+      images.push_back(image);
+    for (const std::string& image : images) {
+      const std::string* digest = in.digest_lock->find(image);
+      if (digest == nullptr) {
+        return util::Error::input(
+            options.digest_lock + ": no digest for " + image,
+            "add a line `" + image + " sha256:<digest>` (docker buildx imagetools inspect " + image + ")");
+      }
+      if (image == base) {
+        out.base_digest = *digest;
+      } else {
+        out.helper_digests[image] = *digest;
+      }
     }
-    out.base_digest = *digest;
     out.digest_argument = "--digest-lock " + options.digest_lock;
   }
   return out;
@@ -234,6 +244,7 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
                        {"set", set},
                        {"requested", cell.requested},
                        {"image", "nvidia/cuda:" + compat::derive(cell.profile, *in.kb).image_tag},
+                       {"helper_images", dockerfile::helper_images(cell.profile, *in.data, options.with_doctor)},
                        {"profile_hash", dockerfile::profile_hash(cell.profile)}});
     if (!render->base_digest.empty()) written.back()["digest"] = render->base_digest;
     outputs.push_back({std::move(file), std::move(*text)});

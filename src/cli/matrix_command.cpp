@@ -1,10 +1,12 @@
 // `gpuenv matrix NAME|FILE [--format table|json|github]`.
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/profile_output.hpp"
 #include "compat/rules.hpp"
+#include "dockerfile/dockerfile.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
 
@@ -48,6 +50,18 @@ nlohmann::json render_json(const profile::Profile& base, const std::vector<compa
   return out;
 }
 
+/// Where a cell's image is built: its Docker platform and the GitHub-hosted runner of that architecture (arm64
+/// builds run natively on ubuntu-24.04-arm instead of under QEMU emulation).
+struct BuildPlatform {
+  const char* platform;
+  const char* runner;
+};
+
+BuildPlatform build_platform(const profile::Profile& cell) {
+  if (profile::effective_arch(cell) == "arm64") return {"linux/arm64", "ubuntu-24.04-arm"};
+  return {"linux/amd64", "ubuntu-24.04"};
+}
+
 nlohmann::json render_github(const profile::Profile& base, const std::vector<compat::CellVerdict>& verdicts) {
   nlohmann::json include = nlohmann::json::array();
   for (const compat::CellVerdict& v : verdicts) {
@@ -56,6 +70,13 @@ nlohmann::json render_github(const profile::Profile& base, const std::vector<com
     cell["profile"] = base.origin.rfind("builtin:", 0) == 0 ? base.name : base.origin;
     cell["label"] = v.cell.assignments.empty() ? base.name : v.cell.label();
     cell["set"] = set_arguments(v.cell.assignments);
+    const BuildPlatform platform = build_platform(v.cell.profile);
+    cell["platform"] = platform.platform;
+    cell["runner"] = platform.runner;
+    // The file `gpuenv dockerfile --all` writes for the cell, and its stem as an image tag (at most 128 characters).
+    const std::string file = dockerfile::cell_file_name(base.name, v.cell.assignments);
+    cell["file"] = file;
+    cell["tag"] = file.substr(0, std::min<std::size_t>(file.size() - std::string_view(".Dockerfile").size(), 128));
     include.push_back(cell);
   }
   return {{"include", include}};
@@ -89,7 +110,9 @@ void add_matrix_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<MatrixOptions>();
   CLI::App* command = app.add_subcommand("matrix", "Expand a profile's matrix and mark each cell valid or invalid");
   command->add_option("profile", options->profile, "Shipped profile name or path to a .toml file")->required();
-  command->add_option("--format", options->format, "table, json, or github ({\"include\":[...]} of the valid cells)")
+  command
+      ->add_option("--format", options->format,
+                   "table, json, or github ({\"include\":[...]} of the valid cells with platform, runner, file, tag)")
       ->check(CLI::IsMember({"table", "json", "github"}));
   command->add_flag_callback(
       "--json", [options] { options->format = "json"; }, "Same as --format json");

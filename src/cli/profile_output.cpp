@@ -25,6 +25,7 @@ nlohmann::json sources_json(const profile::Profile& p, const compat::Derived& de
     out["torch_wheels"] = wheels.url;
     out["torch_wheels_style"] = wheels.style == compat::WheelStyle::find_links ? "find-links" : "index";
   }
+  if (const std::string archive = compat::distro_archive_mirror(p); !archive.empty()) out["distro_archive"] = archive;
   const std::string python = compat::python_downloads_mirror(p);
   out["python_downloads"] = python.empty() ? std::string(compat::upstream::python_downloads) : python;
   return out;

@@ -57,6 +57,10 @@ std::string cuda_image_reference(const profile::Profile& profile, std::string_vi
   return profile.mirrors.registry.empty() ? image : profile.mirrors.registry + "/" + image;
 }
 
+std::string distro_archive_mirror(const profile::Profile& profile) {
+  return without_trailing_slash(profile.mirrors.distro_archive);
+}
+
 std::string python_downloads_mirror(const profile::Profile& profile) {
   return without_trailing_slash(profile.mirrors.python_downloads);
 }

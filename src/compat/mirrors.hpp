@@ -19,6 +19,10 @@ inline constexpr std::string_view pytorch = "https://download.pytorch.org/whl";
 inline constexpr std::string_view registry = "docker.io";
 inline constexpr std::string_view python_downloads =
     "https://github.com/astral-sh/python-build-standalone/releases/download";
+/// The Ubuntu archive as Ubuntu images' apt sources name it (amd64; arm64 uses ubuntu_ports).
+inline constexpr std::string_view ubuntu_archive = "http://archive.ubuntu.com/ubuntu";
+inline constexpr std::string_view ubuntu_security = "http://security.ubuntu.com/ubuntu";
+inline constexpr std::string_view ubuntu_ports = "http://ports.ubuntu.com/ubuntu-ports";
 }  // namespace upstream
 
 /// How pip reads a PyTorch wheel location.
@@ -65,6 +69,9 @@ WheelSource torch_wheels(const profile::Profile& profile, std::string_view varia
 std::string image_registry(const profile::Profile& profile);
 /// The base image reference: "nvidia/cuda:<tag>" upstream (Docker Hub), "<registry>/nvidia/cuda:<tag>" with a mirror.
 std::string cuda_image_reference(const profile::Profile& profile, std::string_view tag);
+
+/// The mirror of the distribution's archive for an image's apt sources, no trailing '/', or "" for upstream.
+std::string distro_archive_mirror(const profile::Profile& profile);
 
 /// uv's UV_PYTHON_INSTALL_MIRROR: the mirror, or "" to leave uv's default (upstream::python_downloads).
 std::string python_downloads_mirror(const profile::Profile& profile);

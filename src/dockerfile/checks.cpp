@@ -4,6 +4,7 @@
 
 #include "compat/derive.hpp"
 #include "dockerfile/layers.hpp"
+#include "dockerfile/reproducible.hpp"
 #include "dockerfile/text.hpp"
 
 namespace gpuenv::dockerfile {
@@ -113,6 +114,17 @@ std::vector<Finding> check(const profile::Profile& p, const compat::KnowledgeBas
     }
   }
   if (const auto duplicate = duplicate_libraries(p, kb)) out.push_back(*duplicate);
+  if (const auto compile = compile_finding(p, data)) out.push_back(*compile);
+  if (const PipPin* pin = python ? pip_for(data, *python) : nullptr) {
+    if (const PipAdvisory* advisory = pip_advisory_of(data, *pin)) {
+      out.push_back(make("dockerfile.pip", Status::warn,
+                         "pip " + pin->version + ", the last release for Python " + python->truncated(2).str() +
+                             ", predates pip " + advisory->fixed.str() + "'s fix of " + advisory->id +
+                             " (an interpreter with PEP 706 tar filters is not affected)",
+                         "use Python " + std::string("3.9 or newer, whose pip carries the fix"),
+                         advisory->provenance.source));
+    }
+  }
   return out;
 }
 

@@ -28,10 +28,19 @@ const TorchCudnn* Data::cudnn_of_torch(const util::Version& torch, const std::st
   return nullptr;
 }
 
+const TorchCompileGap* Data::compile_gap(const util::Version& torch, const util::Version& python) const {
+  const util::Version series = torch.truncated(2);
+  for (const TorchCompileGap& row : torch_compile) {
+    if (!(series < row.torch_min) && !(row.torch_max < series) && !(python.truncated(2) < row.python_from)) return &row;
+  }
+  return nullptr;
+}
+
 namespace {
 
 std::vector<util::RowKey> row_keys(std::string_view table) {
-  if (table == "python.toml") return {{"os_python", {"os"}}, {"numpy", {"framework"}}};
+  if (table == "python.toml")
+    return {{"os_python", {"os"}}, {"numpy", {"framework"}}, {"torch_compile", {"torch_min"}}};
   return {{"torch_cudnn", {"torch", "variant"}}};
 }
 
@@ -53,7 +62,8 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
     const std::string name(file.name);
     const auto parsed = util::read_data_table({file.name, file, row_keys(file.name)}, overlay);
     if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key({"os_python", "pip", "uv", "numpy", "torch_cudnn"})) {
+    if (const auto key = parsed->unexpected_key(
+            {"as_of", "os_python", "pip", "pip_advisory", "uv", "numpy", "torch_cudnn", "torch_compile"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
     auto os_rows = parsed->append_rows("os_python", data.os_python, [](TomlRow& row) {
@@ -93,6 +103,30 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!cudnn_rows) return cudnn_rows.error();
+    auto compile_rows = parsed->append_rows("torch_compile", data.torch_compile, [](TomlRow& row) {
+      TorchCompileGap out;
+      out.torch_min = row.version("torch_min");
+      out.torch_max = row.version("torch_max");
+      out.python_from = row.version("python_from");
+      out.provenance = compat::read_provenance(row);
+      return out;
+    });
+    if (!compile_rows) return compile_rows.error();
+    if (parsed->contains("pip_advisory")) {
+      PipAdvisory advisory;
+      auto read = parsed->read_table("pip_advisory", [&advisory](TomlRow& row) {
+        advisory.id = row.text("id");
+        advisory.fixed = row.version("fixed");
+        advisory.provenance = compat::read_provenance(row);
+      });
+      if (!read) return read.error();
+      data.pip_advisory = std::move(advisory);
+    }
+    if (parsed->contains("as_of")) {
+      auto as_of = parsed->top_level_text("as_of");
+      if (!as_of) return as_of.error();
+      data.as_of = *as_of;
+    }
     if (parsed->contains("uv")) {
       if (have_uv) return Error::internal(name + ": [uv] must be one table");
       auto uv = parsed->read_table("uv", [&data](TomlRow& row) {

@@ -3,6 +3,7 @@
 // the pinned uv that provides every other version, NumPy caps for older frameworks, and the cuDNN each PyTorch
 // wheel loads.
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,7 +28,7 @@ struct OsPython {
 /// The pinned uv used for every Python the OS does not ship as python3.
 struct Uv {
   std::string version;
-  std::string image;  ///< "ghcr.io/astral-sh/uv:0.9.2"
+  std::string image;  ///< "ghcr.io/astral-sh/uv:0.11.23"
   util::Version python_min;
   util::Version python_max;
   compat::Provenance provenance;
@@ -54,20 +55,40 @@ struct TorchCudnn {
 struct PipPin {
   util::Version python_min;  ///< major.minor
   util::Version python_max;  ///< major.minor
-  std::string version;       ///< "25.2"
+  std::string version;       ///< "26.2.1"
+  compat::Provenance provenance;
+};
+
+/// A pip security advisory: pins below `fixed` carry it ([pip_advisory] in python.toml).
+struct PipAdvisory {
+  std::string id;       ///< "CVE-2025-8869"
+  util::Version fixed;  ///< "25.3"
+  compat::Provenance provenance;
+};
+
+/// PyTorch series `torch_min`..`torch_max` (major.minor) whose torch.compile refuses Python `python_from` and newer.
+struct TorchCompileGap {
+  util::Version torch_min;
+  util::Version torch_max;
+  util::Version python_from;
   compat::Provenance provenance;
 };
 
 struct Data {
   std::vector<OsPython> os_python;
   std::vector<PipPin> pip;
+  std::optional<PipAdvisory> pip_advisory;
   Uv uv;
   std::vector<NumpyCap> numpy;
   std::vector<TorchCudnn> torch_cudnn;
+  std::vector<TorchCompileGap> torch_compile;
+  std::string as_of;  ///< the date the pins were last checked (python.toml `as_of`)
 
   const OsPython* python_of(const std::string& image_os) const;
   /// The row for a torch release (any patch) and wheel variant, or null.
   const TorchCudnn* cudnn_of_torch(const util::Version& torch, const std::string& variant) const;
+  /// The row saying torch `torch`'s torch.compile refuses Python `python` (major.minor), or null when it runs.
+  const TorchCompileGap* compile_gap(const util::Version& torch, const util::Version& python) const;
 };
 
 /// Parses the tables; an internal Error naming the file and row on bad data.

@@ -3,6 +3,7 @@
 // gives byte-identical output. `gpuenv dockerfile` (cli) decides where the text goes.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,9 @@ struct Options {
   /// How the digest was given, repeated in the "Regenerate with" line: "--digest sha256:..." or
   /// "--digest-lock FILE"; empty without a digest.
   std::string digest_argument;
+  /// Digests of the other images the file names, keyed by reference as helper_images() lists them ("sha256:...");
+  /// from --digest-lock. The syntax line and FROM then name <image>@<digest>; an image without one keeps its tag.
+  std::map<std::string, std::string> helper_digests;
   /// A hashed requirements file that replaces the framework's pins (pip's hash-checking mode); nullopt: the
   /// pins. render() returns an input Error when it does not pin the profile's framework release.
   std::optional<HashedRequirements> hashed_requirements;
@@ -72,6 +76,10 @@ std::string profile_hash(const profile::Profile& profile);
 std::string canonical_fields(const profile::Profile& profile);
 /// FNV-1a 64 of `bytes`.
 std::uint64_t fnv1a64(std::string_view bytes);
+
+/// The images besides the nvidia/cuda base that the Dockerfile for `profile` names: the syntax directive's
+/// docker/dockerfile:1, uv's image when uv installs Python, the curl image with --with-doctor.
+std::vector<std::string> helper_images(const profile::Profile& profile, const Data& data, bool with_doctor);
 
 /// The file name for one matrix cell in `--all` output: "<profile>.Dockerfile" for a profile without a matrix,
 /// otherwise "<profile>_<key>-<value>_....Dockerfile" with anything outside [A-Za-z0-9._-] replaced by '-'.

@@ -196,24 +196,26 @@ util::Expected<FrameworkSteps> framework_steps(const profile::Profile& p, const 
   return Error::internal("unknown framework " + p.framework_name);
 }
 
-std::string framework_install(const FrameworkSteps& steps, const HashedRequirements* hashed) {
-  const std::string pip = "RUN " + std::string(k_pip_cache_mount) + " \\\n    pip install ";
+std::string framework_install(const FrameworkSteps& steps, const HashedRequirements* hashed,
+                              const std::string& permissions) {
+  const std::string pip =
+      "RUN " + std::string(k_pip_cache_mount) + " \\\n    " + k_netrc_secret_mount + " \\\n    pip install ";
   const std::string index = steps.index.empty() ? std::string() : steps.index + " ";
-  const std::string group_writable = std::string(" \\\n && chmod -R g=u ") + k_venv + "\n";
+  const std::string after = " \\\n && " + permissions + "\n";
   if (hashed == nullptr) {
     return steps.comment + steps.arg_lines + pip + steps.index + (steps.index.empty() ? "" : " \\\n      ") +
-           util::join(steps.requirements, " ") + group_writable;
+           util::join(steps.requirements, " ") + after;
   }
   const HashedRequirement* pin = hashed->find(steps.package);
   return steps.comment +
          comment("Hashed requirements (--hashed-requirements " + hashed->path +
-                 ") replace these pins: pip's hash-checking mode installs only files whose hashes the lock lists and "
-                 "refuses any "
-                 "package it does not pin; gpuenv checked that it pins " +
+                 ") replace these pins: pip's hash-checking mode installs only files whose hashes the lock lists, "
+                 "refuses any package it does not pin and, with --only-binary :all:, never runs a source build; gpuenv "
+                 "checked that it pins " +
                  steps.package + "==" + (pin != nullptr ? pin->version : steps.pin) +
                  ". The copy stays in the image as a record.") +
          steps.arg_lines + "COPY " + hashed->path + " " + k_hashed_requirements_path + "\n" + pip +
-         "--require-hashes " + index + "\\\n      -r " + k_hashed_requirements_path + group_writable;
+         "--require-hashes --only-binary :all: " + index + "\\\n      -r " + k_hashed_requirements_path + after;
 }
 
 std::string no_shadow_assert() {

@@ -37,9 +37,11 @@ struct FrameworkSteps {
 util::Expected<FrameworkSteps> framework_steps(const profile::Profile& profile, const compat::KnowledgeBase& kb,
                                                const Data& data);
 
-/// The install lines: the pins, or with `hashed` a COPY of the file and pip's hash-checking mode; both with
-/// pip's cache mount, then the venv made group-writable in the same layer.
-std::string framework_install(const FrameworkSteps& steps, const HashedRequirements* hashed);
+/// The install lines: the pins, or with `hashed` a COPY of the file and pip's hash-checking mode with wheels only;
+/// both with pip's cache mount and the index credentials secret, then `permissions` (venv_permissions()) in the same
+/// layer.
+std::string framework_install(const FrameworkSteps& steps, const HashedRequirements* hashed,
+                              const std::string& permissions);
 
 /// A python -c statement list (no quotes) asserting that no directory on LD_LIBRARY_PATH holds a cuBLAS, cuDNN
 /// or nvJitLink that the loader would pick before the wheels' RUNPATH.

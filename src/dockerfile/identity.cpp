@@ -1,6 +1,8 @@
 #include <cstdio>
 
 #include "dockerfile/dockerfile.hpp"
+#include "dockerfile/doctor_stage.hpp"
+#include "dockerfile/sources.hpp"
 #include "dockerfile/text.hpp"
 #include "profile/fields.hpp"
 #include "util/strings.hpp"
@@ -34,6 +36,13 @@ std::string profile_hash(const profile::Profile& p) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(canonical_fields(p))));
   return std::string("fnv1a64:") + hex;
+}
+
+std::vector<std::string> helper_images(const profile::Profile& profile, const Data& data, bool with_doctor) {
+  std::vector<std::string> out{k_syntax_image};
+  if (plan_python(profile, data).method == PythonPlan::Method::uv) out.push_back(data.uv.image);
+  if (with_doctor) out.push_back(doctor_download_image());
+  return out;
 }
 
 std::string cell_file_name(const std::string& profile_name, const profile::Assignments& assignments) {

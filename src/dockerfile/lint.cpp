@@ -139,6 +139,8 @@ class Checker {
       problem(in, "FROM needs `image [AS name]`");
       return;
     }
+    // A registry mirror prefix (`${GPUENV_REGISTRY}/...`) is checked as a registry and left out of the name.
+    const bool mirrored = util::starts_with(rest[0], "${GPUENV_REGISTRY}/");
     std::string image = resolve(in, rest[0]);
     if (const std::size_t at = image.find('@'); at != std::string::npos) {
       if (!is_digest(std::string_view(image).substr(at + 1)))
@@ -146,7 +148,7 @@ class Checker {
       image.resize(at);
     }
     if (image != util::to_lower(image)) problem(in, "image name `" + image + "` is not lower case");
-    image = without_registry(in, image);
+    image = mirrored ? without_mirror(in, image) : without_registry(in, image);
     if (image == "scratch" || m_stages.contains(image)) {
       // a stage or the empty image
     } else if (util::starts_with(image, "nvidia/cuda:")) {
@@ -199,6 +201,16 @@ class Checker {
     return image.substr(at + 1);
   }
 
+  /// "<registry>/<image>" -> "<image>" for a FROM behind the registry mirror ARG; the registry must be a host.
+  std::string without_mirror(const Instruction& in, const std::string& image) {
+    const auto registry = m_global_args.find("GPUENV_REGISTRY");
+    if (registry == m_global_args.end() || !util::starts_with(image, registry->second + "/")) return image;
+    const std::string host = registry->second.substr(0, registry->second.find('/'));
+    if (host.find_first_of(".:") == std::string::npos && host != "localhost")
+      problem(in, "`" + registry->second + "` is not a registry host");
+    return image.substr(registry->second.size() + 1);
+  }
+
   void reference(const Instruction& in, const std::string& source, const std::string& what) {
     if (m_stages.contains(source)) return;
     if (std::find(m_allowed.begin(), m_allowed.end(), source) != m_allowed.end()) return;
@@ -211,7 +223,7 @@ class Checker {
     for (const std::string& arg : args) {
       if (!util::starts_with(arg, "--")) break;
       if (!util::starts_with(arg, "--mount=type=cache,")) continue;
-      if (!m_syntax) problem(in, "RUN --mount without `# syntax=docker/dockerfile:1` on the first line");
+      if (!m_syntax) problem(in, "RUN --mount without a `# syntax=docker/dockerfile:1` directive on the first line");
       // A cache under /root is only used by root: pip run by another USER would write its own cache into the layer.
       if (util::contains(arg, "target=/root/") && !m_user.empty() && m_user != "root" && m_user != "0")
         problem(in, "cache mount under /root for USER " + m_user + ", who does not use it");
@@ -264,7 +276,7 @@ class Checker {
   bool m_root_allowed = false;
   std::set<std::string> m_stages;
   std::map<std::string, std::string> m_global_args;
-  bool m_syntax = false;  ///< the text starts with `# syntax=docker/dockerfile:1`
+  bool m_syntax = false;  ///< the text starts with a syntax directive naming docker/dockerfile:1
   bool m_debian_frontend = false;
   std::string m_user;  ///< the current stage's USER ("" = root)
   std::vector<std::string> m_problems;
@@ -292,9 +304,17 @@ bool is_cuda_tag(std::string_view tag) {
   return std::regex_match(tag.begin(), tag.end(), re);
 }
 
+bool is_syntax_directive(std::string_view line) {
+  // docker/dockerfile:1, behind a registry mirror (a host, then the path), pinned by digest or not.
+  static const std::regex re(
+      "# syntax=(([a-z0-9-]+(\\.[a-z0-9-]+)+|localhost)(:[0-9]{1,5})?(/[a-z0-9._-]+)*/)?docker/dockerfile:1"
+      "(@sha256:[0-9a-f]{64})?");
+  return std::regex_match(line.begin(), line.end(), re);
+}
+
 std::vector<std::string> structural_problems(std::string_view text, const std::vector<std::string>& allowed_images,
                                              bool root_allowed) {
-  Checker checker(allowed_images, root_allowed, util::starts_with(text, "# syntax=docker/dockerfile:1\n"));
+  Checker checker(allowed_images, root_allowed, is_syntax_directive(text.substr(0, text.find('\n'))));
   checker.check(parse_instructions(text));
   return checker.take();
 }

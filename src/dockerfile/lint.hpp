@@ -23,6 +23,10 @@ std::vector<Instruction> parse_instructions(std::string_view text);
 /// "12.4.1-cudnn-runtime-ubuntu22.04".
 bool is_cuda_tag(std::string_view tag);
 
+/// True for a first line `# syntax=docker/dockerfile:1`, optionally behind a registry and pinned by digest
+/// ("# syntax=docker.m.daocloud.io/docker/dockerfile:1@sha256:<hex>").
+bool is_syntax_directive(std::string_view line);
+
 /// Every problem found, each "line N: what is wrong"; empty when the text is sound.
 /// `allowed_images` lists the non-nvidia images a FROM may name (exact references, tag included).
 /// `root_allowed`: a final `USER root` is what the profile asked for (`[image] user = "root"`), not a problem.

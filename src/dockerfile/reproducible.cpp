@@ -1,5 +1,7 @@
 #include "dockerfile/reproducible.hpp"
 
+#include <regex>
+
 #include "dockerfile/text.hpp"
 #include "util/strings.hpp"
 
@@ -63,6 +65,20 @@ bool is_hash_option(std::string_view word) {
   return length != 0 && hex.size() == length && is_hex(hex);
 }
 
+/// A Docker image reference with a tag and no digest: lower-case path components (a registry host among them),
+/// `:tag`.
+bool is_tagged_reference(std::string_view text) {
+  static const std::regex re(
+      "[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}");
+  return std::regex_match(text.begin(), text.end(), re);
+}
+
+/// A PEP 440 version as it may stand in a generated RUN line.
+bool is_plain_version(std::string_view text) {
+  static const std::regex re("[0-9][A-Za-z0-9.!+_-]{0,63}");
+  return std::regex_match(text.begin(), text.end(), re);
+}
+
 }  // namespace
 
 bool is_digest(std::string_view text) { return digest_problem(text).empty(); }
@@ -91,14 +107,16 @@ util::Expected<DigestLock> parse_digest_lock(std::string_view text, const std::s
     for (std::string_view word : util::split(line, ' ')) {
       if (!util::trim(word).empty()) words.emplace_back(util::trim(word));
     }
-    const std::string fix = "write one `nvidia/cuda:<tag> sha256:<64 hex digits>` per line (docs/dockerfile.md)";
+    const std::string fix = "write one `<image>:<tag> sha256:<64 hex digits>` per line (docs/dockerfile.md)";
     if (words.size() != 2) {
       return Error::input(located(file, number) + ": expected `<image> <digest>`, found " +
                               std::to_string(words.size()) + " word" + (words.size() == 1 ? "" : "s"),
                           fix);
     }
-    if (!util::starts_with(words[0], "nvidia/cuda:") || words[0].size() == 12 || util::contains(words[0], "@")) {
-      return Error::input(located(file, number) + ": `" + words[0] + "` is not an nvidia/cuda:<tag> reference", fix);
+    if (!is_tagged_reference(words[0])) {
+      return Error::input(located(file, number) + ": `" + words[0] +
+                              "` is not an image reference with a tag (lower case, `name:tag`, no digest)",
+                          fix);
     }
     if (const std::string problem = digest_problem(words[1]); !problem.empty()) {
       return Error::input(located(file, number) + ": the digest of " + words[0] + " " + problem, fix);
@@ -109,8 +127,7 @@ util::Expected<DigestLock> parse_digest_lock(std::string_view text, const std::s
                           "keep one line per image");
     }
   }
-  if (lock.digests.empty())
-    return Error::input(file + ": no `nvidia/cuda:<tag> sha256:<hex>` line", "add one per base image");
+  if (lock.digests.empty()) return Error::input(file + ": no `<image>:<tag> sha256:<hex>` line", "add one per image");
   return lock;
 }
 
@@ -142,14 +159,14 @@ util::Expected<HashedRequirements> parse_hashed_requirements(std::string_view te
     }
     // The requirement is everything before the first --hash; markers (`; python_version ...`) are kept by pip.
     std::string requirement;
-    std::size_t hashes = 0;
+    std::vector<std::string> hashes;
     for (std::string_view word : words) {
       if (util::starts_with(word, "--hash")) {
         if (!is_hash_option(word)) {
           return Error::input(where + ": `" + std::string(word) + "` is not --hash=sha256:<64 hex digits>", generate);
         }
-        ++hashes;
-      } else if (hashes == 0) {
+        hashes.emplace_back(word);
+      } else if (hashes.empty()) {
         requirement += (requirement.empty() ? "" : " ") + std::string(word);
       } else {
         return Error::input(where + ": `" + std::string(word) + "` after the hashes", generate);
@@ -161,12 +178,13 @@ util::Expected<HashedRequirements> parse_hashed_requirements(std::string_view te
       return Error::input(where + ": `" + requirement + "` is not pinned with ==",
                           "pip's hash-checking mode needs every requirement pinned; " + generate);
     }
-    if (hashes == 0) return Error::input(where + ": " + requirement + " has no --hash", generate);
+    if (hashes.empty()) return Error::input(where + ": " + requirement + " has no --hash", generate);
     HashedRequirement pin;
     pin.name = normalized_name(util::trim(std::string_view(spec).substr(0, equals)));
     std::string_view version = util::trim(std::string_view(spec).substr(equals + 2));
     if (util::starts_with(version, "=")) version = util::trim(version.substr(1));  // ===
     pin.version = std::string(version);
+    pin.hashes = std::move(hashes);
     pin.line = logical.line;
     out.pins.push_back(std::move(pin));
   }
@@ -205,12 +223,34 @@ util::Expected<util::Ok> check_framework_pin(const HashedRequirements& requireme
   return util::Ok{};
 }
 
+util::Expected<std::string> hashed_pip_requirement(const HashedRequirements& requirements) {
+  const HashedRequirement* pip = requirements.find("pip");
+  if (pip == nullptr) {
+    return Error::input(requirements.path +
+                            ": no pip pin; with --hashed-requirements pip itself is installed from the file's hashes "
+                            "before the framework",
+                        "add pip to the requirements you compile (uv pip compile keeps it; pip-compile needs "
+                        "--allow-unsafe) and regenerate the file");
+  }
+  if (!is_plain_version(pip->version)) {
+    return Error::input(located(requirements.path, pip->line) + ": pip==" + pip->version + " is not a plain version",
+                        "pin pip with a release number, e.g. pip==26.2.1");
+  }
+  return "pip==" + pip->version + " " + util::join(pip->hashes, " ");
+}
+
 const PipPin* pip_for(const Data& data, const util::Version& python) {
   const util::Version mm = python.truncated(2);
   for (const PipPin& row : data.pip) {
     if (!(mm < row.python_min) && !(row.python_max < mm)) return &row;
   }
   return nullptr;
+}
+
+const PipAdvisory* pip_advisory_of(const Data& data, const PipPin& pin) {
+  const auto version = util::Version::parse(pin.version);
+  if (!data.pip_advisory || !version || !(*version < data.pip_advisory->fixed)) return nullptr;
+  return &*data.pip_advisory;
 }
 
 }  // namespace gpuenv::dockerfile

@@ -19,6 +19,9 @@ namespace gpuenv::dockerfile {
 inline constexpr const char* k_pip_cache_mount = "--mount=type=cache,target=/root/.cache/pip";
 /// uv's cache as a BuildKit cache mount (uv runs as root too).
 inline constexpr const char* k_uv_cache_mount = "--mount=type=cache,target=/root/.cache/uv";
+/// Index credentials as a BuildKit secret (`docker build --secret id=netrc,src=$HOME/.netrc`): pip and uv read
+/// ~/.netrc, and nothing reaches a layer or the image history, as it would through a build argument.
+inline constexpr const char* k_netrc_secret_mount = "--mount=type=secret,id=netrc,target=/root/.netrc,required=false";
 /// Where a --hashed-requirements file is copied in the image (kept: it records what was installed).
 inline constexpr const char* k_hashed_requirements_path = "/opt/venv/requirements.hashed.txt";
 
@@ -28,21 +31,23 @@ bool is_digest(std::string_view text);
 /// A --digest value, checked: a usage Error naming what is wrong and the expected form.
 util::Expected<std::string> parse_digest(std::string_view text);
 
-/// Base-image digests by image reference ("nvidia/cuda:<tag>"), from a --digest-lock file.
+/// Image digests by image reference ("nvidia/cuda:<tag>", "docker/dockerfile:1", "ghcr.io/astral-sh/uv:<tag>"), from
+/// a --digest-lock file.
 struct DigestLock {
   std::map<std::string, std::string> digests;
-  /// The digest of `image` ("nvidia/cuda:<tag>"), or null.
+  /// The digest of `image` (the reference as written, registry mirror left out), or null.
   const std::string* find(const std::string& image) const;
 };
 
-/// Parses a --digest-lock file: one `nvidia/cuda:<tag> sha256:<hex>` per line; blank lines and `#` comments
-/// are skipped. An input Error names the file, the line and the fix.
+/// Parses a --digest-lock file: one `<image>:<tag> sha256:<hex>` per line (a lower-case image reference with a tag
+/// and no digest); blank lines and `#` comments are skipped. An input Error names the file, the line and the fix.
 util::Expected<DigestLock> parse_digest_lock(std::string_view text, const std::string& file);
 
 /// One pinned requirement of a hashed requirements file.
 struct HashedRequirement {
-  std::string name;     ///< normalized: lower case, '_' and '.' as '-', extras dropped ("tensorflow")
-  std::string version;  ///< as pinned, local label included ("2.9.1+cu128")
+  std::string name;                 ///< normalized: lower case, '_' and '.' as '-', extras dropped ("tensorflow")
+  std::string version;              ///< as pinned, local label included ("2.9.1+cu128")
+  std::vector<std::string> hashes;  ///< "--hash=sha256:<hex>" options, as written
   std::size_t line = 0;
 };
 
@@ -66,7 +71,14 @@ util::Expected<util::Ok> check_framework_pin(const HashedRequirements& requireme
                                              const std::string& version, const std::string& variant,
                                              const std::string& numpy_cap);
 
+/// The pip line of a hashed requirements file as a one-line requirements file of its own ("pip==26.2.1
+/// --hash=sha256:..."), for installing pip from its hashes before everything else; an input Error when the file pins
+/// no pip or pins it with characters outside a version's.
+util::Expected<std::string> hashed_pip_requirement(const HashedRequirements& requirements);
+
 /// The pip release that pins pip itself for `python` (data/dockerfile/python.toml [[pip]]), or null.
 const PipPin* pip_for(const Data& data, const util::Version& python);
+/// The advisory `pin` predates ([pip_advisory]: pins below its fixed release), or null.
+const PipAdvisory* pip_advisory_of(const Data& data, const PipPin& pin);
 
 }  // namespace gpuenv::dockerfile

@@ -17,8 +17,9 @@ std::string mirrors_note(const profile::Profile& profile, const std::string& tor
   std::vector<std::string> used;
   std::vector<std::string> undo;
   if (!m.registry.empty()) {
-    used.push_back("the base image from " + m.registry);
+    used.push_back("the base image and the Dockerfile frontend (the syntax line) from " + m.registry);
     undo.push_back(std::string("--build-arg ") + k_registry_arg + "=" + std::string(compat::upstream::registry));
+    undo.push_back(std::string("--build-arg BUILDKIT_SYNTAX=") + k_syntax_image);
   }
   if (!m.pypi.empty() && !profile.framework_name.empty()) {
     used.push_back("Python packages from " + m.pypi);
@@ -38,6 +39,15 @@ std::string mirrors_note(const profile::Profile& profile, const std::string& tor
                      compat::torch_wheels(profile::Profile{}, torch_variant).url);
     }
   }
+  if (!m.distro_archive.empty() && profile.os_distro == "ubuntu") {
+    used.push_back("apt packages from " + compat::distro_archive_mirror(profile));
+    undo.push_back(std::string("--build-arg ") + k_distro_archive_arg + "=" +
+                   std::string(compat::upstream::ubuntu_archive));
+  }
+  if (!m.cuda_repo.empty()) {
+    used.push_back("NVIDIA's CUDA apt repository from " + compat::cuda_repo_base(profile));
+    undo.push_back(std::string("--build-arg ") + k_cuda_repo_arg + "=" + std::string(compat::upstream::cuda_repo));
+  }
   if (!m.python_downloads.empty() && uses_uv) {
     used.push_back("uv's Python builds from " + compat::python_downloads_mirror(profile));
     undo.push_back("--build-arg UV_PYTHON_INSTALL_MIRROR=" + std::string(compat::upstream::python_downloads));
@@ -56,6 +66,44 @@ std::string registry_arg(const profile::Profile& profile) {
 std::string from_reference(const profile::Profile& profile, const std::string& tag) {
   if (profile.mirrors.registry.empty()) return "nvidia/cuda:" + tag;
   return std::string("${") + k_registry_arg + "}/nvidia/cuda:" + tag;
+}
+
+std::string syntax_line(const profile::Profile& profile, const std::string& digest) {
+  // The directive is read before any ARG: the mirror is written out (BUILDKIT_SYNTAX overrides it).
+  const std::string registry = profile.mirrors.registry.empty() ? std::string() : profile.mirrors.registry + "/";
+  return "# syntax=" + registry + k_syntax_image + digest_suffix(digest) + "\n";
+}
+
+std::string hub_image_reference(const profile::Profile& profile, const std::string& image, const std::string& digest) {
+  const std::string registry =
+      profile.mirrors.registry.empty() ? std::string() : std::string("${") + k_registry_arg + "}/";
+  return registry + image + digest_suffix(digest);
+}
+
+std::string digest_suffix(const std::string& digest) { return digest.empty() ? std::string() : "@" + digest; }
+
+AptMirrors apt_mirrors(const profile::Profile& profile) {
+  const profile::Mirrors& m = profile.mirrors;
+  const bool archive = !m.distro_archive.empty() && profile.os_distro == "ubuntu";
+  if (!archive && m.cuda_repo.empty()) return {};
+  AptMirrors out;
+  std::string expressions;
+  if (archive) {
+    out.arg_lines += std::string("ARG ") + k_distro_archive_arg + "=" + compat::distro_archive_mirror(profile) + "\n";
+    const std::string to = std::string("${") + k_distro_archive_arg + "}";
+    for (std::string_view from : {compat::upstream::ubuntu_archive, compat::upstream::ubuntu_security})
+      expressions += " -e \"s|" + std::string(from) + "|" + to + "|g\"";
+    // arm64 images name ports.ubuntu.com; mirrors serve it beside the archive as <mirror>-ports.
+    expressions += " -e \"s|" + std::string(compat::upstream::ubuntu_ports) + "|" + to + "-ports|g\"";
+  }
+  if (!m.cuda_repo.empty()) {
+    out.arg_lines += std::string("ARG ") + k_cuda_repo_arg + "=" + compat::cuda_repo_base(profile) + "\n";
+    expressions += " -e \"s|" + std::string(compat::upstream::cuda_repo) + "|${" + k_cuda_repo_arg + "}|g\"";
+  }
+  // sources.list and deb822 .sources (Ubuntu 24.04), and the cuda-keyring's cuda-<os>-<arch>.list.
+  out.command = "find /etc/apt \\( -name sources.list -o -name '*.sources' -o -name 'cuda*.list' \\) -exec sed -i" +
+                expressions + " {} +";
+  return out;
 }
 
 std::string python_source_args(const profile::Profile& profile, bool uses_uv) {

@@ -15,6 +15,11 @@ namespace gpuenv::dockerfile {
 inline constexpr const char* k_registry_arg = "GPUENV_REGISTRY";
 /// Build argument holding the PyTorch wheel location.
 inline constexpr const char* k_torch_wheels_arg = "GPUENV_TORCH_WHEELS";
+/// Build arguments holding the apt mirrors an Ubuntu image's sources are rewritten to.
+inline constexpr const char* k_distro_archive_arg = "GPUENV_DISTRO_ARCHIVE";
+inline constexpr const char* k_cuda_repo_arg = "GPUENV_CUDA_REPO";
+/// The Dockerfile frontend image the `# syntax=` line names (BuildKit pulls it before anything else).
+inline constexpr const char* k_syntax_image = "docker/dockerfile:1";
 
 /// One paragraph (no comment markers) naming the mirrors the file uses and the build arguments that undo them;
 /// "" without [mirrors]. `torch_variant` is "" without PyTorch; `uses_uv` when uv installs Python.
@@ -25,6 +30,25 @@ std::string registry_arg(const profile::Profile& profile);
 /// The base image as FROM names it: "${GPUENV_REGISTRY}/nvidia/cuda:<tag>" with a registry mirror,
 /// "nvidia/cuda:<tag>" without.
 std::string from_reference(const profile::Profile& profile, const std::string& tag);
+
+/// The first line: `# syntax=docker/dockerfile:1`, behind [mirrors] registry (it comes from Docker Hub too) and
+/// pinned by `digest` ("sha256:...") when given.
+std::string syntax_line(const profile::Profile& profile, const std::string& digest);
+/// How FROM names a helper image from Docker Hub (the curl image): behind [mirrors] registry
+/// (`${GPUENV_REGISTRY}/<image>`) and pinned by `digest` when given. Images from other registries
+/// (ghcr.io/astral-sh/uv) take only the digest: use digest_suffix().
+std::string hub_image_reference(const profile::Profile& profile, const std::string& image, const std::string& digest);
+/// "@<digest>", or "" for no digest.
+std::string digest_suffix(const std::string& digest);
+
+/// For an apt image with [mirrors] distro_archive or cuda_repo: the ARG lines holding them and the command (for
+/// chain(), before apt-get update) that rewrites the image's apt sources to them; {"", ""} otherwise. The rewrite
+/// stays in the image, so derived images use the mirrors too.
+struct AptMirrors {
+  std::string arg_lines;
+  std::string command;
+};
+AptMirrors apt_mirrors(const profile::Profile& profile);
 
 /// ARG lines pointing pip (PIP_INDEX_URL) and, when `uses_uv`, uv (UV_DEFAULT_INDEX, UV_PYTHON_INSTALL_MIRROR) at
 /// the mirrors, with a comment; "" when neither [mirrors] pypi nor (with uv) python_downloads is set.

@@ -206,6 +206,23 @@ const std::vector<FieldEntry>& entries() {
          return one_of(v, {"nonroot", "root"});
        },
        &Profile::image_user},
+      {{"image.writable_venv",
+        "true or false: the Python environment group-writable, so the runtime uid can pip install into it (default "
+        "false: read-only to it)",
+        false, true},
+       [](std::string_view v) {
+         return one_of(v, {"true", "false"});
+       },
+       &Profile::image_writable_venv},
+      {{"image.rdma",
+        "true or false: the InfiniBand/RoCE user-space libraries (libibverbs, its providers, librdmacm) so NCCL can "
+        "use "
+        "RDMA (default false)",
+        false, true},
+       [](std::string_view v) {
+         return one_of(v, {"true", "false"});
+       },
+       &Profile::image_rdma},
       {{"framework.name", "one of pytorch, tensorflow", false},
        [](std::string_view v) {
          return one_of(v, {"pytorch", "tensorflow"});
@@ -254,6 +271,13 @@ const std::vector<FieldEntry>& entries() {
        nullptr,
        &Mirrors::registry,
        &registry_problem},
+      mirror_url(
+          "mirrors.distro_archive",
+          "the https URL of a mirror of the distribution's archive that replaces http://archive.ubuntu.com/ubuntu "
+          "and http://security.ubuntu.com/ubuntu in an Ubuntu image's apt sources (arm64: ports.ubuntu.com's "
+          "ubuntu-ports becomes <url>-ports), e.g. \"https://mirrors.tuna.tsinghua.edu.cn/ubuntu\" (no query, "
+          "credentials, spaces or quotes)",
+          &Mirrors::distro_archive),
       mirror_url("mirrors.python_downloads",
                  "an https URL that replaces https://github.com/astral-sh/python-build-standalone/releases/download "
                  "(uv's UV_PYTHON_INSTALL_MIRROR; no query, credentials, spaces or quotes)",

@@ -20,9 +20,10 @@ struct Mirrors {
   std::string pytorch_style;      ///< find-links (a flat listing of wheel files) | index (PEP 503)
   std::string registry;           ///< registry prefix of the base image: FROM <registry>/nvidia/cuda:<tag>
   std::string python_downloads;   ///< uv's UV_PYTHON_INSTALL_MIRROR (python-build-standalone releases)
+  std::string distro_archive;     ///< replaces the Ubuntu archive in an image's apt sources
   bool empty() const {
     return cuda_repo.empty() && container_toolkit.empty() && pypi.empty() && pytorch.empty() && pytorch_style.empty() &&
-           registry.empty() && python_downloads.empty();
+           registry.empty() && python_downloads.empty() && distro_archive.empty();
   }
 };
 
@@ -44,10 +45,12 @@ struct Profile {
   std::string install_container_toolkit;  ///< "true" | "false"; empty: true
   std::string install_cuda_compat;        ///< "true" | "false"; empty: false
   // --- end install additions ---
-  std::string image_flavor;    ///< base | runtime | devel; empty: gpuenv chooses (compat::effective_image_flavor)
-  std::string image_compiler;  ///< "true" | "false"; empty: true (gcc and Python headers for torch.compile)
-  std::string image_user;      ///< "nonroot" | "root"; empty: nonroot (uid 10001, gid 0)
-  std::string framework_name;  ///< empty: no framework
+  std::string image_flavor;         ///< base | runtime | devel; empty: gpuenv chooses (compat::effective_image_flavor)
+  std::string image_compiler;       ///< "true" | "false"; empty: true (gcc and Python headers for torch.compile)
+  std::string image_user;           ///< "nonroot" | "root"; empty: nonroot (uid 10001, gid 0)
+  std::string image_writable_venv;  ///< "true" | "false"; empty: false (the venv is read-only to the runtime uid)
+  std::string image_rdma;           ///< "true" | "false"; empty: false (no InfiniBand/RoCE user-space libraries)
+  std::string framework_name;       ///< empty: no framework
   std::string framework_version;
   std::string framework_python;
   std::string framework_variant;  ///< pytorch wheel variant (cuXYZ); empty: derived from cuda.version

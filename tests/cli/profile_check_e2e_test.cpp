@@ -80,6 +80,7 @@ const Row k_rows[] = {
     {"invalid/gpu-model-unknown.toml",          1, "gpu.model",                  "fail", "did you mean `H100`"},
     {"invalid/compute-capability-4.2.toml",     1, "gpu.cuda_support",           "fail", "compute capability 4.2 is not a known NVIDIA architecture"},
     {"invalid/matrix-with-invalid-cell.toml",   1, "pytorch.python",             "fail", "not 3.13"},
+    {"invalid/matrix-arch-no-aarch64-wheel.toml", 1, "pytorch.variant",          "fail", "publishes no Linux aarch64 cu124 wheel"},  // the arm64 cell of an os.arch axis
     // ---- usable: exit 0, possibly with a warning -----------------------------------------------------------------
     {"valid/torch-1.13.1-cu117.toml",           0, "pytorch.variant",            "pass", "torch 1.13.1+cu117 exists"},
     {"valid/driver-between-floor-and-minimum.toml", 0, "driver.cuda_minimum",    "warn", "at or above the CUDA 12.x minor-version-compatibility floor"},
@@ -92,6 +93,7 @@ const Row k_rows[] = {
     {"valid/debian-install-only.toml",          0, "image.os",                   "skip", "no nvidia/cuda images for debian"},
     {"valid/rhel-maps-to-ubi.toml",             0, "image.tag",                  "pass", "nvidia/cuda:12.4.1-cudnn-runtime-ubi9 is published"},
     {"valid/matrix-exclude-include.toml",       0, "image.tag",                  "warn", "nvidia/cuda:11.8.0-base-ubuntu22.04 is due for deletion"},  // PyTorch: base by default; CUDA 11 is past NVIDIA's two supported majors
+    {"valid/matrix-arch.toml",                  0, "image.tag",                  "warn", "nvidia/cuda:12.8.1-base-ubuntu24.04 is end-of-life"},  // an os.arch axis: both architectures; 12.8.2 supersedes 12.8.1
 };
 // clang-format on
 

@@ -273,8 +273,9 @@ TEST_CASE("hygiene: in every committed Dockerfile the only consecutive RUNs are 
       if (contains(in.arguments, "apt-get install")) CHECK(contains(in.arguments, "--no-install-recommends"));
       if (contains(in.arguments, "dnf install")) CHECK(contains(in.arguments, "--setopt=install_weak_deps=False"));
       CHECK_FALSE(contains(in.arguments, "--no-cache-dir"));  // cache mounts instead
+      // pip itself pinned: to a release, or from the hashed requirements file's hashes.
       if (contains(in.arguments, "-m venv") || contains(in.arguments, "uv venv"))
-        CHECK(contains(in.arguments, "-m pip install pip=="));  // pip itself pinned
+        CHECK((contains(in.arguments, "-m pip install pip==") || contains(in.arguments, "-r /tmp/pip.hashed.txt")));
     }
     ++files;
   }

@@ -14,6 +14,7 @@
 
 #include "compat/knowledge_base.hpp"
 #include "dockerfile/data.hpp"
+#include "dockerfile/doctor_stage.hpp"
 #include "dockerfile/layers.hpp"
 #include "dockerfile/lint.hpp"
 #include "profile/fields.hpp"
@@ -49,6 +50,13 @@ inline profile::Profile make_profile(const std::vector<std::pair<std::string, st
     REQUIRE(set.has_value());
   }
   return p;
+}
+
+/// `text` with its comment lines joined: a wrapped comment's words ("# a b\n# c") read as one line ("# a b c").
+inline std::string unwrapped(const std::string& text) {
+  std::string out = text;
+  for (std::size_t at = out.find("\n# "); at != std::string::npos; at = out.find("\n# ", at)) out.replace(at, 3, " ");
+  return out;
 }
 
 inline void write_text(const std::filesystem::path& path, const std::string& text) {
@@ -133,7 +141,7 @@ inline std::vector<std::string> own_problems(const std::string& text) {
     if (!tags.contains(tag))
       problems.push_back("line " + std::to_string(in.line) + ": nvidia/cuda:" + tag + " is not a published tag");
   }
-  if (!util::starts_with(text, "# syntax=docker/dockerfile:1\n"))
+  if (!gpuenv::dockerfile::is_syntax_directive(text.substr(0, text.find('\n'))))
     problems.push_back("line 1: no `# syntax=docker/dockerfile:1` directive");
   return problems;
 }

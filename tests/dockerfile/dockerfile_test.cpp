@@ -207,19 +207,22 @@ TEST_CASE(
   CHECK(contains(
       text,
       "RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \\\n    --mount=type=cache,target=/root/.cache/uv "
-      "\\\n    --mount=type=cache,target=/root/.cache/pip \\\n    uv python install 3.11 \\\n"
-      " && uv venv --seed --python 3.11 /opt/venv \\\n && /opt/venv/bin/python -m pip install pip==25.2\n"));
+      "\\\n    --mount=type=cache,target=/root/.cache/pip \\\n"
+      "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n    uv python install 3.11 \\\n"
+      " && uv venv --seed --python 3.11 /opt/venv \\\n && /opt/venv/bin/python -m pip install pip==26.2.1\n"));
   CHECK(contains(text, "ARG UV_PYTHON_INSTALL_DIR=/opt/python\n"));
   CHECK(contains(text, "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:$PATH \\\n    PYTHONUNBUFFERED=1\n"));
   CHECK(contains(text,
-                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --index-url "
+                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                 "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n    pip install --index-url "
                  "https://download.pytorch.org/whl/cu124 \\\n"
-                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=u /opt/venv\n"));
+                 "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=rX /opt/venv\n"));
   CHECK(contains(text, "assert v.split('.')[:2] == ['12', '4']"));
   CHECK_FALSE(contains(text, "numpy<2"));  // torch 2.4 supports NumPy 2
   // Non-root user, last; labels with the hash and escaped free text.
   CHECK(contains(text, "useradd --uid 10001 --gid 0 --home-dir /home/gpuenv --create-home --no-log-init"));
-  CHECK(gpuenv::util::ends_with(text, "ENV HOME=/home/gpuenv\nUSER 10001\nWORKDIR /home/gpuenv\n"));
+  CHECK(gpuenv::util::ends_with(text, "\nUSER 10001\nWORKDIR /home/gpuenv\n"));
+  CHECK(position(text, "ENV HOME=/home/gpuenv \\\n    USER=gpuenv") < position(text, "LABEL "));
   CHECK(contains(text, "io.gpuenv.profile.hash=\"" + gpuenv::dockerfile::profile_hash(p) + "\""));
   CHECK(contains(text, "org.opencontainers.image.description=\"demo \\\"quoted\\\" \\$HOME\""));
   CHECK(
@@ -248,13 +251,14 @@ TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the packag
     CHECK(contains(text, "ARG DEBIAN_FRONTEND=noninteractive\n"));
     CHECK_FALSE(contains(text, "ENV DEBIAN_FRONTEND"));
     CHECK(contains(text,
-                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    apt-get update \\\n"
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                   "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n    apt-get update \\\n"
                    " && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
                    " && rm -rf /var/lib/apt/lists/* \\\n && useradd --uid 10001"));  // the user in the same layer
     CHECK(position(text, "ARG DEBIAN_FRONTEND") < position(text, "apt-get install"));
     CHECK(contains(text,
                    " && chmod -R g=u /home/gpuenv \\\n && python3 -m venv /opt/venv \\\n"
-                   " && /opt/venv/bin/python -m pip install pip==25.2\n"));  // the venv in the same layer too
+                   " && /opt/venv/bin/python -m pip install pip==26.2.1\n"));  // the venv in the same layer too
     CHECK_FALSE(contains(text, "uv python install"));
     CHECK_FALSE(contains(text, "AS uv"));
     CHECK(own_problems(text).empty());
@@ -265,6 +269,7 @@ TEST_CASE("dockerfile: the OS's own Python comes from apt or dnf with the packag
     CHECK(contains(text, "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubi9\n"));
     CHECK(contains(text,
                    "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                   "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n"
                    "    dnf install -y --setopt=install_weak_deps=False --nodocs python3 python3-pip shadow-utils \\\n"
                    " && dnf clean all \\\n && rm -rf /var/cache/dnf \\\n && useradd --uid 10001"));
     CHECK_FALSE(contains(text, "DEBIAN_FRONTEND"));
@@ -305,11 +310,13 @@ TEST_CASE(
                                                    {"framework.version", "1.13.1"},
                                                    {"framework.python", "3.10"},
                                                    {"framework.variant", "cu117"}}));
-    CHECK(contains(text,
-                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --extra-index-url "
-                   "https://download.pytorch.org/whl/cu117 \\\n"
-                   "      torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 \"numpy<2\" \\\n"
-                   " && chmod -R g=u /opt/venv\n"));
+    CHECK(contains(
+        text,
+        "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+        "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n    pip install --extra-index-url "
+        "https://download.pytorch.org/whl/cu117 \\\n"
+        "      torch==1.13.1+cu117 torchvision==0.14.1+cu117 torchaudio==0.13.1 \"numpy<2\" \\\n"
+        " && chmod -R g=rX /opt/venv\n"));
     CHECK(contains(text, "== ['11', '7']"));
   }
   SECTION("2.1: index URL, numpy<2 (NumPy 2 support starts with torch 2.3)") {
@@ -347,8 +354,9 @@ TEST_CASE("dockerfile: TensorFlow: [and-cuda] where the release has it, plain be
                                                    {"framework.python", "3.12"},
                                                    {"cuda.version", "12.5.1"}}));
     CHECK(contains(text,
-                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install "
-                   "\"tensorflow[and-cuda]==2.20.0\" \\\n && chmod -R g=u /opt/venv\n"));
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                   "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n    pip install "
+                   "\"tensorflow[and-cuda]==2.20.0\" \\\n && chmod -R g=rX /opt/venv\n"));
     CHECK(contains(text, "tf.test.is_built_with_cuda()"));
     CHECK(contains(text, "== ['12', '5']"));
     CHECK_FALSE(contains(text, "numpy<2"));
@@ -361,8 +369,10 @@ TEST_CASE("dockerfile: TensorFlow: [and-cuda] where the release has it, plain be
                                                    {"cuda.version", "11.2.2"},
                                                    {"cudnn.version", "8"}}));
     CHECK(contains(text,
-                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install tensorflow==2.10.0 \"numpy<2\" "
-                   "\\\n && chmod -R g=u /opt/venv\n"));
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                   "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n    pip install "
+                   "tensorflow==2.10.0 \"numpy<2\" "
+                   "\\\n && chmod -R g=rX /opt/venv\n"));
     CHECK(contains(text, "== ['11', '2']"));
     CHECK(contains(text, "end-of-life"));  // 11.2.2 images are EOL: said in the header
   }
@@ -444,7 +454,7 @@ TEST_CASE("dockerfile: cell file names are predictable and file-name safe", "[do
 }
 
 TEST_CASE("dockerfile: structural checks catch what dockerfile-utils does not", "[dockerfile][lint]") {
-  const std::vector<std::string> allowed{"ghcr.io/astral-sh/uv:0.9.2"};
+  const std::vector<std::string> allowed{"ghcr.io/astral-sh/uv:0.11.23"};
   const auto problems = [&allowed](const std::string& text) {
     return gpuenv::dockerfile::structural_problems(text, allowed);
   };
@@ -465,7 +475,7 @@ TEST_CASE("dockerfile: structural checks catch what dockerfile-utils does not", 
   CHECK(has(
       problems("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN --mount=from=uv,source=/uv,target=/uv uv\n" + tail),
       "names no earlier stage"));
-  CHECK(problems("FROM ghcr.io/astral-sh/uv:0.9.2 AS uv\nFROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
+  CHECK(problems("FROM ghcr.io/astral-sh/uv:0.11.23 AS uv\nFROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
                  "RUN --mount=from=uv,source=/uv,target=/uv uv\nCOPY --from=uv /uv /uv\n" +
                  tail)
             .empty());

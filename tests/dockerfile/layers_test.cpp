@@ -138,14 +138,15 @@ TEST_CASE("layers: labels and header state the cuDNN and CUDA the wheels load, f
   CHECK_FALSE(contains(text, "cuDNN 8"));
 }
 
-TEST_CASE("layers: PyTorch >= 2.0 gets gcc and Python headers unless image.compiler is false", "[dockerfile][layers]") {
+TEST_CASE("layers: PyTorch >= 2.0 gets gcc, g++ and Python headers unless image.compiler is false",
+          "[dockerfile][layers]") {
   // Ubuntu 24.04's own Python 3.12: python3-dev too.
   const std::string os_python = render(torch29());
-  CHECK(
-      contains(os_python, "apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev python3-dev"));
-  // uv's Python carries its headers: gcc and libc6-dev only.
+  CHECK(contains(os_python,
+                 "apt-get install -y --no-install-recommends python3 python3-venv gcc g++ libc6-dev python3-dev"));
+  // uv's Python carries its headers: the compilers and libc6-dev only.
   const std::string uv = render(torch29({{"framework.python", "3.11"}}));
-  CHECK(contains(uv, "--no-install-recommends gcc libc6-dev \\\n"));
+  CHECK(contains(uv, "--no-install-recommends gcc g++ libc6-dev \\\n"));
   const std::string off = render(torch29({{"image.compiler", "false"}}));
   CHECK_FALSE(contains(off, "gcc"));
   // PyTorch 1.x has no torch.compile.
@@ -155,17 +156,17 @@ TEST_CASE("layers: PyTorch >= 2.0 gets gcc and Python headers unless image.compi
                                     {"framework.name", "pytorch"},
                                     {"framework.version", "1.13.1"},
                                     {"framework.python", "3.10"}});
-  CHECK_FALSE(gpuenv::dockerfile::wants_compiler(old));
+  CHECK_FALSE(gpuenv::dockerfile::wants_compiler(old, data()));
 }
 
-TEST_CASE("layers: a numeric group-0 user with a group-writable venv and home, or root when asked",
+TEST_CASE("layers: a numeric group-0 user with a group-writable home and a read-only venv, or root when asked",
           "[dockerfile][layers]") {
   const std::string text = render(torch29());
   CHECK(contains(text, "useradd --uid 10001 --gid 0 --home-dir /home/gpuenv"));
   CHECK(contains(text, "chgrp -R 0 /home/gpuenv"));
   CHECK(contains(text, "chmod -R g=u /home/gpuenv"));
   // The venv's permissions change in the install layer itself (no second copy of the wheels).
-  CHECK(contains(text, "torchaudio==2.9.1 \\\n && chmod -R g=u /opt/venv\n"));
+  CHECK(contains(text, "torchaudio==2.9.1 \\\n && chmod -R g=rX /opt/venv\n"));
   CHECK(contains(text, "\nUSER 10001\n"));
   CHECK_FALSE(contains(text, "USER gpuenv"));
   const std::string root = render(torch29({{"image.user", "root"}}));
@@ -189,6 +190,7 @@ TEST_CASE("layers: --with-doctor downloads the portable binary with its SHA-256 
   const std::string text = render(torch29(), true);
   CHECK(contains(text, "ARG GPUENV_FROM=download\n"));
   CHECK(text.find("ARG GPUENV_FROM=download") < text.find("FROM "));
+  CHECK(contains(text, "ARG TARGETARCH\nARG GPUENV_URL_AMD64\nARG GPUENV_SHA256_AMD64\nARG GPUENV_URL_ARM64\n"));
   CHECK(contains(text, "sha256sum -c /tmp/gpuenv.sha256"));
   CHECK_FALSE(contains(text, " | "));  // no pipe in a RUN (hadolint DL4006)
   CHECK(contains(text, "FROM gpuenv-${GPUENV_FROM} AS gpuenv-binary\n"));

@@ -79,6 +79,7 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
 
 const std::string k_aliyun = "pytorch = \"https://mirrors.aliyun.com/pytorch-wheels\"\n";
 const std::string k_tuna = "pypi = \"https://pypi.tuna.tsinghua.edu.cn/simple\"\n";
+const std::string k_netrc = "--mount=type=secret,id=netrc,target=/root/.netrc,required=false";
 
 }  // namespace
 
@@ -118,7 +119,8 @@ TEST_CASE("mirrors: the registry is a global build argument in front of nvidia/c
   REQUIRE(arg != std::string::npos);
   REQUIRE(from != std::string::npos);
   CHECK(arg < text.find("\nFROM "));
-  CHECK(contains(text, "GPUENV_REGISTRY=docker.io."));
+  CHECK(contains(unwrapped(text), "Upstream instead: --build-arg GPUENV_REGISTRY=docker.io --build-arg "
+                                  "BUILDKIT_SYNTAX=docker/dockerfile:1."));
   // The label names the image, not where it was pulled from.
   CHECK(contains(text, "org.opencontainers.image.base.name=\"docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04\""));
   CHECK_FALSE(contains(text, "PIP_INDEX_URL"));  // only what the profile sets
@@ -130,11 +132,12 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
   const std::string flat =
       render(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"find-links\"\n"));
   CHECK(contains(flat, "\nARG PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple\n"));
-  CHECK(contains(
-      flat,
-      "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124/\n"
-      "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
-      "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=u /opt/venv\n"));
+  CHECK(contains(flat,
+                 "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124/\n"
+                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " +
+                     k_netrc +
+                     " \\\n    pip install --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
+                     "      torch==2.4.1 torchvision==0.19.1 torchaudio==2.4.1 \\\n && chmod -R g=rX /opt/venv\n"));
   CHECK_FALSE(contains(flat, "download.pytorch.org/whl/cu124 \\"));
   // PIP_INDEX_URL is declared before the first pip runs.
   CHECK(flat.find("ARG PIP_INDEX_URL=") < flat.find("pip install pip=="));
@@ -142,16 +145,18 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
   const std::string index = render(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"index\"\n"));
   CHECK(contains(index,
                  "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124\n"
-                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --index-url "
-                 "\"${GPUENV_TORCH_WHEELS}\" --extra-index-url "
-                 "\"${PIP_INDEX_URL}\" \\\n"));
+                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " +
+                     k_netrc +
+                     " \\\n    pip install --index-url "
+                     "\"${GPUENV_TORCH_WHEELS}\" --extra-index-url "
+                     "\"${PIP_INDEX_URL}\" \\\n"));
   CHECK(contains(index, "--build-arg GPUENV_TORCH_WHEELS=https://download.pytorch.org/whl/cu124"));
 
   // An index without a PyPI mirror: every package from it, as upstream's --index-url.
   const std::string alone = render(torch("2.4.1", "12.4.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
-  CHECK(contains(alone,
-                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --index-url "
-                 "\"${GPUENV_TORCH_WHEELS}\" \\\n"));
+  CHECK(contains(alone, "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " + k_netrc +
+                            " \\\n    pip install --index-url "
+                            "\"${GPUENV_TORCH_WHEELS}\" \\\n"));
   CHECK_FALSE(contains(alone, "PIP_INDEX_URL"));
   for (const std::string& text : {flat, index, alone}) CHECK(own_problems(text).empty());
 }
@@ -159,15 +164,14 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
 TEST_CASE("mirrors: torch 1.13 (+cuXYZ pins on PyPI): --extra-index-url or --find-links, the pins kept",
           "[dockerfile][mirrors]") {
   const std::string index = render(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
-  CHECK(contains(index,
-                 "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --extra-index-url "
-                 "\"${GPUENV_TORCH_WHEELS}\" \\\n"
-                 "      torch==1.13.1+cu117 torchvision==0.14.1+cu117"));
+  CHECK(contains(index, "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " + k_netrc +
+                            " \\\n    pip install --extra-index-url "
+                            "\"${GPUENV_TORCH_WHEELS}\" \\\n"
+                            "      torch==1.13.1+cu117 torchvision==0.14.1+cu117"));
   const std::string flat = render(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"find-links\"\n"));
-  CHECK(contains(
-      flat,
-      "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
-      "      torch==1.13.1+cu117"));
+  CHECK(contains(flat, "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " + k_netrc +
+                           " \\\n    pip install --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
+                           "      torch==1.13.1+cu117"));
   for (const std::string& text : {flat, index}) CHECK(own_problems(text).empty());
 }
 
@@ -205,4 +209,35 @@ TEST_CASE("mirrors: the structural check resolves global ARGs in FROM and refuse
       "ARG R=docker.m.daocloud.io\nFROM ${R}/nvidia/cuda:12.4-runtime\nUSER app\n", {});
   REQUIRE(bad_tag.size() == 1);
   CHECK(contains(bad_tag[0], "does not follow the nvidia/cuda tag grammar"));
+}
+
+TEST_CASE("mirrors: the -cn image needs nothing outside the mirrors: frontend, base, apt sources, wheels, PyPI",
+          "[dockerfile][mirrors]") {
+  const Profile cn = shipped("pytorch-2.9-cu128-cn");
+  const std::string text = render(cn);
+  // The syntax directive is read before any ARG: the mirror is written out; BUILDKIT_SYNTAX undoes it.
+  CHECK(gpuenv::util::starts_with(text, "# syntax=docker.m.daocloud.io/docker/dockerfile:1\n"));
+  CHECK(contains(unwrapped(text), "--build-arg BUILDKIT_SYNTAX=docker/dockerfile:1"));
+  // apt: Ubuntu's archive, its security pocket and NVIDIA's CUDA repository rewritten before apt-get update.
+  CHECK(contains(text,
+                 "\nARG GPUENV_DISTRO_ARCHIVE=https://mirrors.tuna.tsinghua.edu.cn/ubuntu\n"
+                 "ARG GPUENV_CUDA_REPO=https://mirrors.aliyun.com/nvidia-cuda\n"));
+  const std::string rewrite =
+      "find /etc/apt \\( -name sources.list -o -name '*.sources' -o -name 'cuda*.list' \\) -exec sed -i"
+      " -e \"s|http://archive.ubuntu.com/ubuntu|${GPUENV_DISTRO_ARCHIVE}|g\""
+      " -e \"s|http://security.ubuntu.com/ubuntu|${GPUENV_DISTRO_ARCHIVE}|g\""
+      " -e \"s|http://ports.ubuntu.com/ubuntu-ports|${GPUENV_DISTRO_ARCHIVE}-ports|g\""
+      " -e \"s|https://developer.download.nvidia.com/compute/cuda/repos|${GPUENV_CUDA_REPO}|g\" {} +";
+  CHECK(contains(text, rewrite));
+  CHECK(text.find(rewrite) < text.find("apt-get update"));
+  CHECK(contains(unwrapped(text), "--build-arg GPUENV_DISTRO_ARCHIVE=http://archive.ubuntu.com/ubuntu"));
+  CHECK(own_problems(text).empty());
+  // --with-doctor's curl image comes through the registry mirror too.
+  gpuenv::dockerfile::Options doctor = options();
+  doctor.with_doctor = true;
+  const std::string with_doctor = gpuenv::dockerfile::render(cn, kb(), data(), doctor).value();
+  CHECK(contains(with_doctor, "\nFROM ${GPUENV_REGISTRY}/curlimages/curl:8.11.1 AS gpuenv-download\n"));
+  CHECK(own_problems(with_doctor).empty());
+  // Without distro_archive and cuda_repo the sources stay as the base image has them.
+  CHECK_FALSE(contains(render(shipped("pytorch-2.9-cu128")), "find /etc/apt"));
 }

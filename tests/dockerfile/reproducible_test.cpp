@@ -93,17 +93,23 @@ TEST_CASE("reproducible: the digest lock maps images to digests, bad lines name 
     return parsed.error().message;
   };
   CHECK(contains(error_of("# c\nnvidia/cuda:12.8.1-base-ubuntu24.04\n"), "d.txt:2: expected `<image> <digest>`"));
-  CHECK(contains(error_of("ubuntu:24.04 " + k_digest + "\n"), "d.txt:1: `ubuntu:24.04` is not an nvidia/cuda:<tag>"));
+  // Helper images are lockable too (docker/dockerfile:1, ghcr.io/astral-sh/uv:<tag>); a reference needs a tag.
+  CHECK(df::parse_digest_lock("docker/dockerfile:1 " + k_digest + "\nghcr.io/astral-sh/uv:0.11.23 " + k_digest + "\n",
+                              "d.txt")
+            .has_value());
+  CHECK(contains(error_of("ubuntu " + k_digest + "\n"), "d.txt:1: `ubuntu` is not an image reference with a tag"));
+  CHECK(contains(error_of("Ubuntu:24.04 " + k_digest + "\n"), "is not an image reference with a tag"));
+  CHECK(contains(error_of("ubuntu:24.04@" + k_digest + " " + k_digest + "\n"), "is not an image reference"));
   CHECK(contains(error_of("nvidia/cuda:12.8.1-base-ubuntu24.04 sha256:12\n"), "d.txt:1: the digest of"));
   CHECK(contains(error_of("nvidia/cuda:x " + k_digest + "\nnvidia/cuda:x sha256:" + std::string(64, '1') + "\n"),
                  "d.txt:2: nvidia/cuda:x is listed twice"));
-  CHECK(contains(error_of("# nothing\n"), "no `nvidia/cuda:<tag> sha256:<hex>` line"));
+  CHECK(contains(error_of("# nothing\n"), "no `<image>:<tag> sha256:<hex>` line"));
 }
 
 TEST_CASE("reproducible: hashed requirements: pins with hashes only, in the build context",
           "[dockerfile][reproducible]") {
   const df::HashedRequirements fixture = requirements(read_text(k_source / k_requirements), k_requirements);
-  CHECK(fixture.pins.size() == 6);
+  CHECK(fixture.pins.size() == 7);
   REQUIRE(fixture.find("torch") != nullptr);
   CHECK(fixture.find("torch")->version == "2.9.1+cu128");
   REQUIRE(fixture.find("nvidia-cudnn-cu12") != nullptr);  // a marker after the pin
@@ -155,10 +161,20 @@ TEST_CASE("reproducible: pip itself is pinned to a release the venv's Python can
   CHECK(pip("3.6") == "21.3.1");
   CHECK(pip("3.7") == "24.0");
   CHECK(pip("3.8.20") == "25.0.1");
-  CHECK(pip("3.9") == "25.2");
-  CHECK(pip("3.14") == "25.2");
+  CHECK(pip("3.9") == "26.0.1");  // pip 26.1 dropped 3.9
+  CHECK(pip("3.10") == "26.2.1");
+  CHECK(pip("3.14") == "26.2.1");
   CHECK(pip("3.15").empty());
   for (const df::PipPin& row : data().pip) CHECK_FALSE(row.provenance.source.empty());
+  // CVE-2025-8869 is fixed in pip 25.3: only the pins for Pythons no later pip supports carry it.
+  REQUIRE(data().pip_advisory.has_value());
+  CHECK(data().pip_advisory->id == "CVE-2025-8869");
+  CHECK(data().pip_advisory->fixed == *gpuenv::util::Version::parse("25.3"));
+  for (const df::PipPin& row : data().pip) {
+    INFO(row.version);
+    CHECK((df::pip_advisory_of(data(), row) != nullptr) == (row.python_max < *gpuenv::util::Version::parse("3.9")));
+  }
+  CHECK_FALSE(data().as_of.empty());
 }
 
 TEST_CASE("reproducible: a digest pins FROM as image:tag@digest, labelled and in the regenerate line",
@@ -186,10 +202,18 @@ TEST_CASE("reproducible: hashed requirements replace the pins with a COPY and pi
   CHECK(contains(text, "COPY " + k_requirements +
                            " /opt/venv/requirements.hashed.txt\n"
                            "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
-                           "    pip install --require-hashes --index-url https://download.pytorch.org/whl/cu128 \\\n"
-                           "      -r /opt/venv/requirements.hashed.txt \\\n && chmod -R g=u /opt/venv\n"));
+                           "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n"
+                           "    pip install --require-hashes --only-binary :all: --index-url "
+                           "https://download.pytorch.org/whl/cu128 \\\n"
+                           "      -r /opt/venv/requirements.hashed.txt \\\n && chmod -R g=rX /opt/venv\n"));
+  // pip itself comes from the file's hashes too, before the framework: no unhashed bootstrap install.
+  CHECK(contains(text, "printf '%s\\n' 'pip==26.2.1 --hash=sha256:"));
+  CHECK(contains(text,
+                 "/opt/venv/bin/python -m pip install --require-hashes --only-binary :all: --no-deps -r "
+                 "/tmp/pip.hashed.txt"));
+  CHECK_FALSE(contains(text, "pip install pip=="));
   CHECK_FALSE(contains(text, "torchvision==0.24.1 torchaudio"));  // the pins are the file's now
-  CHECK(contains(text, "gpuenv checked that it pins torch==2.9.1+cu128"));
+  CHECK(contains(unwrapped(text), "gpuenv checked that it pins torch==2.9.1+cu128"));
   CHECK(contains(text, "--hashed-requirements " + k_requirements + "\n"));
   CHECK(contains(text, "the build context is used for ./" + k_requirements + " (COPY)"));
   CHECK(contains(text, "io.gpuenv.requirements=\"/opt/venv/requirements.hashed.txt\""));
@@ -200,6 +224,26 @@ TEST_CASE("reproducible: hashed requirements replace the pins with a COPY and pi
   const auto mismatch = df::render(torch_29(), kb(), data(), options);
   REQUIRE_FALSE(mismatch.has_value());
   CHECK(mismatch.error().kind == ErrorKind::input);
+
+  // Without a pip pin, or a pip "version" that is no version: refused naming the file.
+  options.hashed_requirements = requirements("torch==2.9.1 " + hash_of('a') + "\n");
+  const auto no_pip = df::render(torch_29(), kb(), data(), options);
+  REQUIRE_FALSE(no_pip.has_value());
+  CHECK(contains(no_pip.error().message, "requirements.txt: no pip pin"));
+  options.hashed_requirements = requirements("torch==2.9.1 " + hash_of('a') + "\npip==1';x " + hash_of('b') + "\n");
+  const auto odd = df::render(torch_29(), kb(), data(), options);
+  REQUIRE_FALSE(odd.has_value());
+  CHECK(contains(odd.error().message, "requirements.txt:2: pip==1' is not a plain version"));
+
+  // uv's venv gets no unhashed seed packages: pip from the file, installed by uv.
+  gpuenv::profile::Profile uv = torch_29();
+  REQUIRE(gpuenv::profile::set_field(uv, "framework.python", "3.11").has_value());
+  options.hashed_requirements = requirements(read_text(k_source / k_requirements), k_requirements);
+  const std::string uv_text = render_ok(uv, options);
+  CHECK(contains(uv_text, "uv venv --python 3.11 /opt/venv"));
+  CHECK_FALSE(contains(uv_text, "--seed"));
+  CHECK(
+      contains(uv_text, "uv pip install --python /opt/venv/bin/python --require-hashes --only-binary :all: --no-deps"));
 }
 
 TEST_CASE("reproducible: pip and uv run under cache mounts as root, with the syntax line, never --no-cache-dir",
@@ -213,8 +257,16 @@ TEST_CASE("reproducible: pip and uv run under cache mounts as root, with the syn
     CHECK(gpuenv::util::starts_with(text, "# syntax=docker/dockerfile:1\n"));
     CHECK_FALSE(contains(text, "--no-cache-dir"));
     CHECK_FALSE(contains(text, "UV_NO_CACHE"));
-    CHECK(contains(text, "/opt/venv/bin/python -m pip install pip==25.2"));
-    CHECK(contains(text, "RUN --mount=type=cache,target=/root/.cache/pip \\\n    pip install --index-url"));
+    CHECK(contains(text, "/opt/venv/bin/python -m pip install pip==26.2.1"));
+    CHECK(contains(text, "checked " + data().as_of + "; a newer one may exist"));
+    // Index credentials as a secret, never a build argument; SOURCE_DATE_EPOCH reaches every RUN of the stage.
+    CHECK(contains(text,
+                   "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+                   "    --mount=type=secret,id=netrc,target=/root/.netrc,required=false \\\n"
+                   "    pip install --index-url"));
+    CHECK(contains(text, "--secret id=netrc,src=$HOME/.netrc"));
+    CHECK(contains(text, "\nFROM nvidia/cuda:12.8.1-base-ubuntu24.04\nARG SOURCE_DATE_EPOCH\n"));
+    CHECK_FALSE(contains(text, "ARG PIP_INDEX_URL"));
     CHECK(contains(text, "PYTHONUNBUFFERED=1"));
     CHECK(contains(text, "docker run --gpus all --ipc=host ... (or --shm-size=8g)"));
     // Every pip runs before the final USER, so /root/.cache is its cache.
@@ -239,7 +291,14 @@ TEST_CASE("reproducible: the structural check guards digests, the syntax line, /
   const std::string cached = "RUN --mount=type=cache,target=/root/.cache/pip pip install x==1\n";
   CHECK(problems(syntax + "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\n" + cached + tail).empty());
   CHECK(contains(problems("FROM nvidia/cuda:12.8.1-base-ubuntu24.04\n" + cached + tail),
-                 "RUN --mount without `# syntax=docker/dockerfile:1`"));
+                 "RUN --mount without a `# syntax=docker/dockerfile:1` directive"));
+  // The directive behind a registry mirror, pinned by digest, is still the directive.
+  CHECK(problems("# syntax=docker.m.daocloud.io/docker/dockerfile:1@" + k_digest +
+                 "\nFROM nvidia/cuda:12.8.1-base-ubuntu24.04\n" + cached + tail)
+            .empty());
+  CHECK_FALSE(df::is_syntax_directive("# syntax=docker/dockerfile:1.4"));
+  CHECK_FALSE(df::is_syntax_directive("# syntax=evil/dockerfile:1"));
+  CHECK_FALSE(df::is_syntax_directive("# syntax=evil/docker/dockerfile:1"));  // a Docker Hub namespace, no registry
   CHECK(contains(problems(syntax + "FROM nvidia/cuda:12.8.1-base-ubuntu24.04\nUSER 10001\n" + cached),
                  "cache mount under /root for USER 10001"));
   CHECK(contains(problems(syntax +
@@ -281,6 +340,12 @@ TEST_CASE("reproducible: end to end: --digest, --digest-lock with --all, --hashe
       CHECK(gpuenv::dockerfile::is_digest(digest));
       const std::string text = read_text(dir.path() / entry["file"].get<std::string>());
       CHECK(contains(text, "\nFROM " + entry["image"].get<std::string>() + "@" + digest + "\n"));
+      // Every other image is pinned by the lock too: the syntax frontend, and uv where it installs Python.
+      CHECK(gpuenv::util::starts_with(text, "# syntax=docker/dockerfile:1@sha256:"));
+      for (const auto& helper : entry["helper_images"]) {
+        if (helper == "ghcr.io/astral-sh/uv:0.11.23")
+          CHECK(contains(text, "FROM ghcr.io/astral-sh/uv:0.11.23@sha256:"));
+      }
       CHECK(contains(text, "--digest-lock tests/fixtures/dockerfile/digests.txt"));
       CHECK(own_problems(text).empty());
     }
@@ -297,6 +362,12 @@ TEST_CASE("reproducible: end to end: --digest, --digest-lock with --all, --hashe
     CHECK(contains(bad.err, "bad.txt:1: the digest of nvidia/cuda:12.8.1-base-ubuntu24.04 does not start with"));
     const auto absent = run_in_source({"dockerfile", "pytorch-2.9-cu128", "--digest-lock", dir.str() + "/none.txt"});
     CHECK(absent.exit_code == 2);
+    // The base alone is not enough: every image the file names must be in the lock.
+    write_text(dir.path() / "base-only.txt", "nvidia/cuda:12.8.1-base-ubuntu24.04 " + k_digest + "\n");
+    const auto helper = run_in_source(
+        {"dockerfile", "pytorch-2.9-cu128", "--with-doctor", "--digest-lock", dir.str() + "/base-only.txt"});
+    CHECK(helper.exit_code == 2);
+    CHECK(contains(helper.err, "base-only.txt: no digest for docker/dockerfile:1"));
   }
   SECTION("--hashed-requirements: installed with --require-hashes; a file for another release is exit 2") {
     const auto ok = run_in_source({"dockerfile", "pytorch-2.9-cu128", "--hashed-requirements", k_requirements});

@@ -1,8 +1,9 @@
 // deploy/github/images.yml, the CI recipe docs/ci.md prints: its structure (every action pinned by a full commit
-// SHA, the matrix wired from `gpuenv matrix --format github`, build-push-action with push or load, registry login,
-// metadata-action, registry cache, free-disk-space), docs/ci.md quoting it verbatim, and the real workflow
-// validator @action-validator/cli 0.6.0 (installed with `npm ci` from tests/dockerfile/workflow/package-lock.json
-// into the build directory) accepting it and rejecting a known-bad file.
+// SHA; the released gpuenv downloaded and checked, nothing of this repository built; the matrix from `gpuenv matrix
+// --format github` with its exit code kept; per-platform runners; cache-only pull requests; SBOM, provenance, scan
+// and signature on pushes; the GPU job as an arbitrary uid), the plan step's shell run by bash, docs/ci.md quoting it
+// verbatim, and the real workflow validator @action-validator/cli 0.6.0 (installed with `npm ci` from
+// tests/dockerfile/workflow/package-lock.json into the build directory) accepting it and rejecting a known-bad file.
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -58,21 +59,115 @@ TEST_CASE("workflow: every action is pinned by a full commit SHA with its releas
   }
 }
 
-TEST_CASE("workflow: the matrix comes from gpuenv and each cell builds, loads or pushes, and caches",
+TEST_CASE("workflow: portable: the released gpuenv by URL and SHA-256, nothing of this repository built",
           "[dockerfile][workflow]") {
   const std::string text = read_text(k_workflow);
-  for (const char* needle :
-       {"gpuenv matrix \"$PROFILE\" --format github", "matrix: ${{ fromJSON(needs.plan.outputs.matrix) }}",
-        "./gpuenv dockerfile \"$PROFILE\" ${{ matrix.set }} -o Dockerfile", "uses: jlumbroso/free-disk-space@",
-        "uses: docker/login-action@", "uses: docker/metadata-action@", "uses: docker/build-push-action@",
-        "push: ${{ github.event_name != 'pull_request' }}", "load: ${{ github.event_name == 'pull_request' }}",
-        "labels: ${{ steps.meta.outputs.labels }}", "cache-from: type=registry,", "type=registry,ref={0}:cache-{1}",
-        "packages: write", "npx --yes dockerfile-utils@0.16.3 lint Dockerfile"}) {
+  for (const char* needle : {"GPUENV_URL: ", "GPUENV_SHA256: ", "curl -fsSL --retry 3 -o gpuenv \"$GPUENV_URL\"",
+                             "echo \"$GPUENV_SHA256  gpuenv\" | sha256sum -c -"}) {
     INFO(needle);
     CHECK(contains(text, needle));
   }
-  // The free-disk-space step comes before anything large is pulled.
+  for (const char* absent : {"scripts/", "cmake", "build/release", "regen-dockerfiles"}) {
+    INFO(absent);
+    CHECK_FALSE(contains(text, absent));
+  }
+}
+
+TEST_CASE("workflow: the matrix comes from gpuenv, each cell builds on its platform's runner, and main ships it",
+          "[dockerfile][workflow]") {
+  const std::string text = read_text(k_workflow);
+  for (const char* needle : {"matrix=$(./gpuenv matrix \"$PROFILE\" --format github)\n          echo "
+                             "\"matrix=$matrix\" >> \"$GITHUB_OUTPUT\"",
+                             "./gpuenv dockerfile \"$PROFILE\" --all --out-dir images",
+                             "matrix: ${{ fromJSON(needs.plan.outputs.matrix) }}",
+                             "runs-on: ${{ matrix.runner }}",
+                             "platforms: ${{ matrix.platform }}",
+                             "file: images/${{ matrix.file }}",
+                             "concurrency:",
+                             "uses: jlumbroso/free-disk-space@",
+                             "uses: docker/login-action@",
+                             "uses: docker/metadata-action@",
+                             "uses: docker/build-push-action@",
+                             "push: ${{ github.event_name != 'pull_request' }}",
+                             "outputs: ${{ github.event_name == 'pull_request' && 'type=cacheonly' || '' }}",
+                             "sbom: ${{ github.event_name != 'pull_request' }}",
+                             "provenance: ${{ github.event_name != 'pull_request' && 'mode=max' || 'false' }}",
+                             "labels: ${{ steps.meta.outputs.labels }}",
+                             "cache-from: type=registry,",
+                             "type=registry,ref={0}:cache-{1}",
+                             "packages: write",
+                             "id-token: write",
+                             "uses: anchore/scan-action@",
+                             "severity-cutoff: critical",
+                             "uses: sigstore/cosign-installer@",
+                             "cosign sign --yes \"$IMAGE@$DIGEST\"",
+                             "SOURCE_DATE_EPOCH=$(git log -1",
+                             "npx --yes dockerfile-utils@0.16.3 lint"}) {
+    INFO(needle);
+    CHECK(contains(text, needle));
+  }
+  // The free-disk-space step comes before anything large is pulled; the scan and the signature come after the push.
   CHECK(text.find("free-disk-space@") < text.find("build-push-action@"));
+  CHECK(text.find("build-push-action@") < text.find("anchore/scan-action@"));
+  CHECK(text.find("build-push-action@") < text.find("cosign sign --yes"));
+}
+
+TEST_CASE("workflow: the GPU job runs the pushed digest as an arbitrary uid and checks CUDA, a matmul, torch.compile",
+          "[dockerfile][workflow]") {
+  const std::string text = read_text(k_workflow);
+  const std::size_t gpu = text.find("\n  gpu:\n");
+  REQUIRE(gpu != std::string::npos);
+  const std::string job = text.substr(gpu);
+  CHECK(contains(job, "if: github.event_name != 'pull_request'"));
+  CHECK(contains(
+      job, "runs-on: [self-hosted, linux, \"${{ matrix.platform == 'linux/arm64' && 'ARM64' || 'X64' }}\", gpu]"));
+  CHECK(contains(job,
+                 "docker run --rm --user 1000650000:0 --gpus all --ipc=host \"$IMAGE@$digest\" python -c "
+                 "\"$RUNTIME_CHECK\""));
+  for (const char* needle : {"assert torch.cuda.is_available()", "a @ a", "torch.cuda.synchronize()",
+                             "torch.compile(lambda x:", "for device in ('cuda', 'cpu'):", "getpass.getuser()"}) {
+    INFO(needle);
+    CHECK(contains(text, needle));
+  }
+}
+
+TEST_CASE("workflow: the plan step fails when gpuenv matrix fails (bash -e, as GitHub runs a step)",
+          "[dockerfile][workflow]") {
+  // The step's script as written, run by bash -e (GitHub's default shell on Linux runners) with a stand-in for the
+  // downloaded binary that prints a matrix or fails: exactly the shell semantics the step relies on.
+  const std::string text = read_text(k_workflow);
+  const std::string marker = "        id: plan\n        run: |\n";
+  const std::size_t at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  std::string script;
+  for (std::size_t line = at + marker.size(); text.compare(line, 10, "          ") == 0;) {
+    const std::size_t end = text.find('\n', line);
+    script += text.substr(line + 10, end - line - 10) + "\n";
+    line = end + 1;
+  }
+  REQUIRE(contains(script, "gpuenv matrix"));
+  TempDir dir;
+  write_text(dir.path() / "step.sh", script);
+  auto system = gpuenv::system::make_real_system();
+  const auto run_step = [&](const std::string& stand_in) {
+    write_text(dir.path() / "gpuenv", "#!/bin/sh\n" + stand_in);
+    fs::permissions(dir.path() / "gpuenv", fs::perms::owner_all);
+    fs::remove(dir.path() / "output");
+    return system->run(
+        {"env", "-i", "PATH=/usr/bin:/bin", "PROFILE=p", "GITHUB_OUTPUT=" + (dir.path() / "output").string(), "sh",
+         "-c", "cd \"$0\" && exec bash -e step.sh", dir.str()},
+        std::chrono::seconds(30));
+  };
+  const auto ok = run_step("echo '{\"include\":[]}'\n");
+  CHECK(ok.exit_code == 0);
+  CHECK(read_text(dir.path() / "output") == "matrix={\"include\":[]}\n");
+  const auto failing = run_step("echo 'partial'\nexit 1\n");
+  CHECK(failing.exit_code != 0);
+  CHECK_FALSE(fs::exists(dir.path() / "output"));
+  // The form the step avoids: the echo's status hides the command substitution's.
+  write_text(dir.path() / "step.sh",
+             "echo \"matrix=$(./gpuenv matrix \"$PROFILE\" --format github)\" >> \"$GITHUB_OUTPUT\"\n");
+  CHECK(run_step("exit 1\n").exit_code == 0);
 }
 
 TEST_CASE("workflow: docs/ci.md quotes deploy/github/images.yml verbatim", "[dockerfile][workflow]") {
@@ -81,7 +176,8 @@ TEST_CASE("workflow: docs/ci.md quotes deploy/github/images.yml verbatim", "[doc
   CHECK(contains(docs, "```yaml\n" + workflow + "```\n"));
 }
 
-TEST_CASE("workflow: @action-validator/cli accepts the workflow and rejects a broken one", "[dockerfile][workflow]") {
+TEST_CASE("workflow: @action-validator/cli accepts the workflow and rejects a broken one",
+          "[dockerfile][workflow][system-test]") {
   std::string why;
   const fs::path validator = ensure_validator(why);
   if (validator.empty()) {
