@@ -63,6 +63,8 @@ int run(int argc, char** argv) {
   add_install_command(app, action);
   add_data_command(app, action);
   add_nccl_command(app, action);
+  add_watch_command(app, action);
+  add_events_command(app, action);
 
   try {
     app.parse(argc, argv);

@@ -24,6 +24,7 @@ struct CloudInitOptions {
   std::string gpuenv_url;
   std::string gpuenv_deb;
   std::string gpuenv_sha256;
+  std::string gpuenv_curl_config;
   std::string gpuenv_preinstalled;
   bool preinstalled = false;
   bool doctor_only = false;
@@ -55,8 +56,9 @@ util::Expected<cloudinit::Source> source_from(const CloudInitOptions& options) {
   }
   cloudinit::Source source;
   if (options.preinstalled) {
-    if (!options.gpuenv_sha256.empty()) {
-      return util::Error::usage("--gpuenv-sha256 is for a download", "drop it, or use --gpuenv-url/--gpuenv-deb");
+    if (!options.gpuenv_sha256.empty() || !options.gpuenv_curl_config.empty()) {
+      return util::Error::usage("--gpuenv-sha256 and --gpuenv-curl-config are for a download",
+                                "drop them, or use --gpuenv-url/--gpuenv-deb");
     }
     source.kind = cloudinit::SourceKind::preinstalled;
     source.path = options.gpuenv_preinstalled;
@@ -64,6 +66,7 @@ util::Expected<cloudinit::Source> source_from(const CloudInitOptions& options) {
     source.kind = options.gpuenv_url.empty() ? cloudinit::SourceKind::deb : cloudinit::SourceKind::url;
     source.url = options.gpuenv_url.empty() ? options.gpuenv_deb : options.gpuenv_url;
     source.sha256 = options.gpuenv_sha256;
+    source.curl_config = options.gpuenv_curl_config;
     if (source.sha256.empty()) {
       return util::Error::usage("a download needs --gpuenv-sha256 HEX", "give the file's SHA-256 (sha256sum FILE)");
     }
@@ -85,6 +88,8 @@ util::Expected<profile::Profile> node_profile(const profile::ProfileDocument& do
 ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
   auto source = source_from(options);
   if (!source) return report_error(context, source.error());
+  for (const std::string& warning : cloudinit::source_warnings(*source))
+    context.err << "gpuenv: warning: " << warning << "\n";
   auto document = profile::load_profile(options.profile, context.system);
   if (!document) return report_error(context, document.error());
   auto text = profile_text(options.profile, context.system);
@@ -137,6 +142,9 @@ void add_cloud_init_command(CLI::App& app, Action& action) {
   command->add_option("--gpuenv-deb", options->gpuenv_deb, "https URL of the gpuenv .deb; the node installs it");
   command->add_option("--gpuenv-sha256", options->gpuenv_sha256,
                       "SHA-256 of the --gpuenv-url/--gpuenv-deb file; the node refuses any other");
+  command->add_option("--gpuenv-curl-config", options->gpuenv_curl_config,
+                      "A curl config file already on the node (root's, mode 0600) with the download's credentials, "
+                      "passed to curl with -K; credentials in the URL itself are refused");
   // A flag and a separate path option: an optional value would swallow the profile name written after it.
   command->add_flag("--gpuenv-preinstalled", options->preinstalled,
                     "gpuenv is already on the image (at --gpuenv-path; default /usr/bin/gpuenv)");

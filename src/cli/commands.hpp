@@ -22,6 +22,8 @@ void add_cloud_init_command(CLI::App& app, Action& action);
 void add_install_command(CLI::App& app, Action& action);
 void add_data_command(CLI::App& app, Action& action);
 void add_nccl_command(CLI::App& app, Action& action);
+void add_watch_command(CLI::App& app, Action& action);
+void add_events_command(CLI::App& app, Action& action);
 
 /// Finds this run's data overlay (/etc/gpuenv/data.d, $GPUENV_DATA_DIR, `data_dir`) and installs it for every
 /// table read after; with `validate`, every table is parsed with it first, so a bad overlay is exit 2 for any command.

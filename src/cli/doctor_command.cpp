@@ -6,11 +6,14 @@
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "cli/trusted_paths.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
+#include "watch/history.hpp"
+#include "watch/settings.hpp"
 
 #ifndef GPUENV_VERSION
 #define GPUENV_VERSION "0.0.0"
@@ -24,7 +27,36 @@ namespace {
 /// drain/resume calls (5 s each) and a slow start (docs/reliability.md "Fault injection and deadlines").
 constexpr double k_default_deadline_s = 45;
 
+/// A check tier (--tier, docs/fleet.md "Tiers"): what runs and the budget that fits the caller.
+struct Tier {
+  std::string_view name;
+  double deadline_s;               ///< the collection's deadline; a cap for prolog and health
+  std::chrono::milliseconds wait;  ///< each wait on NVML, libcuda or a command
+  bool smoke;                      ///< on-device smoke tests (and the frameworks' matmul)
+  bool libcuda;                    ///< load libcuda and run cuInit
+  double memtest;                  ///< smoke's --memtest fraction unless given
+};
+
+/// prolog: the Slurm Prolog that keeps a job off a bad GPU, NVML only, 5 s. health: HealthCheckProgram (killed at
+/// 60 s), NHC, the systemd timer: the collection in 45 s, no smoke. boot: first boot and after repairs: everything,
+/// the memory test over half of each GPU's free memory; minutes.
+constexpr Tier k_tiers[] = {
+    {"prolog", 5, std::chrono::seconds(2), false, false, 0},
+    {"health", 45, std::chrono::seconds(10), false, true, 0},
+    {"boot", 120, std::chrono::seconds(10), true, true, 0.5},
+};
+
+const Tier* find_tier(const std::string& name) {
+  for (const Tier& tier : k_tiers)
+    if (tier.name == name) return &tier;
+  return nullptr;
+}
+
+/// How long a report read with --from-report may be: three runs of the DaemonSet's 300 s loop.
+constexpr double k_default_max_age_s = 900;
+
 struct DoctorOptions {
+  std::string tier;
   bool json = false;
   bool oneline = false;
   bool strict = false;
@@ -32,7 +64,12 @@ struct DoctorOptions {
   bool slurm = false;
   std::string slurm_node;
   std::string nfd;
+  double nfd_expiry_s = 900;  ///< 3 x the DaemonSet's 300 s interval
   std::string prometheus;
+  bool prometheus_gpu_gauges = false;
+  std::string report_file;  ///< --report: the JSON report, also written atomically
+  std::string from_report;  ///< --from-report: judge by that report instead of collecting
+  double max_age_s = k_default_max_age_s;
   std::string root;
   std::string nvidia_smi_xml;
   std::string profile;
@@ -44,9 +81,10 @@ struct DoctorOptions {
   bool no_frameworks = false;
   std::string python = "python3";
   std::string cloud_metadata_endpoint;
-  double timeout_s = k_default_deadline_s;
+  std::string watch_db = watch::k_default_db;  ///< gpuenv watch's history, read when present
+  double timeout_s = 0;  ///< 0: the tier's deadline, else 45 s
   std::string since = "boot";
-  double memtest = 0;                ///< smoke's --memtest
+  double memtest = -1;               ///< smoke's --memtest (not given: its default sub-second test)
   std::vector<std::string> expect;   ///< smoke's --expect ID=VALUE
   std::vector<std::string> minimum;  ///< smoke's --minimum ID=VALUE
 };
@@ -54,7 +92,7 @@ struct DoctorOptions {
 /// The profile to judge the node against; a matrix profile needs --set to pick one cell.
 util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
   if (options.profile.empty()) return std::optional<profile::Profile>();
-  auto document = profile::load_profile(options.profile, context.system);
+  auto document = load_trusted_profile(context.system, options.profile, "--profile");
   if (!document) return document.error();
   auto overrides = profile::parse_assignments(options.set);
   if (!overrides) return overrides.error();
@@ -79,9 +117,11 @@ bool exits_ok(report::Verdict verdict, bool strict) {
   return verdict == report::Verdict::ok || (verdict == report::Verdict::degraded && !strict);
 }
 
-fleet::NodeFeatures node_features(const doctor::DoctorReport& report, bool strict) {
+fleet::NodeFeatures node_features(const doctor::DoctorReport& report, const DoctorOptions& options, long long now) {
   const probe::HostFacts& facts = report.facts;
+  const bool strict = options.strict;
   fleet::NodeFeatures features;
+  if (options.nfd_expiry_s > 0) features.expires_unix = now + static_cast<long long>(options.nfd_expiry_s);
   features.ready = exits_ok(report.verdict, strict);
   features.verdict = std::string(doctor::verdict_word(report.verdict));
   features.driver_version =
@@ -93,32 +133,50 @@ fleet::NodeFeatures node_features(const doctor::DoctorReport& report, bool stric
   return features;
 }
 
+/// True when every warning is one a running job causes: its processes on the GPUs, MIG, or an Xid whose action is
+/// to restart the job (NVIDIA's RESTART_APP bucket: application Xids such as 13 and 31).
+bool warnings_only_from_jobs(const std::vector<report::Finding>& findings) {
+  for (const report::Finding& f : findings) {
+    if (f.status != report::Status::warn) continue;
+    if (f.id == "gpu.processes" || f.id == "gpu.mig") continue;
+    if ((f.id == "xid.events" || f.id == "smoke.xid") && report::action_of(f) == report::Action::restart_job) continue;
+    return false;
+  }
+  return true;
+}
+
+/// Doctor's verdict as the Slurm decision takes it: under --strict, warnings a running job causes do not drain a
+/// busy node (fleet::NodeHealth::degraded_by_jobs).
+fleet::NodeHealth slurm_health(const doctor::DoctorReport& report, bool strict) {
+  if (exits_ok(report.verdict, strict)) return fleet::NodeHealth::ready;
+  if (strict && report.verdict == report::Verdict::degraded && warnings_only_from_jobs(report.findings))
+    return fleet::NodeHealth::degraded_by_jobs;
+  return fleet::NodeHealth::not_ready;
+}
+
 /// --slurm: drain this node on NOT READY, resume gpuenv's own drain when healthy (fleet/slurm.hpp).
 ExitCode run_slurm_health_check(Context& context, const DoctorOptions& options, const doctor::DoctorReport& report) {
   auto node = fleet::slurm_node_name(context.system, options.slurm_node);
   if (!node) return report_error(context, node.error());
   const std::string oneline = doctor_oneline(report);
   context.out << oneline;
-  auto outcome = fleet::run_slurm_health_check(context.system, *node, exits_ok(report.verdict, options.strict), oneline,
+  auto outcome = fleet::run_slurm_health_check(context.system, *node, slurm_health(report, options.strict), oneline,
                                                k_slurm_wait_limit);
   if (!outcome) return report_error(context, outcome.error());
   context.out << "slurm node " << *node << " (" << outcome->before.state << "): " << outcome->action.why << "\n";
   return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
-/// "127.0.0.1:8080" -> host and port (numeric IPv4 only: the metadata client resolves no names).
-util::Expected<probe::MetadataEndpoint> parse_endpoint(const std::string& text) {
-  const auto colon = text.rfind(':');
-  const auto bad = [&] {
-    return util::Error::usage("--cloud-metadata-endpoint " + text + ": expected IPV4:PORT",
-                              "e.g. --cloud-metadata-endpoint 127.0.0.1:8080");
-  };
-  if (colon == std::string::npos || colon == 0) return bad();
-  const std::string port = text.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return bad();
-  const unsigned number = static_cast<unsigned>(std::stoul(port));
-  if (number == 0 || number > 65535) return bad();
-  return probe::MetadataEndpoint{text.substr(0, colon), number};
+/// doctor with watch's history: history.error_rates when the database is there (docs/watch.md "doctor and the
+/// history"), and the verdict with it.
+void add_history_finding(system::System& system, const std::string& db, doctor::DoctorReport& report) {
+  const std::int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  auto finding = watch::read_history_error_rates(system, db, now_ms);
+  if (!finding) return;
+  report.findings.push_back(std::move(*finding));
+  report.verdict = report::verdict_of(report.findings);
 }
 
 /// --since: "boot" (nullopt) or a duration "90s", "30m", "6h", "2d".
@@ -141,14 +199,106 @@ util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::strin
 /// The smoke tests' own options, as `gpuenv smoke` takes them.
 util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOptions& options,
                                             smoke::SmokeOptions& smoke) {
-  smoke.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(smoke.library);
-  smoke.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  auto library = library_from_environment(context.system, "GPUENV_CUDA_LIBRARY", smoke.library);
+  if (!library) return library.error();
+  smoke.library = *library;
+  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
+  if (!cublas) return cublas.error();
+  smoke.cublas_library = *cublas;
   smoke.memtest_fraction = options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, smoke.overrides); !read) return read;
   return read_smoke_overrides(options.minimum, "--minimum", true, smoke.overrides);
 }
 
+/// --from-report: the one line and the exit code of a report another run wrote (the DaemonSet's), refused when older
+/// than --max-age (exit 2, which node-problem-detector shows as Unknown: the writer stopped).
+ExitCode run_from_report(Context& context, const DoctorOptions& options, long long now) {
+  auto text = context.system.read_file(options.from_report, system::FileKind::report);
+  if (!text) {
+    return report_error(context, util::Error::input(text.error().message,
+                                                    "check that the gpuenv DaemonSet runs on this node and writes "
+                                                    "--report " +
+                                                        options.from_report));
+  }
+  auto read = read_doctor_json(*text);
+  if (!read)
+    return report_error(context,
+                        util::Error::input(options.from_report + ": " + read.error().message, read.error().remedy));
+  const long long age = now - read->time;
+  if (age > static_cast<long long>(options.max_age_s)) {
+    return report_error(context,
+                        util::Error::input(options.from_report + " is " + std::to_string(age) +
+                                               " s old (more than "
+                                               "--max-age " +
+                                               std::to_string(static_cast<long long>(options.max_age_s)) +
+                                               "): the run that writes it stopped",
+                                           "check the gpuenv DaemonSet's pod on this node (kubectl -n gpuenv get pods "
+                                           "-o wide)"));
+  }
+  context.out << doctor_oneline(read->report);
+  return exits_ok(read->report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
+}
+
+/// What --tier, --quick and --slurm leave to run, and the budget: into `request`.
+util::Expected<util::Ok> apply_budget(const DoctorOptions& options, const Tier* tier, doctor::DoctorRequest& request) {
+  const bool no_smoke = options.quick || options.slurm || (tier != nullptr && !tier->smoke);
+  if (tier != nullptr && tier->smoke && options.quick)
+    return util::Error::usage("--tier boot runs the smoke tests, which --quick skips", "drop one of them");
+  if ((options.memtest > 0 || !options.expect.empty() || !options.minimum.empty()) && no_smoke) {
+    return util::Error::usage(
+        "--memtest, --expect and --minimum tune the smoke tests, which --quick, --slurm and --tier prolog|health skip",
+        "drop --quick (or --slurm), use --tier boot, or run `gpuenv smoke` with them");
+  }
+  double deadline_s =
+      options.timeout_s > 0 ? options.timeout_s : (tier != nullptr ? tier->deadline_s : k_default_deadline_s);
+  // prolog and health are budgets their callers enforce (Slurm's Prolog, HealthCheckProgram's 60 s): a cap.
+  if (tier != nullptr && !tier->smoke) deadline_s = std::min(deadline_s, tier->deadline_s);
+  request.deadline = std::chrono::milliseconds(static_cast<long long>(deadline_s * 1000));
+  if (tier != nullptr) {
+    request.collect.timeout = std::min(request.collect.timeout, tier->wait);
+    request.collect.libcuda = tier->libcuda;
+    if (tier->memtest > 0 && options.memtest == 0) request.smoke.memtest_fraction = tier->memtest;
+  }
+  if (options.slurm) {
+    request.collect.timeout = std::min(request.collect.timeout, k_slurm_wait_limit);
+    request.deadline = std::min(*request.deadline, k_slurm_deadline_limit);
+  }
+  request.run_smoke = !no_smoke;
+  request.collect.frameworks = !options.no_frameworks && (options.frameworks || !no_smoke);
+  request.collect.framework_matmul = !no_smoke;
+  return util::Ok{};
+}
+
+/// Writes --prometheus, --nfd and --report (each atomically, mode 0644: node_exporter and NFD run unprivileged).
+util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& options,
+                                       const doctor::DoctorReport& report, long long now) {
+  constexpr unsigned k_readable = 0644;
+  if (!options.prometheus.empty()) {
+    const PrometheusOptions prometheus{options.prometheus_gpu_gauges};
+    if (auto written = context.system.write_file_atomic(
+            options.prometheus, doctor_prometheus(report, GPUENV_VERSION, now, prometheus), k_readable);
+        !written)
+      return written.error();
+  }
+  if (!options.nfd.empty()) {
+    if (auto written = fleet::write_nfd_feature_file(context.system, options.nfd,
+                                                     fleet::nfd_feature_file(node_features(report, options, now)));
+        !written)
+      return written.error();
+  }
+  if (!options.report_file.empty()) {
+    if (auto written =
+            context.system.write_file_atomic(options.report_file, doctor_json(report, GPUENV_VERSION, now), k_readable);
+        !written)
+      return written.error();
+  }
+  return util::Ok{};
+}
+
 ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
+  const long long now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (!options.from_report.empty()) return run_from_report(context, options, now);
   const bool asks_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
   if (asks_metadata && !options.root.empty()) {
     // The metadata service describes this machine, not the tree under --root: its answer would be wrong there.
@@ -156,38 +306,26 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
                                                     "describes this machine, not the tree under --root",
                                                     "name the inspected machine's type with --instance-type TYPE"));
   }
-  if ((options.memtest > 0 || !options.expect.empty() || !options.minimum.empty()) &&
-      (options.quick || options.slurm)) {
-    return report_error(context, util::Error::usage("--memtest, --expect and --minimum tune the smoke tests, which "
-                                                    "--quick and --slurm skip",
-                                                    "drop --quick (or --slurm), or run `gpuenv smoke` with them"));
-  }
   doctor::DoctorRequest request;
   auto since = parse_since(options.since);
   if (!since) return report_error(context, since.error());
   request.collect.kernel_log_since = *since;
-  request.collect.now_unix =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  request.collect.now_unix = now;
   request.collect.live = options.root.empty();
-  request.deadline = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
-  if (options.slurm) {
-    request.collect.timeout = std::min(request.collect.timeout, k_slurm_wait_limit);
-    request.deadline = std::min(*request.deadline, k_slurm_deadline_limit);
-  }
-  request.collect.nvml_library =
-      context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.collect.nvml_library);
-  request.run_smoke = !options.quick && !options.slurm;
+  auto nvml = library_from_environment(context.system, "GPUENV_NVML_LIBRARY", request.collect.nvml_library);
+  if (!nvml) return report_error(context, nvml.error());
+  request.collect.nvml_library = *nvml;
   if (auto read = read_smoke_options(context, options, request.smoke); !read)
     return report_error(context, read.error());
+  if (auto budget = apply_budget(options, find_tier(options.tier), request); !budget)
+    return report_error(context, budget.error());
   request.smoke.nvml_library = request.collect.nvml_library;
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.instance_type.empty()) request.instance_type = options.instance_type;
-  request.collect.frameworks = !options.no_frameworks && (options.frameworks || (!options.quick && !options.slurm));
-  request.collect.framework_matmul = !options.quick && !options.slurm;
   request.collect.python = options.python;
   request.collect.cloud_metadata = asks_metadata;
   if (!options.cloud_metadata_endpoint.empty()) {
-    auto endpoint = parse_endpoint(options.cloud_metadata_endpoint);
+    auto endpoint = probe::parse_metadata_endpoint(options.cloud_metadata_endpoint, "--cloud-metadata-endpoint");
     if (!endpoint) return report_error(context, endpoint.error());
     request.collect.metadata_endpoint = *endpoint;
   }
@@ -216,26 +354,13 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   }
   auto report = doctor::run_doctor(*target, request);
   if (!report) return report_error(context, report.error());
+  if (options.root.empty()) add_history_finding(context.system, options.watch_db, *report);
 
-  if (!options.prometheus.empty()) {
-    const auto now =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (auto written =
-            context.system.write_file_atomic(options.prometheus, doctor_prometheus(*report, GPUENV_VERSION, now));
-        !written) {
-      return report_error(context, written.error());
-    }
-  }
-  if (!options.nfd.empty()) {
-    if (auto written = fleet::write_nfd_feature_file(context.system, options.nfd,
-                                                     fleet::nfd_feature_file(node_features(*report, options.strict)));
-        !written) {
-      return report_error(context, written.error());
-    }
-  }
+  if (auto written = write_outputs(context, options, *report, now); !written)
+    return report_error(context, written.error());
   if (options.slurm) return run_slurm_health_check(context, options, *report);
   if (options.json) {
-    context.out << doctor_json(*report, GPUENV_VERSION);
+    context.out << doctor_json(*report, GPUENV_VERSION, now);
   } else if (options.oneline) {
     context.out << doctor_oneline(*report);
   } else {
@@ -250,18 +375,43 @@ void add_doctor_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<DoctorOptions>();
   CLI::App* command = app.add_subcommand(
       "doctor", "Is this node ready for GPU work? READY / DEGRADED / NOT READY, with the reasons and the fixes");
+  command
+      ->add_option("--tier", options->tier,
+                   "Check tier and budget for the caller (docs/fleet.md): prolog (NVML only, 5 s: a Slurm Prolog), "
+                   "health (45 s, no smoke: HealthCheckProgram, NHC, the systemd timer), boot (everything and the "
+                   "memory test: first boot, after repairs)")
+      ->check(CLI::IsMember({"prolog", "health", "boot"}));
   CLI::Option* json = command->add_flag("--json", options->json, "Print the report as JSON (docs/doctor-json.md)");
   command->add_flag("--oneline", options->oneline, "Print one line of at most 80 characters naming the worst finding")
       ->excludes(json);
   command->add_option("--prometheus", options->prometheus,
-                      "Also write node_exporter textfile metrics to FILE (atomically)");
+                      "Also write node_exporter textfile metrics to FILE (atomically, mode 0644)");
+  command->add_flag("--prometheus-gpu-gauges", options->prometheus_gpu_gauges,
+                    "With --prometheus: also GPU temperature and power (DCGM-exporter exports them already)");
   command->add_option("--nfd", options->nfd,
                       "Also write a node-feature-discovery feature file to FILE (gpuenv.io/ready=..., atomically)");
+  command
+      ->add_option("--nfd-expiry", options->nfd_expiry_s,
+                   "With --nfd: seconds until NFD ignores the file unless rewritten (# +expiry-time; default 900, "
+                   "0: never)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--report", options->report_file,
+                      "Also write the JSON report to FILE (atomically, mode 0644; what --from-report reads)");
+  CLI::Option* from_report = command->add_option(
+      "--from-report", options->from_report,
+      "Collect nothing: print the one line and exit as the report in FILE says (node-problem-detector reading the "
+      "DaemonSet's report); exit 2 when it is older than --max-age");
+  command
+      ->add_option("--max-age", options->max_age_s,
+                   "With --from-report: the oldest report accepted, in seconds (default 900)")
+      ->check(CLI::PositiveNumber)
+      ->needs(from_report);
   CLI::Option* slurm = command->add_flag(
       "--slurm", options->slurm,
       "Slurm HealthCheckProgram: drain this node when NOT READY, resume it when healthy if gpuenv drained it "
       "(implies --quick; each wait capped at 5 s)");
   slurm->excludes(json);
+  from_report->excludes(slurm)->excludes(json);
   command
       ->add_option("--slurm-node", options->slurm_node,
                    "With --slurm: the Slurm NodeName (default: $SLURMD_NODENAME, else the short host name)")
@@ -287,11 +437,15 @@ void add_doctor_command(CLI::App& app, Action& action) {
   command->add_flag("--cloud-metadata", options->cloud_metadata,
                     "Ask the cloud's link-local metadata service for the instance type when DMI lacks it (one "
                     "request, at most 1 s; not with --root, whose machine it does not describe)");
+  command->add_option("--watch-db", options->watch_db,
+                      "gpuenv watch's history: when it exists, judge the error counters' growth over the last 24 h "
+                      "(default /var/lib/gpuenv/watch.db; `none` to ignore it)");
   command->add_option("--cloud-metadata-endpoint", options->cloud_metadata_endpoint,
                       "With --cloud-metadata: ask IPV4:PORT instead of the cloud's own address (testing)");
   command
       ->add_option("--timeout", options->timeout_s,
-                   "Deadline in seconds for the whole collection (default 45; at most 45 under --slurm): each wait for "
+                   "Deadline in seconds for the whole collection (default 45, or the tier's; at most 45 under --slurm "
+                   "or --tier health, 5 under --tier prolog): each wait for "
                    "NVML, libcuda or a command is cut to the time left, and what it cuts short is a failing "
                    "doctor.deadline finding")
       ->check(CLI::PositiveNumber);

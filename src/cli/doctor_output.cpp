@@ -65,10 +65,12 @@ std::string doctor_text(const doctor::DoctorReport& r, const report::TextStyle& 
          std::to_string(report::count_status(r.findings, Status::warn)) + " warnings, " +
          std::to_string(report::count_status(r.findings, Status::pass)) + " passed, " +
          std::to_string(report::count_status(r.findings, Status::skip)) + " skipped\n";
+  if (const report::Action action = report::node_action(r.findings); action != report::Action::none)
+    out += "Action: " + std::string(to_string(action)) + "\n";
   return out + report::repairs_note(repairs);
 }
 
-std::string doctor_json(const doctor::DoctorReport& r, const std::string& version) {
+std::string doctor_json(const doctor::DoctorReport& r, const std::string& version, std::optional<long long> time) {
   const probe::HostFacts& facts = r.facts;
   nlohmann::json gpus = nlohmann::json::array();
   for (const probe::GpuFacts& gpu : facts.gpus.gpus) {
@@ -137,31 +139,37 @@ std::string doctor_json(const doctor::DoctorReport& r, const std::string& versio
        facts.gpus.availability.available ? nlohmann::json(facts.gpus.availability.source) : nlohmann::json()},
       {"cuda_toolkits", toolkits},
       {"findings", report::to_json(r.findings)},
+      {"action", std::string(to_string(report::node_action(r.findings)))},
       {"summary",
        {{"pass", report::count_status(r.findings, Status::pass)},
         {"warn", report::count_status(r.findings, Status::warn)},
         {"fail", report::count_status(r.findings, Status::fail)},
         {"skip", report::count_status(r.findings, Status::skip)}}}};
+  if (time) out["time"] = *time;
   return report::dump_host_json(std::move(out));
 }
 
 std::string doctor_oneline(const doctor::DoctorReport& r) {
-  // One line of at most 80 bytes, whatever the host text in it: controls escaped (a newline would split the
-  // line), invalid UTF-8 replaced, and the cut made on a character boundary.
+  // One line of at most 80 bytes, whatever the host text in it: it becomes a Slurm reason, an NHC `die` message that
+  // NHC passes through `eval`, an NPD condition message. So nothing in it can end a shell quote or start an
+  // expansion (util::shell_inert: a newline would split it, ' " ` $ \ would break out of NHC's quotes), invalid
+  // UTF-8 is replaced, and the cut is made on a character boundary. The node's action ends the line.
   constexpr std::size_t k_limit = 80;
   util::TextRepairs repairs;
   const auto clean = [&repairs](const std::string& text) {
-    return util::clean_host_text(text, util::CleanOptions{true, 4 * k_limit}, repairs);
+    return util::clean_host_text(util::shell_inert(text), util::CleanOptions{true, 4 * k_limit}, repairs);
   };
   std::string line(doctor::verdict_word(r.verdict));
   if (const report::Finding* worst = worst_finding(r.findings)) {
     line += ": " + worst->id + ": " + clean(worst->message);
     const std::size_t others =
         report::count_status(r.findings, Status::fail) + report::count_status(r.findings, Status::warn) - 1;
-    const std::string more = others > 0 ? " (+" + std::to_string(others) + ")" : "";
-    if (line.size() + more.size() > k_limit)
-      line = std::string(util::utf8_prefix(line, k_limit - more.size() - 3)) + "...";
-    line += more;
+    const report::Action action = report::node_action(r.findings);
+    const std::string suffix = (others > 0 ? " (+" + std::to_string(others) + ")" : "") +
+                               (action == report::Action::none ? "" : " [" + std::string(to_string(action)) + "]");
+    if (line.size() + suffix.size() > k_limit)
+      line = std::string(util::utf8_prefix(line, k_limit - suffix.size() - 3)) + "...";
+    line += suffix;
   } else {
     const std::size_t gpus = r.facts.gpus.gpus.size();
     line += ": " + std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs");
@@ -169,6 +177,52 @@ std::string doctor_oneline(const doctor::DoctorReport& r) {
     line = std::string(util::utf8_prefix(line, k_limit));
   }
   return line + "\n";
+}
+
+}  // namespace gpuenv::cli
+
+namespace gpuenv::cli {
+
+util::Expected<ReadReport> read_doctor_json(std::string_view text) {
+  const auto bad = [](const std::string& why) {
+    return util::Error::input("not a `gpuenv doctor --json` report (schema 1): " + why,
+                              "point it at the file `gpuenv doctor --report FILE` writes");
+  };
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) return bad("not a JSON object");
+  if (json.value("schema", 0) != 1) return bad("no \"schema\": 1");
+  if (!json.contains("time") || !json["time"].is_number_integer()) return bad("no \"time\" (written before 0.2?)");
+  ReadReport out;
+  out.time = json["time"].get<long long>();
+  const std::string verdict = json.value("verdict", "");
+  if (verdict == "READY") {
+    out.report.verdict = report::Verdict::ok;
+  } else if (verdict == "DEGRADED") {
+    out.report.verdict = report::Verdict::degraded;
+  } else if (verdict == "NOT READY") {
+    out.report.verdict = report::Verdict::not_ok;
+  } else {
+    return bad("unknown verdict \"" + verdict + "\"");
+  }
+  if (!json.contains("findings") || !json["findings"].is_array()) return bad("no \"findings\" array");
+  for (const nlohmann::json& item : json["findings"]) {
+    if (!item.is_object()) return bad("a finding that is not an object");
+    report::Finding finding;
+    finding.id = item.value("id", "");
+    finding.message = item.value("message", "");
+    const std::string status = item.value("status", "");
+    finding.status = status == "fail"   ? Status::fail
+                     : status == "warn" ? Status::warn
+                     : status == "skip" ? Status::skip
+                                        : Status::pass;
+    finding.action = report::parse_action(item.value("action", ""));
+    out.report.findings.push_back(std::move(finding));
+  }
+  if (json.contains("gpus") && json["gpus"].is_array()) out.report.facts.gpus.gpus.resize(json["gpus"].size());
+  if (json.contains("driver") && json["driver"].is_object() && json["driver"].contains("version") &&
+      json["driver"]["version"].is_string())
+    out.report.facts.kernel.module_version = json["driver"]["version"].get<std::string>();
+  return out;
 }
 
 }  // namespace gpuenv::cli

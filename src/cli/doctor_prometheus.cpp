@@ -12,6 +12,7 @@
 
 #include "cli/doctor_output.hpp"
 #include "cli/prometheus.hpp"
+#include "probe/pci_bus_id.hpp"
 #include "util/host_text.hpp"
 
 namespace gpuenv::cli {
@@ -45,30 +46,48 @@ void add_verdict(Exposition& e, const doctor::DoctorReport& r, const std::string
   e.sample("gpuenv_doctor_ready", {}, r.verdict == report::Verdict::not_ok ? 0 : 1);
 }
 
-void add_gpus(Exposition& e, const probe::HostFacts& facts) {
+/// A state set (one series per action, 1 for the node's): alerts and dashboards match on the label.
+void add_action(Exposition& e, const std::vector<report::Finding>& findings) {
+  e.family("gpuenv_node_action",
+           "What the node needs (docs/doctor-json.md Actions): 1 for the most disruptive action of its findings.");
+  const report::Action node = report::node_action(findings);
+  for (report::Action action : report::k_actions)
+    e.sample("gpuenv_node_action", {{"action", std::string(to_string(action))}}, action == node ? 1 : 0);
+}
+
+/// The labels of a per-GPU series: `gpu` (the NVML index) and `UUID` spelled as DCGM-exporter spells it
+/// (NVIDIA/dcgm-exporter's default labels: gpu, UUID, pci_bus_id, device, modelName, Hostname), so a query can join
+/// gpuenv's series with DCGM's on `UUID`.
+Labels gpu_labels(const probe::GpuFacts& gpu) { return {{"gpu", std::to_string(gpu.index)}, {"UUID", gpu.uuid}}; }
+
+void add_gpus(Exposition& e, const probe::HostFacts& facts, const PrometheusOptions& options) {
   e.family("gpuenv_gpus_visible", "GPUs visible to the driver.");
   e.sample("gpuenv_gpus_visible", {}, static_cast<double>(facts.gpus.gpus.size()));
-  e.family("gpuenv_gpu_info", "One series per GPU; model, UUID and PCI bus id are labels and the value is 1.");
-  for (const probe::GpuFacts& gpu : facts.gpus.gpus)
-    e.sample(
-        "gpuenv_gpu_info",
-        {{"gpu", std::to_string(gpu.index)}, {"model", gpu.name}, {"uuid", gpu.uuid}, {"pci_bus_id", gpu.pci_bus_id}},
-        1);
-  const auto per_gpu = [&e, &facts](const std::string& name, const std::string& help, auto value_of) {
+  e.family("gpuenv_gpu_info", "One series per GPU; model and PCI bus id are labels and the value is 1.");
+  for (const probe::GpuFacts& gpu : facts.gpus.gpus) {
+    Labels labels = gpu_labels(gpu);
+    labels.insert(labels.end(), {{"model", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}});
+    e.sample("gpuenv_gpu_info", labels, 1);
+  }
+  const auto per_gpu = [&e, &facts](const std::string& name, const std::string& help, bool samples, auto value_of) {
     e.family(name, help);
+    if (!samples) return;
     for (const probe::GpuFacts& gpu : facts.gpus.gpus)
-      if (const std::optional<double> value = value_of(gpu))
-        e.sample(name, {{"gpu", std::to_string(gpu.index)}}, *value);
+      if (const std::optional<double> value = value_of(gpu)) e.sample(name, gpu_labels(gpu), *value);
   };
-  per_gpu("gpuenv_gpu_memory_total_bytes", "GPU memory size.", [](const probe::GpuFacts& g) -> std::optional<double> {
-    if (!g.memory_total_mib) return std::nullopt;
-    return static_cast<double>(*g.memory_total_mib) * 1024 * 1024;
-  });
-  per_gpu("gpuenv_gpu_temperature_celsius", "GPU core temperature when doctor ran.",
-          [](const probe::GpuFacts& g) { return g.temperature_c; });
-  per_gpu("gpuenv_gpu_power_draw_watts", "GPU power draw when doctor ran.",
-          [](const probe::GpuFacts& g) { return g.power_draw_w; });
-  per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors", "Uncorrected ECC errors since the driver loaded.",
+  per_gpu("gpuenv_gpu_memory_total_bytes", "GPU memory size.", true,
+          [](const probe::GpuFacts& g) -> std::optional<double> {
+            if (!g.memory_total_mib) return std::nullopt;
+            return static_cast<double>(*g.memory_total_mib) * 1024 * 1024;
+          });
+  // DCGM-exporter already exports these (DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_POWER_USAGE): samples only when asked.
+  per_gpu("gpuenv_gpu_temperature_celsius",
+          "GPU core temperature when doctor ran (with --prometheus-gpu-gauges; DCGM_FI_DEV_GPU_TEMP otherwise).",
+          options.gpu_gauges, [](const probe::GpuFacts& g) { return g.temperature_c; });
+  per_gpu("gpuenv_gpu_power_draw_watts",
+          "GPU power draw when doctor ran (with --prometheus-gpu-gauges; DCGM_FI_DEV_POWER_USAGE otherwise).",
+          options.gpu_gauges, [](const probe::GpuFacts& g) { return g.power_draw_w; });
+  per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors", "Uncorrected ECC errors since the driver loaded.", true,
           [](const probe::GpuFacts& g) -> std::optional<double> {
             if (!g.ecc_uncorrected_volatile) return std::nullopt;
             return static_cast<double>(*g.ecc_uncorrected_volatile);
@@ -90,15 +109,28 @@ std::optional<double> base_rate(const smoke::Metric& metric) {
   return std::nullopt;
 }
 
-void add_smoke(Exposition& e, const std::optional<smoke::SmokeReport>& smoke) {
-  const auto per_device = [&e, &smoke](const std::string& name, const std::string& unit, const std::string& help) {
+/// The UUID of the GPU at `pci_bus_id` (smoke numbers devices as CUDA does, which need not be NVML's order).
+std::string uuid_at(const probe::HostFacts& facts, const std::string& pci_bus_id) {
+  const auto wanted = probe::canonical_pci_bus_id(pci_bus_id);
+  for (const probe::GpuFacts& gpu : facts.gpus.gpus)
+    if (wanted && probe::canonical_pci_bus_id(gpu.pci_bus_id) == wanted) return gpu.uuid;
+  return "";
+}
+
+void add_smoke(Exposition& e, const std::optional<smoke::SmokeReport>& smoke, const probe::HostFacts& facts) {
+  const auto per_device = [&](const std::string& name, const std::string& unit, const std::string& help) {
     e.family(name, help);
     if (!smoke) return;
     for (const smoke::DeviceResult& device : smoke->devices)
       for (const smoke::Metric& metric : device.metrics)
         if (metric.unit == unit)
-          if (auto rate = base_rate(metric))
-            e.sample(name, {{"gpu", std::to_string(device.index)}, {"test", metric.id}}, *rate);
+          if (auto rate = base_rate(metric)) {
+            Labels labels{{"gpu", std::to_string(device.index)}};
+            if (const std::string uuid = uuid_at(facts, device.info.pci_bus_id); !uuid.empty())
+              labels.emplace_back("UUID", uuid);
+            labels.emplace_back("test", metric.id);
+            e.sample(name, labels, *rate);
+          }
   };
   per_device("gpuenv_smoke_bandwidth_bytes_per_second", "GB/s", "Median copy bandwidth of the last smoke run.");
   per_device("gpuenv_smoke_matmul_flops_per_second", "TFLOP/s", "Median matrix-multiply rate of the last smoke run.");
@@ -112,13 +144,15 @@ void add_smoke(Exposition& e, const std::optional<smoke::SmokeReport>& smoke) {
 
 }  // namespace
 
-std::string doctor_prometheus(const doctor::DoctorReport& r, const std::string& version, long long timestamp) {
+std::string doctor_prometheus(const doctor::DoctorReport& r, const std::string& version, long long timestamp,
+                              const PrometheusOptions& options) {
   Exposition e;
   add_verdict(e, r, version);
+  add_action(e, r.findings);
   add_findings(e, r.findings);
-  add_gpus(e, r.facts);
+  add_gpus(e, r.facts, options);
   add_xids(e, r.facts);
-  add_smoke(e, r.smoke);
+  add_smoke(e, r.smoke, r.facts);
   e.family("gpuenv_doctor_last_run_timestamp_seconds", "Unix time at which doctor last ran.");
   e.sample("gpuenv_doctor_last_run_timestamp_seconds", {}, static_cast<double>(timestamp));
   return e.text();

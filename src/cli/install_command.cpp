@@ -1,13 +1,15 @@
-// `gpuenv install NAME|FILE --dry-run [--json] [--os DISTRO:VERSION] [--arch x86_64|arm64] [--repo-url URL]`
-// `gpuenv install NAME|FILE [--resume] [--reboot] [--json] [--log FILE] [--state-dir DIR] [--repo-url URL]`
+// `gpuenv install NAME|FILE --dry-run [--json] [--os DISTRO:VERSION] [--arch x86_64|arm64] [--root DIR] [--repo-url
+// URL]` `gpuenv install NAME|FILE [--resume] [--reboot] [--json] [--log FILE] [--state-dir DIR] [--repo-url URL]`
 
 #include "cli/commands.hpp"
 #include "cli/install_output.hpp"
+#include "cli/trusted_paths.hpp"
 #include "compat/knowledge_base.hpp"
 #include "doctor/doctor.hpp"
 #include "install/apply.hpp"
 #include "install/node.hpp"
 #include "install/planner.hpp"
+#include "install/repository_url.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
 
@@ -20,6 +22,7 @@ struct InstallOptions {
   bool json = false;
   std::string os;
   std::string arch;
+  std::string root;
   std::string repo_url;
   std::string toolkit_repo_url;
   bool resume = false;
@@ -38,7 +41,7 @@ std::string this_machine_arch() {
 
 /// The profile to install; a matrix profile installs its first cell (and says so).
 util::Expected<profile::Profile> load_install_profile(Context& context, const std::string& name) {
-  auto document = profile::load_profile(name, context.system);
+  auto document = load_trusted_profile(context.system, name, "profile");
   if (!document) return document.error();
   if (document->matrix.empty()) return document->base;
   const std::vector<profile::Cell> cells = profile::expand_matrix(*document);
@@ -48,9 +51,23 @@ util::Expected<profile::Profile> load_install_profile(Context& context, const st
   return cells.front().profile;
 }
 
-util::Expected<install::Target> target_of(const profile::Profile& profile, const InstallOptions& options) {
-  install::Target target{profile.os_distro, profile.os_version,
-                         options.arch.empty() ? this_machine_arch() : options.arch};
+/// The architecture planned for: --arch, else the captured node's, else the profile's os.arch, else this machine's.
+/// Where two of them are stated they must agree (a live node's is this machine's).
+util::Expected<std::string> planned_arch(const profile::Profile& profile, const InstallOptions& options,
+                                         const std::string& node_arch, bool live_node) {
+  const std::string node = live_node ? this_machine_arch() : node_arch;
+  if (!options.arch.empty() && !node.empty() && options.arch != node)
+    return util::Error::usage("--arch " + options.arch + ": the node is " + node);
+  const std::string chosen = !options.arch.empty() ? options.arch : !node.empty() ? node : profile.os_arch;
+  if (!profile.os_arch.empty() && !chosen.empty() && chosen != profile.os_arch && options.arch.empty())
+    return util::Error::usage(profile.origin + ": os.arch is " + profile.os_arch + "; the node is " + chosen,
+                              "plan for another architecture with --dry-run --arch, or use the node's profile");
+  return chosen.empty() ? this_machine_arch() : chosen;
+}
+
+util::Expected<install::Target> target_of(const profile::Profile& profile, const InstallOptions& options,
+                                          const std::string& arch) {
+  install::Target target{profile.os_distro, profile.os_version, arch};
   if (options.os.empty()) return target;
   const std::size_t colon = options.os.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == options.os.size())
@@ -60,23 +77,57 @@ util::Expected<install::Target> target_of(const profile::Profile& profile, const
   return target;
 }
 
-/// The flag, else the environment variable ("" when neither is set).
-std::string override_of(Context& context, const std::string& flag, const char* variable) {
-  if (!flag.empty()) return flag;
-  return context.system.environment(variable).value_or("");
+/// The flag, else the environment variable, checked as every repository URL is ("" when neither is set).
+util::Expected<std::string> override_of(Context& context, const std::string& flag, const std::string& flag_name,
+                                        const char* variable) {
+  if (!flag.empty()) return install::checked_repository_url(flag, flag_name);
+  const std::string value = context.system.environment(variable).value_or("");
+  if (value.empty()) return value;
+  return install::checked_repository_url(value, variable);
 }
 
-install::Verification verify_with_doctor(Context& context, const profile::Profile& profile) {
+/// The repository bases: the flags, the environment, then the profile's [mirrors]; each checked.
+util::Expected<install::PlanRequest> repository_request(Context& context, const InstallOptions& options,
+                                                        const profile::Profile& profile, install::Target target) {
+  auto cuda = override_of(context, options.repo_url, "--repo-url", "GPUENV_CUDA_REPO_URL");
+  if (!cuda) return cuda.error();
+  auto toolkit = override_of(context, options.toolkit_repo_url, "--toolkit-repo-url", "GPUENV_TOOLKIT_REPO_URL");
+  if (!toolkit) return toolkit.error();
+  install::PlanRequest request{std::move(target), {}, *cuda, *toolkit};
+  install::add_profile_mirrors(profile, request);  // after the flag and the environment
+  for (std::string* url : {&request.cuda_repo_url, &request.toolkit_repo_url}) {
+    if (url->empty()) continue;
+    auto checked = install::checked_repository_url(*url, "[mirrors]");
+    if (!checked) return checked.error();
+    *url = *checked;
+  }
+  return request;
+}
+
+/// The captured node's architecture (dpkg's own package, or an EL kernel's release); "" when it does not say.
+std::string captured_arch(system::System& system, const install::NodeFacts& node) {
+  if (auto status = system.read_file("/var/lib/dpkg/status")) {
+    const std::size_t at = status->find("Package: dpkg\n");
+    const std::size_t arch = at == std::string::npos ? at : status->find("Architecture: ", at);
+    if (arch != std::string::npos) {
+      const std::string value = status->substr(arch + 14, status->find('\n', arch) - arch - 14);
+      if (value == "amd64") return "x86_64";
+      if (value == "arm64") return "arm64";
+    }
+  }
+  if (node.kernel_release.ends_with(".x86_64")) return "x86_64";
+  if (node.kernel_release.ends_with(".aarch64")) return "arm64";
+  return "";
+}
+
+install::Verification verify_with_doctor(Context& context, const profile::Profile& profile, bool fabric_manager) {
   doctor::DoctorRequest request;
   request.profile = profile;
   request.run_smoke = false;
   auto report = doctor::run_doctor(context.system, request);
   if (!report) return {report::Verdict::not_ok, "doctor failed: " + report.error().message};
-  std::string summary(doctor::verdict_word(report->verdict));
-  for (const report::Finding& finding : report->findings) {
-    if (finding.status == report::Status::fail) summary += "; " + finding.id + ": " + finding.message;
-  }
-  return {report->verdict, summary};
+  return install::judge_doctor(report->verdict, doctor::verdict_word(report->verdict), report->findings,
+                               fabric_manager);
 }
 
 ExitCode print_plan(Context& context, const InstallOptions& options, const install::InstallPlan& plan) {
@@ -95,48 +146,88 @@ ExitCode exit_code_of(install::Outcome outcome) {
   }
 }
 
-ExitCode run_install(Context& context, const InstallOptions& options) {
-  if (!options.dry_run && !options.os.empty())
-    return report_error(context, util::Error::usage("--os plans for another machine: use it with --dry-run"));
-  auto profile = load_install_profile(context, options.profile);
-  if (!profile) return report_error(context, profile.error());
-  auto target = target_of(*profile, options);
-  if (!target) return report_error(context, target.error());
-  auto data = install::builtin_install_data();
-  if (!data) return report_error(context, data.error());
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
-
-  install::PlanRequest request{*target,
-                               {},
-                               override_of(context, options.repo_url, "GPUENV_CUDA_REPO_URL"),
-                               override_of(context, options.toolkit_repo_url, "GPUENV_TOOLKIT_REPO_URL")};
-  install::add_profile_mirrors(*profile, request);  // after the flag and the environment
-  if (!options.dry_run) {
-    if (install::effective_uid(context.system).value_or(-1) != 0)
-      return report_error(context, util::Error::usage("install needs root", "run it with sudo, or use --dry-run"));
-    if (auto wrong = install::check_node_os(context.system, *target)) return report_error(context, *wrong);
-    const install::TargetRow* row = (*data)->find_target(target->distro, target->version);
-    request.node = install::observe_node(context.system, row ? row->manager : "");
-  }
-  auto plan = install::plan_install(*profile, request, **data, **kb);
-  if (!plan) return report_error(context, plan.error());
-  if (options.dry_run) return print_plan(context, options, *plan);
-
+ExitCode apply_install(Context& context, const InstallOptions& options, const profile::Profile& profile,
+                       const install::InstallPlan& plan) {
   install::ApplyOptions apply;
   apply.log_path = options.log;
   apply.state_dir = options.state_dir;
   apply.resume = options.resume;
   apply.allow_reboot = options.reboot;
-  apply.verify = [&context, &profile] { return verify_with_doctor(context, *profile); };
-  for (const report::Finding& note : plan->notes) {
+  apply.verify = [&context, &profile, &plan] { return verify_with_doctor(context, profile, plan.fabric_manager); };
+  for (const report::Finding& note : plan.notes) {
     context.err << "gpuenv: warning: " << note.id << ": " << note.message << "\n";
   }
-  auto report = install::apply_plan(context.system, *plan, apply);
+  auto report = install::apply_plan(context.system, plan, apply);
   if (!report) return report_error(context, report.error());
-  context.out << (options.json ? install_json(*plan, *report) : install_report_text(*plan, *report));
-  if (!options.json && !plan->refusals.empty()) context.err << install_plan_text(*plan);
+  context.out << (options.json ? install_json(plan, *report) : install_report_text(plan, *report));
+  if (!options.json && !plan.refusals.empty()) context.err << install_plan_text(plan);
   return exit_code_of(report->outcome);
+}
+
+/// The node the plan is for: this one (apply), a captured tree (--dry-run --root), or none (a plain dry run).
+struct PlannedNode {
+  std::unique_ptr<system::System> captured;  ///< the tree under --root
+  install::NodeFacts facts;
+  std::string arch;  ///< the captured node's architecture, when it tells
+};
+
+util::Expected<PlannedNode> planned_node(Context& context, const InstallOptions& options, const std::string& manager) {
+  PlannedNode out;
+  if (!options.root.empty()) {
+    auto rooted = system::make_rooted_system(options.root);
+    if (!rooted) return rooted.error();
+    out.captured = std::move(*rooted);
+    out.facts = install::observe_node(*out.captured, manager, true);
+    out.arch = captured_arch(*out.captured, out.facts);
+    return out;
+  }
+  if (!options.dry_run) out.facts = install::observe_node(context.system, manager);
+  return out;
+}
+
+ExitCode run_install(Context& context, const InstallOptions& options) {
+  if (!options.dry_run && (!options.os.empty() || !options.root.empty()))
+    return report_error(context, util::Error::usage("--os and --root plan for another machine: use them with "
+                                                    "--dry-run"));
+  auto profile = load_install_profile(context, options.profile);
+  if (!profile) return report_error(context, profile.error());
+  auto data = install::builtin_install_data();
+  if (!data) return report_error(context, data.error());
+  auto kb = compat::builtin_knowledge_base();
+  if (!kb) return report_error(context, kb.error());
+  if (!options.dry_run && install::effective_uid(context.system).value_or(-1) != 0)
+    return report_error(context, util::Error::usage("install needs root", "run it with sudo, or use --dry-run"));
+
+  auto first_target = target_of(*profile, options, this_machine_arch());
+  if (!first_target) return report_error(context, first_target.error());
+  // Every repository URL is checked before anything is read from the node or done to it.
+  auto request = repository_request(context, options, *profile, *first_target);
+  if (!request) return report_error(context, request.error());
+  if (!options.dry_run) {
+    for (const std::string& url : {request->cuda_repo_url, request->toolkit_repo_url}) {
+      if (auto untrusted = install::check_local_repository(context.system, url))
+        return report_error(context, *untrusted);
+    }
+  }
+  const install::TargetRow* row = (*data)->find_target(first_target->distro, first_target->version);
+  auto node = planned_node(context, options, row ? row->manager : "");
+  if (!node) return report_error(context, node.error());
+  auto arch = planned_arch(*profile, options, node->arch, !options.dry_run);
+  if (!arch) return report_error(context, arch.error());
+  auto target = target_of(*profile, options, *arch);
+  if (!target) return report_error(context, target.error());
+  profile->os_arch = *arch;  // --arch sets os.arch in the profile the plan and its verify see
+  system::System& node_system = node->captured ? *node->captured : context.system;
+  const bool on_a_node = options.root.empty() ? !options.dry_run : options.os.empty();
+  if (on_a_node) {
+    if (auto wrong = install::check_node_os(node_system, *target)) return report_error(context, *wrong);
+  }
+  request->target = *target;
+  request->node = node->facts;
+  auto plan = install::plan_install(*profile, *request, **data, **kb);
+  if (!plan) return report_error(context, plan.error());
+  if (options.dry_run) return print_plan(context, options, *plan);
+  return apply_install(context, options, *profile, *plan);
 }
 
 }  // namespace
@@ -149,8 +240,15 @@ void add_install_command(CLI::App& app, Action& action) {
   command->add_flag("--dry-run", options->dry_run, "print the plan; change nothing (no root needed)");
   command->add_flag("--json", options->json, "the plan or the report as JSON (docs/install.md)");
   command->add_option("--os", options->os, "with --dry-run: plan for DISTRO:VERSION (e.g. rockylinux:9)");
-  command->add_option("--arch", options->arch, "plan for x86_64 or arm64 (default: this machine)")
+  command
+      ->add_option(
+          "--arch", options->arch,
+          "plan for x86_64 or arm64 (sets os.arch; default: the captured node's, the profile's os.arch, or this "
+          "machine's)")
       ->check(CLI::IsMember({"x86_64", "arm64"}));
+  command->add_option("--root", options->root,
+                      "with --dry-run: plan for the node captured under DIR (its os-release, kernel, PCI devices, "
+                      "packages)");
   command->add_option("--repo-url", options->repo_url,
                       "CUDA repository base URL (a mirror, or file:///... for tests); env GPUENV_CUDA_REPO_URL");
   command->add_option("--toolkit-repo-url", options->toolkit_repo_url,

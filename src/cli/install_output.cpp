@@ -30,7 +30,18 @@ json step_json(const install::Step& step, const install::StepReport* report) {
               {"timeout_s", step.timeout.count()},
               {"reboots", step.reboots},
               {"result", report ? std::string(install::to_string(report->result)) : "planned"}};
-  if (step.done_if_stdout) out["done_if_stdout"] = *step.done_if_stdout;
+  if (step.done_if_stdout) {
+    out["done_if_stdout"] = *step.done_if_stdout;
+    out["done_if_match"] = std::string(install::to_string(step.done_if_match));
+  }
+  if (step.retries > 0) out["retries"] = {{"count", step.retries}, {"delay_s", step.retry_delay.count()}};
+  json checks = json::array();
+  for (const install::Check& check : step.checks)
+    checks.push_back({{"argv", check.argv},
+                      {"match", std::string(install::to_string(check.match))},
+                      {"text", check.text},
+                      {"meaning", check.meaning}});
+  out["checks"] = checks;
   out["failure_stops"] = step.failure_stops;
   out["explain_failure"] = step.explain_failure;
   if (report != nullptr && !report->detail.empty()) out["detail"] = report->detail;
@@ -52,6 +63,20 @@ std::string escaped(const std::string& text) {
   std::string out = "\"";
   for (char c : text) out += c == '\n' ? std::string("\\n") : std::string(1, c);
   return out + "\"";
+}
+
+/// " prints ..." for a done_if whose output matters ("" when only its exit code does).
+std::string expectation(const install::Step& step) {
+  if (!step.done_if_stdout) return "";
+  switch (step.done_if_match) {
+    case install::OutputMatch::exact:
+      return step.done_if_stdout->empty() ? " prints nothing" : " prints " + escaped(*step.done_if_stdout);
+    case install::OutputMatch::has_line:
+      return " prints a line with " + escaped(*step.done_if_stdout);
+    case install::OutputMatch::lines_prefixed:
+      break;
+  }
+  return " prints only lines starting " + escaped(*step.done_if_stdout);
 }
 
 }  // namespace
@@ -81,7 +106,9 @@ std::string install_json(const install::InstallPlan& plan, const std::optional<i
        {{"branch", plan.driver.branch},
         {"modules", plan.driver.modules},
         {"source", plan.driver.source},
-        {"lock", plan.driver.lock}}},
+        {"lock", plan.driver.lock},
+        {"how", plan.driver.how}}},
+      {"fabric_manager", plan.fabric_manager},
       {"refusals", refusals},
       {"notes", notes},
       {"steps", steps},
@@ -101,11 +128,15 @@ std::string install_json(const install::InstallPlan& plan, const std::optional<i
 
 std::string install_plan_text(const install::InstallPlan& plan) {
   std::string out = "gpuenv install plan: " + plan.profile + " on " + plan.target.label();
-  if (!plan.target.manager.empty()) out += " (" + plan.target.manager + ", " + plan.repo_url + ")";
+  if (!plan.target.manager.empty())
+    out += " (" + plan.target.manager + ", " + (plan.driver.source == "distro" ? "the distribution's archive" : plan.repo_url) +
+           ")";
   out += "\n";
   if (!plan.driver.branch.empty()) {
     out += "driver: branch " + plan.driver.branch + ", " + plan.driver.modules + " modules, from " +
            plan.driver.source + (plan.driver.lock.empty() ? "" : ", kept by " + plan.driver.lock) + "\n";
+    if (!plan.driver.how.empty()) out += "  chosen: " + plan.driver.how + "\n";
+    if (plan.fabric_manager) out += "fabric manager: an NVSwitch system; installed at the driver's version\n";
   }
   for (const report::Finding& finding : plan.refusals) {
     out += "REFUSED " + finding.id + ": " + finding.message + "\n  fix: " + finding.remedy + "\n";
@@ -114,14 +145,11 @@ std::string install_plan_text(const install::InstallPlan& plan) {
   int number = 0;
   for (const install::Step& step : plan.steps) {
     out += "\n" + std::to_string(++number) + ". " + step.id + ": " + step.why + "\n";
-    if (!step.done_if.empty()) {
-      out += "   skip when: " + shown(step.done_if);
-      if (step.done_if_stdout)
-        out += step.done_if_stdout->empty() ? " prints nothing" : " prints " + escaped(*step.done_if_stdout);
-      out += "\n";
-    }
+    if (!step.done_if.empty()) out += "   skip when: " + shown(step.done_if) + expectation(step) + "\n";
     for (const install::FileToWrite& file : step.files) out += "   write " + file.path + "\n";
     for (const auto& argv : step.commands) out += "   $ " + shown(argv) + "\n";
+    for (const install::Check& check : step.checks)
+      out += "   check: " + shown(check.argv) + " prints a line with " + escaped(check.text) + "\n";
   }
   return out;
 }

@@ -11,6 +11,8 @@
 #include "cli/commands.hpp"
 #include "cli/nccl_output.hpp"
 #include "cli/smoke_overrides.hpp"
+#include "cli/trusted_paths.hpp"
+#include "doctor/actions.hpp"
 #include "nccl/allreduce.hpp"
 #include "probe/cloud.hpp"
 #include "probe/collect.hpp"
@@ -35,9 +37,12 @@ struct SmokeCommandOptions {
   int repetitions = 0;
   double timeout_s = 120;
   double init_timeout_s = 90;
+  double budget_s = 600;
+  int expect_gpus = -1;
   bool no_cublas = false;
   bool no_peer = false;
-  double memtest = 0;
+  double memtest = -1;  ///< not given: the default sub-second memory test
+  bool no_memtest = false;
   std::vector<std::string> expect;   ///< ID=VALUE
   std::vector<std::string> minimum;  ///< ID=VALUE
   bool nccl = false;                 ///< also the NCCL all-reduce over every GPU (nccl/allreduce.hpp)
@@ -107,6 +112,7 @@ std::string smoke_json(const smoke::SmokeReport& report, report::Verdict verdict
            {"max_width", optional_json(info.pcie_max_width)}}},
          {"kernel_image", info.kernel_image.empty() ? nlohmann::json() : nlohmann::json(info.kernel_image)},
          {"local_cpulist", info.local_cpulist.empty() ? nlohmann::json() : nlohmann::json(info.local_cpulist)},
+         {"step_cpulist", info.step_cpulist.empty() ? nlohmann::json() : nlohmann::json(info.step_cpulist)},
          {"pcie_upstream",
           {{"max_generation", optional_json(info.pcie_upstream_max_generation)},
            {"max_width", optional_json(info.pcie_upstream_max_width)}}},
@@ -261,8 +267,12 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
     return ExitCode::ok;
   }
   smoke::SmokeOptions request;
-  request.library = context.system.environment("GPUENV_CUDA_LIBRARY").value_or(request.library);
-  request.nvml_library = context.system.environment("GPUENV_NVML_LIBRARY").value_or(request.nvml_library);
+  for (auto [name, library] : {std::pair{"GPUENV_CUDA_LIBRARY", &request.library},
+                                std::pair{"GPUENV_NVML_LIBRARY", &request.nvml_library}}) {
+    auto named = library_from_environment(context.system, name, *library);
+    if (!named) return report_error(context, named.error());
+    *library = *named;
+  }
   request.quick = options.quick;
   if (options.device >= 0) request.device = options.device;
   if (options.fail_ratio > options.min_ratio) {
@@ -273,10 +283,14 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.repetitions = options.repetitions;
   request.step_timeout = std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 1000));
   request.init_timeout = std::chrono::milliseconds(static_cast<long long>(options.init_timeout_s * 1000));
+  request.run_timeout = std::chrono::milliseconds(static_cast<long long>(options.budget_s * 1000));
+  if (options.expect_gpus >= 0) request.expect_gpus = options.expect_gpus;
   request.cublas = !options.no_cublas;
-  request.cublas_library = context.system.environment("GPUENV_CUBLAS_LIBRARY").value_or("");
+  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
+  if (!cublas) return report_error(context, cublas.error());
+  request.cublas_library = *cublas;
   request.peer = !options.no_peer;
-  request.memtest_fraction = options.memtest;
+  request.memtest_fraction = options.no_memtest ? 0 : options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, request.overrides); !read) {
     return report_error(context, read.error());
   }
@@ -291,6 +305,14 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
     if (!ran) return report_error(context, ran.error());
     sweep = std::move(*ran);
   }
+  // Each finding's action from data/doctor/actions.toml, as doctor gives them (docs/doctor-json.md "Actions").
+  auto actions = doctor::builtin_actions();
+  if (!actions) return report_error(context, actions.error());
+  doctor::assign_actions(report->findings, **actions);
+  for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, **actions);
+  doctor::assign_actions(report->peer_findings, **actions);
+  doctor::assign_actions(report->bidirectional_findings, **actions);
+  if (sweep) doctor::assign_actions(sweep->findings, **actions);
   const report::Verdict verdict = sweep ? std::max(report->verdict, sweep->verdict) : report->verdict;
   if (options.json) {
     context.out << smoke_json(*report, verdict, sweep ? &*sweep : nullptr);
@@ -330,14 +352,25 @@ void add_smoke_command(CLI::App& app, Action& action) {
                    "Seconds each step may take before the GPU is reported hung (default 120)")
       ->check(CLI::PositiveNumber);
   command
+      ->add_option("--budget", options->budget_s,
+                   "Seconds the whole run may take after cuInit: no step starts later (default 600); after a hang "
+                   "every other step gets at most 10 s more")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--expect-gpus", options->expect_gpus,
+                   "Fail unless at least N GPUs are visible; the peer floors of an N-GPU board then apply")
+      ->check(CLI::NonNegativeNumber);
+  command
       ->add_option("--init-timeout", options->init_timeout_s,
                    "Seconds cuInit may take before the driver is reported hung (default 90; without persistence mode "
                    "many GPUs take long)")
       ->check(CLI::PositiveNumber);
   command
       ->add_option("--memtest", options->memtest,
-                   "Also write and verify patterns over this fraction of each GPU's free memory (e.g. 0.9)")
+                   "Write and verify patterns over this fraction of each GPU's free memory (e.g. 0.9; default: a "
+                   "sub-second test over 5% of it, at least 8 x the L2 cache)")
       ->check(CLI::Range(0.01, 0.95));
+  command->add_flag("--no-memtest", options->no_memtest, "Skip the memory test");
   command->add_flag("--no-cublas", options->no_cublas,
                     "Skip the cuBLAS GEMMs (by default the node's libcublas is found and used; GPUENV_CUBLAS_LIBRARY "
                     "names one)");

@@ -33,6 +33,15 @@ util::Expected<util::Ok> check_url(const Source& source) {
     return util::Error::usage(flag + ": character " + std::to_string(bad + 1) + " of the URL is not allowed in a URL",
                               "percent-encode it (a space is %20)");
   }
+  // RFC 3986: authority = [ userinfo "@" ] host [ ":" port ], ending at the first "/", "?" or "#".
+  const std::string_view authority = std::string_view(url).substr(8, url.find_first_of("/?#", 8) - 8);
+  if (authority.find('@') != std::string_view::npos) {
+    return util::Error::usage(flag +
+                                  ": the URL carries credentials (user:password@), which would be readable in the "
+                                  "user-data, the per-boot script, its log and `ps` on the node",
+                              "put them in a root-only curl config on the image and name it with "
+                              "--gpuenv-curl-config PATH, or use a URL that needs none");
+  }
   return util::Ok{};
 }
 
@@ -76,6 +85,16 @@ bool uses_apt(const profile::Profile& profile) {
   return profile.os_distro == "ubuntu" || profile.os_distro == "debian";
 }
 
+}  // namespace
+
+std::string redacted_url(std::string_view url) {
+  const std::size_t query = url.find_first_of("?#");
+  if (query == std::string_view::npos) return std::string(url);
+  return std::string(url.substr(0, query)) + "?(query hidden)";
+}
+
+namespace {
+
 std::string settings_block(const Options& options) {
   const auto line = [](std::string_view name, std::string_view value) {
     return std::string(name) + "=" + sh_quote(value) + "\n";
@@ -84,6 +103,8 @@ std::string settings_block(const Options& options) {
   out += line("GPUENV_MODE", options.doctor_only ? "doctor-only" : "install");
   out += line("GPUENV_SOURCE", source_name(options.source.kind));
   out += line("GPUENV_URL", options.source.url);
+  out += line("GPUENV_URL_SHOWN", redacted_url(options.source.url));
+  out += line("GPUENV_CURL_CONFIG", options.source.curl_config);
   out += line("GPUENV_SHA256", options.source.sha256);
   out += line("GPUENV_BIN", binary_path(options.source));
   out += line("GPUENV_PROFILE", k_profile_path);
@@ -94,6 +115,26 @@ std::string settings_block(const Options& options) {
       "# The matrix cell / field overrides, passed to gpuenv install and gpuenv doctor as --set FIELD=VALUE.\nset --";
   for (const auto& [field, value] : options.selection) out += " --set " + sh_quote(field + "=" + value);
   return out + "\n";
+}
+
+/// The script without its comment lines (it explains itself in gpuenv's source, data/cloudinit/per-boot.sh): EC2
+/// refuses user-data above 16 KB, and the profile's text shares that room. The shebang and the settings placeholder
+/// stay; a line saying where the comments are replaces the rest.
+std::string without_comment_lines(std::string_view script) {
+  std::string out;
+  bool first = true;
+  for (std::string_view line : util::split_lines(script)) {
+    const std::string_view text = util::trim(line);
+    const bool keep = first || !util::starts_with(text, "#") || text == util::trim(k_settings_placeholder);
+    if (keep) out += std::string(line) + "\n";
+    if (first)
+      out +=
+          "# gpuenv per-boot script, written by `gpuenv cloud-init`; explained in data/cloudinit/per-boot.sh of "
+          "gpuenv's "
+          "source and docs/cloud-init.md.\n";
+    first = false;
+  }
+  return out;
 }
 
 std::string file_entry(std::string_view path, std::string_view permissions, std::string_view content) {
@@ -146,7 +187,22 @@ util::Expected<Source> checked_source(Source source) {
   auto sha = check_sha256(source);
   if (!sha) return sha.error();
   source.sha256 = *sha;
+  if (!source.curl_config.empty() &&
+      (source.curl_config.front() != '/' || comment_safe(source.curl_config) != source.curl_config ||
+       source.curl_config.find_first_of("\"\\ ") != std::string::npos)) {
+    return util::Error::usage("--gpuenv-curl-config " + comment_safe(source.curl_config) +
+                                  ": not an absolute path of printable characters without spaces or quotes",
+                              "name the root-only curl config on the node, e.g. /etc/gpuenv/curl.conf");
+  }
   return source;
+}
+
+std::vector<std::string> source_warnings(const Source& source) {
+  if (source.kind == SourceKind::preinstalled || source.url.find('?') == std::string::npos) return {};
+  return {std::string(source_flag(source.kind)) +
+          ": the URL has a query string; a signed URL is a secret, and user-data is readable by anything on the "
+          "node that can reach the cloud's metadata service. The node's log shows it as " +
+          redacted_url(source.url) + "; prefer an unsigned URL with --gpuenv-curl-config for credentials"};
 }
 
 util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
@@ -157,7 +213,7 @@ util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
   const auto files = embedded_cloudinit_data();
   const auto file = std::find_if(files.begin(), files.end(), [](const auto& f) { return f.name == "per-boot.sh"; });
   if (file == files.end()) return util::Error::internal("embedded data/cloudinit/per-boot.sh is missing");
-  std::string script(file->contents);
+  std::string script = without_comment_lines(file->contents);
   const std::size_t at = script.find(k_settings_placeholder);
   if (at == std::string::npos) return util::Error::internal("per-boot.sh has no settings placeholder");
   script.replace(at, k_settings_placeholder.size(), settings_block(options));
@@ -179,8 +235,9 @@ util::Expected<std::string> render_user_data(const profile::Profile& profile, st
                       "DPkg::Lock::Timeout \"600\";\n");
   }
   out += file_entry(k_profile_path, "0644", profile_text);
-  // write_files runs in cloud-init's init stage, before the final stage runs the per-boot scripts.
-  out += file_entry(k_per_boot_path, "0755", *script);
+  // write_files runs in cloud-init's init stage, before the final stage runs the per-boot scripts. 0700: the script
+  // holds the download URL (cloud-init's scripts_per_boot runs it as root and needs only the owner's bits).
+  out += file_entry(k_per_boot_path, "0700", *script);
   return out;
 }
 

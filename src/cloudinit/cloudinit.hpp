@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "profile/profile.hpp"
 #include "util/expected.hpp"
@@ -24,6 +25,9 @@ struct Source {
   std::string url;     ///< url, deb: an https URL
   std::string sha256;  ///< url, deb: 64 hex digits
   std::string path;    ///< preinstalled: the binary's absolute path
+  /// url, deb: a curl config file on the node with the download's credentials (`user = ...`, `header = ...`),
+  /// passed to curl with -K; the script uses it only when it is root's and mode 0600 or 0400. Empty: none.
+  std::string curl_config = {};
 };
 
 /// Where each kind of source puts (or finds) the binary on the node.
@@ -45,10 +49,18 @@ struct Options {
   std::string gpuenv_version;      ///< the generator, named in the header comment
 };
 
-/// A checked source: https URL without spaces or control characters, SHA-256 as 64 hex digits (returned in lower
-/// case), an absolute path (preinstalled; empty means /usr/bin/gpuenv); a usage Error naming the flag and the fix
+/// A checked source: https URL without spaces or control characters and without credentials (user:password@ would
+/// land in the user-data, the script and its log), SHA-256 as 64 hex digits (returned in lower case), an absolute
+/// path (preinstalled; empty means /usr/bin/gpuenv; and the curl config); a usage Error naming the flag and the fix
 /// otherwise.
 util::Expected<Source> checked_source(Source source);
+
+/// What the caller should warn about a checked source: a query string (a signed URL is a secret that the user-data,
+/// readable through the cloud's metadata service, carries); empty when nothing.
+std::vector<std::string> source_warnings(const Source& source);
+
+/// `url` as the node's log shows it: without its query string and fragment ("https://h/p?(query hidden)").
+std::string redacted_url(std::string_view url);
 
 /// The per-boot script (data/cloudinit/per-boot.sh) with its settings filled in, every value quoted for sh; the
 /// source is checked first (checked_source).

@@ -1,5 +1,8 @@
 #include "doctor/doctor.hpp"
 
+#include <algorithm>
+
+#include "doctor/actions.hpp"
 #include "doctor/instances.hpp"
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
@@ -26,7 +29,7 @@ namespace {
 /// Runs `gpuenv smoke` on a live node with visible GPUs and folds its findings (all GPUs) into the report; not once
 /// the run's deadline (when one holds) has passed.
 void add_smoke_findings(system::System& system, system::DeadlineSystem* deadline, const DoctorRequest& request,
-                        DoctorReport& report) {
+                        const InstanceExpectation* instance, DoctorReport& report) {
   const probe::HostFacts& facts = report.facts;
   if (!facts.live || !facts.gpus.availability.available || facts.gpus.gpus.empty()) {
     report.findings.push_back({"smoke.run", report::Status::skip,
@@ -40,7 +43,14 @@ void add_smoke_findings(system::System& system, system::DeadlineSystem* deadline
                                "smoke tests were not run: the run's deadline (--timeout) had passed", "", ""});
     return;
   }
-  auto smoke = smoke::run_smoke(system, request.smoke);
+  // The GPUs the node should have (--expect-gpus, else the instance type's): a missing one keeps the peer floors of
+  // the whole board in force. The run's own deadline bounds smoke's budget too.
+  smoke::SmokeOptions options = request.smoke;
+  if (!options.expect_gpus && request.expect_gpus) options.expect_gpus = static_cast<int>(*request.expect_gpus);
+  if (!options.expect_gpus && instance != nullptr && instance->gpus > 0)
+    options.expect_gpus = static_cast<int>(instance->gpus);
+  if (deadline != nullptr) options.run_timeout = std::min(options.run_timeout, deadline->time_left());
+  auto smoke = smoke::run_smoke(system, options);
   if (!smoke) {
     report.findings.push_back(
         {"smoke.run", report::Status::fail, "smoke tests could not run: " + smoke.error().message, "", ""});
@@ -87,6 +97,8 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   if (!kb) return kb.error();
   auto instances = builtin_instances();
   if (!instances) return instances.error();
+  auto actions = builtin_actions();
+  if (!actions) return actions.error();
 
   DoctorReport report;
   // One deadline over every wait, when one is asked for: commands go through it, NVML and libcuda ask it.
@@ -109,12 +121,13 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   report.findings = evaluate(report.facts, **thresholds, **kb, expectations);
 
   // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.
-  if (request.run_smoke) add_smoke_findings(target, bounded ? &*bounded : nullptr, request, report);
+  if (request.run_smoke) add_smoke_findings(target, bounded ? &*bounded : nullptr, request, instance, report);
   // The link counters' second reading, after any load the smoke tests put on the links: their growth is a rate.
   probe::collect_link_counters_end(target, collect, report.facts);
   for (report::Finding& finding : evaluate_link_counters(report.facts, **thresholds))
     report.findings.push_back(std::move(finding));
   if (bounded) add_deadline_finding(*bounded, *request.deadline, report);
+  assign_actions(report.findings, **actions);
   report.verdict = report::verdict_of(report.findings);
   return report;
 }

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 
+#include "doctor/actions.hpp"
 #include "doctor/rules_detail.hpp"
 
 namespace gpuenv::doctor::rules_detail {
@@ -83,7 +84,7 @@ void check_memory_errors(const HostFacts& facts, const Thresholds& thresholds, F
         pages.add(Status::fail, gpu, "a page retirement is pending (takes effect at the next reset)", reset);
       if (total >= *pages_t.fail_at) {
         pages.add(Status::fail, gpu, std::to_string(total) + " retired pages (the table holds 64)",
-                  "replace the GPU: open a hardware ticket");
+                  "replace the GPU: open a hardware ticket", case_action("gpu.retired_pages", "table_full"));
       } else if (total > 0) {
         pages.note(gpu, std::to_string(total) + " retired pages");
       }
@@ -92,13 +93,14 @@ void check_memory_errors(const HostFacts& facts, const Thresholds& thresholds, F
       remap.checked();
       if (gpu.remapped_rows_failure.value_or(false))
         remap.add(Status::fail, gpu, "a row remap failed",
-                  "replace the GPU: open a hardware ticket (row-remap failure is NVIDIA's RMA criterion)");
+                  "replace the GPU: open a hardware ticket (row-remap failure is NVIDIA's RMA criterion)",
+                  case_action("gpu.row_remap", "failure"));
       if (gpu.remapped_rows_pending.value_or(false))
         remap.add(Status::fail, gpu, "a row remap is pending (applied at the next GPU reset)", reset);
       const unsigned unc = gpu.remapped_rows_uncorrectable.value_or(0);
       if (unc >= *remap_t.fail_at) {
         remap.add(Status::fail, gpu, std::to_string(unc) + " rows remapped for uncorrectable errors",
-                  "replace the GPU: open a hardware ticket");
+                  "replace the GPU: open a hardware ticket", case_action("gpu.row_remap", "limit"));
       } else if (unc > 0) {
         remap.note(gpu, std::to_string(unc) + " rows remapped for uncorrectable errors");
       }

@@ -134,8 +134,16 @@ void check_kernel_driver(const HostFacts& facts, Findings& out) {
     using probe::KernelEventKind;
     if (event.kind == KernelEventKind::probe_not_called || event.kind == KernelEventKind::probe_failed ||
         event.kind == KernelEventKind::no_adapter_probed) {
+      // The driver's fixed sentence rebuilt from the event, not copied from the log (docs/security.md).
+      const std::string devices =
+          event.device_count ? " for " + std::to_string(*event.device_count) + " device(s)" : std::string();
+      const std::string said = event.kind == KernelEventKind::probe_not_called
+                                   ? "The NVIDIA probe routine was not called" + devices
+                               : event.kind == KernelEventKind::probe_failed
+                                   ? "The NVIDIA probe routine failed" + devices
+                                   : std::string("No NVIDIA graphics adapter probed");
       out.push_back(
-          make("driver.probe", Status::fail, "kernel log: " + event.message,
+          make("driver.probe", Status::fail, "kernel log: " + said,
                event.kind == KernelEventKind::probe_not_called
                    ? std::string(k_nouveau_remedy)
                    : "check that the GPU is supported by this driver branch and seated; see `dmesg | grep NVRM`"));
@@ -187,21 +195,14 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
                        "run doctor as root, or allow dmesg (sysctl kernel.dmesg_restrict=0), to see Xid events"));
     return;
   }
-  // One finding line per (code, bus): "Xid 79 on 0000:3b:00 x2: GPU has fallen off the bus".
-  struct Group {
-    unsigned count = 0;
-    std::string message;
-  };
-  std::map<std::pair<int, std::string>, Group> groups;
+  // One finding line per (code, bus): "Xid 79 on 0000:3b:00 x2: GPU has fallen off the bus". The meaning comes
+  // from gpuenv's Xid table, never from the log line (whose tail can carry a user's text: docs/security.md).
+  std::map<std::pair<int, std::string>, unsigned> groups;
   for (const probe::KernelEvent& event : facts.kernel_events) {
     if (event.kind == probe::KernelEventKind::xid && event.xid) {
-      auto& group = groups[{*event.xid, event.pci_bus_id}];
-      ++group.count;
-      group.message = event.message;
+      ++groups[{*event.xid, event.pci_bus_id}];
     } else if (event.kind == probe::KernelEventKind::fallen_off_bus) {
-      auto& group = groups[{-1, event.pci_bus_id}];
-      ++group.count;
-      group.message = "GPU has fallen off the bus";
+      ++groups[{-1, event.pci_bus_id}];
     }
   }
   if (groups.empty()) {
@@ -209,14 +210,16 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
     return;
   }
   Status worst = Status::pass;
+  std::optional<report::Action> action;  // the most disruptive node_action of the events that count
+  const auto add_action = [&action](report::Action more) { action = std::max(action.value_or(more), more); };
   std::vector<std::string> lines;
   std::vector<std::string> remedies;
   std::string source;
-  for (const auto& [key, group] : groups) {
+  for (const auto& [key, count] : groups) {
     const auto& [code, bus] = key;
     std::string line = code < 0 ? "fallen off the bus" : "Xid " + std::to_string(code);
     if (!bus.empty()) line += " on " + bus;
-    if (group.count > 1) line += " x" + std::to_string(group.count);
+    if (count > 1) line += " x" + std::to_string(count);
     Status status = Status::fail;
     std::string remedy = "drain the node and reset the GPU or reboot; open a hardware ticket if it recurs";
     if (code >= 0) {
@@ -227,13 +230,16 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
                  : info->severity == XidSeverity::warning                                        ? Status::warn
                                                                                                  : Status::pass;
         if (!info->action.empty() && info->action != "-") remedy = "Xid " + std::to_string(code) + ": " + info->action;
+        if (const auto node_action = report::parse_action(info->node_action); node_action && status != Status::pass)
+          add_action(*node_action);
         source = info->source;
       } else {
-        line += ": " + group.message + " (not in gpuenv's Xid table)";
+        line += " (not in gpuenv's Xid table)";
         status = Status::warn;
         remedy = "look up Xid " + std::to_string(code) + " in NVIDIA's Xid catalog";
       }
     }
+    if (code < 0) add_action(report::Action::reboot);  // what NVIDIA's catalog says for Xid 79 (RESTART_BM)
     worst = std::max(worst, status);
     lines.push_back(line);
     if (status != Status::pass && std::find(remedies.begin(), remedies.end(), remedy) == remedies.end())
@@ -241,6 +247,7 @@ void check_kernel_log(const HostFacts& facts, Findings& out) {
   }
   out.push_back(make("xid.events", worst, util::join(lines, "; ") + " (" + facts.kernel_log_source + ")",
                      util::join(remedies, "; "), source));
+  out.back().action = action;
 }
 
 /// GPUs the driver failed to initialise (RmInitAdapter): they are missing from NVML, so only the log names them.

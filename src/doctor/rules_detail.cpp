@@ -32,6 +32,7 @@ bool has_gpus(const HostFacts& facts) { return facts.gpus.availability.available
 void PerGpu::finish(Findings& out, const std::string& ok_message, const std::string& skip_reason) {
   if (!m_problems.empty()) {
     out.push_back(make(m_id, m_status, util::join(m_problems, "; "), util::join(m_remedies, "; "), m_source));
+    out.back().action = m_action;
   } else if (m_checked == 0) {
     out.push_back(make(m_id, Status::skip, skip_reason));
   } else {

@@ -3,6 +3,7 @@
 // sections evaluate() runs. Not part of doctor's interface.
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,12 @@ bool has_gpus(const probe::HostFacts& facts);
 class PerGpu {
  public:
   explicit PerGpu(std::string id, std::string source = {}) : m_id(std::move(id)), m_source(std::move(source)) {}
-  void add(report::Status status, const probe::GpuFacts& gpu, const std::string& problem, const std::string& remedy) {
+  /// One GPU's problem; `action` when the problem is a case with its own row in data/doctor/actions.toml
+  /// (case_action), else the finding takes its id's row.
+  void add(report::Status status, const probe::GpuFacts& gpu, const std::string& problem, const std::string& remedy,
+           std::optional<report::Action> action = std::nullopt) {
     m_status = std::max(m_status, status);
+    if (action) m_action = std::max(m_action.value_or(*action), *action);
     m_problems.push_back(gpu_label(gpu) + ": " + problem);
     if (!remedy.empty() && std::find(m_remedies.begin(), m_remedies.end(), remedy) == m_remedies.end())
       m_remedies.push_back(remedy);
@@ -57,6 +62,7 @@ class PerGpu {
   std::string m_id;
   std::string m_source;
   report::Status m_status = report::Status::pass;
+  std::optional<report::Action> m_action;
   std::vector<std::string> m_problems;
   std::vector<std::string> m_remedies;
   std::vector<std::string> m_notes;

@@ -15,6 +15,10 @@ void check_cuda_driver(const HostFacts& facts, Findings& out) {
                        "not loaded under --root (nothing is executed or loaded from an inspected tree)"));
     return;
   }
+  if (!cuda.not_checked.empty()) {
+    out.push_back(make("cuda.driver", Status::skip, cuda.not_checked));
+    return;
+  }
   if (!cuda.availability.available) {
     const bool no_driver = !facts.kernel.module_loaded;
     out.push_back(

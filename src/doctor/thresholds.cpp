@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "doctor/actions.hpp"
 #include "doctor/instances.hpp"
 #include "util/toml_rows.hpp"
 
@@ -36,6 +37,7 @@ std::vector<util::DataTable> data_tables() {
   for (const util::EmbeddedFile& file : embedded_doctor_data()) {
     if (file.name == "thresholds.toml") tables.push_back({"thresholds.toml", file, k_threshold_keys});
     if (file.name == "instances.toml") tables.push_back({"instances.toml", file, instance_row_keys()});
+    if (file.name == "actions.toml") tables.push_back({"actions.toml", file, action_row_keys()});
   }
   return tables;
 }
@@ -44,6 +46,8 @@ util::Expected<util::Ok> check_data(const util::Overlay& overlay) {
   for (const util::EmbeddedFile& file : embedded_doctor_data()) {
     if (file.name == "thresholds.toml") {
       if (auto parsed = parse_thresholds(file.contents, overlay); !parsed) return parsed.error();
+    } else if (file.name == "actions.toml") {
+      if (auto parsed = parse_actions(file.contents, overlay); !parsed) return parsed.error();
     } else if (auto parsed = parse_instances(file.contents, overlay); !parsed) {
       return parsed.error();
     }

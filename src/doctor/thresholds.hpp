@@ -37,9 +37,9 @@ struct Thresholds {
 /// Parses thresholds.toml text; an internal Error naming the row on bad data.
 util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::Overlay& overlay = {});
 
-/// Doctor's tables (thresholds.toml, instances.toml, compiled in) and how overlay rows replace theirs.
+/// Doctor's tables (thresholds.toml, instances.toml, actions.toml, compiled in) and how overlay rows replace theirs.
 std::vector<util::DataTable> data_tables();
-/// Parses both compiled-in tables with `overlay` merged (for `gpuenv data check`).
+/// Parses every compiled-in table with `overlay` merged (for `gpuenv data check`).
 util::Expected<util::Ok> check_data(const util::Overlay& overlay);
 /// The thresholds compiled into this binary.
 util::Expected<const Thresholds*> builtin_thresholds();

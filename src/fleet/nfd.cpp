@@ -1,6 +1,7 @@
 #include "fleet/nfd.hpp"
 
 #include <cctype>
+#include <ctime>
 #include <filesystem>
 
 namespace gpuenv::fleet {
@@ -23,8 +24,18 @@ std::string nfd_label_value(const std::string& text) {
   return value.substr(first);
 }
 
+std::string rfc3339_utc(long long unix_seconds) {
+  const std::time_t time = static_cast<std::time_t>(unix_seconds);
+  std::tm utc{};
+  ::gmtime_r(&time, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
 std::string nfd_feature_file(const NodeFeatures& features) {
   std::string out = "# Written by `gpuenv doctor --nfd`; rewritten on every run.\n";
+  if (features.expires_unix) out += "# +expiry-time=" + rfc3339_utc(*features.expires_unix) + "\n";
   const auto line = [&out](const char* name, const std::string& value) {
     const std::string label = nfd_label_value(value);
     if (!label.empty()) out += std::string("gpuenv.io/") + name + "=" + label + "\n";

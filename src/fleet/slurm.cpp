@@ -1,5 +1,6 @@
 #include "fleet/slurm.hpp"
 
+#include "util/host_text.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::fleet {
@@ -53,18 +54,53 @@ bool is_unavailable(const SlurmNode& node) {
 
 bool is_gpuenv_reason(std::string_view reason) { return util::starts_with(reason, k_slurm_reason_prefix); }
 
-SlurmAction decide_slurm_action(bool healthy, const SlurmNode& node, std::string_view oneline) {
+bool is_slurm_availability_reason(std::string_view reason) {
+  // Slurm 22.05.8: "Not responding" (ping_nodes.c, set_node_down), "Node unexpectedly rebooted" (node_mgr.c
+  // validate_node_specs), "reboot requested" and "Reboot ASAP" (proc_req.c _slurm_rpc_reboot_nodes, the defaults when
+  // `scontrol reboot` is given no reason), "reboot timed out" (node_mgr.c check_reboot_nodes). Not "reboot complete":
+  // that is the operator's `scontrol reboot nextstate=DOWN`.
+  static constexpr std::string_view k_reasons[] = {"Not responding", "Node unexpectedly rebooted", "reboot requested",
+                                                   "Reboot ASAP", "reboot timed out"};
+  for (std::string_view known : k_reasons)
+    if (reason == known) return true;
+  return false;
+}
+
+std::string held_state(const SlurmNode& node) {
+  // Flags as node_state_string_complete prints them (Slurm 22.05 src/common/slurm_protocol_defs.c node_state_flags;
+  // "MAINT" in older releases). FAIL with ALLOCATED is what sinfo calls FAILING.
+  static constexpr std::string_view k_held[] = {
+      "FAIL",       "FAILING",      "MAINT",         "MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_ISSUED",
+      "POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "POWER_UP",         "FUTURE"};
+  for (std::string_view flag : util::split(node.state, '+'))
+    for (std::string_view held : k_held)
+      if (flag == held) return std::string(flag);
+  return "";
+}
+
+bool is_busy(const SlurmNode& node) {
+  for (std::string_view flag : util::split(node.state, '+'))
+    if (flag == "ALLOCATED" || flag == "MIXED" || flag == "COMPLETING") return true;
+  return false;
+}
+
+SlurmAction decide_slurm_action(NodeHealth health, const SlurmNode& node, std::string_view oneline) {
+  if (const std::string held = held_state(node); !held.empty())
+    return {SlurmActionKind::none, "", "the node is " + held + ": held by the operator or Slurm, left alone"};
+  if (health == NodeHealth::degraded_by_jobs) health = is_busy(node) ? NodeHealth::ready : NodeHealth::not_ready;
   const bool ours = is_gpuenv_reason(node.reason);
-  if (healthy) {
+  if (health == NodeHealth::ready) {
     if (is_unavailable(node) && ours) return {SlurmActionKind::resume, "", "healthy: resuming gpuenv's drain"};
     if (is_unavailable(node)) return {SlurmActionKind::none, "", "healthy, but drained by someone else: left alone"};
     return {SlurmActionKind::none, "", "healthy: nothing to do"};
   }
-  const std::string reason = std::string(k_slurm_reason_prefix) + " " + std::string(util::trim(oneline));
-  if (is_unavailable(node) && !ours && !node.reason.empty())
+  const std::string reason = std::string(k_slurm_reason_prefix) + " " + util::shell_inert(util::trim(oneline));
+  if (is_unavailable(node) && !ours && !node.reason.empty() && !is_slurm_availability_reason(node.reason))
     return {SlurmActionKind::none, "", "not ready, already drained by someone else: their reason kept"};
   if (is_unavailable(node) && node.reason == reason)
     return {SlurmActionKind::none, "", "not ready, already drained with this reason"};
+  if (is_unavailable(node) && !ours && !node.reason.empty())
+    return {SlurmActionKind::drain, reason, "not ready: draining (taking over Slurm's \"" + node.reason + "\")"};
   return {SlurmActionKind::drain, reason, "not ready: draining"};
 }
 
@@ -125,13 +161,13 @@ util::Expected<system::CommandResult> run_scontrol(system::System& system, std::
 
 }  // namespace
 
-util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, bool healthy,
+util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, NodeHealth health,
                                                     std::string_view oneline, std::chrono::milliseconds timeout) {
   auto shown = run_scontrol(system, {"scontrol", "show", "node", node}, timeout);
   if (!shown) return shown.error();
   auto parsed = parse_scontrol_show_node(shown->out);
   if (!parsed) return parsed.error();
-  SlurmOutcome outcome{*parsed, decide_slurm_action(healthy, *parsed, oneline)};
+  SlurmOutcome outcome{*parsed, decide_slurm_action(health, *parsed, oneline)};
   if (const auto argv = scontrol_update_argv(node, outcome.action); !argv.empty()) {
     if (auto updated = run_scontrol(system, argv, timeout); !updated) return updated.error();
   }

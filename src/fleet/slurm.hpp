@@ -2,7 +2,11 @@
 // Slurm HealthCheckProgram contract (slurm.conf(5), slurmd `run_script_health_check`): Slurm only logs the program's
 // exit code, so the program drains its own node (`scontrol update NodeName=N State=DRAIN Reason=...`) and resumes it
 // when healthy again. gpuenv owns only the drains whose reason starts with "gpuenv:" (as NHC owns "NHC:"): it never
-// resumes or rewrites an operator's drain.
+// resumes or rewrites an operator's drain. Reasons Slurm writes itself about a node that went away or rebooted
+// ("Not responding", "Node unexpectedly rebooted", ...) say nothing about its health: a NOT READY node with one of
+// them is drained with gpuenv's reason, or slurmd's registration would put it back in service (ReturnToService=1).
+// Nodes an operator or Slurm holds in a state of their own (FAIL, MAINTENANCE, a pending reboot, power saving) are
+// never touched. The decision table is in docs/fleet.md.
 
 #include <chrono>
 #include <string>
@@ -33,6 +37,25 @@ bool is_unavailable(const SlurmNode& node);
 /// True when the node's reason was written by gpuenv.
 bool is_gpuenv_reason(std::string_view reason);
 
+/// True when the reason is one slurmctld writes itself when a node stops answering or reboots (Slurm 22.05
+/// src/slurmctld/ping_nodes.c, node_mgr.c validate_node_specs, proc_req.c _slurm_rpc_reboot_nodes): gpuenv may
+/// replace it with its own on a NOT READY node.
+bool is_slurm_availability_reason(std::string_view reason);
+
+/// The state flag that puts the node outside gpuenv's reach ("FAIL", "MAINTENANCE", "REBOOT_REQUESTED",
+/// "REBOOT_ISSUED", "POWER_DOWN", ...), or "" when there is none.
+std::string held_state(const SlurmNode& node);
+
+/// True when jobs run on the node (ALLOCATED or MIXED, or COMPLETING).
+bool is_busy(const SlurmNode& node);
+
+/// Doctor's judgement as the health check sees it.
+enum class NodeHealth {
+  ready,             ///< READY, or DEGRADED without --strict
+  not_ready,         ///< NOT READY, or DEGRADED with --strict
+  degraded_by_jobs,  ///< DEGRADED under --strict only by what a running job causes (its GPU processes, MIG, its Xids)
+};
+
 enum class SlurmActionKind { none, drain, resume };
 
 struct SlurmAction {
@@ -42,9 +65,10 @@ struct SlurmAction {
 };
 
 /// The health check's decision, a pure function of doctor's judgement and the node's current state and reason:
-/// unhealthy -> drain (unless an operator's drain or the same gpuenv reason is already there); healthy -> resume
-/// only a gpuenv drain.
-SlurmAction decide_slurm_action(bool healthy, const SlurmNode& node, std::string_view oneline);
+/// a held state -> nothing; not ready -> drain (unless an operator's drain or the same gpuenv reason is already
+/// there); ready -> resume only a gpuenv drain; degraded by jobs -> ready on a busy node, not ready on an idle one.
+/// The drain reason is "gpuenv: " and `oneline` made shell-inert (util::shell_inert).
+SlurmAction decide_slurm_action(NodeHealth health, const SlurmNode& node, std::string_view oneline);
 
 /// The scontrol argv that carries out `action` on `node` (empty for none); never a shell string.
 std::vector<std::string> scontrol_update_argv(const std::string& node, const SlurmAction& action);
@@ -60,7 +84,7 @@ struct SlurmOutcome {
 };
 
 /// Reads the node with scontrol, decides, and runs the update; each scontrol call gets `timeout`.
-util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, bool healthy,
+util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, NodeHealth health,
                                                     std::string_view oneline, std::chrono::milliseconds timeout);
 
 }  // namespace gpuenv::fleet

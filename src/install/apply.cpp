@@ -12,10 +12,37 @@ namespace {
 
 constexpr const char* k_reboot = "install.reboot";
 constexpr const char* k_verify = "install.verify";
+/// apt-get's exit code when it cannot get a lock (also its code for other failures: the retries are bounded).
+constexpr int k_lock_held = 100;
+/// Reboots gpuenv makes for one plan before a module that still does not load is a failure (no reboot loop).
+constexpr std::size_t k_max_reboots = 1;
 
 std::string parent_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Whether a probe's output is what `match` and `text` ask for (plan.hpp OutputMatch).
+bool output_matches(const std::string& out, OutputMatch match, const std::string& text) {
+  if (match == OutputMatch::exact) return out == text;
+  bool any = false;
+  for (std::string_view line : util::split_lines(out)) {
+    if (util::trim(line).empty()) continue;
+    any = true;
+    if (match == OutputMatch::has_line && line.find(text) != std::string_view::npos) return true;
+    if (match == OutputMatch::lines_prefixed && !util::starts_with(line, text)) return false;
+  }
+  return match == OutputMatch::lines_prefixed && any;
+}
+
+/// A plan's octal mode ("0644") as permission bits; 0644 when it is not octal (plans are made by code, not users).
+unsigned file_mode(const std::string& mode) {
+  unsigned bits = 0;
+  for (const char c : mode) {
+    if (c < '0' || c > '7' || bits > 07777) return 0644;
+    bits = bits * 8 + static_cast<unsigned>(c - '0');
+  }
+  return mode.empty() || bits > 07777 ? 0644 : bits;
 }
 
 /// The run's log: previous runs' text plus this run's lines, rewritten atomically after each command.
@@ -72,7 +99,18 @@ class Run {
     for (std::size_t i = 0; i < m_plan.steps.size(); ++i) {
       const Step& step = m_plan.steps[i];
       StepReport& report = m_report.steps[i];
-      if (step.id == k_reboot) return reboot(step, report);
+      if (step.id == k_reboot) {
+        auto due = reboot(step, report);
+        if (!due) return due.error();
+        if (*due) return m_report;  // rebooting, waiting for one, or stopped: reboot() finished the report
+        continue;
+      }
+      if (step.id == k_verify) {
+        if (auto verified = verify(report); !verified) return verified.error();
+        if (report.result == StepResult::failed) return finish(Outcome::not_ready, report.detail);
+        if (report.result == StepResult::ran) return finish(Outcome::verified, "doctor: " + report.detail);
+        continue;
+      }
       auto ran = run_step(step, report);
       if (!ran) return ran.error();
       if (report.result == StepResult::failed && step.failure_stops) {
@@ -91,6 +129,10 @@ class Run {
     }
     auto previous = load_state(m_system, m_report.state_path);
     if (!previous) return previous.error();
+    const bool same_plan =
+        *previous && (*previous)->profile == m_state.profile && (*previous)->target == m_state.target;
+    // Reboots are counted on every run (a per-boot hook need not pass --resume): see reboot().
+    if (same_plan) m_state.reboots = (*previous)->reboots;
     if (m_options.resume && *previous) {
       if ((*previous)->profile != m_state.profile || (*previous)->target != m_state.target) {
         return util::Error::input(m_report.state_path + " is for " + (*previous)->profile + " on " +
@@ -104,7 +146,6 @@ class Run {
   }
 
   util::Expected<util::Ok> run_step(const Step& step, StepReport& report) {
-    if (step.id == k_verify) return verify(report);
     if (m_options.resume && m_state.is_completed(step.id) && step.done_if.empty()) {
       report = {step.id, StepResult::done, "completed in an earlier run"};
       return util::Ok{};
@@ -117,29 +158,54 @@ class Run {
       if (auto existing = m_system.read_file(file.path); existing && *existing == file.content) continue;
       if (!m_system.exists(parent_of(file.path))) m_system.run({"mkdir", "-p", parent_of(file.path)}, step.timeout);
       if (auto log = m_log.line(step.id, "write " + file.path); !log) return log;
-      if (auto written = m_system.write_file_atomic(file.path, file.content); !written) {
+      if (auto written = m_system.write_file_atomic(file.path, file.content, file_mode(file.mode)); !written) {
         report = {step.id, StepResult::failed, "cannot write " + file.path + ": " + written.error().message};
         return save_failed(step.id);
       }
       m_report.changed = true;
     }
     for (const std::vector<std::string>& argv : step.commands) {
-      if (auto log = m_log.line(step.id, "$ " + util::join(argv, " ")); !log) return log;
-      const system::CommandResult result = m_system.run(argv, step.timeout);
-      if (auto log = m_log.result(step.id, result); !log) return log;
-      m_report.changed = m_report.changed || step.changes_node;
-      if (result.exit_code != 0) {
+      auto result = run_command(step, argv);
+      if (!result) return result.error();
+      if (result->exit_code != 0) {
         report = {step.id, StepResult::failed,
-                  "`" + util::join(argv, " ") + "` exited " + std::to_string(result.exit_code) +
-                      (result.timed_out ? " after the timeout" : "") + explain(step)};
+                  "`" + util::join(argv, " ") + "` exited " + std::to_string(result->exit_code) +
+                      (result->timed_out ? " after the timeout" : "") + explain(step)};
         if (!step.failure_stops) {
           if (auto log = m_log.line(step.id, "failed; going on: a later step may repair it"); !log) return log;
         }
         return save_failed(step.id);
       }
     }
+    for (const Check& check : step.checks) {
+      const system::CommandResult result = m_system.run(check.argv, step.timeout);
+      const bool held = result.exit_code == 0 && output_matches(result.out, check.match, check.text);
+      if (auto log = m_log.line(step.id, "check `" + util::join(check.argv, " ") + "`: " + (held ? "ok" : "FAILED"));
+          !log)
+        return log;
+      if (!held) {
+        report = {step.id, StepResult::failed, check.meaning};
+        return save_failed(step.id);
+      }
+    }
     report = {step.id, StepResult::ran, ""};
     return mark_completed(step.id);
+  }
+
+  /// Runs one command of a step, logged; exit 100 (apt's "could not get lock") is retried step.retries times.
+  util::Expected<system::CommandResult> run_command(const Step& step, const std::vector<std::string>& argv) {
+    for (int attempt = 0;; ++attempt) {
+      if (auto log = m_log.line(step.id, "$ " + util::join(argv, " ")); !log) return log.error();
+      system::CommandResult result = m_system.run(argv, step.timeout);
+      if (auto log = m_log.result(step.id, result); !log) return log.error();
+      m_report.changed = m_report.changed || step.changes_node;
+      if (result.exit_code != k_lock_held || attempt >= step.retries) return result;
+      if (auto log = m_log.line(step.id, "retrying in " + std::to_string(step.retry_delay.count()) + " s (" +
+                                             std::to_string(step.retries - attempt) + " more)");
+          !log)
+        return log.error();
+      m_system.sleep_for(step.retry_delay);
+    }
   }
 
   /// "; the repositories have: a, b" from the step's explain_failure command ("" when it has none).
@@ -162,42 +228,63 @@ class Run {
 
   bool probe(const Step& step) {
     const system::CommandResult result = m_system.run(step.done_if, step.timeout);
-    const bool done = result.exit_code == 0 && (!step.done_if_stdout || result.out == *step.done_if_stdout);
+    const bool done = result.exit_code == 0 &&
+                      (!step.done_if_stdout || output_matches(result.out, step.done_if_match, *step.done_if_stdout));
     (void)m_log.line(step.id, "done_if `" + util::join(step.done_if, " ") + "`: " + (done ? "done" : "to do"));
     return done;
   }
 
-  util::Expected<ApplyReport> reboot(const Step& step, StepReport& report) {
+  /// The reboot decision. True when the run ends here (no GPU, a reboot required, issued or pending, or a module
+  /// that a reboot did not load); false when the installed module is loaded and the run goes on.
+  util::Expected<bool> reboot(const Step& step, StepReport& report) {
     if (!nvidia_gpu_present(m_system)) {
       report = {step.id, StepResult::not_run, "no NVIDIA GPU on the PCI bus"};
-      return finish(Outcome::no_gpu, "no GPU to verify: every step up to " + std::string(k_reboot) +
-                                         " is done; reboot and verification need an NVIDIA GPU");
+      (void)finish(Outcome::no_gpu, "no GPU to verify: every step up to " + std::string(k_reboot) +
+                                        " is done; reboot and verification need an NVIDIA GPU");
+      return true;
     }
     const ModuleVersions versions = module_versions(m_system);
     if (!versions.loaded.empty() && versions.loaded == versions.installed) {
       report = {step.id, StepResult::done, "the loaded module is the installed one (" + versions.loaded + ")"};
-      StepReport& verify_report = m_report.steps.back();
-      if (auto verified = verify(verify_report); !verified) return verified.error();
-      if (verify_report.result == StepResult::failed) return finish(Outcome::not_ready, verify_report.detail);
-      return finish(Outcome::verified, "doctor: " + verify_report.detail);
+      m_state.reboots.clear();  // the reboots worked: a later change (another branch) gets its own bound
+      if (auto saved = save(); !saved) return saved.error();
+      return false;
     }
     m_report.reboot_required = true;
     const std::string why = "loaded module " + (versions.loaded.empty() ? "none" : versions.loaded) + ", installed " +
                             (versions.installed.empty() ? "none" : versions.installed);
-    if (m_state.is_completed(k_reboot)) {  // rebooted for this already: another reboot would loop
-      report = {step.id, StepResult::failed, why + " after a reboot"};
+    const std::string boot = boot_id(m_system);
+    const auto& history = m_state.reboots;
+    if (!boot.empty() && std::find(history.begin(), history.end(), boot) != history.end()) {
+      // This boot is the one gpuenv asked to end: the reboot has not happened yet, and asking again would loop.
+      report = {step.id, StepResult::not_run, why + "; a reboot was already requested in this boot"};
+      (void)finish(Outcome::reboot_required, "a reboot requested by gpuenv is still pending (" + why + ")");
+      return true;
+    }
+    if (history.size() >= k_max_reboots) {  // rebooted for this already: another reboot would loop
+      report = {step.id, StepResult::failed, why + " after " + std::to_string(history.size()) + " reboot(s) by gpuenv"};
       m_report.failed_step = step.id;
-      return finish(Outcome::failed, "the installed module is still not loaded after the reboot (" + why +
-                                         "); see dmesg and the DKMS build log under /var/lib/dkms");
+      if (auto saved = save_failed(step.id); !saved) return saved.error();
+      (void)finish(Outcome::failed,
+                   "the installed module is still not loaded after " + std::to_string(history.size()) +
+                       " reboot(s) by gpuenv (" + why +
+                       "); see dmesg and the DKMS build log under /var/lib/dkms, fix it, then remove " +
+                       m_report.state_path + " to allow another reboot");
+      return true;
     }
     if (!m_options.allow_reboot) {
       report = {step.id, StepResult::not_run, why};
-      return finish(Outcome::reboot_required, "reboot required (" + why + "); then run `gpuenv install --resume`");
+      (void)finish(Outcome::reboot_required, "reboot required (" + why + "); then run `gpuenv install --resume`");
+      return true;
     }
+    m_state.reboots.push_back(boot.empty() ? "unknown-boot-" + std::to_string(history.size()) : boot);
     if (auto saved = save(); !saved) return saved.error();
-    if (auto ran = run_step(Step{step.id, step.why, step.commands, {}, {}, {}, step.timeout, true}, report); !ran)
+    if (auto ran = run_step(Step{step.id, step.why, step.commands, {}, {}, {}, OutputMatch::exact, step.timeout, true},
+                            report);
+        !ran)
       return ran.error();
-    return finish(Outcome::reboot_required, "rebooting (" + why + "); run `gpuenv install --resume` after the boot");
+    (void)finish(Outcome::reboot_required, "rebooting (" + why + "); run `gpuenv install --resume` after the boot");
+    return true;
   }
 
   util::Expected<util::Ok> verify(StepReport& report) {
@@ -291,6 +378,24 @@ std::string utc_now() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return text;
+}
+
+Verification judge_doctor(report::Verdict verdict, std::string_view verdict_word,
+                          const std::vector<report::Finding>& findings, bool fabric_manager) {
+  Verification out{verdict, std::string(verdict_word)};
+  bool manager_confirmed = false;
+  for (const report::Finding& finding : findings) {
+    if (finding.status == report::Status::fail) out.summary += "; " + finding.id + ": " + finding.message;
+    if (finding.id == "fabric.manager")
+      manager_confirmed = finding.status == report::Status::pass || finding.status == report::Status::warn;
+  }
+  if (fabric_manager && !manager_confirmed) {
+    out.verdict = report::Verdict::not_ok;
+    out.summary +=
+        "; the NVSwitch fabric is not confirmed: doctor did not report fabric manager running at the "
+        "driver's version (fabric.manager); CUDA cannot start until it has initialised the fabric";
+  }
+  return out;
 }
 
 util::Expected<ApplyReport> apply_plan(system::System& system, const InstallPlan& plan, const ApplyOptions& options) {

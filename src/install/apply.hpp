@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "install/plan.hpp"
@@ -18,6 +19,13 @@ struct Verification {
   report::Verdict verdict = report::Verdict::not_ok;
   std::string summary;  ///< "READY", "NOT READY: driver.loaded ..."
 };
+
+/// Doctor's report judged for the install: READY or DEGRADED verifies it, with the failures named. On an NVSwitch
+/// plan doctor must also have confirmed the fabric manager (finding fabric.manager passing or warning: installed at
+/// the loaded driver's version and running) and no GPU's fabric registration may fail (fabric.state): CUDA refuses
+/// work until the fabric manager has initialised the fabric, so a doctor without those checks cannot verify it.
+Verification judge_doctor(report::Verdict verdict, std::string_view verdict_word,
+                          const std::vector<report::Finding>& findings, bool fabric_manager);
 
 struct ApplyOptions {
   std::string log_path = "/var/log/gpuenv/install.log";

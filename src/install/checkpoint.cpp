@@ -14,6 +14,7 @@ std::string state_json(const InstallState& state) {
                          {"target", state.target},
                          {"completed", state.completed},
                          {"failed", state.failed.empty() ? nlohmann::json() : nlohmann::json(state.failed)},
+                         {"reboots", state.reboots},
                          {"updated", state.updated}};
   return json.dump(2) + "\n";
 }
@@ -36,12 +37,26 @@ util::Expected<InstallState> parse_state(const std::string& text, const std::str
     state.completed.push_back(id.get<std::string>());
   }
   if (json.contains("failed") && json["failed"].is_string()) state.failed = json["failed"].get<std::string>();
+  if (json.contains("reboots") && json["reboots"].is_array()) {
+    for (const nlohmann::json& id : json["reboots"]) {
+      if (!id.is_string()) return bad("\"reboots\" holds a non-string");
+      state.reboots.push_back(id.get<std::string>());
+    }
+  }
   if (json.contains("updated") && json["updated"].is_string()) state.updated = json["updated"].get<std::string>();
   return state;
 }
 
 util::Expected<std::optional<InstallState>> load_state(system::System& system, const std::string& path) {
   if (!system.exists(path)) return std::optional<InstallState>();
+  // The state decides which steps root skips on --resume: one that another user could have written is not ours.
+  if (auto problem = system.trust_problem(path)) {
+    return util::Error::input(path + ": not trusted: " + *problem +
+                                  ", so someone other than root could mark steps "
+                                  "as done",
+                              "keep the state directory owned by root and not writable by group or others "
+                              "(`chown root: DIR && chmod go-w DIR`), or give --state-dir one that is");
+  }
   auto text = system.read_file(path);
   if (!text) return text.error();
   auto state = parse_state(*text, path);

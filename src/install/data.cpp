@@ -1,5 +1,7 @@
 #include "install/data.hpp"
 
+#include <algorithm>
+
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
 
@@ -17,6 +19,13 @@ std::string major_of(const std::string& version) { return version.substr(0, vers
 
 bool enterprise_linux(const std::string& distro) { return distro == "rockylinux" || distro == "rhel"; }
 
+/// A row's status: verified (a primary source), secondary (a record of one, or derived), unverified.
+std::string status_of(TomlRow& row) { return row.one_of("status", {"verified", "secondary", "unverified"}); }
+
+int branch_in(TomlRow& row, std::string_view key) {
+  return static_cast<int>(row.integer_in(key, 100, 999, "a driver branch"));
+}
+
 TargetRow read_target(TomlRow& row) {
   TargetRow out;
   out.distro = row.text("distro");
@@ -24,29 +33,193 @@ TargetRow read_target(TomlRow& row) {
   out.manager = row.one_of("manager", {"apt", "dnf"});
   out.repo_dir = row.text("repo_dir");
   out.arches = row.texts("arches");
+  out.key = row.text("key");
   out.headers = row.texts("headers");
-  out.prerequisites = row.optional_texts("prerequisites");
+  out.future_headers = row.texts("future_headers");
+  out.ga_kernel = row.optional_text("ga_kernel");
+  out.distro_cuda_toolkit = row.optional_text("distro_cuda_toolkit");
   out.driver_lock = row.optional_text("driver_lock");
+  out.crb = row.optional_texts("crb");
+  out.crb_repo = row.optional_text("crb_repo");
+  out.epel = row.optional_texts("epel");
+  out.cuda_first = row.version("cuda_first");
+  out.cuda_last = row.optional_version("cuda_last");
+  out.branch_first = branch_in(row, "branch_first");
+  if (row.optional_number("branch_last")) out.branch_last = branch_in(row, "branch_last");
+  out.cudnn = row.boolean("cudnn");
+  out.status = status_of(row);
   out.source = row.text("source");
   if (out.manager == "dnf" && out.driver_lock != "module-stream" && out.driver_lock != "versionlock") {
     row.fail("`driver_lock` must be module-stream or versionlock for dnf targets");
   }
+  if (out.crb.empty() != out.crb_repo.empty()) row.fail("`crb` and `crb_repo` go together");
   return out;
 }
 
 DriverRow read_driver(TomlRow& row) {
   DriverRow out;
   out.manager = row.one_of("manager", {"apt", "dnf"});
+  out.distro = row.optional_text("distro");
   out.origin = row.one_of("origin", {"nvidia", "distro"});
-  out.first_branch = static_cast<int>(row.integer_in("first_branch", 100, 999, "a driver branch"));
-  out.last_branch = static_cast<int>(row.integer_in("last_branch", 100, 999, "a driver branch"));
+  out.first_branch = branch_in(row, "first_branch");
+  out.last_branch = branch_in(row, "last_branch");
   out.modules = row.one_of("modules", {"open", "proprietary"});
-  out.lock = row.one_of("lock", {"hold", "pinning-package", "target"});
   out.stream = row.optional_text("stream");
+  out.pinning_package = row.optional_text("pinning_package");
   out.packages = row.texts("packages");
+  out.compute_only = row.optional_texts("compute_only");
+  out.verify = row.texts("verify");
+  out.signed_modules = row.optional_text("signed_modules");
+  out.signed_modules_abi = row.optional_text("signed_modules_abi");
+  out.dkms = row.optional_text("dkms");
+  out.status = status_of(row);
   out.source = row.text("source");
-  if (out.lock == "target" && out.stream.empty()) row.fail("a dnf row (`lock` = target) needs `stream`");
+  if (out.manager == "dnf" && out.stream.empty()) row.fail("a dnf row needs `stream`");
+  if (out.origin == "distro" && (out.signed_modules.empty() || out.dkms.empty()))
+    row.fail("a distro row needs `signed_modules`, `signed_modules_abi` and `dkms`");
   return out;
+}
+
+BranchRow read_branch(TomlRow& row) {
+  BranchRow out;
+  out.branch = branch_in(row, "branch");
+  out.kind = row.one_of("kind", {"lts", "production", "feature"});
+  out.end_of_life = row.text("end_of_life");
+  out.status = status_of(row);
+  out.source = row.text("source");
+  if (!out.end_of_life.empty() && (out.end_of_life.size() != 7 || out.end_of_life[4] != '-'))
+    row.fail("`end_of_life` must be \"YYYY-MM\" or \"\"");
+  return out;
+}
+
+FabricRow read_fabric(TomlRow& row) {
+  FabricRow out;
+  out.manager = row.one_of("manager", {"apt", "dnf"});
+  out.origin = row.one_of("origin", {"nvidia", "distro"});
+  out.first_branch = branch_in(row, "first_branch");
+  out.last_branch = branch_in(row, "last_branch");
+  out.packages = row.texts("packages");
+  out.status = status_of(row);
+  out.source = row.text("source");
+  return out;
+}
+
+bool hex_digits(const std::string& text, std::size_t count) {
+  return text.size() == count && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+         });
+}
+
+KeyRow read_key(TomlRow& row) {
+  KeyRow out;
+  out.id = row.text("id");
+  out.file = row.text("file");
+  out.fingerprint = row.text("fingerprint");
+  out.status = status_of(row);
+  out.source = row.text("source");
+  if (!out.fingerprint.empty() && !hex_digits(out.fingerprint, 40))
+    row.fail("`fingerprint` must be 40 hex digits (or \"\" when none is published)");
+  if (out.fingerprint.empty() && out.status == "verified") row.fail("a key without a fingerprint cannot be verified");
+  return out;
+}
+
+KeyringRow read_keyring(TomlRow& row) {
+  KeyringRow out;
+  out.repo_dir = row.text("repo_dir");
+  out.arch = row.text("arch");
+  out.sha256 = row.text("sha256");
+  out.status = status_of(row);
+  out.source = row.text("source");
+  if (!hex_digits(out.sha256, 64)) row.fail("`sha256` must be 64 hex digits");
+  return out;
+}
+
+GpuRow read_gpu(TomlRow& row) {
+  GpuRow out;
+  out.first = static_cast<std::uint16_t>(row.integer_in("first", 0, 0xffff, "a PCI device id"));
+  out.last = static_cast<std::uint16_t>(row.integer_in("last", 0, 0xffff, "a PCI device id"));
+  out.name = row.text("name");
+  out.compute_capability = row.text("compute_capability");
+  out.open_only = row.boolean("open_only");
+  status_of(row);
+  out.source = row.text("source");
+  if (out.last < out.first) row.fail("`last` is below `first`");
+  return out;
+}
+
+const std::vector<util::RowKey> k_install_keys = {
+    {"target", {"distro", "version"}}, {"driver", {"manager", "distro", "origin", "modules", "first_branch"}},
+    {"branch", {"branch"}},            {"fabric", {"manager", "origin", "first_branch"}},
+    {"key", {"id"}},                   {"keyring", {"repo_dir", "arch"}},
+    {"gpu", {"first"}},
+};
+
+const std::vector<std::string_view> k_tables = {"as_of",  "repository", "target",  "driver", "branch",  "fabric",
+                                                "fabric_service", "limits", "key", "keyring", "gpu", "packages"};
+
+/// What a file contributes besides its rows: [repository], [packages], [limits], [fabric_service], as_of.
+Expected<util::Ok> read_tables(const util::TomlFile& parsed, InstallData& data, std::vector<std::string>& seen) {
+  const auto once = [&seen](std::string_view name) { seen.emplace_back(name); };
+  if (parsed.contains("as_of")) {
+    auto as_of = parsed.top_level_text("as_of");
+    if (!as_of) return as_of.error();
+    data.as_of = *as_of;
+    once("as_of");
+  }
+  const std::vector<std::pair<std::string_view, std::function<void(TomlRow&)>>> tables = {
+      {"repository",
+       [&data](TomlRow& row) {
+         Repository& r = data.repository;
+         r.cuda_base_url = row.text("cuda_base_url");
+         r.keyring_file = row.text("keyring_file");
+         r.keyring_path = row.text("keyring_path");
+         r.apt_pin_label = row.text("apt_pin_label");
+         r.apt_driver_packages = row.text("apt_driver_packages");
+         r.toolkit_base_url = row.text("toolkit_base_url");
+         r.toolkit_deb_path = row.text("toolkit_deb_path");
+         r.toolkit_key_path = row.text("toolkit_key_path");
+         r.toolkit_rpm_path = row.text("toolkit_rpm_path");
+         r.source = row.text("source");
+       }},
+      {"packages",
+       [&data](TomlRow& row) {
+         PackageNames& p = data.packages;
+         p.cuda_toolkit = row.text("cuda_toolkit");
+         p.cuda_compat = row.text("cuda_compat");
+         p.cudnn = row.text("cudnn");
+         p.distro_cuda_toolkit = row.text("distro_cuda_toolkit");
+         p.container_toolkit = row.text("container_toolkit");
+         p.dcgm = row.text("dcgm");
+         p.dcgm_service = row.text("dcgm_service");
+         p.persistenced_service = row.text("persistenced_service");
+         p.source = row.text("source");
+       }},
+      {"limits",
+       [&data](TomlRow& row) {
+         Limits& l = data.limits;
+         l.open_first_branch = branch_in(row, "open_first_branch");
+         l.open_default_from = branch_in(row, "open_default_from");
+         l.pre_turing_last_branch = branch_in(row, "pre_turing_last_branch");
+         l.compute_only_from = branch_in(row, "compute_only_from");
+         status_of(row);
+         l.source = row.text("source");
+       }},
+      {"fabric_service",
+       [&data](TomlRow& row) {
+         FabricService& f = data.fabric_service;
+         f.service = row.text("service");
+         f.nvlink5_packages = row.texts("nvlink5_packages");
+         f.nvlink5_modules = row.texts("nvlink5_modules");
+         status_of(row);
+         f.source = row.text("source");
+       }},
+  };
+  for (const auto& [name, read] : tables) {
+    if (!parsed.contains(name)) continue;
+    if (auto done = parsed.read_table(name, read); !done) return done.error();
+    once(name);
+  }
+  return util::Ok{};
 }
 
 }  // namespace
@@ -65,12 +238,37 @@ std::string InstallData::supported_list() const {
   return util::join(names, ", ");
 }
 
-namespace {
+const BranchRow* InstallData::find_branch(int branch) const {
+  for (const BranchRow& row : branches) {
+    if (row.branch == branch) return &row;
+  }
+  return nullptr;
+}
 
-const std::vector<util::RowKey> k_install_keys = {{"target", {"distro", "version"}},
-                                                  {"driver", {"origin", "first_branch"}}};
+const KeyRow* InstallData::find_key(const std::string& id) const {
+  for (const KeyRow& row : keys) {
+    if (row.id == id) return &row;
+  }
+  return nullptr;
+}
 
-}  // namespace
+const KeyringRow* InstallData::find_keyring(const std::string& repo_dir, const std::string& arch) const {
+  for (const KeyringRow& row : keyrings) {
+    if (row.repo_dir == repo_dir && row.arch == arch) return &row;
+  }
+  return nullptr;
+}
+
+const GpuRow* InstallData::find_gpu(std::uint16_t device) const {
+  for (const GpuRow& row : gpus) {
+    if (device >= row.first && device <= row.last) return &row;
+  }
+  return nullptr;
+}
+
+bool InstallData::past_end_of_life(const BranchRow& branch) const {
+  return !branch.end_of_life.empty() && branch.end_of_life < as_of.substr(0, 7);
+}
 
 std::vector<util::DataTable> data_tables() {
   std::vector<util::DataTable> tables;
@@ -84,49 +282,34 @@ Expected<InstallData> load_install_data(const util::Overlay& overlay) {
 
 Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> files, const util::Overlay& overlay) {
   InstallData data;
-  bool have_repository = false;
-  bool have_packages = false;
+  std::vector<std::string> seen;
   for (const util::EmbeddedFile& file : files) {
     const std::string name(file.name);
     const auto parsed = util::read_data_table({file.name, file, k_install_keys}, overlay);
     if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key({"repository", "target", "driver", "packages"})) {
+    if (const auto key = parsed->unexpected_key(k_tables)) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
     if (auto rows = parsed->append_rows("target", data.targets, read_target); !rows) return rows.error();
     if (auto rows = parsed->append_rows("driver", data.drivers, read_driver); !rows) return rows.error();
-    if (parsed->contains("repository")) {
-      have_repository = true;
-      auto read = parsed->read_table("repository", [&data](TomlRow& row) {
-        Repository& r = data.repository;
-        r.cuda_base_url = row.text("cuda_base_url");
-        r.apt_keyring_file = row.text("apt_keyring_file");
-        r.apt_keyring_path = row.text("apt_keyring_path");
-        r.rpm_key_file = row.text("rpm_key_file");
-        r.toolkit_base_url = row.text("toolkit_base_url");
-        r.toolkit_deb_path = row.text("toolkit_deb_path");
-        r.toolkit_key_path = row.text("toolkit_key_path");
-        r.toolkit_rpm_path = row.text("toolkit_rpm_path");
-        r.source = row.text("source");
-      });
-      if (!read) return read.error();
-    }
-    if (parsed->contains("packages")) {
-      have_packages = true;
-      auto read = parsed->read_table("packages", [&data](TomlRow& row) {
-        PackageNames& p = data.packages;
-        p.cuda_toolkit = row.text("cuda_toolkit");
-        p.cuda_compat = row.text("cuda_compat");
-        p.cudnn = row.text("cudnn");
-        p.distro_cuda_toolkit = row.text("distro_cuda_toolkit");
-        p.container_toolkit = row.text("container_toolkit");
-        p.source = row.text("source");
-      });
-      if (!read) return read.error();
-    }
+    if (auto rows = parsed->append_rows("branch", data.branches, read_branch); !rows) return rows.error();
+    if (auto rows = parsed->append_rows("fabric", data.fabric, read_fabric); !rows) return rows.error();
+    if (auto rows = parsed->append_rows("key", data.keys, read_key); !rows) return rows.error();
+    if (auto rows = parsed->append_rows("keyring", data.keyrings, read_keyring); !rows) return rows.error();
+    if (auto rows = parsed->append_rows("gpu", data.gpus, read_gpu); !rows) return rows.error();
+    if (auto tables = read_tables(*parsed, data, seen); !tables) return tables.error();
   }
-  if (!have_repository || !have_packages)
-    return Error::internal("data/install: [repository] and [packages] are required");
+  for (std::string_view required : {"as_of", "repository", "packages", "limits", "fabric_service"}) {
+    if (std::find(seen.begin(), seen.end(), required) == seen.end())
+      return Error::internal("data/install: `" + std::string(required) + "` is required");
+  }
+  std::sort(data.branches.begin(), data.branches.end(),
+            [](const BranchRow& a, const BranchRow& b) { return a.branch < b.branch; });
+  for (const TargetRow& target : data.targets) {
+    if (data.find_key(target.key) == nullptr)
+      return Error::internal("data/install: target " + target.distro + " " + target.version + " names key `" +
+                             target.key + "`, which no [[key]] row has");
+  }
   return data;
 }
 

@@ -1,12 +1,29 @@
-// The dnf backend: Rocky Linux / RHEL 8, 9, 10 and Amazon Linux 2023. Sources: data/install/targets.toml rows.
+// The dnf backend: Rocky Linux / RHEL 8, 9, 10 and Amazon Linux 2023. Sources: data/install/*.toml rows;
+// NVIDIA/cuda-repo-management genmodules.py for the module streams and their profiles; the driver installation
+// guide's advanced-options.html (`dnf module switch-to nvidia-driver:<stream> --allowerasing`) and
+// version-locking.html (`dnf versionlock '*nvidia*<branch>*'`, python3-dnf-plugin-versionlock).
 
 #include "install/backend.hpp"
+#include "util/strings.hpp"
 
 namespace gpuenv::install {
 namespace {
 
+constexpr const char* k_versionlock_plugin = "python3-dnf-plugin-versionlock";
+
 std::string repo_file(const PlanContext& context) {
   return "/etc/yum.repos.d/cuda-" + context.target.repo_dir + ".repo";
+}
+
+std::string key_path(const KeyRow& key) { return "/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA-" + key.id; }
+
+bool module_streams(const PlanContext& context) { return context.target.driver_lock == "module-stream"; }
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  for (const std::string& item : b) {
+    if (std::find(a.begin(), a.end(), item) == a.end()) a.push_back(item);
+  }
+  return a;
 }
 
 class DnfBackend : public Backend {
@@ -23,51 +40,115 @@ class DnfBackend : public Backend {
     return step;
   }
 
+  Step branch_probe(Step step, const std::vector<std::string>& packages, const std::string& branch) const override {
+    // rpm -q exits 1 naming a package that is not installed; every installed one prints its version.
+    step.done_if = {"rpm", "-q", "--qf", "%{VERSION}\\n"};
+    step.done_if.insert(step.done_if.end(), packages.begin(), packages.end());
+    step.done_if_stdout = branch + ".";
+    step.done_if_match = OutputMatch::lines_prefixed;
+    return step;
+  }
+
   std::vector<std::string> similar_packages(const std::string& package) const override {
     return {"dnf", "-q", "repoquery", "--qf", "%{name}", package_stem(package) + "*"};
   }
 
   std::vector<Step> preflight(const PlanContext& context) const override {
-    if (context.target.prerequisites.empty()) return {};
-    Step step{"install.preflight.prerequisites",
-              "the driver's DKMS build needs packages from EPEL on this distribution (dkms)"};
-    step.commands = {install(context.target.prerequisites)};
-    return {installed_probe(step, context.target.prerequisites)};
+    std::vector<Step> out;
+    if (context.plan.driver.source != "nvidia") return out;
+    if (!context.target.crb.empty()) {
+      const std::string repo = context.expand(context.target.crb_repo);
+      Step step{"install.preflight.crb",
+                "EPEL's packages (dkms among them) need the CodeReady Builder repository (" + repo + ")"};
+      step.commands = {context.expand(context.target.crb)};
+      step.done_if = {"dnf", "-q", "repolist", "--enabled", repo};
+      step.done_if_stdout = repo;
+      step.done_if_match = OutputMatch::has_line;
+      out.push_back(step);
+    }
+    if (!context.target.epel.empty()) {
+      Step step{"install.preflight.epel", "the driver's DKMS build needs dkms, which comes from EPEL"};
+      step.commands = {context.expand(context.target.epel)};
+      out.push_back(installed_probe(step, {"epel-release"}));
+    }
+    return out;
+  }
+
+  Step headers(const PlanContext& context) const override {
+    const std::vector<std::string> packages = concat(context.expand(context.target.headers), context.future_headers());
+    Step step{"install.preflight.headers",
+              "DKMS builds the module against the running kernel's headers (" +
+                  context.expand(std::string("{kernel}")) +
+                  "), and against each later kernel's: these packages follow kernel updates"};
+    step.commands = {install(packages)};
+    step.explain_failure = similar_packages(packages.front());
+    step.timeout = std::chrono::seconds(900);
+    return installed_probe(step, packages);
+  }
+
+  Step hold_kernel(const PlanContext&) const override {
+    Step step{"install.hold_kernel",
+              "[install] hold_kernel: the kernel stays where the driver was built (unhold: `dnf versionlock delete "
+              "'kernel*'`)"};
+    step.commands = {install({k_versionlock_plugin}), {"dnf", "versionlock", "add", "kernel*"}};
+    step.done_if = {"dnf", "-q", "versionlock", "list"};
+    step.done_if_stdout = "kernel";
+    step.done_if_match = OutputMatch::has_line;
+    return step;
   }
 
   std::vector<Step> cuda_repository(const PlanContext& context) const override {
     const std::string& url = context.plan.repo_url;
-    Step step{"install.repo.cuda", "NVIDIA's CUDA repository (" + url + "), its packages signed with " +
-                                       context.data.repository.rpm_key_file};
-    const bool local = is_local_repository(url);
+    const KeyRow* key = context.data.find_key(context.target.key);
+    std::vector<Step> out;
+    const bool local = context.local_cuda_repository();
+    if (!local) out.push_back(key_step(context, *key));
+    Step step{"install.repo.cuda", "NVIDIA's CUDA repository (" + url + "), its packages signed with " + key->id +
+                                       (local ? " (a local directory: trusted as it is)" : "")};
     step.files.push_back(
-        {repo_file(context), "[cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + "]\n" +
-                                 "name=cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + "\n" +
-                                 "baseurl=" + url + "\nenabled=1\n" +
-                                 (local ? std::string("gpgcheck=0\n")
-                                        : "gpgcheck=1\ngpgkey=" + url + context.data.repository.rpm_key_file + "\n")});
+        {repo_file(context),
+         "[cuda-" + context.target.repo_dir + "-" + context.plan.target.repo_arch + "]\n" + "name=cuda-" +
+             context.target.repo_dir + "-" + context.plan.target.repo_arch + "\n" + "baseurl=" + url + "\nenabled=1\n" +
+             (local ? std::string("gpgcheck=0\n") : "gpgcheck=1\ngpgkey=file://" + key_path(*key) + "\n")});
     step.commands = {{"dnf", "-y", "makecache"}};
     step.changes_node = false;  // the file is written only when it differs; refreshing metadata changes nothing
-    return {step};
+    out.push_back(step);
+    return out;
   }
 
-  Step driver(const PlanContext& context) const override {
+  std::vector<Step> driver(const PlanContext& context) const override {
     const std::string& branch = context.plan.driver.branch;
-    Step step{"install.driver", "driver branch " + branch + " (" + context.plan.driver.modules +
-                                    " modules from NVIDIA's repository), kept on the branch by " +
-                                    lock_description(context)};
-    step.timeout = std::chrono::seconds(1800);
-    const std::vector<std::string> packages = context.expand(context.driver.packages);
-    if (context.target.driver_lock == "module-stream") {
-      step.commands.push_back(
-          {"dnf", "-y", "module", "enable", "nvidia-driver:" + context.expand(context.driver.stream)});
-    } else {
-      step.commands.push_back(install({"python3-dnf-plugin-versionlock"}));
-      step.commands.push_back({"dnf", "versionlock", "add", "*nvidia*" + branch + "*"});
+    const DriverRow& row = context.driver;
+    const std::string stream = context.expand(row.stream);
+    const bool compute_only = std::stoi(branch) >= context.data.limits.compute_only_from && !row.compute_only.empty();
+    std::vector<std::string> packages = context.expand(compute_only ? row.compute_only : row.packages);
+    std::vector<std::string> probed = context.expand(row.verify);
+    const FabricRow* fabric = fabric_row(context.data, "dnf", row.origin, branch);
+    if (context.plan.fabric_manager && fabric != nullptr) {
+      packages = concat(packages, context.expand(fabric->packages));
+      probed = concat(probed, context.expand(fabric->packages));
     }
-    step.commands.push_back(install(packages));
+    Step step{"install.driver", "driver branch " + branch + " (" + context.plan.driver.modules +
+                                    (compute_only ? " modules, compute-only packages" : " modules") +
+                                    " from NVIDIA's repository), kept on the branch by " + lock_description(context)};
+    step.timeout = std::chrono::seconds(1800);
+    if (module_streams(context)) {
+      // switch-to both enables a stream on a fresh node and moves an installed one to the new stream.
+      const std::string profile = context.plan.fabric_manager ? "/fm" : "";
+      step.commands.push_back(
+          {"dnf", "-y", "module", "switch-to", "--allowerasing", "nvidia-driver:" + stream + profile});
+      step.commands.push_back(install(packages));
+    } else {
+      // EL10 has no module streams: the versionlock is replaced by the branch's before installing.
+      step.commands.push_back(install({k_versionlock_plugin}));
+      step.commands.push_back({"dnf", "versionlock", "delete", "*nvidia*"});
+      step.commands.push_back({"dnf", "versionlock", "add", "*nvidia*" + branch + "*"});
+      std::vector<std::string> argv = install(packages);
+      argv.insert(argv.begin() + 2, "--allowerasing");
+      step.commands.push_back(argv);
+    }
     step.explain_failure = similar_packages(packages.front());
-    return installed_probe(step, packages);
+    return {branch_probe(step, probed, branch)};
   }
 
   Step container_toolkit(const PlanContext& context) const override {
@@ -91,12 +172,44 @@ class DnfBackend : public Backend {
     return std::nullopt;  // the module stream or the versionlock already keeps dnf-automatic on the branch
   }
 
-  std::vector<std::string> rebuild_initramfs() const override { return {"dracut", "-f"}; }
+  std::vector<std::string> rebuild_initramfs() const override { return {"dracut", "-f", "--regenerate-all"}; }
+
+  std::vector<std::string> list_initramfs(const std::string& kernel) const override {
+    return {"lsinitrd", "/boot/initramfs-" + kernel + ".img"};
+  }
 
   std::string lock_description(const PlanContext& context) const override {
-    if (context.target.driver_lock == "module-stream")
-      return "dnf module nvidia-driver:" + context.expand(context.driver.stream);
+    if (module_streams(context)) return "dnf module nvidia-driver:" + context.expand(context.driver.stream);
     return "dnf versionlock *nvidia*" + context.plan.driver.branch + "*";
+  }
+
+ private:
+  /// The repository key, from NVIDIA's own host over https only; the key with the pinned fingerprint is kept.
+  static Step key_step(const PlanContext& context, const KeyRow& key) {
+    const std::string dest = key_path(key);
+    const std::string url = context.upstream_repo_url() + key.file;
+    if (key.fingerprint.empty()) {
+      // No published fingerprint known (data/install/keys.toml): NVIDIA's host over https is all that is checked.
+      Step step{"install.repo.cuda_key", "NVIDIA's repository key " + key.id +
+                                             " from NVIDIA's own host over https only (no published fingerprint is "
+                                             "known to check it against)"};
+      step.commands = {https_download(url, dest)};
+      step.done_if = {"test", "-s", dest};
+      return step;
+    }
+    const std::string downloaded = "/var/cache/gpuenv/keys/" + key.file;
+    const PinnedKey pinned = pin_key(downloaded, key.fingerprint, dest, true);
+    Step step{"install.repo.cuda_key", "NVIDIA's repository key " + key.id +
+                                           " from NVIDIA's own host over https only (never a mirror); only the key "
+                                           "with fingerprint " +
+                                           key.fingerprint + " is kept (data/install/keys.toml)"};
+    step.commands = {https_download(url, downloaded)};
+    step.commands.insert(step.commands.end(), pinned.commands.begin(), pinned.commands.end());
+    step.checks = {pinned.check};
+    step.done_if = pinned.check.argv;
+    step.done_if_stdout = pinned.check.text;
+    step.done_if_match = pinned.check.match;
+    return step;
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "install/node_text.hpp"
 #include "probe/pci_devices.hpp"
 #include "probe/proc_driver_version.hpp"
 #include "util/strings.hpp"
@@ -11,8 +12,18 @@ namespace {
 
 constexpr std::chrono::seconds k_probe_timeout{30};
 constexpr const char* k_secure_boot = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c";
+constexpr const char* k_keyring_path = "/usr/share/keyrings/cuda-archive-keyring.gpg";
+constexpr const char* k_apt_sources = "/etc/apt/sources.list.d/";
 
 std::string first_line(std::string_view text) { return std::string(util::trim(text.substr(0, text.find('\n')))); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::string_view line : util::split_lines(text)) {
+    if (!util::trim(line).empty()) out.emplace_back(util::trim(line));
+  }
+  return out;
+}
 
 std::optional<bool> secure_boot(system::System& system) {
   if (!system.exists(k_secure_boot)) return system.exists("/sys/firmware/efi") ? std::optional<bool>() : false;
@@ -22,26 +33,11 @@ std::optional<bool> secure_boot(system::System& system) {
   return enabled ? std::optional<bool>(*enabled) : std::nullopt;
 }
 
-std::vector<std::string> held_packages(system::System& system) {
-  const system::CommandResult result = system.run({"apt-mark", "showhold"}, k_probe_timeout);
-  if (result.exit_code != 0) return {};
-  std::vector<std::string> out;
-  for (std::string_view line : util::split_lines(result.out)) {
-    if (!util::trim(line).empty()) out.emplace_back(util::trim(line));
-  }
-  return out;
-}
-
-/// Compute capabilities of the GPUs, which only a loaded driver can tell (nvidia-smi; empty without one).
-std::vector<std::string> compute_capabilities(system::System& system) {
-  const system::CommandResult result =
-      system.run({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}, k_probe_timeout);
-  if (result.exit_code != 0) return {};
-  std::vector<std::string> out;
-  for (std::string_view line : util::split_lines(result.out)) {
-    if (!util::trim(line).empty()) out.emplace_back(util::trim(line));
-  }
-  return out;
+/// Output lines of a command that exited 0; nullopt when it did not run or failed (a captured tree runs none).
+std::optional<std::vector<std::string>> command_lines(system::System& system, const std::vector<std::string>& argv) {
+  const system::CommandResult result = system.run(argv, k_probe_timeout);
+  if (result.exit_code != 0) return std::nullopt;
+  return lines_of(result.out);
 }
 
 bool any_exists(system::System& system, std::initializer_list<const char*> paths) {
@@ -51,20 +47,74 @@ bool any_exists(system::System& system, std::initializer_list<const char*> paths
   return false;
 }
 
+/// NVLink5 systems (Blackwell HGX, GB200) manage their switches through InfiniBand devices whose VPD carries
+/// "SW_MNG" (NVIDIA/gpu-driver-container ubuntu24.04/nvidia-driver, _assert_nvlink5_system).
+bool nvlink5_management_device(system::System& system) {
+  for (const std::string& device : system.list_directory("/sys/class/infiniband")) {
+    auto vpd = system.read_file("/sys/class/infiniband/" + device + "/device/vpd");
+    if (vpd && vpd->find("SW_MNG") != std::string::npos) return true;
+  }
+  return false;
+}
+
+void observe_pci(system::System& system, NodeFacts& node) {
+  const probe::NvidiaPciInventory inventory = probe::nvidia_pci_inventory(probe::read_pci_devices(system));
+  for (const probe::PciDevice& gpu : inventory.gpus) node.gpu_devices.push_back(gpu.device);
+  node.nvswitches = static_cast<int>(inventory.nvswitches.size());
+  node.nvlink5 = nvlink5_management_device(system);
+}
+
+void observe_apt(system::System& system, NodeFacts& node) {
+  if (auto status = system.read_file("/var/lib/dpkg/status")) node.installed = parse_dpkg_packages(*status);
+  if (auto held = command_lines(system, {"apt-mark", "showhold"})) {
+    node.held_packages = *held;
+  } else {
+    // A captured tree runs no command: dpkg's status file holds the same selections apt-mark reads.
+    for (const NodePackage& package : node.installed.value_or(std::vector<NodePackage>{})) {
+      if (package.held) node.held_packages.push_back(package.name);
+    }
+  }
+  node.signed_module_packages = command_lines(system, {"apt-cache", "pkgnames", "linux-modules-nvidia-"});
+  if (const system::CommandResult keys = system.run({"apt-key", "list"}, k_probe_timeout); keys.exit_code == 0)
+    node.retired_key = retired_nvidia_key(keys.out);
+  std::vector<std::string> files = {"/etc/apt/sources.list"};
+  for (const std::string& name : system.list_directory(k_apt_sources)) files.push_back(k_apt_sources + name);
+  for (const std::string& file : files) {
+    if (!util::ends_with(file, ".list") && !util::ends_with(file, ".sources")) continue;
+    auto text = system.read_file(file);
+    if (!text) continue;
+    if (conflicting_cuda_source(*text, k_keyring_path)) node.foreign_cuda_sources.push_back(file);
+    if (graphics_drivers_ppa(file, *text)) node.graphics_drivers_ppa.push_back(file);
+  }
+}
+
 }  // namespace
 
-NodeFacts observe_node(system::System& system, const std::string& manager) {
+NodeFacts observe_node(system::System& system, const std::string& manager, bool captured) {
   NodeFacts node;
   node.observed = true;
+  node.captured = captured;
   if (auto release = system.read_file("/proc/sys/kernel/osrelease")) node.kernel_release = first_line(*release);
   node.secure_boot = secure_boot(system);
   if (auto modules = system.read_file("/proc/modules"))
     node.nouveau_loaded = probe::parse_proc_modules(*modules).nouveau();
   node.loaded_driver_version = module_versions(system).loaded;
-  if (!node.loaded_driver_version.empty()) node.gpu_compute_capabilities = compute_capabilities(system);
+  if (!node.loaded_driver_version.empty()) {
+    if (auto ccs = command_lines(system, {"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"}))
+      node.gpu_compute_capabilities = *ccs;
+  }
+  observe_pci(system, node);
   node.docker = any_exists(system, {"/usr/bin/dockerd", "/usr/sbin/dockerd", "/usr/bin/docker"});
   node.containerd = any_exists(system, {"/usr/bin/containerd", "/usr/local/bin/containerd"});
-  if (manager == "apt") node.held_packages = held_packages(system);
+  node.runfile_driver = system.exists("/usr/bin/nvidia-uninstall");
+  if (manager == "apt") observe_apt(system, node);
+  if (manager == "dnf" && !node.kernel_release.empty()) {
+    // The kernel's own package names its headers (Amazon Linux 2023: kernel6.12-devel for the 6.12 kernel).
+    if (auto owner = command_lines(system, {"rpm", "-q", "--qf", "%{NAME}\\n", "-f",
+                                            "/lib/modules/" + node.kernel_release});
+        owner && owner->size() == 1)
+      node.kernel_package = owner->front();
+  }
   return node;
 }
 
@@ -75,12 +125,16 @@ std::optional<probe::OsRelease> read_os_release(system::System& system) {
   return probe::parse_os_release(*text);
 }
 
+std::string profile_distro(const std::string& os_release_id) {
+  // Profiles name Rocky Linux as its container images do ("rockylinux"); its os-release ID is "rocky".
+  return os_release_id == "rocky" ? "rockylinux" : os_release_id;
+}
+
 std::optional<util::Error> check_node_os(system::System& system, const Target& target) {
   const auto release = read_os_release(system);
   if (!release) return util::Error::input("cannot read /etc/os-release", "gpuenv install runs on the node itself");
   const std::string major = release->version_id.substr(0, release->version_id.find('.'));
-  // Profiles name Rocky Linux as its container images do ("rockylinux"); its os-release ID is "rocky".
-  const std::string id = release->id == "rocky" ? "rockylinux" : release->id;
+  const std::string id = profile_distro(release->id);
   if (id == target.distro && (release->version_id == target.version || major == target.version)) {
     return std::nullopt;
   }
@@ -117,6 +171,11 @@ ModuleVersions module_versions(system::System& system) {
   const system::CommandResult modinfo = system.run({"modinfo", "-F", "version", "nvidia"}, k_probe_timeout);
   if (modinfo.exit_code == 0) out.installed = first_line(modinfo.out);
   return out;
+}
+
+std::string boot_id(system::System& system) {
+  auto text = system.read_file("/proc/sys/kernel/random/boot_id");
+  return text ? first_line(*text) : "";
 }
 
 }  // namespace gpuenv::install

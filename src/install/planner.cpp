@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
-#include "compat/derive.hpp"
 #include "compat/mirrors.hpp"
+#include "install/apt.hpp"
 #include "install/backend.hpp"
+#include "install/choice.hpp"
+#include "install/node_text.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -16,12 +18,7 @@ using report::Status;
 
 constexpr const char* k_unknown_kernel = "<running-kernel>";
 constexpr const char* k_unknown_flavour = "<kernel-flavour>";
-constexpr int k_open_default_from = 560;  // R560 made the open modules NVIDIA's default
-constexpr int k_open_first = 515;         // the first branch with open kernel modules
-
-Finding refusal(std::string id, std::string message, std::string remedy, std::string source = {}) {
-  return Finding{std::move(id), Status::fail, std::move(message), std::move(remedy), std::move(source)};
-}
+constexpr const char* k_unknown_kernel_package = "<kernel-package>";
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
@@ -40,41 +37,11 @@ std::string major_minor_dash(const std::string& version) {
 
 std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
 
-bool pre_turing(const std::string& compute_capability) {
-  const auto cc = util::Version::parse(compute_capability);
-  return cc && *cc < util::Version({7, 5});
-}
-
-/// GPUs that cannot run the open modules: those present on the node, else those the profile names.
-std::vector<std::string> pre_turing_gpus(const profile::Profile& profile, const NodeFacts& node) {
-  const std::vector<std::string>& ccs =
-      node.gpu_compute_capabilities.empty() ? profile.gpu_compute_capabilities : node.gpu_compute_capabilities;
-  std::vector<std::string> out;
-  std::copy_if(ccs.begin(), ccs.end(), std::back_inserter(out), pre_turing);
-  return out;
-}
-
-DriverChoice choose_driver(const profile::Profile& profile, const compat::KnowledgeBase& kb, const NodeFacts& node) {
-  DriverChoice choice;
-  choice.branch = compat::derive(profile, kb).driver_branch;
-  choice.source = profile.driver_source.empty() ? "nvidia" : profile.driver_source;
-  choice.modules = profile.driver_modules;
-  if (choice.modules.empty()) {
-    const bool old_branch = !choice.branch.empty() && std::stoi(choice.branch) < k_open_default_from;
-    choice.modules = old_branch || !pre_turing_gpus(profile, node).empty() ? "proprietary" : "open";
-  }
-  return choice;
-}
-
 /// Refusals that do not depend on the package rows: each stops the plan before anything changes.
-std::vector<Finding> driver_refusals(const profile::Profile& profile, const InstallPlan& plan, const NodeFacts& node) {
+std::vector<Finding> profile_refusals(const profile::Profile& profile, const InstallPlan& plan, const NodeFacts& node,
+                                      bool dkms) {
   std::vector<Finding> out;
   const DriverChoice& driver = plan.driver;
-  if (driver.branch.empty()) {
-    out.push_back(refusal("install.driver.branch", "no driver branch: the profile sets none and none can be derived",
-                          "set `branch = \"580\"` under [driver]"));
-    return out;
-  }
   if (driver.source == "distro" && plan.target.distro != "ubuntu") {
     out.push_back(refusal("install.driver.source",
                           "driver.source = \"distro\" is supported on Ubuntu only (its archive carries branch "
@@ -82,28 +49,14 @@ std::vector<Finding> driver_refusals(const profile::Profile& profile, const Inst
                               plan.target.label(),
                           "remove `source` from [driver] to install from NVIDIA's CUDA repository"));
   }
-  if (driver.modules == "open") {
-    const std::vector<std::string> old = pre_turing_gpus(profile, node);
-    if (!old.empty()) {
-      out.push_back(refusal("install.driver.modules",
-                            "open kernel modules do not support GPUs older than Turing (compute capability " +
-                                util::join(old, ", ") + " present)",
-                            "set `modules = \"proprietary\"` under [driver] (R580 is the last branch for "
-                            "Maxwell, Pascal and Volta)",
-                            "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/ (kernel modules)"));
-    }
-    if (std::stoi(driver.branch) < k_open_first) {
-      out.push_back(refusal("install.driver.modules", "branch " + driver.branch + " has no open kernel modules",
-                            "use branch 515 or newer, or `modules = \"proprietary\"`"));
-    }
-  }
-  if (node.secure_boot.value_or(false) && driver.source == "nvidia") {
+  if (node.secure_boot.value_or(false) && dkms) {
     out.push_back(refusal(
         "install.secure_boot",
-        "Secure Boot is on and NVIDIA's repository builds the module with DKMS: the kernel would reject the unsigned "
+        "Secure Boot is on and the driver's module is built with DKMS: the kernel would reject the unsigned "
         "module, and enrolling a key (MOK) needs the firmware console",
-        "on Ubuntu set `source = \"distro\"` under [driver] (Canonical-signed linux-modules-nvidia-*); or sign with "
-        "a key already enrolled in the UEFI db; or turn Secure Boot off; then re-run",
+        "on Ubuntu set `source = \"distro\"` under [driver] (Canonical-signed linux-modules-nvidia-*, where the "
+        "running kernel has them); or sign with a key already enrolled in the UEFI db; or turn Secure Boot off; "
+        "then re-run",
         "canonical/ubuntu-drivers-common UbuntuDrivers/kerneldetection.py; "
         "GoogleCloudPlatform/compute-gpu-installation"));
   }
@@ -116,6 +69,12 @@ std::vector<Finding> driver_refusals(const profile::Profile& profile, const Inst
   if (!profile.cudnn_version.empty() && driver.source == "distro") {
     out.push_back(refusal("install.cudnn", "the Ubuntu archive has no cuDNN " + profile.cudnn_version + " package",
                           "remove [cudnn], or install from NVIDIA's repository (remove `source` from [driver])"));
+  }
+  if (enabled(profile.install_dcgm, false) && driver.source == "distro") {
+    out.push_back(refusal("install.dcgm",
+                          "DCGM comes from NVIDIA's repository, which `source = \"distro\"` does not "
+                          "configure",
+                          "remove `dcgm` from [install], or install from NVIDIA's repository"));
   }
   return out;
 }
@@ -141,17 +100,17 @@ std::optional<Finding> held_refusal(const InstallPlan& plan, const std::vector<s
 std::optional<Finding> branch_change(const InstallPlan& plan, const NodeFacts& node) {
   const std::string loaded = major_of(node.loaded_driver_version);
   if (loaded.empty() || loaded == plan.driver.branch) return std::nullopt;
-  return Finding{"install.driver.branch_change", Status::warn,
-                 "the loaded driver is " + node.loaded_driver_version + " (branch " + loaded +
-                     "); the plan installs branch " + plan.driver.branch + ", which needs a reboot",
-                 "", ""};
+  return warning("install.driver.branch_change", "the loaded driver is " + node.loaded_driver_version + " (branch " +
+                                                     loaded + "); the plan installs branch " + plan.driver.branch +
+                                                     ", which needs a reboot");
 }
 
-const DriverRow* find_driver_row(const InstallData& data, const std::string& manager, const DriverChoice& driver) {
+const DriverRow* find_driver_row(const InstallData& data, const TargetRow& target, const DriverChoice& driver) {
   const int branch = std::stoi(driver.branch);
   for (const DriverRow& row : data.drivers) {
-    if (row.manager == manager && row.origin == driver.source && row.modules == driver.modules &&
-        branch >= row.first_branch && branch <= row.last_branch)
+    if (row.manager == target.manager && (row.distro.empty() || row.distro == target.distro) &&
+        row.origin == driver.source && row.modules == driver.modules && branch >= row.first_branch &&
+        branch <= row.last_branch)
       return &row;
   }
   return nullptr;
@@ -166,20 +125,17 @@ Step package_step(const Backend& backend, std::string id, std::string why, std::
   return backend.installed_probe(step, packages);
 }
 
-Step headers_step(const Backend& backend, const PlanContext& context) {
-  return package_step(backend, "install.preflight.headers",
-                      "DKMS builds the module against the headers of the running kernel (" +
-                          context.expand(std::string("{kernel}")) + "); the newest headers may not match it",
-                      context.expand(context.target.headers), std::chrono::seconds(900));
-}
-
-Step nouveau_step(const Backend& backend) {
+Step nouveau_step(const Backend& backend, const PlanContext& context) {
+  const std::string kernel = context.expand(std::string("{kernel}"));
   Step step{"install.nouveau",
-            "nouveau is loaded and holds the GPU: blacklist it and rebuild the initramfs "
-            "(it goes away at the reboot)"};
+            "nouveau is loaded and holds the GPU: blacklist it in every kernel's initramfs (it goes away at the "
+            "reboot); done once the running kernel's initramfs carries the blacklist"};
   step.files.push_back({"/etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n"});
   step.commands = {backend.rebuild_initramfs()};
-  step.done_if = {"test", "-f", "/etc/modprobe.d/blacklist-nouveau.conf"};
+  step.done_if = backend.list_initramfs(kernel);
+  step.done_if_stdout = "modprobe.d/blacklist-nouveau.conf";
+  step.done_if_match = OutputMatch::has_line;
+  step.timeout = std::chrono::seconds(1800);
   return step;
 }
 
@@ -188,18 +144,23 @@ std::vector<Step> runtime_steps(const NodeFacts& node) {
   struct Runtime {
     const char* name;
     std::optional<bool> present;
-    const char* config;
+    std::vector<std::string> lists;  ///< what the runtime itself says it has
+    const char* nvidia;              ///< how the nvidia runtime shows in it
   };
-  for (const Runtime& runtime : {Runtime{"docker", node.docker, "/etc/docker/daemon.json"},
-                                 Runtime{"containerd", node.containerd, "/etc/containerd"}}) {
+  const std::vector<Runtime> runtimes = {
+      {"docker", node.docker, {"docker", "info", "--format", "{{json .Runtimes}}"}, "\"nvidia\":"},
+      {"containerd", node.containerd, {"containerd", "config", "dump"}, ".runtimes.nvidia]"}};
+  for (const Runtime& runtime : runtimes) {
     if (!runtime.present.value_or(true)) continue;
     Step step{std::string("install.runtime_configure.") + runtime.name,
               std::string("register the nvidia runtime with ") + runtime.name +
-                  " (nvidia-ctk), restarting it only when its configuration changes" +
+                  " (nvidia-ctk) and restart it; done when the running " + runtime.name + " lists the nvidia runtime" +
                   (runtime.present ? "" : "; only where " + std::string(runtime.name) + " is installed")};
     step.commands = {{"nvidia-ctk", "runtime", "configure", std::string("--runtime=") + runtime.name},
                      {"systemctl", "restart", runtime.name}};
-    step.done_if = {"grep", "-rqs", "nvidia", runtime.config};
+    step.done_if = runtime.lists;
+    step.done_if_stdout = runtime.nvidia;
+    step.done_if_match = OutputMatch::has_line;
     out.push_back(step);
   }
   return out;
@@ -233,6 +194,48 @@ void add_stack_steps(const Backend& backend, const PlanContext& context, std::ve
                                      compat + ", used through /usr/local/cuda-X.Y/compat)",
                                  {compat}));
   }
+  if (enabled(profile.install_dcgm, false)) {
+    const std::string dcgm = context.expand(names.dcgm);
+    steps.push_back(package_step(backend, "install.dcgm",
+                                 "[install] dcgm: NVIDIA DCGM (" + dcgm + ") for health and telemetry", {dcgm}));
+  }
+}
+
+/// NVLink5 (Blackwell) systems: NVLSM and ib_umad besides the fabric manager (which the driver step installs).
+void add_nvlink5_steps(const Backend& backend, const PlanContext& context, std::vector<Step>& steps) {
+  if (!context.plan.fabric_manager || !context.node.nvlink5) return;
+  const FabricService& service = context.data.fabric_service;
+  Step step = package_step(backend, "install.fabric_manager.nvlink5",
+                           "an NVLink5 system: fabric manager drives the switches through NVLSM over the InfiniBand "
+                           "management devices, which need the ib_umad module at boot",
+                           service.nvlink5_packages);
+  std::string modules;
+  for (const std::string& module : service.nvlink5_modules) modules += module + "\n";
+  step.files.push_back({"/etc/modules-load.d/gpuenv-nvlink5.conf", modules});
+  steps.push_back(step);
+}
+
+/// The services an SRE expects after install: persistence always; fabric manager and DCGM where installed.
+std::vector<std::string> services(const PlanContext& context) {
+  std::vector<std::string> out = {context.data.packages.persistenced_service};
+  if (context.plan.fabric_manager) out.push_back(context.data.fabric_service.service);
+  if (enabled(context.profile.install_dcgm, false)) out.push_back(context.data.packages.dcgm_service);
+  return out;
+}
+
+/// `systemctl <verb> <units>` done when `systemctl <query> <units>` prints `state` once per unit.
+Step service_step(std::string id, std::string why, const std::vector<std::string>& units, const std::string& verb,
+                  const std::string& query, const std::string& state) {
+  Step step{std::move(id), std::move(why)};
+  std::vector<std::string> argv = {"systemctl", verb};
+  argv.insert(argv.end(), units.begin(), units.end());
+  step.commands = {argv};
+  step.done_if = {"systemctl", query};
+  step.done_if.insert(step.done_if.end(), units.begin(), units.end());
+  std::string expected;
+  for (std::size_t i = 0; i < units.size(); ++i) expected += state + "\n";
+  step.done_if_stdout = expected;
+  return step;
 }
 
 Step reboot_step() {
@@ -244,34 +247,67 @@ Step reboot_step() {
   return step;
 }
 
-Step verify_step() {
-  return Step{"install.verify", "doctor with the profile: the install succeeds only on READY or DEGRADED"};
+Step verify_step(bool fabric) {
+  return Step{"install.verify", std::string("doctor with the profile: the install succeeds only on READY or DEGRADED") +
+                                    (fabric ? " (fabric manager running at the driver's version, fabric state "
+                                              "Completed: doctor's fabric.manager and fabric.state)"
+                                            : "")};
+}
+
+/// Every step, in order, once the plan's decisions are made.
+std::vector<Step> plan_steps(const Backend& backend, const PlanContext& context, const std::vector<Step>& fixes) {
+  const profile::Profile& profile = context.profile;
+  const NodeFacts& node = context.node;
+  const bool nvidia = context.plan.driver.source == "nvidia";
+  std::vector<Step> steps = backend.preflight(context);
+  steps.insert(steps.end(), fixes.begin(), fixes.end());
+  const bool dkms = nvidia || !signed_modules_available(context);
+  if (dkms) steps.push_back(backend.headers(context));
+  if (enabled(profile.install_hold_kernel, false)) steps.push_back(backend.hold_kernel(context));
+  if (node.nouveau_loaded) steps.push_back(nouveau_step(backend, context));
+  if (nvidia) {
+    for (Step& step : backend.cuda_repository(context)) steps.push_back(std::move(step));
+  }
+  for (Step& step : backend.driver(context)) steps.push_back(std::move(step));
+  add_nvlink5_steps(backend, context, steps);
+  add_stack_steps(backend, context, steps);
+  const std::vector<std::string> units = services(context);
+  steps.push_back(service_step(
+      "install.services",
+      "enable " + util::join(units, ", ") + " at boot (persistence keeps the driver initialised between jobs)", units,
+      "enable", "is-enabled", "enabled"));
+  if (enabled(profile.install_container_toolkit, true)) {
+    steps.push_back(backend.container_toolkit(context));
+    for (Step& step : runtime_steps(node)) steps.push_back(std::move(step));
+  }
+  if (auto unattended = backend.unattended_upgrades(context)) steps.push_back(*unattended);
+  steps.push_back(reboot_step());
+  steps.push_back(service_step("install.services.start",
+                               "start " + util::join(units, ", ") + " now that the installed module is loaded", units,
+                               "start", "is-active", "active"));
+  steps.push_back(verify_step(context.plan.fabric_manager));
+  return steps;
 }
 
 }  // namespace
 
-std::string kernel_flavour(const std::string& kernel_release) {
-  const std::size_t dash = kernel_release.rfind('-');
-  if (dash == std::string::npos) return "";
-  const std::string tail = kernel_release.substr(dash + 1);
-  const bool alphabetic =
-      !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '+'; });
-  return alphabetic ? tail : "";
-}
-
 std::string PlanContext::expand(const std::string& pattern) const {
   const std::string kernel = node.kernel_release.empty() ? k_unknown_kernel : node.kernel_release;
-  const std::string flavour = node.kernel_release.empty() ? k_unknown_flavour : kernel_flavour(node.kernel_release);
   std::string out = pattern;
   out = replace_all(out, "{branch}", plan.driver.branch);
   out = replace_all(out, "{cuda_dash}", major_minor_dash(profile.cuda_version));
   out = replace_all(out, "{cuda_major}", major_of(profile.cuda_version));
   out = replace_all(out, "{cudnn_major}", major_of(profile.cudnn_version));
   out = replace_all(out, "{kernel}", kernel);
-  out = replace_all(out, "{flavour}", flavour.empty() ? "generic" : flavour);
+  // On the node itself a kernel no RPM owns (rpm -qf failed) is taken as the standard "kernel" package.
+  const std::string kernel_package = !node.kernel_package.empty()      ? node.kernel_package
+                                     : node.observed && !node.captured ? "kernel"
+                                                                       : k_unknown_kernel_package;
+  out = replace_all(out, "{kernel_package}", kernel_package);
+  out = replace_all(out, "{flavour}", flavour.empty() ? k_unknown_flavour : flavour);
   out = replace_all(out, "{repo_dir}", target.repo_dir);
   out = replace_all(out, "{arch}", plan.target.repo_arch);
-  out = replace_all(out, "{base}", cuda_base_url);
+  out = replace_all(out, "{rpm_arch}", plan.target.repo_arch == "sbsa" ? "aarch64" : plan.target.repo_arch);
   return out;
 }
 
@@ -281,6 +317,21 @@ std::vector<std::string> PlanContext::expand(const std::vector<std::string>& pat
   return out;
 }
 
+std::vector<std::string> PlanContext::future_headers() const {
+  std::vector<std::string> out;
+  for (const std::string& pattern : target.future_headers) {
+    if (node.observed && flavour.empty() && pattern.find("{flavour}") != std::string::npos) continue;
+    out.push_back(expand(pattern));
+  }
+  return out;
+}
+
+std::string PlanContext::upstream_repo_url() const {
+  return data.repository.cuda_base_url + "/" + target.repo_dir + "/" + plan.target.repo_arch + "/";
+}
+
+bool PlanContext::local_cuda_repository() const { return is_local_repository(cuda_base_url); }
+
 void add_profile_mirrors(const profile::Profile& profile, PlanRequest& request) {
   const std::string cuda = compat::cuda_repo_base(profile);
   if (request.cuda_repo_url.empty() && cuda != compat::upstream::cuda_repo) request.cuda_repo_url = cuda;
@@ -289,13 +340,12 @@ void add_profile_mirrors(const profile::Profile& profile, PlanRequest& request) 
     request.toolkit_repo_url = toolkit;
 }
 
-std::string repository_arch(const std::string& arch) { return arch == "arm64" || arch == "aarch64" ? "sbsa" : arch; }
-
 util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const PlanRequest& request,
                                          const InstallData& data, const compat::KnowledgeBase& kb) {
   InstallPlan plan;
   plan.profile = profile.name;
   plan.target = request.target;
+  const NodeFacts& node = request.node;
   const TargetRow* target = data.find_target(request.target.distro, request.target.version);
   if (target == nullptr) {
     plan.refusals.push_back(
@@ -314,51 +364,69 @@ util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const 
   }
   const std::string base = request.cuda_repo_url.empty() ? data.repository.cuda_base_url : request.cuda_repo_url;
   plan.repo_url = base + "/" + target->repo_dir + "/" + plan.target.repo_arch + "/";
-  plan.driver = choose_driver(profile, kb, request.node);
-  plan.refusals = driver_refusals(profile, plan, request.node);
-  if (!plan.refusals.empty()) return plan;
-  const DriverRow* driver = find_driver_row(data, target->manager, plan.driver);
+  const GpuView gpus = gpu_view(profile, node, data, kb);
+  DriverDecision decision = choose_driver(profile, kb, data, *target, gpus);
+  plan.driver = decision.choice;
+  plan.refusals = decision.refusals;
+  plan.notes = decision.notes;
+  if (plan.driver.branch.empty()) return plan;
+  plan.fabric_manager = node.nvswitches > 0 || node.nvlink5;
+
+  const DriverRow* driver = find_driver_row(data, *target, plan.driver);
   if (driver == nullptr) {
     plan.refusals.push_back(refusal("install.driver.branch",
                                     "no " + plan.driver.modules + " driver packages for branch " + plan.driver.branch +
-                                        " from " + plan.driver.source + " on " + target->manager,
-                                    "choose another branch or module flavour (data/install/targets.toml lists them)"));
-    return plan;
+                                        " from " + plan.driver.source + " on " + target->distro + " (" +
+                                        target->manager + ")",
+                                    "choose another branch or module flavour (data/install/drivers.toml lists them)"));
   }
+  for (Finding& finding : repository_refusals(profile, plan, *target, data)) plan.refusals.push_back(finding);
+  const Conflicts conflicts = conflicting_installs(node);
+  for (const Finding& finding : conflicts.refusals) plan.refusals.push_back(finding);
+  if (driver == nullptr) return plan;
 
   const std::unique_ptr<Backend> backend = target->manager == "apt" ? make_apt_backend() : make_dnf_backend();
   const std::string toolkit_base =
       request.toolkit_repo_url.empty() ? data.repository.toolkit_base_url : request.toolkit_repo_url;
-  const PlanContext context{profile, data, *target, *driver, request.node, plan, base, toolkit_base};
+  const PlanContext context{
+      profile, data, *target, *driver, node, plan, base, toolkit_base, kernel_meta_flavour(node, *target)};
   plan.driver.lock = backend->lock_description(context);
-  if (auto held = held_refusal(plan, context.expand(driver->packages), request.node)) {
-    plan.refusals.push_back(*held);
-    return plan;
-  }
+  const bool dkms = plan.driver.source == "nvidia" || !signed_modules_available(context);
+  for (Finding& finding : profile_refusals(profile, plan, node, dkms)) plan.refusals.push_back(finding);
+  if (auto held = held_refusal(plan, context.expand(driver->packages), node)) plan.refusals.push_back(*held);
+  if (!plan.refusals.empty()) return plan;
 
-  if (auto change = branch_change(plan, request.node)) plan.notes.push_back(*change);
-  if (request.node.observed && !request.node.secure_boot && plan.driver.source == "nvidia") {
-    plan.notes.push_back(Finding{"install.secure_boot", Status::warn,
+  if (auto change = branch_change(plan, node)) plan.notes.push_back(*change);
+  for (Finding& finding : distro_source_notes(profile, plan, *target)) plan.notes.push_back(finding);
+  for (const Finding& finding : conflicts.notes) plan.notes.push_back(finding);
+  if (node.observed && !node.secure_boot && dkms) {
+    plan.notes.push_back(warning("install.secure_boot",
                                  "the Secure Boot state is unknown (EFI variables unreadable): if it is on, the "
                                  "kernel will reject the DKMS-built module",
-                                 "check `mokutil --sb-state` before the reboot", ""});
+                                 "check `mokutil --sb-state` before the reboot"));
   }
-  std::vector<Step> steps = backend->preflight(context);
-  if (plan.driver.source == "nvidia") steps.push_back(headers_step(*backend, context));
-  if (request.node.nouveau_loaded) steps.push_back(nouveau_step(*backend));
-  if (plan.driver.source == "nvidia") {
-    for (Step& step : backend->cuda_repository(context)) steps.push_back(std::move(step));
+  if (plan.driver.source == "distro" && !dkms && !node.signed_module_packages) {
+    plan.notes.push_back(warning("install.driver.signed_modules",
+                                 "whether Ubuntu's archive has signed modules for the running kernel is decided on "
+                                 "the node (apt-cache); without them the plan installs the DKMS package instead",
+                                 "", driver->source));
   }
-  steps.push_back(backend->driver(context));
-  add_stack_steps(*backend, context, steps);
-  if (enabled(profile.install_container_toolkit, true)) {
-    steps.push_back(backend->container_toolkit(context));
-    for (Step& step : runtime_steps(request.node)) steps.push_back(std::move(step));
+  if (node.observed && !node.kernel_release.empty() && context.flavour.empty() && target->manager == "apt" && dkms) {
+    plan.notes.push_back(warning("install.headers.future",
+                                 "the running kernel's flavour (" + node.kernel_release +
+                                     ") has no headers meta package gpuenv knows: DKMS builds for the next kernel "
+                                     "need its headers installed with it",
+                                 "install the headers meta package of your kernel flavour"));
   }
-  if (auto unattended = backend->unattended_upgrades(context)) steps.push_back(*unattended);
-  steps.push_back(reboot_step());
-  steps.push_back(verify_step());
-  plan.steps = std::move(steps);
+  if (const KeyRow* key = data.find_key(target->key); key != nullptr && key->fingerprint.empty() &&
+                                                      plan.driver.source == "nvidia" &&
+                                                      !context.local_cuda_repository()) {
+    plan.notes.push_back(warning("install.repo.key_fingerprint",
+                                 "no published fingerprint of NVIDIA's key " + key->id +
+                                     " is known: it is fetched from NVIDIA's host over https, but not checked",
+                                 "", key->source));
+  }
+  plan.steps = plan_steps(*backend, context, conflicts.fixes);
   return plan;
 }
 

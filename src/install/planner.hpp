@@ -14,7 +14,7 @@ namespace gpuenv::install {
 struct PlanRequest {
   Target target;                 ///< distro, version, arch ("x86_64" | "arm64"); the rest is filled in
   NodeFacts node;                ///< defaults: nothing known (planning for another machine)
-  std::string cuda_repo_url;     ///< CUDA repository base override (--repo-url, GPUENV_CUDA_REPO_URL); empty: data
+  std::string cuda_repo_url;     ///< CUDA repository base override (validated: repository_url.hpp); empty: data
   std::string toolkit_repo_url;  ///< container toolkit repository base override; empty: data
 };
 
@@ -26,7 +26,13 @@ void add_profile_mirrors(const profile::Profile& profile, PlanRequest& request);
 util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const PlanRequest& request,
                                          const InstallData& data, const compat::KnowledgeBase& kb);
 
-/// The Ubuntu kernel flavour of a kernel release: "6.8.0-1015-aws" -> "aws"; "" when it has none.
+/// The kernel flavour of a Debian or Ubuntu kernel release: what follows "<x.y.z>-<abi>-" ("6.8.0-1015-aws" ->
+/// "aws", "6.8.0-45-generic-64k" -> "generic-64k", "6.1.0-18-cloud-amd64" -> "cloud-amd64"); "" when it has none.
 std::string kernel_flavour(const std::string& kernel_release);
+
+/// The flavour meta name that follows the running kernel, as ubuntu-drivers finds it: the installed
+/// linux-image-<meta> package that depends on the running kernel's image; without the package list, the kernel's
+/// flavour, "-hwe-<release>" added on Ubuntu when the kernel is newer than the release's GA kernel.
+std::string kernel_meta_flavour(const NodeFacts& node, const TargetRow& target);
 
 }  // namespace gpuenv::install

@@ -42,6 +42,19 @@ std::chrono::milliseconds left(Clock::time_point deadline) {
 
 }  // namespace
 
+util::Expected<MetadataEndpoint> parse_metadata_endpoint(const std::string& text, const std::string& flag) {
+  const auto colon = text.rfind(':');
+  const auto bad = [&] {
+    return util::Error::usage(flag + " " + text + ": expected IPV4:PORT", "e.g. " + flag + " 127.0.0.1:8080");
+  };
+  if (colon == std::string::npos || colon == 0) return bad();
+  const std::string port = text.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return bad();
+  const unsigned number = static_cast<unsigned>(std::stoul(port));
+  if (number == 0 || number > 65535) return bad();
+  return MetadataEndpoint{text.substr(0, colon), number};
+}
+
 std::optional<MetadataEndpoint> default_metadata_endpoint(const std::string& cloud) {
   if (cloud == "aws" || cloud == "gcp" || cloud == "azure" || cloud == "oracle")
     return MetadataEndpoint{"169.254.169.254", 80};
@@ -70,7 +83,7 @@ util::Expected<std::string> query_instance_type(system::System& system, const st
   if (cloud == "aws") {
     // IMDSv2: a session token first (PUT), then the request with it; IMDSv1-only instances are not asked.
     system::HttpRequest token{
-        endpoint.host, endpoint.port, "PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "60"}}};
+        endpoint.host, endpoint.port, "PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "60"}}, {}};
     auto answer = system.http_request(token, left(deadline));
     if (!answer) return answer.error();
     if (answer->status != 200)

@@ -17,6 +17,9 @@ struct MetadataEndpoint {
   unsigned port = 80;
 };
 
+/// "IPV4:PORT" as `flag` gives it (a loopback server in tests); a usage Error naming the flag otherwise.
+util::Expected<MetadataEndpoint> parse_metadata_endpoint(const std::string& text, const std::string& flag);
+
 /// The default metadata address of `cloud` ("aws", "gcp", "azure", "alibaba", "tencent", "oracle"); nullopt for
 /// clouds without a documented link-local service gpuenv knows.
 std::optional<MetadataEndpoint> default_metadata_endpoint(const std::string& cloud);

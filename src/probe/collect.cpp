@@ -16,11 +16,19 @@
 #include "probe/packages.hpp"
 #include "probe/proc_driver_version.hpp"
 #include "probe/rdma.hpp"
+#include "probe/sxid.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
 namespace gpuenv::probe {
 namespace {
+
+/// What dmesg's text cannot prove, for the kernel-log source in findings: read without /dev/kmsg it comes from
+/// syslog(2), which prints each line of a message with the message's own prefix (docs/security.md).
+constexpr const char* k_dmesg_caveat = "text, not the kernel's records: /dev/kmsg unreadable";
+/// What a log file cannot prove: `logger -t kernel` writes lines that read as the kernel's.
+constexpr const char* k_log_file_caveat = "kernel-tagged lines, which a local user can forge";
+
 
 using system::System;
 
@@ -265,20 +273,28 @@ std::optional<double> uptime_seconds(System& system) {
   return std::stod(first);
 }
 
-/// Narrows the log to the --since window: dmesg is since boot already; files are cut at their last boot banner,
-/// or by their timestamps for --since DURATION.
+/// Narrows the log to the --since window: /dev/kmsg and dmesg hold this boot only, cut by their seconds since boot
+/// for --since DURATION; files are cut at their last boot banner, or by their timestamps.
 void apply_kernel_log_window(System& system, const CollectOptions& options, KernelLog& log) {
-  if (!log.text) return;
-  if (log.source == "dmesg") {
+  if (!log.readable()) return;
+  if (log.records || log.source == "dmesg") {
     if (!options.kernel_log_since) return;
     const auto uptime = uptime_seconds(system);
     const std::string span = "last " + std::to_string(options.kernel_log_since->count()) + " s";
     if (!uptime) {
-      log.source += " (since boot: /proc/uptime is unreadable, so the " + span + " cannot be cut out)";
+      log.notes.insert(log.notes.begin(), "since boot: /proc/uptime is unreadable, so the " + span +
+                                              " cannot be cut out");
       return;
     }
-    log.text = dmesg_since(*log.text, *uptime - static_cast<double>(options.kernel_log_since->count()));
-    log.source += " (" + span + ")";
+    const double since = *uptime - static_cast<double>(options.kernel_log_since->count());
+    if (log.records) {
+      std::erase_if(*log.records, [since](const KmsgRecord& record) {
+        return static_cast<double>(record.microseconds) < since * 1e6;
+      });
+    } else {
+      log.text = dmesg_since(*log.text, since);
+    }
+    log.notes.insert(log.notes.begin(), span);
     return;
   }
   LogWindow window =
@@ -286,15 +302,17 @@ void apply_kernel_log_window(System& system, const CollectOptions& options, Kern
           ? log_file_since(*log.text, options.now_unix - options.kernel_log_since->count(), options.now_unix)
           : log_file_since_boot(*log.text);
   log.text = std::move(window.text);
-  log.source += " (" + window.how + ")";
+  log.notes.insert(log.notes.begin(), window.how);
 }
 
 void collect_kernel_log(System& system, const CollectOptions& options, HostFacts& facts) {
   KernelLog log = read_kernel_log(system, options.live);
   apply_kernel_log_window(system, options, log);
-  facts.kernel_log_source = log.source;
-  if (log.text) {
-    facts.kernel_events = parse_xid_events(*log.text).events;
+  facts.kernel_log_source = log.described();
+  if (log.readable()) facts.kernel_events = kernel_log_events(log).events;
+  if (log.records) {
+    facts.sxid_events = sxid_events_from_kmsg(*log.records);
+  } else if (log.text) {
     facts.sxid_events = parse_sxid_events(*log.text);
   }
 }
@@ -527,10 +545,16 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
 KernelLog read_kernel_log(System& system, bool live) {
   KernelLog log;
   if (live) {
+    if (auto kmsg = system.read_kernel_messages(); kmsg && !kmsg->empty()) {
+      log.records = parse_kmsg(*kmsg).records;
+      log.source = "/dev/kmsg";
+      return log;
+    }
     const system::CommandResult dmesg = system.run({"dmesg"}, std::chrono::milliseconds(3000));
     if (dmesg.exit_code == 0 && !dmesg.out.empty()) {
       log.text = dmesg.out;
       log.source = "dmesg";
+      log.notes.emplace_back(k_dmesg_caveat);
       return log;
     }
   }
@@ -545,9 +569,10 @@ KernelLog read_kernel_log(System& system, bool live) {
     }
     log.text = std::move(*contents);
     log.source = path;
+    log.notes.emplace_back(k_log_file_caveat);
     return log;
   }
-  log.source = unreadable.empty() ? "unreadable: dmesg is not allowed and no kernel log file exists"
+  log.source = unreadable.empty() ? "unreadable: /dev/kmsg and dmesg are not allowed and no kernel log file exists"
                                   : "unreadable: " + util::join(unreadable, ", ") + " (needs root or the adm group)";
   return log;
 }
@@ -559,6 +584,16 @@ void collect_link_counters_end(System& system, const CollectOptions& options, Ho
       facts.counters_start->nvml ? std::nullopt : std::optional<std::string>(facts.counters_start->nvml_reason));
 }
 
+std::string KernelLog::described() const {
+  return notes.empty() ? source : source + " (" + util::join(notes, "; ") + ")";
+}
+
+KernelLogScan kernel_log_events(const KernelLog& log) {
+  if (log.records) return kernel_events_from_kmsg(*log.records);
+  if (log.text) return parse_xid_events(*log.text);
+  return {};
+}
+
 HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   HostFacts facts;
   facts.live = options.live;
@@ -568,9 +603,11 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_driver_libraries(system, facts);
   collect_gpus(system, options, facts);
   collect_kernel_log(system, options, facts);
-  if (options.live) {
+  if (options.live && options.libcuda) {
     facts.cuda_driver = call_within_deadline<CudaDriver>(
         options, "libcuda", [&](std::chrono::milliseconds limit) { return read_cuda_driver(system, limit); });
+  } else if (options.live) {
+    facts.cuda_driver.not_checked = "libcuda is not loaded in the prolog tier (NVML only)";
   }
   collect_toolkits(system, options, facts);
   collect_libraries(system, options, facts);

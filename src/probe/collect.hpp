@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "probe/cloud.hpp"
 #include "probe/cloud_metadata.hpp"
 #include "probe/facts.hpp"
+#include "probe/kmsg.hpp"
+#include "probe/xid.hpp"
 #include "system/deadline.hpp"
 #include "system/system.hpp"
 
@@ -28,6 +31,9 @@ struct CollectOptions {
   std::optional<MetadataEndpoint> metadata_endpoint;
   /// The whole metadata exchange's limit.
   std::chrono::milliseconds metadata_timeout{1000};
+  /// Load libcuda and run cuInit (live only). Off in doctor's prolog tier, which reads NVML only: cuInit on eight
+  /// GPUs without persistence mode can take longer than a Slurm prolog may.
+  bool libcuda = true;
   /// Run the node's Python to see which frameworks import and what they see (live only; a skip under --root).
   bool frameworks = false;
   std::string python = "python3";
@@ -56,16 +62,26 @@ HostFacts collect_host_facts(system::System& system, const CollectOptions& optio
 /// (after any load), so that their growth covers the whole run.
 void collect_link_counters_end(system::System& system, const CollectOptions& options, HostFacts& facts);
 
-/// The kernel log's text and where it came from: `dmesg` when `live` and allowed, else the last 4 MiB of
-/// /var/log/kern.log, syslog or messages; no text (and the reason in `source`) when none can be read.
+/// The kernel log and where it came from (docs/security.md, "Kernel log"): when `live`, the kernel's own records
+/// from /dev/kmsg, else (no /dev/kmsg, or not allowed) `dmesg`'s text; otherwise, and under --root, the last 4 MiB
+/// of /var/log/kern.log, syslog or messages. Nothing (and the reason in `source`) when none can be read. Only
+/// /dev/kmsg proves which lines the kernel wrote; `source` says so for the others.
 struct KernelLog {
-  std::optional<std::string> text;
-  std::string source;  ///< "dmesg", a path, or "unreadable: ..."
+  std::optional<std::vector<KmsgRecord>> records;  ///< /dev/kmsg
+  std::optional<std::string> text;                 ///< dmesg or a log file
+  std::string source;               ///< "/dev/kmsg", "dmesg", a path, or "unreadable: ..."
+  std::vector<std::string> notes;   ///< the window, and what the source cannot prove
+
+  bool readable() const { return records.has_value() || text.has_value(); }
+  /// The source with its notes, for findings: "/var/log/kern.log (since the last boot; kernel-tagged lines, ...)".
+  std::string described() const;
 };
 KernelLog read_kernel_log(system::System& system, bool live);
 
-/// The DMI strings of /sys/class/dmi/id (for probe::classify_cloud); empty fields when absent or unreadable.
+/// The DMI strings of /sys/class/dmi/id (empty where unreadable), for classify_cloud.
 DmiStrings read_dmi_strings(system::System& system);
+/// The events in what read_kernel_log read (kernel_events_from_kmsg or parse_xid_events).
+KernelLogScan kernel_log_events(const KernelLog& log);
 
 /// GPU facts from a parsed nvidia-smi report, in NVML's shape.
 GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::string& origin);

@@ -58,6 +58,7 @@ struct GpuFacts {
   std::optional<double> power_draw_w;
   std::optional<double> power_limit_w;
   std::optional<double> utilization_percent;
+  std::optional<unsigned> sm_clock_mhz;  ///< the SM clock now (nvmlDeviceGetClockInfo NVML_CLOCK_SM)
   std::vector<std::string> throttle_reasons;  ///< active reasons: hw_slowdown, hw_thermal_slowdown, sw_power_cap, ...
   std::optional<unsigned> pcie_gen_current;
   std::optional<unsigned> pcie_gen_max;
@@ -118,6 +119,7 @@ struct CudaDriver {
   std::optional<int> init_result;   ///< cuInit's CUresult
   std::string init_error;           ///< its name / description when not 0
   std::string driver_cuda_version;  ///< cuDriverGetVersion: the highest CUDA the driver supports, "12.4"
+  std::string not_checked;          ///< why libcuda was deliberately not loaded on a live run; "" when it was tried
 };
 
 /// One CUDA toolkit installation.

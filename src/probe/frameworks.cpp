@@ -189,7 +189,10 @@ FrameworkProbe probe_frameworks(system::System& system, const std::string& pytho
                                 bool matmul) {
   FrameworkProbe probe;
   probe.availability.source = python;
-  std::vector<std::string> argv = {python, "-c", std::string(k_script)};
+  // -I (isolated mode, Python 3.4+): neither the working directory nor the script's is put on sys.path, PYTHON*
+  // variables and the user's site-packages are ignored, so a `torch.py` where root stands is never imported
+  // (https://docs.python.org/3/using/cmdline.html#cmdoption-I). System::run adds a clean environment and "/".
+  std::vector<std::string> argv = {python, "-I", "-c", std::string(k_script)};
   if (matmul) argv.emplace_back("matmul");
   const system::CommandResult result = system.run(argv, timeout);
   if (result.not_found) {

@@ -19,7 +19,7 @@ std::string_view framework_probe_script();
 /// Parses the script's output (unknown keys and junk lines ignored). Pure.
 std::vector<FrameworkFacts> parse_framework_report(std::string_view text);
 
-/// Runs `python -c <script>` with `timeout` (and, with `matmul`, a 64x64 matmul on each visible device); never
+/// Runs `python -I -c <script>` (isolated: no working directory, PYTHON* variable or user site on sys.path) with `timeout` (and, with `matmul`, a 64x64 matmul on each visible device); never
 /// throws: a missing interpreter or a crash is a reason.
 FrameworkProbe probe_frameworks(system::System& system, const std::string& python, std::chrono::milliseconds timeout,
                                 bool matmul);

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdio>
 
+#include "probe/kernel_log_records.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::probe {
@@ -89,9 +90,13 @@ std::optional<std::int64_t> bsd_seconds(std::string_view line, int year) {
   return days_from_civil(year, month, static_cast<unsigned>(day)) * 86400 + tod;
 }
 
+/// The banner the kernel prints first at boot (init/version.c linux_banner: "Linux version %s ..."): a kernel
+/// message that starts with it, not any line that contains it (a user's `logger "] Linux version "` after a real
+/// Xid would otherwise hide it from --since boot).
 bool is_boot_banner(std::string_view line) {
-  return line.find("] Linux version ") != std::string_view::npos ||
-         line.find("kernel: Linux version ") != std::string_view::npos;
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return kernel_line_starts_with(line, "Linux version ");
 }
 
 /// Keeps the lines from the first one `keep` accepts on; unstamped lines (keep returns nullopt) follow the previous.

@@ -25,8 +25,9 @@ std::optional<std::int64_t> syslog_seconds(std::string_view line, int year);
 /// dmesg output from `since_uptime` seconds after boot on (lines without a stamp follow the line before).
 std::string dmesg_since(std::string_view text, double since_uptime);
 
-/// A kernel log file from its last boot on: after the last "Linux version" banner the kernel prints at boot; the
-/// whole text when it has none.
+/// A kernel log file from its last boot on: after the last kernel message that starts with the "Linux version"
+/// banner the kernel prints at boot (the `kernel:` tag, flush left); the whole text when it has none. A line that
+/// merely contains the banner's words does not count.
 LogWindow log_file_since_boot(std::string_view text);
 
 /// A kernel log file from `since_unix` on, by each line's timestamp (BSD stamps read in the year of `now_unix`,

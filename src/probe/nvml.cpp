@@ -1,5 +1,6 @@
 #include "probe/nvml.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -168,6 +169,7 @@ GpuFacts read_device(const Api& api, unsigned index, Device device) {
   if (auto u = query<nvml::Utilization>(api.utilization, device)) gpu.utilization_percent = u->gpu;
   if (auto mask = query<unsigned long long>(api.throttle_reasons, device))
     gpu.throttle_reasons = throttle_reason_names(*mask);
+  gpu.sm_clock_mhz = query<unsigned>(api.clock_info, device, 1);  // nvmlClockType_t NVML_CLOCK_SM
   gpu.pcie_gen_current = query<unsigned>(api.pcie_gen_current, device);
   gpu.pcie_gen_max = query<unsigned>(api.pcie_gen_max, device);
   gpu.pcie_width_current = query<unsigned>(api.pcie_width_current, device);
@@ -182,18 +184,18 @@ GpuFacts read_device(const Api& api, unsigned index, Device device) {
   return gpu;
 }
 
-GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) {
-  GpuInventory inventory;
+/// nvmlInit and the driver's versions; availability.reason says why not when the library or the init fails.
+/// Returns whether NVML is initialised (and needs an nvmlShutdown).
+bool init_nvml(const Api& api, const std::string& name, GpuInventory& inventory) {
   inventory.availability.source = "NVML (" + name + ")";
-  const Api api = nvml::resolve(library);
   if (api.init == nullptr || api.device_count == nullptr || api.handle_by_index == nullptr) {
     inventory.availability.reason = name + " does not export nvmlInit/nvmlDeviceGetCount";
-    return inventory;
+    return false;
   }
   if (const nvml::Return init = api.init(); init != k_success) {
     inventory.availability.reason =
         "nvmlInit failed: " + nvml::error_text(api, init) + " (NVML error " + std::to_string(init) + ")";
-    return inventory;
+    return false;
   }
   char buffer[96] = {};
   if (api.driver_version != nullptr && api.driver_version(buffer, sizeof buffer) == k_success)
@@ -204,11 +206,15 @@ GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) 
   if (auto cuda = query<int>(api.cuda_driver_version)) {
     inventory.cuda_driver_version = std::to_string(*cuda / 1000) + "." + std::to_string((*cuda % 1000) / 10);
   }
+  return true;
+}
+
+/// Every GPU of an initialised NVML into `inventory` (a GPU whose handle fails is listed with its error).
+void read_gpus(const Api& api, GpuInventory& inventory) {
   unsigned count = 0;
   if (const nvml::Return result = api.device_count(&count); result != k_success) {
     inventory.availability.reason = "nvmlDeviceGetCount failed: " + nvml::error_text(api, result);
-    if (api.shutdown != nullptr) api.shutdown();
-    return inventory;
+    return;
   }
   inventory.attached_gpus = count;
   for (unsigned i = 0; i < count; ++i) {
@@ -223,8 +229,15 @@ GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) 
     }
     inventory.gpus.push_back(read_device(api, i, device));
   }
-  if (api.shutdown != nullptr) api.shutdown();
   inventory.availability.available = true;
+}
+
+GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) {
+  GpuInventory inventory;
+  const Api api = nvml::resolve(library);
+  if (!init_nvml(api, name, inventory)) return inventory;
+  read_gpus(api, inventory);
+  if (api.shutdown != nullptr) api.shutdown();
   return inventory;
 }
 
@@ -288,6 +301,100 @@ GpuInventory read_nvml(system::System& system, const std::string& library, std::
   auto inventory = system::call_abandonable<GpuInventory>(
       std::shared_ptr<system::DynamicLibrary>(std::move(*loaded)),
       [library](system::DynamicLibrary& handle) { return read_all(handle, library); }, timeout);
+  if (!inventory) {
+    failed.availability.reason =
+        "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
+    return failed;
+  }
+  return std::move(*inventory);
+}
+
+// ------------------------------------------------------------------------------------------------ session
+
+/// What a session's calls share with the threads they run on: an abandoned call keeps it (and NVML) alive.
+struct NvmlSession::State {
+  std::shared_ptr<system::DynamicLibrary> library;
+  std::string name;
+  Api api;
+  GpuInventory header;  ///< the driver's versions, read at nvmlInit
+  bool initialised = false;
+  std::atomic<bool> in_call{false};
+  std::chrono::steady_clock::time_point call_started{};
+
+  ~State() {
+    if (initialised && api.shutdown != nullptr) api.shutdown();
+  }
+};
+
+namespace {
+
+/// Runs `work(state)` on an abandonable thread; nullopt when it misses `limit` (the state then stays marked in_call
+/// until the thread returns).
+template <typename T, typename Work>
+std::optional<T> call_in_session(const std::shared_ptr<NvmlSession::State>& state, Work work,
+                                 std::chrono::milliseconds limit) {
+  state->in_call = true;
+  state->call_started = std::chrono::steady_clock::now();
+  return system::call_abandonable<T>(
+      state->library,
+      [state, work = std::move(work)](system::DynamicLibrary&) {
+        T result = work(*state);
+        state->in_call = false;
+        return result;
+      },
+      limit);
+}
+
+}  // namespace
+
+std::unique_ptr<NvmlSession> NvmlSession::open(system::System& system, const std::string& library,
+                                               std::chrono::milliseconds timeout, Availability& why_not) {
+  why_not = Availability{false, "NVML (" + library + ")", ""};
+  auto loaded = system.load_library(library);
+  if (!loaded) {
+    why_not.reason = "cannot load " + library + ": " + loaded.error().message;
+    return nullptr;
+  }
+  auto state = std::make_shared<State>();
+  state->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
+  state->name = library;
+  state->api = nvml::resolve(*state->library);
+  const auto initialised = call_in_session<bool>(
+      state, [](State& s) { return s.initialised = init_nvml(s.api, s.name, s.header); }, timeout);
+  if (!initialised) {
+    why_not.reason = "nvmlInit did not return within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
+    return nullptr;
+  }
+  if (!*initialised) {
+    why_not.reason = state->header.availability.reason;
+    return nullptr;
+  }
+  return std::unique_ptr<NvmlSession>(new NvmlSession(std::move(state)));
+}
+
+NvmlSession::~NvmlSession() = default;
+
+bool NvmlSession::hung() const { return m_state->in_call.load(); }
+
+GpuInventory NvmlSession::read(std::chrono::milliseconds timeout) {
+  GpuInventory failed;
+  failed.availability.source = m_state->header.availability.source;
+  if (hung()) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                          m_state->call_started);
+    failed.availability.reason = "an NVML call has not returned for " + std::to_string(seconds.count()) +
+                                 " s (a hung GPU or driver); NVML is read again once it returns";
+    return failed;
+  }
+  auto inventory = call_in_session<GpuInventory>(
+      m_state,
+      [](State& s) {
+        GpuInventory read = s.header;
+        read.availability.reason.clear();
+        read_gpus(s.api, read);
+        return read;
+      },
+      timeout);
   if (!inventory) {
     failed.availability.reason =
         "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";

@@ -47,6 +47,7 @@ Api resolve(system::DynamicLibrary& lib) {
   bind(lib, api.utilization, "nvmlDeviceGetUtilizationRates");
   bind(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
   if (api.throttle_reasons == nullptr) bind(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  bind(lib, api.clock_info, "nvmlDeviceGetClockInfo");
   bind(lib, api.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration");
   bind(lib, api.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration");
   bind(lib, api.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth");

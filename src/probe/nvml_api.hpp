@@ -97,6 +97,7 @@ struct Api {
   Return (*power_limit)(Device, unsigned*) = nullptr;
   Return (*utilization)(Device, Utilization*) = nullptr;
   Return (*throttle_reasons)(Device, unsigned long long*) = nullptr;
+  Return (*clock_info)(Device, int, unsigned*) = nullptr;
   Return (*pcie_gen_current)(Device, unsigned*) = nullptr;
   Return (*pcie_gen_max)(Device, unsigned*) = nullptr;
   Return (*pcie_width_current)(Device, unsigned*) = nullptr;

@@ -138,4 +138,21 @@ std::vector<SxidEvent> parse_sxid_events(std::string_view log_text) {
   return events;
 }
 
+std::vector<SxidEvent> sxid_events_from_kmsg(const std::vector<KmsgRecord>& records) {
+  std::vector<SxidEvent> events;
+  std::size_t number = 0;
+  for (const KmsgRecord& record : records) {
+    ++number;
+    if (!record.from_kernel()) continue;
+    const std::vector<std::string_view> lines = kmsg_message_lines(record.text);
+    if (lines.empty() || !util::starts_with(lines.front(), "nvidia-nvswitch")) continue;
+    auto event = headline(util::trim(lines.front()));
+    if (!event) continue;
+    event->timestamp = kmsg_seconds_text(record.microseconds);
+    event->line_number = number;
+    events.push_back(std::move(*event));
+  }
+  return events;
+}
+
 }  // namespace gpuenv::probe

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "probe/kmsg.hpp"
 #include "probe/xid.hpp"
 #include "util/data_table.hpp"
 #include "util/expected.hpp"
@@ -49,5 +50,8 @@ struct SxidEvent {
 
 /// Scans kernel-log text (dmesg, journalctl, syslog prefixes; LF or CRLF) for SXid headlines. Pure.
 std::vector<SxidEvent> parse_sxid_events(std::string_view log_text);
+/// The SXid headlines in /dev/kmsg records the kernel itself logged (a record of another facility is not the
+/// driver's, docs/security.md "Kernel log"); the timestamp is dmesg's seconds, the line number the record's. Pure.
+std::vector<SxidEvent> sxid_events_from_kmsg(const std::vector<KmsgRecord>& records);
 
 }  // namespace gpuenv::probe

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "probe/kmsg.hpp"
 #include "util/data_table.hpp"
 #include "util/expected.hpp"
 
@@ -25,6 +26,9 @@ struct XidInfo {
   std::string causes;          ///< r555 cause flags, e.g. "HW, drv, bus"
   std::string catalog_action;  ///< NVIDIA's resolution buckets, "immediate / investigatory"
   std::string action;          ///< the remedy in gpuenv's words ("reboot node", "reset GPU", ...); "-" if none
+  /// The same as one word of doctor's action vocabulary (report::Action's names): "none", "restart_job",
+  /// "reset_gpu", "reboot", "drain_and_inspect" or "replace_hardware" (rule in data/xid.toml's header).
+  std::string node_action;
   XidSeverity severity = XidSeverity::info;
   bool aznhc_fails = false;  ///< Azure aznhc fails the node on it
   std::string dcgm;          ///< DCGM health result and label, "-" when unmapped
@@ -68,12 +72,14 @@ std::string_view to_string(KernelEventKind kind);
 struct KernelEvent {
   KernelEventKind kind = KernelEventKind::xid;
   std::optional<int> xid;           ///< the Xid code (kind xid only)
-  std::string pci_bus_id;           ///< as printed without "PCI:", e.g. "0000:3b:00" or "0000:b3:00.0"; may be empty
+  std::string pci_bus_id;  ///< canonical as printed, without "PCI:": "0000:3b:00" or "0000:b3:00.0"; may be empty
   std::optional<int> gpu_instance;  ///< MIG "GPU-I:<n>" after the bus id
   std::string gpu_uuid;             ///< from an earlier "NVRM: GPU at <bus>: GPU-..." line for the same bus
   std::optional<long long> pid;     ///< "pid=<n>"; absent for "pid='<unknown>'"
-  std::string process_name;         ///< "name=<process>"; empty when absent or "<unknown>"
-  std::string message;              ///< the text after code/pid/name; for other kinds the whole NVRM text
+  std::string process_name;         ///< "name=<process>"; empty when absent or "<unknown>"; a user's text
+  /// The text after code/pid/name; for other kinds the whole NVRM text. Log text, partly a user's (a process name,
+  /// a file name): for matching only, never repeated in findings, Slurm reasons or metrics (docs/security.md).
+  std::string message;
   std::string timestamp;            ///< as printed: "1843.308145", "Sun Feb 23 16:24:18 2025", ISO, syslog
   std::string raw;                  ///< the physical line(s), continuation lines joined with '\n'
   std::size_t line_number = 0;      ///< 1-based number of the first physical line
@@ -85,11 +91,19 @@ struct KernelEvent {
 /// Everything found in a log, plus the Xid-looking lines that could not be parsed.
 struct KernelLogScan {
   std::vector<KernelEvent> events;
-  std::vector<std::string> malformed_lines;  ///< "NVRM: Xid" lines without a readable bus id or code
+  std::vector<std::string> malformed_lines;  ///< "NVRM: Xid" messages without a canonical bus id or a code
 };
 
-/// Scans kernel-log text (dmesg, dmesg -T, dmesg --decode --time-format iso, /dev/kmsg "<N>[ts]", journalctl,
-/// syslog and kern.log prefixes; LF or CRLF; multi-line NVRM messages) for Xid and driver-health events.
+/// Scans kernel-log text (dmesg, dmesg -T, dmesg --decode --time-format iso, dmesg -r "<N>[ts]", journalctl,
+/// syslog and kern.log prefixes; LF or CRLF; multi-line NVRM messages) for Xid and driver-health events. A pattern
+/// counts only at the start of a kernel message: indented lines (and, in a stamped log, unstamped ones) continue
+/// the message before them; syslog lines count only with the `kernel:` tag, prefixed lines only of the kernel
+/// facility; bus ids only in a canonical spelling (docs/security.md, "Kernel log"). Text cannot prove that the
+/// kernel wrote a line (a `logger -t kernel` line reads the same): /dev/kmsg can (kernel_events_from_kmsg).
 KernelLogScan parse_xid_events(std::string_view log_text);
+
+/// The same events from /dev/kmsg records: only records of the kernel facility (k_kernel_facility), each message
+/// matched from the start of its text, escaped line breaks inside it continuing it.
+KernelLogScan kernel_events_from_kmsg(const std::vector<KmsgRecord>& records);
 
 }  // namespace gpuenv::probe

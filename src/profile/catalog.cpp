@@ -24,9 +24,12 @@ const std::vector<ShippedProfile>& shipped_profiles() {
   return profiles;
 }
 
+bool names_a_file(const std::string& name_or_path) {
+  return name_or_path.find('/') != std::string::npos || util::ends_with(name_or_path, ".toml");
+}
+
 util::Expected<ProfileDocument> load_profile(const std::string& name_or_path, system::System& system) {
-  const bool is_path = name_or_path.find('/') != std::string::npos || util::ends_with(name_or_path, ".toml");
-  if (is_path) {
+  if (names_a_file(name_or_path)) {
     auto text = system.read_file(name_or_path, system::FileKind::profile);
     // A read that failed for a reason with its own fix (a device, a file over the limit) keeps that fix.
     if (!text)

@@ -19,8 +19,11 @@ struct ShippedProfile {
 /// All shipped profiles, sorted by name.
 const std::vector<ShippedProfile>& shipped_profiles();
 
-/// Loads `name_or_path`: a path (contains '/' or ends in .toml) is read through `system`; anything
-/// else names a shipped profile. Unknown names get a "did you mean".
+/// True when `name_or_path` names a file (contains '/' or ends in .toml), not a shipped profile.
+bool names_a_file(const std::string& name_or_path);
+
+/// Loads `name_or_path`: a file (names_a_file) is read through `system`; anything else names a shipped profile.
+/// Unknown names get a "did you mean".
 util::Expected<ProfileDocument> load_profile(const std::string& name_or_path, system::System& system);
 
 }  // namespace gpuenv::profile

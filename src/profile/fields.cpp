@@ -62,29 +62,6 @@ std::string authority_problem(std::string_view authority) {
   return {};
 }
 
-std::string https_url_problem(std::string_view value) {
-  if (value.empty()) return "it is empty";
-  for (char c : value) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') return "it contains white space";
-    if (c == '"' || c == '\'' || c == '`') return "it contains a quote";
-  }
-  if (util::starts_with(value, "http://")) return "it is plain http; a mirror must be https";
-  if (!util::starts_with(value, "https://")) return "it is not an https URL";
-  if (value.find('@') != std::string_view::npos)
-    return "it carries credentials (user@host); keep those in the tool's own configuration (pip.conf, .netrc)";
-  if (value.find_first_of("?#") != std::string_view::npos) return "it has a query or fragment";
-  const std::string_view rest = value.substr(8);
-  for (char c : rest) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!plain && std::string_view("._~%+/:-").find(c) == std::string_view::npos)
-      return std::string("it contains `") + c + "`, which gpuenv does not accept in a mirror URL";
-  }
-  const std::string_view authority = rest.substr(0, rest.find('/'));
-  if (authority.empty()) return "it names no host";
-  if (rest.find(':', authority.size()) != std::string_view::npos) return "its path contains `:`";
-  return authority_problem(authority);
-}
-
 std::string registry_problem(std::string_view value) {
   if (value.empty()) return "it is empty";
   if (value.find("://") != std::string_view::npos) return "it has a scheme; a registry is named without one";
@@ -189,6 +166,16 @@ const std::vector<FieldEntry>& entries() {
          return one_of(v, {"true", "false"});
        },
        &Profile::install_cuda_compat},
+      {{"install.hold_kernel", "true or false: hold the kernel packages where the driver was built", false, true},
+       [](std::string_view v) {
+         return one_of(v, {"true", "false"});
+       },
+       &Profile::install_hold_kernel},
+      {{"install.dcgm", "true or false: install NVIDIA DCGM and enable its service", false, true},
+       [](std::string_view v) {
+         return one_of(v, {"true", "false"});
+       },
+       &Profile::install_dcgm},
       // --- end install additions ---
       {{"image.flavor", "one of base, runtime, devel", false},
        [](std::string_view v) {
@@ -315,6 +302,30 @@ Error unknown_field(std::string_view key) {
 }
 
 }  // namespace
+
+std::string https_url_problem(std::string_view value) {
+  if (value.empty()) return "it is empty";
+  for (char c : value) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') return "it contains white space";
+    if (c == '"' || c == '\'' || c == '`') return "it contains a quote";
+  }
+  if (util::starts_with(value, "http://")) return "it is plain http; a mirror must be https";
+  if (!util::starts_with(value, "https://")) return "it is not an https URL";
+  if (value.find('@') != std::string_view::npos)
+    return "it carries credentials (user@host); keep those in the tool's own configuration (pip.conf, .netrc)";
+  if (value.find_first_of("?#") != std::string_view::npos) return "it has a query or fragment";
+  const std::string_view rest = value.substr(8);
+  for (char c : rest) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!plain && std::string_view("._~%+/:-").find(c) == std::string_view::npos)
+      return std::string("it contains `") + c + "`, which gpuenv does not accept in a mirror URL";
+  }
+  const std::string_view authority = rest.substr(0, rest.find('/'));
+  if (authority.empty()) return "it names no host";
+  if (rest.find(':', authority.size()) != std::string_view::npos) return "its path contains `:`";
+  return authority_problem(authority);
+}
+
 
 const std::vector<FieldSpec>& scalar_fields() {
   static const std::vector<FieldSpec> specs = [] {

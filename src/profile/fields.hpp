@@ -36,5 +36,9 @@ std::string get_field(const Profile& profile, std::string_view key);
 bool is_boolean_field(std::string_view key);
 /// Checks a compute capability string "X.Y".
 bool is_compute_capability(std::string_view text);
+/// Why `value` is not an https URL gpuenv accepts for a mirror or a repository ("" when it is): white space, quotes,
+/// control characters, credentials, a query or fragment, any scheme but https, a bad host or port. Every URL
+/// source (profile [mirrors], install's --repo-url and GPUENV_*_REPO_URL) goes through it.
+std::string https_url_problem(std::string_view value);
 
 }  // namespace gpuenv::profile

@@ -44,6 +44,8 @@ struct Profile {
   std::string driver_source;              ///< nvidia | distro; empty: nvidia (NVIDIA's CUDA repository)
   std::string install_container_toolkit;  ///< "true" | "false"; empty: true
   std::string install_cuda_compat;        ///< "true" | "false"; empty: false
+  std::string install_hold_kernel;        ///< "true" | "false"; empty: false (keep the kernel packages held)
+  std::string install_dcgm;               ///< "true" | "false"; empty: false (NVIDIA DCGM and its service)
   // --- end install additions ---
   std::string image_flavor;         ///< base | runtime | devel; empty: gpuenv chooses (compat::effective_image_flavor)
   std::string image_compiler;       ///< "true" | "false"; empty: true (gcc and Python headers for torch.compile)

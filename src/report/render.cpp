@@ -59,12 +59,17 @@ std::string render_findings(const std::vector<Finding>& findings, const TextStyl
   }
   bool heading = false;
   for (const Finding& f : findings) {
-    if (f.remedy.empty() || f.status == Status::pass) continue;
+    // Warnings and failures name their action (docs/doctor-json.md "Actions") even without a remedy text.
+    const bool judged = f.status == Status::warn || f.status == Status::fail;
+    if (!judged && (f.remedy.empty() || f.status == Status::pass)) continue;
     if (!heading) {
       out += "Remedies:\n";
       heading = true;
     }
-    out += "  " + f.id + ": " + clean(f.remedy) + "\n";
+    out += "  " + f.id + ":";
+    if (judged) out += " [" + std::string(to_string(action_of(f))) + "]";
+    if (!f.remedy.empty()) out += " " + clean(f.remedy);
+    out += "\n";
   }
   if (repairs == nullptr) out += repairs_note(own);
   return out;
@@ -105,6 +110,7 @@ nlohmann::json to_json(const Finding& finding) {
                         {"message", finding.message},
                         {"remedy", finding.remedy}};
   if (!finding.source.empty()) out["source"] = finding.source;
+  out["action"] = to_string(action_of(finding));
   return out;
 }
 

@@ -50,6 +50,7 @@ util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library) {
   binder.bind(api.mem_get_info, "cuMemGetInfo_v2");
   binder.bind(api.device_can_access_peer, "cuDeviceCanAccessPeer");
   binder.bind(api.ctx_enable_peer_access, "cuCtxEnablePeerAccess");
+  binder.bind(api.ctx_disable_peer_access, "cuCtxDisablePeerAccess");
   binder.bind(api.memcpy_peer_async, "cuMemcpyPeerAsync");
   if (!binder.missing().empty()) {
     return util::Error::internal("the CUDA driver library does not export " + binder.missing());
@@ -77,6 +78,10 @@ std::string cuda_error_name(CUresult result) {
       return "CUDA_ERROR_ECC_UNCORRECTABLE";
     case cuda_error_peer_access_already_enabled:
       return "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED";
+    case cuda_error_peer_access_not_enabled:
+      return "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED";
+    case cuda_error_too_many_peers:
+      return "CUDA_ERROR_TOO_MANY_PEERS";
     case cuda_error_invalid_ptx:
       return "CUDA_ERROR_INVALID_PTX";
     case cuda_error_unsupported_ptx_version:

@@ -40,7 +40,12 @@ enum CudaError : int {
   cuda_error_illegal_address = 700,
   cuda_error_launch_timeout = 702,
   cuda_error_peer_access_already_enabled = 704,
+  cuda_error_peer_access_not_enabled = 705,
   cuda_error_assert = 710,
+  /// cuCtxEnablePeerAccess: "the hardware resources required to enable peer access have been exhausted" (cuda.h); on
+  /// systems without NVSwitch "each device can support a system-wide maximum of eight peer connections" (CUDA C++
+  /// Programming Guide, Peer-to-Peer Memory Access).
+  cuda_error_too_many_peers = 711,
   cuda_error_hardware_stack_error = 714,
   cuda_error_illegal_instruction = 715,
   cuda_error_misaligned_address = 716,
@@ -116,6 +121,7 @@ struct CudaApi {
   CUresult (*mem_get_info)(std::size_t*, std::size_t*) = nullptr;  // cuMemGetInfo_v2 (free, total)
   CUresult (*device_can_access_peer)(int*, CUdevice, CUdevice) = nullptr;
   CUresult (*ctx_enable_peer_access)(CUcontext, unsigned) = nullptr;
+  CUresult (*ctx_disable_peer_access)(CUcontext) = nullptr;
   CUresult (*memcpy_peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, std::size_t, CUstream) = nullptr;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <tuple>
 
 #include "smoke/cuda_api.hpp"
@@ -16,23 +17,6 @@ namespace gpuenv::smoke {
 using report::Finding;
 using report::Status;
 
-// Defined first: run() and the test sections below instantiate it.
-template <typename Body>
-bool DeviceRun::step(const std::string& id, Body body) {
-  if (m_gpu->stopped) return false;
-  std::optional<StepOutcome> outcome = run_step(m_gpu, id, body);
-  if (!outcome) {
-    m_result.hung = true;
-    m_gpu->stopped = m_gpu->hung = true;
-    m_result.findings.push_back(hang_finding(id, m_gpu->options.step_timeout));
-    return false;
-  }
-  const bool ok = !outcome->stop && std::none_of(outcome->findings.begin(), outcome->findings.end(),
-                                                 [](const Finding& finding) { return finding.status == Status::fail; });
-  absorb(std::move(*outcome));
-  return ok;
-}
-
 DeviceRun::DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, std::shared_ptr<const Expectations> expectations,
                      std::string driver_version, int driver_version_number, DeviceResult& result)
     : m_system(system),
@@ -43,7 +27,12 @@ DeviceRun::DeviceRun(system::System& system, std::shared_ptr<Gpu> gpu, std::shar
       m_result(result) {}
 
 void DeviceRun::run() {
-  if (!step("smoke.device", query_device)) {
+  if (!step("smoke.device", identify_device)) {
+    m_gpu->stopped = true;
+    return;
+  }
+  read_nvml_before();  // before this process has a context on the GPU: every process NVML lists is another's
+  if (!step("smoke.device", create_context)) {
     m_gpu->stopped = true;
     return;
   }
@@ -57,9 +46,16 @@ void DeviceRun::run() {
       })) {
     m_result.info.kernel_image = m_gpu->info.kernel_image;
   }
+  // GPUs run in parallel; their timed host<->device copies take turns: this GPU takes its turn when the host link is
+  // free, between its device-only steps, or at the end.
   copies();
+  if (!m_host_copies_done) m_host_copies_done = host_link_copies(false);
   matmuls();
+  if (!m_host_copies_done) m_host_copies_done = host_link_copies(false);
   memtest();
+  if (!m_host_copies_done) host_link_copies(true);
+  free_copy_buffers_unless_hung();
+  read_usage_after();
 }
 
 void DeviceRun::release() {
@@ -69,6 +65,8 @@ void DeviceRun::release() {
     if (g.module != nullptr) g.api.module_unload(g.module);
     if (g.start != nullptr) g.api.event_destroy(g.start);
     if (g.stop != nullptr) g.api.event_destroy(g.stop);
+    for (CUevent event : g.timing_events) g.api.event_destroy(event);
+    g.timing_events.clear();
     if (g.stream != nullptr) g.api.stream_destroy(g.stream);
     g.api.primary_ctx_release(g.device);
     g.module = nullptr;
@@ -83,20 +81,36 @@ void DeviceRun::place_on_local_cpus() {
                                        sysfs_bus_id(m_gpu->info.pci_bus_id) + "/local_cpulist");
   if (!text) return;
   m_gpu->local_cpus = parse_cpu_list(*text);
-  if (!m_gpu->local_cpus.empty()) m_gpu->info.local_cpulist = std::string(util::trim(*text));
-}
-
-void DeviceRun::judge_mig_instance(const std::string& profile) {
-  m_result.info.mig_profile = m_gpu->info.mig_profile = profile;
-  const std::string of = m_model != nullptr ? " of " + m_model->model : std::string();
-  m_model = nullptr;
+  if (m_gpu->local_cpus.empty()) return;
+  m_gpu->info.local_cpulist = std::string(util::trim(*text));
+  m_gpu->host_link = m_gpu->host_links->for_node(m_gpu->info.local_cpulist);  // its socket's turn
+  // Where a step thread really runs: pthread_setaffinity_np may refuse (a container's cpuset, CPUs offline).
+  struct Placement {
+    int result = 0;
+    std::string cpus;
+  };
+  auto placed = std::make_shared<Placement>();
+  run_step(m_gpu, "smoke.cpu_placement", [placed](Gpu& g) {
+    placed->result = run_on_cpus(g.local_cpus);
+    placed->cpus = thread_cpulist();
+    return StepOutcome{};
+  });
+  m_gpu->info.step_cpulist = placed->cpus;
+  if (placed->result == 0) {
+    m_result.findings.push_back(Finding{"smoke.cpu_placement", Status::pass,
+                                        "step threads run on CPUs " + placed->cpus + ", the GPU's NUMA node (" +
+                                            m_gpu->info.local_cpulist + ")",
+                                        {}, {}});
+    return;
+  }
+  // Not a fault of the GPU: said, not judged; host<->device figures may then be those of the far socket.
   m_result.findings.push_back(
-      Finding{"smoke.mig",
-              Status::skip,
-              "MIG instance " + profile + of +
-                  ": the whole GPU's memory, PCIe and matmul floors do not apply to a slice; numbers only (results "
-                  "are still verified)",
-              "to judge a slice, give its numbers: --expect ID=V / --minimum ID=V",
+      Finding{"smoke.cpu_placement", Status::skip,
+              "step threads could not be placed on the GPU's NUMA node (CPUs " + m_gpu->info.local_cpulist +
+                  "): pthread_setaffinity_np returned " + std::strerror(placed->result) + "; they run on CPUs " +
+                  (placed->cpus.empty() ? std::string("unknown") : placed->cpus) +
+                  ", so pinned buffers may sit on another socket",
+              "allow the GPU's local CPUs in the container's cpuset (docker --cpuset-cpus, Kubernetes CPU manager)",
               {}});
 }
 
@@ -106,112 +120,12 @@ void DeviceRun::absorb(StepOutcome outcome) {
   if (outcome.stop) m_gpu->stopped = true;
 }
 
-void DeviceRun::copies() {
-  if (!step("smoke.copy_buffers", allocate_copy_buffers)) {
-    free_copy_buffers_unless_hung();  // what was allocated before the failure
-    return;
-  }
-  const double bytes = static_cast<double>(m_gpu->bytes);
-  // Pinned H2D first; the PCIe link is read right after it (an idle link may train down).
-  step("smoke.h2d_pinned", [bytes](Gpu& g) {
-    fill_pattern(std::span<std::uint32_t>(g.pinned, g.bytes / 4), 1);
-    const Summary rates = time_copies(g, true, bytes, [&] {
-      check(g.api.memcpy_htod_async(g.device_a, g.pinned, g.bytes, g.stream), "cuMemcpyHtoDAsync_v2");
-    });
-    g.h2d_check = read_back_and_check(g, g.device_a, 1);
-    StepOutcome out;
-    out.metrics.push_back(Metric{"h2d_pinned", "GB/s", rates, std::nullopt, bytes});
-    return out;
-  });
-  const Expectation pcie = judge_pinned_h2d(bytes);
-  step("smoke.d2h_pinned", [bytes, pcie](Gpu& g) {
-    std::fill(g.pinned, g.pinned + g.bytes / 4, 0u);
-    const Summary rates = time_copies(g, true, bytes, [&] {
-      check(g.api.memcpy_dtoh_async(g.pinned, g.device_a, g.bytes, g.stream), "cuMemcpyDtoHAsync_v2");
-    });
-    const PatternCheck data = check_pattern(std::span<const std::uint32_t>(g.pinned, g.bytes / 4), 1);
-    return copy_outcome(g, "d2h_pinned", "pinned device->host", rates, bytes, data, pcie);
-  });
-  step("smoke.h2d_pageable", [bytes](Gpu& g) {
-    fill_pattern(g.pageable, 2);
-    const Summary rates = time_copies(g, false, bytes, [&] {
-      // Pageable memory through the async call on our stream: staged by the driver, ordered with our work, and
-      // time_copies synchronises this stream.
-      check(g.api.memcpy_htod_async(g.device_a, g.pageable.data(), g.bytes, g.stream), "cuMemcpyHtoDAsync_v2");
-    });
-    const PatternCheck data = read_back_and_check(g, g.device_a, 2);
-    return copy_outcome(g, "h2d_pageable", "pageable host->device", rates, bytes, data, Expectation{});
-  });
-  step("smoke.d2h_pageable", [bytes](Gpu& g) {
-    std::fill(g.pageable.begin(), g.pageable.end(), 0u);
-    const Summary rates = time_copies(g, false, bytes, [&] {
-      check(g.api.memcpy_dtoh_async(g.pageable.data(), g.device_a, g.bytes, g.stream), "cuMemcpyDtoHAsync_v2");
-    });
-    const PatternCheck data = check_pattern(g.pageable, 2);
-    return copy_outcome(g, "d2h_pageable", "pageable device->host", rates, bytes, data, Expectation{});
-  });
-  Expectation memory;
-  if (m_model != nullptr && m_model->memory_bandwidth) {
-    memory = Expectation{*m_model->memory_bandwidth * m_expectations->efficiency.d2d_copy,
-                         m_model->memory_bandwidth_minimum, true,
-                         m_model->model + " memory bandwidth " + rate_text(*m_model->memory_bandwidth) + " GB/s x " +
-                             format("%.2g", m_expectations->efficiency.d2d_copy) + "; " + m_model->source};
-  }
-  step("smoke.d2d", [bytes, memory](Gpu& g) {
-    check(g.api.memset_d32_async(g.device_b, 0, g.bytes / 4, g.stream), "cuMemsetD32Async");
-    // A device-to-device copy reads and writes every byte: count both against the memory bandwidth.
-    const Summary rates = time_copies(g, true, 2 * bytes, [&] {
-      check(g.api.memcpy_dtod_async(g.device_b, g.device_a, g.bytes, g.stream), "cuMemcpyDtoDAsync_v2");
-    });
-    const PatternCheck data = read_back_and_check(g, g.device_b, 2);
-    return copy_outcome(g, "d2d", "device->device", rates, 2 * bytes, data, memory);
-  });
-  free_copy_buffers_unless_hung();
-}
-
 void DeviceRun::free_copy_buffers_unless_hung() {
   if (m_gpu->hung) return;
   run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
     free_copy_buffers(g);
     return StepOutcome{};
   });
-}
-
-Expectation DeviceRun::judge_pinned_h2d(double bytes) {
-  Expectation pcie;
-  if (m_gpu->stopped || m_result.metrics.empty() || m_result.metrics.back().id != "h2d_pinned") return pcie;
-  const Summary rates = m_result.metrics.back().summary;
-  m_result.metrics.pop_back();
-  read_pcie_link(m_system, m_gpu->options.sysfs_root, m_result.info);
-  const DeviceInfo& info = m_result.info;
-  // Judged against what the slot should give (a link trained down is the fault to find), not the current link.
-  const std::optional<CapableLink> capable = capable_pcie_link(info);
-  if (capable && info.mig_profile.empty()) {
-    if (auto link = pcie_expectation(*m_expectations, capable->generation, capable->width)) {
-      pcie = Expectation{link->expected_gbs, link->minimum_gbs, true,
-                         link->source + " (the link the GPU and its upstream port both support: GPU max " +
-                             link_text(info.pcie_max_generation, info.pcie_max_width) + ", upstream port max " +
-                             link_text(info.pcie_upstream_max_generation, info.pcie_upstream_max_width) + ")"};
-    }
-  }
-  StepOutcome judged = copy_outcome(*m_gpu, "h2d_pinned", "pinned host->device", rates, bytes, m_gpu->h2d_check, pcie);
-  if (!info.pcie_generation) judged.findings.back().message += " (PCIe link unknown: sysfs not readable)";
-  const bool slow_generation = capable && info.pcie_generation && *info.pcie_generation < capable->generation;
-  const bool narrow = capable && info.pcie_width && *info.pcie_width < capable->width;
-  if (slow_generation || narrow) {
-    m_result.findings.push_back(
-        Finding{"smoke.pcie_link",
-                Status::warn,
-                "PCIe link runs " + link_text(info.pcie_generation, info.pcie_width) +
-                    " right after a copy, but the GPU and "
-                    "its upstream port support " +
-                    link_text(capable->generation, capable->width),
-                "reseat the GPU or check the slot, riser and BIOS PCIe settings; a degraded link cuts host<->device "
-                "bandwidth",
-                {}});
-  }
-  absorb(std::move(judged));
-  return pcie;
 }
 
 int DeviceRun::sgemm_size() const {
@@ -253,7 +167,7 @@ void DeviceRun::matmuls() {
       return run_gemm(g, plan, model, *expectations);
     });
   }
-  if (!m_gpu->stopped) m_gpu->operands = nullptr;  // free the host copies (a hung step still holds its own)
+  if (!m_gpu->stopped) m_gpu->operand_cache = nullptr;  // the last GPU done frees them (a hung step holds its own)
   if (!plans.empty()) judge_matmul_clocks(clocks ? clocks->stop() : std::vector<ClockSample>{});
 }
 
@@ -278,7 +192,7 @@ std::optional<double> DeviceRun::measured(const std::string& id) const {
 }
 
 void DeviceRun::memtest() {
-  if (m_gpu->stopped || m_gpu->options.memtest_fraction <= 0) return;
+  if (m_gpu->stopped || m_gpu->options.memtest_fraction == 0) return;
   if (m_gpu->module == nullptr) {
     m_result.findings.push_back(Finding{
         "smoke.memtest", Status::skip, "memtest skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
@@ -287,10 +201,12 @@ void DeviceRun::memtest() {
   // NVML's counters before and after: a test that provoked corrected (or remapped) errors reads back right.
   const std::shared_ptr<const NvmlMonitor> nvml = m_gpu->nvml;
   const std::string bus_id = m_gpu->info.pci_bus_id;
-  const MemoryErrorCounters before = nvml != nullptr ? nvml->memory_errors(bus_id) : MemoryErrorCounters{};
+  auto errors = [bus_id](const NvmlMonitor& monitor) { return monitor.memory_errors(bus_id); };
+  const MemoryErrorCounters before = read_bounded<MemoryErrorCounters>(nvml, errors).value_or(MemoryErrorCounters{});
   if (!step("smoke.memtest", run_memtest) && m_gpu->hung) return;
   if (nvml == nullptr) return;
-  m_result.findings.push_back(judge_memory_errors(before, nvml->memory_errors(bus_id)));
+  m_result.findings.push_back(
+      judge_memory_errors(before, read_bounded<MemoryErrorCounters>(nvml, errors).value_or(MemoryErrorCounters{})));
 }
 
 }  // namespace gpuenv::smoke

@@ -10,8 +10,10 @@
 
 namespace gpuenv::smoke {
 
-/// Reads the device's name, PCI address and attributes, and creates its context, stream and events.
-StepOutcome query_device(Gpu& gpu);
+/// Reads the device's name, PCI address and attributes (no context yet: NVML then still sees only other processes).
+StepOutcome identify_device(Gpu& gpu);
+/// Retains the device's primary context and creates its stream and events; the smoke.device finding.
+StepOutcome create_context(Gpu& gpu);
 
 /// Loads the first embedded kernel image that runs on this driver and GPU (kernel_images_for's order); a warning,
 /// not a failure, when none can.
@@ -23,12 +25,9 @@ StepOutcome allocate_copy_buffers(Gpu& gpu);
 /// Frees what allocate_copy_buffers allocated, also after it failed half-way.
 void free_copy_buffers(Gpu& gpu);
 
-/// Reads device buffer `source` back into gpu.readback and checks the pattern.
-PatternCheck read_back_and_check(Gpu& gpu, CUdeviceptr source, std::uint32_t seed);
-
-/// The metric and finding of one timed copy: a failure when the data came back wrong, else judged against
-/// `from_data` (or the operator's override).
+/// The metric and finding of one timed copy of `size` bytes (`bytes` counted: twice for read + write): a failure when
+/// the data came back wrong, else judged against `from_data` (or the operator's override).
 StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::string& label, const Summary& rates,
-                         double bytes, const PatternCheck& data, const Expectation& from_data);
+                         double bytes, std::size_t size, const PatternCheck& data, const Expectation& from_data);
 
 }  // namespace gpuenv::smoke

@@ -58,8 +58,8 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
   auto parsed = util::read_data_table({"expectations.toml", {origin, text}, k_expectation_keys}, overlay);
   if (!parsed) return parsed.error();
   const util::TomlFile& file = *parsed;
-  if (auto unknown = file.unexpected_key(
-          {"efficiency", "kernel_efficiency", "tensor_vs_cublas", "dcgm", "pcie", "pcie_minimum", "gpu"})) {
+  if (auto unknown = file.unexpected_key({"efficiency", "stream_efficiency", "kernel_efficiency", "tensor_vs_cublas",
+                                          "dcgm", "pcie", "pcie_minimum", "gpu"})) {
     return util::Error::internal(origin + ": unknown table `" + *unknown + "`");
   }
   for (const char* required : {"efficiency", "kernel_efficiency"}) {
@@ -73,6 +73,12 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     out.efficiency.source = row.text("source");
   });
   if (!efficiency) return efficiency.error();
+  auto stream = file.read_table("stream_efficiency", [&out](util::TomlRow& row) {
+    out.stream_efficiency.memory_bandwidth = required_number(row, "memory_bandwidth");
+    out.stream_efficiency.status = read_status(row);
+    out.stream_efficiency.source = row.text("source");
+  });
+  if (!stream) return stream.error();
   auto kernels = file.read_table("kernel_efficiency", [&out](util::TomlRow& row) {
     out.kernel_efficiency.sgemm = required_number(row, "sgemm");
     out.kernel_efficiency.tensor = required_number(row, "tensor");
@@ -96,7 +102,7 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
   if (!floors) return floors.error();
   auto dcgm = file.read_table("dcgm", [&out](util::TomlRow& row) {
     out.dcgm_target_perf_min_ratio = required_number(row, "target_perf_min_ratio");
-    read_status(row);
+    out.dcgm_status = read_status(row);
     row.text("source");
   });
   if (!dcgm) return dcgm.error();
@@ -132,6 +138,19 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     gpu.p2p_read_minimum = row.optional_number("p2p_read_minimum");
     if (const auto board = row.optional_number("p2p_board_gpus")) gpu.p2p_board_gpus = static_cast<int>(*board);
     gpu.status = read_status(row);
+    gpu.verified = row.optional_texts("verified");
+    for (const std::string& key : gpu.verified) {
+      const bool present = key == "memory_bandwidth_minimum"   ? gpu.memory_bandwidth_minimum.has_value()
+                           : key == "dcgm_sgemm_target_gflops" ? gpu.dcgm_sgemm_target_gflops.has_value()
+                           : key == "p2p_read_minimum"         ? gpu.p2p_read_minimum.has_value()
+                                                               : false;
+      if (key != "memory_bandwidth_minimum" && key != "dcgm_sgemm_target_gflops" && key != "p2p_read_minimum") {
+        row.fail("`verified` names `" + key +
+                 "`: only memory_bandwidth_minimum, dcgm_sgemm_target_gflops and p2p_read_minimum can be listed");
+      } else if (!present) {
+        row.fail("`verified` names `" + key + "`, which the row does not give");
+      }
+    }
     gpu.source = row.text("source");
     return gpu;
   });
@@ -140,6 +159,12 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
 }
 
 util::Expected<Expectations> shipped_expectations() { return load_expectations(util::installed_overlay()); }
+
+bool status_is_calibrated(std::string_view status) { return status == "verified"; }
+
+bool GpuExpectation::is_verified(std::string_view key) const {
+  return std::find(verified.begin(), verified.end(), key) != verified.end();
+}
 
 const GpuExpectation* find_gpu(const Expectations& expectations, std::string_view device_name) {
   for (const GpuExpectation& gpu : expectations.gpus) {
@@ -162,10 +187,11 @@ std::optional<PcieExpectation> pcie_expectation(const Expectations& expectations
     PcieExpectation out;
     out.theoretical_gbs = lane.per_lane_gbs * width;
     out.expected_gbs = out.theoretical_gbs * expectations.efficiency.pcie;
+    out.expected_calibrated = status_is_calibrated(lane.status) && expectations.efficiency.calibrated();
     out.source = "PCIe Gen" + std::to_string(generation) + " x" + std::to_string(width) + " theoretical " +
                  format_number(out.theoretical_gbs) + " GB/s x " + format_number(expectations.efficiency.pcie);
     for (const PcieMinimum& minimum : expectations.pcie_minimum) {
-      if (minimum.generation == generation && minimum.width == width) {
+      if (minimum.generation == generation && minimum.width == width && status_is_calibrated(minimum.status)) {
         out.minimum_gbs = minimum.h2d_gbs;
         out.source += "; minimum " + format_number(minimum.h2d_gbs) + " GB/s from " + minimum.source;
       }
@@ -194,25 +220,33 @@ Judgement judge(double observed, const Expectation& expectation, const Threshold
     out.explanation = "no expectation for this GPU";
     return out;
   }
+  const bool judged_expected = has_expected && expectation.calibrated;
   if (expectation.minimum) {
     out.fail_below = *expectation.minimum;
-  } else if (has_expected && expectation.calibrated) {
+  } else if (judged_expected) {
     out.fail_below = thresholds.fail_ratio * *expectation.expected;
   }
-  out.warn_below = has_expected ? std::max(thresholds.min_ratio * *expectation.expected, out.fail_below)
-                                : out.fail_below;  // an anchor minimum above the warn line still fails
+  // An anchor minimum above the warn line still fails; an uncalibrated estimate draws no warn line at all.
+  out.warn_below = judged_expected ? std::max(thresholds.min_ratio * *expectation.expected, out.fail_below)
+                                   : out.fail_below;
   std::string fail_text = "fail below " + format_number(out.fail_below) + " " + unit;
   if (expectation.minimum) {
     fail_text += " (anchor minimum)";
-  } else if (has_expected && expectation.calibrated) {
+  } else if (judged_expected) {
     fail_text += " (" + format_number(thresholds.fail_ratio) + " x expected)";
-  } else {
-    fail_text = "uncalibrated estimate: a shortfall only warns";
   }
-  out.explanation = has_expected ? "expected >= " + format_number(out.warn_below) + " " + unit + " (" +
-                                       format_number(thresholds.min_ratio) + " x " +
-                                       format_number(*expectation.expected) + " or the minimum), " + fail_text
-                                 : fail_text;
+  if (judged_expected) {
+    out.explanation = "expected >= " + format_number(out.warn_below) + " " + unit + " (" +
+                      format_number(thresholds.min_ratio) + " x " + format_number(*expectation.expected) +
+                      " or the minimum), " + fail_text;
+  } else if (has_expected) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.2f", observed / *expectation.expected);
+    out.explanation = (expectation.minimum ? fail_text + "; " : std::string()) + ratio + " x the estimate " +
+                      format_number(*expectation.expected) + " " + unit + ", not judged (uncalibrated)";
+  } else {
+    out.explanation = fail_text;
+  }
   out.status = status_against(observed, out);
   return out;
 }
@@ -232,12 +266,16 @@ Judgement judge_tensor_ratio(double observed, double cublas, const TensorRatioFl
   char floor_text[32];
   std::snprintf(floor_text, sizeof floor_text, "%.2f", floor->ratio);
   const double below = floor->ratio * cublas;
-  out.warn_below = below;
-  out.fail_below = floor->calibrated() ? below : 0;
+  if (!floor->calibrated()) {
+    out.status = report::Status::pass;
+    out.explanation = std::string(ratio) + " x cuBLAS, not judged (uncalibrated): the floor " + floor_text +
+                      " x cuBLAS (" + format_number(below) + " TFLOP/s) for compute capability " + cc + " is a goal (" +
+                      floor->status + "), not yet measured on a GPU";
+    return out;
+  }
+  out.warn_below = out.fail_below = below;
   out.explanation = std::string(ratio) + " x cuBLAS, floor " + floor_text + " x cuBLAS (" + format_number(below) +
-                    " TFLOP/s) for compute capability " + cc +
-                    (floor->calibrated() ? std::string(": below it fails")
-                                         : std::string(" (uncalibrated floor: a shortfall only warns)"));
+                    " TFLOP/s) for compute capability " + cc + ": below it fails";
   out.status = status_against(observed, out);
   return out;
 }

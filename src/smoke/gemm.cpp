@@ -1,10 +1,16 @@
-// Matmuls: our own kernels (from the embedded fatbin) and the node's cuBLAS, on the same operands, timed with events,
-// verified on sampled elements against a CPU reference; cuBLAS judged against the GPU model's peak or DCGM's floor, our
-// kernels against cuBLAS on the same operands (the tensor kernel with a floor per compute capability).
+// Matmuls: our own kernels (from the embedded fatbin) and the node's cuBLAS, on the same operands. The first launch's
+// result is verified exactly on the host and becomes the reference; then sustained windows of back-to-back launches
+// (>= 200 ms each, the median of 5) are timed launch by launch with events, every launch's C compared with the
+// reference on the GPU. cuBLAS is judged against DCGM's floor or the model's peak, our kernels against cuBLAS on the
+// same operands (the tensor kernel with a floor per compute capability); uncalibrated figures are reported only.
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstring>
+#include <shared_mutex>
 
+#include "smoke/device_check.hpp"
 #include "smoke/step.hpp"
 
 namespace gpuenv::smoke {
@@ -23,86 +29,6 @@ void check_cublas(const Gpu& gpu, int status, const std::string& what) {
   // An execution failure is a failed kernel launch: the context is as unusable as after CUDA error 719.
   throw CudaFailure{what, status == cublas_execution_failed ? cuda_error_launch_failed : cuda_error_invalid_value,
                     describe_cublas_status(gpu.cublas->api, status)};
-}
-
-/// The GPU's operands for `precision` at n×n, made once and kept for the next matmul of the same shape (our kernel
-/// and cuBLAS run back to back on the same operands; at 8192² they take about 800 MB and a second to make).
-std::shared_ptr<const GemmOperands> operands_for(Gpu& gpu, Precision precision, int n) {
-  if (gpu.operands != nullptr && gpu.operands->precision == precision && gpu.operands->n == n) return gpu.operands;
-  gpu.operands = nullptr;  // free the last shape before making the next
-  auto out = std::make_shared<GemmOperands>();
-  out->precision = precision;
-  out->n = n;
-  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
-  out->a.resize(count);
-  out->b.resize(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    out->a[i] = operand_value(i, 11);
-    out->b[i] = operand_value(i, 23);
-  }
-  if (precision != Precision::fp32) {
-    out->element = 2;
-    out->a16.resize(count);
-    out->b16.resize(count);
-    const bool bf16 = precision == Precision::bf16;
-    for (std::size_t i = 0; i < count; ++i) {
-      out->a16[i] = bf16 ? float_to_bf16(out->a[i]) : float_to_half(out->a[i]);
-      out->b16[i] = bf16 ? float_to_bf16(out->b[i]) : float_to_half(out->b[i]);
-      out->a[i] = bf16 ? bf16_to_float(out->a16[i]) : half_to_float(out->a16[i]);
-      out->b[i] = bf16 ? bf16_to_float(out->b16[i]) : half_to_float(out->b16[i]);
-    }
-  }
-  out->freivalds = freivalds_vector(out->a, out->b, n, n, n);
-  gpu.operands = out;
-  return out;
-}
-
-/// Freivalds checks of every run of one GEMM (the warm-up is run 0).
-struct RepetitionChecks {
-  int runs = 0;
-  int wrong_runs = 0;
-  std::string first;  ///< "run 3: row 17: ..."
-  void add(int run, const FreivaldsCheck& check) {
-    ++runs;
-    if (check.ok()) return;
-    if (wrong_runs++ == 0) {
-      first = "run " + std::to_string(run) + ": " +
-              (check.first_wrong.empty() ? std::string("nothing checked") : check.first_wrong);
-    }
-  }
-  bool ok() const { return runs > 0 && wrong_runs == 0; }
-  std::string describe() const {
-    return std::to_string(wrong_runs) + " of " + std::to_string(runs) +
-           " runs (warm-up, timed repetitions and the last of the sustained burst) fail the whole-result check C·x = "
-           "A·(B·x); first " +
-           first;
-  }
-};
-
-/// Raises the GPU's launches-in-flight count for its lifetime (also when a launch throws), so the clock sampler
-/// counts only what it reads while GEMMs are queued or running.
-class InFlight {
- public:
-  explicit InFlight(std::atomic<int>& count) : m_count(count) { ++m_count; }
-  ~InFlight() { --m_count; }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-
- private:
-  std::atomic<int>& m_count;
-};
-
-/// Most launches in one sustained burst: a GPU whose events time a launch near 0 would otherwise queue without end.
-constexpr int max_burst_launches = 1000;
-
-/// Launches in the sustained burst after the timed repetitions: about options.gemm_burst at the median time of one
-/// (`times_ms`), at least 1 and at most max_burst_launches; none with --quick (kept short) or a zero burst.
-int burst_launches(const SmokeOptions& options, std::vector<double> times_ms) {
-  if (options.quick || options.gemm_burst.count() <= 0 || times_ms.empty()) return 0;
-  std::sort(times_ms.begin(), times_ms.end());
-  const double median_ms = times_ms[times_ms.size() / 2];
-  const double wanted = static_cast<double>(options.gemm_burst.count()) / std::max(median_ms, 1e-3);
-  return static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(max_burst_launches)));
 }
 
 /// Enqueues one C = A·B (row-major, n×n) on the GPU's stream.
@@ -146,8 +72,8 @@ void launch_gemm(Gpu& gpu, const GemmPlan& plan, CUdeviceptr a, CUdeviceptr b, C
 
 /// What this n^3 matmul should reach on `model`: nothing below the floor size; our SIMT kernel against the node's
 /// cuBLAS on the same operands × a ratio when cuBLAS ran (our tensor kernel then has judge_tensor_ratio instead), else
-/// like cuBLAS tensor GEMMs against peak × an efficiency (both estimates: warn only while uncalibrated); cuBLAS SGEMM
-/// against DCGM's targeted_stress floor for the SKU.
+/// like cuBLAS tensor GEMMs against peak × an efficiency (estimates: reported, not judged, while uncalibrated); cuBLAS
+/// SGEMM against DCGM's targeted_stress floor for the SKU, a fail floor where the row lists it as verified.
 Expectation gemm_expectation(const GemmPlan& plan, int n, const GpuExpectation* model,
                              const Expectations& expectations) {
   Expectation out;
@@ -156,7 +82,14 @@ Expectation gemm_expectation(const GemmPlan& plan, int n, const GpuExpectation* 
   const KernelEfficiency& efficiency = expectations.kernel_efficiency;
   if (plan.engine == GemmPlan::Engine::cublas && !tensor) {
     if (model == nullptr || !model->dcgm_sgemm_target_gflops) return out;
-    out.minimum = *model->dcgm_sgemm_target_gflops / 1000.0 * expectations.dcgm_target_perf_min_ratio;
+    const double floor = *model->dcgm_sgemm_target_gflops / 1000.0 * expectations.dcgm_target_perf_min_ratio;
+    // A DCGM SKU whose name is not this product's (the row leaves the figure out of `verified`) is shown, not judged.
+    if (model->is_verified("dcgm_sgemm_target_gflops") && status_is_calibrated(expectations.dcgm_status)) {
+      out.minimum = floor;
+    } else {
+      out.expected = floor;
+      out.calibrated = false;
+    }
     out.source = model->model + " DCGM targeted_stress SGEMM target " +
                  rate_text(*model->dcgm_sgemm_target_gflops / 1000.0) + " TFLOP/s x " +
                  format("%.2g", expectations.dcgm_target_perf_min_ratio) + "; " + model->source;
@@ -178,7 +111,7 @@ Expectation gemm_expectation(const GemmPlan& plan, int n, const GpuExpectation* 
                         : tensor                                ? efficiency.tensor
                                                                 : efficiency.sgemm;
   out.expected = *peak * factor;
-  out.calibrated = efficiency.calibrated();
+  out.calibrated = efficiency.calibrated() && status_is_calibrated(model->status);
   out.source = model->model + " " +
                (tensor ? std::string(to_string(plan.precision)) + " tensor" : std::string("FP32")) + " peak " +
                rate_text(*peak) + " TFLOP/s x " + format("%.2g", factor) + " (gpuenv " +
@@ -187,72 +120,150 @@ Expectation gemm_expectation(const GemmPlan& plan, int n, const GpuExpectation* 
   return out;
 }
 
-}  // namespace
 
-StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations) {
-  StepOutcome out;
+/// Most launches in one timed window: a GPU whose events time a launch near 0 would otherwise queue without end.
+constexpr int max_window_launches = 1024;
+
+/// Launches in one sustained window: options' window length (200 ms; --quick 50 ms) at the time of one launch
+/// (`one_ms`), at least 1 and at most max_window_launches.
+int window_launches(const SmokeOptions& options, double one_ms) {
+  const auto window = options.gemm_window.count() >= 0 ? options.gemm_window
+                                                       : std::chrono::milliseconds(options.quick ? 50 : 200);
+  const double wanted = static_cast<double>(window.count()) / std::max(one_ms, 1e-3);
+  return static_cast<int>(std::clamp(std::ceil(wanted), 1.0, static_cast<double>(max_window_launches)));
+}
+
+/// Sustained windows per matmul: options' count, else 5 (--quick 3).
+int window_count(const SmokeOptions& options) {
+  return options.gemm_windows > 0 ? options.gemm_windows : (options.quick ? 3 : 5);
+}
+
+/// What the sustained windows found: each window's rate and every launch's comparison with the reference.
+struct WindowResults {
+  std::vector<double> rates;  ///< TFLOP/s per window: its launches' FLOPs over their summed event intervals
+  int launches_per_window = 0;
+  int compared = 0;  ///< launches whose C was compared with the reference on the GPU
+  int wrong = 0;     ///< ... that differed from it
+  std::string first_wrong;  ///< "window 2, launch 17: 12 words differ, first C[i][j] = x, expected y"
+};
+
+/// The GEMM's buffers on one GPU.
+struct GemmBuffers {
+  CUdeviceptr a = 0, b = 0, c = 0, reference = 0, counters = 0;
+};
+
+/// Records one launch's comparison counters (count, key) into `out`: `where` names it in the message.
+void note_launch(WindowResults& out, unsigned long long wrong, unsigned long long key, int n,
+                 const std::string& where) {
+  ++out.compared;
+  if (wrong == 0 || out.wrong++ != 0) return;
+  const std::uint64_t index = key >> 32;
+  const auto word = static_cast<std::uint32_t>(key);
+  float read = 0;
+  std::memcpy(&read, &word, 4);
+  out.first_wrong = where + ": " + std::to_string(wrong) + (wrong == 1 ? " element differs" : " elements differ") +
+                    ", first C[" +
+                    std::to_string(index / static_cast<std::uint64_t>(n)) + "][" +
+                    std::to_string(index % static_cast<std::uint64_t>(n)) + "] = " + format("%.9g", read);
+}
+
+/// Runs the sustained windows: back-to-back launches, each between its own pair of events (the GEMM alone is timed)
+/// and each followed by a bitwise comparison of its C with the verified reference on the GPU (gpu-burn compares every
+/// iteration's result with the first, compare.cu), C re-filled with NaN before each launch so that an element a launch
+/// leaves unwritten cannot pass on the last one's value.
+void run_windows(Gpu& gpu, const GemmPlan& plan, const GemmBuffers& buffers, int n, double one_ms,
+                 const std::string& what, WindowResults& out) {
   const CudaApi& api = gpu.api;
-  const int n = round_up_128(plan.size);
   const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
-  const std::shared_ptr<const GemmOperands> shared = operands_for(gpu, plan.precision, n);
-  const GemmOperands& operands = *shared;
+  out.launches_per_window = window_launches(gpu.options, one_ms);
+  const auto launches = static_cast<std::size_t>(out.launches_per_window);
+  while (gpu.timing_events.size() < 2 * launches) {
+    CUevent event = nullptr;
+    check(api.event_create(&event, 0), "cuEventCreate");
+    gpu.timing_events.push_back(event);
+  }
+  const bool on_gpu = gpu.compare_words != nullptr;
+  std::vector<unsigned long long> counters(2 * launches);
+  for (int window = 1; window <= window_count(gpu.options); ++window) {
+    for (std::size_t i = 0; i < launches; ++i) counters[2 * i] = 0, counters[2 * i + 1] = ~0ull;
+    if (on_gpu) {
+      check(api.memcpy_htod_async(buffers.counters, counters.data(), counters.size() * 8, gpu.stream),
+            "cuMemcpyHtoDAsync_v2 (comparison counters)");
+    }
+    {
+      const InFlight busy(*gpu.launches_in_flight);  // the clock sampler's load: the whole window
+      for (std::size_t i = 0; i < launches; ++i) {
+        check(api.memset_d32_async(buffers.c, 0x7FC00000u, count, gpu.stream), "cuMemsetD32Async");
+        check(api.event_record(gpu.timing_events[2 * i], gpu.stream), "cuEventRecord");
+        launch_gemm(gpu, plan, buffers.a, buffers.b, buffers.c, n, what);
+        check(api.event_record(gpu.timing_events[2 * i + 1], gpu.stream), "cuEventRecord");
+        if (on_gpu) queue_compare_words(gpu, buffers.c, buffers.reference, count, buffers.counters + 16 * i);
+      }
+      check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ", window)");
+    }
+    double ms = 0;
+    for (std::size_t i = 0; i < launches; ++i) {
+      float one = 0;
+      check(api.event_elapsed_time(&one, gpu.timing_events[2 * i], gpu.timing_events[2 * i + 1]),
+            "cuEventElapsedTime");
+      ms += one;
+    }
+    out.rates.push_back(teraflops(n, n, n, ms / 1e3) * static_cast<double>(launches));
+    if (!on_gpu) {  // no kernels (cuBLAS only): the window's last C, compared on the host
+      std::vector<float> c(count), reference(count);
+      check(api.memcpy_dtoh(c.data(), buffers.c, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
+      check(api.memcpy_dtoh(reference.data(), buffers.reference, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
+      ++out.compared;
+      if (std::memcmp(c.data(), reference.data(), count * 4) != 0 && out.wrong++ == 0)
+        out.first_wrong = "window " + std::to_string(window) + ", last launch: C differs from the reference";
+      continue;
+    }
+    check(api.memcpy_dtoh(counters.data(), buffers.counters, counters.size() * 8),
+          "cuMemcpyDtoH_v2 (comparison counters)");
+    for (std::size_t i = 0; i < launches; ++i) {
+      note_launch(out, counters[2 * i], counters[2 * i + 1], n,
+                  "window " + std::to_string(window) + ", launch " + std::to_string(i + 1));
+    }
+  }
+}
+
+/// The one-launch interval (ms) the windows are sized by, on the GPU's own event pair; that launch's C is compared with
+/// the reference too (into `out`).
+double time_one_launch(Gpu& gpu, const GemmPlan& plan, const GemmBuffers& buffers, int n, const std::string& what,
+                       WindowResults& out) {
+  const CudaApi& api = gpu.api;
+  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  const bool on_gpu = gpu.compare_words != nullptr;
+  unsigned long long counters[2] = {0, ~0ull};
+  if (on_gpu) {
+    check(api.memcpy_htod_async(buffers.counters, counters, sizeof counters, gpu.stream),
+          "cuMemcpyHtoDAsync_v2 (comparison counters)");
+  }
+  check(api.memset_d32_async(buffers.c, 0x7FC00000u, count, gpu.stream), "cuMemsetD32Async");
+  check(api.event_record(gpu.start, gpu.stream), "cuEventRecord");
+  launch_gemm(gpu, plan, buffers.a, buffers.b, buffers.c, n, what);
+  check(api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+  if (on_gpu) queue_compare_words(gpu, buffers.c, buffers.reference, count, buffers.counters);
+  check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
+  float ms = 0;
+  check(api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
+  if (on_gpu) {
+    check(api.memcpy_dtoh(counters, buffers.counters, sizeof counters), "cuMemcpyDtoH_v2 (comparison counters)");
+    note_launch(out, counters[0], counters[1], n, "the sizing launch");
+  }
+  return ms;
+}
+
+/// The metric and finding of one matmul: wrong results fail (the reference, or any launch that differs from it);
+/// otherwise its median window rate judged against cuBLAS (our tensor kernel: the floor of its compute capability) or
+/// the data (gemm_expectation), an uncalibrated figure reported, not judged.
+StepOutcome judge_gemm(const Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model,
+                       const Expectations& expectations, int n, const FreivaldsCheck& whole, const GemmCheck& sampled,
+                       const WindowResults& windows) {
+  StepOutcome out;
   const std::string what = std::string(plan.engine == GemmPlan::Engine::cublas ? "cuBLAS " : "") +
                            to_string(plan.precision) + " " + std::to_string(n) + "^3 matmul";
-  const DeviceBuffer device_a(gpu, count * operands.element, "cuMemAlloc_v2 (" + what + ")");
-  const DeviceBuffer device_b(gpu, count * operands.element, "cuMemAlloc_v2 (" + what + ")");
-  const DeviceBuffer device_c(gpu, count * 4, "cuMemAlloc_v2 (" + what + ")");
-  const CUdeviceptr da = device_a.get(), db = device_b.get(), dc = device_c.get();
-  // Uploads and the NaN pre-fill go on the GEMM's own (non-blocking) stream: the legacy stream would not be ordered
-  // before the launch.
-  check(api.memcpy_htod_async(da, operands.upload_a(), count * operands.element, gpu.stream), "cuMemcpyHtoDAsync_v2");
-  check(api.memcpy_htod_async(db, operands.upload_b(), count * operands.element, gpu.stream), "cuMemcpyHtoDAsync_v2");
-  check(api.memset_d32_async(dc, 0x7FC00000u /* NaN: unwritten elements fail verification */, count, gpu.stream),
-        "cuMemsetD32Async");
-
-  // Every run's whole result is checked (Freivalds, exact): a sporadic fault in one repetition fails, as gpu-burn's
-  // comparison of repetitions does; the last one's sampled elements are also compared with the CPU reference.
-  std::vector<float> c(count);
-  RepetitionChecks repetitions_checked;
-  auto verify_result = [&](int run) {
-    check(api.memcpy_dtoh(c.data(), dc, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
-    repetitions_checked.add(run, check_freivalds(operands.freivalds, c));
-  };
-  launch_gemm(gpu, plan, da, db, dc, n, what);  // warm-up (and cuBLAS's heuristics)
-  check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
-  verify_result(0);
-  std::vector<double> rates, times_ms;
-  for (int i = 0; i < repetitions(gpu.options); ++i) {
-    check(api.memset_d32_async(dc, 0x7FC00000u, count, gpu.stream), "cuMemsetD32Async");  // NaN again, untimed
-    float ms = 0;
-    {
-      const InFlight busy(*gpu.launches_in_flight);  // from the launch to the sync that ends it, not the readback
-      check(api.event_record(gpu.start, gpu.stream), "cuEventRecord");
-      launch_gemm(gpu, plan, da, db, dc, n, what);
-      check(api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
-      check(api.event_synchronize(gpu.stop), "cuEventSynchronize (" + what + ")");
-    }
-    check(api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
-    rates.push_back(teraflops(n, n, n, ms / 1e3));
-    times_ms.push_back(ms);
-    verify_result(i + 1);
-  }
-  // One timed GEMM lasts a few ms: the clock sampler (every 20 ms) would mostly see the host work between them, and a
-  // GPU that throttles only under sustained load would never show it. So the same GEMM runs back to back for about
-  // options.gemm_burst, untimed (the metric is the repetitions above), its last result verified like the others.
-  const int burst = burst_launches(gpu.options, times_ms);
-  if (burst > 0) {
-    check(api.memset_d32_async(dc, 0x7FC00000u, count, gpu.stream), "cuMemsetD32Async");
-    {
-      const InFlight busy(*gpu.launches_in_flight);
-      for (int i = 0; i < burst; ++i) launch_gemm(gpu, plan, da, db, dc, n, what);
-      check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ", sustained)");
-    }
-    verify_result(repetitions(gpu.options) + burst);
-  }
-  const double tolerance = default_tolerance(plan.precision);
-  const GemmCheck verified =
-      check_gemm_samples(operands.a, operands.b, c, n, n, n, gpu.options.gemm_samples, tolerance);
-  const Summary summary = summarize(rates);
+  const Summary summary = summarize(windows.rates);
   const Expectation expectation = with_override(gpu.options, plan.id, gemm_expectation(plan, n, model, expectations));
   // Our tensor kernel where cuBLAS ran (and no operator value replaces it): its ratio to cuBLAS against the floor of
   // the GPU's compute capability, not the datasheet (docs/smoke.md).
@@ -263,25 +274,32 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
       against_cublas ? find_tensor_ratio_floor(expectations, gpu.info.cc_major, gpu.info.cc_minor) : nullptr;
   const std::optional<double> expected =
       ratio_floor != nullptr ? std::optional<double>(*plan.cublas_tflops * ratio_floor->ratio) : expectation.expected;
-  out.metrics.push_back(
-      Metric{plan.id, "TFLOP/s", summary, expected, static_cast<double>(n), verified.ok() && repetitions_checked.ok()});
+  const bool right = whole.ok() && sampled.ok() && windows.wrong == 0;
+  out.metrics.push_back(Metric{plan.id, "TFLOP/s", summary, expected, static_cast<double>(n), right});
   const std::string versus = plan.cublas_tflops && *plan.cublas_tflops > 0
                                  ? ", " + format("%.2f", summary.median / *plan.cublas_tflops) + " x cuBLAS"
                                  : std::string();
   const std::string observed =
-      what + " " + rate_text(summary.median) + " TFLOP/s (median of " + std::to_string(summary.count) + ", min " +
-      rate_text(summary.min) + ", max " + rate_text(summary.max) + versus + ")" +
-      (burst > 0
-           ? "; then " + std::to_string(burst) + " back-to-back launches under load for the clock sampling (untimed)"
-           : std::string());
-  if (!verified.ok() || !repetitions_checked.ok()) {
-    const std::string wrong = !verified.ok()
-                                  ? std::to_string(verified.mismatches) + " of " + std::to_string(verified.sampled) +
-                                        " sampled elements differ from the CPU reference; " + verified.first_mismatch
-                                  : repetitions_checked.describe();
+      what + " " + rate_text(summary.median) + " TFLOP/s (median of " + std::to_string(summary.count) +
+      " sustained windows of " + std::to_string(windows.launches_per_window) + " back-to-back launches, min " +
+      rate_text(summary.min) + ", max " + rate_text(summary.max) + versus + ")";
+  if (!right) {
+    std::string wrong;
+    if (!whole.ok()) {
+      wrong = "the first launch fails the whole-result check (C·x = A·(B·x), yᵀ·C = (yᵀ·A)·B): " +
+              std::to_string(whole.wrong_rows) + " rows and " + std::to_string(whole.wrong_columns) +
+              " columns differ; " + (whole.first_wrong.empty() ? std::string("nothing checked") : whole.first_wrong);
+    } else if (!sampled.ok()) {
+      wrong = std::to_string(sampled.mismatches) + " of " + std::to_string(sampled.sampled) +
+              " sampled elements differ from the CPU reference; " + sampled.first_mismatch;
+    } else {
+      wrong = std::to_string(windows.wrong) + " of " + std::to_string(windows.compared) +
+              " launches differ from the verified first result (compared bit for bit on the GPU); first " +
+              windows.first_wrong;
+    }
     out.findings.push_back(Finding{"smoke." + plan.id,
                                    Status::fail,
-                                   observed + ": wrong results: " + wrong,
+                                   (whole.ok() && sampled.ok() ? observed : what) + ": wrong results: " + wrong,
                                    "the GPU computed wrong results: check for Xid errors (sudo dmesg | grep -i xid), "
                                    "ECC errors (`gpuenv doctor`) and clocks",
                                    {}});
@@ -299,30 +317,85 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
                                        ", " + ratio_floor->status + "); " + ratio_floor->source
                                  : "the node's cuBLAS on the same operands " + rate_text(*plan.cublas_tflops) +
                                        " TFLOP/s (no [[tensor_vs_cublas]] floor for this compute capability)";
+  const std::string checked =
+      gpu.compare_words != nullptr
+          ? "every one of the " + std::to_string(windows.compared) +
+                " launches equals the verified first result bit for bit (compared on the GPU)"
+          : "the last launch of each window equals the verified first result (compared on the host: kernels not "
+            "loaded)";
   Finding finding{"smoke." + plan.id,
                   judgement.status,
-                  observed + ", whole result verified in all " + std::to_string(repetitions_checked.runs) +
-                      " runs (Freivalds), " + std::to_string(verified.sampled) +
-                      " sampled elements match the CPU reference (max relative error " +
-                      format("%.2g", verified.max_relative_error) + ", tolerance " + format("%.0e", tolerance) + "); " +
+                  observed + "; first result verified whole (Freivalds, both sides) and " +
+                      std::to_string(sampled.sampled) + " sampled elements match the CPU reference (max relative " +
+                      "error " + format("%.2g", sampled.max_relative_error) + ", tolerance " +
+                      format("%.0e", default_tolerance(plan.precision)) + "), " + checked + "; " +
                       (n < plan.floor_size && judgement.status == Status::skip
                            ? "not judged at " + std::to_string(n) + "^3: the floors hold for " +
                                  std::to_string(plan.floor_size) + "^3 and larger (one short launch cannot reach them)"
                            : judgement.explanation),
                   {},
                   source};
-  if (ratio_floor != nullptr && !ratio_floor->calibrated() && judgement.status == Status::warn) {
-    // cuBLAS ran on the same GPU a moment before (judged in its own finding): the uncalibrated floor, not the GPU, is
-    // the likelier culprit.
-    finding.remedy = "the floor is an uncalibrated goal: if smoke.cublas_" + plan.id +
-                     " passes, the GPU is fine; run scripts/gpu-check and report the measured ratio so the "
-                     "[[tensor_vs_cublas]] row can be calibrated";
-  } else if (judgement.status == Status::warn || judgement.status == Status::fail) {
+  if (judgement.status == Status::warn || judgement.status == Status::fail) {
     finding.remedy =
         "check clocks, power capping and throttling (`nvidia-smi -q -d PERFORMANCE`) and other processes on the GPU";
   }
   out.findings.push_back(std::move(finding));
   return out;
+}
+
+}  // namespace
+
+StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model, const Expectations& expectations) {
+  StepOutcome out;
+  const CudaApi& api = gpu.api;
+  const int n = round_up_128(plan.size);
+  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  const std::shared_ptr<const GemmOperands> shared = gpu.operand_cache->get(plan.precision, n);
+  const GemmOperands& operands = *shared;
+  const std::string what = std::string(plan.engine == GemmPlan::Engine::cublas ? "cuBLAS " : "") +
+                           to_string(plan.precision) + " " + std::to_string(n) + "^3 matmul";
+  const DeviceBuffer device_a(gpu, count * operands.element, "cuMemAlloc_v2 (" + what + ")");
+  const DeviceBuffer device_b(gpu, count * operands.element, "cuMemAlloc_v2 (" + what + ")");
+  const DeviceBuffer device_c(gpu, count * 4, "cuMemAlloc_v2 (" + what + ")");
+  const DeviceBuffer reference(gpu, count * 4, "cuMemAlloc_v2 (" + what + ", reference)");
+  const DeviceBuffer counters(gpu, 16 * static_cast<std::size_t>(max_window_launches),
+                              "cuMemAlloc_v2 (" + what + ", comparison counters)");
+  const GemmBuffers buffers{device_a.get(), device_b.get(), device_c.get(), reference.get(), counters.get()};
+  // Uploads and the NaN pre-fill go on the GEMM's own (non-blocking) stream: the legacy stream would not be ordered
+  // before the launch. The uploads wait for another GPU's timed host copies to end (HostLink), and finish before
+  // this GPU lets go of the link.
+  {
+    const std::shared_lock<std::shared_timed_mutex> bulk(gpu.host_link->mutex);
+    check(api.memcpy_htod_async(buffers.a, operands.upload_a(), count * operands.element, gpu.stream),
+          "cuMemcpyHtoDAsync_v2");
+    check(api.memcpy_htod_async(buffers.b, operands.upload_b(), count * operands.element, gpu.stream),
+          "cuMemcpyHtoDAsync_v2");
+    check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + " operands)");
+  }
+  check(api.memset_d32_async(buffers.c, 0x7FC00000u /* NaN: unwritten elements fail verification */, count,
+                             gpu.stream),
+        "cuMemsetD32Async");
+
+  // The reference: the first launch's whole result checked exactly on the host (Freivalds from both sides) and its
+  // sampled elements against the CPU; every later launch is compared with it, bit for bit, on the GPU.
+  launch_gemm(gpu, plan, buffers.a, buffers.b, buffers.c, n, what);  // also cuBLAS's heuristics
+  check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
+  std::vector<float> c(count);
+  {
+    const std::shared_lock<std::shared_timed_mutex> bulk(gpu.host_link->mutex);
+    check(api.memcpy_dtoh(c.data(), buffers.c, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
+  }
+  const FreivaldsCheck whole = check_freivalds(operands.freivalds, c);
+  const double tolerance = default_tolerance(plan.precision);
+  const GemmCheck sampled = check_gemm_samples(operands.a, operands.b, c, n, n, n, gpu.options.gemm_samples, tolerance);
+  c = {};
+  WindowResults windows;
+  if (whole.ok() && sampled.ok()) {
+    check(api.memcpy_dtod_async(buffers.reference, buffers.c, count * 4, gpu.stream), "cuMemcpyDtoDAsync_v2");
+    const double one_ms = time_one_launch(gpu, plan, buffers, n, what, windows);
+    run_windows(gpu, plan, buffers, n, one_ms, what, windows);
+  }
+  return judge_gemm(gpu, plan, model, expectations, n, whole, sampled, windows);
 }
 
 StepOutcome prepare_cublas(Gpu& gpu, const std::string& driver_version) {

@@ -86,6 +86,49 @@ void read_pcie_link(system::System& system, const std::string& sysfs_root, Devic
   info.pcie_upstream_max_width = number("../max_link_width");
 }
 
+LinkSampler::LinkSampler(system::System& system, const std::string& sysfs_root, const std::string& pci_bus_id,
+                         std::shared_ptr<const std::atomic<int>> in_flight, std::chrono::milliseconds interval) {
+  if (pci_bus_id.empty()) return;
+  const std::string base = sysfs_root + "/bus/pci/devices/" + sysfs_bus_id(pci_bus_id) + "/";
+  m_thread = std::thread([this, &system, base, in_flight = std::move(in_flight), interval] {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    while (!m_stop) {
+      lock.unlock();
+      // Under load only when copies were in flight both before and after the reads.
+      const bool busy_before = in_flight->load() > 0;
+      std::optional<int> generation, width;
+      if (busy_before) {
+        if (auto text = system.read_file(base + "current_link_speed")) generation = pcie_generation_from_speed(*text);
+        if (auto text = system.read_file(base + "current_link_width")) {
+          int value = 0;
+          if (std::sscanf(text->c_str(), "%d", &value) == 1 && value > 0) width = value;
+        }
+      }
+      const bool under_load = busy_before && in_flight->load() > 0;
+      lock.lock();
+      if (under_load && (generation || width)) {
+        ++m_seen.samples;
+        if (generation) m_seen.generation = std::max(m_seen.generation.value_or(0), *generation);
+        if (width) m_seen.width = std::max(m_seen.width.value_or(0), *width);
+      }
+      m_wake.wait_for(lock, interval, [this] { return m_stop; });
+    }
+  });
+}
+
+LinkSampler::~LinkSampler() { stop(); }
+
+LinkUnderLoad LinkSampler::stop() {
+  {
+    const std::lock_guard<std::mutex> lock(m_mutex);
+    m_stop = true;
+  }
+  m_wake.notify_all();
+  if (m_thread.joinable()) m_thread.join();
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  return m_seen;
+}
+
 std::string link_text(std::optional<int> generation, std::optional<int> width) {
   return (generation ? "Gen" + std::to_string(*generation) : std::string("Gen?")) + " x" +
          (width ? std::to_string(*width) : std::string("?"));

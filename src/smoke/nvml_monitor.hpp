@@ -3,18 +3,23 @@
 // without it these readings are simply unknown). The SM clock and throttle reasons are sampled on a thread during the
 // matmuls, and only samples taken while GEMMs are in flight count, so a GPU that ran its GEMMs throttled is named; ECC
 // and row-remap counters are read before and after the memory test, so errors the test provoked are reported even when
-// every word read back right.
+// every word read back right. The compute processes and utilisation (a GPU someone else uses is not judged), the MIG
+// instances of the GPU, and the PCIe replay and NVLink state/error counters DCGM watches are read before the GPU's
+// first step and after its last (judged in nvml_rules.cpp).
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "report/finding.hpp"
+#include "system/abandon.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::smoke {
@@ -43,6 +48,32 @@ struct MemoryErrorCounters {
   }
 };
 
+/// Who else uses a GPU (issue 23 item 4): NVML's compute processes and utilisation.
+struct GpuUsage {
+  std::optional<std::vector<unsigned>> pids;  ///< compute processes (nullopt: NVML cannot say)
+  std::optional<unsigned> utilization;        ///< percent of the last sample period a kernel ran (nullopt: unknown)
+};
+
+/// One NVLink's state and error counters (nvml.h nvmlNvLinkErrorCounter_t); nullopt where NVML cannot read one.
+struct NvLinkCounters {
+  unsigned link = 0;
+  bool active = false;
+  std::optional<unsigned long long> replay, recovery, crc_flit, crc_data;
+};
+
+/// The level-2 counters read around a run (issue 23 item 9): PCIe replays and every NVLink's state and errors.
+struct FabricCounters {
+  std::optional<unsigned> pcie_replays;  ///< nvmlDeviceGetPcieReplayCounter
+  std::vector<NvLinkCounters> nvlinks;   ///< the links NVML reports (none: no NVLink, or not readable)
+  bool any() const { return pcie_replays.has_value() || !nvlinks.empty(); }
+};
+
+/// The MIG instances of a GPU as NVML lists them (nvmlDeviceGetMigDeviceHandleByIndex), by UUID ("MIG-...").
+struct MigInstances {
+  bool enabled = false;
+  std::vector<std::string> uuids;
+};
+
 /// NVML opened once per smoke run; shared by the step threads (a hung one keeps it alive). Thread-safe: NVML is.
 class NvmlMonitor {
  public:
@@ -57,6 +88,12 @@ class NvmlMonitor {
   std::optional<ClockSample> clocks(const std::string& pci_bus_id) const;
   /// The GPU's ECC and row-remap counters (fields NVML cannot read stay unknown).
   MemoryErrorCounters memory_errors(const std::string& pci_bus_id) const;
+  /// The GPU's compute processes and utilisation.
+  GpuUsage usage(const std::string& pci_bus_id) const;
+  /// The GPU's PCIe replay counter and NVLink states and error counters.
+  FabricCounters fabric_counters(const std::string& pci_bus_id) const;
+  /// The MIG instances of the GPU at `pci_bus_id` (its parent's bus id: a MIG instance's is its GPU's).
+  MigInstances mig_instances(const std::string& pci_bus_id) const;
 
   struct Api;
 
@@ -66,6 +103,23 @@ class NvmlMonitor {
   std::unique_ptr<system::DynamicLibrary> m_library;
   std::unique_ptr<Api> m_api;
 };
+
+/// Runs `read(*nvml)` on its own thread and waits at most `limit`: an NVML call on a wedged driver may never return, and
+/// the caller must not hang with it. The thread co-owns the monitor; one left behind is recorded
+/// (system::note_abandoned_work) and nullopt returned.
+template <typename T, typename Read>
+std::optional<T> read_bounded(const std::shared_ptr<const NvmlMonitor>& nvml, Read read,
+                              std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  if (nvml == nullptr) return std::nullopt;
+  auto promise = std::make_shared<std::promise<T>>();
+  std::future<T> result = promise->get_future();
+  std::thread([nvml, promise, read] { promise->set_value(read(*nvml)); }).detach();
+  if (result.wait_for(limit) != std::future_status::ready) {
+    system::note_abandoned_work();
+    return std::nullopt;
+  }
+  return result.get();
+}
 
 /// Samples one GPU's clocks on its own thread every `interval` until stop(); the thread co-owns the monitor, the
 /// samples and `in_flight`, so stopping never waits on a call stuck in the driver.
@@ -97,6 +151,22 @@ class ClockSampler {
 /// for heat or a hardware signal. `max_mhz` is the driver's maximum (cuDeviceGetAttribute) when NVML gives none; no
 /// sample under load: the clock is unknown (skip).
 report::Finding judge_clocks(const std::vector<ClockSample>& samples, int max_mhz);
+
+/// The processes of `after` that are not this one: new PIDs beside `before`'s, less `own_pid`. One new PID that is not
+/// `own_pid` is taken for this process seen from another PID namespace (a container, where NVML gives host PIDs).
+std::vector<unsigned> other_processes(const GpuUsage& before, const GpuUsage& after, unsigned own_pid);
+
+/// "GPU in use by PID 4321, 8765 (87% utilisation before the run)" when another process used the GPU before or during
+/// the run, else nullopt; `own_pid` as other_processes.
+std::optional<std::string> busy_reason(const GpuUsage& before, const GpuUsage& after, unsigned own_pid);
+
+/// The smoke.link_errors finding for the counters `before` and `after` a run of `seconds`: PCIe replays above 80 fail
+/// (DCGM pcie plugin max_pcie_replays); NVLink replay or recovery errors fail (DCGM health NVLINK: an increase of 1),
+/// CRC errors fail at 100 a second and warn below (DCGM crc_error_threshold, health watch); a link that went inactive
+/// during the run fails; `inactive_fails` (an 8-GPU NVSwitch board whose floor applies, as aznhc check_nvlink_status
+/// on ND shapes) fails links inactive from the start too, which elsewhere are only counted. Skip when NVML read none.
+report::Finding judge_link_errors(const FabricCounters& before, const FabricCounters& after, double seconds,
+                                  bool inactive_fails);
 
 /// The smoke.memory_errors finding: fail when uncorrectable ECC errors, uncorrectable row remaps, double-bit page
 /// retirements or a remap failure appeared during the memory test, warn for corrected errors, correctable remaps or

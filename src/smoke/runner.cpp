@@ -1,8 +1,10 @@
 #include "smoke/runner.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "smoke/device_run.hpp"
@@ -14,11 +16,13 @@
 namespace gpuenv::smoke {
 
 using report::Finding;
+using report::Status;
 
 const std::vector<std::string>& judged_metric_ids() {
   static const std::vector<std::string> ids = {
-      "h2d_pinned", "d2h_pinned",        "h2d_pageable",     "d2h_pageable",     "d2d", "sgemm_fp32", "gemm_bf16",
-      "gemm_fp16",  "cublas_sgemm_fp32", "cublas_gemm_bf16", "cublas_gemm_fp16", "p2p"};
+      "h2d_pinned",       "d2h_pinned", "h2d_pageable",      "d2h_pageable",     "d2d",
+      "memory_bandwidth", "sgemm_fp32", "gemm_bf16",         "gemm_fp16",        "cublas_sgemm_fp32",
+      "cublas_gemm_bf16", "cublas_gemm_fp16", "p2p"};
   return ids;
 }
 
@@ -49,6 +53,72 @@ void concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus, SmokeReport& 
   for (std::size_t i = 0; i < metrics.size() && i < report.devices.size(); ++i) {
     if (metrics[i]) report.devices[i].metrics.push_back(*metrics[i]);
   }
+}
+
+/// The GPUs the node should have (--expect-gpus, or doctor's instance type) against the driver's count: fewer fail (a
+/// missing GPU also keeps the 8-GPU NVLink floors in force, since the board size is taken from the expectation).
+void check_gpu_count(const SmokeOptions& options, SmokeReport& report) {
+  if (!options.expect_gpus) return;
+  const int expected = *options.expect_gpus;
+  if (report.device_count >= expected) {
+    report.findings.push_back(Finding{"smoke.gpu_count", Status::pass,
+                                      std::to_string(report.device_count) + " GPUs visible, " +
+                                          std::to_string(expected) + " expected",
+                                      {}, {}});
+    return;
+  }
+  report.findings.push_back(
+      Finding{"smoke.gpu_count", Status::fail,
+              "the driver reports " + std::to_string(report.device_count) + " GPUs, " + std::to_string(expected) +
+                  " expected: a GPU is missing (fallen off the bus, disabled, or hidden by CUDA_VISIBLE_DEVICES); "
+                  "peer floors of a " +
+                  std::to_string(expected) + "-GPU board still apply",
+              "check `nvidia-smi -L`, `lspci | grep -i nvidia` and the kernel log for Xid 79; reset or replace the GPU",
+              {}});
+}
+
+/// Every GPU's steps at once, one thread each (each step then runs on a thread of its own against the run's budget):
+/// the node is loaded as a job loads it (power, cooling), and 8 GPUs take about the time of one.
+void run_in_parallel(std::vector<DeviceRun>& runs) {
+  std::vector<std::thread> threads;
+  threads.reserve(runs.size());
+  for (DeviceRun& run : runs) threads.emplace_back([&run] { run.run(); });
+  for (std::thread& thread : threads) thread.join();  // each waits only for steps with deadlines
+}
+
+/// After the node-wide steps: each GPU's level-2 counters, and the peer figures of a GPU another process used are not
+/// judged either.
+void finish_devices(std::vector<DeviceRun>& runs, const std::vector<std::shared_ptr<Gpu>>& gpus, SmokeReport& report,
+                    const SmokeOptions& options) {
+  const int board = std::max(report.device_count, options.expect_gpus.value_or(0));
+  std::map<int, std::string> busy;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].finish(board);
+    if (runs[i].busy()) busy[gpus[i]->ordinal] = *runs[i].busy();
+  }
+  if (busy.empty()) return;
+  // A pair's finding starts "GPU 0 -> GPU 1: " or "GPU 0 <-> GPU 1: ". Its rate judgement (a status that is not a
+  // failure, or a failure below a floor) is undone for a busy GPU; wrong data and CUDA errors stay failures.
+  auto mark_pairs = [&busy](std::vector<Finding>& findings) {
+    for (Finding& finding : findings) {
+      const std::string pair = finding.message.substr(0, finding.message.find(':'));
+      std::string reason;
+      for (const auto& [ordinal, why] : busy) {
+        const std::string gpu = "GPU " + std::to_string(ordinal);
+        const bool first = pair.rfind(gpu + " ", 0) == 0;
+        const bool second = pair.size() >= gpu.size() + 1 &&
+                            pair.compare(pair.size() - gpu.size() - 1, gpu.size() + 1, " " + gpu) == 0;
+        if (first || second) reason = gpu + ": " + why;
+      }
+      const bool rate = finding.status != Status::fail || finding.message.find("fail below") != std::string::npos;
+      if (reason.empty() || !rate || finding.status == Status::skip) continue;
+      finding.status = Status::skip;
+      finding.message += "; not judged: " + reason;
+      finding.remedy.clear();
+    }
+  };
+  mark_pairs(report.peer_findings);
+  mark_pairs(report.bidirectional_findings);
 }
 
 }  // namespace
@@ -83,13 +153,21 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   if (driver == nullptr) return finish();
   int driver_version = 0;
   if (!initialise_driver(driver, options, report, driver_version)) return finish();
+  check_gpu_count(options, report);
   const std::shared_ptr<const Cublas> cublas =
       options.cublas ? open_cublas(system, options, driver_version, report) : nullptr;
   const std::shared_ptr<const NvmlMonitor> nvml = NvmlMonitor::open(system, options.nvml_library);
 
+  // Shared by every GPU: one budget, one host link, one set of matmul operands.
+  std::optional<RunBudget::Clock::time_point> deadline;
+  if (options.run_timeout.count() > 0) deadline = RunBudget::Clock::now() + options.run_timeout;
+  const auto budget = std::make_shared<RunBudget>(options.step_timeout, options.blocked_timeout, deadline);
+  const auto host_links = std::make_shared<HostLinks>();
+  const auto operands = std::make_shared<OperandCache>();
   std::vector<std::shared_ptr<Gpu>> gpus;
   std::vector<DeviceRun> runs;
   report.devices.reserve(static_cast<std::size_t>(report.device_count));  // DeviceRun keeps a reference
+  runs.reserve(static_cast<std::size_t>(report.device_count));
   for (int ordinal = 0; ordinal < report.device_count; ++ordinal) {
     if (options.device && *options.device != ordinal) continue;
     auto gpu = std::make_shared<Gpu>();
@@ -99,21 +177,26 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     gpu->ordinal = ordinal;
     gpu->cublas = cublas;
     gpu->nvml = nvml;
+    gpu->budget = budget;
+    gpu->host_links = host_links;
+    gpu->host_link = host_links->for_node("");  // until place_on_local_cpus knows the GPU's NUMA node
+    gpu->operand_cache = operands;
     DeviceResult& result = report.devices.emplace_back();
     result.index = ordinal;
-    runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, driver_version, result).run();
+    runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, driver_version, result);
     gpus.push_back(std::move(gpu));
   }
+  run_in_parallel(runs);
   if (gpus.size() > 1) concurrent_h2d(gpus, report);
   if (options.peer && gpus.size() > 1) {
-    report.peers = run_peer_copies(gpus, *expectations, report.device_count, report.peer_findings);
-    report.bidirectional = run_bidirectional_peer_copies(gpus, *expectations, report.device_count, report.peers,
-                                                         report.bidirectional_findings);
+    const int board = std::max(report.device_count, options.expect_gpus.value_or(0));
+    run_peer_pairs(gpus, *expectations, board, report);
   }
+  finish_devices(runs, gpus, report, options);
   for (DeviceRun& run : runs) run.release();
   // A GPU can hang after its own steps, in the concurrent or peer copies: its result says so too.
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    report.devices[i].hung = report.devices[i].hung || gpus[i]->hung;
+    report.devices[i].hung = report.devices[i].hung || gpus[i]->hang_reported;
     report.abandoned_work = report.abandoned_work || gpus[i]->hung;
   }
   return finish();

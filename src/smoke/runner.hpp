@@ -45,14 +45,18 @@ struct SmokeOptions {
   /// large-problem number that a 1024^3 launch cannot reach); smaller ones are verified and reported, not judged.
   int sgemm_floor_size = 4096;
   int tensor_floor_size = 8192;
-  int repetitions = 0;  ///< timed repetitions after one warm-up; 0: 10 (quick: 3)
-  /// After each matmul's timed repetitions, back-to-back launches of it for about this long (not timed; the last result
-  /// verified), so the SM clock is sampled under sustained load; none with --quick or 0.
-  std::chrono::milliseconds gemm_burst{1000};
+  int repetitions = 0;  ///< timed copy samples after one warm-up; 0: 10 (quick: 3)
+  /// Each matmul is timed over sustained windows of back-to-back launches about this long (negative: 200 ms, --quick
+  /// 50 ms; 0: one launch a window), so the clocks have ramped up as under DCGM's sustained load and the SM clock is
+  /// sampled under load; the reported rate is the median window.
+  std::chrono::milliseconds gemm_window{-1};
+  int gemm_windows = 0;  ///< windows per matmul; 0: 5 (quick: 3)
   std::size_t gemm_samples = 256;
   bool cublas = true;           ///< also run cuBLAS GEMMs when the node has cuBLAS
   std::string cublas_library;   ///< "" searches (cublas_candidates); else only this soname or path
-  double memtest_fraction = 0;  ///< > 0: write and verify patterns over this fraction of free GPU memory
+  /// The memory test's share of free GPU memory: negative (the default) a sub-second test, 5% of it but at least 8 x the
+  /// L2 cache (so it is read back from DRAM); > 0 this fraction (--memtest F, for deeper runs); 0 none (--no-memtest).
+  double memtest_fraction = -1;
   std::size_t memtest_chunk_bytes = std::size_t{1} << 30;  ///< largest allocation of the memory test (1 GiB)
   bool peer = true;                 ///< copies between every pair of GPUs (when more than one is tested)
   bool watch_kernel_log = true;     ///< report Xid events that appear in the kernel log during the run
@@ -61,6 +65,14 @@ struct SmokeOptions {
   /// cuInit / device count (--init-timeout): without persistence mode, 8 Hopper GPUs can take well over 15 s.
   std::chrono::milliseconds init_timeout{90000};
   std::chrono::milliseconds step_timeout{120000};  ///< each step on one GPU
+  /// Once a step has hung, every other step gets at most this much more (the hung thread often holds the driver lock:
+  /// each later call would wait its full step_timeout); one that misses it is "not tested: driver blocked by GPU N".
+  std::chrono::milliseconds blocked_timeout{10000};
+  /// The whole run after cuInit (--budget): no step starts after it and none runs past it; 0: no limit.
+  std::chrono::milliseconds run_timeout{600000};
+  /// The GPUs the node should have (--expect-gpus; doctor: its --expect-gpus or the instance type's count): fewer
+  /// fail smoke.gpu_count, and the peer floors of a board of that size still apply.
+  std::optional<int> expect_gpus;
 };
 
 /// One measured number with its repetitions summarised.
@@ -95,6 +107,7 @@ struct DeviceInfo {
   std::string mig_profile;        ///< "1g.10gb" for a MIG instance (whole-GPU floors are not applied), else ""
   std::string kernel_image;       ///< the image loaded ("" when none)
   std::string local_cpulist;      ///< the CPUs of the GPU's NUMA node (sysfs local_cpulist); step threads run there
+  std::string step_cpulist;       ///< where a step thread may really run (pthread_getaffinity_np after placing it)
 };
 
 struct DeviceResult {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 
 namespace gpuenv::smoke {
@@ -36,8 +37,13 @@ int repetitions(const SmokeOptions& options) {
 
 std::size_t copy_bytes(const SmokeOptions& options, std::uint64_t l2_bytes) {
   std::size_t bytes = options.copy_bytes > 0 ? options.copy_bytes : (options.quick ? 32 * mib : 256 * mib);
-  if (options.copy_bytes == 0) bytes = std::max<std::size_t>(bytes, (2 * l2_bytes + mib - 1) / mib * mib);
-  return std::max<std::size_t>(bytes / 4 * 4, 4);
+  if (options.copy_bytes == 0) bytes = std::max<std::size_t>(bytes, (4 * l2_bytes + mib - 1) / mib * mib);
+  return std::max<std::size_t>(bytes / 16 * 16, 16);
+}
+
+std::size_t host_copy_bytes(const SmokeOptions& options) {
+  const std::size_t bytes = options.copy_bytes > 0 ? options.copy_bytes : (options.quick ? 32 * mib : 256 * mib);
+  return std::max<std::size_t>(bytes / 16 * 16, 16);
 }
 
 Expectation with_override(const SmokeOptions& options, const std::string& metric_id, Expectation expectation) {
@@ -58,14 +64,101 @@ Expectation with_override(const SmokeOptions& options, const std::string& metric
   return expectation;
 }
 
-void run_on_cpus(const std::vector<int>& cpus) {
-  if (cpus.empty()) return;
+int run_on_cpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) return 0;
   cpu_set_t set;
   CPU_ZERO(&set);
   for (const int cpu : cpus) {
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
   }
-  if (CPU_COUNT(&set) > 0) pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // refused: run anywhere
+  if (CPU_COUNT(&set) == 0) return EINVAL;
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // refused: the thread runs where it was
+}
+
+std::string thread_cpulist() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return {};
+  std::string out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    out += (out.empty() ? "" : ",") + std::to_string(cpu) + (last > cpu ? "-" + std::to_string(last) : "");
+    cpu = last;
+  }
+  return out;
+}
+
+namespace {
+thread_local int t_current_gpu = -1;
+}  // namespace
+
+int current_gpu() { return t_current_gpu; }
+
+std::shared_ptr<HostLink> HostLinks::for_node(const std::string& local_cpulist) {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  std::shared_ptr<HostLink>& link = m_links[local_cpulist];
+  if (link == nullptr) link = std::make_shared<HostLink>();
+  return link;
+}
+void set_current_gpu(int ordinal) { t_current_gpu = ordinal; }
+
+RunBudget::Clock::time_point RunBudget::deadline_for(Clock::time_point start) const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  Clock::time_point deadline = start + m_step_timeout;
+  if (m_blocked_by) deadline = std::min(deadline, std::max(start, m_hang_at) + m_blocked_timeout);
+  if (m_deadline) deadline = std::min(deadline, *m_deadline);
+  return deadline;
+}
+
+void RunBudget::note_hang(int ordinal) {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  if (m_blocked_by) return;
+  m_blocked_by = ordinal;
+  m_hang_at = Clock::now();
+}
+
+std::optional<int> RunBudget::blocked_by() const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  return m_blocked_by;
+}
+
+bool RunBudget::spent() const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  return m_deadline && Clock::now() >= *m_deadline;
+}
+
+std::optional<StepOutcome> wait_for_step(const Gpu& gpu, std::future<StepOutcome>& future,
+                                         RunBudget::Clock::time_point start) {
+  // In slices: another GPU's hang cuts this deadline while it waits.
+  for (;;) {
+    const auto deadline = gpu.budget->deadline_for(start);
+    const auto slice = std::min(deadline, RunBudget::Clock::now() + std::chrono::milliseconds(50));
+    if (future.wait_until(slice) == std::future_status::ready) return future.get();
+    if (RunBudget::Clock::now() >= gpu.budget->deadline_for(start)) return std::nullopt;
+  }
+}
+
+Finding missed_deadline(RunBudget& budget, int ordinal, const std::string& id) {
+  const std::optional<int> blocker = budget.blocked_by();
+  if (blocker && *blocker != ordinal) {
+    return Finding{id,
+                   Status::skip,
+                   "not tested: driver blocked by GPU " + std::to_string(*blocker) + " (it hung first; this step got " +
+                       format("%g", static_cast<double>(budget.blocked_timeout().count()) / 1000) +
+                       " s more and did not finish either); this GPU's remaining steps were not run",
+                   "reset or reboot after fixing GPU " + std::to_string(*blocker) +
+                       ", then test this GPU again (its own health is unknown)",
+                   {}};
+  }
+  if (budget.spent() && !blocker) {
+    return Finding{id, Status::skip,
+                   "not tested: the run's time budget (--budget) was spent; this GPU's remaining steps were not run",
+                   "raise --budget, or test fewer GPUs at once (--device)", {}};
+  }
+  budget.note_hang(ordinal);
+  return hang_finding(id, budget.step_timeout());
 }
 
 bool is_sticky(CUresult result) {
@@ -114,10 +207,19 @@ Finding cuda_finding(const Gpu& gpu, const std::string& id, const CudaFailure& f
 DeviceBuffer::DeviceBuffer(const Gpu& owner, const Gpu& current, std::size_t bytes, const std::string& what)
     : m_owner(owner), m_current(current), m_bytes(bytes) {
   const bool switch_context = &owner != &current;
-  if (switch_context) check(owner.api.ctx_set_current(owner.context), "cuCtxSetCurrent");
+  if (switch_context) {
+    set_current_gpu(owner.ordinal);
+    check(owner.api.ctx_set_current(owner.context), "cuCtxSetCurrent");
+  }
   const CUresult allocated = owner.api.mem_alloc(&m_pointer, bytes);
-  if (switch_context) check(owner.api.ctx_set_current(current.context), "cuCtxSetCurrent");
+  if (switch_context) {
+    set_current_gpu(owner.ordinal);  // a failed allocation is the owner's
+    const CUresult back = owner.api.ctx_set_current(current.context);
+    if (allocated == cuda_success) set_current_gpu(current.ordinal);
+    check(back, "cuCtxSetCurrent");
+  }
   check(allocated, what);
+  set_current_gpu(current.ordinal);
 }
 
 std::unique_ptr<DeviceBuffer> DeviceBuffer::try_allocate(const Gpu& gpu, std::size_t bytes, CUresult& result) {

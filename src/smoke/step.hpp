@@ -8,7 +8,9 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,7 +49,70 @@ struct GemmOperands {
   const void* upload_b() const { return element == 4 ? static_cast<const void*>(b.data()) : b16.data(); }
 };
 
-/// Everything one GPU's steps share. Owned jointly by the main thread and the step threads, so an abandoned
+/// The matmul operands of a run, made once per shape and shared by every GPU (operands.cpp): at 8192² they take about
+/// 800 MB and a second of one host core, which eight GPUs running in parallel would otherwise each repeat.
+class OperandCache {
+ public:
+  /// The operands for `precision` at n×n: made by the first caller, the others wait for them.
+  std::shared_ptr<const GemmOperands> get(Precision precision, int n);
+
+ private:
+  std::mutex m_mutex;
+  std::map<std::pair<int, int>, std::shared_future<std::shared_ptr<const GemmOperands>>> m_made;
+};
+
+/// One wall-clock budget for the whole run (issue 23 item 11), shared by every GPU's steps: each step may take
+/// options.step_timeout, none may end after the run's deadline, and once a step has hung (Xid 79, a wedged GPU: its
+/// abandoned thread often holds the driver lock, so every later call would wait its full deadline) every step still
+/// running or started later gets at most `blocked_timeout` more, and one that misses it is "not tested: driver blocked
+/// by GPU N", not a hang of its own.
+class RunBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+  RunBudget(std::chrono::milliseconds step_timeout, std::chrono::milliseconds blocked_timeout,
+            std::optional<Clock::time_point> deadline = std::nullopt)
+      : m_step_timeout(step_timeout), m_blocked_timeout(blocked_timeout), m_deadline(deadline) {}
+  /// When a step that started at `start` must have finished.
+  Clock::time_point deadline_for(Clock::time_point start) const;
+  /// Records a hang on GPU `ordinal`; the first one recorded is the GPU that blocks the driver.
+  void note_hang(int ordinal);
+  /// The GPU whose hang cut the deadlines, if any.
+  std::optional<int> blocked_by() const;
+  /// Whether the run's own deadline (options.run_timeout) has passed.
+  bool spent() const;
+  std::chrono::milliseconds step_timeout() const { return m_step_timeout; }
+  std::chrono::milliseconds blocked_timeout() const { return m_blocked_timeout; }
+
+ private:
+  mutable std::mutex m_mutex;
+  std::chrono::milliseconds m_step_timeout, m_blocked_timeout;
+  std::optional<Clock::time_point> m_deadline;
+  std::optional<int> m_blocked_by;
+  Clock::time_point m_hang_at{};
+};
+
+/// The host link of a group of GPUs (issue 23 item 12): GPUs run in parallel, but the timed host<->device copies of a
+/// group take turns (exclusive), and bulk uploads of its other GPUs (matmul operands, shared) wait for a turn to end,
+/// so that GPUs behind one PCIe switch uplink never halve each other's figures (DCGM's pcie plugin also "measures the
+/// bus bandwidth between the host and each GPU one at a time", PcieMain.cpp).
+struct HostLink {
+  std::shared_timed_mutex mutex;
+};
+
+/// The run's host links, one per NUMA node: GPUs that share a PCIe link (a switch uplink, a root port) hang off the
+/// same socket, so they always share a node's turn; GPUs on different sockets share no PCIe link and copy at once.
+/// GPUs whose node is unknown (no sysfs local_cpulist) share one link.
+class HostLinks {
+ public:
+  /// The link of the GPUs whose NUMA node has CPUs `local_cpulist` ("" unknown).
+  std::shared_ptr<HostLink> for_node(const std::string& local_cpulist);
+
+ private:
+  std::mutex m_mutex;
+  std::map<std::string, std::shared_ptr<HostLink>> m_links;
+};
+
+/// Everything one GPU's steps share./// Everything one GPU's steps share. Owned jointly by the main thread and the step threads, so an abandoned
 /// (hung) step keeps it, and the libraries, alive.
 struct Gpu {
   std::shared_ptr<system::DynamicLibrary> library;
@@ -67,19 +132,35 @@ struct Gpu {
   CUfunction memtest_check = nullptr;       ///< smoke_check_pattern
   CUfunction memtest_move = nullptr;        ///< smoke_move_inversion
   CUfunction spin_wait = nullptr;           ///< smoke_spin_wait: holds the stream while copies are queued (optional)
+  CUfunction fill_words = nullptr;          ///< smoke_fill_words: the copy pattern, written on the GPU
+  CUfunction check_words = nullptr;         ///< smoke_check_words: the copy pattern, checked on the GPU
+  CUfunction compare_words = nullptr;       ///< smoke_compare_words: two buffers compared word for word
+  CUfunction stream_copy = nullptr;         ///< smoke_stream_copy: the SM copy that measures HBM bandwidth
   std::shared_ptr<const Cublas> cublas;     ///< null when the node has no usable cuBLAS
   std::shared_ptr<const NvmlMonitor> nvml;  ///< null without NVML (clocks and memory error counters unknown)
   CublasHandle cublas_handle = nullptr;
-  std::shared_ptr<const GemmOperands> operands;  ///< the last matmul's, reused by the next of the same shape
+  /// Shared by the run's GPUs (run_smoke); dropped once this GPU's matmuls are done.
+  std::shared_ptr<OperandCache> operand_cache = std::make_shared<OperandCache>();
+  std::vector<CUevent> timing_events;  ///< a pair per launch of a matmul's sustained window (made as needed)
   /// Above 0 while timed GEMMs are queued or running (run_gemm); the clock sampler co-owns it and keeps only samples
   /// taken while it is up, so host work between launches (operands, readback, checks) is not sampled as load.
   std::shared_ptr<std::atomic<int>> launches_in_flight = std::make_shared<std::atomic<int>>(0);
+  /// Above 0 while timed host<->device copies are queued or running (time_copies): the PCIe link sampler keeps only
+  /// readings taken then, since an idle link may train down (T4, L4 and RTX cards drop to Gen1).
+  std::shared_ptr<std::atomic<int>> copies_in_flight = std::make_shared<std::atomic<int>>(0);
   DeviceInfo info;
+  std::shared_ptr<RunBudget> budget = std::make_shared<RunBudget>(std::chrono::seconds(120), std::chrono::seconds(10));
+  std::shared_ptr<HostLinks> host_links = std::make_shared<HostLinks>();  ///< shared by the run's GPUs
+  std::shared_ptr<HostLink> host_link = std::make_shared<HostLink>();  ///< this GPU's NUMA node's (place_on_local_cpus)
   bool stopped = false;         ///< a sticky error or a hang: no more steps on this GPU
   std::vector<int> local_cpus;  ///< the GPU's NUMA node's CPUs: step threads are placed there (empty: anywhere)
   bool hung = false;  ///< a step missed its deadline: its thread still runs, so nothing more is asked of the GPU
+  /// The missed deadline was a hang of this GPU (a failure), not another GPU's hang or the run's budget: the device
+  /// result says "hung".
+  bool hang_reported = false;
   // copy buffers
-  std::size_t bytes = 0;
+  std::size_t bytes = 0;       ///< each device buffer: at least 4 x the L2 (copy_bytes)
+  std::size_t host_bytes = 0;  ///< each host buffer and host<->device copy (host_copy_bytes), at most `bytes`
   CUdeviceptr device_a = 0;
   CUdeviceptr device_b = 0;
   std::uint32_t* pinned = nullptr;
@@ -87,26 +168,36 @@ struct Gpu {
   volatile std::uint32_t* spin_flag = nullptr;
   CUdeviceptr spin_flag_device = 0;  ///< spin_flag's device address (cuMemHostGetDevicePointer), what the kernel gets
   std::vector<std::uint32_t> pageable;
-  std::vector<std::uint32_t> readback;  // pageable scratch for verification
-  PatternCheck h2d_check;
 };
 
 /// The outcome of one step, handed back to the main thread.
 struct StepOutcome {
   std::vector<report::Finding> findings;
   std::vector<Metric> metrics;
-  bool stop = false;  ///< the GPU is unusable (sticky error); skip its remaining steps
+  bool stop = false;  ///< a GPU is unusable (sticky error); skip its remaining steps
+  /// Which GPU's context faulted (a peer copy works in two): its ordinal, or -1 for the step's own GPU.
+  int faulted = -1;
 };
+
+/// The ordinal of the GPU whose context this thread made current last (start_step, CurrentContext), -1 for none: a
+/// failure is charged to the GPU whose context faulted.
+int current_gpu();
+/// Records that this thread made `ordinal`'s context current.
+void set_current_gpu(int ordinal);
 
 /// A failing CUDA call as an exception inside a step; turned into a finding by run_step.
 struct CudaFailure {
   std::string what;
   CUresult result;
   std::string detail = {};  ///< the error as text when it is not a CUresult (cuBLAS status); else empty
+  int gpu = current_gpu();  ///< the GPU whose context was current when the call failed
 };
 
-/// Restricts the calling thread to `cpus` (ignored when empty or refused, e.g. by a container's cpuset).
-void run_on_cpus(const std::vector<int>& cpus);
+/// Restricts the calling thread to `cpus`; returns pthread_setaffinity_np's result (0: placed; EINVAL, EPERM: refused,
+/// e.g. by a container's cpuset, and the thread stays where it was). Nothing to do for an empty list: 0.
+int run_on_cpus(const std::vector<int>& cpus);
+/// The CPUs the calling thread may run on (pthread_getaffinity_np), as a cpulist "0-31,64-95".
+std::string thread_cpulist();
 
 /// Throws CudaFailure when `result` is not CUDA_SUCCESS.
 inline void check(CUresult result, const std::string& what) {
@@ -149,6 +240,19 @@ class DeviceBuffer {
   CUdeviceptr m_pointer = 0;
 };
 
+/// Raises an in-flight count for its lifetime (also when a launch throws), so a sampler counts only what it reads
+/// while work is queued or running.
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>& count) : m_count(count) { ++m_count; }
+  ~InFlight() { --m_count; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>& m_count;
+};
+
 /// Starts `step(gpu)` on its own thread (placed on the GPU's NUMA CPUs) with the GPU's context current; the thread
 /// holds its own reference to the Gpu, so it may be abandoned.
 template <typename Step>
@@ -159,11 +263,15 @@ std::future<StepOutcome> start_step(const std::shared_ptr<Gpu>& gpu, const std::
     StepOutcome outcome;
     run_on_cpus(gpu->local_cpus);
     try {
-      if (gpu->context != nullptr) check(gpu->api.ctx_set_current(gpu->context), "cuCtxSetCurrent");
+      if (gpu->context != nullptr) {
+        set_current_gpu(gpu->ordinal);
+        check(gpu->api.ctx_set_current(gpu->context), "cuCtxSetCurrent");
+      }
       outcome = step(*gpu);
     } catch (const CudaFailure& failure) {
       outcome.findings.push_back(cuda_finding(*gpu, id, failure));
       outcome.stop = stops_gpu(failure);
+      outcome.faulted = failure.gpu;
     } catch (const std::exception& error) {
       outcome.findings.push_back(
           report::Finding{id, report::Status::fail, std::string("internal error: ") + error.what(), {}, {}});
@@ -173,13 +281,23 @@ std::future<StepOutcome> start_step(const std::shared_ptr<Gpu>& gpu, const std::
   return future;
 }
 
+/// Waits for a started step within the run's budget (RunBudget::deadline_for its start, re-read as it waits, so a
+/// hang elsewhere cuts it); nullopt when the deadline passed (the thread is abandoned).
+std::optional<StepOutcome> wait_for_step(const Gpu& gpu, std::future<StepOutcome>& future,
+                                         RunBudget::Clock::time_point start);
+
 /// Runs `step(gpu)` (start_step) and waits until the deadline; nullopt means it hung (the thread is abandoned).
 template <typename Step>
 std::optional<StepOutcome> run_step(const std::shared_ptr<Gpu>& gpu, const std::string& id, Step step) {
+  const auto start = RunBudget::Clock::now();
   std::future<StepOutcome> future = start_step(gpu, id, std::move(step));
-  if (future.wait_for(gpu->options.step_timeout) != std::future_status::ready) return std::nullopt;
-  return future.get();
+  return wait_for_step(*gpu, future, start);
 }
+
+/// The finding for a step of GPU `ordinal` that missed its deadline: a hang of its own, or, once another GPU has hung
+/// (`budget`.blocked_by), "not tested: driver blocked by GPU N" (a skip: the hang is that GPU's). Records the hang in
+/// the budget.
+report::Finding missed_deadline(RunBudget& budget, int ordinal, const std::string& id);
 
 /// Copies per timed sample behind the spin kernel (nvbandwidth queues several per sample too).
 inline constexpr int copies_per_sample = 8;
@@ -232,6 +350,7 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
     double seconds = 0;
     bool spin_timed_out = false;
     if (events) {
+      const InFlight busy(*gpu.copies_in_flight);  // from the queueing to the sync that ends it
       const int copies = queued ? copies_per_sample : 1;
       std::optional<StreamHold> hold;
       if (queued) hold.emplace(gpu);
@@ -245,6 +364,7 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
       check(gpu.api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
       seconds = ms / 1e3 / copies;  // per copy
     } else {
+      const InFlight busy(*gpu.copies_in_flight);
       const auto begin = std::chrono::steady_clock::now();
       copy();
       check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
@@ -255,9 +375,12 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
   return summarize_copy_samples(rates, timed_out);
 }
 
-/// Bytes per copy: options.copy_bytes, else 256 MiB (--quick 32 MiB) but at least twice `l2_bytes` (a D2D copy that
-/// fits in the L2 cache, 50 MB on H100/H200, would measure the cache, not HBM), a multiple of 4.
+/// Bytes per copy: options.copy_bytes, else 256 MiB (--quick 32 MiB) but at least four times `l2_bytes` (a D2D or
+/// stream copy that fits in the L2 cache, 50 MB on H100/H200, would measure the cache, not HBM), a multiple of 16.
 std::size_t copy_bytes(const SmokeOptions& options, std::uint64_t l2_bytes = 0);
+/// Bytes per host<->device copy: options.copy_bytes, else 256 MiB (--quick 32 MiB), a multiple of 16: the L2 does not
+/// serve a copy through PCIe, so the quick run's host copies need not grow with it.
+std::size_t host_copy_bytes(const SmokeOptions& options);
 
 /// `expectation` with the operator's override for `metric_id` applied (options.overrides); an overridden expected
 /// value counts as calibrated, and the source says where it came from.
@@ -313,17 +436,28 @@ std::vector<std::optional<Metric>> run_concurrent_h2d(const std::vector<std::sha
                                                       const std::map<int, double>& solo_rates,
                                                       std::vector<report::Finding>& findings);
 
-/// Copies between every ordered pair of GPUs that finished their own steps, verified and judged (peer.cpp).
-/// `device_count` is every GPU the driver reports (the board's size decides which NVLink floor applies).
-std::vector<PeerResult> run_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations,
-                                        int device_count, std::vector<report::Finding>& findings);
+/// What one pair of GPUs measured: both one-way copies (metric ids "p2p_<source>_<destination>") and, where both had
+/// peer access, both directions at once ("p2p_bidir_<source>_<destination>"), with their findings.
+struct PairCopies {
+  std::vector<PeerResult> one_way;
+  std::vector<report::Finding> one_way_findings;  ///< smoke.p2p, one per direction
+  std::vector<PeerResult> both_ways;
+  std::vector<report::Finding> both_ways_findings;  ///< smoke.p2p_bidirectional
+};
 
-/// Both directions at once for every pair with peer access both ways in `one_way` (run_peer_copies' results),
-/// verified and each direction judged against the pair's one-way floor (peer.cpp). Returns two results per pair,
-/// metric ids "p2p_bidir_<source>_<destination>"; one smoke.p2p_bidirectional finding per pair.
-std::vector<PeerResult> run_bidirectional_peer_copies(const std::vector<std::shared_ptr<Gpu>>& gpus,
-                                                      const Expectations& expectations, int device_count,
-                                                      const std::vector<PeerResult>& one_way,
-                                                      std::vector<report::Finding>& findings);
+/// a -> b and b -> a (each on the destination's step thread: its copy engine reads the source), then both at once
+/// when both had peer access; verified and judged (peer.cpp). `board_gpus` decides which NVLink floor applies.
+PairCopies copy_pair(const std::shared_ptr<Gpu>& a, const std::shared_ptr<Gpu>& b, const Expectations& expectations,
+                     int board_gpus);
+
+/// Rounds of disjoint pairs covering every pair of `count` GPUs once (the circle method: count - 1 rounds of count / 2
+/// pairs for an even count, count rounds with one GPU resting for an odd one), by position.
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> disjoint_rounds(std::size_t count);
+
+/// Every pair of `gpus` that finished their own steps, in rounds of disjoint pairs, the pairs of a round in parallel
+/// (each GPU in one pair at a time: at most one peer connection each, and no GPU's copies contend with its own);
+/// fills the report's peers, bidirectional and their findings in pair order (peer_rounds.cpp).
+void run_peer_pairs(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expectations& expectations, int board_gpus,
+                    SmokeReport& report);
 
 }  // namespace gpuenv::smoke

@@ -124,6 +124,16 @@ float operand_value(std::uint64_t index, std::uint32_t seed) {
   return static_cast<float>(2 * static_cast<int>(word % 8u) - 7) / 8.0f;
 }
 
+namespace {
+
+/// ±1 … ±7 for entry `index`, never 0 (a zero would leave its row or column unchecked).
+double freivalds_entry(std::size_t index, std::uint32_t seed) {
+  const std::uint32_t word = pattern_word(index, seed);
+  return static_cast<double>(1 + word % 7u) * ((word & 0x100u) != 0 ? -1.0 : 1.0);
+}
+
+}  // namespace
+
 FreivaldsVector freivalds_vector(std::span<const float> a, std::span<const float> b, int m, int n, int k,
                                  std::uint32_t seed) {
   FreivaldsVector out;
@@ -131,10 +141,9 @@ FreivaldsVector freivalds_vector(std::span<const float> a, std::span<const float
   const auto M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
   if (a.size() < M * K || b.size() < K * N) return out;
   out.x.resize(N);
-  for (std::size_t j = 0; j < N; ++j) {
-    const std::uint32_t word = pattern_word(j, seed ^ 0xF4E1u);
-    out.x[j] = static_cast<double>(1 + word % 7u) * ((word & 0x100u) != 0 ? -1.0 : 1.0);  // ±1 … ±7
-  }
+  for (std::size_t j = 0; j < N; ++j) out.x[j] = freivalds_entry(j, seed ^ 0xF4E1u);
+  out.y.resize(M);
+  for (std::size_t i = 0; i < M; ++i) out.y[i] = freivalds_entry(i, seed ^ 0x1EF7u);
   std::vector<double> bx(K, 0.0);  // B·x: multiples of 1/8 below 2^16, exact in double
   for (std::size_t p = 0; p < K; ++p) {
     for (std::size_t j = 0; j < N; ++j) bx[p] += static_cast<double>(b[p * N + j]) * out.x[j];
@@ -143,6 +152,14 @@ FreivaldsVector freivalds_vector(std::span<const float> a, std::span<const float
   for (std::size_t i = 0; i < M; ++i) {
     for (std::size_t p = 0; p < K; ++p) out.expected[i] += static_cast<double>(a[i * K + p]) * bx[p];
   }
+  std::vector<double> ya(K, 0.0);  // yᵀ·A, exact as B·x
+  for (std::size_t i = 0; i < M; ++i) {
+    for (std::size_t p = 0; p < K; ++p) ya[p] += out.y[i] * static_cast<double>(a[i * K + p]);
+  }
+  out.expected_left.assign(N, 0.0);  // (yᵀ·A)·B, exact as A·(B·x)
+  for (std::size_t p = 0; p < K; ++p) {
+    for (std::size_t j = 0; j < N; ++j) out.expected_left[j] += ya[p] * static_cast<double>(b[p * N + j]);
+  }
   out.n = N;
   return out;
 }
@@ -150,19 +167,34 @@ FreivaldsVector freivalds_vector(std::span<const float> a, std::span<const float
 FreivaldsCheck check_freivalds(const FreivaldsVector& vector, std::span<const float> c) {
   FreivaldsCheck out;
   const std::size_t M = vector.expected.size(), N = vector.n;
-  if (M == 0 || N == 0 || c.size() < M * N) return out;
+  if (M == 0 || N == 0 || c.size() < M * N || vector.y.size() != M || vector.expected_left.size() != N) return out;
+  auto note_first = [&out](const char* side, std::size_t index, const char* product, double observed, double expected,
+                           const char* reference) {
+    if (!out.first_wrong.empty()) return;
+    char buffer[200];
+    std::snprintf(buffer, sizeof buffer, "%s %zu: %s[%zu] = %.17g, %s = %.17g", side, index, product, index, observed,
+                  reference, expected);
+    out.first_wrong = buffer;
+  };
+  std::vector<double> left(N, 0.0);  // yᵀ·C, accumulated row by row (C is row-major), exact in double
   for (std::size_t i = 0; i < M; ++i) {
     double observed = 0;  // C·x, exact in double for an exact C
-    for (std::size_t j = 0; j < N; ++j) observed += static_cast<double>(c[i * N + j]) * vector.x[j];
+    for (std::size_t j = 0; j < N; ++j) {
+      const double element = static_cast<double>(c[i * N + j]);
+      observed += element * vector.x[j];
+      left[j] += vector.y[i] * element;
+    }
     ++out.rows;
     if (!(observed == vector.expected[i])) {  // NaN counts as wrong
-      if (out.wrong_rows == 0) {
-        char buffer[160];
-        std::snprintf(buffer, sizeof buffer, "row %zu: (C·x)[%zu] = %.17g, A·(B·x) = %.17g", i, i, observed,
-                      vector.expected[i]);
-        out.first_wrong = buffer;
-      }
+      note_first("row", i, "(C·x)", observed, vector.expected[i], "A·(B·x)");
       ++out.wrong_rows;
+    }
+  }
+  for (std::size_t j = 0; j < N; ++j) {
+    ++out.columns;
+    if (!(left[j] == vector.expected_left[j])) {
+      note_first("column", j, "(yᵀ·C)", left[j], vector.expected_left[j], "(yᵀ·A)·B");
+      ++out.wrong_columns;
     }
   }
   return out;

@@ -59,22 +59,29 @@ GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b,
 /// that every partial sum of a GEMM with K <= 2^18 is exact in FP32 whatever the summation order.
 float operand_value(std::uint64_t index, std::uint32_t seed);
 
-/// Freivalds' check of a whole result: a vector x (integers ±1…±7) and A·(B·x), computed once in double (exact for
-/// operand_value operands). C·x must then equal it exactly, row by row.
+/// Freivalds' check of a whole result, from both sides: vectors x, y (integers ±1…±7) with A·(B·x) and (yᵀ·A)·B, computed
+/// once in double (exact for operand_value operands). C·x and yᵀ·C must then equal them exactly, row by row and column
+/// by column. One side alone misses a permutation: two swapped columns j, k leave C·x unchanged whenever x_j = x_k, two
+/// swapped rows leave yᵀ·C unchanged whenever y_i = y_k; each side catches what the other misses.
 struct FreivaldsVector {
-  std::size_t n = 0;             ///< columns of C
-  std::vector<double> x;         ///< n entries
-  std::vector<double> expected;  ///< A·(B·x), one per row of C
+  std::size_t n = 0;                  ///< columns of C
+  std::vector<double> x;              ///< n entries
+  std::vector<double> expected;       ///< A·(B·x), one per row of C
+  std::vector<double> y;              ///< one per row of C
+  std::vector<double> expected_left;  ///< (yᵀ·A)·B, one per column of C
 };
 FreivaldsVector freivalds_vector(std::span<const float> a, std::span<const float> b, int m, int n, int k,
                                  std::uint32_t seed = 7);
 
-/// Rows of C whose C·x differs from A·(B·x); a wrong element always changes its row's product (x has no zero).
+/// Rows of C whose C·x differs from A·(B·x), and columns whose yᵀ·C differs from (yᵀ·A)·B; a wrong element always
+/// changes both its row's and its column's product (x and y have no zero).
 struct FreivaldsCheck {
   std::size_t rows = 0;
   std::size_t wrong_rows = 0;
-  std::string first_wrong;  ///< "row i: (C·x)[i] = …, A·(B·x) = …" (empty when none)
-  bool ok() const { return rows > 0 && wrong_rows == 0; }
+  std::size_t columns = 0;
+  std::size_t wrong_columns = 0;
+  std::string first_wrong;  ///< "row i: (C·x)[i] = …, A·(B·x) = …" or "column j: …" (empty when none)
+  bool ok() const { return rows > 0 && columns > 0 && wrong_rows == 0 && wrong_columns == 0; }
 };
 FreivaldsCheck check_freivalds(const FreivaldsVector& vector, std::span<const float> c);
 

@@ -26,16 +26,20 @@ const TestedGpu* gpu_of(const probe::KernelEvent& event, const std::vector<Teste
   return nullptr;
 }
 
+/// The finding for one event. It names the GPU by CUDA's bus id, or by the event's canonical one, and the Xid by
+/// its number: no other log text (a process name, a message tail) reaches a finding (docs/security.md).
 Finding event_finding(const probe::KernelEvent& event, const TestedGpu* gpu) {
-  const std::string where =
-      gpu != nullptr ? "GPU " + std::to_string(gpu->ordinal) + " (" + gpu->pci_bus_id + ")" : "a GPU";
+  const std::string where = gpu != nullptr ? "GPU " + std::to_string(gpu->ordinal) + " (" + gpu->pci_bus_id + ")"
+                            : event.pci_bus_id.empty() ? std::string("a GPU")
+                                                       : "the GPU at " + event.pci_bus_id;
   if (event.kind == probe::KernelEventKind::fallen_off_bus) {
     return Finding{"smoke.xid",
                    Status::fail,
-                   where + " fell off the bus during the smoke run: " + event.raw,
+                   where + " fell off the bus during the smoke run",
                    "drain the node: the GPU needs a reset or reboot, then `gpuenv doctor`; if it repeats, check power "
                    "and seating or replace the GPU",
-                   {}};
+                   {},
+                   report::Action::reboot};  // as NVIDIA's catalog says for Xid 79 (RESTART_BM)
   }
   const int code = event.xid.value_or(0);
   const std::optional<probe::XidInfo> info = probe::xid_info(code);
@@ -43,11 +47,11 @@ Finding event_finding(const probe::KernelEvent& event, const TestedGpu* gpu) {
       info && (info->severity == probe::XidSeverity::critical || info->severity == probe::XidSeverity::error);
   Finding finding{"smoke.xid", severe || !info ? Status::fail : Status::warn,
                   where + ": Xid " + std::to_string(code) + " during the smoke run" +
-                      (info ? " (" + info->meaning + ")" : std::string(" (not in gpuenv's Xid table)")) + ": " +
-                      event.message,
+                      (info ? " (" + info->meaning + ")" : std::string(" (not in gpuenv's Xid table)")),
                   info && info->action != "-" && info->action != "none" ? info->action + "; then `gpuenv doctor`"
                                                                         : "run `gpuenv doctor`",
                   info ? info->source : std::string()};
+  if (info) finding.action = report::parse_action(info->node_action);  // data/xid.toml's node_action
   return finding;
 }
 
@@ -56,19 +60,19 @@ Finding event_finding(const probe::KernelEvent& event, const TestedGpu* gpu) {
 KernelLogSnapshot snapshot_kernel_log(system::System& system) {
   KernelLogSnapshot snapshot;
   const probe::KernelLog log = probe::read_kernel_log(system, true);
-  snapshot.source = log.source;
-  snapshot.readable = log.text.has_value();
-  if (!log.text) return snapshot;
-  for (const probe::KernelEvent& event : probe::parse_xid_events(*log.text).events) {
+  snapshot.source = log.described();
+  snapshot.readable = log.readable();
+  for (const probe::KernelEvent& event : probe::kernel_log_events(log).events) {
     if (is_gpu_event(event)) snapshot.seen.insert(event.raw);
   }
   return snapshot;
 }
 
-std::vector<Finding> judge_new_kernel_events(const KernelLogSnapshot& before, std::string_view after_text,
+std::vector<Finding> judge_new_kernel_events(const KernelLogSnapshot& before,
+                                             const std::vector<probe::KernelEvent>& after,
                                              const std::vector<TestedGpu>& gpus) {
   std::vector<Finding> out;
-  for (const probe::KernelEvent& event : probe::parse_xid_events(after_text).events) {
+  for (const probe::KernelEvent& event : after) {
     if (!is_gpu_event(event) || before.seen.count(event.raw) != 0) continue;
     bool unattributed = false;
     const TestedGpu* gpu = gpu_of(event, gpus, unattributed);
@@ -92,11 +96,11 @@ std::vector<Finding> kernel_events_since(system::System& system, const KernelLog
                     {}}};
   }
   const probe::KernelLog after = probe::read_kernel_log(system, true);
-  if (!after.text) {
+  if (!after.readable()) {
     return {Finding{
-        "smoke.xid", Status::skip, "Xid events during the run not checked: kernel log " + after.source, {}, {}}};
+        "smoke.xid", Status::skip, "Xid events during the run not checked: kernel log " + after.described(), {}, {}}};
   }
-  return judge_new_kernel_events(before, *after.text, gpus);
+  return judge_new_kernel_events(before, probe::kernel_log_events(after).events, gpus);
 }
 
 }  // namespace gpuenv::smoke

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "probe/xid.hpp"
 #include "report/finding.hpp"
 #include "system/system.hpp"
 
@@ -16,7 +17,7 @@ namespace gpuenv::smoke {
 struct KernelLogSnapshot {
   bool readable = false;
   std::string source;          ///< "dmesg", a log file, or why it could not be read
-  std::set<std::string> seen;  ///< the raw lines of the events already there
+  std::set<std::string> seen;  ///< the raw lines (kmsg: whole records, sequence number included) of events there
 };
 
 /// Reads the kernel log (dmesg, else kern.log/syslog/messages) and remembers its GPU events.
@@ -28,10 +29,11 @@ struct TestedGpu {
   std::string pci_bus_id;
 };
 
-/// Findings for the Xid and fallen-off-the-bus events in `after_text` that `before` did not hold, on a tested GPU
-/// (or with no bus id; on any GPU when `gpus` is empty, as after a failed cuInit): critical and error Xids fail, the
-/// rest warn; one pass finding when there are none; a skip when the log could not be read.
-std::vector<report::Finding> judge_new_kernel_events(const KernelLogSnapshot& before, std::string_view after_text,
+/// Findings for the Xid and fallen-off-the-bus events of `after` that `before` did not hold, on a tested GPU (or with
+/// no bus id; on any GPU when `gpus` is empty, as after a failed cuInit): critical and error Xids fail, the rest
+/// warn; one pass finding when there are none. Findings name the GPU and the Xid number, never the log's text.
+std::vector<report::Finding> judge_new_kernel_events(const KernelLogSnapshot& before,
+                                                     const std::vector<probe::KernelEvent>& after,
                                                      const std::vector<TestedGpu>& gpus);
 
 /// Reads the log again and judges what the run added (judge_new_kernel_events).

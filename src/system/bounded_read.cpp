@@ -20,21 +20,6 @@ using util::Expected;
 
 constexpr std::uint64_t k_mib = 1u << 20;
 
-/// Closes a file descriptor on every path out.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : m_fd(fd) {}
-  ~FileDescriptor() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return m_fd; }
-
- private:
-  int m_fd;
-};
-
 std::string mib(std::uint64_t bytes) {
   if (bytes % k_mib == 0) return std::to_string(bytes / k_mib) + " MiB";
   return std::to_string(bytes) + " bytes";

@@ -38,9 +38,17 @@ class DeadlineSystem final : public System {
   std::optional<std::uint64_t> available_bytes(const std::string& path) override {
     return m_inner.available_bytes(path);
   }
-  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
-    return m_inner.write_file_atomic(path, contents);
+  using System::write_file_atomic;
+  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
+                                             unsigned mode) override {
+    return m_inner.write_file_atomic(path, contents, mode);
   }
+  util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override {
+    return m_inner.rename_file(from, to);
+  }
+  util::Expected<util::Ok> remove_file(const std::string& path) override { return m_inner.remove_file(path); }
+  std::optional<std::string> trust_problem(const std::string& path) override { return m_inner.trust_problem(path); }
+  util::Expected<std::string> read_kernel_messages() override { return m_inner.read_kernel_messages(); }
   /// Sends with min(timeout, time left); after the deadline, fails without connecting.
   util::Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) override;
   std::chrono::steady_clock::time_point now() override { return m_inner.now(); }

@@ -57,9 +57,10 @@ util::Error failure(const HttpRequest& request, const std::string& what) {
 std::string format_http_request(const HttpRequest& request) {
   std::string text = request.method + " " + request.path + " HTTP/1.1\r\nHost: " + request.host + "\r\n";
   for (const auto& [name, value] : request.headers) text += name + ": " + value + "\r\n";
-  if (request.method == "PUT" || request.method == "POST") text += "Content-Length: 0\r\n";
+  if (request.method == "PUT" || request.method == "POST" || !request.body.empty())
+    text += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
   text += "Connection: close\r\n\r\n";
-  return text;
+  return text + request.body;
 }
 
 util::Expected<HttpResponse> parse_http_response(std::string_view text) {

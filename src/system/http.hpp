@@ -10,7 +10,8 @@
 
 namespace gpuenv::system {
 
-/// The request's bytes: request line, Host, the headers, `Connection: close` (and `Content-Length: 0` for PUT).
+/// The request's bytes: request line, Host, the headers, `Content-Length` (for PUT, POST or a body), `Connection:
+/// close`, then the body.
 std::string format_http_request(const HttpRequest& request);
 
 /// Status and body of a whole HTTP/1.x answer (chunked bodies decoded); an input Error when it is not one.

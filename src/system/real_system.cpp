@@ -1,6 +1,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,14 +13,15 @@
 #include <boost/process.hpp>
 #include <boost/process/async_pipe.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <thread>
 
 #include "system/abandon.hpp"
+#include "system/child_process.hpp"
 #include "system/files.hpp"
 #include "system/http.hpp"
 #include "system/system.hpp"
@@ -92,7 +95,41 @@ void kill_and_reap(bp::child& child) {
   note_abandoned_work();
 }
 
-/// Runs `program` with stdin closed and stdout/stderr captured (each capped), killing it at `timeout`.
+/// The home directory of the user running gpuenv, from the password database ("/" when it has none).
+std::string own_home() {
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  std::array<char, 4096> buffer{};
+  if (::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr ||
+      found->pw_dir == nullptr)
+    return "/";
+  return found->pw_dir;
+}
+
+/// The directories root may run programs from: only those no one else can add a program to (a PATH entry a user
+/// owns or can write would make root run that user's `dmesg`). Anyone else searches every directory of theirs.
+DirectoryCheck searchable_directories() {
+  if (::geteuid() != 0) return {};
+  return [](const std::string& directory) { return !program_directory_problem(directory); };
+}
+
+/// The PATH variable of this process, read by its exact name.
+std::optional<std::string> own_path() {
+  const char* path = std::getenv("PATH");
+  return path != nullptr ? std::optional<std::string>(path) : std::nullopt;
+}
+
+/// The scrubbed environment every child gets (child_process.hpp).
+bp::environment child_environment_block() {
+  bp::environment out;
+  for (const auto& [name, value] :
+       child_environment(process_environment(), own_home(), ::geteuid() == 0, searchable_directories()))
+    out[name] = value;
+  return out;
+}
+
+/// Runs `program` with stdin closed and stdout/stderr captured (each capped), killing it at `timeout`; in "/" with
+/// the scrubbed environment, so neither the caller's directory nor its variables reach the child.
 void run_program(const boost::filesystem::path& program, const std::vector<std::string>& args,
                  std::chrono::milliseconds timeout, CommandResult& result) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -101,7 +138,8 @@ void run_program(const boost::filesystem::path& program, const std::vector<std::
   bp::async_pipe err_pipe(io);
   CappedReader out(out_pipe);
   CappedReader err(err_pipe);
-  bp::child child(program, bp::args(args), bp::std_in.close(), bp::std_out > out_pipe, bp::std_err > err_pipe);
+  bp::child child(program, bp::args(args), child_environment_block(), bp::start_dir("/"), bp::std_in.close(),
+                  bp::std_out > out_pipe, bp::std_err > err_pipe);
   out.start();
   err.start();
   // The I/O loop runs on its own thread so the wait below can give up at the timeout.
@@ -202,35 +240,43 @@ class RealSystem final : public System {
     return static_cast<std::uint64_t>(stats.f_bavail) * stats.f_frsize;
   }
 
+  std::optional<PathStatus> path_status(const std::string& path) override {
+    auto full = under_root(path);
+    struct stat info {};
+    if (!full || ::lstat(full->c_str(), &info) != 0) return std::nullopt;
+    return PathStatus{static_cast<std::uint32_t>(info.st_uid), static_cast<std::uint32_t>(info.st_mode & 07777),
+                      S_ISDIR(info.st_mode), S_ISLNK(info.st_mode)};
+  }
+
   Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) override {
     return send_http_request(request, timeout);
   }
 
-  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override {
-    const fs::path target(path);
-    // A hidden name in the same directory: readers that scan the directory (node_exporter's textfile collector,
-    // NFD's features.d) skip dot files, and the rename stays on one filesystem.
-    const fs::path temporary =
-        target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
-    {
-      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-      if (!out) return Error::input("cannot write " + temporary.string() + ": " + std::strerror(errno));
-      out << contents;
-      out.flush();
-      if (!out) {
-        std::error_code ignored;
-        fs::remove(temporary, ignored);
-        return Error::input("cannot write " + temporary.string() + ": " + std::strerror(errno));
-      }
-    }
-    std::error_code error;
-    fs::rename(temporary, target, error);
-    if (error) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      return Error::input("cannot rename " + temporary.string() + " to " + path + ": " + error.message());
-    }
+  Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override {
+    if (!m_root.empty()) return Error::input("not renaming " + from + ": --root inspects a tree, it changes nothing");
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return Error::input("cannot rename " + from + " to " + to + ": " + std::strerror(errno));
     return util::Ok{};
+  }
+
+  Expected<util::Ok> remove_file(const std::string& path) override {
+    if (!m_root.empty()) return Error::input("not removing " + path + ": --root inspects a tree, it changes nothing");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return Error::input("cannot remove " + path + ": " + std::strerror(errno));
+    return util::Ok{};
+  }
+
+  Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents, unsigned mode) override {
+    return write_file_atomically(path, contents, mode);
+  }
+
+  std::optional<std::string> trust_problem(const std::string& path) override {
+    return path_trust_problem(path, ::geteuid());
+  }
+
+  Expected<std::string> read_kernel_messages() override {
+    if (!m_root.empty()) return Error::input("not reading /dev/kmsg: --root inspects the files of a tree only");
+    return read_kmsg_device("/dev/kmsg");
   }
 
  private:
@@ -240,11 +286,25 @@ class RealSystem final : public System {
     return resolve_in_root(m_root, path);
   }
 
+  /// `name` itself when it has a slash (made absolute: the child starts in "/"), else the first executable regular
+  /// file of that name in the safe search path (root's: directories only root can change); empty when there is none.
+  /// PATH is read by its exact name (Boost's search_path also took a variable spelled `path`).
   static boost::filesystem::path resolve_program(const std::string& name) {
+    const auto executable = [](const std::string& path) {
+      struct stat st {};
+      return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+    };
     if (name.find('/') != std::string::npos) {
-      return ::access(name.c_str(), X_OK) == 0 ? boost::filesystem::path(name) : boost::filesystem::path();
+      std::error_code error;
+      const std::string absolute = fs::absolute(name, error).string();
+      return !error && executable(absolute) ? boost::filesystem::path(absolute) : boost::filesystem::path();
     }
-    return bp::search_path(name);
+    if (name.empty() || name == "." || name == "..") return {};
+    for (const std::string& directory : program_search_path(own_path(), searchable_directories())) {
+      const std::string candidate = directory + "/" + name;
+      if (executable(candidate)) return boost::filesystem::path(candidate);
+    }
+    return {};
   }
 
   std::string m_root;

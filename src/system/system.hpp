@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,7 @@ struct HttpRequest {
   std::string method = "GET";
   std::string path = "/";
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;  ///< sent with its Content-Length (Azure's POST of StartRequests); usually empty
 };
 
 /// The status and body of an answered request.
@@ -82,6 +84,14 @@ util::Error too_large_error(const std::string& path, std::uint64_t size, const R
 /// `text` cut to `limit` as a reader would: the tail from a line start for kernel logs, else an Error over the cap.
 util::Expected<std::string> apply_read_limit(const std::string& path, std::string text, const ReadLimit& limit);
 
+/// Who owns a path and its permission bits, as lstat(2) reports them (a symlink is not followed).
+struct PathStatus {
+  std::uint32_t uid = 0;
+  std::uint32_t mode = 0;  ///< the permission bits (07777)
+  bool directory = false;
+  bool symlink = false;
+};
+
 /// Everything gpuenv reads from or does to the machine goes through this interface.
 class System {
  public:
@@ -102,15 +112,46 @@ class System {
   virtual std::vector<std::string> list_directory(const std::string& path) = 0;
   /// The environment variable `name`, if set.
   virtual std::optional<std::string> environment(const std::string& name) = 0;
-  /// Runs argv[0] (looked up in PATH) with the rest as arguments; never through a shell.
+  /// Runs argv[0] with the rest as arguments; never through a shell. A name without a slash is looked up in the
+  /// safe search path (`program_search_path`: PATH's absolute entries, then fixed system directories); the child
+  /// starts in "/" with the scrubbed environment of `child_environment`, so neither the caller's working directory
+  /// nor its variables (PYTHONPATH, LD_PRELOAD, APT_CONFIG, HOME, ...) steer what a root child loads.
   virtual CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) = 0;
   /// Opens a shared library by soname or path with dlopen.
   virtual LibraryResult load_library(const std::string& name) = 0;
   /// Bytes available to an unprivileged user on the filesystem holding `path`; nullopt when unknown.
   virtual std::optional<std::uint64_t> available_bytes(const std::string& path) = 0;
-  /// Writes `contents` to `path` through a hidden temporary file (".name.tmp.PID") in the same directory and a
-  /// rename, so readers never see half a file, and directory scanners that skip dot files never see it at all.
-  virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) = 0;
+  /// Writes `contents` to `path` with permission bits `mode` (whatever the umask) through a hidden temporary file
+  /// (".name.XXXXXX", created O_EXCL|O_NOFOLLOW) in the same directory, fsync'ed and renamed through a directory
+  /// descriptor opened O_NOFOLLOW, so readers never see half a file, scanners that skip dot files never see it at
+  /// all, and a planted symlink redirects nothing. As root, a directory others than root can write is refused
+  /// unless it is sticky (/tmp) and the target, if present, is root's (docs/security.md).
+  virtual util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
+                                                     unsigned mode) = 0;
+  /// The same with mode 0644.
+  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) {
+    return write_file_atomic(path, contents, 0644);
+  }
+  /// Renames the file `from` to `to` in the same filesystem (replacing `to`); an input Error naming both when it
+  /// fails. The default answers "not supported".
+  virtual util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) {
+    return util::Error::input("cannot rename " + from + " to " + to + ": not supported by this System");
+  }
+  /// Removes the file `path`; Ok when there was none. The default answers "not supported".
+  virtual util::Expected<util::Ok> remove_file(const std::string& path) {
+    return util::Error::input("cannot remove " + path + ": not supported by this System");
+  }
+  /// Why gpuenv must not load or trust the file at `path` that a variable or flag named (a library, a data
+  /// directory): it, or a directory above it, is owned by someone other than root and the user running gpuenv, or
+  /// is writable by group or others (a sticky directory excepted). nullopt when only root or the user can change
+  /// it, or when it does not exist (the caller's own read reports that).
+  virtual std::optional<std::string> trust_problem(const std::string& path) = 0;
+  /// The kernel's own log records, as /dev/kmsg gives them ("<prio>,<seq>,<usec>,<flags>;<text>" lines, one per
+  /// record, dictionary lines indented; Documentation/ABI/testing/dev-kmsg): an input Error when the device cannot
+  /// be opened (no CAP_SYSLOG under kernel.dmesg_restrict, or no /dev/kmsg in a container).
+  virtual util::Expected<std::string> read_kernel_messages() {
+    return util::Error::input("/dev/kmsg is not available to this System");
+  }
   /// Sends `request` and reads the whole answer within `timeout` (connect included); an Error naming the host
   /// when it cannot connect, times out or the answer is not HTTP. The default answers "not supported".
   virtual util::Expected<HttpResponse> http_request(const HttpRequest& request, std::chrono::milliseconds timeout) {
@@ -119,6 +160,13 @@ class System {
   }
   /// The monotonic clock that limits and deadlines are measured on (tests substitute a clock they move).
   virtual std::chrono::steady_clock::time_point now() { return std::chrono::steady_clock::now(); }
+  /// The owner and mode of `path` itself (lstat); nullopt when it does not exist or cannot be read.
+  virtual std::optional<PathStatus> path_status(const std::string& path) {
+    (void)path;
+    return std::nullopt;
+  }
+  /// Waits `duration` (a bounded retry's pause; tests substitute a clock they move instead of waiting).
+  virtual void sleep_for(std::chrono::milliseconds duration) { std::this_thread::sleep_for(duration); }
 };
 
 /// The real machine. `root` ("" or "/") reads files under another tree; with a root set,

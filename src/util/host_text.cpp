@@ -91,6 +91,17 @@ std::string clean_host_text(std::string_view text, const CleanOptions& options, 
   return out;
 }
 
+std::string shell_inert(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (k_shell_quote_breakers.find(c) != std::string_view::npos) continue;
+    const auto byte = static_cast<unsigned char>(c);
+    out += byte < 0x20 || byte == 0x7F ? ' ' : c;
+  }
+  return out;
+}
+
 bool is_valid_utf8(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t length = sequence_length(text, i);

@@ -32,6 +32,14 @@ inline constexpr std::string_view k_cut_marker = "...[cut]";
 /// surrogates, nothing above U+10FFFF) becomes U+FFFD; C0 controls and DEL become \n, \t, \r or \xNN when
 /// `escape_control`; the result is at most `max_bytes` plus the marker. Adds what it changed to `repairs`.
 std::string clean_host_text(std::string_view text, const CleanOptions& options, TextRepairs& repairs);
+/// The characters that end a quoted POSIX shell word or start an expansion inside one: ' " ` $ \ .
+inline constexpr std::string_view k_shell_quote_breakers = "'\"`$\\";
+
+/// `text` as a line a shell cannot be steered by, whoever quotes it and however (NHC's `eval ... "'$*'"`, a
+/// wrapper's `eval "reason=\"$out\""`): every character of k_shell_quote_breakers removed, and controls (a newline
+/// would start a new command) become spaces. "$(reboot)" reads "(reboot)", "the run's" reads "the runs".
+std::string shell_inert(std::string_view text);
+
 /// Whether `text` is well-formed UTF-8.
 bool is_valid_utf8(std::string_view text);
 /// The longest prefix of (valid UTF-8) `text` of at most `max_bytes` that does not split a character.

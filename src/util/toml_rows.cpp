@@ -136,6 +136,14 @@ bool TomlRow::boolean(std::string_view key) {
   return node->as_boolean()->get();
 }
 
+std::optional<bool> TomlRow::optional_boolean(std::string_view key) {
+  if (!declare(key)) return std::nullopt;
+  const toml::node* node = m_table.toml.get(key);
+  if (node->is_boolean()) return node->as_boolean()->get();
+  fail(quoted(key) + " must be true or false");
+  return std::nullopt;
+}
+
 std::optional<double> TomlRow::optional_number(std::string_view key) {
   if (!declare(key)) return std::nullopt;
   const toml::node* node = m_table.toml.get(key);

@@ -55,6 +55,8 @@ class TomlRow {
   long long integer_in(std::string_view key, long long min, long long max, std::string_view requirement);
   /// The boolean at `key`; "`key` must be true or false" when absent or of another type.
   bool boolean(std::string_view key);
+  /// The boolean at `key`, or nullopt when absent; "`key` must be true or false" on other types.
+  std::optional<bool> optional_boolean(std::string_view key);
   /// The integer or float at `key` as a double, or nullopt when absent; "`key` must be a number" on other types.
   std::optional<double> optional_number(std::string_view key);
 

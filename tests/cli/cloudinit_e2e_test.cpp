@@ -56,6 +56,13 @@ TEST_CASE("gpuenv cloud-init refuses bad input with exit 2 and names the fix", "
       {"--gpuenv-path without --gpuenv-preinstalled",
        {"cloud-init", "pytorch-2.9-cu128", "--gpuenv-path", "/opt/gpuenv"},
        "--gpuenv-path goes with --gpuenv-preinstalled"},
+      // Issue 30, item 7: credentials in the URL would sit in the user-data, the script, its log and `ps`.
+      {"credentials in the URL",
+       {"cloud-init", "pytorch-2.9-cu128", "--gpuenv-url", "https://ci:t0ken@e.com/g", "--gpuenv-sha256", k_sha},
+       "the URL carries credentials"},
+      {"curl config without a download",
+       {"cloud-init", "pytorch-2.9-cu128", "--gpuenv-preinstalled", "--gpuenv-curl-config", "/etc/gpuenv/curl.conf"},
+       "are for a download"},
       {"deb on rockylinux",
        {"cloud-init", "pytorch-2.9-cu128-rockylinux9", "--gpuenv-deb", "https://e.com/g.deb", "--gpuenv-sha256", k_sha},
        "does not install on rockylinux"},
@@ -101,4 +108,14 @@ TEST_CASE("gpuenv cloud-init writes the user-data to stdout or, atomically, to -
   CHECK(contains(user_data, "      # my own profile\n      schema = 1\n      name = \"mine\"\n"));
   CHECK(contains(user_data, "GPUENV_URL='https://e.com/gpuenv'"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("cloud-init: a signed URL is written with a warning that does not repeat its query", "[cloudinit][e2e]") {
+  const auto result = run_gpuenv({"cloud-init", "pytorch-2.9-cu128", "--gpuenv-url",
+                                  "https://b.example.com/gpuenv?X-Amz-Signature=s3cr3t", "--gpuenv-sha256", k_sha});
+  CHECK(result.exit_code == 0);
+  CHECK(contains(result.err, "gpuenv: warning: --gpuenv-url: the URL has a query string"));
+  CHECK_FALSE(contains(result.err, "s3cr3t"));
+  CHECK(contains(result.out, "GPUENV_URL_SHOWN='https://b.example.com/gpuenv?(query hidden)'"));
+  CHECK(contains(result.out, "permissions: '0700'"));
 }

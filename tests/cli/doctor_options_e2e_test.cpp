@@ -1,13 +1,16 @@
-// `gpuenv doctor` options end to end: --cloud-metadata refused under --root, --since, and the smoke tests' own
-// options (--memtest, --expect, --minimum) accepted and checked as `gpuenv smoke` checks them.
+// `gpuenv doctor` options end to end: --cloud-metadata refused under --root, --since, the smoke tests' own
+// options (--memtest, --expect, --minimum) accepted and checked as `gpuenv smoke` checks them, the check tiers
+// (--tier) and reading another run's report (--report, --from-report).
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "fleet/fleet_support.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "util/strings.hpp"
 
 using gpuenv::testing::fixture_path;
 using gpuenv::testing::run_gpuenv;
@@ -45,7 +48,7 @@ TEST_CASE("doctor --since: boot by default, a duration by the log's timestamps, 
   const auto boot_report = nlohmann::json::parse(boot.out, nullptr, false);
   REQUIRE_FALSE(boot_report.is_discarded());
   CHECK(finding_message(boot_report, "xid.events").find("Xid 79") != std::string::npos);
-  CHECK(finding_message(boot_report, "xid.events").find("(since the last boot)") != std::string::npos);
+  CHECK(finding_message(boot_report, "xid.events").find("(since the last boot; ") != std::string::npos);
 
   // The fixture's log is from a past March: the last hour has nothing in it.
   const auto hour = run_gpuenv({"doctor", "--root", tree, "--since", "1h", "--json"});
@@ -72,7 +75,7 @@ TEST_CASE("doctor takes smoke's --memtest, --expect and --minimum, checked as sm
   CHECK(out_of_range.exit_code == 2);
   const auto with_quick = run_gpuenv({"doctor", "--root", tree, "--quick", "--memtest", "0.5"});
   CHECK(with_quick.exit_code == 2);
-  CHECK(with_quick.err.find("--quick and --slurm skip") != std::string::npos);
+  CHECK(with_quick.err.find("which --quick, --slurm and --tier prolog|health skip") != std::string::npos);
 
   // Accepted: the tree has no GPU, so the smoke tests skip, and the run is judged as without them.
   const auto accepted = run_gpuenv(
@@ -81,4 +84,75 @@ TEST_CASE("doctor takes smoke's --memtest, --expect and --minimum, checked as sm
   const auto report = nlohmann::json::parse(accepted.out, nullptr, false);
   REQUIRE_FALSE(report.is_discarded());
   CHECK(finding_message(report, "smoke.run") == "smoke tests do not run under --root");
+}
+
+TEST_CASE("doctor --tier: prolog caps the collection at 5 s and loads no libcuda, bad combinations are bad usage",
+          "[cli][e2e][tier]") {
+  // A live run whose NVML hangs for 20 s: the prolog tier's budget cuts it, whatever --timeout asks for.
+  gpuenv::testing::fleet::TempDir dir;
+  const std::string library = (dir.path() / "libnvidia-ml-fake.so").string();
+  std::filesystem::copy_file(GPUENV_FAKE_NVML_LIBRARY, library);
+  const auto run =
+      run_gpuenv({"doctor", "--tier", "prolog", "--timeout", "30", "--json"},
+                 {{"GPUENV_NVML_LIBRARY", library}, {"GPUENV_FAKE_NVML", fixture_path("nvml/hang-long.conf")}});
+  INFO(run.err);
+  const auto report = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE_FALSE(report.is_discarded());
+  // Each wait is cut to the tier's 2 s (the collection to 5 s): NVML is given up on long before its 20 s.
+  CHECK(finding_message(report, "gpu.count").find("NVML did not answer within 2000 ms") != std::string::npos);
+  CHECK(finding_message(report, "cuda.driver") == "libcuda is not loaded in the prolog tier (NVML only)");
+
+  struct Row {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Row rows[] = {
+      {{"--tier", "health", "--memtest", "0.5"}, "--tier prolog|health skip"},
+      {{"--tier", "prolog", "--expect", "h2d_pinned=20"}, "--tier prolog|health skip"},
+      {{"--tier", "boot", "--quick"}, "--tier boot runs the smoke tests"},
+      {{"--tier", "nightly"}, "--tier"},
+  };
+  for (const Row& row : rows) {
+    std::vector<std::string> args{"doctor", "--root", fixture_path("hosts/no-driver")};
+    args.insert(args.end(), row.args.begin(), row.args.end());
+    const auto bad = run_gpuenv(args);
+    INFO(gpuenv::util::join(row.args, " ") << ": " << bad.err);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find(row.message) != std::string::npos);
+  }
+}
+
+TEST_CASE("doctor --from-report: the line and exit of a report another run wrote, exit 2 when too old or missing",
+          "[cli][e2e]") {
+  gpuenv::testing::fleet::TempDir dir;
+  const std::string report = (dir.path() / "doctor.json").string();
+  const std::vector<std::string> tree{
+      "doctor", "--root", fixture_path("hosts/xid79"), "--nvidia-smi-xml", fixture_path("hosts/xid79.nvidia-smi.xml"),
+      "--quick"};
+  std::vector<std::string> write = tree;
+  write.insert(write.end(), {"--report", report, "--oneline"});
+  const auto direct = run_gpuenv(write);
+  REQUIRE(direct.exit_code == 1);
+  CHECK(std::filesystem::status(report).permissions() == std::filesystem::perms(0644));
+
+  const auto read = run_gpuenv({"doctor", "--from-report", report, "--oneline"});
+  INFO(read.err);
+  CHECK(read.exit_code == 1);
+  CHECK(read.out == direct.out);  // the same line, the node's action at its end
+
+  // Older than --max-age: the writer stopped; exit 2, which node-problem-detector shows as Unknown.
+  auto json = nlohmann::json::parse(gpuenv::testing::read_text(report));
+  json["time"] = json["time"].get<long long>() - 3600;
+  REQUIRE(gpuenv::testing::write_text(report, json.dump()));
+  const auto stale = run_gpuenv({"doctor", "--from-report", report, "--max-age", "900"});
+  CHECK(stale.exit_code == 2);
+  CHECK(stale.err.find("s old (more than --max-age 900)") != std::string::npos);
+  CHECK(stale.out.empty());
+
+  CHECK(run_gpuenv({"doctor", "--from-report", (dir.path() / "none.json").string()}).exit_code == 2);
+  REQUIRE(gpuenv::testing::write_text(report, "{\"schema\": 1}"));
+  const auto broken = run_gpuenv({"doctor", "--from-report", report});
+  CHECK(broken.exit_code == 2);
+  CHECK(broken.err.find("not a `gpuenv doctor --json` report") != std::string::npos);
+  CHECK(run_gpuenv({"doctor", "--from-report", report, "--slurm"}).exit_code == 2);  // excluded
 }

@@ -59,10 +59,11 @@ gpuenv::doctor::DoctorReport hostile_report() {
   r.facts.kernel_events = {xid, xid};
   xid.xid = 13;
   r.facts.kernel_events.push_back(xid);
-  r.findings = {{"gpu.ecc", gpuenv::report::Status::pass, "ok", "", ""},
-                {"gpu.ecc", gpuenv::report::Status::fail, "GPU 1: 3 uncorrected", "", ""},
-                {"xid.events", gpuenv::report::Status::fail, "Xid 79", "", ""},
-                {"toolkit.path", gpuenv::report::Status::skip, "", "", ""}};
+  r.findings = {
+      {"gpu.ecc", gpuenv::report::Status::pass, "ok", "", ""},
+      {"gpu.ecc", gpuenv::report::Status::fail, "GPU 1: 3 uncorrected", "", "", gpuenv::report::Action::reset_gpu},
+      {"xid.events", gpuenv::report::Status::fail, "Xid 79", "", "", gpuenv::report::Action::reboot},
+      {"toolkit.path", gpuenv::report::Status::skip, "", "", ""}};
   gpuenv::smoke::SmokeReport smoke;
   gpuenv::smoke::DeviceResult device;
   device.metrics = {{"h2d_pinned", "GB/s", {24.5, 24, 25, 3}, std::nullopt, 0},
@@ -75,7 +76,8 @@ gpuenv::doctor::DoctorReport hostile_report() {
 
 }  // namespace
 
-TEST_CASE("prometheus: promtool accepts every doctor scenario's textfile, lint included", "[cli][prometheus]") {
+TEST_CASE("prometheus: promtool accepts every doctor scenario's textfile, lint included",
+          "[cli][prometheus][system-test]") {
   if (skip_without_promtool()) return;
   TempDir scratch;
   std::set<std::string> names;
@@ -112,7 +114,7 @@ TEST_CASE("prometheus: the scenario values say what doctor found", "[cli][promet
 }
 
 TEST_CASE("prometheus: hostile host text is escaped, duplicate ids keep the worst status, smoke in base units",
-          "[cli][prometheus]") {
+          "[cli][prometheus][system-test]") {
   const std::string text = gpuenv::cli::doctor_prometheus(hostile_report(), "1.2.3", 1764556800);
   CHECK(text.find(R"(os="ubu\"ntu")") != std::string::npos);
   CHECK(text.find(R"(os_version="22.04\\n")") != std::string::npos);
@@ -124,12 +126,26 @@ TEST_CASE("prometheus: hostile host text is escaped, duplicate ids keep the wors
   CHECK(text.find("invalid UTF-8 bytes replaced by U+FFFD", note) != std::string::npos);
   CHECK(text.find("control character escaped\n", note) != std::string::npos);
   CHECK(text.find(R"(model="NVIDIA \"H100\" 80GB\\HBM3")") != std::string::npos);
-  CHECK(text.find("uuid=\"GPU-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-"
+  CHECK(text.find("UUID=\"GPU-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-"
                   "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD-\xC3\xA9\"") != std::string::npos);
   CHECK(text.find("gpuenv_finding_status{id=\"gpu.ecc\"} 2\n") != std::string::npos);
   CHECK(text.find("gpuenv_finding_status{id=\"toolkit.path\"} -1\n") != std::string::npos);
   CHECK(text.find("gpuenv_xid_events{xid=\"13\"} 1\ngpuenv_xid_events{xid=\"79\"} 2\n") != std::string::npos);
-  CHECK(text.find("gpuenv_gpu_memory_total_bytes{gpu=\"0\"} 85520809984\n") != std::string::npos);
+  // Per-GPU series carry DCGM-exporter's UUID label next to gpu, so DCGM's series join on it.
+  CHECK(text.find("gpuenv_gpu_memory_total_bytes{gpu=\"0\",UUID=\"GPU-") != std::string::npos);
+  CHECK(text.find("\xC3\xA9\"} 85520809984\n") != std::string::npos);
+  // DCGM-exporter's temperature and power are not duplicated unless asked; the families stay declared.
+  CHECK(text.find("# TYPE gpuenv_gpu_temperature_celsius gauge\n") != std::string::npos);
+  CHECK(text.find("gpuenv_gpu_temperature_celsius{") == std::string::npos);
+  CHECK(text.find("gpuenv_gpu_power_draw_watts{") == std::string::npos);
+  const std::string gauges = gpuenv::cli::doctor_prometheus(hostile_report(), "1.2.3", 1764556800, {true});
+  CHECK(gauges.find("gpuenv_gpu_temperature_celsius{gpu=\"0\",UUID=\"GPU-") != std::string::npos);
+  CHECK(gauges.find("gpuenv_gpu_power_draw_watts{gpu=\"0\",UUID=\"GPU-") != std::string::npos);
+  // The node's action: one series per action, 1 for the most disruptive of the findings' (gpu.ecc: reset_gpu).
+  CHECK(text.find("gpuenv_node_action{action=\"none\"} 0\n") != std::string::npos);
+  CHECK(text.find("gpuenv_node_action{action=\"reboot\"} 1\n") != std::string::npos);
+  CHECK(text.find("gpuenv_node_action{action=\"reset_gpu\"} 0\n") != std::string::npos);
+  // The smoke device names no PCI bus id here, so no UUID to join on: the label is left out, not empty.
   CHECK(text.find("gpuenv_smoke_bandwidth_bytes_per_second{gpu=\"0\",test=\"h2d_pinned\"} 24500000000\n") !=
         std::string::npos);
   CHECK(text.find("gpuenv_smoke_matmul_flops_per_second{gpu=\"0\",test=\"gemm_bf16\"} 650250000000000\n") !=
@@ -142,4 +158,21 @@ TEST_CASE("prometheus: hostile host text is escaped, duplicate ids keep the wors
   TempDir scratch;
   write_text(scratch.path() / "hostile.prom", text);
   CHECK(promtool_problems(scratch.path() / "hostile.prom").empty());
+}
+
+TEST_CASE("prometheus: the textfile is written 0644 whatever the umask, and names the node's action",
+          "[cli][prometheus]") {
+  // node_exporter does not run as root: a root service's umask 077 must not hide the file from it.
+  TempDir scratch;
+  const fs::path file = scratch.path() / "gpuenv.prom";
+  std::vector<std::string> argv{"sh", "-c", "umask 077; exec \"$@\"", "sh", GPUENV_BINARY};
+  const auto doctor = doctor_on_tree("xid79", {"--quick", "--prometheus", file.string()});
+  argv.insert(argv.end(), doctor.begin(), doctor.end());
+  const auto run = run_tool(argv);
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 1);
+  CHECK(fs::status(file).permissions() == fs::perms(0644));
+  const std::string text = read_text(file);
+  CHECK(text.find("gpuenv_node_action{action=\"reboot\"} 1\n") != std::string::npos);  // Xid 79: RESTART_BM
+  CHECK(text.find("gpuenv_node_action{action=\"none\"} 0\n") != std::string::npos);
 }

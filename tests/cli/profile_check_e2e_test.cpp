@@ -126,7 +126,7 @@ std::vector<std::string> toml_files_under(const std::string& relative) {
 
 }  // namespace
 
-TEST_CASE("profile check gives each fixture its exit code, rule id and message", "[cli][e2e]") {
+TEST_CASE("profile check gives each fixture its exit code, rule id and message", "[cli][e2e][system-test]") {
   for (const Row& row : k_rows) {
     INFO("fixture " << row.file);
     const auto result = run_gpuenv({"profile", "check", "--json", fixture_path(std::string("profiles/") + row.file)});

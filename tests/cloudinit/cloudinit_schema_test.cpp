@@ -86,7 +86,8 @@ std::vector<std::string> first_usable_cell(const gpuenv::profile::ShippedProfile
 
 }  // namespace
 
-TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid", "[cloudinit][integration]") {
+TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid",
+          "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (const std::string why = schema_unavailable(*system); !why.empty()) {
     WARN("SKIPPED: " << why);
@@ -127,7 +128,8 @@ TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid", "[c
   WARN("cloud-init schema: " << validated << " shipped profiles' user-data Valid");
 }
 
-TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid", "[cloudinit][integration]") {
+TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid",
+          "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (const std::string why = schema_unavailable(*system); !why.empty()) {
     WARN("SKIPPED: " << why);
@@ -155,7 +157,8 @@ TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid", 
   }
 }
 
-TEST_CASE("cloud-init schema rejects a broken user-data document (the check can fail)", "[cloudinit][integration]") {
+TEST_CASE("cloud-init schema rejects a broken user-data document (the check can fail)",
+          "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (const std::string why = schema_unavailable(*system); !why.empty()) {
     WARN("SKIPPED: " << why);
@@ -174,7 +177,7 @@ TEST_CASE("cloud-init schema rejects a broken user-data document (the check can 
   std::string bad_key = text;
   bad_key.replace(bad_key.find("    owner: root:root"), 20, "    ownr: root:root");
   std::string bad_type = text;
-  bad_type.replace(bad_type.find("permissions: '0755'"), 19, "permissions: [0755]");
+  bad_type.replace(bad_type.find("permissions: '0700'"), 19, "permissions: [0700]");
   const std::vector<Broken> broken = {
       {"a misspelt write_files key", bad_key},
       {"permissions of the wrong type", bad_type},

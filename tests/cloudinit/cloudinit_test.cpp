@@ -77,6 +77,23 @@ TEST_CASE("checked_source accepts https URLs with a SHA-256 and absolute preinst
        {SourceKind::url, "https://example.com/g", "'" + std::string(63, 'a'), ""},
        false,
        "not a SHA-256"},
+      // Credentials in the URL would sit in the user-data, the script, its log and `ps` (issue 30, item 7).
+      {"user and password",
+       {SourceKind::url, "https://ci:t0ken@example.com/gpuenv", k_sha, ""},
+       false,
+       "the URL carries credentials"},
+      {"user only", {SourceKind::deb, "https://ci@example.com/g.deb", k_sha, ""}, false, "carries credentials"},
+      {"@ in the path is not userinfo", {SourceKind::url, "https://example.com/a@b/gpuenv", k_sha, ""}, true, ""},
+      {"@ in the query is not userinfo", {SourceKind::url, "https://example.com/g?x=a@b", k_sha, ""}, true, ""},
+      {"curl config", {SourceKind::url, "https://example.com/g", k_sha, "", "/etc/gpuenv/curl.conf"}, true, ""},
+      {"relative curl config",
+       {SourceKind::url, "https://example.com/g", k_sha, "", "curl.conf"},
+       false,
+       "--gpuenv-curl-config"},
+      {"curl config with a quote",
+       {SourceKind::url, "https://example.com/g", k_sha, "", "/etc/a\"b"},
+       false,
+       "--gpuenv-curl-config"},
       {"preinstalled default", preinstalled_source(""), true, ""},
       {"preinstalled custom", preinstalled_source("/opt/gpuenv/bin/gpuenv"), true, ""},
       {"preinstalled relative", preinstalled_source("bin/gpuenv"), false, "not an absolute path"},
@@ -91,6 +108,23 @@ TEST_CASE("checked_source accepts https URLs with a SHA-256 and absolute preinst
   auto upper = gpuenv::cloudinit::checked_source({SourceKind::url, "https://e.com/g", std::string(64, 'A'), ""});
   REQUIRE(upper.has_value());
   CHECK(upper->sha256 == k_sha);
+}
+
+TEST_CASE("a signed URL is warned about and shown without its query in the node's log", "[cloudinit]") {
+  const Source signed_url{SourceKind::url, "https://b.example.com/gpuenv?X-Amz-Signature=abc#f", k_sha, ""};
+  const auto warnings = gpuenv::cloudinit::source_warnings(signed_url);
+  REQUIRE(warnings.size() == 1);
+  CHECK(contains(warnings.front(), "query string"));
+  CHECK_FALSE(contains(warnings.front(), "abc"));
+  CHECK(gpuenv::cloudinit::source_warnings(url_source()).empty());
+  CHECK(gpuenv::cloudinit::redacted_url(signed_url.url) == "https://b.example.com/gpuenv?(query hidden)");
+  CHECK(gpuenv::cloudinit::redacted_url("https://e.com/g") == "https://e.com/g");
+  Options options;
+  options.source = signed_url;
+  const auto script = gpuenv::cloudinit::render_per_boot_script(options);
+  REQUIRE(script);
+  CHECK(contains(*script, "GPUENV_URL_SHOWN='https://b.example.com/gpuenv?(query hidden)'"));
+  CHECK(contains(*script, "GPUENV_CURL_CONFIG=''"));
 }
 
 TEST_CASE("each option shows in the user-data and the per-boot settings", "[cloudinit]") {
@@ -144,7 +178,7 @@ TEST_CASE("each option shows in the user-data and the per-boot settings", "[clou
     CHECK(contains(text, "  - path: /etc/gpuenv/profile.toml\n"));
     CHECK(contains(text,
                    "  - path: /var/lib/cloud/scripts/per-boot/50-gpuenv\n    owner: root:root\n    "
-                   "permissions: '0755'\n"));
+                   "permissions: '0700'\n"));  // it holds the download URL
     for (const std::string& part : row.present) CHECK(contains(text, part));
     for (const std::string& part : row.absent) CHECK_FALSE(contains(text, part));
   }
@@ -234,7 +268,7 @@ TEST_CASE("yaml_content keeps the text exactly: literal block or base64", "[clou
   }
 }
 
-TEST_CASE("the rendered per-boot script passes shellcheck as POSIX sh", "[cloudinit]") {
+TEST_CASE("the rendered per-boot script passes shellcheck as POSIX sh", "[cloudinit][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
   if (system->run({"shellcheck", "--version"}, std::chrono::seconds(30)).not_found) {
     WARN("SKIPPED: shellcheck is not installed (scripts/bootstrap installs it)");
@@ -254,4 +288,24 @@ TEST_CASE("the rendered per-boot script passes shellcheck as POSIX sh", "[cloudi
   ::unlink(pattern.c_str());
   INFO(result.out);
   CHECK(result.exit_code == 0);
+}
+
+TEST_CASE("the per-boot script goes into user-data without its comment lines, the settings block's aside",
+          "[cloudinit]") {
+  // EC2 refuses user-data above 16 KB; the explanations stay in data/cloudinit/per-boot.sh.
+  Options options;
+  options.source = url_source();
+  const auto script = gpuenv::cloudinit::render_per_boot_script(options);
+  REQUIRE(script);
+  std::vector<std::string> comments;
+  for (std::string_view line : gpuenv::util::split_lines(*script))
+    if (gpuenv::util::starts_with(gpuenv::util::trim(line), "#")) comments.emplace_back(line);
+  REQUIRE(comments.size() == 4);
+  CHECK(comments[0] == "#!/bin/sh");
+  CHECK(contains(comments[1], "explained in data/cloudinit/per-boot.sh"));
+  CHECK(comments[2] == "# Settings from gpuenv cloud-init.");
+  CHECK(gpuenv::util::starts_with(comments[3], "# The matrix cell"));
+  CHECK(contains(*script, "set -u\n"));
+  CHECK(contains(*script, "systemctl reboot --no-block\n"));
+  CHECK_FALSE(contains(*script, "--https-only"));  // wget's option applies to recursive downloads only
 }

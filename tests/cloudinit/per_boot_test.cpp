@@ -1,10 +1,13 @@
 // Integration: the per-boot script itself (as `gpuenv cloud-init` renders it) run boot after boot in a Debian 12 root
 // (chroot), with a stand-in gpuenv that records its calls and answers like install and doctor, and stand-in
-// systemctl/shutdown/curl that record instead of rebooting or downloading. Needs root and debootstrap.
+// systemctl/shutdown/curl that record instead of rebooting or downloading. The stand-in reboot then stops the script
+// with SIGTERM, as systemd's shutdown would: the script must still be waiting for it (it never returns after asking
+// for a reboot). Needs root and debootstrap.
 
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,6 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// What Node::boot returns when the script was still running when the (stand-in) shutdown stopped it.
+constexpr int k_stopped_by_shutdown = 1000;
+
 using gpuenv::cloudinit::Options;
 using gpuenv::cloudinit::SourceKind;
 using gpuenv::util::contains;
@@ -25,7 +31,7 @@ using gpuenv::util::contains;
 // Answers like `gpuenv install --resume P --json` and `gpuenv doctor --profile P --json`. /var/lib/standin/mode:
 // "loop" (default): the first install asks for a reboot, the second finishes, later ones change nothing;
 // "always-reboot": every install asks for a reboot; "refused": install refuses (exit 1). /var/lib/standin/verdict: the
-// doctor verdict (default READY).
+// doctor verdict (default READY); /var/lib/standin/verdicts: verdicts used up one per call, before that.
 constexpr const char* k_standin_gpuenv = R"(#!/bin/sh
 d=/var/lib/standin
 mkdir -p "$d"
@@ -50,7 +56,12 @@ case "$1" in
     esac
     exit 0 ;;
   doctor)
-    verdict=$(cat "$d/verdict" 2>/dev/null || echo READY)
+    if [ -s "$d/verdicts" ]; then
+      verdict=$(head -n 1 "$d/verdicts")
+      sed -i 1d "$d/verdicts"
+    else
+      verdict=$(cat "$d/verdict" 2>/dev/null || echo READY)
+    fi
     echo "doctor: $verdict" >>"$d/answers"
     printf '{\n  "findings": [],\n  "schema": 1,\n  "verdict": "%s"\n}\n' "$verdict"
     [ "$verdict" = "NOT READY" ] && exit 1
@@ -59,22 +70,34 @@ esac
 exit 2
 )";
 
+// systemctl and shutdown: `is-active` answers "inactive"; a reboot is recorded, then the caller is stopped with
+// SIGTERM as the shutdown would stop it (unless /var/lib/standin/no-stop exists: then nothing stops it; or
+// /var/lib/standin/reboot-fails: the request fails as systemctl's does when systemd refuses the job, exit 1).
 constexpr const char* k_standin_reboot = R"(#!/bin/sh
 mkdir -p /var/lib/standin
+if [ "$1" = is-active ]; then
+  left=$(cat /var/lib/standin/activating 2>/dev/null || echo 0)
+  if [ "$left" -gt 0 ]; then echo $((left - 1)) >/var/lib/standin/activating; echo activating; exit 3; fi
+  echo inactive
+  exit 3
+fi
 echo "$(basename "$0") $*" >>/var/lib/standin/reboots
+if [ -f /var/lib/standin/reboot-fails ]; then echo "Failed to reboot system via logind: Access denied" >&2; exit 1; fi
+[ -f /var/lib/standin/no-stop ] || kill -TERM "$PPID"
 )";
 
-// curl -fsSL ... -o FILE URL: copies /srv/downloads/<last part of URL> to FILE.
-constexpr const char* k_standin_curl = R"(#!/bin/sh
+// curl ... -K - (url and output on standard input, as the script passes them): records its argv and that config, then
+// copies /srv/downloads/<last part of the URL> to the output.
+constexpr const char* k_standin_curl = R"SH(#!/bin/sh
 mkdir -p /var/lib/standin
 echo "curl $*" >>/var/lib/standin/downloads
-out=
-while [ $# -gt 1 ]; do
-  [ "$1" = -o ] && out=$2
-  shift
-done
-cp "/srv/downloads/${1##*/}" "$out"
-)";
+config=$(cat)
+printf '%s\n' "$config" >>/var/lib/standin/curl-stdin
+url=$(printf '%s\n' "$config" | sed -n 's/^url = "\(.*\)"$/\1/p')
+out=$(printf '%s\n' "$config" | sed -n 's/^output = "\(.*\)"$/\1/p')
+url=${url%%\?*}
+cp "/srv/downloads/${url##*/}" "$out"
+)SH";
 
 std::string read(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -113,16 +136,20 @@ class Node {
   void install_script(const Options& options) {
     auto script = gpuenv::cloudinit::render_per_boot_script(options);
     REQUIRE(script.has_value());
-    write(path(std::string(gpuenv::cloudinit::k_per_boot_path)), *script, fs::perms(0755));
+    write(path(std::string(gpuenv::cloudinit::k_per_boot_path)), *script, fs::perms(0700));  // as the user-data
   }
 
-  /// One boot: cloud-init's final stage runs the per-boot script; its exit code.
+  /// One boot: cloud-init's final stage runs the per-boot script; the run.
+  gpuenv::system::CommandResult run_boot(std::chrono::seconds limit = std::chrono::seconds(120)) {
+    return m_system->run({"chroot", m_root.string(), std::string(gpuenv::cloudinit::k_per_boot_path)}, limit);
+  }
+
+  /// One boot that ends by itself; its exit code (k_stopped_by_shutdown when the stand-in reboot stopped it).
   int boot() {
-    const auto result = m_system->run({"chroot", m_root.string(), std::string(gpuenv::cloudinit::k_per_boot_path)},
-                                      std::chrono::seconds(120));
+    const auto result = run_boot();
     INFO(result.out << result.err);
     REQUIRE_FALSE(result.timed_out);
-    return result.exit_code;
+    return result.signal == SIGTERM ? k_stopped_by_shutdown : result.exit_code;
   }
 
  private:
@@ -150,6 +177,24 @@ std::string cached_root(std::string& why) {
   return std::string(gpuenv::util::trim(root.out));
 }
 
+/// A node made from the cached Debian 12 root, or nullptr after saying why this machine cannot make one.
+std::unique_ptr<Node> fresh_node() {
+  std::string why;
+  const std::string cached = cached_root(why);
+  if (cached.empty()) {
+    WARN("SKIPPED: " << why);
+    return nullptr;
+  }
+  return std::make_unique<Node>(cached);
+}
+
+/// The SHA-256 of a file on this machine, as sha256sum prints it.
+std::string sha256_of(const fs::path& file) {
+  const auto sum = gpuenv::system::make_real_system()->run({"sha256sum", file.string()}, std::chrono::seconds(30));
+  REQUIRE(sum.exit_code == 0);
+  return sum.out.substr(0, 64);
+}
+
 Options preinstalled_options() {
   Options options;
   options.source = {SourceKind::preinstalled, "", "", "/usr/bin/gpuenv"};
@@ -158,25 +203,24 @@ Options preinstalled_options() {
 }
 
 const std::string k_install_call = "install --resume /etc/gpuenv/profile.toml --json\n";
-const std::string k_doctor_call = "doctor --profile /etc/gpuenv/profile.toml --json\n";
+const std::string k_doctor_call = "doctor --tier boot --profile /etc/gpuenv/profile.toml --json\n";
 
 }  // namespace
 
-TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit][integration][system-test][engine]") {
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
   node.install_script(preinstalled_options());
 
-  // Boot 1: install changes the node and asks for a reboot; the script reboots and verifies nothing yet.
-  CHECK(node.boot() == 0);
+  // Boot 1: install changes the node and asks for a reboot; the script reboots, verifies nothing yet, and is still
+  // waiting when the shutdown stops it.
+  write(node.path("/var/lib/gpuenv/ready"), "verdict=READY\nboot_id=an-earlier-boot\n");
+  CHECK(node.boot() == k_stopped_by_shutdown);
   CHECK(node.file("/var/lib/standin/calls") == k_install_call);
-  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\n");
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\n");
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));  // the earlier boot's marker went first thing
   CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
   CHECK_FALSE(node.has("/var/lib/gpuenv/doctor.json"));
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "install asks for a reboot (reboot 1 of at most 5)"));
@@ -184,7 +228,7 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   // Boot 2: install finishes without a reboot; doctor says READY: doctor.json and the marker are written.
   CHECK(node.boot() == 0);
   CHECK(node.file("/var/lib/standin/calls") == k_install_call + k_install_call + k_doctor_call);
-  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\n");
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\n");
   CHECK(contains(node.file("/var/lib/gpuenv/doctor.json"), "\"verdict\": \"READY\""));
   CHECK(gpuenv::util::starts_with(node.file("/var/lib/gpuenv/ready"), "verdict=READY\n"));
   CHECK_FALSE(node.has("/var/lib/gpuenv/cloud-init-reboots"));
@@ -193,7 +237,7 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   CHECK(node.boot() == 0);
   CHECK(node.file("/var/lib/standin/answers") ==
         "install: changed, reboot\ninstall: changed\ndoctor: READY\ninstall: unchanged\ndoctor: READY\n");
-  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\n");
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\n");
   CHECK(node.has("/var/lib/gpuenv/ready"));
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv install: nothing to change"));
 
@@ -225,14 +269,11 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   CHECK(node.file("/var/lib/standin/calls") == k_doctor_call);
 }
 
-TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor", "[cloudinit][integration]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
+          "[cloudinit][integration][system-test][engine]") {
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
   write(node.path("/var/lib/standin/mode"), "always-reboot\n");
   Options options = preinstalled_options();
@@ -240,32 +281,26 @@ TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
   options.selection = {{"framework.python", "3.11"}};
   node.install_script(options);
 
-  CHECK(node.boot() == 0);
-  CHECK(node.boot() == 0);
-  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\nsystemctl reboot\n");
+  CHECK(node.boot() == k_stopped_by_shutdown);
+  CHECK(node.boot() == k_stopped_by_shutdown);
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\nsystemctl reboot --no-block\n");
   // The third request is refused: no reboot, no marker, exit 1; doctor still records the state.
   CHECK(node.boot() == 1);
-  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot\nsystemctl reboot\n");
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\nsystemctl reboot --no-block\n");
   CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "not rebooting again"));
   CHECK(contains(node.file("/var/lib/standin/calls"),
                  "install --resume /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"
-                 "doctor --profile /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"));
+                 "doctor --tier boot --profile /etc/gpuenv/profile.toml --set framework.python=3.11 --json\n"));
 }
 
-TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches", "[cloudinit][integration]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matches",
+          "[cloudinit][integration][system-test][engine]") {
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   write(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
-  auto system = gpuenv::system::make_real_system();
-  const auto sum = system->run({"sha256sum", node.path("/srv/downloads/gpuenv").string()}, std::chrono::seconds(30));
-  REQUIRE(sum.exit_code == 0);
-  const std::string sha = sum.out.substr(0, 64);
+  const std::string sha = sha256_of(node.path("/srv/downloads/gpuenv"));
 
   Options options = preinstalled_options();
   options.source = {SourceKind::url, "https://example.com/releases/gpuenv", std::string(64, 'f'), ""};
@@ -277,7 +312,7 @@ TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matc
 
   options.source.sha256 = sha;
   node.install_script(options);
-  CHECK(node.boot() == 0);  // first boot: installs gpuenv, then install asks for a reboot
+  CHECK(node.boot() == k_stopped_by_shutdown);  // first boot: installs gpuenv, then install asks for a reboot
   CHECK(node.file("/usr/local/bin/gpuenv") == k_standin_gpuenv);
   CHECK(fs::status(node.path("/usr/local/bin/gpuenv")).permissions() == fs::perms(0755));
   CHECK(node.file("/var/lib/standin/calls") == k_install_call);
@@ -288,14 +323,10 @@ TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matc
 }
 
 TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and not fetched again",
-          "[cloudinit][integration]") {
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+          "[cloudinit][integration][system-test][engine]") {
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   // A package holding the stand-in as /usr/bin/gpuenv, built with the host's dpkg-deb.
   const fs::path package = node.path("/var/tmp/gpuenv-package");
   write(package / "DEBIAN/control",
@@ -310,13 +341,11 @@ TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and n
   INFO(built.err);
   REQUIRE(built.exit_code == 0);
   fs::remove_all(package);
-  const auto sum = system->run({"sha256sum", deb.string()}, std::chrono::seconds(30));
-  REQUIRE(sum.exit_code == 0);
 
   Options options = preinstalled_options();
-  options.source = {SourceKind::deb, "https://example.com/releases/gpuenv_0.1.0_all.deb", sum.out.substr(0, 64), ""};
+  options.source = {SourceKind::deb, "https://example.com/releases/gpuenv_0.1.0_all.deb", sha256_of(deb), ""};
   node.install_script(options);
-  CHECK(node.boot() == 0);  // first boot: installs the package, then install asks for a reboot
+  CHECK(node.boot() == k_stopped_by_shutdown);  // first boot: installs the package, then install asks for a reboot
   CHECK(node.file("/usr/bin/gpuenv") == k_standin_gpuenv);
   CHECK(contains(node.file("/var/lib/dpkg/status"), "Package: gpuenv\nStatus: install ok installed\n"));
   CHECK(node.file("/var/lib/standin/calls") == k_install_call);
@@ -328,18 +357,14 @@ TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and n
 }
 
 TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the chroot: NOT READY, no marker)",
-          "[cloudinit][integration]") {
+          "[cloudinit][integration][system-test][engine]") {
 #if defined(__SANITIZE_ADDRESS__)
   WARN("SKIPPED: a sanitizer build of gpuenv needs the host's libasan, which the Debian root does not have");
   return;
 #endif
-  std::string why;
-  const std::string cached = cached_root(why);
-  if (cached.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
-  Node node(cached);
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
   fs::copy_file(GPUENV_BINARY, node.path("/usr/bin/gpuenv"));
   fs::permissions(node.path("/usr/bin/gpuenv"), fs::perms(0755));
   write(node.path("/etc/gpuenv/profile.toml"),
@@ -352,4 +377,98 @@ TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the 
   CHECK(contains(node.file("/var/lib/gpuenv/doctor.json"), "\"verdict\": \"NOT READY\""));
   CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv doctor: NOT READY (exit 1"));
+}
+
+TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud-init",
+          "[cloudinit][integration][system-test]") {
+  // cloud-init marks a module as run before running it: a per-boot script that returned while the machine shuts down
+  // would let the final stage start the user's scripts, which the shutdown kills and which never run again.
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
+  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write(node.path("/var/lib/standin/no-stop"), "");  // nothing stops the script this time
+  node.install_script(preinstalled_options());
+  const auto run = node.run_boot(std::chrono::seconds(5));
+  INFO(run.out << run.err);
+  CHECK(run.timed_out);  // still waiting for the shutdown after 5 s
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\n");
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call);  // no doctor, nothing after the request
+  const std::string log = node.file("/var/log/gpuenv/cloud-init.log");
+  CHECK(gpuenv::util::ends_with(log, "install asks for a reboot (reboot 1 of at most 5); rebooting\n"));
+}
+
+TEST_CASE("per-boot: a reboot that cannot be requested is reported, not waited for",
+          "[cloudinit][integration][system-test]") {
+  // Nothing would ever stop the script, and cloud-final.service has TimeoutSec=0 (cloud-init's
+  // systemd/cloud-final.service; Debian 12 ships the same): waiting would hold cloud-init's final stage for good.
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
+  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write(node.path("/var/lib/standin/reboot-fails"), "");
+  node.install_script(preinstalled_options());
+  const auto run = node.run_boot(std::chrono::seconds(60));
+  INFO(run.out << run.err);
+  REQUIRE_FALSE(run.timed_out);
+  CHECK(run.exit_code == 1);
+  CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\n");
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "the reboot could not be requested (exit 1)"));
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));  // doctor records the state; install did not finish
+  CHECK(node.file("/var/lib/standin/calls") == k_install_call + k_doctor_call);
+}
+
+TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still starting",
+          "[cloudinit][integration][system-test]") {
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
+  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write(node.path("/var/lib/standin/verdicts"), "NOT READY\nREADY\n");
+  write(node.path("/var/lib/standin/activating"), "1\n");
+  Options options = preinstalled_options();
+  options.doctor_only = true;
+  node.install_script(options);
+  CHECK(node.boot() == 0);
+  CHECK(node.file("/var/lib/standin/answers") == "doctor: NOT READY\ndoctor: READY\n");
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"),
+                 "while nvidia-persistenced or nvidia-fabricmanager is starting"));
+  CHECK(gpuenv::util::starts_with(node.file("/var/lib/gpuenv/ready"), "verdict=READY\nboot_id="));
+
+  // Not starting (inactive): NOT READY is the answer, once.
+  write(node.path("/var/lib/standin/verdicts"), "NOT READY\nREADY\n");
+  fs::remove(node.path("/var/lib/standin/answers"));
+  CHECK(node.boot() == 1);
+  CHECK(node.file("/var/lib/standin/answers") == "doctor: NOT READY\n");
+  CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
+}
+
+TEST_CASE("per-boot: a signed URL stays out of ps and the log, credentials come only from a root-only curl config",
+          "[cloudinit][integration][system-test]") {
+  const auto fresh = fresh_node();
+  if (!fresh) return;
+  Node& node = *fresh;
+  write(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
+  Options options = preinstalled_options();
+  options.source = {SourceKind::url, "https://bucket.example.com/gpuenv?X-Amz-Signature=s3cr3t",
+                    sha256_of(node.path("/srv/downloads/gpuenv")), "", "/etc/gpuenv/curl.conf"};
+  node.install_script(options);
+
+  // A config others can read is refused, not used.
+  write(node.path("/etc/gpuenv/curl.conf"), "user = \"ci:token\"\n", fs::perms(0644));
+  CHECK(node.boot() == 1);
+  CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "refusing /etc/gpuenv/curl.conf"));
+  CHECK_FALSE(node.has("/var/lib/standin/downloads"));
+
+  fs::permissions(node.path("/etc/gpuenv/curl.conf"), fs::perms(0600));
+  CHECK(node.boot() == k_stopped_by_shutdown);  // installed gpuenv, then install asked for a reboot
+  const std::string argv = node.file("/var/lib/standin/downloads");
+  CHECK(contains(argv, "-K /etc/gpuenv/curl.conf -K -"));
+  CHECK(contains(argv, "--proto-redir =https"));
+  CHECK_FALSE(contains(argv, "s3cr3t"));  // not in curl's argv, so not in `ps`
+  CHECK(contains(node.file("/var/lib/standin/curl-stdin"),
+                 "url = \"https://bucket.example.com/gpuenv?X-Amz-Signature=s3cr3t\""));
+  const std::string log = node.file("/var/log/gpuenv/cloud-init.log");
+  CHECK_FALSE(contains(log, "s3cr3t"));
+  CHECK(contains(log, "https://bucket.example.com/gpuenv?(query hidden)"));
 }

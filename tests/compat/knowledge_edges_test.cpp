@@ -132,6 +132,13 @@ TEST_CASE("issue 25 rule 4: architecture-aware wheels", "[compat][issue25]") {
           "pytorch.variant", Expect::pass, "exists for Linux aarch64"),
       row("2.7.0+cu126 on arm64: not known either way", {pytorch, torch("2.7.0"), python311, cuda("12.6.3"), arm64},
           "pytorch.variant", Expect::warn, "is not in gpuenv's data"),
+      // 2.8's aarch64 (sbsa) build was CUDA 12.9 only: pytorch/pytorch#155819 added it before the release,
+      // pytorch/pytorch#162364 replaced it with 12.6 and 12.8 after; uv lists no aarch64 2.8.0+cu128 wheel
+      // (OpenRAL/openral#88).
+      row("2.8.0+cu129 on arm64 (the 2.8 sbsa build)", {pytorch, torch("2.8.0"), python311, cuda("12.9.1"), arm64},
+          "pytorch.variant", Expect::pass, "exists for Linux aarch64"),
+      row("2.8.0+cu128 on arm64: none", {pytorch, torch("2.8.0"), python311, cuda("12.8.1"), arm64}, "pytorch.variant",
+          Expect::fail, "no Linux aarch64 cu128 wheel (its Linux aarch64 CUDA wheels: cu129)"),
       row("2.11.0 on arm64: its aarch64 wheels are not in the data",
           {pytorch, torch("2.11.0"), python311, cuda("12.8.1"), arm64}, "pytorch.variant", Expect::warn,
           "whether torch 2.11.0+cu128 is published for Linux aarch64"),

@@ -58,7 +58,8 @@ TEST_CASE("public sources: the detector catches private citations and passes pub
   }
 }
 
-TEST_CASE("public sources: no data file or source file cites the development environment", "[compat][sources]") {
+TEST_CASE("public sources: no data file or source file cites the development environment",
+          "[compat][sources][system-test]") {
   const fs::path root = GPUENV_SOURCE_DIR;
   std::size_t files = 0;
   for (const char* folder : {"data", "src"}) {

@@ -33,7 +33,11 @@ bool names_primary_source(const std::string& source) {
 
 /// Says the fact was read through a third-party copy of the primary source.
 bool read_through_a_copy(const std::string& source) {
-  static const std::regex copy(R"((mirror|read via|copy of|copies of|quoted in|third-party))", std::regex::icase);
+  // "as listed in" / "quoting": a primary URL named inside a third party's catalog or quotation (the CUDA 12.8.2 row
+  // cites NVIDIA's installer URL as rwgk/rwgk_config lists it; the Blackwell rows quote NVIDIA's driver README
+  // through the GLFS book).
+  static const std::regex copy(R"((mirror|read via|copy of|copies of|quoted in|quoting|as listed|third-party))",
+                               std::regex::icase);
   return std::regex_search(source, copy);
 }
 
@@ -94,6 +98,15 @@ TEST_CASE("verified sources: the detector tells primary sources from copies", "[
       {"pytorch/pytorch RELEASE.md (https://github.com/pytorch/pytorch/blob/main/RELEASE.md) (read via copies)", false},
       {"third-party copies of NVIDIA CUDA Toolkit 13.2 / 13.3 release notes", false},
       {"CUDA 11.0 notes quoted in alicevision/popsift#102", false},
+      {"NVIDIA's CUDA 12.8.2 runfile installer cuda_12.8.2_570.211.01_linux.run "
+       "(https://developer.download.nvidia.com/compute/cuda/12.8.2/local_installers/cuda_12.8.2_570.211.01_linux.run), "
+       "as listed from NVIDIA's CUDA Toolkit Archive download pages in rwgk/rwgk_config @ 6119ce8a bin/"
+       "ctk_download_installers.sh",
+       false},
+      {"open kernel modules required for Blackwell: GLFS NVIDIA-r580 page "
+       "(https://glfs-book.github.io/glfs/shareddeps/nvidia-r580.html), quoting NVIDIA's driver README; NVIDIA driver "
+       "installation guide (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html)",
+       false},
       // no primary source at all
       {"llvm/llvm-project clang/lib/Basic/Cuda.cpp (MinVersionForCudaArch / MaxVersionForCudaArch)", false},
       {"rapidsai/ci-imgs @ 534e7520 matrix.yaml", false},

@@ -77,7 +77,7 @@ nlohmann::json parse_json(const std::string& text) {
 }  // namespace
 
 TEST_CASE("dockerfile: golden Dockerfiles: representative profiles render byte for byte as reviewed",
-          "[dockerfile][e2e][golden]") {
+          "[dockerfile][e2e][golden][system-test]") {
   const bool update = std::getenv("GPUENV_UPDATE_GOLDEN") != nullptr;
   const auto cases = golden_cases();
   REQUIRE(cases.size() >= 12);
@@ -98,7 +98,8 @@ TEST_CASE("dockerfile: golden Dockerfiles: representative profiles render byte f
     CHECK(listed.contains(name));
 }
 
-TEST_CASE("dockerfiles/ holds the current Dockerfile of every shipped profile that can have one", "[dockerfile][e2e]") {
+TEST_CASE("dockerfiles/ holds the current Dockerfile of every shipped profile that can have one",
+          "[dockerfile][e2e][system-test]") {
   const auto list = run_gpuenv({"profile", "list"});
   REQUIRE(list.exit_code == 0);
   std::set<std::string> expected;
@@ -207,7 +208,7 @@ TEST_CASE("dockerfile: refused profiles: exit 1, nothing on stdout, the same fin
 }
 
 TEST_CASE("dockerfile: all: one Dockerfile per valid cell, identical to the single-cell command, and an index",
-          "[dockerfile][e2e]") {
+          "[dockerfile][e2e][system-test]") {
   TempDir dir;
   const std::string profile = k_fixtures + "matrix-frameworks.toml";
   const auto all = run_in_source({"dockerfile", profile, "--all", "--out-dir", dir.str()});

@@ -264,7 +264,7 @@ void write_checks(const fs::path& dir, const std::string& dockerfile) {
 }  // namespace
 
 TEST_CASE("image: the generated pytorch-2.9-cu128 Dockerfile builds with podman and runs as any uid in group 0",
-          "[dockerfile][image][system-test]") {
+          "[dockerfile][image][system-test][engine]") {
   if (const std::string why = missing_requirement(); !why.empty()) {
     WARN("SKIPPED: " << why);
     return;

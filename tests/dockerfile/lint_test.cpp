@@ -113,7 +113,7 @@ std::vector<fs::path> generated_files(const fs::path& scratch) {
 TEST_CASE(
     "dockerfile lint: every generated Dockerfile passes gpuenv's structural checks and dockerfile-utils with zero "
     "errors and warnings",
-    "[dockerfile][lint][system-test]") {
+    "[dockerfile][lint][system-test][engine]") {
   TempDir scratch;
   const std::vector<fs::path> files = generated_files(scratch.path());
   REQUIRE(files.size() >= 100);

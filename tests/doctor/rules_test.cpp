@@ -393,6 +393,7 @@ TEST_CASE("rules: kernel module, nouveau, Secure Boot, device nodes, probe error
          gpuenv::probe::KernelEvent e;
          e.kind = gpuenv::probe::KernelEventKind::probe_not_called;
          e.message = "The NVIDIA probe routine was not called for 3 device(s).";
+         e.device_count = 3;  // as parse_xid_events reads it: the finding says it, never the log's text
          f.kernel_events.push_back(e);
        },
        "driver.probe",
@@ -403,6 +404,7 @@ TEST_CASE("rules: kernel module, nouveau, Secure Boot, device nodes, probe error
          gpuenv::probe::KernelEvent e;
          e.kind = gpuenv::probe::KernelEventKind::probe_failed;
          e.message = "The NVIDIA probe routine failed for 1 device(s).";
+         e.device_count = 1;
          f.kernel_events.push_back(e);
        },
        "driver.probe",

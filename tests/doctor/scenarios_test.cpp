@@ -229,7 +229,7 @@ std::string worst_id(const nlohmann::json& findings) {
 
 }  // namespace
 
-TEST_CASE("doctor scenarios: exit code, verdict and key findings of every host tree", "[doctor][e2e]") {
+TEST_CASE("doctor scenarios: exit code, verdict and key findings of every host tree", "[doctor][e2e][system-test]") {
   for (const Scenario& s : k_scenarios) {
     INFO("scenario: " << describe(s));
     const auto result = run_gpuenv(doctor_args(s.tree, s.args, "--json"));
@@ -268,7 +268,7 @@ TEST_CASE("doctor scenarios: the JSON has the keys docs/doctor-json.md documents
   const auto json = nlohmann::json::parse(result.out, nullptr, false);
   REQUIRE_FALSE(json.is_discarded());
   CHECK(keys(json) == std::set<std::string>{"schema", "gpuenv_version", "verdict", "host", "driver", "gpus",
-                                            "gpu_source", "cuda_toolkits", "findings", "summary"});
+                                            "gpu_source", "cuda_toolkits", "findings", "summary", "action", "time"});
   CHECK(keys(json.at("host")) == std::set<std::string>{"os", "os_version", "kernel", "architecture", "cpus",
                                                        "memory_kib", "cloud", "instance_type"});
   CHECK(keys(json.at("driver")) ==
@@ -284,8 +284,8 @@ TEST_CASE("doctor scenarios: the JSON has the keys docs/doctor-json.md documents
   CHECK(json.at("gpus").at(0).at("compute_capability").is_null());
   for (const auto& finding : json.at("findings")) {
     const auto k = keys(finding);
-    CHECK((k == std::set<std::string>{"id", "status", "message", "remedy"} ||
-           k == std::set<std::string>{"id", "status", "message", "remedy", "source"}));
+    CHECK((k == std::set<std::string>{"id", "status", "message", "remedy", "action"} ||
+           k == std::set<std::string>{"id", "status", "message", "remedy", "source", "action"}));
   }
   // Without a driver: the nullable values are null, open_module is left out.
   const auto bare = nlohmann::json::parse(run_gpuenv(doctor_args("no-driver", {}, "--json")).out, nullptr, false);
@@ -317,7 +317,7 @@ TEST_CASE("doctor scenarios: every host tree has a README and a row", "[doctor][
 }
 
 TEST_CASE("doctor scenarios: --oneline is one line of at most 80 characters naming the worst finding",
-          "[doctor][e2e]") {
+          "[doctor][e2e][system-test]") {
   std::set<std::string> seen;
   for (const Scenario& s : k_scenarios) {
     if (!seen.insert(describe(s)).second) continue;
@@ -336,6 +336,11 @@ TEST_CASE("doctor scenarios: --oneline is one line of at most 80 characters nami
     CHECK(line.rfind(json.at("verdict").get<std::string>() + ": ", 0) == 0);
     const std::string worst = worst_id(json.at("findings"));
     if (!worst.empty()) CHECK(line.find(worst) != std::string::npos);
+    // The node's action ends the line (NHC's and Slurm's reasons carry it); nothing in it a shell would expand.
+    const std::string action = json.at("action");
+    if (action != "none") CHECK(line.size() >= action.size() + 2);
+    if (action != "none") CHECK(line.substr(line.size() - action.size() - 2) == "[" + action + "]");
+    CHECK(line.find_first_of("'\"`$\\") == std::string::npos);
   }
 }
 

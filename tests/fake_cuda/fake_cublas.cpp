@@ -2,7 +2,12 @@
 // keys): the same library serves as GPUENV_CUBLAS_LIBRARY.
 
 #include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "fake_cuda/fake_state.hpp"
 
@@ -32,16 +37,36 @@ using namespace fake_cuda;
 template <typename Load>
 int column_major_gemm(int m, int n, int k, const void* a, int lda, const void* b, int ldb, float* c, int ldc,
                       Load load) {
-  t_tensor_kernel_timed = false;
+  t_last_kernel = "cublas";
   if (const int result = static_cast<int>(number("cublas_gemm_result", 0)); result != 0) return result;
   ++g_all_gemm_launches;
-  std::this_thread::sleep_for(std::chrono::milliseconds(number("gemm_sleep_ms", 0)));
+  gemm_sleep();
+  // gemm_memoize: the same operands again: the first result, copied (the bench's GEMMs cost no CPU time).
+  static std::mutex memo_mutex;
+  static std::map<std::tuple<std::uint64_t, std::uint64_t, int, int, int>, std::vector<float>> memo;
+  const bool memoize = number("gemm_memoize", 0) != 0;
+  // Column-major operands: A is m x k with leading dimension lda, B k x n with ldb (the bench's are packed).
+  const auto key = memoize ? std::tuple{operand_hash(a, static_cast<std::size_t>(lda) * k, load),
+                                        operand_hash(b, static_cast<std::size_t>(ldb) * n, load), m, n, k}
+                           : std::tuple<std::uint64_t, std::uint64_t, int, int, int>{};
+  if (memoize) {
+    const std::lock_guard<std::mutex> lock(memo_mutex);
+    if (const auto it = memo.find(key); it != memo.end() && it->second.size() == static_cast<std::size_t>(m) * n) {
+      std::memcpy(c, it->second.data(), it->second.size() * 4);
+      if (number("cublas_wrong", 0) != 0) c[0] += 1.0f;
+      return 0;
+    }
+  }
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
       float sum = 0;
       for (int p = 0; p < k; ++p) sum += load(a, i + p * lda) * load(b, p + j * ldb);
       c[i + j * ldc] = sum;
     }
+  }
+  if (memoize) {
+    const std::lock_guard<std::mutex> lock(memo_mutex);
+    memo[key].assign(c, c + static_cast<std::size_t>(m) * n);
   }
   if (number("cublas_wrong", 0) != 0) c[0] += 1.0f;
   return 0;

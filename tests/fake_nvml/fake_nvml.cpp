@@ -19,8 +19,21 @@
 // nvmlDeviceGetPcieReplayCounter. nvlink_<replay|recovery|crc_flit|crc_data>_link<N> (+ _rise) set link N's error
 // counters; these grow by _rise with each nvmlInit of the process after the first, as a real counter grows with time.
 // nvlink_down = N with nvlink_down_from_session = S makes link N read inactive from the S-th nvmlInit on.
+// For a resident reader (gpuenv watch) that keeps one nvmlInit: a counter's "_step" companion adds step x the number
+// of earlier reads (a counter that grows at every read); reload_on_change = 1 re-reads the fixture at
+// nvmlDeviceGetCount when its modification time changed, so a test can rewrite temperatures, utilisation, a lost GPU
+// or the GPU count between two reads; hang_count_after = N with hang_count_seconds = S makes the
+// nvmlDeviceGetCount after the Nth block S seconds (a GPU that hangs in the middle of a session, then recovers).
+// gpuenv smoke's keys (issue 23; functions in the "smoke" section at the end): smoke_pids = 4321,8765 (compute
+// processes, nvmlDeviceGetComputeRunningProcesses_v3), smoke_pids_later (more from the second read on),
+// smoke_pids_self_later = 1 (the caller's own PID from the second read on, as after it made a context),
+// smoke_pids_alias_later = 99 (that PID instead: this process seen from another PID namespace); smoke_pcie_replays
+// (and _rise); smoke_nvlink_replay / _recovery / _crc_flit / _crc_data (link 0's counter, each with a _rise);
+// smoke_nvlink_down_later = 5 (that link inactive from the second state read on); smoke_mig_instances = 3 (MIG
+// instances of the GPU, with mig_mode = 1).
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,6 +49,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,7 +128,9 @@ int earlier_reads(const FakeGpu& gpu, const std::string& key) {
   return g_reads[std::to_string(reinterpret_cast<std::uintptr_t>(&gpu)) + key]++;
 }
 unsigned long long rising_counter(const FakeGpu& gpu, const std::string& key) {
-  return gpu.number(key) + (earlier_reads(gpu, key) > 0 ? gpu.number(key + "_rise") : 0);
+  const int reads = earlier_reads(gpu, key);
+  return gpu.number(key) + (reads > 0 ? gpu.number(key + "_rise") : 0) +
+         gpu.number(key + "_step") * static_cast<unsigned long long>(reads);
 }
 
 // ---- fabric and link counters (doctor's fabric checks) ----------------------------------------------------------
@@ -197,8 +213,59 @@ __attribute__((destructor)) void on_teardown() {
   }
 }
 
+/// reload_on_change = 1: the fixture is re-read when its modification time changed since the last load.
+void reload_if_changed() {
+  static long long loaded_ns = -1;
+  const char* path = std::getenv("GPUENV_FAKE_NVML");
+  struct stat info {};
+  if (path == nullptr || state().top_int("reload_on_change", 0) != 1 || ::stat(path, &info) != 0) return;
+  const long long ns = static_cast<long long>(info.st_mtim.tv_sec) * 1000000000LL + info.st_mtim.tv_nsec;
+  if (loaded_ns >= 0 && ns != loaded_ns) mutable_state() = load_state();
+  loaded_ns = ns;
+}
+
+/// hang_count_after = N, hang_count_seconds = S: the call after the Nth blocks S seconds (once).
+void hang_if_due() {
+  static std::atomic<int> calls{0};
+  const int after = state().top_int("hang_count_after", -1);
+  const int seconds = state().top_int("hang_count_seconds", 0);
+  if (after < 0 || ++calls != after + 1 || seconds <= 0) return;
+  ++g_calls_in_flight;
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  --g_calls_in_flight;
+}
+
 /// 3 (NVML_ERROR_NOT_SUPPORTED) when the fixture leaves the key out.
 constexpr int k_not_supported = 3;
+
+// ------------------------------------------------------------------------------------------- gpuenv smoke (issue 23)
+
+/// How often `key` of `gpu` was read so far (earlier_reads without counting this look).
+int smoke_reads(const FakeGpu& gpu, const std::string& key) {
+  const std::lock_guard<std::mutex> lock(g_reads_mutex);
+  return g_reads[std::to_string(reinterpret_cast<std::uintptr_t>(&gpu)) + key];
+}
+
+/// smoke_nvlink_down_later: that link reads inactive from the second state read on (a link lost during the run).
+bool smoke_link_down_later(const FakeGpu& gpu, unsigned link) {
+  if (!gpu.has("smoke_nvlink_down_later") || gpu.number("smoke_nvlink_down_later") != link) return false;
+  return earlier_reads(gpu, "smoke_nvlink_state" + std::to_string(link)) > 0;
+}
+
+/// smoke_nvlink_<counter> (link 0), rising by its _rise after the first read.
+unsigned long long smoke_nvlink_counter(const FakeGpu& gpu, unsigned link, int counter) {
+  static const char* const names[] = {"smoke_nvlink_replay", "smoke_nvlink_recovery", "smoke_nvlink_crc_flit",
+                                      "smoke_nvlink_crc_data"};
+  if (link != 0 || counter < 0 || counter > 3 || !gpu.has(names[counter])) return 0;
+  return rising_counter(gpu, names[counter]);
+}
+
+/// MIG instance handles are 0x10000 + GPU index * 64 + slot: "MIG-fake-<gpu>-<slot>".
+std::optional<std::string> smoke_mig_handle(void* device) {
+  const auto value = reinterpret_cast<std::size_t>(device);
+  if (value < 0x10000) return std::nullopt;
+  return "MIG-fake-" + std::to_string((value - 0x10000) / 64) + "-" + std::to_string((value - 0x10000) % 64);
+}
 
 }  // namespace
 
@@ -256,6 +323,8 @@ int nvmlSystemGetCudaDriverVersion_v2(int* version) {
   return 0;
 }
 int nvmlDeviceGetCount_v2(unsigned* count) {
+  reload_if_changed();
+  hang_if_due();
   *count = static_cast<unsigned>(state().gpus.size());
   return state().top_int("count_result", 0);
 }
@@ -294,6 +363,7 @@ int nvmlDeviceGetName(void* device, char* out, unsigned length) {
   return copy_string(gpu_of(device)->get("name"), out, length);
 }
 int nvmlDeviceGetUUID(void* device, char* out, unsigned length) {
+  if (const auto mig = smoke_mig_handle(device)) return copy_string(*mig, out, length);
   return copy_string(gpu_of(device)->get("uuid"), out, length);
 }
 int nvmlDeviceGetPciInfo_v3(void* device, nvmlPciInfo_t* pci) {
@@ -398,6 +468,7 @@ int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* active) {
   const std::string inactive = "," + gpu->get("nvlink_inactive") + ",";
   *active = inactive.find("," + std::to_string(link) + ",") == std::string::npos ? 1 : 0;
   if (*active == 1 && link_is_down_now(*gpu, link)) *active = 0;
+  if (smoke_link_down_later(*gpu, link)) *active = 0;
   return 0;
 }
 int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, unsigned long long* value) {
@@ -405,6 +476,7 @@ int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, un
   if (!gpu->has("nvlinks") || link >= gpu->number("nvlinks")) return k_not_supported;
   *value = link == 0 && counter == 1 ? gpu->number("nvlink_recovery_errors") : 0;
   *value += nvlink_counter(*gpu, link, counter);
+  *value += smoke_nvlink_counter(*gpu, link, counter);
   return 0;
 }
 int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, void*) {
@@ -460,10 +532,66 @@ int nvmlDeviceGetGpuFabricInfo(void* device, nvmlGpuFabricInfo_t* info) {
   info->state = static_cast<unsigned char>(gpu->number("fabric_state"));
   return 0;
 }
+
+// ------------------------------------------------------------------------------------------- gpuenv smoke (issue 23)
+
+struct SmokeProcessInfo {  // nvml.h nvmlProcessInfo_t (the _v2/_v3 calls)
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+
+int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned* count, SmokeProcessInfo* infos) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("smoke_pids")) return k_not_supported;
+  std::vector<unsigned> pids;
+  auto add = [&pids](const std::string& list) {
+    for (std::size_t at = 0; at < list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      if (comma > at) pids.push_back(static_cast<unsigned>(std::strtoul(list.substr(at, comma - at).c_str(), nullptr, 0)));
+      at = comma + 1;
+    }
+  };
+  add(gpu->get("smoke_pids"));
+  // One read of the list is a count query (no array) and, when there are processes, a second call that fills it:
+  // "later" PIDs appear from the second count query on.
+  const int queries = infos == nullptr ? earlier_reads(*gpu, "smoke_pids") + 1 : smoke_reads(*gpu, "smoke_pids");
+  if (queries > 1) {
+    add(gpu->get("smoke_pids_later"));
+    if (gpu->number("smoke_pids_self_later") != 0) pids.push_back(static_cast<unsigned>(::getpid()));
+    if (gpu->has("smoke_pids_alias_later")) pids.push_back(static_cast<unsigned>(gpu->number("smoke_pids_alias_later")));
+  }
+  if (infos == nullptr || *count < pids.size()) {
+    *count = static_cast<unsigned>(pids.size());
+    return pids.empty() ? 0 : 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  }
+  for (std::size_t i = 0; i < pids.size(); ++i) infos[i] = SmokeProcessInfo{pids[i], 0, ~0u, ~0u};
+  *count = static_cast<unsigned>(pids.size());
+  return 0;
+}
+
+// smoke's smoke_pcie_replays grows per read (within one nvmlInit); doctor's pcie_replays per nvmlInit session.
 int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* value) {
   const FakeGpu* gpu = gpu_of(device);
+  if (gpu->has("smoke_pcie_replays")) {
+    *value = static_cast<unsigned>(rising_counter(*gpu, "smoke_pcie_replays"));
+    return 0;
+  }
   if (!gpu->has("pcie_replays")) return k_not_supported;
   *value = static_cast<unsigned>(rising_per_session(*gpu, "pcie_replays"));
+  return 0;
+}
+
+int nvmlDeviceGetMaxMigDeviceCount(void* device, unsigned* count) {
+  *count = gpu_of(device)->has("smoke_mig_instances") ? 7 : 0;
+  return 0;
+}
+
+int nvmlDeviceGetMigDeviceHandleByIndex(void* device, unsigned index, void** instance) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (index >= gpu->number("smoke_mig_instances")) return 6;  // NVML_ERROR_NOT_FOUND
+  const auto parent = reinterpret_cast<std::size_t>(device) - 1;
+  *instance = reinterpret_cast<void*>(0x10000 + parent * 64 + index);
   return 0;
 }
 

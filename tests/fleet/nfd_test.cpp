@@ -39,6 +39,18 @@ TEST_CASE("nfd: the feature file names readiness, versions and GPUs, and leaves 
         "gpuenv.io/ready=false\ngpuenv.io/verdict=NOT-READY\ngpuenv.io/gpu-count=0\n");
 }
 
+TEST_CASE("nfd: the expiry directive comes before the labels, in RFC 3339 UTC as NFD parses it", "[fleet][nfd]") {
+  // kubernetes-sigs/node-feature-discovery source/local/local.go: time.Parse(time.RFC3339, value); the directive
+  // applies to the lines after it (docs/usage/customization-guide.md, "Input format").
+  CHECK(gpuenv::fleet::rfc3339_utc(0) == "1970-01-01T00:00:00Z");
+  CHECK(gpuenv::fleet::rfc3339_utc(1764556800) == "2025-12-01T02:40:00Z");
+  gpuenv::fleet::NodeFeatures features{true, "READY", "", "", "", 1, 1764556800 + 900};
+  CHECK(gpuenv::fleet::nfd_feature_file(features) ==
+        "# Written by `gpuenv doctor --nfd`; rewritten on every run.\n"
+        "# +expiry-time=2025-12-01T02:55:00Z\n"
+        "gpuenv.io/ready=true\ngpuenv.io/verdict=READY\ngpuenv.io/gpu-count=1\n");
+}
+
 TEST_CASE("nfd: doctor --nfd writes the file atomically and only the file", "[fleet][nfd]") {
   TempDir features_d;
   const auto file = features_d.path() / "gpuenv";
@@ -49,6 +61,11 @@ TEST_CASE("nfd: doctor --nfd writes the file atomically and only the file", "[fl
   CHECK(text.find("gpuenv.io/ready=true\n") != std::string::npos);
   CHECK(text.find("gpuenv.io/gpu-model=NVIDIA-H100-80GB-HBM3\n") != std::string::npos);
   CHECK(text.find("gpuenv.io/gpu-count=8\n") != std::string::npos);
+  CHECK(text.find("\n# +expiry-time=20") != std::string::npos);  // default: 900 s from now
+  const auto forever = gpuenv::testing::run_gpuenv(
+      doctor_on_tree("healthy-8xh100", {"--quick", "--nfd", file.string(), "--nfd-expiry", "0"}));
+  CHECK(forever.exit_code == 0);
+  CHECK(read_text(file).find("expiry-time") == std::string::npos);
 
   const auto bad = gpuenv::testing::run_gpuenv(doctor_on_tree("xid79", {"--quick", "--nfd", file.string()}));
   CHECK(bad.exit_code == 1);

@@ -11,6 +11,7 @@
 namespace {
 
 using gpuenv::fleet::decide_slurm_action;
+using gpuenv::fleet::NodeHealth;
 using gpuenv::fleet::parse_scontrol_show_node;
 using gpuenv::fleet::SlurmActionKind;
 using gpuenv::fleet::SlurmNode;
@@ -55,31 +56,92 @@ TEST_CASE("slurm decision: drain on NOT READY, resume only gpuenv's drain, never
   const SlurmNode down_ours{"n1", "DOWN", "gpuenv: NOT READY: driver.kernel_module: no module"};
   const SlurmNode draining_ours{"n1", "ALLOCATED+DRAIN", "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors"};
 
-  const auto drain = decide_slurm_action(false, idle, k_bad_line);
+  const auto drain = decide_slurm_action(NodeHealth::not_ready, idle, k_bad_line);
   CHECK(drain.kind == SlurmActionKind::drain);
   CHECK(drain.reason == "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors");
 
-  CHECK(decide_slurm_action(false, operators, k_bad_line).kind == SlurmActionKind::none);
-  CHECK(decide_slurm_action(false, draining_ours, k_bad_line).kind == SlurmActionKind::none);  // same reason
+  CHECK(decide_slurm_action(NodeHealth::not_ready, operators, k_bad_line).kind == SlurmActionKind::none);
+  CHECK(decide_slurm_action(NodeHealth::not_ready, draining_ours, k_bad_line).kind ==
+        SlurmActionKind::none);  // same reason
   // A new problem replaces gpuenv's own older reason.
-  const auto redrain = decide_slurm_action(false, mixed_ours, k_bad_line);
+  const auto redrain = decide_slurm_action(NodeHealth::not_ready, mixed_ours, k_bad_line);
   CHECK(redrain.kind == SlurmActionKind::drain);
   CHECK(redrain.reason == drain.reason);
 
-  CHECK(decide_slurm_action(true, idle, "READY: 8 GPUs").kind == SlurmActionKind::none);
-  CHECK(decide_slurm_action(true, mixed_ours, "READY: 8 GPUs").kind == SlurmActionKind::resume);
-  CHECK(decide_slurm_action(true, down_ours, "READY: 8 GPUs").kind == SlurmActionKind::resume);
-  CHECK(decide_slurm_action(true, operators, "READY: 8 GPUs").kind == SlurmActionKind::none);
+  CHECK(decide_slurm_action(NodeHealth::ready, idle, "READY: 8 GPUs").kind == SlurmActionKind::none);
+  CHECK(decide_slurm_action(NodeHealth::ready, mixed_ours, "READY: 8 GPUs").kind == SlurmActionKind::resume);
+  CHECK(decide_slurm_action(NodeHealth::ready, down_ours, "READY: 8 GPUs").kind == SlurmActionKind::resume);
+  CHECK(decide_slurm_action(NodeHealth::ready, operators, "READY: 8 GPUs").kind == SlurmActionKind::none);
   // "gpuenv" without the colon is not the prefix gpuenv writes.
-  CHECK(decide_slurm_action(true, {"n1", "IDLE+DRAIN", "gpuenv upgrade by ops"}, "READY").kind ==
+  CHECK(decide_slurm_action(NodeHealth::ready, {"n1", "IDLE+DRAIN", "gpuenv upgrade by ops"}, "READY").kind ==
         SlurmActionKind::none);
 }
 
-TEST_CASE("slurm argv: scontrol update with the reason as one argument, no shell", "[fleet][slurm]") {
-  const auto drain = decide_slurm_action(false, {"n1", "IDLE", ""}, "NOT READY: host.os: \"quoted\" $(x)\n");
+TEST_CASE("slurm decision: Slurm's own availability reasons are taken over on NOT READY, never resumed",
+          "[fleet][slurm]") {
+  // What the first health check sees when slurmd starts before it registers (Slurm 22.05 node_mgr.c
+  // validate_node_specs): with ReturnToService=1 a DOWN node whose reason is "Not responding" returns to service at
+  // registration, so a NOT READY node must carry gpuenv's reason by then.
+  for (const char* reason :
+       {"Not responding", "Node unexpectedly rebooted", "reboot requested", "Reboot ASAP", "reboot timed out"}) {
+    INFO(reason);
+    const SlurmNode node{"n1", "DOWN+NOT_RESPONDING", reason};
+    const auto drain = decide_slurm_action(NodeHealth::not_ready, node, k_bad_line);
+    CHECK(drain.kind == SlurmActionKind::drain);
+    CHECK(drain.reason == "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors");
+    CHECK(drain.why.find(reason) != std::string::npos);
+    // Healthy: Slurm's own reason is Slurm's to clear (ReturnToService), not gpuenv's.
+    CHECK(decide_slurm_action(NodeHealth::ready, node, "READY").kind == SlurmActionKind::none);
+  }
+  // Look-alikes are an operator's words.
+  CHECK(decide_slurm_action(NodeHealth::not_ready, {"n1", "DOWN", "Not responding to pings, ticket 7"}, k_bad_line)
+            .kind == SlurmActionKind::none);
+  CHECK(decide_slurm_action(NodeHealth::not_ready, {"n1", "DOWN", "reboot complete"}, k_bad_line).kind ==
+        SlurmActionKind::none);
+}
+
+TEST_CASE("slurm decision: FAIL, FAILING, MAINT, a pending reboot and power saving are never touched",
+          "[fleet][slurm]") {
+  const SlurmNode held[] = {
+      {"n1", "IDLE+FAIL", "RMA ticket 42"},
+      {"n1", "ALLOCATED+FAIL", "RMA ticket 42"},  // sinfo's FAILING
+      {"n1", "IDLE+MAINTENANCE", ""},
+      {"n1", "IDLE+DRAIN+REBOOT_REQUESTED", "Reboot ASAP"},
+      {"n1", "DOWN+REBOOT_ISSUED", "reboot requested"},
+      {"n1", "IDLE+POWERED_DOWN", ""},
+      // Even a gpuenv reason under FAIL: the operator's state wins (no resume that would clear it).
+      {"n1", "IDLE+DRAIN+FAIL", "gpuenv: NOT READY: gpu.ecc: GPU 0"},
+  };
+  for (const SlurmNode& node : held) {
+    INFO(node.state << " " << node.reason);
+    CHECK(decide_slurm_action(NodeHealth::not_ready, node, k_bad_line).kind == SlurmActionKind::none);
+    CHECK(decide_slurm_action(NodeHealth::ready, node, "READY").kind == SlurmActionKind::none);
+    CHECK_FALSE(gpuenv::fleet::held_state(node).empty());
+  }
+  CHECK(gpuenv::fleet::held_state({"n1", "MIXED+DRAIN", ""}).empty());
+}
+
+TEST_CASE("slurm decision: under --strict, warnings a running job causes do not drain a busy node", "[fleet][slurm]") {
+  const SlurmNode busy{"n1", "MIXED", ""};
+  const SlurmNode idle{"n1", "IDLE", ""};
+  CHECK(decide_slurm_action(NodeHealth::degraded_by_jobs, busy, "DEGRADED: gpu.processes: 2").kind ==
+        SlurmActionKind::none);
+  CHECK(decide_slurm_action(NodeHealth::degraded_by_jobs, {"n1", "ALLOCATED", ""}, "DEGRADED").kind ==
+        SlurmActionKind::none);
+  CHECK(decide_slurm_action(NodeHealth::degraded_by_jobs, idle, "DEGRADED: gpu.processes: 2").kind ==
+        SlurmActionKind::drain);
+  CHECK(decide_slurm_action(NodeHealth::degraded_by_jobs, {"n1", "MIXED+DRAIN", "gpuenv: DEGRADED: x"}, "DEGRADED")
+            .kind == SlurmActionKind::resume);
+}
+
+TEST_CASE("slurm argv: scontrol update with the reason as one argument, no shell, nothing a shell would expand",
+          "[fleet][slurm]") {
+  // The reason reaches sinfo -R, NHC's and sites' scripts: no ' " ` $ \ in it, whatever the line carried.
+  const auto drain = decide_slurm_action(NodeHealth::not_ready, {"n1", "IDLE", ""},
+                                         "NOT READY: host.os: \"quoted\" '$(x)' `y` a\\b\n");
   CHECK(gpuenv::fleet::scontrol_update_argv("gpu07", drain) ==
         std::vector<std::string>{"scontrol", "update", "NodeName=gpu07", "State=DRAIN",
-                                 "Reason=gpuenv: NOT READY: host.os: \"quoted\" $(x)"});
+                                 "Reason=gpuenv: NOT READY: host.os: quoted (x) y ab"});
   CHECK(gpuenv::fleet::scontrol_update_argv("gpu07", {SlurmActionKind::resume, "", ""}) ==
         std::vector<std::string>{"scontrol", "update", "NodeName=gpu07", "State=RESUME"});
   CHECK(gpuenv::fleet::scontrol_update_argv("gpu07", {}).empty());
@@ -101,7 +163,8 @@ TEST_CASE("slurm health check: reads the node, then drains it through scontrol",
       "scontrol update NodeName=vm State=DRAIN Reason=gpuenv: NOT READY: gpu.ecc: GPU 0: 3 "
       "uncorrected ECC errors";
   system.commands[update] = {0, false, false, "", ""};
-  const auto outcome = gpuenv::fleet::run_slurm_health_check(system, "vm", false, k_bad_line, std::chrono::seconds(5));
+  const auto outcome =
+      gpuenv::fleet::run_slurm_health_check(system, "vm", NodeHealth::not_ready, k_bad_line, std::chrono::seconds(5));
   REQUIRE(outcome);
   CHECK(outcome->action.kind == SlurmActionKind::drain);
   CHECK(system.commands_run == std::vector<std::string>{"scontrol show node vm", update});
@@ -110,7 +173,8 @@ TEST_CASE("slurm health check: reads the node, then drains it through scontrol",
   down.commands["scontrol show node vm"] = {1, false, false, "",
                                             "slurm_load_node error: Unable to contact slurm "
                                             "controller (connect failure)"};
-  const auto failed = gpuenv::fleet::run_slurm_health_check(down, "vm", false, k_bad_line, std::chrono::seconds(5));
+  const auto failed =
+      gpuenv::fleet::run_slurm_health_check(down, "vm", NodeHealth::not_ready, k_bad_line, std::chrono::seconds(5));
   REQUIRE_FALSE(failed);
   CHECK(failed.error().message.find("Unable to contact slurm controller") != std::string::npos);
 }
@@ -121,13 +185,15 @@ TEST_CASE("slurm health check: finds scontrol without PATH (slurmd runs the prog
   system.commands["/usr/bin/scontrol show node vm"] = {0, false, false,
                                                        read_fixture("fleet/scontrol-show-node-gpuenv-drain.txt"), ""};
   system.commands["/usr/bin/scontrol update NodeName=vm State=RESUME"] = {0, false, false, "", ""};
-  const auto outcome = gpuenv::fleet::run_slurm_health_check(system, "vm", true, "READY", std::chrono::seconds(5));
+  const auto outcome =
+      gpuenv::fleet::run_slurm_health_check(system, "vm", NodeHealth::ready, "READY", std::chrono::seconds(5));
   REQUIRE(outcome);
   CHECK(outcome->action.kind == SlurmActionKind::resume);
   CHECK(system.commands_run.back() == "/usr/bin/scontrol update NodeName=vm State=RESUME");
 
   gpuenv::testing::FakeSystem none;
-  const auto missing = gpuenv::fleet::run_slurm_health_check(none, "vm", true, "READY", std::chrono::seconds(5));
+  const auto missing =
+      gpuenv::fleet::run_slurm_health_check(none, "vm", NodeHealth::ready, "READY", std::chrono::seconds(5));
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("scontrol not found") != std::string::npos);
 }

@@ -38,6 +38,7 @@ version = "12.4.1"
 version = "9"
 [driver]
 branch = "550"
+modules = "proprietary"
 )",
                                                "t.toml");
   REQUIRE(parsed.has_value());
@@ -63,6 +64,12 @@ CommandResult exited(int code, std::string out = "") {
 
 std::string joined(const std::vector<std::string>& argv) { return gpuenv::util::join(argv, " "); }
 
+/// What a probe or check prints when it holds (its expected text, made to match as the step asks).
+std::string holding_output(const std::optional<std::string>& text, gpuenv::install::OutputMatch match) {
+  if (!text) return "";
+  return match == gpuenv::install::OutputMatch::exact ? *text : *text + "\n";
+}
+
 /// A node where every step still has to run and every command succeeds.
 FakeSystem fresh_node(const InstallPlan& plan) {
   FakeSystem fake;
@@ -71,6 +78,8 @@ FakeSystem fresh_node(const InstallPlan& plan) {
   for (const Step& step : plan.steps) {
     if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(1);
     for (const auto& argv : step.commands) fake.commands[joined(argv)] = exited(0);
+    for (const auto& check : step.checks)
+      fake.commands[joined(check.argv)] = exited(0, holding_output(check.text, check.match));
   }
   fake.commands["dpkg --audit"] = exited(0, "");  // dpkg is fine: the repair step is done
   return fake;
@@ -79,7 +88,8 @@ FakeSystem fresh_node(const InstallPlan& plan) {
 /// The same node after a successful install: every probe says done and every file is in place.
 void converge(FakeSystem& fake, const InstallPlan& plan) {
   for (const Step& step : plan.steps) {
-    if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(0, step.done_if_stdout.value_or(""));
+    if (!step.done_if.empty())
+      fake.commands[joined(step.done_if)] = exited(0, holding_output(step.done_if_stdout, step.done_if_match));
     for (const auto& file : step.files) fake.files[file.path] = file.content;
   }
 }
@@ -109,6 +119,10 @@ void add_gpu(FakeSystem& fake) {
   fake.files["/sys/bus/pci/devices/0000:3b:00.0/class"] = "0x030200\n";
 }
 
+const std::string k_driver_install =
+    "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o "
+    "Dpkg::Options::=--force-confold install -y cuda-drivers-550 nvidia-kernel-dkms nvidia-driver-cuda";
+
 const char* k_banner =
     "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
     "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n";
@@ -128,15 +142,12 @@ TEST_CASE("install apply: a fresh node without a GPU runs every step up to the r
   const std::vector<std::string> ran = actions(fake, plan);
   REQUIRE(ran.size() >= 6);
   CHECK(ran[0] == "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 check");
-  CHECK(std::find(ran.begin(), ran.end(),
-                  "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y "
-                  "cuda-drivers-550") != ran.end());
-  CHECK(std::find(ran.begin(), ran.end(), "apt-mark hold cuda-drivers-550") != ran.end());
+  CHECK(std::find(ran.begin(), ran.end(), k_driver_install) != ran.end());
   CHECK(std::find(ran.begin(), ran.end(), "dpkg --configure -a") == ran.end());  // dpkg --audit was clean
   CHECK(fake.written.contains("/etc/apt/apt.conf.d/51gpuenv-unattended-upgrades"));
   const auto state = nlohmann::json::parse(fake.written.at(k_state));
   CHECK(state["failed"].is_null());
-  CHECK(state["completed"].size() == plan.steps.size() - 2);  // all but reboot and verify
+  CHECK(state["completed"].size() == plan.steps.size() - 3);  // all but reboot, starting the services, verify
   const std::string& log = fake.written.at("/log/install.log");
   CHECK(log.find("2026-01-01T00:00:00Z install.driver $ env DEBIAN_FRONTEND=noninteractive apt-get") !=
         std::string::npos);
@@ -185,8 +196,7 @@ TEST_CASE("install apply: a failing step stops the run, is named with the log, a
           "[install][apply]") {
   const InstallPlan plan = debian_plan();
   FakeSystem fake = fresh_node(plan);
-  const std::string driver_install =
-      "env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y cuda-drivers-550";
+  const std::string driver_install = k_driver_install;
   CommandResult failed = exited(100);
   failed.err = "E: Sub-process /usr/bin/dpkg returned an error code (1)";
   fake.commands[driver_install] = failed;
@@ -198,8 +208,6 @@ TEST_CASE("install apply: a failing step stops the run, is named with the log, a
   CHECK(report->message.find("step install.driver failed (`" + driver_install +
                              "` exited 100; the repositories have: cuda-drivers-535, cuda-drivers-570)") == 0);
   CHECK(report->message.find("/log/install.log") != std::string::npos);
-  CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "apt-mark hold cuda-drivers-550") ==
-        fake.commands_run.end());
   const auto state = nlohmann::json::parse(fake.written.at(k_state));
   CHECK(state["failed"] == "install.driver");
   CHECK(fake.written.at("/log/install.log").find("  E: Sub-process /usr/bin/dpkg returned an error code (1)") !=
@@ -210,7 +218,8 @@ TEST_CASE("install apply: a failing step stops the run, is named with the log, a
   fake.commands[driver_install] = exited(0);
   for (const Step& step : plan.steps) {
     if (step.id == "install.driver") break;
-    if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(0, step.done_if_stdout.value_or(""));
+    if (!step.done_if.empty())
+      fake.commands[joined(step.done_if)] = exited(0, holding_output(step.done_if_stdout, step.done_if_match));
   }
   fake.commands_run.clear();
   ApplyOptions resume = options();
@@ -266,18 +275,50 @@ TEST_CASE("install apply: the reboot is due only when the loaded module is not t
     CHECK(report->reboot_required);
     CHECK(fake.commands_run.back() == "systemctl reboot");
   }
-  SECTION("after the reboot (--resume) the module is still not loaded: a failure, not another reboot") {
+  SECTION("after the reboot the module is still not loaded: a failure, not another reboot, with or without --resume") {
+    // Item 12: a per-boot hook that runs `gpuenv install` without --resume must not reboot the node forever.
+    fake.files["/proc/sys/kernel/random/boot_id"] = "11111111-1111-1111-1111-111111111111\n";
     opts.allow_reboot = true;
     auto rebooted = gpuenv::install::apply_plan(fake, plan, opts);
     REQUIRE(rebooted.has_value());
+    CHECK(nlohmann::json::parse(fake.written.at(k_state))["reboots"] ==
+          nlohmann::json::array({"11111111-1111-1111-1111-111111111111"}));
+    fake.files[k_state] = fake.written.at(k_state);
+    fake.files["/proc/sys/kernel/random/boot_id"] = "22222222-2222-2222-2222-222222222222\n";
+    fake.commands_run.clear();
+    for (const bool resume : {false, true}) {
+      INFO("--resume " << resume);
+      opts.resume = resume;
+      auto again = gpuenv::install::apply_plan(fake, plan, opts);
+      REQUIRE(again.has_value());
+      CHECK(again->outcome == Outcome::failed);
+      CHECK(again->failed_step == "install.reboot");
+      CHECK(again->message.find("still not loaded after 1 reboot(s) by gpuenv") != std::string::npos);
+      CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl reboot") ==
+            fake.commands_run.end());
+      fake.files[k_state] = fake.written.at(k_state);
+    }
+  }
+  SECTION("a reboot that loaded the module clears the count: a later change gets its own reboot") {
+    fake.files["/proc/sys/kernel/random/boot_id"] = "11111111-1111-1111-1111-111111111111\n";
+    opts.allow_reboot = true;
+    REQUIRE(gpuenv::install::apply_plan(fake, plan, opts).has_value());
+    fake.files[k_state] = fake.written.at(k_state);
+    fake.files["/proc/sys/kernel/random/boot_id"] = "22222222-2222-2222-2222-222222222222\n";
+    fake.files["/proc/driver/nvidia/version"] = k_banner;
+    REQUIRE(gpuenv::install::apply_plan(fake, plan, opts).has_value());
+    CHECK(nlohmann::json::parse(fake.written.at(k_state))["reboots"] == nlohmann::json::array());
+  }
+  SECTION("a run in the boot gpuenv asked to end waits for that reboot instead of asking again") {
+    fake.files["/proc/sys/kernel/random/boot_id"] = "11111111-1111-1111-1111-111111111111\n";
+    opts.allow_reboot = true;
+    REQUIRE(gpuenv::install::apply_plan(fake, plan, opts).has_value());
     fake.files[k_state] = fake.written.at(k_state);
     fake.commands_run.clear();
-    opts.resume = true;
-    auto again = gpuenv::install::apply_plan(fake, plan, opts);
-    REQUIRE(again.has_value());
-    CHECK(again->outcome == Outcome::failed);
-    CHECK(again->failed_step == "install.reboot");
-    CHECK(again->message.find("still not loaded after the reboot") != std::string::npos);
+    auto pending = gpuenv::install::apply_plan(fake, plan, opts);
+    REQUIRE(pending.has_value());
+    CHECK(pending->outcome == Outcome::reboot_required);
+    CHECK(pending->message.find("still pending") != std::string::npos);
     CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl reboot") == fake.commands_run.end());
   }
   SECTION("the installed module is loaded: doctor verifies; DEGRADED passes, NOT READY fails") {
@@ -297,6 +338,101 @@ TEST_CASE("install apply: the reboot is due only when the loaded module is not t
   }
 }
 
+TEST_CASE("install apply: the services start after the reboot step, before verify", "[install][apply]") {
+  const InstallPlan plan = debian_plan();
+  FakeSystem fake = fresh_node(plan);
+  converge(fake, plan);
+  add_gpu(fake);
+  fake.files["/proc/driver/nvidia/version"] = k_banner;
+  fake.commands["modinfo -F version nvidia"] = exited(0, "550.54.15\n");
+  fake.commands["systemctl is-active nvidia-persistenced"] = exited(3, "inactive\n");
+  ApplyOptions opts = options();
+  opts.verify = [] { return gpuenv::install::Verification{gpuenv::report::Verdict::ok, "READY"}; };
+  auto report = gpuenv::install::apply_plan(fake, plan, opts);
+  REQUIRE(report.has_value());
+  CHECK(report->outcome == Outcome::verified);
+  const auto start =
+      std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl start nvidia-persistenced");
+  CHECK(start != fake.commands_run.end());
+}
+
+TEST_CASE("install apply: a command that finds the lock held is retried, bounded, with a pause", "[install][apply]") {
+  // apt-get exits 100 with "Could not get lock /var/lib/apt/lists/lock"; DPkg::Lock::Timeout does not cover it.
+  InstallPlan plan;
+  plan.profile = "t";
+  plan.target = {"debian", "12", "x86_64"};
+  Step update{"install.repo.cuda", "refresh"};
+  update.commands = {{"apt-get", "update"}};
+  update.retries = 2;
+  update.retry_delay = std::chrono::seconds(10);
+  plan.steps = {update};
+  FakeSystem fake;
+  fake.files["/log/.keep"] = "";
+  fake.files["/state/.keep"] = "";
+  fake.command_queue["apt-get update"] = {exited(100), exited(100), exited(0)};
+  auto report = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(report.has_value());
+  CHECK(report->steps[0].result == StepResult::ran);
+  CHECK(fake.sleeps == std::vector<std::chrono::milliseconds>{std::chrono::seconds(10), std::chrono::seconds(10)});
+  fake.command_queue["apt-get update"] = {exited(100), exited(100), exited(100), exited(0)};
+  auto exhausted = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(exhausted.has_value());
+  CHECK(exhausted->outcome == Outcome::failed);  // three attempts, then the failure
+}
+
+TEST_CASE("install apply: a step's checks decide whether it achieved what it is for", "[install][apply]") {
+  InstallPlan plan;
+  plan.profile = "t";
+  plan.target = {"debian", "12", "x86_64"};
+  Step key{"install.repo.cuda_key", "the key"};
+  key.commands = {{"fetch"}};
+  key.checks = {
+      {{"gpg", "--show-keys", "k"}, gpuenv::install::OutputMatch::has_line, "fpr:::::::::ABCD:", "not NVIDIA's key"}};
+  plan.steps = {key};
+  FakeSystem fake;
+  fake.files["/log/.keep"] = "";
+  fake.files["/state/.keep"] = "";
+  fake.commands["fetch"] = exited(0);
+  fake.commands["gpg --show-keys k"] = exited(0, "pub:-:255:22:1234:::\nfpr:::::::::EEEE:\n");
+  auto rogue = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(rogue.has_value());
+  CHECK(rogue->outcome == Outcome::failed);
+  CHECK(rogue->steps[0].detail == "not NVIDIA's key");
+  fake.commands["gpg --show-keys k"] = exited(0, "pub:-:255:22:1234:::\nfpr:::::::::ABCD:\n");
+  auto good = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(good.has_value());
+  CHECK(good->steps[0].result == StepResult::ran);
+}
+
+TEST_CASE("install apply: a branch probe is done only when every line is the branch's", "[install][apply]") {
+  InstallPlan plan;
+  plan.profile = "t";
+  plan.target = {"debian", "12", "x86_64"};
+  Step driver{"install.driver", "the driver"};
+  driver.commands = {{"install"}};
+  driver.done_if = {"dpkg-query", "versions"};
+  driver.done_if_stdout = "installed:580.";
+  driver.done_if_match = gpuenv::install::OutputMatch::lines_prefixed;
+  plan.steps = {driver};
+  FakeSystem fake;
+  fake.files["/log/.keep"] = "";
+  fake.files["/state/.keep"] = "";
+  fake.commands["install"] = exited(0);
+  struct Row {
+    std::string out;
+    bool done;
+  };
+  for (const Row& row : {Row{"installed:580.95.05-1\ninstalled:580.95.05-1\n", true},
+                         Row{"installed:580.95.05-1\ninstalled:590.48.01-1\n", false},  // a dependency moved on
+                         Row{"installed:580.95.05-1\nconfig-files:580.95.05-1\n", false}, Row{"", false}}) {
+    INFO(row.out);
+    fake.commands["dpkg-query versions"] = exited(0, row.out);
+    auto report = gpuenv::install::apply_plan(fake, plan, options());
+    REQUIRE(report.has_value());
+    CHECK((report->steps[0].result == StepResult::done) == row.done);
+  }
+}
+
 TEST_CASE("install apply: a refused plan runs nothing", "[install][apply]") {
   InstallPlan plan = debian_plan();
   plan.refusals.push_back({"install.secure_boot", gpuenv::report::Status::fail, "Secure Boot", "fix", ""});
@@ -305,4 +441,48 @@ TEST_CASE("install apply: a refused plan runs nothing", "[install][apply]") {
   REQUIRE(report.has_value());
   CHECK(report->outcome == Outcome::refused);
   CHECK(fake.commands_run.empty());
+}
+
+TEST_CASE("install verify: an NVSwitch node is verified only when doctor confirms the fabric manager (item 1)",
+          "[install][apply]") {
+  // NVIDIA Fabric Manager user guide (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/): on
+  // NVSwitch systems CUDA initialisation fails (cudaErrorSystemNotReady, cuInit 802) until the fabric manager,
+  // whose version must equal the driver's, has initialised the fabric. Doctor's fabric.manager finding says it runs
+  // at the driver's version, fabric.state that each GPU's registration is Completed (nvml.h
+  // nvmlGpuFabricInfo_v3_t): a report without them cannot verify an NVSwitch install.
+  using gpuenv::install::judge_doctor;
+  using gpuenv::report::Finding;
+  using gpuenv::report::Status;
+  using gpuenv::report::Verdict;
+  const Finding driver{"driver.loaded", Status::pass, "580.105.08 loaded", "", ""};
+  const Finding manager{"fabric.manager", Status::pass, "6 NVSwitches: nvidia-fabricmanager 580.105.08 matches", "",
+                        ""};
+  const Finding state{"fabric.state", Status::pass, "8 GPUs registered (State Completed, Status Success)", "", ""};
+
+  SECTION("a PCIe node needs no fabric finding") {
+    const auto result = judge_doctor(Verdict::ok, "READY", {driver}, false);
+    CHECK(result.verdict == Verdict::ok);
+    CHECK(result.summary == "READY");
+  }
+  SECTION("an NVSwitch node whose doctor confirms the fabric manager") {
+    const auto result = judge_doctor(Verdict::ok, "READY", {driver, manager, state}, true);
+    CHECK(result.verdict == Verdict::ok);
+    CHECK(result.summary == "READY");
+  }
+  SECTION("an NVSwitch node whose doctor has no fabric check fails, naming what is missing") {
+    const auto result = judge_doctor(Verdict::ok, "READY", {driver}, true);
+    CHECK(result.verdict == Verdict::not_ok);
+    CHECK(result.summary.find("fabric.manager") != std::string::npos);
+  }
+  SECTION("a fabric manager at another version (doctor fails it) fails the install with doctor's message") {
+    const Finding mismatch{"fabric.manager", Status::fail,
+                           "nvidia-fabricmanager 580.95.05 does not match the driver 580.105.08", "", ""};
+    const auto result = judge_doctor(Verdict::not_ok, "NOT READY", {driver, mismatch, state}, true);
+    CHECK(result.verdict == Verdict::not_ok);
+    CHECK(result.summary.find("fabric.manager: nvidia-fabricmanager 580.95.05 does not match") != std::string::npos);
+  }
+  SECTION("a skipped fabric manager check (no NVSwitch seen by doctor) does not confirm it") {
+    const Finding skipped{"fabric.manager", Status::skip, "the PCI devices could not be read", "", ""};
+    CHECK(judge_doctor(Verdict::ok, "READY", {driver, skipped}, true).verdict == Verdict::not_ok);
+  }
 }

@@ -87,3 +87,67 @@ TEST_CASE("install node: facts for the planner", "[install][node]") {
   CHECK(unknown.gpu_compute_capabilities.empty());
   CHECK(bare.commands_run == std::vector<std::string>{"modinfo -F version nvidia"});
 }
+
+TEST_CASE("install node: NVSwitches by PCI class 0x0680, NVLink5 by the management device's VPD", "[install][node]") {
+  FakeSystem fake;
+  for (int i = 0; i < 2; ++i) {
+    const std::string gpu = "/sys/bus/pci/devices/0000:1" + std::to_string(i) + ":00.0/";
+    fake.files[gpu + "vendor"] = "0x10de\n";
+    fake.files[gpu + "class"] = "0x030200\n";
+    fake.files[gpu + "device"] = "0x2330\n";
+  }
+  // lspci on an HGX H100 baseboard: "Bridge [0680]: NVIDIA Corporation Device [10de:22a3]".
+  fake.files["/sys/bus/pci/devices/0000:05:00.0/vendor"] = "0x10de\n";
+  fake.files["/sys/bus/pci/devices/0000:05:00.0/class"] = "0x068000\n";
+  fake.files["/sys/bus/pci/devices/0000:05:00.0/device"] = "0x22a3\n";
+  const gpuenv::install::NodeFacts hgx = gpuenv::install::observe_node(fake, "apt", true);
+  CHECK(hgx.gpu_devices == std::vector<std::uint16_t>{0x2330, 0x2330});
+  CHECK(hgx.nvswitches == 1);
+  CHECK_FALSE(hgx.nvlink5);
+  // NVIDIA/gpu-driver-container _assert_nvlink5_system: `grep -q "SW_MNG" /sys/class/infiniband/*/device/vpd`.
+  std::string vpd = "\x82";
+  vpd += std::string(1, '\x10') + "ConnectX-7" + std::string(1, '\x90') + std::string(1, '\0') + "SW_MNG";
+  fake.files["/sys/class/infiniband/mlx5_0/device/vpd"] = vpd;
+  CHECK(gpuenv::install::observe_node(fake, "apt", true).nvlink5);
+}
+
+TEST_CASE("install node: packages, flavour and conflicting installs from a captured tree", "[install][node]") {
+  FakeSystem fake;
+  fake.files["/var/lib/dpkg/status"] =
+      "Package: linux-image-generic-hwe-22.04\nStatus: install ok installed\nVersion: 6.8.0.45.45~22.04.1\n"
+      "Depends: linux-image-6.8.0-45-generic,\n linux-firmware\n\n"
+      "Package: removed\nStatus: deinstall ok config-files\nVersion: 1\n\n"
+      "Package: cuda-drivers-550\nStatus: hold ok installed\nVersion: 550.54.15-1\n";
+  fake.files["/etc/apt/sources.list"] = "deb http://archive.ubuntu.com/ubuntu jammy main\n";
+  fake.files["/etc/apt/sources.list.d/cuda.list"] =
+      "deb https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n";
+  fake.files["/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list"] =
+      "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "
+      "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n";
+  fake.files["/etc/apt/sources.list.d/graphics-drivers-ubuntu-ppa-jammy.list"] =
+      "deb https://ppa.launchpadcontent.net/graphics-drivers/ppa/ubuntu/ jammy main\n";
+  fake.files["/usr/bin/nvidia-uninstall"] = "";
+  const gpuenv::install::NodeFacts node = gpuenv::install::observe_node(fake, "apt", true);
+  REQUIRE(node.installed.has_value());
+  REQUIRE(node.installed->size() == 2);
+  CHECK(node.installed->at(0).depends == "linux-image-6.8.0-45-generic, linux-firmware");
+  CHECK(node.foreign_cuda_sources == std::vector<std::string>{"/etc/apt/sources.list.d/cuda.list"});
+  CHECK(node.graphics_drivers_ppa ==
+        std::vector<std::string>{"/etc/apt/sources.list.d/graphics-drivers-ubuntu-ppa-jammy.list"});
+  CHECK(node.runfile_driver);
+  CHECK_FALSE(node.signed_module_packages.has_value());  // no command ran in a captured tree
+  CHECK(node.held_packages == std::vector<std::string>{"cuda-drivers-550"});  // dpkg's selection, as apt-mark reads
+  CHECK(node.captured);
+}
+
+TEST_CASE("install node: apt-key's listing of the retired key, the kernel's RPM package", "[install][node]") {
+  FakeSystem fake;
+  fake.files["/proc/sys/kernel/osrelease"] = "6.12.37-61.105.amzn2023.x86_64\n";
+  fake.commands["rpm -q --qf %{NAME}\\n -f /lib/modules/6.12.37-61.105.amzn2023.x86_64"] = exited(0, "kernel6.12\n");
+  CHECK(gpuenv::install::observe_node(fake, "dnf").kernel_package == "kernel6.12");
+  // apt-key list prints the fingerprint in groups of four.
+  fake.commands["apt-key list"] = exited(
+      0, "/etc/apt/trusted.gpg\n--------------------\npub   rsa4096 2017-09-28 [SCE]\n      AE09 FE4B BD22 3A84 B2CC  "
+         "FCE3 F60F 4B3D 7FA2 AF80\nuid           [ unknown] cudatools <cudatools@nvidia.com>\n");
+  CHECK(gpuenv::install::observe_node(fake, "apt").retired_key);
+}

@@ -1,36 +1,79 @@
 # The stand-in repositories and the cases of the install integration test (sourced by run.sh).
 #
 # The profile (tests/fixtures/install/cuda-12.4-debian12-580.toml) asks for Debian 12, CUDA 12.4, cuDNN 9 and the
-# open 580 driver. For Debian with branches up to 580 the planner installs the branch-suffixed nvidia-open-<branch>
-# and holds it (data/install/targets.toml), then cuda-toolkit-12-4, cudnn9-cuda-12 and nvidia-container-toolkit.
+# proprietary 580 driver. The stand-in CUDA repository reproduces the dependency structure of NVIDIA's Debian
+# repository, each control field from its public source:
+#   - cuda-drivers-<branch> depends with `>=` on unsuffixed driver packages: NVIDIA's debian12 cuda-drivers-580
+#     580.105.08-1 reads "Depends: nvidia-driver (>= 580.65.06), nvidia-driver-cuda (>= 580.65.06),
+#     nvidia-kernel-dkms (>= 580.65.06), nvidia-settings (>= 580.65.06), nvidia-xconfig (>= 580.65.06)", and apt
+#     installed the 590 components (https://forums.developer.nvidia.com/t/debian-cuda-drivers-580-package-580-105-
+#     08-1-improperly-pulls-in-v590-components/353805);
+#   - several branches side by side: the unsuffixed packages at 550, 580 and 590, and from 590 the unsuffixed
+#     cuda-drivers meta (driver installation guide, recent-updates.html, Table 4: "cuda-drivers: no change");
+#   - the pinning packages nvidia-driver-pinning-<branch>, "Section: NVIDIA, Provides/Conflicts/Replaces:
+#     nvidia-driver-pinning" (an apt-cache show of the Ubuntu 24.04 repository, recorded in a public package
+#     matrix; their preferences payload is not public and is left out);
+#   - Release "Label: NVIDIA CUDA" (index_repository);
+#   - the fabric manager and NSCQ of each branch, unsuffixed from 580 as the repositories' file names show
+#     ("nvidia-fabricmanager-575_575.57.08-1_amd64.deb" but "nvidia-fabricmanager_580.65.06-1_amd64.deb" in
+#     https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/, as recorded in a public script that
+#     handles both; debian12/x86_64/ has nvidia-fabricmanager-570_570.195.03-1_amd64.deb), with no dependency on
+#     the driver: nothing but the installer keeps their version equal to the kernel module's, which the fabric
+#     manager requires (Fabric Manager user guide, https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/);
+#   - an older update of branch 580 (580.65.06, the floor cuda-drivers-580 depends on) for a node installed earlier.
+# The kernel release the node reports is 6.1.0-18-cloud-amd64 (bound over /proc in the root, root.sh), Debian's
+# cloud flavour, whose headers meta package is linux-headers-cloud-amd64.
 
-DRIVER_580=580.95.05-1
 DRIVER_550=550.163.01-1
+DRIVER_580=580.95.05-1
+DRIVER_590=590.48.01-1
+DRIVER_580_OLD=580.65.06-1
 CUDNN=9.1.0.70
 TOOLKIT=1.17.8-1
+KERNEL=6.1.0-18-cloud-amd64
+
+# The unsuffixed driver packages a cuda-drivers meta depends on (the forum thread's Depends line).
+DRIVER_PARTS="nvidia-driver nvidia-driver-cuda nvidia-kernel-dkms nvidia-settings nvidia-xconfig"
 
 # What a converged node has installed (checked with dpkg after a successful run).
 expected_packages() {
-  echo cuda-keyring "linux-headers-$(uname -r)" nvidia-open-580 nvidia-kernel-open-dkms cuda-toolkit-12-4 \
+  echo "linux-headers-$KERNEL" linux-headers-cloud-amd64 cuda-drivers-580 $DRIVER_PARTS cuda-toolkit-12-4 \
     cudnn9-cuda-12 libcudnn9-cuda-12 nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container1
+}
+
+# The Depends line of a cuda-drivers meta for BRANCH_FLOOR ("580.65.06"): each part at >= the floor.
+drivers_depends() {
+  local floor=$1 part out=""
+  for part in $DRIVER_PARTS; do out="$out${out:+, }$part (>= $floor)"; done
+  echo "$out"
 }
 
 # build_repositories TREE POOL: the repositories every case starts from, at their paths under TREE (merged into each
 # root), and the variants a case swaps in, in POOL.
 build_repositories() {
-  local tree=$1 pool=$2 cuda toolkit archive
+  local tree=$1 pool=$2 cuda toolkit archive version part
   cuda=$tree$(cuda_dir)
   toolkit=$tree$(toolkit_dir)
   archive=$tree$(archive_dir)
   mkdir -p "$cuda" "$toolkit" "$archive" "$pool"
-  standin "$archive" "linux-headers-$(uname -r)" 1.0-1
+  standin "$archive" "linux-headers-$KERNEL" 6.1.76-1
+  standin "$archive" linux-headers-cloud-amd64 6.1.76-1 "depends=linux-headers-$KERNEL (= 6.1.76-1)"
   standin "$cuda" cuda-keyring 1.1-1 arch=all
-  standin "$cuda" nvidia-kernel-open-dkms "$DRIVER_580"
-  standin "$cuda" nvidia-kernel-open-dkms "$DRIVER_550"
-  standin "$cuda" nvidia-open-580 "$DRIVER_580" "depends=nvidia-kernel-open-dkms (= $DRIVER_580)"
-  standin "$cuda" nvidia-open-550 "$DRIVER_550" "depends=nvidia-kernel-open-dkms (= $DRIVER_550)"
-  standin "$cuda" cuda-drivers-580 "$DRIVER_580"
-  standin "$cuda" nvidia-driver-pinning-580 "$DRIVER_580" arch=all
+  for version in "$DRIVER_550" "$DRIVER_580_OLD" "$DRIVER_580" "$DRIVER_590"; do
+    for part in $DRIVER_PARTS; do standin "$cuda" "$part" "$version"; done
+  done
+  for version in "$DRIVER_580_OLD" "$DRIVER_580" "$DRIVER_590"; do
+    standin "$cuda" nvidia-fabricmanager "$version"
+    standin "$cuda" libnvidia-nscq "$version"
+  done
+  standin "$cuda" cuda-drivers-550 "$DRIVER_550" "depends=$(drivers_depends 550.54.14)"
+  standin "$cuda" cuda-drivers-580 "$DRIVER_580_OLD" "depends=$(drivers_depends 580.65.06)"
+  standin "$cuda" cuda-drivers-580 "$DRIVER_580" "depends=$(drivers_depends 580.65.06)"
+  standin "$cuda" cuda-drivers "$DRIVER_590" "depends=$(drivers_depends 590.48.01)"
+  for version in "$DRIVER_580" "$DRIVER_590"; do
+    standin "$cuda" "nvidia-driver-pinning-${version%%.*}" "$version" arch=all section=NVIDIA \
+      provides=nvidia-driver-pinning conflicts=nvidia-driver-pinning replaces=nvidia-driver-pinning
+  done
   standin "$cuda" cuda-toolkit-12-3 12.3.2-1
   standin "$cuda" cuda-toolkit-12-4 12.4.1-1
   standin "$cuda" cuda-toolkit-12-5 12.5.1-1
@@ -42,8 +85,9 @@ build_repositories() {
   standin "$toolkit" nvidia-container-toolkit-base "$TOOLKIT"
   standin "$toolkit" nvidia-container-toolkit "$TOOLKIT" \
     "depends=nvidia-container-toolkit-base (= $TOOLKIT), libnvidia-container-tools (= $TOOLKIT)"
-  local repo
-  for repo in "$cuda" "$toolkit" "$archive"; do index_repository "$repo"; done
+  index_repository "$cuda" "NVIDIA CUDA"
+  index_repository "$toolkit"
+  index_repository "$archive"
   standin "$pool" cudnn9-cuda-12 "$CUDNN-1" "depends=libcudnn9-cuda-12" postinst=fail
   standin "$pool" gpuenv-test-interrupted 1.0-1 postinst=flag
 }
@@ -99,7 +143,19 @@ case_fresh_and_rerun() {
   expect_equal "fresh install: outcome no_gpu (no NVIDIA PCI device in the root)" "$(json "$CASE_DIR/first.json" .outcome)" no_gpu
   expect_equal "fresh install: changed=true" "$(json "$CASE_DIR/first.json" .changed)" true
   expect "fresh install: every package installed (dpkg)" all_installed
-  expect "fresh install: the driver package is held" contains <(in_root "$CASE_DIR/root" apt-mark showhold) '^nvidia-open-580$'
+  local part
+  for part in $DRIVER_PARTS; do
+    expect "fresh install: $part stays on branch 580 with 590 in the repository" \
+      installed "$CASE_DIR/root" "$part" "$DRIVER_580"
+  done
+  expect "fresh install: nothing is held (the pin keeps the branch; a hold would also stop its fixes)" \
+    test -z "$(in_root "$CASE_DIR/root" apt-mark showhold)"
+  expect "fresh install: apt gives NVIDIA's repository (Label NVIDIA CUDA) priority 600" \
+    contains <(in_root "$CASE_DIR/root" apt-cache policy cuda-toolkit-12-4) ' 600 file:'
+  expect "fresh install: and not the archive's packages" \
+    contains <(in_root "$CASE_DIR/root" apt-cache policy linux-headers-cloud-amd64) ' 500 file:'
+  expect "fresh install: the services were enabled (systemctl, recorded)" \
+    contains "$CASE_DIR/root/var/lib/gpuenv-test/systemctl.log" '^enable nvidia-persistenced$'
   expect "fresh install: the log shows apt-get install" contains "$(run_log first)" "$APT_INSTALL"
   expect "fresh install: the state file records no failed step" state_has_no_failure
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" first
@@ -172,15 +228,16 @@ case_interrupted_dpkg() {
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" repair
 }
 
-# install_held_550 ROOT: the 550 stack as an earlier install left it: NVIDIA's source, nvidia-open-550 with its kernel
-# modules at 550 (not the candidate version, so named with it), and the hold that keeps it there.
+# install_held_550 ROOT: the 550 stack as an earlier install left it: NVIDIA's source, cuda-drivers-550 with its
+# unsuffixed parts at 550 (not the candidate versions, so named with them), and the hold that keeps it there.
 install_held_550() {
-  local keyring
+  local keyring part versions=()
   keyring=$(cuda_dir)/cuda-keyring_1.1-1_all.deb
+  for part in $DRIVER_PARTS; do versions+=("$part=$DRIVER_550"); done
   in_root "$1" dpkg -i "$keyring" >/dev/null 2>&1 || return 1
   in_root "$1" apt-get update -qq >/dev/null 2>&1 || return 1
-  in_root "$1" apt-get install -y -qq nvidia-open-550 "nvidia-kernel-open-dkms=$DRIVER_550" >/dev/null 2>&1 || return 1
-  in_root "$1" apt-mark hold nvidia-open-550 >/dev/null
+  in_root "$1" apt-get install -y -qq cuda-drivers-550 "${versions[@]}" >/dev/null 2>&1 || return 1
+  in_root "$1" apt-mark hold cuda-drivers-550 >/dev/null
 }
 
 # The node runs branch 550, held: the change to 580 is refused naming the hold and the command that releases it;
@@ -188,23 +245,23 @@ install_held_550() {
 case_held_package() {
   local root=$CASE_DIR/root
   expect "setup: install the 550 driver and hold it" install_held_550 "$root"
-  expect "setup: nvidia-open-550 installed and held" contains <(in_root "$root" apt-mark showhold) '^nvidia-open-550$'
+  expect "setup: cuda-drivers-550 installed and held" contains <(in_root "$root" apt-mark showhold) '^cuda-drivers-550$'
 
   local rc
   rc=$(apply held)
   local said=$CASE_DIR/held.said
   expect_equal "held package: exit 1" "$rc" 1
-  expect "held package: names nvidia-open-550" contains "$said" 'nvidia-open-550'
-  expect "held package: gives the release command" contains "$said" 'apt-mark unhold nvidia-open-550'
-  expect "held package: the 550 driver is still installed" installed "$root" nvidia-open-550
+  expect "held package: names cuda-drivers-550" contains "$said" 'cuda-drivers-550'
+  expect "held package: gives the release command" contains "$said" 'apt-mark unhold cuda-drivers-550'
+  expect "held package: the 550 driver is still installed" installed "$root" nvidia-kernel-dkms "$DRIVER_550"
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" held
 
   local failures_before=$FAILURES
-  expect "apt-mark unhold nvidia-open-550 (the command gpuenv named)" quietly in_root "$root" apt-mark unhold nvidia-open-550
+  expect "apt-mark unhold cuda-drivers-550 (the command gpuenv named)" quietly in_root "$root" apt-mark unhold cuda-drivers-550
   rc=$(apply released)
   expect_equal "after apt-mark unhold: exit 0" "$rc" 0
-  expect "after apt-mark unhold: the 580 driver is installed" installed "$root" nvidia-open-580 "$DRIVER_580"
-  expect "after apt-mark unhold: the 580 kernel modules are installed" installed "$root" nvidia-kernel-open-dkms "$DRIVER_580"
+  expect "after apt-mark unhold: cuda-drivers-580 is installed" installed "$root" cuda-drivers-580 "$DRIVER_580"
+  expect "after apt-mark unhold: the kernel modules moved to 580, not 590" installed "$root" nvidia-kernel-dkms "$DRIVER_580"
   [ "$FAILURES" -eq "$failures_before" ] || show_run "$CASE_DIR" released
 }
 
@@ -222,4 +279,58 @@ case_missing_package() {
     both contains "$said" 'cuda-toolkit-12-3' -- contains "$said" 'cuda-toolkit-12-5'
   expect "missing package: cuda-toolkit-12-4 is not installed" test "$(dpkg_state "$CASE_DIR/root" cuda-toolkit-12-4)" = absent
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" missing
+}
+
+# What the pin prevents, shown with the same repository and no gpuenv: apt resolves cuda-drivers-580's `>=`
+# dependencies to the newest branch (the defect of NVIDIA's forum thread, reproduced with the real apt).
+case_branch_without_pin() {
+  local root=$CASE_DIR/root
+  echo "deb [trusted=yes] file:$(cuda_dir) /" >"$root/etc/apt/sources.list.d/cuda.list"
+  expect "without gpuenv: the CUDA repository is known" quietly in_root "$root" apt-get update -qq
+  expect "without gpuenv: apt-get install cuda-drivers-580 succeeds" \
+    quietly in_root "$root" apt-get install -y -qq cuda-drivers-580
+  expect "without gpuenv: nvidia-kernel-dkms comes from branch 590" installed "$root" nvidia-kernel-dkms "$DRIVER_590"
+}
+
+# install_old_580 ROOT: branch 580 as an earlier install left it, at an older update (580.65.06) than the repository's
+# newest (580.95.05): NVIDIA's source, cuda-drivers-580 and its unsuffixed parts named at that version.
+install_old_580() {
+  local keyring part versions=()
+  keyring=$(cuda_dir)/cuda-keyring_1.1-1_all.deb
+  for part in cuda-drivers-580 $DRIVER_PARTS; do versions+=("$part=$DRIVER_580_OLD"); done
+  in_root "$1" dpkg -i "$keyring" >/dev/null 2>&1 || return 1
+  in_root "$1" apt-get update -qq >/dev/null 2>&1 || return 1
+  in_root "$1" apt-get install -y -qq "${versions[@]}" >/dev/null 2>&1
+}
+
+# An HGX node (NVSwitches on the PCI bus) whose driver is an older update of branch 580: fabric manager and NSCQ come
+# at exactly the kernel module package's version (the newest 580, not 590, and not newer than the module), because
+# the plan installs them in the driver's own transaction.
+case_fabric_node() {
+  local root=$CASE_DIR/root rc bus
+  # /sys is not mounted in the root (root.sh): these files are what gpuenv reads as the PCI bus. 0x22a3 is the
+  # NVSwitch of HGX H100 ("Bridge [0680]: NVIDIA Corporation Device [10de:22a3]", tests/fixtures/install/nodes/
+  # hgx-h100-ubuntu2204/SOURCES.md).
+  for bus in 0000:05:00.0 0000:06:00.0; do
+    mkdir -p "$root/sys/bus/pci/devices/$bus"
+    printf '0x10de\n' >"$root/sys/bus/pci/devices/$bus/vendor"
+    printf '0x22a3\n' >"$root/sys/bus/pci/devices/$bus/device"
+    printf '0x068000\n' >"$root/sys/bus/pci/devices/$bus/class"
+  done
+  expect "setup: branch 580 at the older update 580.65.06" install_old_580 "$root"
+  expect "setup: nvidia-kernel-dkms is at 580.65.06" installed "$root" nvidia-kernel-dkms "$DRIVER_580_OLD"
+  rc=$(apply fabric)
+  expect_equal "fabric node exits 0" "$rc" 0
+  expect_equal "fabric node: the plan has fabric manager" "$(json "$CASE_DIR/fabric.json" .fabric_manager)" true
+  local module fabricmanager nscq
+  module=$(dpkg_state "$root" nvidia-kernel-dkms)
+  fabricmanager=$(dpkg_state "$root" nvidia-fabricmanager)
+  nscq=$(dpkg_state "$root" libnvidia-nscq)
+  expect_same "fabric node: nvidia-fabricmanager at exactly the kernel module package's version" \
+    "${fabricmanager##* }" "${module##* }"
+  expect_same "fabric node: libnvidia-nscq at exactly the kernel module package's version" "${nscq##* }" "${module##* }"
+  expect "fabric node: both on branch 580's newest update, not 590" installed "$root" nvidia-fabricmanager "$DRIVER_580"
+  expect "fabric node: nvidia-fabricmanager enabled (systemctl, recorded)" \
+    contains "$root/var/lib/gpuenv-test/systemctl.log" '^enable nvidia-fabricmanager$'
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" fabric
 }

@@ -23,19 +23,23 @@ nvidia_arch() {
   esac
 }
 
-# standin OUTDIR NAME VERSION [depends=LIST] [conflicts=LIST] [postinst=ok|fail|flag] [arch=all|native]
+# standin OUTDIR NAME VERSION [depends=LIST] [conflicts=LIST] [provides=LIST] [replaces=LIST] [section=S]
+#         [postinst=ok|fail|flag] [arch=all|native]
 # Writes OUTDIR/NAME_VERSION_ARCH.deb. postinst=fail always fails to configure; postinst=flag fails while
 # /var/lib/gpuenv-test/fail-postinst exists inside the root (how the tests leave dpkg interrupted on purpose).
 standin() {
   local outdir=$1 name=$2 version=$3
   shift 3
-  local depends="" conflicts="" postinst=ok arch
+  local depends="" conflicts="" provides="" replaces="" section=misc postinst=ok arch
   arch=$(dpkg --print-architecture)
   local option
   for option in "$@"; do
     case "$option" in
       depends=*) depends=${option#depends=} ;;
       conflicts=*) conflicts=${option#conflicts=} ;;
+      provides=*) provides=${option#provides=} ;;
+      replaces=*) replaces=${option#replaces=} ;;
+      section=*) section=${option#section=} ;;
       postinst=*) postinst=${option#postinst=} ;;
       arch=all) arch=all ;;
       *) echo "standin: unknown option $option" >&2; return 1 ;;
@@ -49,10 +53,12 @@ standin() {
     echo "Version: $version"
     echo "Architecture: $arch"
     echo "Maintainer: gpuenv tests <gpuenv-tests@localhost>"
-    echo "Section: misc"
+    echo "Section: $section"
     echo "Priority: optional"
     [ -n "$depends" ] && echo "Depends: $depends"
     [ -n "$conflicts" ] && echo "Conflicts: $conflicts"
+    [ -n "$provides" ] && echo "Provides: $provides"
+    [ -n "$replaces" ] && echo "Replaces: $replaces"
     echo "Description: stand-in for $name (gpuenv install integration test)"
   } >"$tree/DEBIAN/control"
   echo "$name $version" >"$tree/usr/share/doc/$name/gpuenv-stand-in"
@@ -78,28 +84,29 @@ cuda_dir() { echo "$CUDA_REPO/debian12/$(nvidia_arch)"; }
 toolkit_dir() { echo "$TOOLKIT_REPO/stable/deb/$(dpkg --print-architecture)"; }
 archive_dir() { echo "$DISTRO_ARCHIVE"; }
 
-# The apt source and pin file that the real cuda-keyring installs for NVIDIA's repository, pointing at ours.
+# The keyring and apt source that the real cuda-keyring installs for NVIDIA's repository, pointing at ours
+# (NVIDIA/cuda-repo-management SIGNATURES.md lists its data.tar: the keyring and the list file; no pin file).
 keyring_payload() {
   local tree=$1
-  mkdir -p "$tree/etc/apt/sources.list.d" "$tree/etc/apt/preferences.d" "$tree/usr/share/keyrings"
+  mkdir -p "$tree/etc/apt/sources.list.d" "$tree/usr/share/keyrings"
   # Not a real key: the source says [trusted=yes]. The file is there because the real package installs it.
   echo "gpuenv stand-in keyring" >"$tree/usr/share/keyrings/cuda-archive-keyring.gpg"
   echo "deb [trusted=yes] file:$(cuda_dir) /" \
     >"$tree/etc/apt/sources.list.d/cuda-debian12-$(nvidia_arch).list"
-  printf 'Package: *\nPin: release o=gpuenv-stand-in\nPin-Priority: 600\n' \
-    >"$tree/etc/apt/preferences.d/cuda-repository-pin-600"
 }
 
-# index_repository DIR: writes Packages, Packages.gz and a Release file for the flat repository in DIR.
+# index_repository DIR [LABEL]: writes Packages, Packages.gz and a Release file for the flat repository in DIR.
+# NVIDIA's repositories carry "Label: NVIDIA CUDA" (the label its cuda-<distro>.pin file and gpuenv's pin select:
+# https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/cuda-ubuntu2204.pin).
 index_repository() {
-  local dir=$1
+  local dir=$1 label=${2:-gpuenv-stand-in}
   (
     cd "$dir" || exit 1
     dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages
     gzip -9nc Packages >Packages.gz
     {
       echo "Origin: gpuenv-stand-in"
-      echo "Label: gpuenv-stand-in"
+      echo "Label: $label"
       echo "Suite: stable"
       echo "Date: $(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S UTC')"
       echo "Architectures: $(dpkg --print-architecture) all"

@@ -21,6 +21,28 @@ new_root() {
   cp -a "$WORK/tree/." "$dest/"
   install -m 0755 "$GPUENV" "$dest/usr/local/bin/gpuenv"
   install -m 0644 "$PROFILE" "$dest/etc/gpuenv/profile.toml"
+  # The kernel release the node reports (bound over /proc/sys/kernel/osrelease by in_root).
+  echo "$KERNEL" >"$dest/var/lib/gpuenv-test/osrelease"
+  # A minbase root has no systemd: a stand-in systemctl records what gpuenv asks (enable, start) and answers
+  # is-enabled / is-active from that record, so the services steps run and a re-run sees them done.
+  install -D -m 0755 /dev/stdin "$dest/usr/local/sbin/systemctl" <<'STUB'
+#!/bin/sh
+log=/var/lib/gpuenv-test/systemctl.log
+verb=$1
+shift
+case "$verb" in
+  enable | start) for unit; do echo "$verb $unit" >>"$log"; done ;;
+  is-enabled | is-active)
+    want=enable; state=enabled
+    [ "$verb" = is-active ] && want=start && state=active
+    rc=0
+    for unit; do
+      if grep -qx "$want $unit" "$log" 2>/dev/null; then echo "$state"; else echo "unknown"; rc=1; fi
+    done
+    exit $rc ;;
+  *) echo "systemctl stand-in: $verb not supported" >&2; exit 1 ;;
+esac
+STUB
   in_root "$dest" apt-get update -qq
 }
 
@@ -33,6 +55,9 @@ in_root() {
     root=$1; shift
     mount -t proc proc "$root/proc" || exit 125
     mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts" 2>/dev/null || true
+    if [ -f "$root/var/lib/gpuenv-test/osrelease" ]; then
+      mount --bind "$root/var/lib/gpuenv-test/osrelease" "$root/proc/sys/kernel/osrelease" || exit 125
+    fi
     exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' in_root "$root" "$@"
 }

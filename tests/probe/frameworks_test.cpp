@@ -24,8 +24,10 @@ const std::string k_torch_report =
     "torch.cuda_available=yes\ntorch.device_count=2\ntorch.arch_list=sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90\n"
     "torch.capabilities=12.0 12.0\ntensorflow.installed=no\n";
 
+/// The command the probe runs: the interpreter isolated (-I: no working directory, PYTHON* variable or user site on
+/// sys.path; docs/security.md), the script, and "matmul" when asked.
 std::string script_key(const std::string& python) {
-  return python + " -c " + std::string(gpuenv::probe::framework_probe_script());
+  return python + " -I -c " + std::string(gpuenv::probe::framework_probe_script());
 }
 
 const Finding* find(const std::vector<Finding>& findings, const std::string& id) {

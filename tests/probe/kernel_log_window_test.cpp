@@ -77,13 +77,15 @@ TEST_CASE("collect_host_facts: --since narrows the kernel log doctor judges, and
   options.live = false;
   options.now_unix = k_now;
   auto facts = gpuenv::probe::collect_host_facts(system, options);
-  CHECK(facts.kernel_log_source == "/var/log/kern.log (since the last boot)");
+  CHECK(facts.kernel_log_source ==
+        "/var/log/kern.log (since the last boot; kernel-tagged lines, which a local user can forge)");
   REQUIRE(facts.kernel_events.size() == 1);  // Xid 13 only: Xid 79 was in the boot before
   CHECK(facts.kernel_events[0].xid == 13);
 
   options.kernel_log_since = std::chrono::hours(1);
   facts = gpuenv::probe::collect_host_facts(system, options);
-  CHECK(facts.kernel_log_source == "/var/log/kern.log (since 2026-12-01T04:00:00Z)");
+  CHECK(facts.kernel_log_source ==
+        "/var/log/kern.log (since 2026-12-01T04:00:00Z; kernel-tagged lines, which a local user can forge)");
   CHECK(facts.kernel_events.size() == 1);
   options.kernel_log_since = std::chrono::minutes(10);
   facts = gpuenv::probe::collect_host_facts(system, options);
@@ -99,11 +101,42 @@ TEST_CASE("collect_host_facts: --since narrows the kernel log doctor judges, and
   options.live = true;
   options.kernel_log_since = std::chrono::minutes(10);
   facts = gpuenv::probe::collect_host_facts(live, options);
-  CHECK(facts.kernel_log_source == "dmesg (last 600 s)");
+  CHECK(facts.kernel_log_source == "dmesg (last 600 s; text, not the kernel's records: /dev/kmsg unreadable)");
   REQUIRE(facts.kernel_events.size() == 1);
   CHECK(facts.kernel_events[0].xid == 13);
   options.kernel_log_since.reset();
   facts = gpuenv::probe::collect_host_facts(live, options);
-  CHECK(facts.kernel_log_source == "dmesg");
+  CHECK(facts.kernel_log_source == "dmesg (text, not the kernel's records: /dev/kmsg unreadable)");
   CHECK(facts.kernel_events.size() == 2);
+
+  // /dev/kmsg first: the kernel's records, cut by their microseconds since boot.
+  live.files["/dev/kmsg"] =
+      "4,900,600100000,c;NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.\n"
+      "4,901,9000000000,c;NVRM: Xid (PCI:0000:17:00): 13, pid=2, Graphics Exception\n";
+  facts = gpuenv::probe::collect_host_facts(live, options);
+  CHECK(facts.kernel_log_source == "/dev/kmsg");
+  CHECK(facts.kernel_events.size() == 2);
+  options.kernel_log_since = std::chrono::minutes(10);
+  facts = gpuenv::probe::collect_host_facts(live, options);
+  CHECK(facts.kernel_log_source == "/dev/kmsg (last 600 s)");
+  REQUIRE(facts.kernel_events.size() == 1);
+  CHECK(facts.kernel_events[0].xid == 13);
+  CHECK(facts.kernel_events[0].timestamp == "9000.000000");
+}
+
+TEST_CASE("log_file_since_boot: only the kernel's own banner starts a boot, not a user's line that contains it",
+          "[probe][security]") {
+  // Issue 30 item 2: a user line after a real Xid that contains "] Linux version " made --since boot forget the Xid.
+  const std::string forged = k_two_boots +
+                             "Dec  1 04:40:00 node mallory: ] Linux version 9.9.9\n"
+                             "Dec  1 04:41:00 node kernel: [ 9100.000000] audit: x ] Linux version 9.9.9\n"
+                             "  [    0.000000] Linux version 9.9.9 (an indented continuation line)\n";
+  const auto window = log_file_since_boot(forged);
+  CHECK(window.how == "since the last boot");
+  CHECK(window.text.find("Dec  1 02:00:00") == 0);  // still the real banner of this boot
+  CHECK(window.text.find("Graphics Exception") != std::string::npos);
+  // The kernel's banner in the other shapes still counts (init/version.c linux_banner: "Linux version %s ...").
+  CHECK(log_file_since_boot("a\nDec  1 02:00:00 node kernel: Linux version 6.1.0\nb\n").text.find("Dec  1") == 0);
+  CHECK(log_file_since_boot("a\n2026-12-01T02:00:00.000000+00:00 node kernel: Linux version 6.1.0\nb\n")
+            .text.find("2026") == 0);
 }

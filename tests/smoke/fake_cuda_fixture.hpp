@@ -50,7 +50,9 @@ inline SmokeOptions small_options() {
   options.tensor_size = 64;
   options.sgemm_floor_size = options.tensor_floor_size = 64;  // judge these small matmuls like full-size ones
   options.repetitions = 2;
-  options.gemm_burst = std::chrono::milliseconds(0);  // the emulated GEMMs are slow: bursts are the burst tests'
+  // The emulated GEMMs are slow: one launch a window, two windows (sustained windows are the window tests').
+  options.gemm_window = std::chrono::milliseconds(0);
+  options.gemm_windows = 2;
   options.gemm_samples = 32;
   options.step_timeout = std::chrono::seconds(20);
   options.cublas_library = GPUENV_FAKE_CUDA_LIBRARY;  // the fake exports cuBLAS too
@@ -66,6 +68,81 @@ inline SmokeReport run_fake(const std::string& config, SmokeOptions options = sm
   REQUIRE(report);
   return *report;
 }
+
+/// The fake NVML's fixture for a scope (GPUENV_FAKE_NVML; the fake re-reads it at nvmlInit).
+class FakeNvml {
+ public:
+  /// `gpu_keys` for GPU 0 (00000000:1B:00.0); `more_gpus` are whole "[gpu]" sections after it.
+  explicit FakeNvml(const std::string& gpu_keys, const std::string& more_gpus = "") {
+    m_path = std::filesystem::temp_directory_path() / ("gpuenv-smoke-nvml-" + std::to_string(::getpid()) + ".conf");
+    std::ofstream(m_path) << "[gpu]\npci_bus_id = 00000000:1B:00.0\n" << gpu_keys << more_gpus;
+    ::setenv("GPUENV_FAKE_NVML", m_path.c_str(), 1);
+  }
+  ~FakeNvml() {
+    ::unsetenv("GPUENV_FAKE_NVML");
+    std::error_code ignored;
+    std::filesystem::remove(m_path, ignored);
+  }
+  FakeNvml(const FakeNvml&) = delete;
+  FakeNvml& operator=(const FakeNvml&) = delete;
+
+ private:
+  std::filesystem::path m_path;
+};
+
+inline SmokeOptions with_nvml(SmokeOptions options = small_options()) {
+  options.nvml_library = GPUENV_FAKE_NVML_LIBRARY;
+  return options;
+}
+
+inline SmokeReport run_with_nvml(const std::string& nvml_keys, const std::string& cuda_config, SmokeOptions options) {
+  const FakeNvml nvml(nvml_keys);
+  return run_fake(cuda_config, with_nvml(options));
+}
+
+/// A sysfs tree with one GPU's link files, its upstream port's maxima, and its NUMA CPUs; removed at scope end.
+class SysfsTree {
+ public:
+  SysfsTree(const std::string& bus_id, const std::string& max_speed, int max_width, const std::string& cpus = "") {
+    m_root = std::filesystem::temp_directory_path() / ("gpuenv-smoke-sysfs-" + std::to_string(::getpid()) + "-" +
+                                          std::to_string(++counter()));
+    const std::filesystem::path bridge = m_root / "devices/pci0000:00/0000:00:01.0";
+    const std::filesystem::path device = bridge / bus_id;
+    std::filesystem::create_directories(device);
+    std::filesystem::create_directories(m_root / "bus/pci/devices");
+    std::filesystem::create_directory_symlink(device, m_root / "bus/pci/devices" / bus_id);
+    std::ofstream(bridge / "max_link_speed") << max_speed << "\n";
+    std::ofstream(bridge / "max_link_width") << max_width << "\n";
+    std::ofstream(device / "max_link_speed") << max_speed << "\n";
+    std::ofstream(device / "max_link_width") << max_width << "\n";
+    std::ofstream(device / "current_link_speed") << max_speed << "\n";
+    std::ofstream(device / "current_link_width") << max_width << "\n";
+    if (!cpus.empty()) std::ofstream(device / "local_cpulist") << cpus << "\n";
+    m_speed = device / "current_link_speed";
+  }
+  /// Another GPU under the same upstream port, on the CPUs `cpus`.
+  void add(const std::string& bus_id, const std::string& cpus) {
+    const std::filesystem::path device = m_root / "devices/pci0000:00/0000:00:01.0" / bus_id;
+    std::filesystem::create_directories(device);
+    std::filesystem::create_directory_symlink(device, m_root / "bus/pci/devices" / bus_id);
+    std::ofstream(device / "local_cpulist") << cpus << "\n";
+  }
+  ~SysfsTree() {
+    std::error_code ignored;
+    std::filesystem::remove_all(m_root, ignored);
+  }
+  SysfsTree(const SysfsTree&) = delete;
+  SysfsTree& operator=(const SysfsTree&) = delete;
+  std::string root() const { return m_root.string(); }
+  std::string speed_file() const { return m_speed.string(); }
+
+ private:
+  static int& counter() {
+    static int value = 0;
+    return value;
+  }
+  std::filesystem::path m_root, m_speed;
+};
 
 inline const Finding* find(const std::vector<Finding>& findings, const std::string& id) {
   for (const Finding& finding : findings) {

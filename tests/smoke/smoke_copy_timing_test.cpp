@@ -33,28 +33,32 @@ const Metric& metric(const DeviceResult& device, const std::string& id) {
 }  // namespace
 
 TEST_CASE("smoke: a copy sample whose spin kernel timed out is discarded, and all timed out is not judged", "[smoke]") {
-  // 1 MiB x copies_per_sample per 1 ms: 8.4 GB/s, far below the H100's memory bandwidth floor for d2d.
-  const SmokeReport one = run_fake("elapsed_ms = 1\nspin_timeouts = 1\n", copy_options());
+  // 1 MiB x copies_per_sample per 1 ms: 8.4 GB/s read + write for d2d, below the operator's floor of 100 GB/s.
+  SmokeOptions options = copy_options();
+  options.overrides["d2d"].minimum = 100;
+  const SmokeReport one = run_fake("elapsed_ms = 1\nspin_timeouts = 1\n", options);
   const DeviceResult& gpu = one.devices.at(0);
-  // The first spin launch is the first timed sample of the pinned H2D copy: left out, the other two kept.
-  CHECK(metric(gpu, "h2d_pinned").summary.count == 2);
-  CHECK(metric(gpu, "h2d_pinned").summary.discarded == 1);
-  CHECK_FALSE(metric(gpu, "h2d_pinned").summary.invalid);
-  const Finding* h2d = find(gpu.findings, "smoke.h2d_pinned");
-  REQUIRE(h2d != nullptr);
-  CHECK(h2d->message.find("median of 2") != std::string::npos);
-  CHECK(h2d->message.find("1 of 3 samples discarded: the spin kernel timed out") != std::string::npos);
-  CHECK(metric(gpu, "d2d").summary.discarded == 0);
-  CHECK(find(gpu.findings, "smoke.d2d")->status == Status::fail);  // a valid slow figure still fails
+  // The first spin launch is the first timed sample of the D2D copy (the device copies run first): left out, the other
+  // two kept.
+  CHECK(metric(gpu, "d2d").summary.count == 2);
+  CHECK(metric(gpu, "d2d").summary.discarded == 1);
+  CHECK_FALSE(metric(gpu, "d2d").summary.invalid);
+  const Finding* first = find(gpu.findings, "smoke.d2d");
+  REQUIRE(first != nullptr);
+  CHECK(first->message.find("median of 2") != std::string::npos);
+  CHECK(first->message.find("1 of 3 samples discarded: the spin kernel timed out") != std::string::npos);
+  CHECK(first->status == Status::fail);  // a valid slow figure still fails the operator's minimum
+  CHECK(metric(gpu, "h2d_pinned").summary.discarded == 0);
 
-  // Every spin kernel timed out: no valid sample, so the slow figure is a lower bound and warns instead of failing.
-  const SmokeReport all = run_fake("elapsed_ms = 1\nspin_timeouts = 1000\n", copy_options());
+  // Every spin kernel timed out: no valid sample, so the slow figure is a lower bound: not judged (a skip, since a host
+  // that stalled for seconds is no fault of the GPU).
+  const SmokeReport all = run_fake("elapsed_ms = 1\nspin_timeouts = 1000\n", options);
   const Metric& d2d_metric = metric(all.devices.at(0), "d2d");
   CHECK(d2d_metric.summary.invalid);
   CHECK(d2d_metric.summary.count == 3);
   const Finding* d2d = find(all.devices.at(0).findings, "smoke.d2d");
   REQUIRE(d2d != nullptr);
-  CHECK(d2d->status == Status::warn);
+  CHECK(d2d->status == Status::skip);
   CHECK(d2d->message.find("data verified; timing invalid: in all 3 samples the spin kernel timed out") !=
         std::string::npos);
   CHECK(d2d->message.find("not judged") != std::string::npos);
@@ -68,7 +72,7 @@ TEST_CASE("smoke: the spin kernel waits on mapped pinned memory through its devi
   const int live_before = fake_counter("fake_cuda_live_allocations");
   const SmokeReport mapped = run_fake("elapsed_ms = 1\n", copy_options());
   const int spins = fake_counter("fake_cuda_spin_launches") - spins_before;
-  CHECK(spins == 9);  // h2d, d2h and d2d pinned copies, three samples each
+  CHECK(spins == 12);  // d2d, the stream copy, d2h and h2d pinned copies, three samples each
   CHECK(fake_counter("fake_cuda_spin_mapped_launches") - mapped_before == spins);
   CHECK(fake_counter("fake_cuda_live_allocations") == live_before);  // the flag is freed
 
@@ -80,7 +84,7 @@ TEST_CASE("smoke: the spin kernel waits on mapped pinned memory through its devi
   CHECK(fake_counter("fake_cuda_live_allocations") == live_before);
 }
 
-TEST_CASE("smoke: peer copies both ways at once, each direction judged against the pair's one-way floor", "[smoke]") {
+TEST_CASE("smoke: peer copies both ways at once, each direction shown beside the pair's one-way floor", "[smoke][system-test]") {
   SmokeOptions options = small_options();
   options.cublas = false;
   options.overrides["p2p"].minimum = 100;  // the one-way floor; an H100 pair on a 2-GPU node has none of its own
@@ -100,22 +104,19 @@ TEST_CASE("smoke: peer copies both ways at once, each direction judged against t
   // Shown, not judged. One-way and bidirectional copies are both queued behind the spin kernel, so the fake's equal
   // intervals give equal rates: 1 x, as full duplex should on hardware.
   CHECK(pass.message.find("; 1.00 x the one-way copies' sum (10486 GB/s); ") != std::string::npos);
-  CHECK(pass.message.find("; each direction warns below 100 GB/s (the one-way floor; full duplex, uncalibrated) and "
-                          "fails below 50.0 GB/s (half of it)") != std::string::npos);
+  CHECK(pass.message.find("; the slower direction is 52.43 x the one-way floor 100 GB/s, not judged (uncalibrated: no "
+                          "anchor tool has a bidirectional floor)") != std::string::npos);
   CHECK(pass.source == "--minimum p2p=100 (operator)");
 
-  // GPU 1's stream (GPU 1 reads GPU 0) is slow while both run: 26.2 GB/s, below half the one-way floor.
+  // GPU 1's stream (GPU 1 reads GPU 0) is slow while both run: 26.2 GB/s, below half the one-way floor. No anchor tool
+  // has a bidirectional floor (issue 23 item 1): reported with its ratio, never judged; the one-way copies are.
   const SmokeReport slow = run_fake("device_count = 2\nelapsed_ms = 0.0001\nelapsed_ms_gpu1 = 0.02\n", options);
   REQUIRE(slow.bidirectional_findings.size() == 1);
-  CHECK(slow.bidirectional_findings[0].status == Status::fail);
+  CHECK(slow.bidirectional_findings[0].status == Status::pass);
   CHECK(slow.bidirectional_findings[0].message.find("GPU 0 -> GPU 1 26.2 GB/s and GPU 1 -> GPU 0 5243 GB/s") !=
         std::string::npos);
-  CHECK(slow.bidirectional_findings[0].remedy.find("nvidia-smi nvlink") != std::string::npos);
-  // GPU 0's stream at 65.5 GB/s: below the one-way floor but above half of it, an uncalibrated line: warns.
-  const SmokeReport lagging = run_fake("device_count = 2\nelapsed_ms = 0.0001\nelapsed_ms_gpu0 = 0.008\n", options);
-  REQUIRE(lagging.bidirectional_findings.size() == 1);
-  CHECK(lagging.bidirectional_findings[0].status == Status::warn);
-  CHECK(lagging.bidirectional_findings[0].message.find("GPU 1 -> GPU 0 65.5 GB/s at once") != std::string::npos);
+  CHECK(slow.bidirectional_findings[0].message.find("the slower direction is 0.26 x the one-way floor") !=
+        std::string::npos);
 
   // No one-way floor for the pair: numbers only, and why.
   const SmokeReport no_floor = run_fake("device_count = 2\nelapsed_ms = 0.0001\n", small_options());
@@ -141,10 +142,11 @@ TEST_CASE("smoke: peer copies both ways at once, each direction judged against t
         std::string::npos);
   CHECK(fake_counter("fake_cuda_live_allocations") == live_before);
 
-  // Every spin kernel timed out: the overlap is unknown, so the figures are not judged.
+  // Every spin kernel timed out: the overlap is unknown, so the figures are not judged (a skip: a host that stalled is
+  // no fault of the GPUs).
   const SmokeReport timed_out = run_fake("device_count = 2\nelapsed_ms = 0.0001\nspin_timeouts = 1000\n", options);
   REQUIRE(timed_out.bidirectional_findings.size() == 1);
-  CHECK(timed_out.bidirectional_findings[0].status == Status::warn);
+  CHECK(timed_out.bidirectional_findings[0].status == Status::skip);
   CHECK(timed_out.bidirectional_findings[0].message.find("timing invalid") != std::string::npos);
 }
 
@@ -169,17 +171,17 @@ TEST_CASE("smoke: peer copies without peer access are not queued behind a spin k
   CHECK(fake_counter("fake_cuda_spin_launches") - before_peer > without_peers);  // queued with peer access
 }
 
-TEST_CASE("smoke: peer copies whose every sample timed out warn 'timing invalid' also without a floor", "[smoke]") {
+TEST_CASE("smoke: peer copies whose every sample timed out say 'timing invalid' also without a floor", "[smoke]") {
   SmokeOptions options = small_options();
   options.cublas = false;
   // Two H100s: no floor on a 2-GPU node (the 335 GB/s floor is for 8-GPU boards). Every spin kernel times out.
   const SmokeReport report = run_fake("device_count = 2\nspin_timeouts = 100000\n", options);
   REQUIRE(report.peer_findings.size() == 2);
   for (const Finding& finding : report.peer_findings) {
-    CHECK(finding.status == Status::warn);
+    CHECK(finding.status == Status::skip);
     CHECK(finding.message.find("timing invalid") != std::string::npos);
   }
   REQUIRE(report.bidirectional_findings.size() == 1);
-  CHECK(report.bidirectional_findings[0].status == Status::warn);
+  CHECK(report.bidirectional_findings[0].status == Status::skip);
   CHECK(report.bidirectional_findings[0].message.find("timing invalid") != std::string::npos);
 }

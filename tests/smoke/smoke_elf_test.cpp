@@ -70,7 +70,7 @@ std::vector<std::string> needed_libraries(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("smoke: the gpuenv binary has no NEEDED entry for any NVIDIA library", "[smoke][elf]") {
+TEST_CASE("smoke: the gpuenv binary has no NEEDED entry for any NVIDIA library", "[smoke][elf][system-test]") {
   const std::vector<std::string> needed = needed_libraries(GPUENV_BINARY);
   REQUIRE_FALSE(needed.empty());  // libc at least: the parser works
   bool libc = false;

@@ -4,6 +4,8 @@
 // cuobjdump from a toolkit at least as new as the image's (an 11.8 cuobjdump cannot read a CUDA 13 fatbin); an image
 // no such cuobjdump can read is not checked, and with none at all the test is skipped.
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -127,7 +129,8 @@ TEST_CASE("smoke: cuobjdump output parsing counts LDGSTS and STL per arch and fu
   CHECK(code[{"sm_75", "smoke_hgemm_wmma"}].ldgsts == 0);
 }
 
-TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills nothing (cuobjdump)", "[smoke][kernels]") {
+TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills nothing (cuobjdump)",
+          "[smoke][kernels][system-test][engine]") {
   const auto kernels = embedded_kernels_info();
   if (!kernels.embedded) {
     WARN("SKIPPED: this build carries no kernel image (no nvcc)");
@@ -149,14 +152,16 @@ TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills noth
       unchecked.push_back(image.file + " (no cuobjdump of CUDA " + image.cuda_version + " or newer)");
       continue;
     }
-    const auto path = std::filesystem::temp_directory_path() / ("gpuenv-sass-test-" + image.file);
+    // Per process: other test runs on this machine write their images at the same moment.
+    const auto path =
+        std::filesystem::temp_directory_path() / ("gpuenv-sass-test-" + std::to_string(::getpid()) + "-" + image.file);
     std::ofstream(path, std::ios::binary)
         .write(image.contents.data(), static_cast<std::streamsize>(image.contents.size()));
     // System::run closes stdin; cuobjdump -sass then hands nvdisasm a temporary file on descriptor 0 that nvdisasm
     // cannot open ("Could not open input file"), so stdin is /dev/null here.
     auto run = [&](const char* what) {
       return system->run({"/bin/sh", "-c", "exec \"$0\" \"$1\" \"$2\" </dev/null", tool, what, path.string()},
-                         std::chrono::seconds(120));
+                         std::chrono::seconds(600));  // ~17 s of CPU; minutes on a loaded 2-core builder
     };
     const auto sass = run("-sass");
     const auto usage = run("-res-usage");

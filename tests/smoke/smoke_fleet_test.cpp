@@ -26,16 +26,17 @@ using gpuenv::report::Status;
 using gpuenv::report::Verdict;
 
 TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads after run_smoke returned",
-          "[smoke][deadline]") {
+          "[smoke][deadline][system-test]") {
   // The launch hangs 3 s, the deadline is 1.5 s: run_smoke returns and its data is gone while the abandoned thread
   // still has the GEMM to finish and judge. Under ASan (the asan preset) a reference into run_smoke's frame is a
   // heap-use-after-free here. (A 300 ms deadline was missed by the copies themselves on a loaded machine.)
   SmokeOptions options = small_options();
   options.step_timeout = std::chrono::milliseconds(1500);
   options.cublas = false;
-  options.repetitions = 1;  // two launches, each hanging 1 s, then the judgement that reads the expectations
+  options.repetitions = 1;
   {
-    const SmokeReport report = run_fake("launch_hang_seconds = 3\n", options);
+    // The SIMT GEMM's launches hang (the fill kernels before them do not), then the judgement reads the expectations.
+    const SmokeReport report = run_fake("launch_hang_seconds = 3\nlaunch_hang_kernel = smoke_sgemm\n", options);
     REQUIRE(report.devices.size() == 1);
     CHECK(report.devices[0].hung);
     CHECK(report.abandoned_work);
@@ -45,7 +46,7 @@ TEST_CASE("smoke: a GEMM abandoned at its deadline still owns what it reads afte
 }
 
 TEST_CASE("smoke: GPUs that hang in a peer copy are reported hung, not only their pair's finding",
-          "[smoke][deadline]") {
+          "[smoke][deadline][system-test]") {
   SmokeOptions options = small_options();
   options.step_timeout = std::chrono::milliseconds(1500);
   options.cublas = false;
@@ -62,7 +63,7 @@ TEST_CASE("smoke: GPUs that hang in a peer copy are reported hung, not only thei
 }
 
 TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its exit code, output flushed",
-          "[smoke][deadline][e2e]") {
+          "[smoke][deadline][e2e][system-test]") {
   // The fake's teardown at exit waits for the hung launch (120 s), as libcuda's may: only _Exit avoids it. The 3 s
   // deadline leaves the copies before the first launch time to finish on a busy machine, and the 60 s bound leaves
   // an ASan binary on a loaded machine time to start, while a process that waited for the teardown would take 120 s.
@@ -108,7 +109,8 @@ TEST_CASE("smoke: a failed cuCtxEnablePeerAccess fails that pair only and every 
 TEST_CASE("smoke: a GPU stopped by a sticky error still releases its context and buffers", "[smoke]") {
   const int contexts = fake_counter("fake_cuda_live_contexts");
   const int allocations = fake_counter("fake_cuda_live_allocations");
-  const SmokeReport report = run_fake("launch_result = 719\n");
+  // The SIMT GEMM's launch fails (the fill kernels before it, which launch_result would fail too, do not).
+  const SmokeReport report = run_fake("fault_kernel_gpu0 = smoke_sgemm\nfault_result = 719\n");
   CHECK(find(report.devices.at(0).findings, "smoke.sgemm_fp32")->status == Status::fail);
   CHECK(fake_counter("fake_cuda_live_contexts") == contexts);
   CHECK(fake_counter("fake_cuda_live_allocations") == allocations);
@@ -138,7 +140,8 @@ TEST_CASE("smoke: uploads, the NaN pre-fill and the D2D clear are ordered on the
   CHECK(find(memtest.devices.at(0).findings, "smoke.memtest")->status == Status::fail);  // counters reset in order
 }
 
-TEST_CASE("smoke: model names match whole, with aliases, MIG instances are not judged as whole GPUs", "[smoke]") {
+TEST_CASE("smoke: model names match whole, with aliases, MIG instances are not judged as whole GPUs",
+          "[smoke][system-test]") {
   auto shipped = shipped_expectations();
   REQUIRE(shipped);
   CHECK(find_gpu(*shipped, "NVIDIA T400") == nullptr);
@@ -202,9 +205,9 @@ TEST_CASE("smoke: --quick matmuls are verified but not judged against the large-
 namespace {
 
 /// A sysfs tree as the kernel lays it out: bus/pci/devices/<bdf> links to devices/pci0000:00/<bridge>/<bdf>.
-class SysfsTree {
+class LinkSysfsTree {
  public:
-  SysfsTree(const std::string& gpu_current, const std::string& gpu_max, const std::string& bridge_max) {
+  LinkSysfsTree(const std::string& gpu_current, const std::string& gpu_max, const std::string& bridge_max) {
     namespace fs = std::filesystem;
     m_root = fs::temp_directory_path() / ("gpuenv-sysfs-" + std::to_string(::getpid()) + "-" +
                                           std::to_string(reinterpret_cast<std::uintptr_t>(this)));
@@ -223,7 +226,7 @@ class SysfsTree {
     link(gpu, "max", gpu_max);
     if (!bridge_max.empty()) link(bridge, "max", bridge_max);
   }
-  ~SysfsTree() {
+  ~LinkSysfsTree() {
     std::error_code ignored;
     std::filesystem::remove_all(m_root, ignored);
   }
@@ -238,12 +241,13 @@ class SysfsTree {
 TEST_CASE("smoke: pinned H2D is judged against min(GPU max, upstream port max), not the link it trained to",
           "[smoke]") {
   SmokeOptions options = small_options();
-  // A Gen5 x16 GPU under a Gen5 x16 port that trained to Gen3 x8: 64 KiB in 10 us = 6.6 GB/s (8 queued copies in
-  // 80 us). Against its current link (Gen3 x8: 6.3 GB/s expected) it would pass; against the slot's Gen5 x16 it fails
-  // Azure's 48 GB/s floor.
-  const SysfsTree degraded("8.0 GT/s PCIe x8", "32.0 GT/s PCIe x16", "32.0 GT/s PCIe x16");
+  // A Gen5 x16 GPU under a Gen5 x16 port that trained to Gen3 x8: 4 MiB in 0.625 ms = 6.7 GB/s (8 queued copies in
+  // 5 ms, slept by the fake's event_sleep so that the link is read while they are in flight). Against its current
+  // link (Gen3 x8: 6.3 GB/s expected) it would pass; against the slot's Gen5 x16 it fails Azure's 48 GB/s floor.
+  const LinkSysfsTree degraded("8.0 GT/s PCIe x8", "32.0 GT/s PCIe x16", "32.0 GT/s PCIe x16");
   options.sysfs_root = degraded.root();
-  const SmokeReport report = run_fake("elapsed_ms = 0.08\n", options);
+  options.copy_bytes = 4 * mib;
+  const SmokeReport report = run_fake("elapsed_ms = 5\nevent_sleep = 1\n", options);
   const DeviceResult& gpu = report.devices.at(0);
   CHECK(gpu.info.pcie_generation == 3);
   CHECK(gpu.info.pcie_upstream_max_generation == 5);
@@ -255,19 +259,22 @@ TEST_CASE("smoke: pinned H2D is judged against min(GPU max, upstream port max), 
   const Finding* link = find(gpu.findings, "smoke.pcie_link");
   REQUIRE(link != nullptr);
   CHECK(link->status == Status::warn);
-  CHECK(link->message.find("PCIe link runs Gen3 x8 right after a copy, but the GPU and its upstream port support "
-                           "Gen5 x16") == 0);
+  CHECK(link->message.find("PCIe link ran Gen3 x8 while the pinned copies ran (") == 0);
+  CHECK(link->message.find("readings, the fastest counted), but the GPU and its upstream port support Gen5 x16") !=
+        std::string::npos);
 
   // A Gen5 GPU in a Gen4 slot, running Gen4 x16 at 26 GB/s: healthy for that slot, no link warning.
-  const SysfsTree gen4_slot("16.0 GT/s PCIe x16", "32.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
+  const LinkSysfsTree gen4_slot("16.0 GT/s PCIe x16", "32.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
   options.sysfs_root = gen4_slot.root();
+  options.copy_bytes = small_options().copy_bytes;
   const SmokeReport slot = run_fake("elapsed_ms = 0.0025\n", options);
   CHECK(find(slot.devices.at(0).findings, "smoke.h2d_pinned")->status == Status::pass);
   CHECK(find(slot.devices.at(0).findings, "smoke.h2d_pinned")->source.find("PCIe Gen4 x16") == 0);
   CHECK(find(slot.devices.at(0).findings, "smoke.pcie_link") == nullptr);
 }
 
-TEST_CASE("smoke: the NVLink peer floor applies on the board it was measured on and says so elsewhere", "[smoke]") {
+TEST_CASE("smoke: the NVLink peer floor applies on the board it was measured on and says so elsewhere",
+          "[smoke][system-test]") {
   // A 4-GPU HGX H100 board: 6 NVLinks per pair, slower than the 8-GPU NVSwitch floor and healthy.
   const SmokeReport four = run_fake("device_count = 4\nelapsed_ms = 0.001\n");
   REQUIRE(four.peer_findings.size() == 12);
@@ -392,22 +399,52 @@ TEST_CASE("smoke: matmul checks: exact operands, a missing product fails, Freiva
   const FreivaldsCheck whole = check_freivalds(vector, hidden);
   CHECK_FALSE(whole.ok());
   CHECK(whole.wrong_rows == 1);
+  CHECK(whole.wrong_columns == 1);
   CHECK(whole.first_wrong.find("row 17:") == 0);
   std::vector<float> nan = c;
   nan[5] = std::nanf("");
   CHECK_FALSE(check_freivalds(vector, nan).ok());
+
+  // Issue 23 item 8: two swapped columns j, k leave C·x unchanged when x_j = x_k (x has 14 values, so among 96 columns
+  // such a pair exists): only the left side yᵀ·C = (yᵀ·A)·B sees it. Likewise two swapped rows with y_i = y_k.
+  auto equal_pair = [](const std::vector<double>& v) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      for (std::size_t k = i + 1; k < v.size(); ++k) {
+        if (v[i] == v[k]) return std::pair<std::size_t, std::size_t>{i, k};
+      }
+    }
+    FAIL("no two equal entries");
+    return std::pair<std::size_t, std::size_t>{};
+  };
+  const auto [cj, ck] = equal_pair(vector.x);
+  std::vector<float> columns_swapped = c;
+  for (int i = 0; i < n; ++i) std::swap(columns_swapped[i * n + cj], columns_swapped[i * n + ck]);
+  REQUIRE(columns_swapped != c);
+  const FreivaldsCheck swapped = check_freivalds(vector, columns_swapped);
+  CHECK(swapped.wrong_rows == 0);  // what a right-sided check alone sees: nothing
+  CHECK(swapped.wrong_columns >= 1);
+  CHECK_FALSE(swapped.ok());
+  CHECK(swapped.first_wrong.find("column ") == 0);
+  const auto [ri, rk] = equal_pair(vector.y);
+  std::vector<float> rows_swapped = c;
+  for (int j = 0; j < n; ++j) std::swap(rows_swapped[ri * n + j], rows_swapped[rk * n + j]);
+  const FreivaldsCheck rows = check_freivalds(vector, rows_swapped);
+  CHECK(rows.wrong_columns == 0);
+  CHECK(rows.wrong_rows >= 1);
+  CHECK_FALSE(rows.ok());
 }
 
 TEST_CASE("smoke: a sporadic wrong result in one timed repetition fails the matmul", "[smoke]") {
-  // Launch 2 is the first timed repetition of our FP32 GEMM; the last repetition (the one sampled) is right again.
+  // Our FP32 GEMM's launches: 1 the reference, 2 the sizing launch, then one launch in each of two windows: launch 3
+  // is the first window's; the last launch is right again.
   SmokeOptions options = small_options();
   options.cublas = false;
-  const SmokeReport report = run_fake("gemm_fault_launch = 2\n", options);
+  const SmokeReport report = run_fake("gemm_fault_launch = 3\n", options);
   const Finding* sgemm = find(report.devices.at(0).findings, "smoke.sgemm_fp32");
   REQUIRE(sgemm != nullptr);
   CHECK(sgemm->status == Status::fail);
-  CHECK(sgemm->message.find("wrong results: 1 of 3 runs (warm-up, timed repetitions and the last of the sustained "
-                            "burst) fail the whole-result check C·x = A·(B·x); first run 1: row 64:") !=
+  CHECK(sgemm->message.find("wrong results: 1 of 3 launches differ from the verified first result (compared bit for bit "
+                            "on the GPU); first window 1, launch 1: 1 element differs, first C[64][42]") !=
         std::string::npos);
   CHECK(find(report.devices.at(0).findings, "smoke.gemm_bf16")->status != Status::fail);
 }
@@ -427,7 +464,7 @@ TEST_CASE("smoke: step threads run on the GPU's NUMA node (sysfs local_cpulist) 
   }
   int first = 0;
   while (!CPU_ISSET(first, &allowed)) ++first;
-  const SysfsTree sysfs("16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
+  const LinkSysfsTree sysfs("16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");
   std::ofstream(sysfs.root() + "/bus/pci/devices/0000:1b:00.0/local_cpulist") << first << "\n";
   SmokeOptions options = small_options();
   options.sysfs_root = sysfs.root();
@@ -488,8 +525,8 @@ TEST_CASE(
   // Three GPUs each at their solo 25 GB/s, one after another (drifted apart on a shared link): together 25 GB/s.
   const Finding serial = judge_concurrent_h2d(
       {copied_in_second(0, 25.0, 25.0, 0), copied_in_second(1, 25.0, 25.0, 1), copied_in_second(2, 25.0, 25.0, 2)});
-  CHECK(serial.status == Status::warn);
   CHECK(serial.message.find("together 25.0 GB/s") != std::string::npos);
+  CHECK(serial.message.find("the GPUs share one host link") != std::string::npos);
   // The same batches at once: 75 GB/s together.
   const Finding overlapping = judge_concurrent_h2d(
       {copied_in_second(0, 25.0, 25.0), copied_in_second(1, 25.0, 25.0), copied_in_second(2, 25.0, 25.0)});
@@ -497,18 +534,20 @@ TEST_CASE(
   CHECK(overlapping.message.find("together 75.0 GB/s") != std::string::npos);
 }
 
-TEST_CASE("smoke: quick copies are at least twice the L2 cache, so D2D measures memory, not the cache", "[smoke]") {
+TEST_CASE("smoke: device copies are at least four times the L2 cache, so D2D and HBM measure memory, not the cache",
+          "[smoke][system-test]") {
   CHECK(copy_bytes(SmokeOptions{}, 0) == 256 * mib);
   SmokeOptions quick;
   quick.quick = true;
   CHECK(copy_bytes(quick, 0) == 32 * mib);
-  CHECK(copy_bytes(quick, 50 * mib) == 100 * mib);           // H100/H200: 50 MB L2
-  CHECK(copy_bytes(quick, 60 * 1000 * 1000) == 115 * mib);   // rounded up to whole MiB
+  CHECK(copy_bytes(quick, 50 * mib) == 200 * mib);           // H100/H200: 50 MB L2 (issue 23 item 2: >= 4 x L2)
+  CHECK(copy_bytes(quick, 60 * 1000 * 1000) == 229 * mib);   // rounded up to whole MiB
   CHECK(copy_bytes(SmokeOptions{}, 50 * mib) == 256 * mib);  // the full size already leaves it
   quick.copy_bytes = 64 * 1024;                              // the operator's size stands
   CHECK(copy_bytes(quick, 50 * mib) == 64 * 1024);
 
-  // Through the runner: the fake GPU reports a 20 MiB L2, so quick copies move 40 MiB (D2D counts read + write).
+  // Through the runner: the fake GPU reports a 20 MiB L2, so quick device copies move 80 MiB (D2D counts read +
+  // write); the host copies keep their 32 MiB (the L2 serves no copy through PCIe).
   SmokeOptions options = small_options();
   options.quick = true;
   options.copy_bytes = 0;
@@ -518,15 +557,18 @@ TEST_CASE("smoke: quick copies are at least twice the L2 cache, so D2D measures 
   const auto& metrics = report.devices.at(0).metrics;
   const auto d2d = std::find_if(metrics.begin(), metrics.end(), [](const Metric& m) { return m.id == "d2d"; });
   REQUIRE(d2d != metrics.end());
-  CHECK(d2d->work == 2.0 * 40 * mib);
+  CHECK(d2d->work == 2.0 * 80 * mib);
+  const auto h2d = std::find_if(metrics.begin(), metrics.end(), [](const Metric& m) { return m.id == "h2d_pinned"; });
+  REQUIRE(h2d != metrics.end());
+  CHECK(h2d->work == 32.0 * mib);
   CHECK(report.devices.at(0).info.l2_bytes == 20 * mib);
 
   // Peer copies, one way and both ways, leave the L2 of either GPU too.
   const SmokeReport pair = run_fake("device_count = 2\nl2_bytes = 20971520\nemulate_kernels = 0\n", options);
   REQUIRE(pair.peers.size() == 2);
-  CHECK(pair.peers[0].metric.work == 40.0 * mib);
+  CHECK(pair.peers[0].metric.work == 80.0 * mib);
   REQUIRE(pair.bidirectional.size() == 2);
-  CHECK(pair.bidirectional[0].metric.work == 40.0 * mib);
+  CHECK(pair.bidirectional[0].metric.work == 80.0 * mib);
 }
 
 TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin kernel (nvbandwidth)", "[smoke]") {
@@ -548,8 +590,8 @@ TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin ke
   CHECK(median("h2d_pinned") == Approx(copies_per_sample * one_copy));
   CHECK(median("d2h_pinned") == Approx(copies_per_sample * one_copy));
   CHECK(median("d2d") == Approx(2 * copies_per_sample * one_copy));  // read + write
-  // Three event-timed copy steps, three samples each (the warm-up copy is not held).
-  CHECK(fake_counter("fake_cuda_spin_launches") - spins_before == 9);
+  // Four event-timed copy steps (D2D, the stream copy, D2H and H2D), three samples each (the warm-up is not held).
+  CHECK(fake_counter("fake_cuda_spin_launches") - spins_before == 12);
   for (const char* id : {"smoke.h2d_pinned", "smoke.d2h_pinned", "smoke.d2d", "smoke.h2d_pageable"}) {
     const Finding* copy = find(report.devices.at(0).findings, id);
     REQUIRE(copy != nullptr);
@@ -557,7 +599,7 @@ TEST_CASE("smoke: pinned and device copies are timed as a queue behind a spin ke
   }
 }
 
-TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host link", "[smoke]") {
+TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host link", "[smoke][system-test]") {
   // HGX-like: pairs behind a switch halve each other, but four switches still add up: shown, not warned.
   const Finding pairs = judge_concurrent_h2d({copied_in_second(0, 27.0, 54.0), copied_in_second(1, 27.5, 54.0),
                                               copied_in_second(2, 27.0, 53.5), copied_in_second(3, 26.8, 54.2),
@@ -567,10 +609,12 @@ TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host 
   // Four GPUs behind one Gen4 uplink: together they move what one moves alone.
   const Finding shared = judge_concurrent_h2d({copied_in_second(0, 6.5, 25.0), copied_in_second(1, 6.4, 25.1),
                                                copied_in_second(2, 6.6, 24.9), copied_in_second(3, 6.3, 25.0)});
-  CHECK(shared.status == Status::warn);
+  // Said, not judged: the 1.25 x line is gpuenv's own, and some healthy shapes put every GPU behind one uplink by
+  // design (issue 23 item 1: an uncalibrated line never changes the verdict).
+  CHECK(shared.status == Status::pass);
   CHECK(shared.message.find("together 25.8 GB/s (all bytes over 1e+03 ms wall time") != std::string::npos);
   CHECK(shared.message.find("no more than one GPU alone (25.1 GB/s)") != std::string::npos);
-  CHECK(shared.remedy.find("nvidia-smi topo -m") != std::string::npos);
+  CHECK(shared.message.find("not judged (uncalibrated: check `nvidia-smi topo -m`") != std::string::npos);
 
   // Through the runner: every GPU runs its part (the fake's copies take the same time at once as alone).
   const int spins_before = fake_counter("fake_cuda_spin_launches");
@@ -593,7 +637,8 @@ TEST_CASE("smoke: pinned H2D on every GPU at once, and GPUs that share one host 
   const SmokeReport turns = run_fake("device_count = 3\nelapsed_ms = 20\nevent_sleep = 1\nevent_sleep_serial = 1\n");
   const Finding* serial = find(turns.findings, "smoke.h2d_concurrent");
   REQUIRE(serial != nullptr);
-  CHECK(serial->status == Status::warn);
+  CHECK(serial->status == Status::pass);
+  CHECK(serial->message.find("the GPUs share one host link") != std::string::npos);
   CHECK(serial->message.find("(1.00 x alone)") != std::string::npos);
   // One GPU: nothing to run together.
   CHECK(find(run_fake("elapsed_ms = 0.001\n").findings, "smoke.h2d_concurrent") == nullptr);

@@ -52,7 +52,7 @@ std::string loaded_image(const std::string& config) {
 
 }  // namespace
 
-TEST_CASE("smoke: the driver's CUDA version picks the kernel image (fake libcuda)", "[smoke][kernels]") {
+TEST_CASE("smoke: the driver's CUDA version picks the kernel image (fake libcuda)", "[smoke][kernels][system-test]") {
   if (!both_images_embedded()) return;
   // R520 (CUDA 11.8), R535 (12.2), R550 (12.4), R570 (12.8): the 11.8 image, whose SASS and PTX these drivers load.
   for (const char* version : {"11080", "12020", "12040", "12080", "12090"}) {
@@ -72,7 +72,7 @@ TEST_CASE("smoke: a CUDA 13 driver that refuses the CUDA 13 image falls back to 
   const SmokeReport refused = run_fake("driver_version = 12040\nmodule_load_results = 209,209\n");
   const auto* kernels = find(refused.devices.at(0).findings, "smoke.kernels");
   REQUIRE(kernels != nullptr);
-  CHECK(kernels->status == Status::warn);
+  CHECK(kernels->status == Status::skip);  // our kernels cannot run: no fault of the GPU (issue 23 item 1)
   const auto legacy_at = kernels->message.find(legacy_image);
   const auto cuda13_at = kernels->message.find(std::string(cuda13_image) + " (CUDA 13");
   CHECK(legacy_at != std::string::npos);
@@ -80,7 +80,7 @@ TEST_CASE("smoke: a CUDA 13 driver that refuses the CUDA 13 image falls back to 
   CHECK(legacy_at < cuda13_at);
 }
 
-TEST_CASE("smoke: a driver that cannot JIT PTX warns and names the JIT compiler, it does not fail the node",
+TEST_CASE("smoke: a driver that cannot JIT PTX names the JIT compiler, and neither fails nor degrades the node",
           "[smoke][kernels]") {
   if (!both_images_embedded()) return;
   // 221 CUDA_ERROR_JIT_COMPILER_NOT_FOUND, 223 CUDA_ERROR_JIT_COMPILATION_DISABLED: a Blackwell GPU on an R570 driver
@@ -90,7 +90,7 @@ TEST_CASE("smoke: a driver that cannot JIT PTX warns and names the JIT compiler,
     const SmokeReport report = run_fake(std::string("driver_version = 12080\nmodule_load_results = ") + results + "\n");
     const auto* kernels = find(report.devices.at(0).findings, "smoke.kernels");
     REQUIRE(kernels != nullptr);
-    CHECK(kernels->status == Status::warn);
+    CHECK(kernels->status == Status::skip);
     CHECK(kernels->message.find("images tried: ") != std::string::npos);
   }
   const SmokeReport report = run_fake("driver_version = 12080\nmodule_load_results = 209,221\n");

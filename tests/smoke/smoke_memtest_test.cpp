@@ -66,7 +66,7 @@ TEST_CASE("smoke: --memtest counts wrong words per pass", "[smoke][memtest]") {
   CHECK(one->message.find("the first in the walking zeros pass at byte offset 0xc ") != std::string::npos);
 }
 
-TEST_CASE("smoke: --memtest over less than 4 x the L2 cache is not a pass", "[smoke][memtest]") {
+TEST_CASE("smoke: --memtest over less than 4 x the L2 cache is not a pass", "[smoke][memtest][system-test]") {
   // 2 MiB tested: a 1 MiB L2 could hold half of it, so a clean result says nothing about DRAM; a 512 KiB L2 is covered.
   const SmokeReport small = run_fake("free_memory = 4194304\nl2_bytes = 1048576\n", memtest_options());
   const Finding* skipped = find(small.devices.at(0).findings, "smoke.memtest");

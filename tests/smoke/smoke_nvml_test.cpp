@@ -24,36 +24,6 @@ using gpuenv::report::Status;
 
 namespace {
 
-/// The fake NVML's fixture for a scope (GPUENV_FAKE_NVML; the fake re-reads it at nvmlInit).
-class FakeNvml {
- public:
-  explicit FakeNvml(const std::string& gpu_keys) {
-    m_path = std::filesystem::temp_directory_path() / ("gpuenv-smoke-nvml-" + std::to_string(::getpid()) + ".conf");
-    std::ofstream(m_path) << "[gpu]\npci_bus_id = 00000000:1B:00.0\n" << gpu_keys;
-    ::setenv("GPUENV_FAKE_NVML", m_path.c_str(), 1);
-  }
-  ~FakeNvml() {
-    ::unsetenv("GPUENV_FAKE_NVML");
-    std::error_code ignored;
-    std::filesystem::remove(m_path, ignored);
-  }
-  FakeNvml(const FakeNvml&) = delete;
-  FakeNvml& operator=(const FakeNvml&) = delete;
-
- private:
-  std::filesystem::path m_path;
-};
-
-SmokeOptions with_nvml(SmokeOptions options = small_options()) {
-  options.nvml_library = GPUENV_FAKE_NVML_LIBRARY;
-  return options;
-}
-
-SmokeReport run_with_nvml(const std::string& nvml_keys, const std::string& cuda_config, SmokeOptions options) {
-  const FakeNvml nvml(nvml_keys);
-  return run_fake(cuda_config, with_nvml(options));
-}
-
 ClockSample sample(unsigned mhz, unsigned long long reasons = 0) { return ClockSample{mhz, 1980u, reasons, true}; }
 
 }  // namespace
@@ -119,36 +89,59 @@ TEST_CASE("smoke: the clock sampler marks samples under load only while launches
   CHECK(judge_clocks(busy, 1980).status == Status::warn);
 }
 
-TEST_CASE("smoke: full runs add a sustained GEMM burst that is verified and marked in flight, --quick does not",
-          "[smoke]") {
+TEST_CASE("smoke: matmuls are timed over sustained windows and every launch is compared with the reference",
+          "[smoke][system-test]") {
+  // Issue 23 item 6: events around >= 200 ms of back-to-back launches (here 10 ms: elapsed_ms 2.5 per launch), the median
+  // of several windows, not cold single launches. Item 8: every launch's C compared on the GPU with the verified first
+  // result (gpu-burn compares every iteration's result with the first, compare.cu).
   SmokeOptions options = small_options();
-  options.gemm_burst = std::chrono::milliseconds(10);  // elapsed_ms 1: 10 launches after the timed ones
-  const int full_before = fake_counter("fake_cuda_gemm_launches");
-  const SmokeReport full = run_fake("elapsed_ms = 1\n", options);
-  // Four GEMMs (our kernels and cuBLAS, FP32 and a tensor precision): warm-up, 2 timed, 10 in the burst each.
-  CHECK(fake_counter("fake_cuda_gemm_launches") - full_before == 4 * (1 + 2 + 10));
+  options.gemm_window = std::chrono::milliseconds(10);
+  options.gemm_windows = 3;
+  const int before = fake_counter("fake_cuda_gemm_launches");
+  const SmokeReport full = run_fake("elapsed_ms = 2.5\n", options);
+  // Four matmuls (our kernels and cuBLAS, FP32 and a tensor precision): the reference, the one that sizes the
+  // windows, then 3 windows of 4.
+  CHECK(fake_counter("fake_cuda_gemm_launches") - before == 4 * (1 + 1 + 3 * 4));
   const Finding* sgemm = find(full.devices.at(0).findings, "smoke.sgemm_fp32");
   REQUIRE(sgemm != nullptr);
   CHECK(sgemm->status != Status::fail);
-  CHECK(sgemm->message.find("then 10 back-to-back launches under load") != std::string::npos);
-  // The burst's last result is checked like the timed ones: a fault in it fails the matmul (kernel launches 1..13).
-  const SmokeReport faulty = run_fake("elapsed_ms = 1\ngemm_fault_launch = 13\n", options);
+  CHECK(sgemm->message.find("(median of 3 sustained windows of 4 back-to-back launches") != std::string::npos);
+  CHECK(sgemm->message.find("every one of the 13 launches equals the verified first result bit for bit") !=
+        std::string::npos);
+  // A sporadic fault in one launch of the middle of a window fails the matmul. Our SGEMM's kernel launches: 1 the
+  // reference, 2 the sizing launch, 3..6 window 1, 7..10 window 2: launch 9 is window 2's 3rd. (No cuBLAS: our
+  // SGEMM runs first either way, and half the GEMMs cost the emulation half the time.)
+  options.cublas = false;
+  const SmokeReport faulty = run_fake("elapsed_ms = 2.5\ngemm_fault_launch = 9\n", options);
   const Finding* wrong = find(faulty.devices.at(0).findings, "smoke.sgemm_fp32");
   REQUIRE(wrong != nullptr);
   CHECK(wrong->status == Status::fail);
-  CHECK(wrong->message.find("first run 12:") != std::string::npos);
-  // --quick stays short: no burst.
-  options.quick = true;
+  CHECK(wrong->message.find("wrong results: 1 of 13 launches differ from the verified first result (compared bit for "
+                            "bit on the GPU); first window 2, launch 3: 1 element differs, first C[64][42]") !=
+        std::string::npos);
+  // The launch that sizes the windows is compared too.
+  const SmokeReport sizing = run_fake("elapsed_ms = 2.5\ngemm_fault_launch = 2\n", options);
+  CHECK(find(sizing.devices.at(0).findings, "smoke.sgemm_fp32")->message.find("first the sizing launch") !=
+        std::string::npos);
+  // A wrong first result is no reference: the matmul fails at once, nothing is timed against it.
+  const SmokeReport first = run_fake("elapsed_ms = 2.5\ngemm_fault_launch = 1\n", options);
+  CHECK(find(first.devices.at(0).findings, "smoke.sgemm_fp32")
+            ->message.find("the first launch fails the whole-result check") != std::string::npos);
+  // --quick: shorter windows (50 ms by default), three of them.
+  SmokeOptions quick = small_options();
+  quick.quick = true;
+  quick.gemm_window = std::chrono::milliseconds(-1);
+  quick.gemm_windows = 0;
   const int quick_before = fake_counter("fake_cuda_gemm_launches");
-  const SmokeReport quick = run_fake("elapsed_ms = 1\n", options);
-  CHECK(fake_counter("fake_cuda_gemm_launches") - quick_before == 4 * (1 + 2));
-  CHECK(find(quick.devices.at(0).findings, "smoke.sgemm_fp32")->message.find("back-to-back") == std::string::npos);
+  run_fake("elapsed_ms = 25\n", quick);
+  CHECK(fake_counter("fake_cuda_gemm_launches") - quick_before == 4 * (1 + 1 + 3 * 2));
 }
 
-TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml]") {
+TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake NVML)", "[smoke][nvml][system-test]") {
   SmokeOptions burst = small_options();
-  burst.gemm_burst = std::chrono::milliseconds(10);  // a sustained window the sampler sees under load
-  // Each GEMM lasts >= 5 ms in any build, so 13 launches per matmul stay in flight across several 20 ms samples.
+  burst.gemm_window = std::chrono::milliseconds(10);  // sustained windows the sampler sees under load
+  burst.gemm_windows = 3;
+  // Each GEMM lasts >= 5 ms in any build, so 10 launches per window stay in flight across several 20 ms samples.
   const std::string gemm_lasts = "gemm_sleep_ms = 5\n";
   const SmokeReport hot =
       run_with_nvml("sm_clock_mhz = 1410\nsm_clock_max_mhz = 1980\nthrottle_mask = 0x40\n", gemm_lasts, burst);
@@ -172,7 +165,7 @@ TEST_CASE("smoke: the clock is sampled through NVML while the matmuls run (fake 
   CHECK_FALSE(unknown.devices.at(0).info.matmul_clock_mhz.has_value());
 }
 
-TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", "[smoke][nvml]") {
+TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", "[smoke][nvml][system-test]") {
   MemoryErrorCounters before;
   before.ecc_corrected = 10;
   before.ecc_uncorrected = 0;
@@ -183,9 +176,14 @@ TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", 
   CHECK(judge_memory_errors(before, before).status == Status::pass);
   MemoryErrorCounters corrected = before;
   *corrected.ecc_corrected += 4;
-  const auto warned = judge_memory_errors(before, corrected);
-  CHECK(warned.status == Status::warn);
-  CHECK(warned.message == "during the memory test the GPU reported 4 corrected ECC error(s)");
+  // A few corrected errors are reported, not judged: DCGM's corrected-error limit is a placeholder and aznhc fails
+  // only above 20,000,000 (issue 23 item 1: only calibrated rules change the verdict).
+  const auto reported = judge_memory_errors(before, corrected);
+  CHECK(reported.status == Status::pass);
+  CHECK(reported.message.find("during the memory test the GPU reported 4 corrected ECC error(s), not judged") == 0);
+  MemoryErrorCounters pending = before;
+  pending.remap_pending = true;  // DCGM and aznhc both flag a pending remap
+  CHECK(judge_memory_errors(before, pending).status == Status::warn);
   MemoryErrorCounters bad = corrected;
   *bad.ecc_uncorrected += 1;
   *bad.remapped_uncorrectable += 2;
@@ -194,7 +192,8 @@ TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", 
   CHECK(failed.status == Status::fail);
   CHECK(failed.message ==
         "during the memory test the GPU reported 1 uncorrectable ECC error(s), 2 row(s) remapped for uncorrectable "
-        "errors, 4 corrected ECC error(s), a row remap is pending (applied at the next GPU reset)");
+        "errors, a row remap is pending (applied at the next GPU reset); 4 corrected ECC error(s), not judged (no "
+        "anchor tool fails a GPU on a few corrected errors)");
   MemoryErrorCounters failure = before;
   failure.remap_failure = true;
   CHECK(judge_memory_errors(before, failure).status == Status::fail);
@@ -221,13 +220,15 @@ TEST_CASE("smoke: ECC and row-remap counters that rise during the memory test", 
   CHECK(errors->message.find("2 uncorrectable ECC error(s), 1 row(s) remapped for uncorrectable errors") !=
         std::string::npos);
   CHECK(risen.verdict == gpuenv::report::Verdict::not_ok);
-  // Without --memtest nothing is compared.
-  const SmokeReport no_memtest = run_with_nvml(counters, "", small_options());
+  // Without a memory test (--no-memtest) nothing is compared.
+  SmokeOptions no_memtest_options = small_options();
+  no_memtest_options.memtest_fraction = 0;
+  const SmokeReport no_memtest = run_with_nvml(counters, "", no_memtest_options);
   CHECK(find(no_memtest.devices.at(0).findings, "smoke.memory_errors") == nullptr);
 }
 
 TEST_CASE("gpuenv smoke e2e: an nvmlInit that hangs is abandoned and the process leaves without tearing NVML down",
-          "[smoke][nvml][deadline][e2e]") {
+          "[smoke][nvml][deadline][e2e][system-test]") {
   // The fake NVML's nvmlInit blocks 20 s and aborts (exit 134) if its teardown runs while that call is inside it,
   // which exit() does unless gpuenv records the abandoned thread and leaves with _Exit. Smoke gives nvmlInit 10 s.
   const FakeCuda cuda("emulate_kernels = 0\n");

@@ -141,11 +141,14 @@ TEST_CASE("smoke: judge: pass, warn, fail and skip against expected values and a
       {40, 50.4, 48, true, Status::fail},
       {1, std::nullopt, std::nullopt, true, Status::skip},
       {500, 100, 90, true, Status::pass},
-      // An uncalibrated estimate never fails on its own: far below it only warns...
-      {1, 100, std::nullopt, false, Status::warn},
+      // An uncalibrated estimate never changes the verdict: far below it the figure still passes, not judged
+      // (issue 23 item 1: our mma.sync kernel at 0.1 x cuBLAS on sm_90 must not make a healthy H100 DEGRADED)...
+      {1, 100, std::nullopt, false, Status::pass},
+      {74, 100, std::nullopt, false, Status::pass},
       {80, 100, std::nullopt, false, Status::pass},
-      // ...but an anchor minimum still fails.
+      // ...but a verified anchor minimum beside it still fails.
       {1, 100, 40, false, Status::fail},
+      {41, 100, 40, false, Status::pass},
       // A minimum alone (DCGM's SGEMM floor): fail below it, pass above, no warn band.
       {27, std::nullopt, 27.8, true, Status::fail},
       {27.8, std::nullopt, 27.8, true, Status::pass},
@@ -162,8 +165,11 @@ TEST_CASE("smoke: judge: pass, warn, fail and skip against expected values and a
   CHECK(judge(76, Expectation{100, 80}, defaults, "GB/s").status == Status::fail);
   CHECK(judge(81, Expectation{100, 80}, defaults, "GB/s").status == Status::pass);
   // The explanation says what the verdict was measured against.
-  CHECK(judge(1, Expectation{100, std::nullopt, false}, defaults, "TFLOP/s").explanation ==
-        "expected >= 75 TFLOP/s (0.75 x 100 or the minimum), uncalibrated estimate: a shortfall only warns");
+  CHECK(judge(10, Expectation{100, std::nullopt, false}, defaults, "TFLOP/s").explanation ==
+        "0.10 x the estimate 100 TFLOP/s, not judged (uncalibrated)");
+  CHECK(judge(50, Expectation{100, 40, false}, defaults, "GB/s").explanation ==
+        "fail below 40 GB/s (anchor minimum); 0.50 x the estimate 100 GB/s, not judged (uncalibrated)");
+  CHECK(judge(10, Expectation{100, std::nullopt, false}, defaults, "TFLOP/s").warn_below == 0);
   CHECK(judge(30, Expectation{std::nullopt, 27.8}, defaults, "TFLOP/s").explanation ==
         "fail below 27.8 TFLOP/s (anchor minimum)");
 }
@@ -251,6 +257,8 @@ TEST_CASE("smoke: shipped expectations carry DCGM SGEMM targets, peer floors and
   auto shipped = shipped_expectations();
   REQUIRE(shipped);
   CHECK_FALSE(shipped->kernel_efficiency.calibrated());  // until scripts/gpu-check has measured them
+  CHECK_FALSE(shipped->stream_efficiency.calibrated());
+  CHECK_FALSE(shipped->efficiency.calibrated());  // IBM autopilot's rule of thumb is secondary: shown, not judged
   CHECK(shipped->dcgm_target_perf_min_ratio == 0.95);
   struct Case {
     const char* device;
@@ -259,7 +267,8 @@ TEST_CASE("smoke: shipped expectations carry DCGM SGEMM targets, peer floors and
   };
   const Case cases[] = {
       {"NVIDIA H100 80GB HBM3", 29250, 335},
-      {"NVIDIA H200", 37500, 335},
+      // Both DCGM SKUs named "H200" (2335: 37500, 233b: 32218): the lower, so neither variant can fail below DCGM.
+      {"NVIDIA H200", 32218, 335},
       {"NVIDIA H200 NVL", 32218, std::nullopt},      // NVL shapes false-fail Azure's NVLink floor
       {"NVIDIA A100-SXM4-80GB", std::nullopt, 238},  // DCGM runs DGEMM on A100: no SGEMM target
       {"NVIDIA L4", 8700, std::nullopt},
@@ -271,6 +280,32 @@ TEST_CASE("smoke: shipped expectations carry DCGM SGEMM targets, peer floors and
     CHECK(gpu->dcgm_sgemm_target_gflops == c.sgemm_target);
     CHECK(gpu->p2p_read_minimum == c.p2p_minimum);
   }
+  // Only anchor figures whose source names this very product may fail a GPU (issue 23 item 1).
+  const GpuExpectation* h100 = find_gpu(*shipped, "NVIDIA H100 80GB HBM3");
+  CHECK(h100->is_verified("memory_bandwidth_minimum"));  // DCGM SKU 2330 "H100 80GB HBM3"
+  CHECK(h100->is_verified("dcgm_sgemm_target_gflops"));
+  CHECK(h100->is_verified("p2p_read_minimum"));
+  const GpuExpectation* h200_nvl = find_gpu(*shipped, "NVIDIA H200 NVL");
+  CHECK(h200_nvl->verified.empty());  // DCGM names its SKUs "H200", not "H200 NVL": shown, not judged
+  CHECK(find_gpu(*shipped, "NVIDIA H100 PCIe")->verified.empty());  // DCGM's "Nvidia P1010"
+  const GpuExpectation* b200 = find_gpu(*shipped, "NVIDIA B200");
+  CHECK(b200->p2p_read_minimum == 335);  // issue 23 item 9: a B200 peer floor
+  CHECK(b200->dcgm_sgemm_target_gflops == 12375);  // the lowest of DCGM's B200 SKUs (2901199b)
+  CHECK(b200->memory_bandwidth_minimum == Approx(2558.124));
+}
+
+TEST_CASE("smoke: a [[gpu]] row's `verified` list names only anchor figures the row gives", "[smoke]") {
+  const std::string head = "[efficiency]\nd2d_copy = 0.8\npcie = 0.8\nstatus = \"secondary\"\nsource = \"s\"\n"
+                           "[kernel_efficiency]\nsgemm = 0.3\ntensor = 0.15\ncublas_tensor = 0.5\nstatus = "
+                           "\"unverified\"\nsource = \"s\"\n[[gpu]]\nmodel = \"X\"\nmatch = [\"X\"]\n"
+                           "tensor_precision = \"bf16\"\nstatus = \"secondary\"\nsource = \"s\"\n";
+  CHECK(parse_expectations(head + "p2p_read_minimum = 300\nverified = [\"p2p_read_minimum\"]\n", "t.toml"));
+  auto unknown = parse_expectations(head + "verified = [\"memory_bandwidth\"]\n", "t.toml");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().message.find("only memory_bandwidth_minimum") != std::string::npos);
+  auto absent = parse_expectations(head + "verified = [\"p2p_read_minimum\"]\n", "t.toml");
+  REQUIRE_FALSE(absent);
+  CHECK(absent.error().message.find("which the row does not give") != std::string::npos);
 }
 
 TEST_CASE("smoke: cuBLAS candidates: driver's CUDA major first, sonames then toolkits newest first", "[smoke]") {

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -75,25 +76,28 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
     REQUIRE(finding != nullptr);
     CHECK(finding->status != Status::fail);
   }
-  // 128^3 in 1 us is 4.2 TFLOP/s: results verified, but far below an H100. Our kernels are judged against the
-  // node's cuBLAS on the same operands (the fake's runs as fast: 1.00 x cuBLAS), an uncalibrated ratio: the SIMT
-  // kernel's estimate, the tensor kernel's floor for compute capability 9.0.
+  // 128^3 in 1 us is 4.2 TFLOP/s: results verified, but far below an H100. Our kernels are compared with the
+  // node's cuBLAS on the same operands (the fake's runs as fast: 1.00 x cuBLAS), an uncalibrated ratio (the SIMT
+  // kernel's estimate, the tensor kernel's floor for compute capability 9.0): reported, not judged.
   for (const char* id : {"smoke.sgemm_fp32", "smoke.gemm_bf16"}) {
     CAPTURE(id);
     REQUIRE(find(gpu.findings, id) != nullptr);
     CHECK(find(gpu.findings, id)->message.find("sampled elements match the CPU reference") != std::string::npos);
-    CHECK(find(gpu.findings, id)->message.find("whole result verified in all 3 runs (Freivalds)") != std::string::npos);
+    CHECK(find(gpu.findings, id)->message.find("first result verified whole (Freivalds, both sides)") !=
+          std::string::npos);
+    CHECK(find(gpu.findings, id)->message.find("every one of the 3 launches equals the verified first result bit for "
+                                               "bit (compared on the GPU)") != std::string::npos);
     CHECK(find(gpu.findings, id)->message.find("1.00 x cuBLAS") != std::string::npos);
     CHECK(find(gpu.findings, id)
               ->message.find(std::string(id) == "smoke.gemm_bf16"
-                                 ? "uncalibrated floor: a shortfall only warns"
-                                 : "uncalibrated estimate: a shortfall only warns") != std::string::npos);
+                                 ? "1.00 x cuBLAS, not judged (uncalibrated)"
+                                 : "not judged (uncalibrated)") != std::string::npos);
     CHECK(find(gpu.findings, id)->status == Status::pass);
     CHECK(find(gpu.findings, id)->source.find("the node's cuBLAS on the same operands 4.19 TFLOP/s x ") == 0);
   }
   CHECK(find(gpu.findings, "smoke.d2d")->message.find("data verified") != std::string::npos);
-  // cuBLAS: the SGEMM is judged against DCGM's targeted_stress floor (0.95 x 29.25 TFLOP/s), which fails; the BF16
-  // GEMM against an uncalibrated estimate, which only warns.
+  // cuBLAS: the SGEMM is judged against DCGM's targeted_stress floor (0.95 x 29.25 TFLOP/s; SKU 2330 is named like
+  // the GPU, so the row verifies it), which fails; the BF16 GEMM against an uncalibrated estimate: not judged.
   CHECK(find(gpu.findings, "smoke.cublas")->status == Status::pass);
   CHECK(find(gpu.findings, "smoke.cublas")->message.find("cuBLAS 12.8.4 (") == 0);
   const Finding* cublas_sgemm = find(gpu.findings, "smoke.cublas_sgemm_fp32");
@@ -102,24 +106,29 @@ TEST_CASE("smoke: a healthy fake H100 passes copies and verified matmuls", "[smo
   CHECK(cublas_sgemm->message.find("cuBLAS fp32 128^3 matmul") == 0);
   CHECK(cublas_sgemm->message.find("fail below 27.8 TFLOP/s (anchor minimum)") != std::string::npos);
   CHECK(cublas_sgemm->source.find("H100 SXM DCGM targeted_stress SGEMM target 29.2 TFLOP/s x 0.95") == 0);
-  CHECK(find(gpu.findings, "smoke.cublas_gemm_bf16")->status == Status::warn);
+  CHECK(find(gpu.findings, "smoke.cublas_gemm_bf16")->status == Status::pass);
+  CHECK(find(gpu.findings, "smoke.cublas_gemm_bf16")->message.find("not judged (uncalibrated)") != std::string::npos);
   CHECK(find(gpu.findings, "smoke.cublas_gemm_bf16")->message.find("sampled elements match") != std::string::npos);
   // Each precision runs on cuBLAS, then on our kernel, with the same operands.
-  REQUIRE(gpu.metrics.size() == 9);
-  CHECK(gpu.metrics[5].id == "cublas_sgemm_fp32");
-  CHECK(gpu.metrics[6].id == "sgemm_fp32");
-  CHECK(gpu.metrics[7].id == "cublas_gemm_bf16");
-  CHECK(gpu.metrics[8].id == "gemm_bf16");
+  std::vector<std::string> ids;
+  for (const Metric& metric : gpu.metrics) ids.push_back(metric.id);
+  // The device copies first, then the host link's (this GPU's turn: the link was free), then the matmuls.
+  const std::vector<std::string> expected_ids = {"d2d",          "memory_bandwidth", "h2d_pinned",        "d2h_pinned",
+                                                 "h2d_pageable", "d2h_pageable",     "cublas_sgemm_fp32", "sgemm_fp32",
+                                                 "cublas_gemm_bf16", "gemm_bf16", "memtest"};
+  CHECK(ids == expected_ids);
   CHECK(report.peers.empty());                            // one GPU
-  CHECK(find(gpu.findings, "smoke.memtest") == nullptr);  // not asked for
-  CHECK(gpu.metrics[0].id == "h2d_pinned");
-  CHECK(gpu.metrics[0].summary.median == Approx(8 * 65.536));
-  CHECK(gpu.metrics[4].id == "d2d");
-  CHECK(gpu.metrics[4].summary.median == Approx(8 * 131.072));  // read + write
-  CHECK(gpu.metrics[4].summary.count == 2);
-  // 1.05 TB/s is far below an H100's memory bandwidth: the D2D verdict fails against the DCGM minimum.
-  CHECK(find(gpu.findings, "smoke.d2d")->status == Status::fail);
-  CHECK(find(gpu.findings, "smoke.d2d")->message.find("fail below 1905 GB/s (anchor minimum)") != std::string::npos);
+  CHECK(find(gpu.findings, "smoke.memtest") != nullptr);  // by default, a sub-second one
+  auto metric = [&](const std::string& id) {
+    return *std::find_if(gpu.metrics.begin(), gpu.metrics.end(), [&](const Metric& m) { return m.id == id; });
+  };
+  CHECK(metric("h2d_pinned").summary.median == Approx(8 * 65.536));
+  CHECK(metric("d2d").summary.median == Approx(8 * 131.072));  // read + write
+  CHECK(metric("d2d").summary.count == 2);
+  // 1.05 TB/s is far below an H100's memory bandwidth, but a copy-engine copy saturates near 66% of HBM
+  // (NVIDIA/cccl#1672): a figure only, never judged (issue 23 item 2).
+  CHECK(find(gpu.findings, "smoke.d2d")->status == Status::pass);
+  CHECK(find(gpu.findings, "smoke.d2d")->message.find("not judged (uncalibrated)") != std::string::npos);
 }
 
 TEST_CASE("smoke: compute capability 7.5 runs the FP16 tensor kernel, an unknown model gets numbers only", "[smoke]") {
@@ -150,7 +159,8 @@ TEST_CASE("smoke: out of memory on cuMemAlloc is a failure naming the error, the
 }
 
 TEST_CASE("smoke: a launch failure is reported as a GPU fault pointing at Xid, and stops that GPU", "[smoke]") {
-  const SmokeReport report = run_fake("launch_result = 719\ndevice_count = 2\n");
+  const SmokeReport report = run_fake(
+      "fault_kernel_gpu0 = smoke_sgemm\nfault_kernel_gpu1 = smoke_sgemm\nfault_result = 719\ndevice_count = 2\n");
   REQUIRE(report.devices.size() == 2);
   for (const DeviceResult& gpu : report.devices) {
     const Finding* sgemm = find(gpu.findings, "smoke.sgemm_fp32");
@@ -176,7 +186,8 @@ TEST_CASE("smoke: a driver too old for the embedded kernels says so and still ru
     CHECK(kernels->message.find("built without CUDA") != std::string::npos);
     return;
   }
-  CHECK(kernels->status == Status::warn);
+  // Not the GPU's fault: a skip, so a healthy node is not DEGRADED by gpuenv's own build (issue 23 item 1).
+  CHECK(kernels->status == Status::skip);
   CHECK(kernels->message.find("CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)") != std::string::npos);
   CHECK(kernels->message.find("kernels built with CUDA " + report.kernels.cuda_version) != std::string::npos);
   CHECK(kernels->message.find("driver supports CUDA 12.2") != std::string::npos);
@@ -205,9 +216,11 @@ TEST_CASE("smoke: cuBLAS: wrong results fail, a failing handle fails, a missing 
   const Finding* sgemm = find(wrong.devices.at(0).findings, "smoke.cublas_sgemm_fp32");
   REQUIRE(sgemm != nullptr);
   CHECK(sgemm->status == Status::fail);
-  CHECK(sgemm->message.find("wrong results: 1 of 32 sampled elements differ") != std::string::npos);
-  // Our kernel is right; cuBLAS's wrong run is no yardstick, so ours falls back to the datasheet estimate.
-  CHECK(find(wrong.devices.at(0).findings, "smoke.sgemm_fp32")->status == Status::warn);
+  CHECK(sgemm->message.find("wrong results: the first launch fails the whole-result check (C·x = A·(B·x), yᵀ·C = "
+                            "(yᵀ·A)·B): 1 rows and 1 columns differ") != std::string::npos);
+  // Our kernel is right; cuBLAS's wrong run is no yardstick, so ours falls back to the datasheet estimate, which is
+  // uncalibrated: reported, not judged.
+  CHECK(find(wrong.devices.at(0).findings, "smoke.sgemm_fp32")->status == Status::pass);
   CHECK(find(wrong.devices.at(0).findings, "smoke.sgemm_fp32")->source.find("gpuenv kernel efficiency") !=
         std::string::npos);
 
@@ -241,7 +254,8 @@ TEST_CASE("smoke: cuBLAS: wrong results fail, a failing handle fails, a missing 
   CHECK(find(run_fake("", options).findings, "smoke.cublas") == nullptr);
 }
 
-TEST_CASE("smoke: --memtest writes and verifies patterns on the GPU, a flipped bit fails with its offset", "[smoke]") {
+TEST_CASE("smoke: --memtest writes and verifies patterns on the GPU, a flipped bit fails with its offset",
+          "[smoke][system-test]") {
   SmokeOptions options = small_options();
   options.memtest_fraction = 0.5;
   const SmokeReport clean = run_fake("free_memory = 4194304\n", options);
@@ -271,7 +285,8 @@ TEST_CASE("smoke: --memtest writes and verifies patterns on the GPU, a flipped b
   }
 }
 
-TEST_CASE("smoke: peer copies between every pair, judged against the NVLink floor on SXM models", "[smoke]") {
+TEST_CASE("smoke: peer copies between every pair, judged against the NVLink floor on SXM models",
+          "[smoke][system-test]") {
   // 8 copies of 64 KiB queued behind the spin kernel in 0.8 us = 655 GB/s: above Azure's 335 GB/s floor for H100
   // SXM, which holds for 8-GPU boards. (Timed one copy per event pair, the same interval would read 82 GB/s.)
   const SmokeReport fast = run_fake("device_count = 8\nelapsed_ms = 0.0008\n");
@@ -361,12 +376,12 @@ TEST_CASE("gpuenv smoke e2e: a bad --expect or --minimum is a usage error naming
   CHECK(gpuenv::testing::run_gpuenv({"smoke", "--minimum", "p2p"}).exit_code == 2);
 }
 
-TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", "[smoke]") {
+TEST_CASE("smoke: a step that hangs is abandoned at its deadline and reported", "[smoke][system-test]") {
   SmokeOptions options = small_options();
   // A deadline of seconds, not milliseconds: on a loaded machine (ASan, ctest -j, other builds) the copies before the
   // first launch took over 300 ms and hit the deadline themselves, so the hang was not the GEMM's.
   options.step_timeout = std::chrono::milliseconds(1500);
-  const SmokeReport report = run_fake("launch_hang_seconds = 4\n", options);
+  const SmokeReport report = run_fake("launch_hang_seconds = 4\nlaunch_hang_kernel = smoke_sgemm\n", options);
   REQUIRE(report.devices.size() == 1);
   CHECK(report.devices[0].hung);
   const Finding* sgemm = find(report.devices[0].findings, "smoke.sgemm_fp32");
@@ -412,7 +427,7 @@ TEST_CASE("gpuenv smoke e2e: the real default library name on this machine", "[s
 }
 
 TEST_CASE("gpuenv smoke e2e: through the fake libcuda the binary reports the device and fails wrong results",
-          "[smoke][e2e]") {
+          "[smoke][e2e][system-test]") {
   // emulate_kernels = 0: --quick sizes are too large to emulate on the CPU, so the matmuls return garbage and fail.
   const FakeCuda fake("name = NVIDIA GeForce RTX 2080\ncc_major = 7\ncc_minor = 5\nemulate_kernels = 0\n");
   const auto result = gpuenv::testing::run_gpuenv(
@@ -425,7 +440,8 @@ TEST_CASE("gpuenv smoke e2e: through the fake libcuda the binary reports the dev
   CHECK(result.out.find("smoke.cublas") == std::string::npos);
 }
 
-TEST_CASE("gpuenv smoke e2e: GPUENV_CUBLAS_LIBRARY, --memtest and peer copies reach the runner", "[smoke][e2e]") {
+TEST_CASE("gpuenv smoke e2e: GPUENV_CUBLAS_LIBRARY, --memtest and peer copies reach the runner",
+          "[smoke][e2e][system-test]") {
   const FakeCuda fake("device_count = 2\ncublas_create_result = 1\nemulate_kernels = 0\nfree_memory = 65536\n");
   const auto result =
       gpuenv::testing::run_gpuenv({"smoke", "--quick", "--json", "--repetitions", "1", "--memtest", "0.5"},

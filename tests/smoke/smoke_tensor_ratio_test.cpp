@@ -1,6 +1,6 @@
 // Our tensor kernel against the node's cuBLAS (issue 11 defect 7): the floor of the ratio is looked up per compute
-// capability ([[tensor_vs_cublas]], uncalibrated goals), a shortfall warns while the floor is uncalibrated and fails
-// once it is calibrated, and a compute capability without a row gets its ratio reported, not judged.
+// capability ([[tensor_vs_cublas]], uncalibrated goals): while a floor is uncalibrated the ratio is reported, never
+// judged (issue 23 item 1); once calibrated a shortfall fails; a compute capability without a row is reported too.
 
 #include <catch2/catch.hpp>
 #include <optional>
@@ -66,11 +66,12 @@ TEST_CASE("smoke: the tensor kernel's ratio to cuBLAS is judged against its comp
   };
   const Case cases[] = {
       {60, 100, &uncalibrated, Status::pass,
-       "0.60 x cuBLAS, floor 0.50 x cuBLAS (50 TFLOP/s) for compute capability 8.0 (uncalibrated floor: a shortfall "
-       "only warns)"},
-      {50, 100, &uncalibrated, Status::pass, "0.50 x cuBLAS, floor 0.50"},  // at the floor
-      {40, 100, &uncalibrated, Status::warn, "0.40 x cuBLAS, floor 0.50 x cuBLAS (50 TFLOP/s)"},
-      {1, 100, &uncalibrated, Status::warn, "uncalibrated floor: a shortfall only warns"},  // never fails
+       "0.60 x cuBLAS, not judged (uncalibrated): the floor 0.50 x cuBLAS (50 TFLOP/s) for compute capability 8.0 is "
+       "a goal (unverified)"},
+      {50, 100, &uncalibrated, Status::pass, "0.50 x cuBLAS, not judged (uncalibrated)"},
+      // An uncalibrated floor never changes the verdict (issue 23 item 1), however far below it.
+      {40, 100, &uncalibrated, Status::pass, "0.40 x cuBLAS, not judged (uncalibrated): the floor 0.50"},
+      {1, 100, &uncalibrated, Status::pass, "0.01 x cuBLAS, not judged (uncalibrated)"},
       {40, 100, &calibrated, Status::fail,
        "0.40 x cuBLAS, floor 0.50 x cuBLAS (50 TFLOP/s) for compute capability "
        "8.0: below it fails"},
@@ -88,7 +89,7 @@ TEST_CASE("smoke: the tensor kernel's ratio to cuBLAS is judged against its comp
 }
 
 TEST_CASE("smoke: our tensor kernel is judged by the floor of the GPU's compute capability (fake libcuda)",
-          "[smoke][tensor]") {
+          "[smoke][tensor][system-test]") {
   // cuBLAS's 128^3 GEMM takes 1 us (elapsed_ms); our tensor kernel wmma_elapsed_ms.
   struct Case {
     const char* gpu;  ///< fake configuration: name and compute capability
@@ -98,14 +99,14 @@ TEST_CASE("smoke: our tensor kernel is judged by the floor of the GPU's compute 
     const char* message;
   };
   const Case cases[] = {
-      {"cc_major = 9\ncc_minor = 0\n", "0.01", "smoke.gemm_bf16", Status::warn,
-       "0.10 x cuBLAS, floor 0.25 x cuBLAS (1.05 TFLOP/s) for compute capability 9.0 (uncalibrated floor"},
-      {"cc_major = 9\ncc_minor = 0\n", "0.002", "smoke.gemm_bf16", Status::pass, "0.50 x cuBLAS, floor 0.25 x cuBLAS"},
-      // Ampere: the issue's 0.5 goal; 0.40 x cuBLAS would have passed the old single 0.25 estimate.
-      {"name = NVIDIA A100-SXM4-80GB\ncc_major = 8\ncc_minor = 0\n", "0.0025", "smoke.gemm_bf16", Status::warn,
-       "0.40 x cuBLAS, floor 0.50 x cuBLAS (2.1 TFLOP/s) for compute capability 8.0 (uncalibrated floor"},
+      // Issue 23 item 1: mma.sync at 0.10 x cuBLAS on an H100 (cuBLAS uses wgmma there) is a figure, not a warning.
+      {"cc_major = 9\ncc_minor = 0\n", "0.01", "smoke.gemm_bf16", Status::pass,
+       "0.10 x cuBLAS, not judged (uncalibrated): the floor 0.25 x cuBLAS (1.05 TFLOP/s) for compute capability 9.0"},
+      {"cc_major = 9\ncc_minor = 0\n", "0.002", "smoke.gemm_bf16", Status::pass, "0.50 x cuBLAS, not judged"},
+      {"name = NVIDIA A100-SXM4-80GB\ncc_major = 8\ncc_minor = 0\n", "0.0025", "smoke.gemm_bf16", Status::pass,
+       "0.40 x cuBLAS, not judged (uncalibrated): the floor 0.50 x cuBLAS (2.1 TFLOP/s) for compute capability 8.0"},
       {"name = NVIDIA L4\ncc_major = 8\ncc_minor = 9\n", "0.0018", "smoke.gemm_bf16", Status::pass,
-       "0.56 x cuBLAS, floor 0.50 x cuBLAS"},
+       "0.56 x cuBLAS, not judged (uncalibrated)"},
       // No row: T4 (sm_75, FP16) and Thor (sm_110) are reported, not judged, however slow.
       {"name = Tesla T4\ncc_major = 7\ncc_minor = 5\n", "0.01", "smoke.gemm_fp16", Status::pass,
        "0.10 x cuBLAS, not judged: no floor for compute capability 7.5"},
@@ -121,12 +122,11 @@ TEST_CASE("smoke: our tensor kernel is judged by the floor of the GPU's compute 
     REQUIRE(finding != nullptr);
     CAPTURE(finding->message, finding->source);
     CHECK(finding->status == c.status);
-    CHECK(finding->message.find("whole result verified") != std::string::npos);
+    CHECK(finding->message.find("first result verified whole (Freivalds, both sides)") != std::string::npos);
     CHECK(finding->message.find(c.message) != std::string::npos);
     CHECK(finding->source.find("the node's cuBLAS on the same operands 4.19 TFLOP/s") == 0);
-    // A shortfall against an uncalibrated floor points at the floor, not at the GPU's clocks.
-    if (c.status == Status::warn) CHECK(finding->remedy.find("uncalibrated goal") != std::string::npos);
-    if (c.status == Status::pass) CHECK(finding->remedy.empty());
+    CHECK(finding->remedy.empty());  // nothing to fix on a GPU whose figure was not judged
+    CHECK(gpuenv::report::count_status(report.devices[0].findings, Status::warn) == 0);  // no uncalibrated warning
     // cuBLAS itself is timed by elapsed_ms, not by our kernel's interval.
     const Finding* cublas = find(report.devices[0].findings, std::string("smoke.cublas_") + (c.id + 6));
     REQUIRE(cublas != nullptr);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "probe/xid.hpp"
 #include "smoke/runner.hpp"
 #include "smoke/xid_watch.hpp"
 #include "support/fake_system.hpp"
@@ -37,17 +38,22 @@ KernelLogSnapshot snapshot_with(std::initializer_list<std::string> raw) {
 
 const std::vector<TestedGpu> tested = {{0, "00000000:1B:00.0"}, {1, "00000000:1B:01.0"}};
 
+/// The events of dmesg text, as kernel_events_since reads them.
+std::vector<gpuenv::probe::KernelEvent> events(const std::string& text) {
+  return gpuenv::probe::parse_xid_events(text).events;
+}
+
 }  // namespace
 
 TEST_CASE("smoke: only Xid events new since the run began, on a tested GPU, are reported", "[smoke]") {
   const auto before = snapshot_with({old_xid});
-  const auto none = judge_new_kernel_events(before, old_xid + "\n", tested);
+  const auto none = judge_new_kernel_events(before, events(old_xid + "\n"), tested);
   REQUIRE(none.size() == 1);
   CHECK(none[0].status == Status::pass);
   CHECK(none[0].message == "no Xid event on a tested GPU during the run (dmesg)");
 
   const auto found = judge_new_kernel_events(
-      before, old_xid + "\n" + new_xid_79 + "\n" + new_xid_43 + "\n" + other_gpu + "\n", tested);
+      before, events(old_xid + "\n" + new_xid_79 + "\n" + new_xid_43 + "\n" + other_gpu + "\n"), tested);
   REQUIRE(found.size() == 2);  // the old Xid 13 and the untested GPU's Xid are left out
   CHECK(found[0].id == "smoke.xid");
   CHECK(found[0].status == Status::fail);
@@ -57,6 +63,23 @@ TEST_CASE("smoke: only Xid events new since the run began, on a tested GPU, are 
   CHECK(found[1].status == Status::warn);  // Xid 43: a warning in data/xid.toml
   CHECK(found[1].message.find("GPU 1 (00000000:1B:01.0): Xid 43 during the smoke run") == 0);
   CHECK(found[1].remedy == "run `gpuenv doctor`");
+}
+
+TEST_CASE("smoke: findings name the GPU and the Xid number, never the log's text", "[smoke][security]") {
+  // The tail of an Xid line and the process name are a user's text (a job names its process): a finding that
+  // repeated them would carry it into Slurm reasons and --oneline (docs/security.md).
+  const std::string hostile =
+      "[ 2004.000001] NVRM: Xid (PCI:0000:1b:00): 999, pid=4242, name=$(reboot), `touch /tmp/x`; DRAIN ME";
+  const auto found = judge_new_kernel_events(snapshot_with({}), events(hostile + "\n" + new_xid_79 + "\n"), {});
+  REQUIRE(found.size() == 2);
+  CHECK(found[0].message == "the GPU at 0000:1b:00: Xid 999 during the smoke run (not in gpuenv's Xid table)");
+  CHECK(found[1].message.rfind("the GPU at 0000:1b:00: Xid 79 during the smoke run (GPU has fallen off the bus", 0) ==
+        0);
+  for (const auto& finding : found) {
+    CHECK(finding.message.find("reboot") == std::string::npos);
+    CHECK(finding.message.find("DRAIN") == std::string::npos);
+    CHECK(finding.message.find("<unknown>") == std::string::npos);
+  }
 }
 
 TEST_CASE("smoke: the runner reads the kernel log before and after, and says when it cannot", "[smoke]") {
@@ -71,9 +94,10 @@ TEST_CASE("smoke: the runner reads the kernel log before and after, and says whe
   options.copy_bytes = 64 * 1024;
   options.sgemm_size = options.tensor_size = 64;
   options.repetitions = 1;
-  // No sustained GEMM burst: the fake's 0.001 ms events would ask for its 1000-launch cap of CPU-emulated GEMMs per
-  // matmul (80 s here, 170 s under ASan) for clock sampling this test does not look at.
-  options.gemm_burst = std::chrono::milliseconds(0);
+  // One launch a sustained window: the fake's 0.001 ms events would ask for the 1024-launch cap of CPU-emulated GEMMs
+  // per window (minutes, more under ASan) for timing this test does not look at.
+  options.gemm_window = std::chrono::milliseconds(0);
+  options.gemm_windows = 1;
 
   gpuenv::system::CommandResult before, after;
   before.exit_code = after.exit_code = 0;

@@ -85,9 +85,38 @@ system::LibraryResult FakeSystem::load_library(const std::string& name) {
   return util::Error::input(name + ": cannot open shared object file: No such file or directory");
 }
 
-util::Expected<util::Ok> FakeSystem::write_file_atomic(const std::string& path, const std::string& contents) {
+util::Expected<util::Ok> FakeSystem::write_file_atomic(const std::string& path, const std::string& contents,
+                                                       unsigned mode) {
   written[path] = contents;
+  written_modes[path] = mode;
   return util::Ok{};
+}
+
+util::Expected<util::Ok> FakeSystem::rename_file(const std::string& from, const std::string& to) {
+  const auto it = files.find(from);
+  if (it == files.end()) return util::Error::input("cannot rename " + from + " to " + to + ": No such file or directory");
+  files[to] = it->second;
+  files.erase(from);
+  return util::Ok{};
+}
+
+util::Expected<util::Ok> FakeSystem::remove_file(const std::string& path) {
+  files.erase(path);
+  written.erase(path);
+  removed.push_back(path);
+  return util::Ok{};
+}
+
+std::optional<std::string> FakeSystem::trust_problem(const std::string& path) {
+  const auto it = untrusted.find(path);
+  if (it == untrusted.end()) return std::nullopt;
+  return it->second;
+}
+
+util::Expected<std::string> FakeSystem::read_kernel_messages() {
+  const auto it = files.find("/dev/kmsg");
+  if (it == files.end()) return util::Error::input("/dev/kmsg: Operation not permitted");
+  return it->second;
 }
 
 util::Expected<system::HttpResponse> FakeSystem::http_request(const system::HttpRequest& request,

@@ -35,8 +35,21 @@ class FakeSystem : public system::System {
   std::optional<std::string> environment(const std::string& name) override;
   system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
   system::LibraryResult load_library(const std::string& name) override;
-  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents) override;
+  using system::System::write_file_atomic;  // the 0644 form
+  util::Expected<util::Ok> write_file_atomic(const std::string& path, const std::string& contents,
+                                             unsigned mode) override;
+  /// The mode each write_file_atomic asked for, by path.
+  std::map<std::string, unsigned> written_modes;
+  /// Paths trust_problem refuses, with the reason; every other path is trusted.
+  std::map<std::string, std::string> untrusted;
+  std::optional<std::string> trust_problem(const std::string& path) override;
+  /// /dev/kmsg's records: files["/dev/kmsg"] when present, else the error a reader without CAP_SYSLOG gets.
+  util::Expected<std::string> read_kernel_messages() override;
   std::optional<std::uint64_t> available_bytes(const std::string& path) override;
+  /// Moves a file of `files`; removes one from `files` and `written` and records its path in `removed`.
+  util::Expected<util::Ok> rename_file(const std::string& from, const std::string& to) override;
+  util::Expected<util::Ok> remove_file(const std::string& path) override;
+  std::vector<std::string> removed;
   /// Answers to HTTP requests keyed by "METHOD path" (e.g. "GET /latest/meta-data/instance-type"); unscripted
   /// requests fail as an unreachable host would.
   std::map<std::string, system::HttpResponse> http_answers;
@@ -54,6 +67,19 @@ class FakeSystem : public system::System {
   /// for a hung command would, so deadline tests take no real time.
   std::chrono::steady_clock::time_point clock{};
   std::chrono::steady_clock::time_point now() override { return clock; }
+  /// Owners and modes by path, for path_status (a path not listed has no status).
+  std::map<std::string, system::PathStatus> statuses;
+  std::optional<system::PathStatus> path_status(const std::string& path) override {
+    const auto it = statuses.find(path);
+    if (it == statuses.end()) return std::nullopt;
+    return it->second;
+  }
+  /// Sleeping moves the clock on and is recorded; nothing waits.
+  void sleep_for(std::chrono::milliseconds duration) override {
+    clock += duration;
+    sleeps.push_back(duration);
+  }
+  std::vector<std::chrono::milliseconds> sleeps;
   /// The timeout each run() was given, in order (to check that a deadline cut them).
   std::vector<std::chrono::milliseconds> command_timeouts;
 };

@@ -13,11 +13,11 @@ namespace gpuenv::testing {
 /// Environment changes for one run: a value sets the variable, nullopt removes it.
 using EnvironmentChanges = std::vector<std::pair<std::string, std::optional<std::string>>>;
 
-/// Runs `gpuenv args...` with a 30 s timeout from the source directory; returns exit code and output.
+/// Runs `gpuenv args...` with a 300 s bound, in this process's working directory and with its environment.
 system::CommandResult run_gpuenv(const std::vector<std::string>& args);
 
-/// The same with `environment` applied: the variables are set (or unset) in this process around the call, so the
-/// child inherits them, and restored afterwards. Not thread-safe (tests run serially).
-system::CommandResult run_gpuenv(const std::vector<std::string>& args, const EnvironmentChanges& environment);
+/// The same with `environment` applied to this process's environment, and in `directory` when it is not empty.
+system::CommandResult run_gpuenv(const std::vector<std::string>& args, const EnvironmentChanges& environment,
+                                 const std::string& directory = "");
 
 }  // namespace gpuenv::testing

@@ -38,18 +38,17 @@ TEST_CASE("command runner: output past 16 MiB is read and dropped, and the resul
   CHECK(run.result.truncated);
 }
 
-TEST_CASE("command runner: a flood that never ends is killed at the timeout", "[system][faults]") {
+TEST_CASE("command runner: a flood that never ends is killed at the timeout", "[system][faults][system-test]") {
   const Timed run = run_timed({"yes"}, 1000ms);
   CHECK(run.result.timed_out);
   CHECK(run.result.exit_code == -1);
-  CHECK(run.elapsed >= 1000ms);
-  CHECK(run.elapsed < 4s);  // the kill and the reap, not the flood
+  CHECK(run.elapsed >= 1000ms);  // returned at all: a runner that kept reading the flood would never return
 }
 
 TEST_CASE("command runner: a command that hangs is killed at the timeout", "[system][faults]") {
   const Timed run = run_timed({"sleep", "30"}, 500ms);
   CHECK(run.result.timed_out);
-  CHECK(run.elapsed < 3s);
+  CHECK(run.elapsed < 15s);  // half the sleep: a runner that waited for it would take 30 s
 }
 
 TEST_CASE("command runner: a command killed by a signal says which signal", "[system][faults]") {
@@ -68,10 +67,10 @@ TEST_CASE("command runner: a command that prints nothing has empty output", "[sy
 }
 
 TEST_CASE("command runner: a grandchild holding stdout open does not hold the caller past the timeout",
-          "[system][faults]") {
-  // The child exits at once; the background sleep keeps the pipe's write end for 8 s.
-  const Timed run = run_timed({"sh", "-c", "sleep 8 & echo started"}, 1500ms);
+          "[system][faults][system-test]") {
+  // The child exits at once; the background sleep keeps the pipe's write end for 30 s.
+  const Timed run = run_timed({"sh", "-c", "sleep 30 & echo started"}, 1500ms);
   CHECK(run.result.exit_code == 0);
   CHECK(run.result.out == "started\n");
-  CHECK(run.elapsed < 4s);
+  CHECK(run.elapsed < 15s);  // half the sleep: a runner that waited for the pipe's end would take 30 s
 }

@@ -33,6 +33,86 @@ extern "C" __global__ void smoke_move_inversion(unsigned* data, unsigned long lo
   memtest_move(data, words, seed, invert, result, mode);
 }
 
+// Copy buffers filled and checked on the GPU (issue 23 item 12): word i of a buffer holds pattern_word(i, seed), the
+// host's fill_pattern/check_pattern (smoke/verify.cpp), so a copy's destination is verified where it lies, without a
+// readback through PCIe and a check on one host core. Grid-stride over 32-bit words.
+extern "C" __global__ void smoke_fill_words(unsigned* out, unsigned long long words, unsigned seed) {
+  const unsigned long long stride = 1ull * gridDim.x * blockDim.x;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += stride)
+    out[i] = pattern_word(i, seed);
+}
+
+// Counts the words of `in` that differ from pattern_word(i, seed) into result[0], and keeps the lowest differing index
+// with the word read there in result[1] (memtest_report's key: (i << 32) | word; the caller starts them at 0 and ~0).
+extern "C" __global__ void smoke_check_words(const unsigned* in, unsigned long long words, unsigned seed,
+                                             unsigned long long* result) {
+  const unsigned long long stride = 1ull * gridDim.x * blockDim.x;
+  unsigned long long wrong = 0, first = ~0ull;
+  unsigned first_observed = 0;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < words; i += stride) {
+    const unsigned observed = in[i];
+    if (observed != pattern_word(i, seed)) {
+      if (wrong++ == 0) {
+        first = i;
+        first_observed = observed;
+      }
+    }
+  }
+  memtest_report(result, wrong, first, first_observed);
+}
+
+// Bitwise comparison of two buffers of `words` 32-bit words (a GEMM's C against the verified reference C, a copy's
+// destination against its source): differing words counted into result[0], the lowest differing index with the word
+// read from `observed` kept in result[1] (the key of memtest_report). 16-byte loads for the bulk; the buffers are
+// 16-byte aligned (cuMemAlloc), a tail of words % 4 is compared word by word by the first threads.
+extern "C" __global__ void smoke_compare_words(const unsigned* observed, const unsigned* expected,
+                                               unsigned long long words, unsigned long long* result) {
+  const unsigned long long thread = blockIdx.x * 1ull * blockDim.x + threadIdx.x;
+  const unsigned long long stride = 1ull * gridDim.x * blockDim.x;
+  const unsigned long long vectors = words / 4;
+  const uint4* got = reinterpret_cast<const uint4*>(observed);
+  const uint4* want = reinterpret_cast<const uint4*>(expected);
+  unsigned long long wrong = 0, first = ~0ull;
+  unsigned first_observed = 0;
+  auto compare = [&](unsigned long long i, unsigned word, unsigned reference) {
+    if (word == reference) return;
+    if (wrong++ == 0) {  // a thread's indices only grow: its first is its lowest
+      first = i;
+      first_observed = word;
+    }
+  };
+  for (unsigned long long v = thread; v < vectors; v += stride) {
+    const uint4 a = got[v], b = want[v];
+    compare(4 * v, a.x, b.x);
+    compare(4 * v + 1, a.y, b.y);
+    compare(4 * v + 2, a.z, b.z);
+    compare(4 * v + 3, a.w, b.w);
+  }
+  const unsigned long long tail = 4 * vectors + thread;
+  if (tail < words) compare(tail, observed[tail], expected[tail]);
+  memtest_report(result, wrong, first, first_observed);
+}
+
+// HBM bandwidth the way DCGM's memory_bandwidth test measures it: by the SMs (a copy-engine copy saturates near 66% of
+// HBM bandwidth on H100/H200, NVIDIA/cccl#1672, cuda-samples#366). Each thread copies 16-byte vectors, grid-stride, four
+// loads in flight before their stores (nvbandwidth's SM copy, kernels.cu stridingMemcpyKernel, keeps twelve); every
+// byte is read once and written once. The host sizes the buffers at four or more times the L2 cache and queues several
+// launches (waves over the whole buffer) between its events.
+extern "C" __global__ void __launch_bounds__(256) smoke_stream_copy(const uint4* __restrict__ in,
+                                                                    uint4* __restrict__ out,
+                                                                    unsigned long long vectors) {
+  const unsigned long long stride = 1ull * gridDim.x * blockDim.x;
+  unsigned long long v = blockIdx.x * 1ull * blockDim.x + threadIdx.x;
+  for (; v + 3 * stride < vectors; v += 4 * stride) {
+    const uint4 a = in[v], b = in[v + stride], c = in[v + 2 * stride], d = in[v + 3 * stride];
+    out[v] = a;
+    out[v + stride] = b;
+    out[v + 2 * stride] = c;
+    out[v + 3 * stride] = d;
+  }
+  for (; v < vectors; v += stride) out[v] = in[v];
+}
+
 // Copy timing (nvbandwidth's method): one thread holds the stream until the host sets *release, so the copies queued
 // behind it start back to back with no launch gaps between them. `release` and `timed_out` point into mapped pinned
 // host memory (cuMemHostAlloc DEVICEMAP), addressed by the device pointer cuMemHostGetDevicePointer gave: no reliance

@@ -2,7 +2,7 @@
 # A stand-in for gpuenv in the Ansible role test (the install subcommand lives on another branch): answers
 # `install ... --json` and `doctor ... --json` per docs/install.md and docs/doctor-json.md, driven by
 #   STANDIN_CHANGED=true|false  STANDIN_REBOOT=true|false  STANDIN_VERDICT="READY"|"NOT READY"
-# and appends each argv to $STANDIN_LOG.
+# and appends each argv to $STANDIN_LOG. `doctor --slurm` answers as a healthy node whose gpuenv drain it resumes.
 set -euo pipefail
 echo "$*" >> "${STANDIN_LOG:-/dev/null}"
 case "$1" in
@@ -16,6 +16,11 @@ case "$1" in
     fi
     ;;
   doctor)
+    if [[ " $* " == *" --slurm "* ]]; then
+      echo "READY: 8 GPUs"
+      echo "slurm node localhost (IDLE+DRAIN): healthy: resuming gpuenv's drain"
+      exit 0
+    fi
     if [[ "${STANDIN_VERDICT:-READY}" == "READY" ]]; then
       echo '{"schema": 1, "verdict": "READY", "findings": [{"id": "gpu.count", "status": "pass"}]}'
     else

@@ -1,8 +1,10 @@
 // Validates Kubernetes manifests against the Kubernetes API schemas offline with kubernetes-models (its JSON schemas
-// per apiVersion/kind), and checks the node-problem-detector custom-plugin config inside a ConfigMap.
+// per apiVersion/kind), custom resources against their CRD's openAPIV3Schema copied into crds/ (ajv, which
+// kubernetes-models brings), and checks the node-problem-detector custom-plugin config inside a ConfigMap.
 //   node validate.js NODE_MODULES_DIR FILE...
-// Prints one JSON object: {"objects": N, "kinds": [...], "problems": [...], "pods": [...]}, where each pod template
-// (DaemonSet) is summarized: hostPID, its containers' limits, and each mount with its hostPath and readOnly.
+// Prints one JSON object: {"objects": N, "kinds": [...], "problems": [...], "pods": [...], "objects_json": [...]},
+// where each pod template (DaemonSet) is summarized: hostPID, supplementalGroups, its containers' image, limits,
+// capabilities, preStop and env, and each mount with its hostPath and readOnly.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -40,6 +42,20 @@ function checkNpdPlugin(name, text, problems) {
   if ((config.rules || []).length === 0) problems.push(`${name}: no rules`);
 }
 
+/// A custom resource against the openAPIV3Schema of its CRD in crds/<group>_<version>_<Kind>.json, or null when
+/// there is none.
+function crdProblems(object) {
+  const file = path.join(__dirname, 'crds', `${object.apiVersion.replace('/', '_')}_${object.kind}.json`);
+  if (!fs.existsSync(file)) return null;
+  const Ajv = require(path.join(modules, 'ajv'));
+  const schema = JSON.parse(fs.readFileSync(file, 'utf8'));
+  delete schema.$comment;
+  const ajv = new Ajv({ strict: false, allErrors: true, logger: false });
+  const validate = ajv.compile(schema);
+  if (validate(object)) return [];
+  return validate.errors.map((e) => `${e.instancePath} ${e.message}`);
+}
+
 /// What the test asserts about a workload's pod template.
 function podSummary(object) {
   const spec = object.spec.template.spec;
@@ -47,10 +63,15 @@ function podSummary(object) {
   return {
     name: object.metadata.name,
     hostPID: spec.hostPID === true,
+    supplementalGroups: (spec.securityContext && spec.securityContext.supplementalGroups) || [],
     containers: spec.containers.map((c) => ({
       name: c.name,
+      image: c.image,
       command: [...(c.command || []), ...(c.args || [])].join(' '),
+      preStop: (c.lifecycle && c.lifecycle.preStop && c.lifecycle.preStop.exec && c.lifecycle.preStop.exec.command) || [],
+      env: Object.fromEntries((c.env || []).map((e) => [e.name, e.value])),
       limits: (c.resources && c.resources.limits) || {},
+      capabilitiesAdded: (c.securityContext && c.securityContext.capabilities && c.securityContext.capabilities.add) || [],
       readOnlyRootFilesystem: !!(c.securityContext && c.securityContext.readOnlyRootFilesystem),
       privileged: !!(c.securityContext && c.securityContext.privileged),
       mounts: (c.volumeMounts || []).map((m) => ({
@@ -62,7 +83,7 @@ function podSummary(object) {
   };
 }
 
-const result = { objects: 0, kinds: [], problems: [], pods: [] };
+const result = { objects: 0, kinds: [], problems: [], pods: [], custom: [] };
 for (const file of process.argv.slice(3)) {
   for (const doc of YAML.parseAllDocuments(fs.readFileSync(file, 'utf8'))) {
     if (doc.errors.length) {
@@ -73,6 +94,12 @@ for (const file of process.argv.slice(3)) {
     if (object === null) continue;
     result.objects++;
     result.kinds.push(`${object.apiVersion}/${object.kind}`);
+    const custom = crdProblems(object);
+    if (custom !== null) {
+      for (const problem of custom) result.problems.push(`${file}: ${object.kind} ${object.metadata.name}: ${problem}`);
+      result.custom.push(object);
+      continue;
+    }
     let Model;
     try {
       Model = modelClass(object.apiVersion, object.kind);

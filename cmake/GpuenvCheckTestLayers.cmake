@@ -1,0 +1,52 @@
+# The test `test_layers`: every CTest test of BUILD_DIR carries exactly one of the labels `unit` and `system`, and
+# `engine` only with `system` (cmake/GpuenvTestLayers.cmake). Run with cmake -P:
+#
+#   -D CTEST=<ctest> -D BUILD_DIR=<build tree>
+execute_process(COMMAND "${CTEST}" --test-dir "${BUILD_DIR}" --show-only=json-v1
+                OUTPUT_VARIABLE listing RESULT_VARIABLE result)
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "ctest --show-only=json-v1 failed (${result})")
+endif()
+
+cmake_minimum_required(VERSION 3.18)  # IN_LIST (CMP0057) in a cmake -P script
+
+string(JSON count LENGTH "${listing}" tests)
+set(units 0)
+set(systems 0)
+set(wrong "")
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON name GET "${listing}" tests ${i} name)
+  set(labels "")
+  string(JSON properties ERROR_VARIABLE no_properties GET "${listing}" tests ${i} properties)
+  if(NOT no_properties)
+    string(JSON property_count LENGTH "${properties}")
+    math(EXPR last_property "${property_count} - 1")
+    foreach(p RANGE ${last_property})
+      string(JSON property_name GET "${properties}" ${p} name)
+      if(property_name STREQUAL "LABELS")
+        string(JSON label_count LENGTH "${properties}" ${p} value)
+        math(EXPR last_label "${label_count} - 1")
+        foreach(l RANGE ${last_label})
+          string(JSON label GET "${properties}" ${p} value ${l})
+          list(APPEND labels "${label}")
+        endforeach()
+      endif()
+    endforeach()
+  endif()
+  if("unit" IN_LIST labels AND NOT "system" IN_LIST labels AND NOT "engine" IN_LIST labels)
+    math(EXPR units "${units} + 1")
+  elseif("system" IN_LIST labels AND NOT "unit" IN_LIST labels)
+    math(EXPR systems "${systems} + 1")
+  else()
+    string(APPEND wrong "  ${name}: labels '${labels}'\n")
+  endif()
+endforeach()
+
+if(NOT wrong STREQUAL "")
+  message(FATAL_ERROR "tests without exactly one layer (unit or system; engine only with system):\n${wrong}")
+endif()
+if(units EQUAL 0 OR systems EQUAL 0)
+  message(FATAL_ERROR "${units} unit and ${systems} system tests: a layer is empty, so the labelling did not run")
+endif()
+message(STATUS "${count} tests: ${units} unit, ${systems} system")

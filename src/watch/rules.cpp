@@ -1,0 +1,478 @@
+#include "watch/rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "probe/pci_bus_id.hpp"
+#include "probe/xid.hpp"
+#include "util/strings.hpp"
+
+namespace gpuenv::watch {
+namespace {
+
+using report::Status;
+
+constexpr std::int64_t k_hour_ms = 3600 * 1000;
+
+std::string gpu_label(const GpuSample& gpu) {
+  return "GPU " + std::to_string(gpu.index) + (gpu.pci_bus_id.empty() ? "" : " (" + gpu.pci_bus_id + ")");
+}
+
+std::string number(double value, int decimals) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+/// "45 s", "12 min", "3.5 h".
+std::string duration_text(std::int64_t ms) {
+  const double seconds = static_cast<double>(ms) / 1000;
+  if (seconds < 120) return number(seconds, 0) + " s";
+  if (seconds < 7200) return number(seconds / 60, 0) + " min";
+  return number(seconds / 3600, 1) + " h";
+}
+
+/// How much a cumulative counter grew from `before` to `after`; a counter that went down was reset (driver reload):
+/// everything since the reset is new.
+std::optional<std::uint64_t> growth(const std::optional<std::uint64_t>& before,
+                                    const std::optional<std::uint64_t>& after) {
+  if (!before || !after) return std::nullopt;
+  return *after >= *before ? *after - *before : *after;
+}
+
+/// What one rule is about: its id, what it watches (for the message that clears it) and how long its condition
+/// lingers without evidence before it clears.
+struct RuleInfo {
+  const char* id;
+  const char* what;
+  bool lingers;  ///< clears only after RuleSettings::clear_after_ms without evidence (counters, temperature)
+};
+
+// The rule ids (docs/rules.md "watch"). SEAM (issue 24): actions move to data/doctor/actions.toml rows once doctor's
+// action table lands; until then each rule names its action here.
+constexpr RuleInfo k_rules[] = {
+    {"watch.nvml", "NVML answering", false},
+    {"watch.gpu_lost", "GPU lost", false},
+    {"watch.gpu_count", "GPU count", false},
+    {"watch.ecc_uncorrected", "uncorrectable ECC errors growing", true},
+    {"watch.remapped_rows", "row remaps growing", true},
+    {"watch.remap_pending", "row remap pending", false},
+    {"watch.remap_failure", "row remap failure", false},
+    {"watch.nvlink_errors", "NVLink errors growing", true},
+    {"watch.nvlink_down", "NVLinks down", false},
+    {"watch.pcie_replays", "PCIe replays growing", true},
+    {"watch.temperature", "temperature at or above the limit", true},
+    {"watch.throttle", "throttling", false},
+    {"watch.idle", "idle", false},
+};
+
+const RuleInfo& rule_info(const std::string& id) {
+  for (const RuleInfo& info : k_rules) {
+    if (id == info.id) return info;
+  }
+  return k_rules[0];
+}
+
+/// Raises and clears the events of one interval.
+class Emitter {
+ public:
+  Emitter(const NodeSample& now, const RuleSettings& settings, RuleState& state, std::vector<Event>& out)
+      : m_now(now), m_settings(settings), m_state(state), m_out(out) {}
+
+  /// Condition `rule` holds for `gpu` (nullptr: the node) at `status`: an event when it opens or gets worse.
+  void hold(const std::string& rule, const GpuSample* gpu, Status status, std::string message, std::string remedy,
+            std::string action) {
+    const std::string key = rule + "|" + (gpu != nullptr ? gpu_key(*gpu) : "");
+    m_held.insert(key);
+    auto [it, opened] = m_state.open.try_emplace(key, Condition{m_now.time_ms, m_now.time_ms, status});
+    it->second.last_seen_ms = m_now.time_ms;
+    if (!opened && status <= it->second.status) return;
+    it->second.status = std::max(it->second.status, status);
+    emit(rule, gpu, status, std::move(message), std::move(remedy), std::move(action));
+  }
+
+  /// A one-off event (a kernel-log record).
+  void emit(const std::string& rule, const GpuSample* gpu, Status status, std::string message, std::string remedy,
+            std::string action, std::string source = {}) {
+    Event event;
+    event.time_ms = m_now.time_ms;
+    event.finding = report::Finding{rule, status, std::move(message), std::move(remedy),
+                                    source.empty() ? source_of(rule) : std::move(source)};
+    event.action = std::move(action);
+    if (gpu != nullptr) {
+      event.gpu_uuid = gpu->uuid;
+      event.gpu_index = gpu->index;
+    }
+    m_out.push_back(std::move(event));
+  }
+
+  /// Clears the open conditions that did not hold this interval (those that linger: after clear_after_ms).
+  void clear_the_rest(const std::vector<GpuSample>& known_gpus) {
+    for (auto it = m_state.open.begin(); it != m_state.open.end();) {
+      const std::string& key = it->first;
+      const std::string rule = key.substr(0, key.find('|'));
+      const RuleInfo& info = rule_info(rule);
+      const bool quiet_long_enough =
+          !info.lingers || m_now.time_ms - it->second.last_seen_ms >= m_settings.clear_after_ms;
+      if (m_held.count(key) != 0 || !quiet_long_enough) {
+        ++it;
+        continue;
+      }
+      const std::string uuid = key.substr(key.find('|') + 1);
+      const GpuSample* gpu = nullptr;
+      for (const GpuSample& candidate : known_gpus) {
+        if (!uuid.empty() && gpu_key(candidate) == uuid) gpu = &candidate;
+      }
+      // A GPU NVML cannot read now (lost, or NVML down) keeps its conditions: nothing says they cleared.
+      if (!uuid.empty() && (gpu == nullptr || (gpu->lost() && rule != "watch.gpu_lost"))) {
+        ++it;
+        continue;
+      }
+      std::string where = gpu != nullptr ? gpu_label(*gpu) + ": " : (uuid.empty() ? "" : uuid + ": ");
+      emit(rule, gpu, Status::pass,
+           where + "cleared: " + info.what + " (since " + duration_text(m_now.time_ms - it->second.since_ms) + ")", {},
+           "none");
+      if (gpu == nullptr && !uuid.empty()) m_out.back().gpu_uuid = uuid;
+      it = m_state.open.erase(it);
+    }
+  }
+
+  const NodeSample& now() const { return m_now; }
+
+ private:
+  static std::string gpu_key(const GpuSample& gpu) {
+    return gpu.uuid.empty() ? "index-" + std::to_string(gpu.index) : gpu.uuid;
+  }
+  std::string source_of(const std::string& rule) const {
+    const auto it = m_settings.sources.find(rule);
+    return it == m_settings.sources.end() ? std::string() : it->second;
+  }
+
+  const NodeSample& m_now;
+  const RuleSettings& m_settings;
+  RuleState& m_state;
+  std::vector<Event>& m_out;
+  std::set<std::string> m_held;
+};
+
+// ------------------------------------------------------------------------------------------------ node rules
+
+void check_nvml(const History& history, Emitter& emit) {
+  const NodeSample& now = *history.latest();
+  if (now.nvml) return;
+  emit.hold("watch.nvml", nullptr, Status::fail, "NVML did not answer: " + now.nvml_reason,
+            "check the driver (`nvidia-smi`, `gpuenv doctor`); a call that hangs points at a GPU or driver that needs "
+            "a reset or reboot",
+            "drain_and_inspect");
+}
+
+void check_gpu_count(const History& history, RuleState& state, Emitter& emit) {
+  const NodeSample& now = *history.latest();
+  if (!now.nvml) return;
+  const unsigned count = now.attached_gpus.value_or(static_cast<unsigned>(now.gpus.size()));
+  if (!state.most_gpus || count > *state.most_gpus) state.most_gpus = count;
+  if (count >= *state.most_gpus) return;
+  std::vector<std::string> missing;
+  for (const NodeSample& earlier : history.samples()) {
+    for (const GpuSample& gpu : earlier.gpus) {
+      const std::string label = gpu_label(gpu) + (gpu.uuid.empty() ? "" : " " + gpu.uuid);
+      if (find_gpu(now, gpu) == nullptr && std::find(missing.begin(), missing.end(), label) == missing.end())
+        missing.push_back(label);
+    }
+  }
+  emit.hold("watch.gpu_count", nullptr, Status::fail,
+            std::to_string(count) + " GPU(s) visible, " + std::to_string(*state.most_gpus) + " before" +
+                (missing.empty() ? std::string() : "; missing: " + util::join(missing, ", ")),
+            "a GPU fell off the bus or was not initialised: drain the node and reboot it; if it repeats, check power "
+            "and seating (`gpuenv doctor` names the Xid)",
+            "reboot");
+}
+
+// ------------------------------------------------------------------------------------------------ GPU rules
+
+/// Growth of `field` for `gpu` over the samples since `since_ms`, summed interval by interval (resets counted).
+std::optional<std::uint64_t> growth_since(const History& history, const GpuSample& gpu,
+                                          std::optional<std::uint64_t> GpuSample::*field, std::int64_t since_ms) {
+  std::optional<std::uint64_t> total;
+  const GpuSample* before = nullptr;
+  for (const NodeSample& sample : history.samples()) {
+    const GpuSample* here = find_gpu(sample, gpu);
+    if (here == nullptr) continue;
+    if (before != nullptr && sample.time_ms > since_ms) {
+      if (auto grew = growth(before->*field, here->*field)) total = total.value_or(0) + *grew;
+    }
+    before = here;
+  }
+  return total;
+}
+
+struct CounterRule {
+  const char* rule;
+  std::optional<std::uint64_t> GpuSample::*field;
+  const char* what;  ///< "uncorrectable ECC errors"
+  Status status;
+  const char* action;
+  const char* remedy;
+};
+
+constexpr const char* k_memory_remedy =
+    "drain the node, then reset the GPU (`nvidia-smi -r`) or reboot so that pending row remaps take effect; replace "
+    "the GPU if errors keep coming (`nvidia-smi -q -d ECC,ROW_REMAPPER`, `gpuenv doctor`)";
+constexpr const char* k_nvlink_remedy =
+    "check `nvidia-smi nvlink -e` and `nvidia-smi nvlink --status`: NVLink errors that grow point at a failing link, "
+    "NVSwitch or baseboard; drain the node, reboot, and open a hardware ticket if they come back";
+constexpr const char* k_pcie_remedy =
+    "PCIe replays retransmit corrupted packets: reseat the GPU or its riser, check the slot and BIOS PCIe settings; "
+    "open a hardware ticket if they keep growing (`nvidia-smi -q -d PCIE`)";
+
+// DCGM's health watches: a volatile uncorrectable ECC error fails (DcgmHealthWatch.cpp MonitorMem); NVLink replay and
+// recovery errors that grow by one fail, CRC errors warn (MonitorNVLink, DcgmGPUHardwareLimits.h).
+constexpr CounterRule k_counters[] = {
+    {"watch.ecc_uncorrected", &GpuSample::ecc_uncorrected, "uncorrectable ECC errors", Status::fail, "reset_gpu",
+     k_memory_remedy},
+    {"watch.remapped_rows", &GpuSample::remapped_uncorrectable, "rows remapped for uncorrectable errors", Status::warn,
+     "reset_gpu", k_memory_remedy},
+    {"watch.remapped_rows", &GpuSample::remapped_correctable, "rows remapped for correctable errors", Status::warn,
+     "reset_gpu", k_memory_remedy},
+    {"watch.nvlink_errors", &GpuSample::nvlink_replay, "NVLink replay errors", Status::fail, "drain_and_inspect",
+     k_nvlink_remedy},
+    {"watch.nvlink_errors", &GpuSample::nvlink_recovery, "NVLink recovery errors", Status::fail, "drain_and_inspect",
+     k_nvlink_remedy},
+    {"watch.nvlink_errors", &GpuSample::nvlink_crc, "NVLink CRC errors", Status::warn, "drain_and_inspect",
+     k_nvlink_remedy},
+    {"watch.pcie_replays", &GpuSample::pcie_replays, "PCIe replays", Status::warn, "drain_and_inspect", k_pcie_remedy},
+};
+
+/// DCGM_LIMIT_MAX_NVLINK_CRC_ERROR: CRC errors at 100 per second or more fail (DcgmGPUHardwareLimits.h).
+constexpr double k_nvlink_crc_fail_per_second = 100;
+/// DCGM_LIMIT_MAX_PCIREPLAY_RATE: "8 replays per minute is the maximum recommended by RM"; DCGM's PCIe watch warns
+/// only above it (NVIDIA/DCGM @ 72fa3fe common/DcgmGPUHardwareLimits.h, modules/health/DcgmHealthWatch.cpp
+/// MonitorPcie). A healthy link replays now and then: fewer is no event.
+constexpr double k_pcie_replays_per_minute = 8;
+constexpr std::int64_t k_minute_ms = 60'000;
+
+/// The PCIe replays per minute of `gpu` over the last minute of `history` (as DCGM: from the oldest sample of the
+/// minute to the latest; from the previous sample when the interval is a minute or longer).
+double pcie_replays_per_minute(const History& history, const GpuSample& gpu) {
+  const std::int64_t now_ms = history.latest()->time_ms;
+  const NodeSample* start = history.previous();
+  for (const NodeSample& sample : history.samples()) {
+    if (sample.time_ms >= now_ms - k_minute_ms && &sample != history.latest()) {
+      if (find_gpu(sample, gpu) != nullptr) {
+        start = &sample;
+        break;
+      }
+    }
+  }
+  if (start == nullptr || start->time_ms >= now_ms) return 0;
+  const auto grew = growth_since(history, gpu, &GpuSample::pcie_replays, start->time_ms);
+  return static_cast<double>(grew.value_or(0)) * k_minute_ms / static_cast<double>(now_ms - start->time_ms);
+}
+
+void check_counters(const History& history, const GpuSample& gpu, Emitter& emit) {
+  const NodeSample* previous = history.previous();
+  const GpuSample* before = previous != nullptr ? find_gpu(*previous, gpu) : nullptr;
+  if (before == nullptr) return;
+  const std::int64_t now_ms = emit.now().time_ms;
+  const double seconds = static_cast<double>(now_ms - previous->time_ms) / 1000;
+  for (const CounterRule& rule : k_counters) {
+    const auto grew = growth(before->*rule.field, gpu.*rule.field);
+    if (!grew || *grew == 0) continue;
+    if (rule.field == &GpuSample::pcie_replays && pcie_replays_per_minute(history, gpu) <= k_pcie_replays_per_minute)
+      continue;
+    const auto hour = growth_since(history, gpu, rule.field, now_ms - k_hour_ms);
+    Status status = rule.status;
+    const double per_second = seconds > 0 ? static_cast<double>(*grew) / seconds : 0;
+    if (rule.field == &GpuSample::nvlink_crc && per_second >= k_nvlink_crc_fail_per_second) status = Status::fail;
+    emit.hold(rule.rule, &gpu, status,
+              gpu_label(gpu) + ": " + std::to_string(*grew) + " " + rule.what + " in the last " +
+                  duration_text(now_ms - previous->time_ms) + " (" + number(per_second, 2) + "/s; " +
+                  std::to_string(hour.value_or(*grew)) + " in the last hour; " + std::to_string(*(gpu.*rule.field)) +
+                  " in all)",
+              rule.remedy, rule.action);
+  }
+}
+
+void check_memory_flags(const GpuSample& gpu, Emitter& emit) {
+  if (gpu.remap_failure) {
+    emit.hold("watch.remap_failure", &gpu, Status::fail,
+              gpu_label(gpu) + ": a row remap failed (the GPU has no spare rows left for the failing memory)",
+              "drain the node and replace the GPU (`nvidia-smi -q -d ROW_REMAPPER`)", "replace_hardware");
+  }
+  if (gpu.remap_pending) {
+    emit.hold("watch.remap_pending", &gpu, Status::warn,
+              gpu_label(gpu) + ": a row remap is pending (it takes effect at the next GPU reset)",
+              "reset the GPU when its work allows (`nvidia-smi -r`), or reboot the node", "reset_gpu");
+  }
+}
+
+void check_links_down(const History& history, const GpuSample& gpu, Emitter& emit) {
+  if (!gpu.nvlink_inactive) return;
+  unsigned fewest = *gpu.nvlink_inactive;
+  for (const NodeSample& sample : history.samples()) {
+    const GpuSample* earlier = find_gpu(sample, gpu);
+    if (earlier != nullptr && earlier->nvlink_inactive) fewest = std::min(fewest, *earlier->nvlink_inactive);
+  }
+  if (*gpu.nvlink_inactive <= fewest) return;
+  emit.hold("watch.nvlink_down", &gpu, Status::fail,
+            gpu_label(gpu) + ": " + std::to_string(*gpu.nvlink_inactive - fewest) + " NVLink(s) went down (" +
+                std::to_string(*gpu.nvlink_inactive) + " inactive now)",
+            k_nvlink_remedy, "drain_and_inspect");
+}
+
+void check_temperature(const GpuSample& gpu, const RuleSettings& settings, Emitter& emit) {
+  if (!gpu.temperature_c || *gpu.temperature_c < settings.temperature_warn_c) return;
+  emit.hold("watch.temperature", &gpu, Status::warn,
+            gpu_label(gpu) + ": " + number(*gpu.temperature_c, 0) + " °C, at or above the " +
+                number(settings.temperature_warn_c, 0) + " °C limit",
+            "check cooling (fans, airflow, inlet temperature) and the GPU's load: `nvidia-smi -q -d TEMPERATURE`",
+            "none");
+}
+
+/// Time in the last window during which the GPU reported any of `bits`: each sample stands for the time up to the
+/// next one (at most twice the gap before it, so a pause in sampling is not counted as throttled).
+std::int64_t throttled_ms(const History& history, const GpuSample& gpu, unsigned bits, std::int64_t since_ms) {
+  std::int64_t total = 0;
+  const auto& samples = history.samples();
+  for (std::size_t i = 0; i + 1 < samples.size(); ++i) {
+    if (samples[i + 1].time_ms <= since_ms) continue;
+    const GpuSample* here = find_gpu(samples[i], gpu);
+    if (here == nullptr || (here->throttle & bits) == 0) continue;
+    std::int64_t span = samples[i + 1].time_ms - std::max(samples[i].time_ms, since_ms);
+    if (i > 0) span = std::min(span, 2 * (samples[i].time_ms - samples[i - 1].time_ms));
+    total += std::max<std::int64_t>(span, 0);
+  }
+  return total;
+}
+
+void check_throttle(const History& history, const GpuSample& gpu, const RuleSettings& settings, Emitter& emit) {
+  const unsigned judged = settings.throttle_fail_bits | settings.throttle_warn_bits;
+  if ((gpu.throttle & judged) == 0) return;
+  const std::int64_t since = emit.now().time_ms - settings.throttle_window_ms;
+  const std::int64_t active = throttled_ms(history, gpu, judged, since);
+  if (static_cast<double>(active) < settings.throttle_fraction * static_cast<double>(settings.throttle_window_ms))
+    return;
+  const bool failing = throttled_ms(history, gpu, settings.throttle_fail_bits, since) > 0;
+  emit.hold("watch.throttle", &gpu, failing ? Status::fail : Status::warn,
+            gpu_label(gpu) + ": throttled (" + util::join(throttle_names(gpu.throttle & judged), ", ") + ") for " +
+                duration_text(active) + " of the last " + duration_text(settings.throttle_window_ms),
+            "check cooling and power delivery (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER`); a hardware "
+            "slowdown or power brake that persists needs a hardware inspection",
+            failing ? "drain_and_inspect" : "none");
+}
+
+void check_idle(const History& history, const GpuSample& gpu, const RuleSettings& settings, Emitter& emit) {
+  const std::int64_t idle = idle_ms(history, gpu, settings.idle_below_percent);
+  if (idle < settings.idle_window_ms) return;
+  emit.hold("watch.idle", &gpu, Status::warn,
+            gpu_label(gpu) + ": utilisation below " + number(settings.idle_below_percent, 0) + " % for " +
+                duration_text(idle),
+            "an idle GPU still costs money: give it work, or release or right-size the instance "
+            "(`gpuenv_gpu_idle_seconds` tracks it)",
+            "none");
+}
+
+void check_gpu(const History& history, const GpuSample& gpu, const RuleSettings& settings, Emitter& emit) {
+  if (gpu.lost()) {
+    emit.hold("watch.gpu_lost", &gpu, Status::fail, gpu_label(gpu) + ": " + gpu.access_error,
+              "drain the node: the GPU needs a reset or a reboot, then `gpuenv doctor`; if it repeats, check power and "
+              "seating or replace the GPU",
+              "reboot");
+    return;
+  }
+  check_counters(history, gpu, emit);
+  check_memory_flags(gpu, emit);
+  check_links_down(history, gpu, emit);
+  check_temperature(gpu, settings, emit);
+  check_throttle(history, gpu, settings, emit);
+  check_idle(history, gpu, settings, emit);
+  // SEAM (issue 27): fabric state changes (GpuFacts::fabric: registration state, status, health summary) become a
+  // watch.fabric event here once the fabric probe lands on main.
+}
+
+// ------------------------------------------------------------------------------------------------ kernel log
+
+void check_kernel_records(const std::vector<KernelRecord>& records, const NodeSample& now, Emitter& emit) {
+  for (const KernelRecord& record : records) {
+    const GpuSample* gpu = nullptr;
+    const std::optional<std::string> bus = probe::canonical_pci_bus_id(record.pci_bus_id);
+    for (const GpuSample& candidate : now.gpus) {
+      if (bus && probe::canonical_pci_bus_id(candidate.pci_bus_id) == bus) gpu = &candidate;
+    }
+    const std::string label =
+        gpu != nullptr ? gpu_label(*gpu) : (record.pci_bus_id.empty() ? "a GPU" : "PCI " + record.pci_bus_id);
+    if (record.kind == "fallen_off_bus") {
+      emit.emit("watch.xid", gpu, Status::fail, label + " fell off the bus: " + record.message,
+                "drain the node and reboot it; if it repeats, check power and seating or replace the GPU", "reboot");
+      continue;
+    }
+    const int code = record.code.value_or(0);
+    const std::optional<probe::XidInfo> info = probe::xid_info(code);
+    // SEAM (issue 24): the action becomes the Xid table's node_action once it lands; until then by severity.
+    const bool severe =
+        !info || info->severity == probe::XidSeverity::critical || info->severity == probe::XidSeverity::error;
+    const Status status =
+        severe ? Status::fail : (info->severity == probe::XidSeverity::warning ? Status::warn : Status::pass);
+    emit.emit("watch.xid", gpu, status,
+              label + ": Xid " + std::to_string(code) +
+                  (info ? " (" + info->meaning + ")" : std::string(" (not in gpuenv's Xid table)")) + ": " +
+                  record.message,
+              info && info->action != "-" && info->action != "none" ? info->action + "; then `gpuenv doctor`"
+                                                                    : "run `gpuenv doctor`",
+              severe ? "drain_and_inspect" : "none", info ? info->source : std::string());
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------ history
+
+void History::add(NodeSample sample, std::int64_t keep_ms) {
+  const std::int64_t oldest = sample.time_ms - keep_ms;
+  m_samples.push_back(std::move(sample));
+  while (!m_samples.empty() && m_samples.front().time_ms < oldest) m_samples.pop_front();
+}
+
+const GpuSample* find_gpu(const NodeSample& sample, const GpuSample& gpu) {
+  for (const GpuSample& candidate : sample.gpus) {
+    if (!gpu.uuid.empty() ? candidate.uuid == gpu.uuid : (candidate.uuid.empty() && candidate.index == gpu.index))
+      return &candidate;
+  }
+  return nullptr;
+}
+
+std::int64_t idle_ms(const History& history, const GpuSample& gpu, double below_percent) {
+  const auto& samples = history.samples();
+  if (samples.empty()) return 0;
+  const std::int64_t now = samples.back().time_ms;
+  std::int64_t idle_since = now;
+  for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
+    const GpuSample* here = find_gpu(*it, gpu);
+    if (here == nullptr || here->lost() || !here->utilization_percent) break;
+    if (*here->utilization_percent >= below_percent) break;
+    idle_since = it->time_ms;
+  }
+  return now - idle_since;
+}
+
+std::int64_t RuleSettings::longest_window_ms() const {
+  return std::max({idle_window_ms, throttle_window_ms, k_hour_ms});
+}
+
+std::vector<Event> derive_events(const History& history, const std::vector<KernelRecord>& records,
+                                 const RuleSettings& settings, RuleState& state) {
+  std::vector<Event> out;
+  const NodeSample* now = history.latest();
+  if (now == nullptr) return out;
+  Emitter emit(*now, settings, state, out);
+  check_nvml(history, emit);
+  check_gpu_count(history, state, emit);
+  for (const GpuSample& gpu : now->gpus) check_gpu(history, gpu, settings, emit);
+  check_kernel_records(records, *now, emit);
+  emit.clear_the_rest(now->gpus);
+  return out;
+}
+
+}  // namespace gpuenv::watch

@@ -1,0 +1,182 @@
+// What NVML says around a run (issue 23): a GPU another process uses is not judged on its performance (item 4), a MIG
+// slice is not an OK for its whole GPU (item 5), the level-2 counters DCGM's diagnostic watches (item 9: PCIe replays,
+// NVLink replay/recovery/CRC errors and link state) and the GPU count. Driven through the fake libcuda and the fake
+// libnvidia-ml (tests/fake_nvml, its "smoke" keys).
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "smoke/fake_cuda_fixture.hpp"
+#include "smoke/nvml_monitor.hpp"
+#include "smoke/runner.hpp"
+
+using namespace gpuenv::smoke;
+using namespace gpuenv::smoke::testing;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+using gpuenv::report::Verdict;
+
+namespace {
+
+/// Sets an environment variable for the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : m_name(name) { ::setenv(name, value.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(m_name); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* m_name;
+};
+
+GpuUsage usage(std::vector<unsigned> pids, std::optional<unsigned> utilization = 0) {
+  return GpuUsage{std::move(pids), utilization};
+}
+
+}  // namespace
+
+TEST_CASE("smoke: other processes on the GPU, before or during the run, and this one seen from a container",
+          "[smoke][nvml]") {
+  const unsigned self = 1000;
+  CHECK_FALSE(busy_reason(usage({}), usage({self}), self));                 // only this process
+  CHECK_FALSE(busy_reason(usage({}), usage({77}), self));                   // this process, host PID in a container
+  CHECK(*busy_reason(usage({4321}), usage({4321, self}), self) == "GPU in use by PID 4321");
+  CHECK(*busy_reason(usage({}), usage({self, 555}), self) == "GPU in use by PID 555");  // arrived during the run
+  CHECK(*busy_reason(usage({}), usage({77, 555}), self) == "GPU in use by PID 77, 555");
+  CHECK(busy_reason(usage({}, 40), usage({self}), self)->find("40% utilisation before the run") != std::string::npos);
+  CHECK_FALSE(busy_reason(GpuUsage{}, GpuUsage{}, self));  // NVML cannot say: nothing to go on
+}
+
+TEST_CASE("smoke: a GPU another process uses gets its performance findings skipped, not failed", "[smoke][nvml]") {
+  // Without NVML's word, the fake H100's slow cuBLAS SGEMM fails DCGM's floor (a hardware remedy). With PID 4321 on
+  // the GPU before the run, every performance judgement is a skip naming it; wrong results still fail.
+  const SmokeReport idle = run_with_nvml("smoke_pids = \n", "elapsed_ms = 0.001\n", small_options());
+  CHECK(find(idle.devices.at(0).findings, "smoke.cublas_sgemm_fp32")->status == Status::fail);
+  CHECK(find(idle.devices.at(0).findings, "smoke.busy") == nullptr);
+
+  const SmokeReport busy = run_with_nvml("smoke_pids = 4321\n", "elapsed_ms = 0.001\ncorrupt_stream = 1\n",
+                                         small_options());
+  const DeviceResult& gpu = busy.devices.at(0);
+  const Finding* sgemm = find(gpu.findings, "smoke.cublas_sgemm_fp32");
+  REQUIRE(sgemm != nullptr);
+  CHECK(sgemm->status == Status::skip);
+  CHECK(sgemm->message.find("; not judged: GPU in use by PID 4321") != std::string::npos);
+  CHECK(sgemm->remedy.empty());
+  CHECK(find(gpu.findings, "smoke.d2d")->status == Status::skip);
+  CHECK(find(gpu.findings, "smoke.d2d")->message.find("not judged: GPU in use by PID 4321") != std::string::npos);
+  // Corrupted data is no busy GPU's doing: the stream copy's wrong words still fail.
+  CHECK(find(gpu.findings, "smoke.memory_bandwidth")->status == Status::fail);
+  REQUIRE(find(gpu.findings, "smoke.busy") != nullptr);
+  CHECK(find(gpu.findings, "smoke.busy")->message.find("GPU in use by PID 4321") == 0);
+
+  // A process that arrives during the run (second read), beside this one.
+  const SmokeReport arrived = run_with_nvml("smoke_pids = \nsmoke_pids_self_later = 1\nsmoke_pids_later = 555\n",
+                                            "elapsed_ms = 0.001\n", small_options());
+  CHECK(find(arrived.devices.at(0).findings, "smoke.cublas_sgemm_fp32")->message.find("GPU in use by PID 555") !=
+        std::string::npos);
+  // Only this process, seen with another PID from a container: not busy.
+  const SmokeReport container = run_with_nvml("smoke_pids = \nsmoke_pids_alias_later = 99\n", "elapsed_ms = 0.001\n",
+                                              small_options());
+  CHECK(find(container.devices.at(0).findings, "smoke.busy") == nullptr);
+}
+
+TEST_CASE("smoke: one MIG instance of several is never an OK for the whole GPU", "[smoke][nvml]") {
+  const std::string slice = "name = NVIDIA A100-SXM4-40GB MIG 1g.5gb\nelapsed_ms = 0.01\n";
+  const SmokeReport three = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 3\n", slice, small_options());
+  const Finding* mig = find(three.devices.at(0).findings, "smoke.mig");
+  REQUIRE(mig != nullptr);
+  CHECK(mig->status == Status::warn);
+  CHECK(mig->message.find("1 of 3 MIG instances tested: a CUDA process sees one instance") == 0);
+  CHECK(mig->remedy.find("CUDA_VISIBLE_DEVICES=<uuid> gpuenv smoke (instances: MIG-fake-0-0, MIG-fake-0-1, "
+                         "MIG-fake-0-2)") != std::string::npos);
+  CHECK(three.verdict != Verdict::ok);
+  // The operator picked this instance: what was asked for was tested.
+  {
+    const ScopedEnv chosen("CUDA_VISIBLE_DEVICES", "MIG-fake-0-1");
+    const SmokeReport picked = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 3\n", slice, small_options());
+    const Finding* one = find(picked.devices.at(0).findings, "smoke.mig");
+    CHECK(one->status == Status::skip);
+    CHECK(one->message.find("CUDA_VISIBLE_DEVICES selects it, the GPU's other 2 instances are not tested") !=
+          std::string::npos);
+  }
+  // The only instance: nothing else to test.
+  const SmokeReport only = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 1\n", slice, small_options());
+  CHECK(find(only.devices.at(0).findings, "smoke.mig")->status == Status::skip);
+}
+
+TEST_CASE("smoke: level-2 counters before and after the run, judged as DCGM's diagnostic and health watch do",
+          "[smoke][nvml]") {
+  FabricCounters before;
+  before.pcie_replays = 10;
+  for (unsigned link = 0; link < 18; ++link) before.nvlinks.push_back(NvLinkCounters{link, true, 0, 0, 0, 0});
+  const Finding clean = judge_link_errors(before, before, 10, true);
+  CHECK(clean.status == Status::pass);
+  CHECK(clean.message == "0 PCIe replays during the run (DCGM fails above 80); all 18 NVLinks active");
+  // DCGM pcie plugin: "Maximum PCIe replays allowed per device while the plugin runs" (max_pcie_replays 80).
+  FabricCounters replays = before;
+  replays.pcie_replays = 90;
+  CHECK(judge_link_errors(before, replays, 10, true).status == Status::pass);  // 80: allowed
+  replays.pcie_replays = 91;
+  const Finding many = judge_link_errors(before, replays, 10, true);
+  CHECK(many.status == Status::fail);
+  CHECK(many.message.find("81 PCIe replays during the run (more than DCGM's 80 per run)") == 0);
+  // DCGM health NVLINK: a replay or recovery error fails (DCGM_LIMIT_MAX_NVLINK_ERROR 1).
+  FabricCounters recovery = before;
+  recovery.nvlinks[4].recovery = 1;
+  const Finding recovered = judge_link_errors(before, recovery, 10, true);
+  CHECK(recovered.status == Status::fail);
+  CHECK(recovered.message.find("NVLink link 4: 1 recovery errors") == 0);
+  // CRC errors: fail at 100 a second, warn below (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100.0).
+  FabricCounters crc = before;
+  crc.nvlinks[2].crc_flit = 50;
+  CHECK(judge_link_errors(before, crc, 10, true).status == Status::warn);  // 5 a second
+  crc.nvlinks[2].crc_flit = 2000;
+  CHECK(judge_link_errors(before, crc, 10, true).status == Status::fail);  // 200 a second
+  // A link lost during the run fails anywhere; one inactive from the start fails only where aznhc checks link state
+  // with a verified floor (an 8-GPU NVSwitch board), else it is counted: NVL bridges leave links unused by design.
+  FabricCounters down = before;
+  down.nvlinks[7].active = false;
+  CHECK(judge_link_errors(before, down, 10, false).status == Status::fail);
+  CHECK(judge_link_errors(before, down, 10, false).message.find("NVLink 7 went down during the run") == 0);
+  FabricCounters inactive_before = down;
+  CHECK(judge_link_errors(inactive_before, down, 10, true).status == Status::fail);
+  const Finding counted = judge_link_errors(inactive_before, down, 10, false);
+  CHECK(counted.status == Status::pass);
+  CHECK(counted.message.find("NVLink 7 inactive (17 of 18 active), not judged on this board") != std::string::npos);
+  CHECK(judge_link_errors(FabricCounters{}, FabricCounters{}, 10, true).status == Status::skip);
+
+  // Through the runner: read before the first step and after the peer copies, through the fake NVML.
+  const SmokeReport report = run_with_nvml(
+      "nvlinks = 18\nsmoke_pcie_replays = 3\nsmoke_pcie_replays_rise = 100\nsmoke_nvlink_down_later = 5\n",
+      "elapsed_ms = 0.001\n", small_options());
+  const Finding* errors = find(report.devices.at(0).findings, "smoke.link_errors");
+  REQUIRE(errors != nullptr);
+  CHECK(errors->status == Status::fail);
+  CHECK(errors->message.find("100 PCIe replays during the run") != std::string::npos);
+  CHECK(errors->message.find("NVLink 5 went down during the run") != std::string::npos);
+}
+
+TEST_CASE("smoke: fewer GPUs than expected fail, and the board's peer floor still applies", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.expect_gpus = 8;
+  // Seven H100 SXM of an 8-GPU board: without the expectation the 335 GB/s floor "is for 8-GPU boards" and would be
+  // dropped, so a degraded board missing a GPU would pass its peer copies.
+  const SmokeReport report = run_fake("device_count = 7\nelapsed_ms = 0.001\n", options);
+  const Finding* count = find(report.findings, "smoke.gpu_count");
+  REQUIRE(count != nullptr);
+  CHECK(count->status == Status::fail);
+  CHECK(count->message.find("the driver reports 7 GPUs, 8 expected") == 0);
+  REQUIRE_FALSE(report.peer_findings.empty());
+  for (const Finding& pair : report.peer_findings) {
+    CAPTURE(pair.message);
+    CHECK(pair.source.find("H100 SXM peer read minimum 335 GB/s, measured on 8-GPU NVSwitch boards") == 0);
+  }
+  options.expect_gpus = 7;
+  CHECK(find(run_fake("device_count = 7\nelapsed_ms = 0.001\nemulate_kernels = 0\n", options).findings,
+             "smoke.gpu_count")
+            ->status == Status::pass);
+}
