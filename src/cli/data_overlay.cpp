@@ -50,8 +50,9 @@ std::optional<BadValue> grammar_problem(const std::string& key, const std::strin
 /// paths and file names, package names that could pass for options (a leading '-') or carry shell text.
 std::optional<BadValue> install_data_problem(const install::InstallData& data) {
   const install::Repository& r = data.repository;
-  for (const auto& [key, field, value] : {std::tuple{"cuda_base_url", "mirrors.cuda_repo", r.cuda_base_url},
-                                          std::tuple{"toolkit_base_url", "mirrors.container_toolkit", r.toolkit_base_url}}) {
+  for (const auto& [key, field, value] :
+       {std::tuple{"cuda_base_url", "mirrors.cuda_repo", r.cuda_base_url},
+        std::tuple{"toolkit_base_url", "mirrors.container_toolkit", r.toolkit_base_url}}) {
     if (auto valid = profile::validate_field(field, value); !valid) {
       // The profile's words name its own key ("`mirrors.cuda_repo` = ... is not valid: <why>"): keep the why.
       const std::string& message = valid.error().message;
@@ -63,12 +64,11 @@ std::optional<BadValue> install_data_problem(const install::InstallData& data) {
   constexpr const char* k_file = "[A-Za-z0-9_][A-Za-z0-9._+~-]*";
   constexpr const char* k_path = "(/[A-Za-z0-9._+~$()-]+)+";
   constexpr const char* k_package = "[A-Za-z0-9{][A-Za-z0-9.+_:{}~=*-]*";
-  const std::pair<const char*, const std::string*> files[] = {{"apt_keyring_file", &r.apt_keyring_file},
-                                                              {"rpm_key_file", &r.rpm_key_file}};
+  const std::pair<const char*, const std::string*> files[] = {{"keyring_file", &r.keyring_file}};
   for (const auto& [key, value] : files) {
     if (auto bad = grammar_problem(std::string("[repository] ") + key, *value, k_file, "a plain file name")) return bad;
   }
-  const std::pair<const char*, const std::string*> paths[] = {{"apt_keyring_path", &r.apt_keyring_path},
+  const std::pair<const char*, const std::string*> paths[] = {{"keyring_path", &r.keyring_path},
                                                               {"toolkit_deb_path", &r.toolkit_deb_path},
                                                               {"toolkit_key_path", &r.toolkit_key_path},
                                                               {"toolkit_rpm_path", &r.toolkit_rpm_path}};
@@ -82,9 +82,10 @@ std::optional<BadValue> install_data_problem(const install::InstallData& data) {
       {"[packages] distro_cuda_toolkit", data.packages.distro_cuda_toolkit},
       {"[packages] container_toolkit", data.packages.container_toolkit}};
   for (const install::TargetRow& target : data.targets) {
-    if (auto bad = grammar_problem("[[target]] repo_dir", target.repo_dir, k_file, "a plain directory name")) return bad;
+    if (auto bad = grammar_problem("[[target]] repo_dir", target.repo_dir, k_file, "a plain directory name"))
+      return bad;
     for (const std::string& name : target.headers) packages.emplace_back("[[target]] headers", name);
-    for (const std::string& name : target.prerequisites) packages.emplace_back("[[target]] prerequisites", name);
+    for (const std::string& name : target.future_headers) packages.emplace_back("[[target]] future_headers", name);
   }
   for (const install::DriverRow& driver : data.drivers) {
     for (const std::string& name : driver.packages) packages.emplace_back("[[driver]] packages", name);

@@ -65,7 +65,7 @@ void drain_slurm(system::System& system, const WatchSettings& settings, Monitor:
   }
   const std::string reason = run.notice.cloud + " " + run.notice.kind + " interruption" +
                              (run.notice.deadline_ms ? " at " + probe::iso_utc(*run.notice.deadline_ms / 1000) : "");
-  auto outcome = fleet::run_slurm_health_check(system, *node, false, reason, k_scontrol_timeout);
+  auto outcome = fleet::run_slurm_health_check(system, *node, fleet::NodeHealth::not_ready, reason, k_scontrol_timeout);
   if (!outcome) {
     run.say(5, "Slurm drain of " + *node + " not done: " + outcome.error().message);
     return;
@@ -110,8 +110,8 @@ std::vector<Event> Monitor::watch_interruptions(std::int64_t now_ms, std::vector
     event.action = "restart_job";
     event.finding = report::Finding{
         "watch.interruption", report::Status::warn,
-        notice.description + (notice.deadline_ms ? " (deadline " + probe::iso_utc(*notice.deadline_ms / 1000) + ")"
-                                                 : std::string()),
+        notice.description +
+            (notice.deadline_ms ? " (deadline " + probe::iso_utc(*notice.deadline_ms / 1000) + ")" : std::string()),
         "the node leaves service: checkpoint and move the work (watch ran the on_interruption hook, if set, and "
         "drained the node in Slurm)",
         notice.cloud + " metadata service (docs/watch.md \"Interruptions\")"};
