@@ -249,10 +249,10 @@ std::string describe_kernels(bool json) {
 /// `--nccl`: the all-reduce over every GPU, after the per-GPU tests; the floor is named by --instance-type, else by
 /// the instance type DMI carries.
 util::Expected<nccl::SweepReport> run_nccl_sweep(Context& context, const SmokeCommandOptions& options,
-                                                 const std::string& cuda_library) {
+                                                 const std::string& cuda_library, const std::string& nccl_library) {
   nccl::SweepOptions sweep;
   sweep.cuda_library = cuda_library;
-  sweep.nccl.library = context.system.environment("GPUENV_NCCL_LIBRARY").value_or("");
+  sweep.nccl.library = nccl_library;
   if (!options.python.empty()) sweep.nccl.python = options.python;
   sweep.instance_type = !options.instance_type.empty()
                             ? options.instance_type
@@ -267,11 +267,18 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
     return ExitCode::ok;
   }
   smoke::SmokeOptions request;
-  for (auto [name, library] : {std::pair{"GPUENV_CUDA_LIBRARY", &request.library},
-                                std::pair{"GPUENV_NVML_LIBRARY", &request.nvml_library}}) {
+  for (auto [name, library] :
+       {std::pair{"GPUENV_CUDA_LIBRARY", &request.library}, std::pair{"GPUENV_NVML_LIBRARY", &request.nvml_library}}) {
     auto named = library_from_environment(context.system, name, *library);
     if (!named) return report_error(context, named.error());
     *library = *named;
+  }
+  // GPUENV_NCCL_LIBRARY is checked before any GPU work, as the others are (docs/security.md, "Named files").
+  std::string nccl_library;
+  if (options.nccl) {
+    auto named = library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", "");
+    if (!named) return report_error(context, named.error());
+    nccl_library = *named;
   }
   request.quick = options.quick;
   if (options.device >= 0) request.device = options.device;
@@ -301,7 +308,7 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   if (!report) return report_error(context, report.error());
   std::optional<nccl::SweepReport> sweep;
   if (options.nccl && !report->abandoned_work) {
-    auto ran = run_nccl_sweep(context, options, request.library);
+    auto ran = run_nccl_sweep(context, options, request.library, nccl_library);
     if (!ran) return report_error(context, ran.error());
     sweep = std::move(*ran);
   }
