@@ -116,8 +116,7 @@ util::Expected<util::Ok> check_install_locations(const util::Overlay& overlay) {
 std::vector<util::DataTable> all_data_tables() {
   std::vector<util::DataTable> tables;
   for (auto&& module : {compat::data_tables(), probe::data_tables(), doctor::data_tables(), smoke::data_tables(),
-                        dockerfile::data_tables(), install::data_tables(), nccl::data_tables(),
-                        watch::data_tables()}) {
+                        dockerfile::data_tables(), install::data_tables(), nccl::data_tables(), watch::data_tables()}) {
     tables.insert(tables.end(), module.begin(), module.end());
   }
   return tables;

@@ -57,6 +57,33 @@ TEST_CASE("parse_sxid_events: non-fatal headlines, syslog prefixes, CRLF, lines 
   CHECK(parse_sxid_events("").empty());
 }
 
+TEST_CASE("sxid_events_from_kmsg: headlines of the kernel's own records; a user's record that looks alike is not one",
+          "[probe][sxid]") {
+  // The gpud log's lines (fixture above) as /dev/kmsg gives them (Documentation/ABI/testing/dev-kmsg:
+  // "<prio>,<seq>,<usec>,<flags>;<text>"); prio 3 is facility 0 (the kernel), 11 = facility 1 (LOG_USER), what a
+  // process writing to /dev/kmsg gets even when it asks for facility 0 (printk.c devkmsg_write).
+  const auto records = gpuenv::probe::parse_kmsg(
+      "3,1001,6781753400584,-;nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up\n"
+      "11,1002,6781753404587,-;nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 63 LTSSM Fault Up\n"
+      "3,1003,6781753404848,-;nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine instance 60 "
+      "Sub-engine instance 00\n"
+      "4,1004,6781753407899,c;nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 37 egress "
+      "non-posted PRIV error (First)\n");
+  REQUIRE(records.records.size() == 4);
+  const auto events = gpuenv::probe::sxid_events_from_kmsg(records.records);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].code == 20034);
+  CHECK(events[0].nvswitch == "nvidia-nvswitch1");
+  CHECK(events[0].pci_bus_id == "0000:06:00.0");
+  CHECK(events[0].fatal);
+  CHECK(events[0].timestamp == "6781753.400584");
+  CHECK(events[0].line_number == 1);
+  CHECK(events[1].code == 12028);
+  CHECK_FALSE(events[1].fatal);
+  CHECK(events[1].message == "Link 37 egress non-posted PRIV error (First)");
+  CHECK(events[1].line_number == 4);
+}
+
 TEST_CASE("SXid table: parses, every row sourced, severity follows the rule in the file's header", "[probe][sxid]") {
   auto table = gpuenv::probe::load_sxid_table({});
   REQUIRE(table);
