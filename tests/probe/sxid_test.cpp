@@ -57,7 +57,7 @@ TEST_CASE("parse_sxid_events: non-fatal headlines, syslog prefixes, CRLF, lines 
   CHECK(parse_sxid_events("").empty());
 }
 
-TEST_CASE("sxid_events_from_kmsg: headlines of the kernel's own records; a user's record that looks alike is not one",
+TEST_CASE("sxid_events_from_kmsg: headlines of the kernel's own records, not a user's record that looks alike",
           "[probe][sxid]") {
   // The gpud log's lines (fixture above) as /dev/kmsg gives them (Documentation/ABI/testing/dev-kmsg:
   // "<prio>,<seq>,<usec>,<flags>;<text>"); prio 3 is facility 0 (the kernel), 11 = facility 1 (LOG_USER), what a
