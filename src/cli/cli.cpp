@@ -62,6 +62,7 @@ int run(int argc, char** argv) {
   add_cloud_init_command(app, action);
   add_install_command(app, action);
   add_data_command(app, action);
+  add_nccl_command(app, action);
   add_watch_command(app, action);
   add_events_command(app, action);
 

@@ -21,6 +21,7 @@ void add_smoke_command(CLI::App& app, Action& action);
 void add_cloud_init_command(CLI::App& app, Action& action);
 void add_install_command(CLI::App& app, Action& action);
 void add_data_command(CLI::App& app, Action& action);
+void add_nccl_command(CLI::App& app, Action& action);
 void add_watch_command(CLI::App& app, Action& action);
 void add_events_command(CLI::App& app, Action& action);
 

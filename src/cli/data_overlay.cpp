@@ -7,6 +7,8 @@
 #include "dockerfile/data.hpp"
 #include "doctor/thresholds.hpp"
 #include "install/data.hpp"
+#include "nccl/data.hpp"
+#include "probe/sxid.hpp"
 #include "probe/xid.hpp"
 #include "profile/fields.hpp"
 #include "smoke/expectations.hpp"
@@ -114,7 +116,7 @@ util::Expected<util::Ok> check_install_locations(const util::Overlay& overlay) {
 std::vector<util::DataTable> all_data_tables() {
   std::vector<util::DataTable> tables;
   for (auto&& module : {compat::data_tables(), probe::data_tables(), doctor::data_tables(), smoke::data_tables(),
-                        dockerfile::data_tables(), install::data_tables(), watch::data_tables()}) {
+                        dockerfile::data_tables(), install::data_tables(), nccl::data_tables(), watch::data_tables()}) {
     tables.insert(tables.end(), module.begin(), module.end());
   }
   return tables;
@@ -176,6 +178,8 @@ util::Expected<util::Overlay> find_overlay(system::System& system, const std::st
 util::Expected<util::Ok> check_overlay(const util::Overlay& overlay) {
   if (auto r = checked(compat::load_knowledge_base(overlay)); !r) return r;
   if (auto r = checked(probe::load_xid_table(overlay)); !r) return r;
+  if (auto r = checked(probe::load_sxid_table(overlay)); !r) return r;
+  if (auto r = checked(nccl::load_data(overlay)); !r) return r;
   if (auto r = doctor::check_data(overlay); !r) return r;
   if (auto r = checked(smoke::load_expectations(overlay)); !r) return r;
   if (auto r = checked(dockerfile::load_data(overlay)); !r) return r;

@@ -9,9 +9,13 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/nccl_output.hpp"
 #include "cli/smoke_overrides.hpp"
 #include "cli/trusted_paths.hpp"
 #include "doctor/actions.hpp"
+#include "nccl/allreduce.hpp"
+#include "probe/cloud.hpp"
+#include "probe/collect.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "util/strings.hpp"
@@ -41,6 +45,9 @@ struct SmokeCommandOptions {
   bool no_memtest = false;
   std::vector<std::string> expect;   ///< ID=VALUE
   std::vector<std::string> minimum;  ///< ID=VALUE
+  bool nccl = false;                 ///< also the NCCL all-reduce over every GPU (nccl/allreduce.hpp)
+  std::string python;                ///< --python: use that environment's nvidia-nccl wheel
+  std::string instance_type;         ///< --instance-type: names the all-reduce floor (default: from DMI)
 };
 
 nlohmann::json metric_json(const smoke::Metric& metric) {
@@ -81,7 +88,7 @@ nlohmann::json peers_json(const smoke::SmokeReport& report) {
   return {{"pairs", pairs}, {"bidirectional", bidirectional}, {"findings", report::to_json(findings)}};
 }
 
-std::string smoke_json(const smoke::SmokeReport& report) {
+std::string smoke_json(const smoke::SmokeReport& report, report::Verdict verdict, const nccl::SweepReport* sweep) {
   nlohmann::json devices = nlohmann::json::array();
   for (const smoke::DeviceResult& device : report.devices) {
     nlohmann::json metrics = nlohmann::json::array();
@@ -120,7 +127,7 @@ std::string smoke_json(const smoke::SmokeReport& report) {
   nlohmann::json out = {
       {"gpuenv_version", GPUENV_VERSION},
       {"command", "smoke"},
-      {"verdict", report::to_string(report.verdict)},
+      {"verdict", report::to_string(verdict)},
       {"driver",
        {{"library", report.library},
         {"loaded", report.driver_loaded},
@@ -141,6 +148,7 @@ std::string smoke_json(const smoke::SmokeReport& report) {
       {"findings", report::to_json(report.findings)},
       {"devices", devices},
       {"peers", peers_json(report)}};
+  if (sweep != nullptr) out["nccl"] = nccl_sweep_json(*sweep);
   return report::dump_host_json(std::move(out));  // GPU names and driver messages are host text
 }
 
@@ -164,9 +172,9 @@ std::string metrics_table(const std::vector<smoke::Metric>& metrics) {
   return out.str();
 }
 
-std::string smoke_text(const smoke::SmokeReport& report, const report::TextStyle& style) {
+std::string smoke_text(const smoke::SmokeReport& report, report::Verdict verdict, const report::TextStyle& style) {
   std::ostringstream out;
-  out << "gpuenv smoke: " << report::to_string(report.verdict) << "\n\n";
+  out << "gpuenv smoke: " << report::to_string(verdict) << "\n\n";
   if (!report.findings.empty()) out << report::render_findings(report.findings, style);
   for (const smoke::DeviceResult& device : report.devices) {
     out << "\nGPU " << device.index << ": " << (device.info.name.empty() ? "unknown" : device.info.name);
@@ -238,6 +246,21 @@ std::string describe_kernels(bool json) {
   std::_Exit(static_cast<int>(code));
 }
 
+/// `--nccl`: the all-reduce over every GPU, after the per-GPU tests; the floor is named by --instance-type, else by
+/// the instance type DMI carries.
+util::Expected<nccl::SweepReport> run_nccl_sweep(Context& context, const SmokeCommandOptions& options,
+                                                 const std::string& cuda_library, const std::string& nccl_library) {
+  nccl::SweepOptions sweep;
+  sweep.cuda_library = cuda_library;
+  sweep.nccl.library = nccl_library;
+  if (!options.python.empty()) sweep.nccl.python = options.python;
+  sweep.instance_type = !options.instance_type.empty()
+                            ? options.instance_type
+                            : probe::classify_cloud(probe::read_dmi_strings(context.system)).instance_type;
+  if (options.quick) sweep.sizes = {8ULL << 20, 64ULL << 20};
+  return nccl::run_allreduce_sweep(context.system, sweep);
+}
+
 ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options) {
   if (options.describe) {
     context.out << describe_kernels(options.json);
@@ -249,6 +272,13 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
     auto named = library_from_environment(context.system, name, *library);
     if (!named) return report_error(context, named.error());
     *library = *named;
+  }
+  // GPUENV_NCCL_LIBRARY is checked before any GPU work, as the others are (docs/security.md, "Named files").
+  std::string nccl_library;
+  if (options.nccl) {
+    auto named = library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", "");
+    if (!named) return report_error(context, named.error());
+    nccl_library = *named;
   }
   request.quick = options.quick;
   if (options.device >= 0) request.device = options.device;
@@ -276,6 +306,12 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   }
   auto report = smoke::run_smoke(context.system, request);
   if (!report) return report_error(context, report.error());
+  std::optional<nccl::SweepReport> sweep;
+  if (options.nccl && !report->abandoned_work) {
+    auto ran = run_nccl_sweep(context, options, request.library, nccl_library);
+    if (!ran) return report_error(context, ran.error());
+    sweep = std::move(*ran);
+  }
   // Each finding's action from data/doctor/actions.toml, as doctor gives them (docs/doctor-json.md "Actions").
   auto actions = doctor::builtin_actions();
   if (!actions) return report_error(context, actions.error());
@@ -283,13 +319,16 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, **actions);
   doctor::assign_actions(report->peer_findings, **actions);
   doctor::assign_actions(report->bidirectional_findings, **actions);
+  if (sweep) doctor::assign_actions(sweep->findings, **actions);
+  const report::Verdict verdict = sweep ? std::max(report->verdict, sweep->verdict) : report->verdict;
   if (options.json) {
-    context.out << smoke_json(*report);
+    context.out << smoke_json(*report, verdict, sweep ? &*sweep : nullptr);
   } else {
-    context.out << smoke_text(*report, context.style);
+    context.out << smoke_text(*report, verdict, context.style);
+    if (sweep) context.out << nccl_sweep_text(*sweep, context.style);
   }
-  const ExitCode code = report->verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
-  if (report->abandoned_work) leave_now(context, code);
+  const ExitCode code = verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
+  if (report->abandoned_work || (sweep && sweep->abandoned_work)) leave_now(context, code);
   return code;
 }
 
@@ -347,6 +386,13 @@ void add_smoke_command(CLI::App& app, Action& action) {
                       "ID=VALUE: what metric ID should reach here, replacing the data's expectation (repeatable; "
                       "ids in docs/smoke.md, p2p for every pair)");
   command->add_option("--minimum", options->minimum, "ID=VALUE: fail metric ID below VALUE (repeatable)");
+  command->add_flag("--nccl", options->nccl,
+                    "Also all-reduce over every GPU through NCCL (the node's libnccl.so.2; GPUENV_NCCL_LIBRARY names "
+                    "one): sums verified, bus bandwidth against the instance type's floor (docs/fabric.md)");
+  command->add_option("--python", options->python,
+                      "With --nccl: use the NCCL of this interpreter's environment (its nvidia-nccl wheel)");
+  command->add_option("--instance-type", options->instance_type,
+                      "With --nccl: the instance type whose all-reduce floor applies (default: from DMI)");
   command->callback([&action, options] { action = [options](Context& c) { return run_smoke_command(c, *options); }; });
 }
 

@@ -122,6 +122,10 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
 
   // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.
   if (request.run_smoke) add_smoke_findings(target, bounded ? &*bounded : nullptr, request, instance, report);
+  // The link counters' second reading, after any load the smoke tests put on the links: their growth is a rate.
+  probe::collect_link_counters_end(target, collect, report.facts);
+  for (report::Finding& finding : evaluate_link_counters(report.facts, **thresholds))
+    report.findings.push_back(std::move(finding));
   if (bounded) add_deadline_finding(*bounded, *request.deadline, report);
   assign_actions(report.findings, **actions);
   report.verdict = report::verdict_of(report.findings);

@@ -206,6 +206,12 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
       if (*ib < 1 || *ib > 64) row.fail("`infiniband_devices` must be between 1 and 64");
       e.infiniband_devices = static_cast<unsigned>(*ib);
     }
+    if (auto rate = row.optional_number("nic_rate_gbps")) {
+      if (*rate <= 0 || *rate > 3200) row.fail("`nic_rate_gbps` must be between 0 and 3200 Gb/s");
+      if (!e.efa_devices && !e.infiniband_devices)
+        row.fail("`nic_rate_gbps` needs `efa_devices` or `infiniband_devices`");
+      e.nic_rate_gbps = rate;
+    }
     row.one_of("status", {"verified", "secondary", "unverified"});
     e.source = row.text("source");
     if (!seen.insert(e.instance_type).second) row.fail(e.instance_type + " appears twice");

@@ -25,6 +25,7 @@ struct InstanceExpectation {
   std::optional<unsigned> pcie_gen;
   std::optional<unsigned> efa_devices;         ///< AWS EFA devices the type should show
   std::optional<unsigned> infiniband_devices;  ///< other RDMA NICs (ConnectX InfiniBand/RoCE) it should show
+  std::optional<double> nic_rate_gbps;         ///< the line rate of each of those NICs
   std::string source;
 
   /// "8x A100 40960 MiB" — what the type should have, for messages.

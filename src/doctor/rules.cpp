@@ -9,6 +9,28 @@ using probe::HostFacts;
 using report::Finding;
 using namespace rules_detail;  // the sections and helpers this orchestration runs
 
+namespace {
+
+/// The fabric section: NVLink registration, fabric manager, SXids, RDMA ports, GPUDirect, affinity, link rates.
+void check_fabric(const HostFacts& facts, const Thresholds& thresholds, const Expectations& expectations,
+                  Findings& out) {
+  check_fabric_state(facts, out);
+  check_fabric_manager(facts, out);
+  check_sxid(facts, out);
+  check_ib_ports(facts, expectations.instance, out);
+  check_gpudirect(facts, out);
+  check_affinity(facts, out);
+  check_link_counters(facts, thresholds, out);
+}
+
+}  // namespace
+
+std::vector<Finding> evaluate_link_counters(const HostFacts& facts, const Thresholds& thresholds) {
+  Findings out;
+  check_link_counters(facts, thresholds, out);
+  return out;
+}
+
 std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& thresholds, const compat::KnowledgeBase& kb,
                               const Expectations& expectations) {
   Findings out;
@@ -26,6 +48,7 @@ std::vector<Finding> evaluate(const HostFacts& facts, const Thresholds& threshol
     check_gpu_state(facts, out);
   }
   check_kernel_log(facts, out);
+  check_fabric(facts, thresholds, expectations, out);
   check_init_failures(facts, out);
   check_unreadable(facts, out);
   check_cuda_driver(facts, out);

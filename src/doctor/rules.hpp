@@ -25,4 +25,8 @@ struct Expectations {
 std::vector<report::Finding> evaluate(const probe::HostFacts& facts, const Thresholds& thresholds,
                                       const compat::KnowledgeBase& kb, const Expectations& expectations);
 
+/// The link-rate findings alone (nvlink.errors, pcie.replay, ib.errors), for a run whose end reading of the counters
+/// is taken after evaluate() (doctor reads it after the smoke tests); none when either reading is missing.
+std::vector<report::Finding> evaluate_link_counters(const probe::HostFacts& facts, const Thresholds& thresholds);
+
 }  // namespace gpuenv::doctor

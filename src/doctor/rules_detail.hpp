@@ -88,6 +88,19 @@ void check_pcie(const probe::HostFacts& facts, const Thresholds& thresholds, Fin
 void check_nvlink(const probe::HostFacts& facts, Findings& out);
 void check_gpu_state(const probe::HostFacts& facts, Findings& out);
 
+// fabric_rules.cpp (docs/fabric.md)
+void check_fabric_state(const probe::HostFacts& facts, Findings& out);
+void check_fabric_manager(const probe::HostFacts& facts, Findings& out);
+void check_sxid(const probe::HostFacts& facts, Findings& out);
+/// ib.ports: the RDMA ports, counted against the instance type's NIC count and rate when it has them.
+void check_ib_ports(const probe::HostFacts& facts, const InstanceExpectation* instance, Findings& out);
+void check_gpudirect(const probe::HostFacts& facts, Findings& out);
+void check_affinity(const probe::HostFacts& facts, Findings& out);
+
+// link_counter_rules.cpp: nvlink.errors, pcie.replay, ib.errors from the counters' growth during the run (nothing
+// when the end reading is missing).
+void check_link_counters(const probe::HostFacts& facts, const Thresholds& thresholds, Findings& out);
+
 // software_rules.cpp
 void check_cuda_driver(const probe::HostFacts& facts, Findings& out);
 void check_toolkits(const probe::HostFacts& facts, const compat::KnowledgeBase& kb, Findings& out);

@@ -5,15 +5,18 @@
 #include "probe/cloud.hpp"
 #include "probe/cuda_driver.hpp"
 #include "probe/cuda_toolkit.hpp"
+#include "probe/fabric.hpp"
 #include "probe/frameworks.hpp"
 #include "probe/host_info.hpp"
 #include "probe/kernel_log_window.hpp"
+#include "probe/link_counters.hpp"
 #include "probe/nvidia_smi_exit.hpp"
 #include "probe/nvidia_smi_xml.hpp"
 #include "probe/nvml.hpp"
 #include "probe/packages.hpp"
 #include "probe/proc_driver_version.hpp"
 #include "probe/rdma.hpp"
+#include "probe/sxid.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -215,6 +218,27 @@ Facts call_within_deadline(const CollectOptions& options, const std::string& wha
   return facts;
 }
 
+/// The link counters now; nullopt under --root or when not asked for. The GPUs' counters come from NVML within the
+/// run's deadline unless `nvml_unasked` says why not (it did not answer the inventory: a missing or hung NVML is not
+/// asked again); the RDMA ports' are sysfs files, always read.
+std::optional<LinkCounterSnapshot> read_counters(System& system, const CollectOptions& options,
+                                                 const std::optional<std::string>& nvml_unasked) {
+  if (!options.live || !options.link_counters || options.nvidia_smi_xml) return std::nullopt;
+  LinkCounterOptions counters{nvml_unasked ? std::string() : options.nvml_library, options.timeout};
+  std::optional<std::string> reason = nvml_unasked;
+  if (!nvml_unasked && options.deadline != nullptr) {
+    counters.timeout = options.deadline->limit(options.timeout);
+    if (counters.timeout <= std::chrono::milliseconds(0)) {
+      options.deadline->note_cut_short("NVML link counters");
+      counters.nvml_library.clear();
+      reason = "the run's deadline (--timeout) had passed";
+    }
+  }
+  LinkCounterSnapshot snapshot = read_link_counters(system, counters);
+  if (reason) snapshot.nvml_reason = *reason;
+  return snapshot;
+}
+
 void collect_gpus(System& system, const CollectOptions& options, HostFacts& facts) {
   if (options.nvidia_smi_xml) {
     facts.gpus = inventory_from_nvidia_smi_xml(*options.nvidia_smi_xml, options.nvidia_smi_xml_origin);
@@ -227,6 +251,12 @@ void collect_gpus(System& system, const CollectOptions& options, HostFacts& fact
   }
   facts.gpus = call_within_deadline<GpuInventory>(
       options, "NVML", [&](std::chrono::milliseconds limit) { return read_nvml(system, options.nvml_library, limit); });
+  // The run's link counters start once NVML has answered: an absent or hung NVML is not asked again.
+  facts.counters_start = read_counters(
+      system, options,
+      facts.gpus.availability.available
+          ? std::nullopt
+          : std::optional<std::string>("NVML did not answer the inventory (" + facts.gpus.availability.reason + ")"));
   // nvidia-smi is a fallback only: it is slow, and NVML already answered if it could.
   if (!facts.gpus.availability.available && (facts.kernel.module_loaded || !facts.driver_libraries.empty())) {
     facts.gpus = run_nvidia_smi(system, options, facts.gpus.availability.reason);
@@ -279,6 +309,11 @@ void collect_kernel_log(System& system, const CollectOptions& options, HostFacts
   apply_kernel_log_window(system, options, log);
   facts.kernel_log_source = log.described();
   if (log.readable()) facts.kernel_events = kernel_log_events(log).events;
+  if (log.records) {
+    facts.sxid_events = sxid_events_from_kmsg(*log.records);
+  } else if (log.text) {
+    facts.sxid_events = parse_sxid_events(*log.text);
+  }
 }
 
 std::string first_header_version(System& system, const std::vector<std::string>& paths, std::string& where,
@@ -405,12 +440,41 @@ void collect_containers(System& system, const CollectOptions& options, HostFacts
   }
 }
 
+/// The report's <fabric> in NVML's shape; "N/A" (before Hopper) is the state Not Supported.
+GpuFabricInfo fabric_from_nvidia_smi(const NvidiaSmiFabric& smi) {
+  GpuFabricInfo info;
+  info.source = "nvidia-smi -q -x";
+  const std::string state = smi.state.value_or("");
+  if (state == "Completed") info.state = GpuFabricInfo::State::completed;
+  if (state == "In Progress") info.state = GpuFabricInfo::State::in_progress;
+  if (state == "Not Started") info.state = GpuFabricInfo::State::not_started;
+  info.status = smi.status.value_or("");
+  info.status_ok = info.status == "Success";
+  if (smi.clique_id && *smi.clique_id >= 0) info.clique_id = static_cast<unsigned>(*smi.clique_id);
+  info.cluster_uuid = smi.cluster_uuid.value_or("");
+  info.health_summary = smi.health_summary.value_or("");
+  return info;
+}
+
 std::optional<std::uint64_t> to_unsigned(const std::optional<long long>& value) {
   if (!value || *value < 0) return std::nullopt;
   return static_cast<std::uint64_t>(*value);
 }
 
 }  // namespace
+
+DmiStrings read_dmi_strings(System& system) {
+  DmiStrings dmi;
+  dmi.sys_vendor = dmi_field(system, "sys_vendor");
+  dmi.product_name = dmi_field(system, "product_name");
+  dmi.product_version = dmi_field(system, "product_version");
+  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
+  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
+  dmi.product_serial = dmi_field(system, "product_serial");
+  dmi.bios_vendor = dmi_field(system, "bios_vendor");
+  dmi.bios_version = dmi_field(system, "bios_version");
+  return dmi;
+}
 
 std::string version_from_library_name(std::string_view file_name, std::string_view stem) {
   const std::string prefix = std::string(stem) + ".so.";
@@ -471,22 +535,10 @@ GpuInventory inventory_from_nvidia_smi_xml(std::string_view xml, const std::stri
     if (smi.pcie.width_max) gpu.pcie_width_max = static_cast<unsigned>(*smi.pcie.width_max);
     if (smi.compute_process_count) gpu.process_count = static_cast<unsigned>(*smi.compute_process_count);
     if (smi.utilization_gpu_percent) gpu.utilization_percent = *smi.utilization_gpu_percent;
+    if (smi.fabric.reported) gpu.fabric = fabric_from_nvidia_smi(smi.fabric);
     inventory.gpus.push_back(std::move(gpu));
   }
   return inventory;
-}
-
-DmiStrings read_dmi_strings(System& system) {
-  DmiStrings dmi;
-  dmi.sys_vendor = dmi_field(system, "sys_vendor");
-  dmi.product_name = dmi_field(system, "product_name");
-  dmi.product_version = dmi_field(system, "product_version");
-  dmi.chassis_asset_tag = dmi_field(system, "chassis_asset_tag");
-  dmi.board_asset_tag = dmi_field(system, "board_asset_tag");
-  dmi.product_serial = dmi_field(system, "product_serial");
-  dmi.bios_vendor = dmi_field(system, "bios_vendor");
-  dmi.bios_version = dmi_field(system, "bios_version");
-  return dmi;
 }
 
 KernelLog read_kernel_log(System& system, bool live) {
@@ -524,6 +576,13 @@ KernelLog read_kernel_log(System& system, bool live) {
   return log;
 }
 
+void collect_link_counters_end(System& system, const CollectOptions& options, HostFacts& facts) {
+  if (!facts.counters_start) return;
+  facts.counters_end = read_counters(
+      system, options,
+      facts.counters_start->nvml ? std::nullopt : std::optional<std::string>(facts.counters_start->nvml_reason));
+}
+
 std::string KernelLog::described() const {
   return notes.empty() ? source : source + " (" + util::join(notes, "; ") + ")";
 }
@@ -553,6 +612,7 @@ HostFacts collect_host_facts(System& system, const CollectOptions& options) {
   collect_libraries(system, options, facts);
   collect_containers(system, options, facts);
   facts.rdma = read_rdma_devices(system, options.live);
+  collect_fabric(system, options.live, options.timeout, facts);
   if (options.frameworks) {
     if (options.live) {
       facts.frameworks = probe_frameworks(system, options.python, options.framework_timeout, options.framework_matmul);

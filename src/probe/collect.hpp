@@ -47,6 +47,8 @@ struct CollectOptions {
   std::int64_t now_unix = 0;
   /// Limit for each library call group or command that could hang.
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+  /// Read the link counters (NVLink, PCIe replays, RDMA ports) at the start, for collect_link_counters_end (live).
+  bool link_counters = true;
   /// The run's deadline (doctor --timeout), when one holds: NVML and libcuda waits are cut to its time left, and
   /// are reported to it when it cut them short. Commands are cut by running them through it as the System.
   system::DeadlineSystem* deadline = nullptr;
@@ -55,6 +57,10 @@ struct CollectOptions {
 /// Everything doctor needs to know about the node. Never throws: what cannot be read becomes a
 /// reason in the facts (an unreadable file is a finding, not a crash).
 HostFacts collect_host_facts(system::System& system, const CollectOptions& options);
+
+/// Reads the link counters again into facts.counters_end, when the start was read: call it at the end of the run
+/// (after any load), so that their growth covers the whole run.
+void collect_link_counters_end(system::System& system, const CollectOptions& options, HostFacts& facts);
 
 /// The kernel log and where it came from (docs/security.md, "Kernel log"): when `live`, the kernel's own records
 /// from /dev/kmsg, else (no /dev/kmsg, or not allowed) `dmesg`'s text; otherwise, and under --root, the last 4 MiB

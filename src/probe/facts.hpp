@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "probe/fabric_facts.hpp"
+#include "probe/sxid.hpp"
 #include "probe/xid.hpp"
 
 namespace gpuenv::probe {
@@ -63,7 +65,8 @@ struct GpuFacts {
   std::optional<unsigned> pcie_width_current;
   std::optional<unsigned> pcie_width_max;
   std::optional<unsigned> process_count;
-  std::optional<NvLinkFacts> nvlink;  ///< nullopt: the GPU reports no NVLink
+  std::optional<NvLinkFacts> nvlink;    ///< nullopt: the GPU reports no NVLink
+  std::optional<GpuFabricInfo> fabric;  ///< nullopt: neither NVML nor the report said (an old driver)
 };
 
 /// The GPUs and the driver as seen through NVML (or a captured nvidia-smi report).
@@ -153,6 +156,7 @@ struct RdmaDevices {
   Availability availability;            ///< source "/sys/class/infiniband"; a reason when it cannot be known
   std::vector<std::string> efa;         ///< devices the efa driver owns ("rdmap16s27", "efa_0")
   std::vector<std::string> infiniband;  ///< the others ("mlx5_0")
+  std::vector<RdmaPort> ports;          ///< every port of every device, in device order
 };
 
 /// A 64x64 matmul of ones on one device, run by the framework (all 64**3 = 262144 when summed).
@@ -202,6 +206,12 @@ struct HostFacts {
   std::optional<Library> nccl;
   ContainerRuntime containers;
   RdmaDevices rdma;
+  FabricFacts fabric;
+  std::vector<SxidEvent> sxid_events;  ///< NVSwitch errors in the kernel log (same window as kernel_events)
+  /// Link counters (NVLink, PCIe replays, RDMA ports) at the start of the run and at its end: doctor judges the
+  /// difference. Absent when not read (under --root, or a quick run that reads only one).
+  std::optional<LinkCounterSnapshot> counters_start;
+  std::optional<LinkCounterSnapshot> counters_end;
   std::optional<FrameworkProbe> frameworks;  ///< with --frameworks only
   std::vector<std::string> unreadable;       ///< files that exist but could not be read (permissions)
 };

@@ -145,6 +145,18 @@ std::optional<std::vector<std::string>> clocks_event_reasons(const pugi::xml_nod
   return std::nullopt;
 }
 
+NvidiaSmiFabric fabric_registration(const pugi::xml_node& gpu) {
+  NvidiaSmiFabric out;
+  const pugi::xml_node node = gpu.child("fabric");
+  out.reported = static_cast<bool>(node);
+  out.state = value(node.child("state"));
+  out.status = value(node.child("status"));
+  out.clique_id = integer(node.child("cliqueId"));
+  out.cluster_uuid = value(node.child("clusterUuid"));
+  out.health_summary = value(node.child("health").child("summary"));
+  return out;
+}
+
 NvidiaSmiGpu gpu_from(const pugi::xml_node& node, int index) {
   NvidiaSmiGpu out;
   out.index = index;
@@ -195,6 +207,7 @@ NvidiaSmiGpu gpu_from(const pugi::xml_node& node, int index) {
     out.process_count = count;
     out.compute_process_count = compute;
   }
+  out.fabric = fabric_registration(node);
   return out;
 }
 

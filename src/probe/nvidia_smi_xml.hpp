@@ -61,6 +61,16 @@ struct PcieLink {
 };
 
 /// One <gpu> element.
+/// <fabric>: the GPU's NVLink fabric registration (drivers of R535 and later print it; "N/A" before Hopper).
+struct NvidiaSmiFabric {
+  bool reported = false;                      ///< the <fabric> element is present
+  std::optional<std::string> state;           ///< "Completed", "In Progress", "Not Started"; absent for N/A
+  std::optional<std::string> status;          ///< "Success", "Insufficient Resources", ...
+  std::optional<long long> clique_id;         ///< <cliqueId>
+  std::optional<std::string> cluster_uuid;    ///< <clusterUuid>
+  std::optional<std::string> health_summary;  ///< <health><summary>: "Healthy", "Unhealthy", "Limited Capacity"
+};
+
 struct NvidiaSmiGpu {
   int index = 0;     ///< position in the report (nvidia-smi lists GPUs in its enumeration order)
   std::string name;  ///< product_name; empty when missing
@@ -92,6 +102,7 @@ struct NvidiaSmiGpu {
   /// <process_info> elements whose <type> includes compute ("C", "C+G", "M+C"); graphics-only Xorg is not work.
   std::optional<int> compute_process_count;
   std::optional<int> utilization_gpu_percent;  ///< utilization/gpu_util
+  NvidiaSmiFabric fabric;
 };
 
 /// The whole report.

@@ -4,157 +4,25 @@
 #include <cstring>
 #include <memory>
 
+#include "probe/nvml_api.hpp"
 #include "system/abandon.hpp"
 
 namespace gpuenv::probe {
 namespace {
 
-// The subset of nvml.h that gpuenv uses, declared here so that no NVIDIA header or library is
-// needed at build time. Layouts and signatures follow nvml.h (NVML API reference).
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-constexpr nvmlReturn_t k_success = 0;
-constexpr nvmlReturn_t k_insufficient_size = 7;
+using nvml::Api;
+using nvml::Device;
+using nvml::k_insufficient_size;
+using nvml::k_success;
+using nvml::query;
+using nvml::query_string;
 
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-
-struct nvmlPciInfo_t {
-  char bus_id_legacy[16];
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pci_device_id;
-  unsigned int pci_sub_system_id;
-  char bus_id[32];
-};
-
-struct nvmlUtilization_t {
-  unsigned int gpu;
-  unsigned int memory;
-};
-
-/// Function pointers resolved from the library; any may be null on an old driver.
-struct NvmlApi {
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  const char* (*error_string)(nvmlReturn_t) = nullptr;
-  nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
-  nvmlReturn_t (*nvml_version)(char*, unsigned) = nullptr;
-  nvmlReturn_t (*cuda_driver_version)(int*) = nullptr;
-  nvmlReturn_t (*device_count)(unsigned*) = nullptr;
-  nvmlReturn_t (*handle_by_index)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*memory_info)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*compute_capability)(nvmlDevice_t, int*, int*) = nullptr;
-  nvmlReturn_t (*persistence_mode)(nvmlDevice_t, int*) = nullptr;
-  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
-  nvmlReturn_t (*ecc_mode)(nvmlDevice_t, int*, int*) = nullptr;
-  nvmlReturn_t (*total_ecc_errors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
-  nvmlReturn_t (*retired_pages)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
-  nvmlReturn_t (*retired_pages_pending)(nvmlDevice_t, int*) = nullptr;
-  nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
-  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*temperature_threshold)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
-  nvmlReturn_t (*throttle_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
-  nvmlReturn_t (*clock_info)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*pcie_gen_current)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*pcie_gen_max)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*pcie_width_current)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*pcie_width_max)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*running_processes)(nvmlDevice_t, unsigned*, void*) = nullptr;
-  nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned, int*) = nullptr;
-  nvmlReturn_t (*nvlink_error_counter)(nvmlDevice_t, unsigned, int, unsigned long long*) = nullptr;
-};
-
-template <typename F>
-void resolve(system::DynamicLibrary& library, F& target, const char* name) {
-  target = reinterpret_cast<F>(library.symbol(name));
-}
-
-/// Resolves the versioned entry points first, as nvml.h's macros do, falling back to the originals.
-NvmlApi resolve_api(system::DynamicLibrary& lib) {
-  NvmlApi api;
-  resolve(lib, api.init, "nvmlInit_v2");
-  if (api.init == nullptr) resolve(lib, api.init, "nvmlInit");
-  resolve(lib, api.shutdown, "nvmlShutdown");
-  resolve(lib, api.error_string, "nvmlErrorString");
-  resolve(lib, api.driver_version, "nvmlSystemGetDriverVersion");
-  resolve(lib, api.nvml_version, "nvmlSystemGetNVMLVersion");
-  resolve(lib, api.cuda_driver_version, "nvmlSystemGetCudaDriverVersion_v2");
-  if (api.cuda_driver_version == nullptr) resolve(lib, api.cuda_driver_version, "nvmlSystemGetCudaDriverVersion");
-  resolve(lib, api.device_count, "nvmlDeviceGetCount_v2");
-  if (api.device_count == nullptr) resolve(lib, api.device_count, "nvmlDeviceGetCount");
-  resolve(lib, api.handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
-  if (api.handle_by_index == nullptr) resolve(lib, api.handle_by_index, "nvmlDeviceGetHandleByIndex");
-  resolve(lib, api.name, "nvmlDeviceGetName");
-  resolve(lib, api.uuid, "nvmlDeviceGetUUID");
-  resolve(lib, api.pci_info, "nvmlDeviceGetPciInfo_v3");
-  resolve(lib, api.memory_info, "nvmlDeviceGetMemoryInfo");
-  resolve(lib, api.compute_capability, "nvmlDeviceGetCudaComputeCapability");
-  resolve(lib, api.persistence_mode, "nvmlDeviceGetPersistenceMode");
-  resolve(lib, api.mig_mode, "nvmlDeviceGetMigMode");
-  resolve(lib, api.ecc_mode, "nvmlDeviceGetEccMode");
-  resolve(lib, api.total_ecc_errors, "nvmlDeviceGetTotalEccErrors");
-  resolve(lib, api.retired_pages, "nvmlDeviceGetRetiredPages");
-  resolve(lib, api.retired_pages_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
-  resolve(lib, api.remapped_rows, "nvmlDeviceGetRemappedRows");
-  resolve(lib, api.temperature, "nvmlDeviceGetTemperature");
-  resolve(lib, api.temperature_threshold, "nvmlDeviceGetTemperatureThreshold");
-  resolve(lib, api.power_usage, "nvmlDeviceGetPowerUsage");
-  resolve(lib, api.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
-  resolve(lib, api.utilization, "nvmlDeviceGetUtilizationRates");
-  resolve(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
-  if (api.throttle_reasons == nullptr) resolve(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
-  resolve(lib, api.clock_info, "nvmlDeviceGetClockInfo");
-  resolve(lib, api.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration");
-  resolve(lib, api.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration");
-  resolve(lib, api.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth");
-  resolve(lib, api.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth");
-  resolve(lib, api.running_processes, "nvmlDeviceGetComputeRunningProcesses");
-  resolve(lib, api.nvlink_state, "nvmlDeviceGetNvLinkState");
-  resolve(lib, api.nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
-  return api;
-}
-
-/// Calls `f(args..., &value)` when the symbol exists and returns the value on success.
-template <typename T, typename F, typename... Args>
-std::optional<T> query(F f, Args... args) {
-  if (f == nullptr) return std::nullopt;
-  T value{};
-  if (f(args..., &value) != k_success) return std::nullopt;
-  return value;
-}
-
-std::string query_string(nvmlReturn_t (*f)(nvmlDevice_t, char*, unsigned), nvmlDevice_t device) {
-  if (f == nullptr) return {};
-  char buffer[256] = {};
-  if (f(device, buffer, sizeof buffer) != k_success) return {};
-  return std::string(buffer, strnlen(buffer, sizeof buffer));
-}
-
-std::string error_text(const NvmlApi& api, nvmlReturn_t code) {
-  if (api.error_string != nullptr) {
-    if (const char* text = api.error_string(code)) return text;
-  }
-  return nvml_error_name(code);
-}
-
-// nvml.h: NVML_NVLINK_MAX_LINKS; nvmlNvLinkErrorCounter_t 0 replay, 1 recovery, 2 CRC flit, 3 CRC data;
-// nvmlEnableState_t 1 = enabled (the link is active).
-constexpr unsigned k_nvlink_max_links = 18;
+// nvml.h: nvmlNvLinkErrorCounter_t 0 replay, 1 recovery, 2 CRC flit, 3 CRC data; nvmlEnableState_t 1 = enabled (the
+// link is active).
 
 /// The GPU's NVLinks: every link NVML answers for (a link number beyond the GPU's count, or a GPU without NVLink,
 /// returns an error and is left out), with error counters summed over the active links.
-std::optional<NvLinkFacts> read_nvlinks(const NvmlApi& api, nvmlDevice_t device) {
+std::optional<NvLinkFacts> read_nvlinks(const Api& api, Device device) {
   if (api.nvlink_state == nullptr) return std::nullopt;
   NvLinkFacts links;
   auto add = [&](std::optional<std::uint64_t>& total, unsigned link, int counter) {
@@ -162,7 +30,7 @@ std::optional<NvLinkFacts> read_nvlinks(const NvmlApi& api, nvmlDevice_t device)
     unsigned long long value = 0;
     if (api.nvlink_error_counter(device, link, counter, &value) == k_success) total = total.value_or(0) + value;
   };
-  for (unsigned link = 0; link < k_nvlink_max_links; ++link) {
+  for (unsigned link = 0; link < nvml::k_nvlink_max_links; ++link) {
     int state = 0;
     if (api.nvlink_state(device, link, &state) != k_success) continue;
     (state == 1 ? links.active : links.inactive).push_back(link);
@@ -176,17 +44,81 @@ std::optional<NvLinkFacts> read_nvlinks(const NvmlApi& api, nvmlDevice_t device)
   return links;
 }
 
+/// "dc6e40c4-d722-4357-9ba6-5291dd461278" from nvml.h's 16-byte clusterUuid.
+std::string uuid_text(const unsigned char (&bytes)[16]) {
+  static const char* const hex = "0123456789abcdef";
+  std::string text;
+  for (std::size_t i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    text += hex[bytes[i] >> 4];
+    text += hex[bytes[i] & 0xf];
+  }
+  return text;
+}
+
+/// The fields every version of nvmlGpuFabricInfo shares.
+GpuFabricInfo fabric_info(const Api& api, unsigned char state, nvml::Return status, unsigned clique,
+                          const unsigned char (&uuid)[16], std::string source) {
+  GpuFabricInfo info;
+  info.state = state <= 3 ? static_cast<GpuFabricInfo::State>(state) : GpuFabricInfo::State::not_supported;
+  info.status_ok = status == k_success;
+  info.status = info.status_ok ? "Success" : nvml::error_text(api, status);
+  info.clique_id = clique;
+  info.cluster_uuid = uuid_text(uuid);
+  info.source = std::move(source);
+  return info;
+}
+
+/// The GPU's NVLink fabric registration: nvmlDeviceGetGpuFabricInfoV with the v3 structure (health summary), v2 on a
+/// driver that refuses v3 (NVML_ERROR_ARGUMENT_VERSION_MISMATCH), else the v1 call. NVML_ERROR_NOT_SUPPORTED (before
+/// Hopper, or a GPU outside any NVLink fabric) is reported as the state "Not Supported"; nullopt when neither call
+/// exists or the call fails otherwise.
+std::optional<GpuFabricInfo> read_fabric_info(const Api& api, Device device) {
+  const auto unsupported = [](std::string source) {
+    GpuFabricInfo info;
+    info.source = std::move(source);
+    return info;
+  };
+  if (api.gpu_fabric_info_v != nullptr) {
+    nvml::GpuFabricInfoV3 v{};
+    v.version = nvml::fabric_info_v3;
+    nvml::Return result = api.gpu_fabric_info_v(device, &v);
+    if (result == nvml::k_argument_version_mismatch) {
+      v = {};
+      v.version = nvml::fabric_info_v2;
+      result = api.gpu_fabric_info_v(device, &v);
+    }
+    if (result == nvml::k_not_supported) return unsupported("nvmlDeviceGetGpuFabricInfoV");
+    if (result == k_success) {
+      GpuFabricInfo info =
+          fabric_info(api, v.state, v.status, v.clique_id, v.cluster_uuid, "nvmlDeviceGetGpuFabricInfoV");
+      // nvml.h NVML_GPU_FABRIC_HEALTH_SUMMARY_*: 0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity.
+      static const char* const summaries[] = {"", "Healthy", "Unhealthy", "Limited Capacity"};
+      if ((v.version >> 24) >= 3 && v.health_summary <= 3) info.health_summary = summaries[v.health_summary];
+      return info;
+    }
+  }
+  if (api.gpu_fabric_info != nullptr) {
+    nvml::GpuFabricInfoV1 v{};
+    const nvml::Return result = api.gpu_fabric_info(device, &v);
+    if (result == nvml::k_not_supported) return unsupported("nvmlDeviceGetGpuFabricInfo");
+    if (result == k_success)
+      return fabric_info(api, v.state, v.status, v.clique_id, v.cluster_uuid, "nvmlDeviceGetGpuFabricInfo");
+  }
+  return std::nullopt;
+}
+
 // NVML enums used below (nvml.h): temperature sensor 0 = GPU; threshold 1 = slowdown;
 // memory error type 1 = uncorrected, 0 = corrected; counter 0 = volatile, 1 = aggregate;
 // page retirement cause 0 = multiple single-bit, 1 = double-bit.
-GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
+GpuFacts read_device(const Api& api, unsigned index, Device device) {
   GpuFacts gpu;
   gpu.index = index;
   gpu.name = query_string(api.name, device);
   gpu.uuid = query_string(api.uuid, device);
-  if (auto pci = query<nvmlPciInfo_t>(api.pci_info, device))
+  if (auto pci = query<nvml::PciInfo>(api.pci_info, device))
     gpu.pci_bus_id = std::string(pci->bus_id, strnlen(pci->bus_id, sizeof pci->bus_id));
-  if (auto memory = query<nvmlMemory_t>(api.memory_info, device)) {
+  if (auto memory = query<nvml::Memory>(api.memory_info, device)) {
     gpu.memory_total_mib = memory->total / (1024 * 1024);
     gpu.memory_used_mib = memory->used / (1024 * 1024);
   }
@@ -214,7 +146,7 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
     for (int cause : {0, 1}) {
       unsigned count = 0;
       // A zero-sized buffer asks only for the count.
-      const nvmlReturn_t result = api.retired_pages(device, cause, &count, nullptr);
+      const nvml::Return result = api.retired_pages(device, cause, &count, nullptr);
       if (result == k_success || result == k_insufficient_size) {
         (cause == 0 ? gpu.retired_pages_single_bit : gpu.retired_pages_double_bit) = count;
       }
@@ -234,7 +166,7 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
   if (auto t = query<unsigned>(api.temperature_threshold, device, 1)) gpu.temperature_slowdown_c = *t;
   if (auto p = query<unsigned>(api.power_usage, device)) gpu.power_draw_w = *p / 1000.0;
   if (auto p = query<unsigned>(api.power_limit, device)) gpu.power_limit_w = *p / 1000.0;
-  if (auto u = query<nvmlUtilization_t>(api.utilization, device)) gpu.utilization_percent = u->gpu;
+  if (auto u = query<nvml::Utilization>(api.utilization, device)) gpu.utilization_percent = u->gpu;
   if (auto mask = query<unsigned long long>(api.throttle_reasons, device))
     gpu.throttle_reasons = throttle_reason_names(*mask);
   gpu.sm_clock_mhz = query<unsigned>(api.clock_info, device, 1);  // nvmlClockType_t NVML_CLOCK_SM
@@ -244,24 +176,25 @@ GpuFacts read_device(const NvmlApi& api, unsigned index, nvmlDevice_t device) {
   gpu.pcie_width_max = query<unsigned>(api.pcie_width_max, device);
   if (api.running_processes != nullptr) {
     unsigned count = 0;
-    const nvmlReturn_t result = api.running_processes(device, &count, nullptr);
+    const nvml::Return result = api.running_processes(device, &count, nullptr);
     if (result == k_success || result == k_insufficient_size) gpu.process_count = count;
   }
   gpu.nvlink = read_nvlinks(api, device);
+  gpu.fabric = read_fabric_info(api, device);
   return gpu;
 }
 
 /// nvmlInit and the driver's versions; availability.reason says why not when the library or the init fails.
 /// Returns whether NVML is initialised (and needs an nvmlShutdown).
-bool init_nvml(const NvmlApi& api, const std::string& name, GpuInventory& inventory) {
+bool init_nvml(const Api& api, const std::string& name, GpuInventory& inventory) {
   inventory.availability.source = "NVML (" + name + ")";
   if (api.init == nullptr || api.device_count == nullptr || api.handle_by_index == nullptr) {
     inventory.availability.reason = name + " does not export nvmlInit/nvmlDeviceGetCount";
     return false;
   }
-  if (const nvmlReturn_t init = api.init(); init != k_success) {
+  if (const nvml::Return init = api.init(); init != k_success) {
     inventory.availability.reason =
-        "nvmlInit failed: " + error_text(api, init) + " (NVML error " + std::to_string(init) + ")";
+        "nvmlInit failed: " + nvml::error_text(api, init) + " (NVML error " + std::to_string(init) + ")";
     return false;
   }
   char buffer[96] = {};
@@ -277,20 +210,20 @@ bool init_nvml(const NvmlApi& api, const std::string& name, GpuInventory& invent
 }
 
 /// Every GPU of an initialised NVML into `inventory` (a GPU whose handle fails is listed with its error).
-void read_gpus(const NvmlApi& api, GpuInventory& inventory) {
+void read_gpus(const Api& api, GpuInventory& inventory) {
   unsigned count = 0;
-  if (const nvmlReturn_t result = api.device_count(&count); result != k_success) {
-    inventory.availability.reason = "nvmlDeviceGetCount failed: " + error_text(api, result);
+  if (const nvml::Return result = api.device_count(&count); result != k_success) {
+    inventory.availability.reason = "nvmlDeviceGetCount failed: " + nvml::error_text(api, result);
     return;
   }
   inventory.attached_gpus = count;
   for (unsigned i = 0; i < count; ++i) {
-    nvmlDevice_t device = nullptr;
-    if (const nvmlReturn_t result = api.handle_by_index(i, &device); result != k_success) {
+    Device device = nullptr;
+    if (const nvml::Return result = api.handle_by_index(i, &device); result != k_success) {
       GpuFacts lost;
       lost.index = i;
       lost.name = "(inaccessible)";
-      lost.access_error = error_text(api, result);
+      lost.access_error = nvml::error_text(api, result);
       inventory.gpus.push_back(lost);
       continue;
     }
@@ -301,7 +234,7 @@ void read_gpus(const NvmlApi& api, GpuInventory& inventory) {
 
 GpuInventory read_all(system::DynamicLibrary& library, const std::string& name) {
   GpuInventory inventory;
-  const NvmlApi api = resolve_api(library);
+  const Api api = nvml::resolve(library);
   if (!init_nvml(api, name, inventory)) return inventory;
   read_gpus(api, inventory);
   if (api.shutdown != nullptr) api.shutdown();
@@ -382,7 +315,7 @@ GpuInventory read_nvml(system::System& system, const std::string& library, std::
 struct NvmlSession::State {
   std::shared_ptr<system::DynamicLibrary> library;
   std::string name;
-  NvmlApi api;
+  Api api;
   GpuInventory header;  ///< the driver's versions, read at nvmlInit
   bool initialised = false;
   std::atomic<bool> in_call{false};
@@ -425,7 +358,7 @@ std::unique_ptr<NvmlSession> NvmlSession::open(system::System& system, const std
   auto state = std::make_shared<State>();
   state->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
   state->name = library;
-  state->api = resolve_api(*state->library);
+  state->api = nvml::resolve(*state->library);
   const auto initialised = call_in_session<bool>(
       state, [](State& s) { return s.initialised = init_nvml(s.api, s.name, s.header); }, timeout);
   if (!initialised) {

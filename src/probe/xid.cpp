@@ -8,6 +8,7 @@
 #include "probe/kernel_log_records.hpp"
 #include "probe/pci_bus_id.hpp"
 #include "probe/proc_driver_version.hpp"
+#include "probe/sxid.hpp"
 #include "util/embedded_file.hpp"
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
@@ -201,6 +202,7 @@ const std::vector<util::RowKey> k_xid_keys = {{"xid", {"code"}}};
 std::vector<util::DataTable> data_tables() {
   std::vector<util::DataTable> tables;
   for (const util::EmbeddedFile& file : embedded_xid_data()) tables.push_back({"xid.toml", file, k_xid_keys});
+  for (util::DataTable& table : sxid_data_tables()) tables.push_back(std::move(table));
   return tables;
 }
 

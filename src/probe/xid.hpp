@@ -42,7 +42,7 @@ struct XidInfo {
 /// Parses an Xid table in data/xid.toml's format; an Error names the first bad row and key.
 util::Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text, const util::Overlay& overlay = {});
 
-/// The Xid table compiled in (xid.toml, rows keyed by `code` for overlays).
+/// probe's tables: the Xid table (xid.toml) and the SXid table (sxid.toml), rows keyed by `code` for overlays.
 std::vector<util::DataTable> data_tables();
 /// The compiled-in Xid table with `overlay` merged, parsed anew (for `gpuenv data check`).
 util::Expected<std::vector<XidInfo>> load_xid_table(const util::Overlay& overlay);

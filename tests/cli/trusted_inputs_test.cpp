@@ -131,6 +131,23 @@ TEST_CASE("gpuenv refuses a world-writable library or overlay a variable names, 
   fs::remove_all(dir);
 }
 
+TEST_CASE("smoke --nccl refuses a world-writable GPUENV_NCCL_LIBRARY before touching a GPU", "[cli][e2e][security]") {
+  const fs::path dir = fs::temp_directory_path() / ("gpuenv-named-nccl-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  fs::copy_file(GPUENV_FAKE_NCCL_LIBRARY, dir / "libnccl.so.2");
+  fs::permissions(dir / "libnccl.so.2", fs::perms::all);  // 0777: anyone could swap the code root loads
+  const auto smoke = gpuenv::testing::run_gpuenv({"smoke", "--quick", "--nccl"},
+                                                 {{"GPUENV_NCCL_LIBRARY", (dir / "libnccl.so.2").string()},
+                                                  {"GPUENV_CUDA_LIBRARY", "libgpuenv-no-such-cuda.so.1"}});
+  CHECK(smoke.exit_code == 2);
+  CHECK_THAT(smoke.err, Catch::Contains("GPUENV_NCCL_LIBRARY=" + (dir / "libnccl.so.2").string() + ": not trusted: " +
+                                        (dir / "libnccl.so.2").string() + " is writable by everyone"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE(
     "profile files for install and doctor: a file someone else could change is refused, a shipped name is not "
     "a file",

@@ -206,6 +206,11 @@ TEST_CASE("fault injection: NVML faults through the real dlopen path", "[doctor]
     REQUIRE(count != nullptr);
     CHECK(count->status == Status::fail);
     CHECK(count->message.find("NVML did not answer within") != std::string::npos);
+    // The link counters do not ask the hung NVML again, at the start or the end of the run: they say why.
+    const auto* nvlink = find(*report, "nvlink.errors");
+    REQUIRE(nvlink != nullptr);
+    CHECK(nvlink->status == Status::skip);
+    CHECK(nvlink->message.find("GPU link counters not read: NVML did not answer the inventory") == 0);
     CHECK(report->verdict == Verdict::not_ok);
   }
 }

@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "probe/link_counters.hpp"
 #include "support/fake_nvml_library.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
@@ -262,4 +264,87 @@ TEST_CASE("doctor without --quick folds the smoke tests into its findings", "[do
     return f.at("id") == "smoke.driver" && f.at("status") == "fail";
   });
   CHECK(smoke_failed);
+}
+
+// ---- fabric registration and link counters -------------------------------------------------------------------
+
+TEST_CASE("fake NVML: fabric registration through GetGpuFabricInfoV v3, v2 and the v1 call", "[doctor][nvml][fabric]") {
+  using gpuenv::probe::GpuFabricInfo;
+  const auto v3 = read_fake("fabric-8xh100.conf");
+  REQUIRE(v3.gpus.size() == 8);
+  REQUIRE(v3.gpus[0].fabric);
+  CHECK(v3.gpus[0].fabric->state == GpuFabricInfo::State::completed);
+  CHECK(v3.gpus[0].fabric->status_ok);
+  CHECK(v3.gpus[0].fabric->status == "Success");
+  CHECK(v3.gpus[0].fabric->health_summary == "Healthy");
+  CHECK(v3.gpus[0].fabric->cluster_uuid == "00000000-0000-0000-0000-000000000000");
+  CHECK(v3.gpus[0].fabric->source == "nvmlDeviceGetGpuFabricInfoV");
+  CHECK(v3.gpus[2].fabric->state == GpuFabricInfo::State::in_progress);
+
+  const auto v2 = read_fake("fabric-v2-driver.conf");  // v3 refused: the v2 structure, no health summary
+  REQUIRE(v2.gpus[0].fabric);
+  CHECK(v2.gpus[0].fabric->state == GpuFabricInfo::State::completed);
+  CHECK(v2.gpus[0].fabric->health_summary.empty());
+  CHECK(v2.gpus[0].fabric->source == "nvmlDeviceGetGpuFabricInfoV");
+
+  const auto v1 = read_fake("fabric-v1-driver.conf");
+  REQUIRE(v1.gpus[0].fabric);
+  CHECK(v1.gpus[0].fabric->state == GpuFabricInfo::State::completed);
+  CHECK(v1.gpus[0].fabric->source == "nvmlDeviceGetGpuFabricInfo");
+
+  const auto healthy = read_fake("healthy-8xh100.conf");  // no fabric keys: NVML says "not supported"
+  REQUIRE(healthy.gpus[0].fabric);
+  CHECK(healthy.gpus[0].fabric->state == GpuFabricInfo::State::not_supported);
+}
+
+TEST_CASE("fake NVML: link counters read twice, each with its own nvmlInit, grow between", "[doctor][nvml][fabric]") {
+  const ScopedEnv fixture("GPUENV_FAKE_NVML", fixture_path("nvml/fabric-8xh100.conf"));
+  const FakeNvmlCopy library;
+  auto real = gpuenv::system::make_real_system();
+  // doctor's order: the inventory (nvmlInit 1), then the run's first and last readings (2 and 3).
+  const auto inventory = gpuenv::probe::read_nvml(*real, library.path(), 5s);
+  REQUIRE(inventory.gpus.size() == 8);
+  REQUIRE(inventory.gpus[1].nvlink);
+  const auto start = gpuenv::probe::read_link_counters(*real, {library.path(), 5s});
+  REQUIRE(start.nvml);
+  REQUIRE(start.gpus.size() == 8);
+  CHECK(start.gpus[0].nvlinks.size() == 18);  // links past the GPU's 18 answer INVALID_ARGUMENT and are left out
+  CHECK(start.gpus[5].pcie_replays == std::optional<std::uint64_t>(107));
+  CHECK(start.gpus[5].pcie_gen == std::optional<unsigned>(5));
+  CHECK(start.gpus[1].nvlinks[3].replay == std::optional<std::uint64_t>(6));
+  CHECK(start.gpus[6].nvlinks[11].active);
+  const auto end = gpuenv::probe::read_link_counters(*real, {library.path(), 5s});
+  REQUIRE(end.nvml);
+  const auto growth = gpuenv::probe::link_counter_growth(start, end);
+  REQUIRE(growth.gpus.size() == 8);
+  CHECK(growth.gpus[5].pcie_replays == std::optional<std::uint64_t>(100));
+  CHECK(growth.gpus[1].nvlinks[3].replay == std::optional<std::uint64_t>(2));
+  CHECK(growth.gpus[0].nvlinks[0].replay == std::optional<std::uint64_t>(0));
+  CHECK(growth.gpus[6].nvlinks[11].active_before);
+  CHECK_FALSE(growth.gpus[6].nvlinks[11].active_after);
+}
+
+TEST_CASE("doctor end to end on the fake NVML: fabric state and link rates in the JSON report",
+          "[doctor][nvml][fabric][system-test]") {
+  const FakeNvmlCopy library;
+  const auto result = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json", "--timeout", "20"},
+                                                  fake_nvml_environment(library, "fabric-8xh100.conf"));
+  INFO("stdout: " << result.out);
+  const auto json = nlohmann::json::parse(result.out, nullptr, false);
+  REQUIRE_FALSE(json.is_discarded());
+  CHECK(result.exit_code == 1);
+  std::map<std::string, std::string> status;
+  std::map<std::string, std::string> message;
+  for (const auto& f : json.at("findings")) {
+    status[f.at("id")] = f.at("status");
+    message[f.at("id")] = f.at("message");
+  }
+  CHECK(status["fabric.state"] == "fail");
+  CHECK(message["fabric.state"].find("GPU 2 (00000000:3A:00.0): NVLink fabric state In Progress") != std::string::npos);
+  CHECK(status["nvlink.errors"] == "fail");
+  CHECK(message["nvlink.errors"].find("GPU 1 (00000000:2A:00.0) link 3: 2 replay errors") != std::string::npos);
+  CHECK(message["nvlink.errors"].find("GPU 6 (00000000:BA:00.0) link 11 went down during the run") !=
+        std::string::npos);
+  CHECK(status["pcie.replay"] == "fail");
+  CHECK(message["pcie.replay"].find("100 PCIe replays") != std::string::npos);
 }

@@ -11,6 +11,14 @@
 // its value the first time and value + rise afterwards, as errors raised between two reads would;
 // remapped_rows_pending_later = 1 likewise sets the pending flag from the second read on. sm_clock_mhz and
 // sm_clock_max_mhz answer nvmlDeviceGetClockInfo / nvmlDeviceGetMaxClockInfo (NVML_CLOCK_SM).
+// Fabric and link counters (the block at the end, for doctor's fabric checks): fabric_state (0-3, nvml.h
+// NVML_GPU_FABRIC_STATE_*), fabric_status (an NVML return code), fabric_clique, fabric_health_summary (0-3),
+// fabric_max_version (2: nvmlDeviceGetGpuFabricInfoV refuses the v3 structure with
+// NVML_ERROR_ARGUMENT_VERSION_MISMATCH as an R550 driver does; 1: it answers NVML_ERROR_FUNCTION_NOT_FOUND, so only the
+// v1 call works); without fabric_state both calls answer "not supported". pcie_replays (+ pcie_replays_rise) answers
+// nvmlDeviceGetPcieReplayCounter. nvlink_<replay|recovery|crc_flit|crc_data>_link<N> (+ _rise) set link N's error
+// counters; these grow by _rise with each nvmlInit of the process after the first, as a real counter grows with time.
+// nvlink_down = N with nvlink_down_from_session = S makes link N read inactive from the S-th nvmlInit on.
 // For a resident reader (gpuenv watch) that keeps one nvmlInit: a counter's "_step" companion adds step x the number
 // of earlier reads (a counter that grows at every read); reload_on_change = 1 re-reads the fixture at
 // nvmlDeviceGetCount when its modification time changed, so a test can rewrite temperatures, utilisation, a lost GPU
@@ -24,13 +32,16 @@
 // smoke_nvlink_down_later = 5 (that link inactive from the second state read on); smoke_mig_instances = 3 (MIG
 // instances of the GPU, with mig_mode = 1).
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -122,9 +133,60 @@ unsigned long long rising_counter(const FakeGpu& gpu, const std::string& key) {
          gpu.number(key + "_step") * static_cast<unsigned long long>(reads);
 }
 
+// ---- fabric and link counters (doctor's fabric checks) ----------------------------------------------------------
+
+// The nvmlInit sessions of this process so far (1 during the first). doctor reads the link counters in sessions of
+// their own (the inventory, the start and the end of its run), and a real counter grows with time whoever reads it: a
+// link counter with a "_rise" key grows by that much from one session to the next (the _rise counters above restart
+// at each init instead).
+std::atomic<long long> g_sessions{0};
+unsigned long long rising_per_session(const FakeGpu& gpu, const std::string& key) {
+  const long long later_sessions = std::max(0LL, g_sessions.load() - 1);
+  return gpu.number(key) + static_cast<unsigned long long>(later_sessions) * gpu.number(key + "_rise");
+}
+
+/// Link `link`'s error counter `counter` (nvml.h nvmlNvLinkErrorCounter_t 0-3) from nvlink_<name>_link<N>, rising.
+unsigned long long nvlink_counter(const FakeGpu& gpu, unsigned link, int counter) {
+  static const char* const names[] = {"replay", "recovery", "crc_flit", "crc_data"};
+  if (counter < 0 || counter > 3) return 0;
+  const std::string key = std::string("nvlink_") + names[counter] + "_link" + std::to_string(link);
+  return gpu.has(key) ? rising_per_session(gpu, key) : 0;
+}
+
+/// nvlink_down = N with nvlink_down_from_session = S: link N answers inactive from the S-th nvmlInit on.
+bool link_is_down_now(const FakeGpu& gpu, unsigned link) {
+  if (!gpu.has("nvlink_down") || gpu.number("nvlink_down") != link) return false;
+  return g_sessions.load() >= static_cast<long long>(gpu.number("nvlink_down_from_session", 1));
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+
 const FakeGpu* gpu_of(void* device) {
   const auto index = reinterpret_cast<std::size_t>(device) - 1;
   return index < state().gpus.size() ? &state().gpus[index] : nullptr;
+}
+
+/// The library is unloaded when its last handle closes, which would restart the session count: a fixture whose
+/// counters grow across sessions pins it for the process (a test case is a process of its own under CTest, and each
+/// copy of the library counts apart). Other fixtures leave it unpinned: the teardown tests watch it unload.
+bool counts_sessions(const FakeState& loaded) {
+  for (const FakeGpu& gpu : loaded.gpus) {
+    for (const auto& [key, value] : gpu.values) {
+      const bool rising_link_counter = (key.rfind("nvlink_", 0) == 0 || key.rfind("pcie_replays", 0) == 0) &&
+                                       key.size() > 5 && key.compare(key.size() - 5, 5, "_rise") == 0;
+      if (rising_link_counter || key == "nvlink_down_from_session") return true;
+    }
+  }
+  return false;
+}
+void pin_library() {
+  static const bool pinned = [] {
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&pin_library), &self) != 0 && self.dli_fname != nullptr)
+      return dlopen(self.dli_fname, RTLD_LAZY | RTLD_NODELETE) != nullptr;
+    return false;
+  }();
+  (void)pinned;
 }
 
 int copy_string(const std::string& value, char* out, unsigned length) {
@@ -222,7 +284,9 @@ struct nvmlUtilization_t {
 };
 
 int nvmlInit_v2() {
+  ++g_sessions;
   mutable_state() = load_state();
+  if (counts_sessions(state())) pin_library();
   {
     const std::lock_guard<std::mutex> lock(g_reads_mutex);
     g_reads.clear();
@@ -403,6 +467,7 @@ int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* active) {
   if (link >= gpu->number("nvlinks")) return 2;  // NVML_ERROR_INVALID_ARGUMENT
   const std::string inactive = "," + gpu->get("nvlink_inactive") + ",";
   *active = inactive.find("," + std::to_string(link) + ",") == std::string::npos ? 1 : 0;
+  if (*active == 1 && link_is_down_now(*gpu, link)) *active = 0;
   if (smoke_link_down_later(*gpu, link)) *active = 0;
   return 0;
 }
@@ -410,12 +475,62 @@ int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, un
   const FakeGpu* gpu = gpu_of(device);
   if (!gpu->has("nvlinks") || link >= gpu->number("nvlinks")) return k_not_supported;
   *value = link == 0 && counter == 1 ? gpu->number("nvlink_recovery_errors") : 0;
+  *value += nvlink_counter(*gpu, link, counter);
   *value += smoke_nvlink_counter(*gpu, link, counter);
   return 0;
 }
 int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, void*) {
   *count = static_cast<unsigned>(gpu_of(device)->number("processes"));
   return *count == 0 ? 0 : 7;
+}
+
+// ---- fabric and link counters (doctor's fabric checks) ----------------------------------------------------------
+
+// nvml.h nvmlGpuFabricInfo_t (v1) and nvmlGpuFabricInfo_v3_t (v2 ends before healthSummary).
+struct nvmlGpuFabricInfo_t {
+  unsigned char clusterUuid[16];
+  int status;
+  unsigned int cliqueId;
+  unsigned char state;
+};
+struct nvmlGpuFabricInfoV_t {
+  unsigned int version;
+  unsigned char clusterUuid[16];
+  int status;
+  unsigned int cliqueId;
+  unsigned char state;
+  unsigned int healthMask;
+  unsigned char healthSummary;
+};
+
+int nvmlDeviceGetGpuFabricInfoV(void* device, nvmlGpuFabricInfoV_t* info) {
+  const FakeGpu* gpu = gpu_of(device);
+  const unsigned max_version = static_cast<unsigned>(gpu->number("fabric_max_version", 3));
+  if (max_version < 2) return 13;  // NVML_ERROR_FUNCTION_NOT_FOUND
+  const unsigned version = info->version >> 24;
+  const unsigned size = info->version & 0xffffff;
+  const unsigned v2_size = offsetof(nvmlGpuFabricInfoV_t, healthSummary);
+  if (version > max_version || (version == 3 && size != sizeof(nvmlGpuFabricInfoV_t)) ||
+      (version == 2 && size != v2_size) || version < 2)
+    return 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+  if (!gpu->has("fabric_state")) return k_not_supported;
+  std::memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+  info->clusterUuid[15] = static_cast<unsigned char>(gpu->number("fabric_clique"));
+  info->status = static_cast<int>(gpu->number("fabric_status"));
+  info->cliqueId = static_cast<unsigned>(gpu->number("fabric_clique"));
+  info->state = static_cast<unsigned char>(gpu->number("fabric_state"));
+  info->healthMask = 0;
+  if (version == 3) info->healthSummary = static_cast<unsigned char>(gpu->number("fabric_health_summary"));
+  return 0;
+}
+int nvmlDeviceGetGpuFabricInfo(void* device, nvmlGpuFabricInfo_t* info) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (!gpu->has("fabric_state")) return k_not_supported;
+  std::memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+  info->status = static_cast<int>(gpu->number("fabric_status"));
+  info->cliqueId = static_cast<unsigned>(gpu->number("fabric_clique"));
+  info->state = static_cast<unsigned char>(gpu->number("fabric_state"));
+  return 0;
 }
 
 // ------------------------------------------------------------------------------------------- gpuenv smoke (issue 23)
@@ -455,10 +570,15 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned* count, Smoke
   return 0;
 }
 
+// smoke's smoke_pcie_replays grows per read (within one nvmlInit); doctor's pcie_replays per nvmlInit session.
 int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* value) {
   const FakeGpu* gpu = gpu_of(device);
-  if (!gpu->has("smoke_pcie_replays")) return k_not_supported;
-  *value = static_cast<unsigned>(rising_counter(*gpu, "smoke_pcie_replays"));
+  if (gpu->has("smoke_pcie_replays")) {
+    *value = static_cast<unsigned>(rising_counter(*gpu, "smoke_pcie_replays"));
+    return 0;
+  }
+  if (!gpu->has("pcie_replays")) return k_not_supported;
+  *value = static_cast<unsigned>(rising_per_session(*gpu, "pcie_replays"));
   return 0;
 }
 

@@ -1,0 +1,77 @@
+#include "nccl/nccl_api.hpp"
+
+#include "util/strings.hpp"
+
+namespace gpuenv::nccl {
+namespace {
+
+/// Prints the directory of the nvidia.nccl package (the nvidia-nccl-cu12/-cu13 wheel), or nothing.
+constexpr const char* k_find_wheel =
+    "import importlib.util\n"
+    "s = importlib.util.find_spec('nvidia.nccl')\n"
+    "print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')\n";
+
+template <typename F>
+void bind(system::DynamicLibrary& library, F& target, const char* name, std::vector<std::string>& missing) {
+  target = reinterpret_cast<F>(library.symbol(name));
+  if (target == nullptr) missing.emplace_back(name);
+}
+
+}  // namespace
+
+util::Expected<NcclApi> resolve_nccl_api(system::DynamicLibrary& library) {
+  NcclApi api;
+  std::vector<std::string> missing;
+  bind(library, api.get_version, "ncclGetVersion", missing);
+  bind(library, api.get_error_string, "ncclGetErrorString", missing);
+  bind(library, api.comm_init_all, "ncclCommInitAll", missing);
+  bind(library, api.comm_destroy, "ncclCommDestroy", missing);
+  bind(library, api.comm_abort, "ncclCommAbort", missing);
+  bind(library, api.comm_get_async_error, "ncclCommGetAsyncError", missing);
+  bind(library, api.all_reduce, "ncclAllReduce", missing);
+  bind(library, api.group_start, "ncclGroupStart", missing);
+  bind(library, api.group_end, "ncclGroupEnd", missing);
+  if (!missing.empty()) return util::Error::input("not a usable libnccl: it lacks " + util::join(missing, ", "));
+  return api;
+}
+
+std::string describe_nccl_error(const NcclApi& api, ncclResult_t result) {
+  static const char* const names[] = {"ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+                                      "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+                                      "ncclRemoteError",   "ncclInProgress",         "ncclTimeout"};
+  std::string text = result >= 0 && result <= 8 ? names[result] : "NCCL error";
+  text += " (" + std::to_string(result) + ")";
+  if (api.get_error_string != nullptr) {
+    if (const char* what = api.get_error_string(result); what != nullptr && *what != '\0')
+      text += ": " + std::string(what);
+  }
+  return text;
+}
+
+std::string nccl_version_text(int code) {
+  if (code <= 0) return {};
+  const bool old_scheme = code < 10000;  // NCCL_VERSION(X,Y,Z) for X <= 2 && Y <= 8
+  const int major = old_scheme ? code / 1000 : code / 10000;
+  const int minor = old_scheme ? (code % 1000) / 100 : (code % 10000) / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+util::Expected<std::vector<std::string>> nccl_candidates(system::System& system, const NcclLocation& location) {
+  if (!location.library.empty()) return std::vector<std::string>{location.library};
+  if (!location.python) return std::vector<std::string>{"libnccl.so.2"};
+  const system::CommandResult result = system.run({*location.python, "-c", k_find_wheel}, location.timeout);
+  if (result.not_found) return util::Error::usage("--python " + *location.python + ": no such interpreter");
+  if (result.exit_code != 0 || result.timed_out) {
+    return util::Error::input("--python " + *location.python + " could not look for the nvidia-nccl wheel" +
+                              (result.timed_out ? " (it did not answer)" : ": " + std::string(util::trim(result.err))));
+  }
+  const std::string directory(util::trim(result.out));
+  if (directory.empty() || directory.find('\n') != std::string::npos) {
+    return util::Error::input("--python " + *location.python + ": its environment has no nvidia-nccl wheel",
+                              "pip install nvidia-nccl-cu12 (or -cu13) into it, or leave out --python to use the "
+                              "node's libnccl.so.2");
+  }
+  return std::vector<std::string>{directory + "/lib/libnccl.so.2"};
+}
+
+}  // namespace gpuenv::nccl

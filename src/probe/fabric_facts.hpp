@@ -1,0 +1,122 @@
+#pragma once
+// The fabric as plain data: each GPU's NVLink fabric registration (NVML), the NVSwitches and their fabric manager,
+// the RDMA ports (InfiniBand, RoCE, EFA) and what GPUDirect RDMA needs. Collectors fill it (probe/fabric.cpp,
+// probe/rdma.cpp, probe/nvml.cpp); doctor's fabric rules judge it. Nothing here touches the machine.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuenv::probe {
+
+/// A GPU's registration with the NVLink fabric (nvml.h nvmlGpuFabricInfo*: Hopper and later; "N/A" before).
+struct GpuFabricInfo {
+  /// nvml.h NVML_GPU_FABRIC_STATE_*: 0 not supported, 1 not started, 2 in progress, 3 completed.
+  enum class State { not_supported, not_started, in_progress, completed };
+  State state = State::not_supported;
+  /// The probe's status, meaningful once the state is Completed: "Success", or NVML's error text
+  /// ("Insufficient Resources", ...); empty when not reported.
+  std::string status;
+  bool status_ok = false;             ///< the status is NVML_SUCCESS
+  std::optional<unsigned> clique_id;  ///< the fabric clique (0 on a single-node NVSwitch board)
+  std::string cluster_uuid;           ///< "dc6e40c4-..."; all zeros on a single-node board
+  /// NVML_GPU_FABRIC_HEALTH_SUMMARY_*: "Healthy", "Unhealthy", "Limited Capacity"; empty when not supported.
+  std::string health_summary;
+  std::string source;  ///< "nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfo", "nvidia-smi -q -x"
+};
+
+/// "Not Supported", "Not Started", "In Progress", "Completed" (nvidia-smi's words).
+std::string to_string(GpuFabricInfo::State state);
+
+/// The NVIDIA fabric manager (nvidia-fabricmanager) and, on fourth-generation NVSwitch boards, the NVLink subnet
+/// manager (nvlsm) it starts.
+struct FabricManagerFacts {
+  bool installed = false;       ///< a package or the nv-fabricmanager binary was found
+  std::string package;          ///< "nvidia-fabricmanager-550", "nvidia-fabricmanager"
+  std::string version;          ///< "550.54.15" (the package's upstream version, Debian revision dropped)
+  std::string where;            ///< how it was found: "/var/lib/dpkg/status", the binary's path
+  std::optional<bool> running;  ///< systemctl is-active nvidia-fabricmanager; unknown under --root
+  std::string service_state;    ///< what systemctl printed ("active", "failed", "inactive"), or why it is unknown
+  bool nvlsm_installed = false;
+  std::string nvlsm_version;
+};
+
+/// One RDMA port under /sys/class/infiniband/<device>/ports/<port>.
+struct RdmaPort {
+  std::string device;  ///< "mlx5_0", "rdmap16s27"
+  unsigned port = 1;
+  std::string driver;               ///< from device/uevent DRIVER= ("mlx5_core", "efa"); empty when unknown
+  bool efa = false;                 ///< an AWS EFA device
+  std::string link_layer;           ///< "InfiniBand", "Ethernet" (RoCE); empty when unknown
+  std::string state;                ///< "ACTIVE", "DOWN", "INIT", "ARMED" (the text after "4: ")
+  std::string phys_state;           ///< "LinkUp", "Polling", "Disabled" (the text after "5: ")
+  std::optional<double> rate_gbps;  ///< "400 Gb/sec (4X NDR)" -> 400
+  std::string rate_text;            ///< as sysfs prints it
+  std::optional<int> numa_node;     ///< device/numa_node; nullopt when absent or -1
+  std::string pci_bus_id;           ///< device/uevent PCI_SLOT_NAME ("0000:1b:00.0")
+};
+
+/// One GPU's place on the PCIe tree, for NIC affinity: its NUMA node from sysfs.
+struct GpuNumaNode {
+  unsigned gpu_index = 0;
+  std::string pci_bus_id;
+  std::optional<int> numa_node;
+};
+
+/// What the fabric rules need beyond the GPUs and RDMA devices.
+struct FabricFacts {
+  bool pci_scanned = false;             ///< /sys/bus/pci/devices could be listed
+  std::vector<std::string> nvswitches;  ///< bus ids of NVIDIA "Bridge: other" (0x0680) functions
+  FabricManagerFacts manager;
+  /// A peer-memory module NCCL's GPUDirect RDMA check accepts is loaded (nvidia_peermem, or the legacy nv_peer_mem);
+  /// nullopt when /sys/module could not be read (under --root without it).
+  std::optional<bool> peermem_loaded;
+  std::string peermem_evidence;  ///< the file that showed it
+  bool efa_libfabric = false;    ///< the EFA installer's libfabric (with its efa provider) is present
+  bool efa_nccl_plugin = false;  ///< aws-ofi-nccl (libnccl-net.so) is present
+  std::string efa_where;         ///< the paths found, for messages
+  std::vector<GpuNumaNode> gpu_numa;
+};
+
+/// One NVLink's error counters (nvml.h nvmlNvLinkErrorCounter_t), cumulative since the driver loaded.
+struct NvLinkCounters {
+  unsigned link = 0;
+  bool active = false;
+  std::optional<std::uint64_t> replay;    ///< NVML_NVLINK_ERROR_DL_REPLAY
+  std::optional<std::uint64_t> recovery;  ///< NVML_NVLINK_ERROR_DL_RECOVERY
+  std::optional<std::uint64_t> crc_flit;  ///< NVML_NVLINK_ERROR_DL_CRC_FLIT
+  std::optional<std::uint64_t> crc_data;  ///< NVML_NVLINK_ERROR_DL_CRC_DATA
+};
+
+/// One GPU's link counters at one moment.
+struct GpuLinkCounters {
+  unsigned index = 0;
+  std::string uuid;
+  std::string pci_bus_id;
+  std::optional<std::uint64_t> pcie_replays;  ///< nvmlDeviceGetPcieReplayCounter
+  std::optional<unsigned> pcie_gen;           ///< the current link, for the replay allowance per lane
+  std::optional<unsigned> pcie_width;
+  std::vector<NvLinkCounters> nvlinks;
+};
+
+/// One RDMA port's error counters (ports/<n>/counters/*), cumulative since the driver loaded.
+struct PortCounters {
+  std::string device;
+  unsigned port = 1;
+  std::optional<std::uint64_t> link_downed;          ///< times the link went down after errors (flaps)
+  std::optional<std::uint64_t> link_error_recovery;  ///< link recoveries that succeeded
+  std::optional<std::uint64_t> symbol_error;         ///< symbol errors on the physical link
+  std::optional<std::uint64_t> port_rcv_errors;      ///< packets received with errors
+};
+
+/// Every link counter of the node at one moment: two of them make a rate (probe/link_counters.hpp).
+struct LinkCounterSnapshot {
+  std::int64_t taken_ms = 0;  ///< System::now() in milliseconds (a steady clock: only differences mean anything)
+  bool nvml = false;          ///< NVML answered (GPU counters are present)
+  std::string nvml_reason;    ///< why not
+  std::vector<GpuLinkCounters> gpus;
+  std::vector<PortCounters> ports;
+};
+
+}  // namespace gpuenv::probe

@@ -1,0 +1,425 @@
+// doctor's fabric rules on HostFacts built in C++: fabric.state, fabric.manager, fabric.sxid, ib.ports,
+// fabric.gpudirect, fabric.affinity, and the link rates nvlink.errors, pcie.replay, ib.errors (docs/fabric.md).
+// The contracts are NVIDIA's, quoted at each case: the NVML API reference (fabric registration), the Fabric Manager
+// user guide (the daemon, its version, NVLSM), DCGM's limits (link error rates) and NCCL's GPUDirect check.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compat/knowledge_base.hpp"
+#include "doctor/instances.hpp"
+#include "doctor/rules.hpp"
+#include "doctor/thresholds.hpp"
+#include "probe/facts.hpp"
+#include "probe/rdma.hpp"
+#include "support/fake_system.hpp"
+
+namespace {
+
+using gpuenv::probe::GpuFabricInfo;
+using gpuenv::probe::HostFacts;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+
+const gpuenv::doctor::Thresholds& thresholds() {
+  static const auto* loaded = [] {
+    auto t = gpuenv::doctor::builtin_thresholds();
+    REQUIRE(t);
+    return *t;
+  }();
+  return *loaded;
+}
+
+const gpuenv::compat::KnowledgeBase& kb() {
+  static const auto* loaded = [] {
+    auto k = gpuenv::compat::builtin_knowledge_base();
+    REQUIRE(k);
+    return *k;
+  }();
+  return *loaded;
+}
+
+const gpuenv::doctor::InstanceExpectation* instance(const std::string& type) {
+  auto table = gpuenv::doctor::builtin_instances();
+  REQUIRE(table);
+  return gpuenv::doctor::find_instance(**table, type);
+}
+
+/// An 8x H100 HGX node as it should be: registered with the fabric, four NVSwitches, fabric manager at the driver's
+/// version and running, the kernel log readable and quiet.
+HostFacts hgx() {
+  HostFacts facts;
+  facts.kernel.module_loaded = true;
+  facts.kernel.module_version = "550.54.15";
+  facts.kernel_log_source = "dmesg";
+  facts.host.kernel_release = "5.15.0-119-generic";
+  facts.gpus.availability.available = true;
+  facts.gpus.driver_version = "550.54.15";
+  for (unsigned i = 0; i < 8; ++i) {
+    gpuenv::probe::GpuFacts gpu;
+    gpu.index = i;
+    gpu.name = "NVIDIA H100 80GB HBM3";
+    gpu.pci_bus_id = "00000000:1" + std::to_string(i) + ":00.0";
+    GpuFabricInfo fabric;
+    fabric.state = GpuFabricInfo::State::completed;
+    fabric.status = "Success";
+    fabric.status_ok = true;
+    fabric.source = "nvmlDeviceGetGpuFabricInfoV";
+    gpu.fabric = fabric;
+    facts.gpus.gpus.push_back(gpu);
+  }
+  facts.fabric.pci_scanned = true;
+  facts.fabric.nvswitches = {"0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"};
+  facts.fabric.manager.installed = true;
+  facts.fabric.manager.package = "nvidia-fabricmanager-550";
+  facts.fabric.manager.version = "550.54.15";
+  facts.fabric.manager.running = true;
+  facts.fabric.manager.service_state = "active";
+  facts.rdma.availability.available = true;
+  return facts;
+}
+
+std::vector<Finding> evaluate(const HostFacts& facts, const gpuenv::doctor::InstanceExpectation* type = nullptr) {
+  gpuenv::doctor::Expectations expectations;
+  expectations.instance = type;
+  return gpuenv::doctor::evaluate(facts, thresholds(), kb(), expectations);
+}
+
+Finding find(const std::vector<Finding>& findings, const std::string& id) {
+  for (const Finding& f : findings) {
+    if (f.id == id) return f;
+  }
+  FAIL("no finding " << id);
+  static Finding none;
+  return none;
+}
+
+bool has(const std::vector<Finding>& findings, const std::string& id) {
+  return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == id; });
+}
+
+}  // namespace
+
+TEST_CASE("fabric: a healthy HGX H100 node passes every fabric check", "[doctor][fabric]") {
+  const auto findings = evaluate(hgx());
+  CHECK(find(findings, "fabric.state").status == Status::pass);
+  CHECK(find(findings, "fabric.manager").status == Status::pass);
+  CHECK(find(findings, "fabric.manager").message.find("matches the driver 550.54.15") != std::string::npos);
+  CHECK(find(findings, "fabric.sxid").status == Status::pass);
+  CHECK(find(findings, "ib.ports").status == Status::skip);
+  CHECK(find(findings, "fabric.gpudirect").status == Status::skip);
+  CHECK_FALSE(has(findings, "nvlink.errors"));  // no counter readings: nothing to judge
+}
+
+TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doctor][fabric]") {
+  // NVML API reference, nvmlGpuFabricInfo_v3_t
+  // (https://docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__v3__t.html): "state: Current Probe State of GPU
+  // registration process. See NVML_GPU_FABRIC_STATE_*"; "status: Probe Error status, if any. Must be checked only if
+  // Probe state returns "complete""; "healthSummary: GPU Fabric health summary. See NVML_GPU_FABRIC_HEALTH_SUMMARY_*"
+  // (group__nvmlFabricDefs.html: NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY).
+  struct Row {
+    GpuFabricInfo::State state;
+    bool ok;
+    std::string status;
+    std::string health;
+    Status expected;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {GpuFabricInfo::State::in_progress, false, "", "", Status::fail, "In Progress"},
+      {GpuFabricInfo::State::not_started, false, "", "", Status::fail, "Not Started"},
+      // Before Completed the status means nothing ("must be checked only if Probe state returns complete").
+      {GpuFabricInfo::State::in_progress, false, "Insufficient Resources", "", Status::fail, "In Progress"},
+      // Azure/azhpc-images#506: State Completed, Status Insufficient Resources passed their old check.
+      {GpuFabricInfo::State::completed, false, "Insufficient Resources", "", Status::fail, "Insufficient Resources"},
+      {GpuFabricInfo::State::completed, true, "Success", "Unhealthy", Status::fail, "Unhealthy"},
+      {GpuFabricInfo::State::completed, true, "Success", "Limited Capacity", Status::warn, "Limited Capacity"},
+      {GpuFabricInfo::State::completed, true, "Success", "Healthy", Status::pass, "registered"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.says);
+    HostFacts facts = hgx();
+    facts.gpus.gpus[3].fabric->state = row.state;
+    facts.gpus.gpus[3].fabric->status_ok = row.ok;
+    facts.gpus.gpus[3].fabric->status = row.status;
+    facts.gpus.gpus[3].fabric->health_summary = row.health;
+    const Finding& f = find(evaluate(facts), "fabric.state");
+    CHECK(f.status == row.expected);
+    CHECK(f.message.find(row.says) != std::string::npos);
+    if (row.state != GpuFabricInfo::State::completed) CHECK(f.message.find("Insufficient") == std::string::npos);
+    if (row.expected == Status::fail) {
+      CHECK(f.message.find("GPU 3") != std::string::npos);
+      CHECK_FALSE(f.remedy.empty());
+    }
+  }
+  HostFacts older = hgx();
+  for (auto& gpu : older.gpus.gpus) gpu.fabric->state = GpuFabricInfo::State::not_supported;  // A100, PCIe GPUs
+  CHECK(find(evaluate(older), "fabric.state").status == Status::skip);
+}
+
+TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no NVSwitch", "[doctor][fabric]") {
+  // NVIDIA Fabric Manager user guide (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/, release
+  // 2.3, May 2025): NVSwitch-based HGX/DGX boards need the fabric manager before the GPUs can use NVLink; at start "the
+  // FM service checks the currently loaded kernel driver stack version for compatibility, and if the loaded driver
+  // stack version is not compatible, aborts the process" (so its package must be the driver's exact version);
+  // sections 1.3.2 "Systems Using Fourth Generation NVSwitches" and 1.5 "What is NVLink Subnet Manager?" (HGX
+  // B200/B100: FM works with NVLSM). On a system without NVSwitches the service exits with NV_WARN_NOTHING_TO_DO.
+  HostFacts missing = hgx();
+  missing.fabric.manager = {};
+  const Finding& absent = find(evaluate(missing), "fabric.manager");
+  CHECK(absent.status == Status::fail);
+  CHECK(absent.message.find("4 NVSwitches") != std::string::npos);
+  CHECK(absent.remedy.find("exactly 550.54.15") != std::string::npos);
+  CHECK(absent.remedy.find("systemctl enable --now nvidia-fabricmanager") != std::string::npos);
+
+  HostFacts other = hgx();
+  other.fabric.manager.version = "550.54.14";
+  const Finding& mismatch = find(evaluate(other), "fabric.manager");
+  CHECK(mismatch.status == Status::fail);
+  CHECK(mismatch.message.find("550.54.14 does not match the driver 550.54.15") != std::string::npos);
+
+  HostFacts stopped = hgx();
+  stopped.fabric.manager.running = false;
+  stopped.fabric.manager.service_state = "failed";
+  const Finding& down = find(evaluate(stopped), "fabric.manager");
+  CHECK(down.status == Status::fail);
+  CHECK(down.message.find("service is failed") != std::string::npos);
+
+  HostFacts rooted = hgx();  // under --root the service state is unknown: not judged
+  rooted.fabric.manager.running.reset();
+  rooted.fabric.manager.service_state = "not asked under --root";
+  CHECK(find(evaluate(rooted), "fabric.manager").status == Status::pass);
+
+  HostFacts b200 = hgx();
+  for (auto& gpu : b200.gpus.gpus) gpu.name = "NVIDIA B200";
+  CHECK(find(evaluate(b200), "fabric.manager").status == Status::warn);
+  b200.fabric.manager.nvlsm_installed = true;
+  CHECK(find(evaluate(b200), "fabric.manager").status == Status::pass);
+
+  HostFacts pcie = hgx();  // no NVSwitch: nothing to manage, whatever is installed
+  pcie.fabric.nvswitches.clear();
+  pcie.fabric.manager.running = false;
+  const Finding& none = find(evaluate(pcie), "fabric.manager");
+  CHECK(none.status == Status::skip);
+  CHECK(none.message.find("NV_WARN_NOTHING_TO_DO") != std::string::npos);
+}
+
+TEST_CASE("fabric.sxid: fatal SXids fail, corrected ECC passes, an unknown code warns", "[doctor][fabric]") {
+  // Severity per data/sxid.toml: the Fabric Manager user guide's SXid appendix (fatal vs non-fatal NVSwitch errors)
+  // as leptonai/gpud copies it; the log lines are the real ones in tests/fixtures/probe/sxid-xid79-h100.log.
+  HostFacts facts = hgx();
+  facts.sxid_events = gpuenv::probe::parse_sxid_events(gpuenv::testing::read_fixture("probe/sxid-xid79-h100.log"));
+  const Finding& fatal = find(evaluate(facts), "fabric.sxid");
+  CHECK(fatal.status == Status::fail);
+  CHECK(fatal.message.find("SXid 20034 on 0000:05:00.0 x2: LTSSM Fault Up") != std::string::npos);
+  CHECK(fatal.remedy.find("SXid 20034") != std::string::npos);
+
+  HostFacts corrected = hgx();
+  corrected.sxid_events.push_back({11012, "nvidia-nvswitch0", "0000:05:00.0", false, "Single bit ECC", "", 1});
+  CHECK(find(evaluate(corrected), "fabric.sxid").status == Status::pass);
+  corrected.sxid_events.push_back({99999, "nvidia-nvswitch0", "0000:05:00.0", false, "new", "", 2});
+  const Finding& unknown = find(evaluate(corrected), "fabric.sxid");
+  CHECK(unknown.status == Status::warn);
+  CHECK(unknown.message.find("not in gpuenv's SXid table") != std::string::npos);
+
+  HostFacts unreadable = hgx();
+  unreadable.kernel_log_source = "unreadable: dmesg is not allowed";
+  CHECK(find(evaluate(unreadable), "fabric.sxid").status == Status::skip);
+}
+
+TEST_CASE("ib.ports: a real 8x NDR node against ND H100 v5, a port down, a slow rail", "[doctor][fabric]") {
+  const auto* nd = instance("Standard_ND96isr_H100_v5");
+  REQUIRE(nd != nullptr);
+  REQUIRE(nd->nic_rate_gbps == std::optional<double>(400));
+  gpuenv::testing::FakeSystem system;
+  system.add_tree(gpuenv::testing::fixture_path("probe/ib-h100-8x400"));
+  HostFacts facts = hgx();
+  facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
+  const Finding& ok = find(evaluate(facts, nd), "ib.ports");
+  CHECK(ok.status == Status::pass);
+  CHECK(ok.message.find("8 InfiniBand/RoCE ports ACTIVE/LinkUp at 400 Gb/s") != std::string::npos);
+
+  HostFacts down = facts;
+  down.rdma.ports[2].state = "DOWN";
+  down.rdma.ports[2].phys_state = "Polling";
+  const Finding& lost = find(evaluate(down, nd), "ib.ports");
+  CHECK(lost.status == Status::fail);
+  CHECK(lost.message.find("7 of 8") != std::string::npos);
+  CHECK(lost.message.find("mlx5_4:1 DOWN/Polling") != std::string::npos);
+
+  HostFacts slow = facts;
+  slow.rdma.ports[0].rate_gbps = 200;
+  slow.rdma.ports[0].rate_text = "200 Gb/sec (2X NDR)";
+  CHECK(find(evaluate(slow, nd), "ib.ports").status == Status::fail);
+
+  // Without an instance type the ports are reported, never judged.
+  CHECK(find(evaluate(down), "ib.ports").status == Status::pass);
+}
+
+TEST_CASE("ib.ports: EFA ports on a p4d counted by state, a port down fails", "[doctor][fabric]") {
+  // An EFA port in sysfs as linux-rdma/rdma-core#884 shows it (`cat /sys/class/infiniband/efa_0/ports/1/link_layer`
+  // prints "Unknown"; ibv_devinfo: state PORT_ACTIVE (4)) under the rdmapNsM names the EFA driver gives on p4d/p5
+  // (uccl-project/uccl#163: rdmap16s27); the device's uevent names the efa driver. p4d.24xlarge has 4 (the EC2 API).
+  const auto* p4d = instance("p4d.24xlarge");
+  REQUIRE(p4d != nullptr);
+  REQUIRE(p4d->efa_devices == std::optional<unsigned>(4));
+  gpuenv::testing::FakeSystem system;
+  for (const char* device : {"rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27"}) {
+    const std::string base = std::string("/sys/class/infiniband/") + device;
+    system.files[base + "/device/uevent"] = "DRIVER=efa\nPCI_ID=1D0F:EFA0\n";
+    system.files[base + "/ports/1/state"] = "4: ACTIVE\n";
+    system.files[base + "/ports/1/phys_state"] = "5: LinkUp\n";
+    system.files[base + "/ports/1/link_layer"] = "Unknown\n";
+  }
+  HostFacts facts = hgx();
+  facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
+  REQUIRE(facts.rdma.ports.size() == 4);
+  const Finding& ok = find(evaluate(facts, p4d), "ib.ports");
+  CHECK(ok.status == Status::pass);
+  CHECK(ok.message.find("4 EFA ports ACTIVE/LinkUp, as p4d.24xlarge should have") != std::string::npos);
+
+  system.files["/sys/class/infiniband/rdmap32s27/ports/1/state"] = "1: DOWN\n";
+  system.files["/sys/class/infiniband/rdmap32s27/ports/1/phys_state"] = "3: Disabled\n";
+  facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
+  const Finding& lost = find(evaluate(facts, p4d), "ib.ports");
+  CHECK(lost.status == Status::fail);
+  CHECK(lost.message.find("3 of 4 EFA ports") != std::string::npos);
+  CHECK(lost.message.find("rdmap32s27:1 DOWN/Disabled") != std::string::npos);
+}
+
+TEST_CASE("fabric.gpudirect: peer memory, dma-buf, neither, EFA's libfabric and NCCL plugin", "[doctor][fabric]") {
+  // NCCL's own check (NVIDIA/nccl src/transport/net_ib/gdr.cc ibGdrSupportInitOnce): GPUDirect RDMA when
+  // /sys/kernel/mm/memory_peers/nv_mem/version or /sys/module/nvidia_peermem/version exists, or dma-buf (the open
+  // kernel module on Linux 5.12+, NVIDIA GPU Operator "GPUDirect RDMA" page).
+  HostFacts ib = hgx();
+  ib.rdma.infiniband = {"mlx5_0"};
+  ib.fabric.peermem_loaded = false;
+  ib.kernel.open_module = false;
+  const Finding& neither = find(evaluate(ib), "fabric.gpudirect");
+  CHECK(neither.status == Status::warn);
+  CHECK(neither.remedy.find("modprobe nvidia_peermem") != std::string::npos);
+  ib.kernel.open_module = true;  // kernel 5.15 >= 5.12: dma-buf
+  CHECK(find(evaluate(ib), "fabric.gpudirect").status == Status::pass);
+  ib.host.kernel_release = "5.4.0-150-generic";
+  CHECK(find(evaluate(ib), "fabric.gpudirect").status == Status::warn);
+  ib.fabric.peermem_loaded = true;
+  ib.fabric.peermem_evidence = "/sys/module/nvidia_peermem/version";
+  CHECK(find(evaluate(ib), "fabric.gpudirect").status == Status::pass);
+
+  HostFacts efa = hgx();
+  efa.rdma.efa = {"rdmap16s27"};
+  efa.fabric.efa_libfabric = true;
+  const Finding& plugin = find(evaluate(efa), "fabric.gpudirect");
+  CHECK(plugin.status == Status::warn);
+  CHECK(plugin.message.find("aws-ofi-nccl") != std::string::npos);
+  efa.fabric.efa_nccl_plugin = true;
+  CHECK(find(evaluate(efa), "fabric.gpudirect").status == Status::pass);
+}
+
+TEST_CASE("fabric.affinity: NICs per GPU NUMA node, reported and never judged", "[doctor][fabric]") {
+  HostFacts facts = hgx();
+  gpuenv::probe::RdmaPort port;
+  port.device = "mlx5_0";
+  port.numa_node = 0;
+  facts.rdma.ports.push_back(port);
+  facts.fabric.gpu_numa = {{0, "0000:10:00.0", 0}, {4, "0000:14:00.0", 1}};
+  const Finding& f = find(evaluate(facts), "fabric.affinity");
+  CHECK(f.status == Status::pass);
+  CHECK(f.message.find("GPU 0 on NUMA 0: mlx5_0") != std::string::npos);
+  CHECK(f.message.find("GPU 4 on NUMA 1: no RDMA NIC") != std::string::npos);
+  CHECK(f.message.find("not judged") != std::string::npos);
+}
+
+namespace {
+
+using gpuenv::probe::LinkCounterSnapshot;
+
+/// Start and end readings `seconds` apart: GPU 0 with links 0 and 1 at Gen5 x16, one port.
+HostFacts with_counters(double seconds, const std::function<void(LinkCounterSnapshot&)>& change) {
+  HostFacts facts = hgx();
+  LinkCounterSnapshot start;
+  start.nvml = true;
+  gpuenv::probe::GpuLinkCounters gpu;
+  gpu.index = 0;
+  gpu.uuid = "GPU-0";
+  gpu.pci_bus_id = "00000000:10:00.0";
+  gpu.pcie_replays = 3;
+  gpu.pcie_gen = 5;
+  gpu.pcie_width = 16;
+  gpu.nvlinks = {{0, true, 0, 0, 0, 0}, {1, true, 0, 0, 0, 0}};
+  start.gpus.push_back(gpu);
+  start.ports.push_back({"mlx5_0", 1, 2, 0, 0, 14});
+  LinkCounterSnapshot end = start;
+  end.taken_ms = static_cast<std::int64_t>(seconds * 1000);
+  change(end);
+  facts.counters_start = start;
+  facts.counters_end = end;
+  return facts;
+}
+
+}  // namespace
+
+TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during the run", "[doctor][fabric]") {
+  // DCGM's limits (NVIDIA/DCGM): health watch DCGM_LIMIT_MAX_NVLINK_ERROR 1 (any replay or recovery error) and
+  // DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100 per second; diag max_pcie_replays 80; health GetExpectedPcieReplayRate (BER
+  // 1e-12 x the link's bit rate per lane x lanes, per minute). The values are rows of data/doctor/thresholds.toml.
+  struct Row {
+    std::string name;
+    std::function<void(LinkCounterSnapshot&)> change;
+    std::string id;
+    Status expected;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {"quiet", [](LinkCounterSnapshot&) {}, "nvlink.errors", Status::pass, "2 NVLinks: no replay"},
+      {"one replay", [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[1].replay = 1; }, "nvlink.errors", Status::fail,
+       "link 1: 1 replay errors"},
+      {"a recovery", [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[0].recovery = 2; }, "nvlink.errors", Status::fail,
+       "2 recovery errors"},
+      {"a few CRC", [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[0].crc_flit = 5; }, "nvlink.errors", Status::warn,
+       "5 CRC errors"},
+      {"CRC storm", [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[0].crc_data = 5000; }, "nvlink.errors", Status::fail,
+       "(250/s)"},
+      {"link down", [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[1].active = false; }, "nvlink.errors", Status::fail,
+       "link 1 went down during the run"},
+      {"replays within allowance", [](LinkCounterSnapshot& s) { s.gpus[0].pcie_replays = 3 + 31; }, "pcie.replay",
+       Status::pass, "within DCGM's allowance"},
+      {"replays above allowance", [](LinkCounterSnapshot& s) { s.gpus[0].pcie_replays = 3 + 32; }, "pcie.replay",
+       Status::warn, "32 PCIe replays (Gen5 x16 allows 31)"},
+      {"replays above DCGM diag", [](LinkCounterSnapshot& s) { s.gpus[0].pcie_replays = 3 + 80; }, "pcie.replay",
+       Status::fail, "80 PCIe replays"},
+      {"a flap", [](LinkCounterSnapshot& s) { s.ports[0].link_downed = 3; }, "ib.errors", Status::warn,
+       "mlx5_0:1 went down 1 time(s)"},
+      {"symbol errors", [](LinkCounterSnapshot& s) { s.ports[0].symbol_error = 7; }, "ib.errors", Status::pass,
+       "reported, not judged: mlx5_0:1: 7 symbol errors"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    const Finding& f = find(evaluate(with_counters(20, row.change)), row.id);
+    CHECK(f.status == row.expected);
+    CHECK(f.message.find(row.says) != std::string::npos);
+  }
+  // DCGM's per-minute allowance scales with the run's length: 32 replays in 120 s at Gen5 x16 (62 allowed) pass.
+  const Finding& longer = find(
+      evaluate(with_counters(120, [](LinkCounterSnapshot& s) { s.gpus[0].pcie_replays = 3 + 32; })), "pcie.replay");
+  CHECK(longer.status == Status::pass);
+  // NVML unreadable at the end: both GPU findings skip with the reason; the ports are still judged.
+  const auto findings = evaluate(with_counters(20, [](LinkCounterSnapshot& s) {
+    s.nvml = false;
+    s.nvml_reason = "NVML did not answer within 10000 ms";
+    s.gpus.clear();
+  }));
+  CHECK(find(findings, "nvlink.errors").status == Status::skip);
+  CHECK(find(findings, "pcie.replay").message.find("did not answer") != std::string::npos);
+  CHECK(find(findings, "ib.errors").status == Status::pass);
+  // evaluate_link_counters is the same judgement alone (doctor appends it after its end reading).
+  const auto alone = gpuenv::doctor::evaluate_link_counters(
+      with_counters(20, [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[1].replay = 1; }), thresholds());
+  REQUIRE(alone.size() == 3);
+  CHECK(alone[0].id == "nvlink.errors");
+  CHECK(alone[0].status == Status::fail);
+}

@@ -1,0 +1,141 @@
+// `gpuenv nccl job`: the Slurm script (checked by bash -n and shellcheck) and the Kubeflow MPIJob (parsed as YAML
+// and held to the MPI Operator's v2beta1 fields), and the inputs that cannot go into them.
+
+#include "nccl/job.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "nccl/data.hpp"
+#include "system/system.hpp"
+
+namespace {
+
+const gpuenv::nccl::NcclData& data() {
+  static const auto* loaded = [] {
+    auto d = gpuenv::nccl::builtin_data();
+    REQUIRE(d);
+    return *d;
+  }();
+  return *loaded;
+}
+
+gpuenv::nccl::JobRequest p5(gpuenv::nccl::Scheduler scheduler) {
+  gpuenv::nccl::JobRequest request;
+  request.scheduler = scheduler;
+  request.nodes = 4;
+  request.gpus_per_node = 8;
+  request.instance_type = "p5.48xlarge";
+  request.network = "efa";
+  request.nics_per_node = 32;
+  request.max_bytes = 16ULL << 30;
+  return request;
+}
+
+/// Writes `text` to a temporary file and returns its path.
+std::string temporary(const std::string& text) {
+  std::string pattern = "/tmp/gpuenv-nccl-job-XXXXXX";
+  const int fd = ::mkstemp(pattern.data());
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  return pattern;
+}
+
+}  // namespace
+
+TEST_CASE("job: the Slurm script runs all_reduce_perf with srun --mpi=pmix and judges its output", "[nccl]") {
+  auto script = gpuenv::nccl::write_job(p5(gpuenv::nccl::Scheduler::slurm), data());
+  REQUIRE(script);
+  CHECK(script->rfind("#!/bin/bash\n", 0) == 0);
+  for (const char* line : {"#SBATCH --nodes=4\n", "#SBATCH --ntasks-per-node=8\n", "#SBATCH --gpus-per-node=8\n",
+                           "export FI_PROVIDER=efa\n", "export FI_EFA_USE_DEVICE_RDMA=1\n",
+                           "srun --mpi=pmix --cpu-bind=none /opt/nccl-tests/build/all_reduce_perf -b 8388608 -e "
+                           "17179869184 -f 2 -g 1 -c 1 -n 20 2>&1 | tee \"$out\" || status=$?\n",
+                           "  gpuenv nccl judge \"$out\" --nodes 4 --instance-type p5.48xlarge || status=$?\n"}) {
+    INFO(line);
+    CHECK(script->find(line) != std::string::npos);
+  }
+  auto request = p5(gpuenv::nccl::Scheduler::slurm);
+  request.image = "public.ecr.aws/hpc-cloud/nccl-tests:latest";
+  CHECK(gpuenv::nccl::write_job(request, data())
+            ->find("srun --mpi=pmix --cpu-bind=none --container-image=public.ecr.aws/hpc-cloud/nccl-tests:latest ") !=
+        std::string::npos);
+}
+
+TEST_CASE("job: the Slurm script is valid bash and passes shellcheck", "[nccl][system-test]") {
+  auto system = gpuenv::system::make_real_system();
+  if (system->run({"shellcheck", "--version"}, std::chrono::seconds(30)).not_found) {
+    WARN("SKIPPED: shellcheck is not installed (scripts/bootstrap installs it)");
+    return;
+  }
+  for (const char* network : {"efa", "infiniband", "default"}) {
+    INFO(network);
+    auto request = p5(gpuenv::nccl::Scheduler::slurm);
+    request.network = network;
+    auto script = gpuenv::nccl::write_job(request, data());
+    REQUIRE(script);
+    const std::string path = temporary(*script);
+    const auto syntax = system->run({"bash", "-n", path}, std::chrono::seconds(30));
+    const auto lint = system->run({"shellcheck", "--severity=style", path}, std::chrono::seconds(60));
+    ::unlink(path.c_str());
+    INFO(syntax.err << lint.out);
+    CHECK(syntax.exit_code == 0);
+    CHECK(lint.exit_code == 0);
+  }
+}
+
+TEST_CASE("job: the Kubernetes MPIJob parses as YAML with the MPI Operator's v2beta1 shape", "[nccl][system-test]") {
+  auto request = p5(gpuenv::nccl::Scheduler::kubernetes);
+  request.image = "public.ecr.aws/hpc-cloud/nccl-tests:latest";
+  auto manifest = gpuenv::nccl::write_job(request, data());
+  REQUIRE(manifest);
+  const std::string path = temporary(*manifest);
+  // The fields the MPI Operator's v2beta1 API reads (kubeflow/mpi-operator pkg/apis/kubeflow/v2beta1/types.go:
+  // slotsPerWorker, runPolicy, mpiReplicaSpecs Launcher/Worker), read back by PyYAML.
+  const std::string check =
+      "import sys, yaml\n"
+      "d = yaml.safe_load(open(sys.argv[1]))\n"
+      "assert d['apiVersion'] == 'kubeflow.org/v2beta1' and d['kind'] == 'MPIJob'\n"
+      "s = d['spec']\n"
+      "assert s['slotsPerWorker'] == 8\n"
+      "launcher = s['mpiReplicaSpecs']['Launcher']['template']['spec']['containers'][0]\n"
+      "worker = s['mpiReplicaSpecs']['Worker']\n"
+      "assert worker['replicas'] == 4\n"
+      "limits = worker['template']['spec']['containers'][0]['resources']['limits']\n"
+      "assert limits == {'nvidia.com/gpu': 8, 'vpc.amazonaws.com/efa': 32}, limits\n"
+      "c = launcher['command']\n"
+      "assert c[:4] == ['mpirun', '--allow-run-as-root', '-np', '32'], c\n"
+      "assert c[c.index('-x') + 1] == 'FI_PROVIDER=efa'\n"
+      "assert c[-13:] == ['/opt/nccl-tests/build/all_reduce_perf', '-b', '8388608', '-e', '17179869184', '-f', '2', "
+      "'-g', '1', '-c', '1', '-n', '20'], c\n";
+  auto system = gpuenv::system::make_real_system();
+  const auto result = system->run({"python3", "-c", check, path}, std::chrono::seconds(60));
+  ::unlink(path.c_str());
+  if (result.not_found) {
+    WARN("SKIPPED: python3 is not installed");
+    return;
+  }
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
+}
+
+TEST_CASE("job: values that cannot go into a script or manifest are refused", "[nccl]") {
+  auto request = p5(gpuenv::nccl::Scheduler::slurm);
+  request.instance_type = "p5.48xlarge; rm -rf /";
+  auto refused = gpuenv::nccl::write_job(request, data());
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("is not an instance type name") != std::string::npos);
+  request = p5(gpuenv::nccl::Scheduler::slurm);
+  request.image = "img$(id)";
+  CHECK_FALSE(gpuenv::nccl::write_job(request, data()));
+  request = p5(gpuenv::nccl::Scheduler::kubernetes);
+  auto no_image = gpuenv::nccl::write_job(request, data());
+  REQUIRE_FALSE(no_image);
+  CHECK(no_image.error().message.find("--kubernetes needs --image") != std::string::npos);
+  request = p5(gpuenv::nccl::Scheduler::slurm);
+  request.nodes = 0;
+  CHECK_FALSE(gpuenv::nccl::write_job(request, data()));
+}

@@ -1,0 +1,202 @@
+// nccl-tests outputs from public sources (tests/fixtures/nccl, URLs in its README) parsed and judged.
+
+#include "nccl/tests_output.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "nccl/data.hpp"
+#include "nccl/judge.hpp"
+#include "support/fake_system.hpp"
+
+namespace {
+
+using gpuenv::nccl::parse_nccl_tests_output;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+using gpuenv::testing::read_fixture;
+
+const gpuenv::nccl::NcclData& data() {
+  static const auto* loaded = [] {
+    auto d = gpuenv::nccl::builtin_data();
+    REQUIRE(d);
+    return *d;
+  }();
+  return *loaded;
+}
+
+Finding find(const std::vector<Finding>& findings, const std::string& id) {
+  for (const Finding& f : findings) {
+    if (f.id == id) return f;
+  }
+  FAIL("no finding " << id);
+  static Finding none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("bus bandwidth: nccl-tests' all-reduce formula against its own printed numbers", "[nccl]") {
+  using gpuenv::nccl::allreduce_bus_bandwidth_gbps;
+  // NVIDIA/nccl-tests doc/PERFORMANCE.md, "AllReduce": "B = S/t * (2*(n-1)/n) = algbw * (2*(n-1)/n)", with
+  // "algbw = S/t" in GB/s (10^9 bytes). Checked against the numbers nccl-tests itself printed in public outputs.
+  // a3mega fixture, 8 GiB row: 8589934592 B in 47535 us over 16 ranks printed algbw 180.71, busbw 338.82.
+  CHECK(allreduce_bus_bandwidth_gbps(8589934592ULL, 47535e-6, 16) == Approx(338.82).epsilon(0.001));
+  // p4d fixture (NCCL 2.8.3), 1 GiB row: 47392 us, 16 ranks, busbw 42.48.
+  CHECK(allreduce_bus_bandwidth_gbps(1073741824ULL, 47392e-6, 16) == Approx(42.48).epsilon(0.001));
+  // Two ranks move the buffer once each way: busbw = algbw.
+  CHECK(allreduce_bus_bandwidth_gbps(1'000'000'000ULL, 1.0, 2) == Approx(1.0));
+  CHECK(allreduce_bus_bandwidth_gbps(1024, 1.0, 1) == 0);
+  CHECK(allreduce_bus_bandwidth_gbps(1024, 0.0, 8) == 0);
+}
+
+TEST_CASE("parse: two a3-mega nodes, the current format with root and #wrong", "[nccl]") {
+  auto output = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt"));
+  REQUIRE(output);
+  CHECK(output->wrong_counts);
+  REQUIRE(output->ranks.size() == 16);
+  CHECK(output->ranks[0].host == "ztan-mig-235z");
+  CHECK(output->ranks[15].host == "ztan-mig-gq73");
+  CHECK(output->ranks[15].device == 7);
+  CHECK(output->ranks[15].gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(output->hosts() == std::vector<std::string>{"ztan-mig-235z", "ztan-mig-gq73"});
+  REQUIRE(output->rows.size() == 31);  // 8 B to 8 GiB, doubling
+  CHECK(output->rows.front().bytes == 8);
+  const auto& last = output->rows.back();
+  CHECK(last.bytes == 8589934592ULL);
+  CHECK(last.count == 2147483648ULL);
+  CHECK(last.type == "float");
+  CHECK(last.redop == "sum");
+  CHECK(last.out_of_place.time_us == Approx(47535));
+  CHECK(last.out_of_place.busbw_gbps == Approx(338.82));
+  CHECK(last.in_place.busbw_gbps == Approx(337.35));
+  CHECK(last.out_of_place.wrong == std::optional<double>(0));
+  CHECK(output->out_of_bounds == std::optional<long long>(0));
+  CHECK(output->avg_busbw_gbps == std::optional<double>(70.742));
+}
+
+TEST_CASE("parse: two p4d nodes over EFA, NCCL 2.8.3's format under mpirun --tag-output", "[nccl]") {
+  auto output = parse_nccl_tests_output(read_fixture("nccl/p4d-2x8xa100-efa-nccl2.8.txt"));
+  REQUIRE(output);
+  CHECK_FALSE(output->wrong_counts);  // the old `error` column holds the largest relative error, not a count
+  REQUIRE(output->ranks.size() == 16);
+  CHECK(output->ranks[8].host == "nccl-tests-efa-16-worker-1");
+  CHECK(output->ranks[8].gpu == "A100-SXM4-40GB");
+  REQUIRE(output->rows.size() == 30);  // 8 B to 4 GiB
+  CHECK(output->rows.back().bytes == 4294967296ULL);
+  CHECK(output->rows.back().out_of_place.busbw_gbps == Approx(43.81));
+  CHECK(output->rows.back().out_of_place.wrong == std::optional<double>(5e-07));
+  CHECK(output->rows.back().redop == "sum");
+  CHECK(output->out_of_bounds == std::optional<long long>(0));
+  CHECK(output->avg_busbw_gbps == std::optional<double>(11.2432));
+  CHECK_FALSE(output->socket_transport);  // "Selected Provider is efa", "via NET/AWS Libfabric"
+}
+
+TEST_CASE("parse: a table without a device list, not nccl-tests at all", "[nccl]") {
+  auto ring = parse_nccl_tests_output(read_fixture("nccl/issue-252-ring-table.txt"));
+  REQUIRE(ring);
+  CHECK(ring->ranks.empty());
+  REQUIRE(ring->rows.size() == 5);
+  CHECK(ring->rows[4].in_place.busbw_gbps == Approx(94.80));
+  auto nothing = parse_nccl_tests_output("hello\nworld\n");
+  REQUIRE_FALSE(nothing);
+  CHECK(nothing.error().message.find("no nccl-tests result table") != std::string::npos);
+  auto died = parse_nccl_tests_output(
+      "node-a:123:456 [0] NCCL WARN NET/IB : Got async event : port error\n#  Rank  0 Group  0 Pid 1 on a device 0 "
+      "[0x1b] NVIDIA H100\n");
+  REQUIRE_FALSE(died);
+  CHECK(died.error().message.find("NCCL WARN NET/IB : Got async event") != std::string::npos);
+}
+
+TEST_CASE("parse: srun --label prefixes, validation off (N/A), sockets between nodes", "[nccl]") {
+  const std::string text =
+      "0: #  Rank  0 Group  0 Pid   100 on     node-a device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+      "0: #  Rank  1 Group  0 Pid   101 on     node-b device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+      "0: node-a:100:100 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+      "0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+      "busbw #wrong\n"
+      "0:   1073741824     268435456     float     sum      -1    10314  104.11  104.11    N/A    10339  103.85  "
+      "103.85    N/A\n";
+  auto output = parse_nccl_tests_output(text);
+  REQUIRE(output);
+  CHECK(output->ranks.size() == 2);
+  REQUIRE(output->rows.size() == 1);
+  CHECK_FALSE(output->rows[0].out_of_place.wrong);
+  CHECK(output->socket_transport);
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*output, {}, data());
+  CHECK(find(judged.findings, "nccl.results").status == Status::warn);
+  CHECK(find(judged.findings, "nccl.transport").status == Status::warn);
+}
+
+TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node count", "[nccl]") {
+  auto right = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt"));
+  REQUIRE(right);
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*right, {"a3-megagpu-8g", 2}, data());
+  CHECK(judged.verdict == gpuenv::report::Verdict::ok);
+  CHECK(find(judged.findings, "nccl.results").status == Status::pass);
+  const Finding& busbw = find(judged.findings, "nccl.busbw");
+  CHECK(busbw.status == Status::pass);
+  // Judged at the largest size, the mean of out-of-place and in-place as nccl-tests averages a one-size run.
+  CHECK(busbw.message.find("338.1 GB/s bus bandwidth at 8 GiB") != std::string::npos);
+  CHECK(busbw.message.find("no floor for a3-megagpu-8g at 2 nodes") != std::string::npos);
+  CHECK(find(judged.findings, "nccl.ranks").message == "16 ranks on 2 nodes (ztan-mig-235z, ztan-mig-gq73)");
+
+  auto wrong = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-wrong-derived.txt"));
+  REQUIRE(wrong);
+  const auto bad = gpuenv::nccl::judge_nccl_tests(*wrong, {}, data());
+  CHECK(bad.verdict == gpuenv::report::Verdict::not_ok);
+  const Finding& results = find(bad.findings, "nccl.results");
+  CHECK(results.status == Status::fail);
+  CHECK(results.message.find("256 MiB out-of-place: 4096 wrong elements") != std::string::npos);
+
+  const auto counted = gpuenv::nccl::judge_nccl_tests(*right, {"", 4}, data());
+  CHECK(find(counted.findings, "nccl.ranks").status == Status::warn);
+
+  // A verified floor (Azure ND H100 v5: 460 GB/s at 16 GiB, one node) on a synthetic one-size run at that size.
+  gpuenv::nccl::NcclTestsOutput one;
+  gpuenv::nccl::NcclTestsRow row;
+  row.bytes = 17179869184ULL;
+  row.out_of_place = {70000, 245.4, 429.5, 0};
+  row.in_place = {70000, 245.4, 429.5, 0};
+  one.rows = {row};
+  one.out_of_bounds = 0;
+  const auto slow = gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data());
+  const Finding& below = find(slow.findings, "nccl.busbw");
+  CHECK(below.status == Status::fail);
+  CHECK(below.message.find("is below the floor 460.0 GB/s at 16 GiB") != std::string::npos);
+  CHECK(below.source.find("conf/nd96isr_h100_v5.conf:52") != std::string::npos);
+  one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 466.0;
+  CHECK(find(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings, "nccl.busbw")
+            .status == Status::pass);
+  // The floor's size missing from the run: reported, not judged.
+  one.rows[0].bytes = 8589934592ULL;
+  one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 100.0;
+  const Finding& unjudged =
+      find(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings, "nccl.busbw");
+  CHECK(unjudged.status == Status::pass);
+  CHECK(unjudged.message.find("not judged: the run has no 16 GiB row") != std::string::npos);
+  // An unverified multi-node row (AWS's advisory numbers) is reported beside the measurement, never judged.
+  one.rows[0].bytes = 134217728ULL;
+  const Finding& advisory =
+      find(gpuenv::nccl::judge_nccl_tests(one, {"p5.48xlarge", 2}, data()).findings, "nccl.busbw");
+  CHECK(advisory.status == Status::pass);
+  CHECK(advisory.message.find("unverified: reported, not judged") != std::string::npos);
+}
+
+TEST_CASE("nccl data: floors and networks parse, every row sourced, judged rows are Azure's verified ones", "[nccl]") {
+  CHECK(data().floors.size() >= 8);
+  for (const auto& floor : data().floors) {
+    INFO(floor.instance_type);
+    CHECK_FALSE(floor.source.empty());
+    CHECK(floor.busbw_gbps > 0);
+    if (floor.judged) CHECK(floor.source.find("Azure/azurehpc-health-checks conf/") == 0);
+  }
+  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
+  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
+  CHECK(data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
+  CHECK(data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
+  CHECK(data().network("no-such")->name == "default");
+  CHECK(gpuenv::nccl::size_text(17179869184ULL) == "16 GiB");
+  CHECK(gpuenv::nccl::size_text(8) == "8 B");
+  CHECK(gpuenv::nccl::size_text(1000) == "1000 B");
+}
