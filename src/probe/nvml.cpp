@@ -380,8 +380,8 @@ GpuInventory NvmlSession::read(std::chrono::milliseconds timeout) {
   GpuInventory failed;
   failed.availability.source = m_state->header.availability.source;
   if (hung()) {
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                                          m_state->call_started);
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - m_state->call_started);
     failed.availability.reason = "an NVML call has not returned for " + std::to_string(seconds.count()) +
                                  " s (a hung GPU or driver); NVML is read again once it returns";
     return failed;

@@ -96,10 +96,12 @@ bool DeviceRun::host_link_copies(bool wait) {
     if (!turn.try_lock()) return false;  // another GPU's turn: device work first
   } else if (!turn.try_lock_until(m_gpu->budget->deadline_for(RunBudget::Clock::now()))) {
     for (const char* id : {"smoke.h2d_pinned", "smoke.d2h_pinned", "smoke.h2d_pageable", "smoke.d2h_pageable"}) {
-      m_result.findings.push_back(Finding{id, Status::skip,
+      m_result.findings.push_back(Finding{id,
+                                          Status::skip,
                                           "not measured: the host link was still busy with another GPU's copies at "
                                           "this GPU's deadline",
-                                          {}, {}});
+                                          {},
+                                          {}});
     }
     return true;
   }
@@ -138,11 +140,10 @@ void DeviceRun::device_copies() {
   // (NVIDIA/cccl#1672, cuda-samples#366), so its ratio to the datasheet says little about the memory.
   Expectation copy_engine;
   if (m_model != nullptr && m_model->memory_bandwidth) {
-    copy_engine =
-        Expectation{*m_model->memory_bandwidth * m_expectations->efficiency.d2d_copy, std::nullopt, false,
-                    m_model->model + " memory bandwidth " + rate_text(*m_model->memory_bandwidth) + " GB/s x " +
-                        format("%.2g", m_expectations->efficiency.d2d_copy) +
-                        " (copy engines saturate near 66% of HBM: NVIDIA/cccl#1672); " + m_model->source};
+    copy_engine = Expectation{*m_model->memory_bandwidth * m_expectations->efficiency.d2d_copy, std::nullopt, false,
+                              m_model->model + " memory bandwidth " + rate_text(*m_model->memory_bandwidth) +
+                                  " GB/s x " + format("%.2g", m_expectations->efficiency.d2d_copy) +
+                                  " (copy engines saturate near 66% of HBM: NVIDIA/cccl#1672); " + m_model->source};
   }
   step("smoke.d2d", [bytes, copy_engine](Gpu& g) {
     check(g.api.memset_d32_async(g.device_b, 0, g.bytes / 4, g.stream), "cuMemsetD32Async");

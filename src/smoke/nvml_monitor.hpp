@@ -104,8 +104,8 @@ class NvmlMonitor {
   std::unique_ptr<Api> m_api;
 };
 
-/// Runs `read(*nvml)` on its own thread and waits at most `limit`: an NVML call on a wedged driver may never return, and
-/// the caller must not hang with it. The thread co-owns the monitor; one left behind is recorded
+/// Runs `read(*nvml)` on its own thread and waits at most `limit`: an NVML call on a wedged driver may never return,
+/// and the caller must not hang with it. The thread co-owns the monitor; one left behind is recorded
 /// (system::note_abandoned_work) and nullopt returned.
 template <typename T, typename Read>
 std::optional<T> read_bounded(const std::shared_ptr<const NvmlMonitor>& nvml, Read read,

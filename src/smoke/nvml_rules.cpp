@@ -71,8 +71,11 @@ void rises(const FabricCounters& before, const FabricCounters& after, Field fiel
 Finding judge_link_errors(const FabricCounters& before, const FabricCounters& after, double seconds,
                           bool inactive_fails) {
   if (!before.any() || !after.any()) {
-    return Finding{"smoke.link_errors", Status::skip,
-                   "PCIe replay and NVLink counters not readable through NVML (no NVML, or not supported)", {}, {}};
+    return Finding{"smoke.link_errors",
+                   Status::skip,
+                   "PCIe replay and NVLink counters not readable through NVML (no NVML, or not supported)",
+                   {},
+                   {}};
   }
   std::vector<std::string> failing, warning, counted;
   if (before.pcie_replays && after.pcie_replays && *after.pcie_replays >= *before.pcie_replays) {

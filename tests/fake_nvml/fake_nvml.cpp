@@ -548,7 +548,8 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned* count, Smoke
   auto add = [&pids](const std::string& list) {
     for (std::size_t at = 0; at < list.size();) {
       const std::size_t comma = std::min(list.find(',', at), list.size());
-      if (comma > at) pids.push_back(static_cast<unsigned>(std::strtoul(list.substr(at, comma - at).c_str(), nullptr, 0)));
+      if (comma > at)
+        pids.push_back(static_cast<unsigned>(std::strtoul(list.substr(at, comma - at).c_str(), nullptr, 0)));
       at = comma + 1;
     }
   };
@@ -559,7 +560,8 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned* count, Smoke
   if (queries > 1) {
     add(gpu->get("smoke_pids_later"));
     if (gpu->number("smoke_pids_self_later") != 0) pids.push_back(static_cast<unsigned>(::getpid()));
-    if (gpu->has("smoke_pids_alias_later")) pids.push_back(static_cast<unsigned>(gpu->number("smoke_pids_alias_later")));
+    if (gpu->has("smoke_pids_alias_later"))
+      pids.push_back(static_cast<unsigned>(gpu->number("smoke_pids_alias_later")));
   }
   if (infos == nullptr || *count < pids.size()) {
     *count = static_cast<unsigned>(pids.size());

@@ -41,8 +41,8 @@ GpuUsage usage(std::vector<unsigned> pids, std::optional<unsigned> utilization =
 TEST_CASE("smoke: other processes on the GPU, before or during the run, and this one seen from a container",
           "[smoke][nvml]") {
   const unsigned self = 1000;
-  CHECK_FALSE(busy_reason(usage({}), usage({self}), self));                 // only this process
-  CHECK_FALSE(busy_reason(usage({}), usage({77}), self));                   // this process, host PID in a container
+  CHECK_FALSE(busy_reason(usage({}), usage({self}), self));  // only this process
+  CHECK_FALSE(busy_reason(usage({}), usage({77}), self));    // this process, host PID in a container
   CHECK(*busy_reason(usage({4321}), usage({4321, self}), self) == "GPU in use by PID 4321");
   CHECK(*busy_reason(usage({}), usage({self, 555}), self) == "GPU in use by PID 555");  // arrived during the run
   CHECK(*busy_reason(usage({}), usage({77, 555}), self) == "GPU in use by PID 77, 555");
@@ -57,8 +57,8 @@ TEST_CASE("smoke: a GPU another process uses gets its performance findings skipp
   CHECK(find(idle.devices.at(0).findings, "smoke.cublas_sgemm_fp32")->status == Status::fail);
   CHECK(find(idle.devices.at(0).findings, "smoke.busy") == nullptr);
 
-  const SmokeReport busy = run_with_nvml("smoke_pids = 4321\n", "elapsed_ms = 0.001\ncorrupt_stream = 1\n",
-                                         small_options());
+  const SmokeReport busy =
+      run_with_nvml("smoke_pids = 4321\n", "elapsed_ms = 0.001\ncorrupt_stream = 1\n", small_options());
   const DeviceResult& gpu = busy.devices.at(0);
   const Finding* sgemm = find(gpu.findings, "smoke.cublas_sgemm_fp32");
   REQUIRE(sgemm != nullptr);
@@ -78,8 +78,8 @@ TEST_CASE("smoke: a GPU another process uses gets its performance findings skipp
   CHECK(find(arrived.devices.at(0).findings, "smoke.cublas_sgemm_fp32")->message.find("GPU in use by PID 555") !=
         std::string::npos);
   // Only this process, seen with another PID from a container: not busy.
-  const SmokeReport container = run_with_nvml("smoke_pids = \nsmoke_pids_alias_later = 99\n", "elapsed_ms = 0.001\n",
-                                              small_options());
+  const SmokeReport container =
+      run_with_nvml("smoke_pids = \nsmoke_pids_alias_later = 99\n", "elapsed_ms = 0.001\n", small_options());
   CHECK(find(container.devices.at(0).findings, "smoke.busy") == nullptr);
 }
 
@@ -184,7 +184,7 @@ TEST_CASE("smoke: fewer GPUs than expected fail, and the board's peer floor stil
     CHECK(pair.source.find("H100 SXM peer read minimum 335 GB/s, measured on 8-GPU NVSwitch boards") == 0);
   }
   options.expect_gpus = 7;
-  CHECK(find(run_fake("device_count = 7\nelapsed_ms = 0.001\nemulate_kernels = 0\n", options).findings,
-             "smoke.gpu_count")
-            ->status == Status::pass);
+  CHECK(
+      find(run_fake("device_count = 7\nelapsed_ms = 0.001\nemulate_kernels = 0\n", options).findings, "smoke.gpu_count")
+          ->status == Status::pass);
 }
