@@ -269,7 +269,7 @@ std::optional<double> uptime_seconds(System& system) {
   if (!text) return std::nullopt;
   const std::string first(util::trim(text->substr(0, text->find(' '))));
   if (first.empty() || first.find_first_not_of("0123456789.") != std::string::npos) return std::nullopt;
-  return std::stod(first);
+  return util::parse_double(first);  // nullopt for "." or "1.2.3", which the filter lets through
 }
 
 /// Narrows the log to the --since window: /dev/kmsg and dmesg hold this boot only, cut by their seconds since boot

@@ -125,8 +125,10 @@ std::optional<MatmulResult> parse_matmul(std::string_view value) {
   if (space == 0 || space == std::string_view::npos) return std::nullopt;
   const std::string_view index = value.substr(0, space);
   if (index.find_first_not_of("0123456789") != std::string_view::npos || index.size() > 4) return std::nullopt;
+  const std::optional<long long> device = util::parse_int(index);
+  if (!device) return std::nullopt;
   MatmulResult result;
-  result.device = static_cast<unsigned>(std::stoul(std::string(index)));
+  result.device = static_cast<unsigned>(*device);
   const std::string_view rest = value.substr(space + 1);
   const auto colon = rest.find(": ");
   const std::string_view outcome = rest.substr(0, colon);

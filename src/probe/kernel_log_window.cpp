@@ -125,7 +125,7 @@ std::optional<double> dmesg_seconds(std::string_view line) {
   if (close == std::string_view::npos) return std::nullopt;
   const std::string number(util::trim(trimmed.substr(1, close - 1)));
   if (number.empty() || number.find_first_not_of("0123456789.") != std::string::npos) return std::nullopt;
-  return std::stod(number);
+  return util::parse_double(number);  // nullopt for "." or "1.2.3", which the filter lets through
 }
 
 std::optional<std::int64_t> syslog_seconds(std::string_view line, int year) {
