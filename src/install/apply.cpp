@@ -189,6 +189,14 @@ class Run {
         return save_failed(step.id);
       }
     }
+    // What the step is for must now hold: a command that exits 0 without achieving it (a unit that `enable` leaves
+    // static, an initramfs that still loads nouveau) is a failure now, not a surprise at the next run.
+    if (!step.done_if.empty() && !probe(step)) {
+      report = {step.id, StepResult::failed,
+                "it ran, but `" + util::join(step.done_if, " ") + "` still does not show it done" +
+                    (step.remedy.empty() ? "" : ": " + step.remedy)};
+      return save_failed(step.id);
+    }
     report = {step.id, StepResult::ran, ""};
     return mark_completed(step.id);
   }

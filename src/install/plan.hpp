@@ -56,6 +56,8 @@ struct Step {
   int retries = 0;
   std::chrono::seconds retry_delay{10};
   std::vector<Check> checks{};  ///< after the commands: a failing check fails the step
+  /// What to do when the step ran but its done_if probe still fails (apply probes again after running it).
+  std::string remedy{};
 };
 
 /// The machine the plan is for.
@@ -98,6 +100,8 @@ struct NodeFacts {
   std::optional<std::vector<NodePackage>> installed;  ///< dpkg status; nullopt: unknown
   /// apt: package names starting "linux-modules-nvidia-" the node's lists know; nullopt: unknown
   std::optional<std::vector<std::string>> signed_module_packages;
+  /// dnf: the repository ids defined under /etc/yum.repos.d (what `dnf repolist --all` lists); nullopt: unknown
+  std::optional<std::vector<std::string>> dnf_repositories;
   // Conflicting installation methods (the CUDA installation guide's "Handle Conflicting Installation Methods").
   bool runfile_driver = false;                    ///< /usr/bin/nvidia-uninstall exists
   bool retired_key = false;                       ///< `apt-key list` shows NVIDIA's retired key 7fa2af80
