@@ -70,17 +70,22 @@ std::string holding_output(const std::optional<std::string>& text, gpuenv::insta
   return match == gpuenv::install::OutputMatch::exact ? *text : *text + "\n";
 }
 
-/// A node where every step still has to run and every command succeeds.
+/// A node where every step still has to run and every command succeeds: each probe says "to do" once, then done
+/// (apply probes again after running a step).
 FakeSystem fresh_node(const InstallPlan& plan) {
   FakeSystem fake;
   fake.files["/log/.keep"] = "";
   fake.files["/state/.keep"] = "";
   for (const Step& step : plan.steps) {
-    if (!step.done_if.empty()) fake.commands[joined(step.done_if)] = exited(1);
+    if (!step.done_if.empty()) {
+      fake.command_queue[joined(step.done_if)] = {exited(1)};
+      fake.commands[joined(step.done_if)] = exited(0, holding_output(step.done_if_stdout, step.done_if_match));
+    }
     for (const auto& argv : step.commands) fake.commands[joined(argv)] = exited(0);
     for (const auto& check : step.checks)
       fake.commands[joined(check.argv)] = exited(0, holding_output(check.text, check.match));
   }
+  fake.command_queue.erase("dpkg --audit");
   fake.commands["dpkg --audit"] = exited(0, "");  // dpkg is fine: the repair step is done
   return fake;
 }
@@ -88,6 +93,7 @@ FakeSystem fresh_node(const InstallPlan& plan) {
 /// The same node after a successful install: every probe says done and every file is in place.
 void converge(FakeSystem& fake, const InstallPlan& plan) {
   for (const Step& step : plan.steps) {
+    if (!step.done_if.empty()) fake.command_queue.erase(joined(step.done_if));
     if (!step.done_if.empty())
       fake.commands[joined(step.done_if)] = exited(0, holding_output(step.done_if_stdout, step.done_if_match));
     for (const auto& file : step.files) fake.files[file.path] = file.content;
@@ -172,7 +178,8 @@ TEST_CASE("install apply: an interrupted dpkg is configured first, a failing scr
           "[install][apply]") {
   const InstallPlan plan = debian_plan();
   FakeSystem fake = fresh_node(plan);
-  fake.commands["dpkg --audit"] = exited(0, "The following packages are only half configured:\n cudnn9-cuda-12\n");
+  fake.command_queue["dpkg --audit"] = {
+      exited(0, "The following packages are only half configured:\n cudnn9-cuda-12\n")};  // then clean
   auto report = gpuenv::install::apply_plan(fake, plan, options());
   REQUIRE(report.has_value());
   const std::vector<std::string> ran = actions(fake, plan);
@@ -338,22 +345,26 @@ TEST_CASE("install apply: the reboot is due only when the loaded module is not t
   }
 }
 
-TEST_CASE("install apply: the services start after the reboot step, before verify", "[install][apply]") {
+TEST_CASE("install apply: persistence is turned on after the reboot step, before verify", "[install][apply]") {
   const InstallPlan plan = debian_plan();
   FakeSystem fake = fresh_node(plan);
   converge(fake, plan);
   add_gpu(fake);
   fake.files["/proc/driver/nvidia/version"] = k_banner;
   fake.commands["modinfo -F version nvidia"] = exited(0, "550.54.15\n");
-  fake.commands["systemctl is-active nvidia-persistenced"] = exited(3, "inactive\n");
+  const std::string query = "nvidia-smi --query-gpu=persistence_mode --format=csv,noheader";
+  fake.command_queue[query] = {exited(0, "Disabled\nDisabled\n")};
+  fake.commands[query] = exited(0, "Enabled\nEnabled\n");
+  fake.commands["systemctl show --property=WantedBy --value nvidia-persistenced.service"] =
+      exited(0, "sys-bus-pci-drivers-nvidia.device multi-user.target\n");
   ApplyOptions opts = options();
   opts.verify = [] { return gpuenv::install::Verification{gpuenv::report::Verdict::ok, "READY"}; };
   auto report = gpuenv::install::apply_plan(fake, plan, opts);
   REQUIRE(report.has_value());
   CHECK(report->outcome == Outcome::verified);
-  const auto start =
-      std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl start nvidia-persistenced");
-  CHECK(start != fake.commands_run.end());
+  const auto restart =
+      std::find(fake.commands_run.begin(), fake.commands_run.end(), "systemctl restart nvidia-persistenced.service");
+  CHECK(restart != fake.commands_run.end());
 }
 
 TEST_CASE("install apply: a command that finds the lock held is retried, bounded, with a pause", "[install][apply]") {
@@ -402,6 +413,47 @@ TEST_CASE("install apply: a step's checks decide whether it achieved what it is 
   auto good = gpuenv::install::apply_plan(fake, plan, options());
   REQUIRE(good.has_value());
   CHECK(good->steps[0].result == StepResult::ran);
+}
+
+TEST_CASE("install apply: a step whose done-check still fails after it ran is a failure with its remedy",
+          "[install][apply]") {
+  // The expert review's case: on Ubuntu `systemctl enable nvidia-persistenced` exits 0 and leaves the unit static
+  // (Canonical's unit has no [Install]; canonical/nvidia-graphics-drivers PR #34), so a step judged by its commands
+  // alone was "ran" on every run and never converged. Apply probes again after the commands.
+  InstallPlan plan;
+  plan.profile = "t";
+  plan.target = {"ubuntu", "22.04", "x86_64"};
+  Step enable{"install.services", "enable"};
+  enable.commands = {{"systemctl", "enable", "nvidia-persistenced"}};
+  enable.done_if = {"systemctl", "is-enabled", "nvidia-persistenced"};
+  enable.done_if_stdout = "enabled\n";
+  enable.remedy = "the unit has no [Install] section";
+  Step later{"install.later", "after it"};
+  later.commands = {{"later"}};
+  plan.steps = {enable, later};
+  FakeSystem fake;
+  fake.files["/log/.keep"] = "";
+  fake.files["/state/.keep"] = "";
+  fake.commands["systemctl enable nvidia-persistenced"] = exited(0);
+  fake.commands["systemctl is-enabled nvidia-persistenced"] = exited(0, "static\n");
+  fake.commands["later"] = exited(0);
+  auto report = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(report.has_value());
+  CHECK(report->outcome == Outcome::failed);
+  CHECK(report->failed_step == "install.services");
+  CHECK(report->steps[0].detail ==
+        "it ran, but `systemctl is-enabled nvidia-persistenced` still does not show it done: the unit has no "
+        "[Install] section");
+  CHECK(std::find(fake.commands_run.begin(), fake.commands_run.end(), "later") == fake.commands_run.end());
+  CHECK(nlohmann::json::parse(fake.written.at(k_state))["failed"] == "install.services");
+
+  // The same step on a node where the command achieves it: ran, and the run goes on.
+  fake.command_queue["systemctl is-enabled nvidia-persistenced"] = {exited(1, "disabled\n")};
+  fake.commands["systemctl is-enabled nvidia-persistenced"] = exited(0, "enabled\n");
+  auto good = gpuenv::install::apply_plan(fake, plan, options());
+  REQUIRE(good.has_value());
+  CHECK(good->steps[0].result == StepResult::ran);
+  CHECK(good->outcome == Outcome::changed);
 }
 
 TEST_CASE("install apply: a branch probe is done only when every line is the branch's", "[install][apply]") {
