@@ -60,7 +60,7 @@ std::vector<Finding> profile_refusals(const profile::Profile& profile, const Ins
         "canonical/ubuntu-drivers-common UbuntuDrivers/kerneldetection.py; "
         "GoogleCloudPlatform/compute-gpu-installation"));
   }
-  if (!profile.cudnn_version.empty() && std::stoi(major_of(profile.cudnn_version)) < 9) {
+  if (!profile.cudnn_version.empty() && util::parse_int(major_of(profile.cudnn_version)).value_or(0) < 9) {
     out.push_back(
         refusal("install.cudnn",
                 "cuDNN " + profile.cudnn_version + ": gpuenv installs cuDNN 9 and newer (cudnnN-cuda-M packages)",
@@ -106,7 +106,7 @@ std::optional<Finding> branch_change(const InstallPlan& plan, const NodeFacts& n
 }
 
 const DriverRow* find_driver_row(const InstallData& data, const TargetRow& target, const DriverChoice& driver) {
-  const int branch = std::stoi(driver.branch);
+  const int branch = branch_number(driver.branch);
   for (const DriverRow& row : data.drivers) {
     if (row.manager == target.manager && (row.distro.empty() || row.distro == target.distro) &&
         row.origin == driver.source && row.modules == driver.modules && branch >= row.first_branch &&
@@ -215,9 +215,10 @@ void add_nvlink5_steps(const Backend& backend, const PlanContext& context, std::
   steps.push_back(step);
 }
 
-/// The services an SRE expects after install: persistence always; fabric manager and DCGM where installed.
+/// The services enabled and started by name: fabric manager and DCGM where installed (their units have [Install]).
+/// nvidia-persistenced has its own step (persistence_step).
 std::vector<std::string> services(const PlanContext& context) {
-  std::vector<std::string> out = {context.data.packages.persistenced_service};
+  std::vector<std::string> out;
   if (context.plan.fabric_manager) out.push_back(context.data.fabric_service.service);
   if (enabled(context.profile.install_dcgm, false)) out.push_back(context.data.packages.dcgm_service);
   return out;
@@ -235,6 +236,38 @@ Step service_step(std::string id, std::string why, const std::vector<std::string
   std::string expected;
   for (std::size_t i = 0; i < units.size(); ++i) expected += state + "\n";
   step.done_if_stdout = expected;
+  return step;
+}
+
+/// Persistence mode on every GPU, now and after each boot. `systemctl enable nvidia-persistenced` cannot do it on
+/// Ubuntu: Canonical's unit has no [Install] section (enable leaves it `static`), is started by a udev rule
+/// (71-nvidia.rules: ENV{SYSTEMD_WANTS}="nvidia-persistenced.service"), has StopWhenUnneeded=true and runs the daemon
+/// with --no-persistence-mode (canonical/nvidia-graphics-drivers debian/templates/
+/// nvidia-compute-utils-flavour.nvidia-persistenced.service.in @9c04f0b, PR #34). So: a drop-in that keeps the
+/// unit up and turns persistence on through the running daemon (nvidia-smi asks it over its RPC interface,
+/// NVIDIA/nvidia-persistenced nvpd_rpc_server.c nvPdSetPersistenceMode), a multi-user.target wants link that does
+/// not depend on [Install], and done only when nvidia-smi reports every GPU Enabled.
+Step persistence_step(const PlanContext& context) {
+  const std::string unit = context.data.packages.persistenced_service + ".service";
+  Step step{"install.persistence",
+            "persistence mode on every GPU (" + unit +
+                " keeps the driver initialised between jobs): a drop-in and a multi-user.target wants link, since "
+                "Ubuntu's unit is static and runs with --no-persistence-mode; done when nvidia-smi reports Enabled"};
+  step.files.push_back({"/etc/systemd/system/" + unit + ".d/gpuenv-persistence.conf",
+                        "# Written by gpuenv install (docs/install.md \"Persistence\").\n"
+                        "[Unit]\nStopWhenUnneeded=false\n\n"
+                        "[Service]\nExecStartPost=-/usr/bin/nvidia-smi --persistence-mode=1\n"});
+  step.commands = {{"systemctl", "daemon-reload"},
+                   {"systemctl", "add-wants", "multi-user.target", unit},
+                   {"systemctl", "restart", unit}};
+  step.checks = {{{"systemctl", "show", "--property=WantedBy", "--value", unit},
+                  OutputMatch::has_line,
+                  "multi-user.target",
+                  unit + " is not wanted by multi-user.target: it would not start at the next boot"}};
+  step.done_if = {"nvidia-smi", "--query-gpu=persistence_mode", "--format=csv,noheader"};
+  step.done_if_stdout = "Enabled";
+  step.done_if_match = OutputMatch::lines_prefixed;
+  step.remedy = "persistence mode is still off; see `systemctl status " + unit + "` and `journalctl -u " + unit + "`";
   return step;
 }
 
@@ -272,19 +305,20 @@ std::vector<Step> plan_steps(const Backend& backend, const PlanContext& context,
   add_nvlink5_steps(backend, context, steps);
   add_stack_steps(backend, context, steps);
   const std::vector<std::string> units = services(context);
-  steps.push_back(service_step(
-      "install.services",
-      "enable " + util::join(units, ", ") + " at boot (persistence keeps the driver initialised between jobs)", units,
-      "enable", "is-enabled", "enabled"));
+  if (!units.empty())
+    steps.push_back(service_step("install.services", "enable " + util::join(units, ", ") + " at boot", units, "enable",
+                                 "is-enabled", "enabled"));
   if (enabled(profile.install_container_toolkit, true)) {
     steps.push_back(backend.container_toolkit(context));
     for (Step& step : runtime_steps(node)) steps.push_back(std::move(step));
   }
   if (auto unattended = backend.unattended_upgrades(context)) steps.push_back(*unattended);
   steps.push_back(reboot_step());
-  steps.push_back(service_step("install.services.start",
-                               "start " + util::join(units, ", ") + " now that the installed module is loaded", units,
-                               "start", "is-active", "active"));
+  steps.push_back(persistence_step(context));
+  if (!units.empty())
+    steps.push_back(service_step("install.services.start",
+                                 "start " + util::join(units, ", ") + " now that the installed module is loaded", units,
+                                 "start", "is-active", "active"));
   steps.push_back(verify_step(context.plan.fabric_manager));
   return steps;
 }
@@ -299,6 +333,8 @@ std::string PlanContext::expand(const std::string& pattern) const {
   out = replace_all(out, "{cuda_major}", major_of(profile.cuda_version));
   out = replace_all(out, "{cudnn_major}", major_of(profile.cudnn_version));
   out = replace_all(out, "{kernel}", kernel);
+  // RHEL's 64k-page aarch64 kernel ("...aarch64+64k") is packaged as kernel-64k-* (targets.toml {kernel_variant}).
+  out = replace_all(out, "{kernel_variant}", util::ends_with(kernel, "+64k") ? "kernel-64k" : "kernel");
   // On the node itself a kernel no RPM owns (rpm -qf failed) is taken as the standard "kernel" package.
   const std::string kernel_package = !node.kernel_package.empty()      ? node.kernel_package
                                      : node.observed && !node.captured ? "kernel"
@@ -417,6 +453,13 @@ util::Expected<InstallPlan> plan_install(const profile::Profile& profile, const 
                                      ") has no headers meta package gpuenv knows: DKMS builds for the next kernel "
                                      "need its headers installed with it",
                                  "install the headers meta package of your kernel flavour"));
+  }
+  if (!target->crb_rhui.empty() && !node.dnf_repositories && plan.driver.source == "nvidia") {
+    plan.notes.push_back(warning("install.preflight.crb",
+                                 "the plan enables CodeReady Builder with subscription-manager; on a cloud "
+                                 "pay-as-you-go RHEL node (Red Hat Update Infrastructure) gpuenv enables the RHUI "
+                                 "repository the node defines instead, which only the node shows",
+                                 "plan on the node, or for a captured node with --root"));
   }
   if (const KeyRow* key = data.find_key(target->key); key != nullptr && key->fingerprint.empty() &&
                                                       plan.driver.source == "nvidia" &&
