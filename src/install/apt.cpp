@@ -23,13 +23,24 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
 /// The preferences file that keeps every NVIDIA driver package on `branch`: apt_preferences(5) gives versions
 /// matching a pin of priority >= 1000 precedence even over a newer version (and allows the downgrade of a branch
 /// change), so the unsuffixed packages the meta packages depend on with `>=` stay on the branch.
+/// Installing from NVIDIA's repository, the distribution archive's copies of the same names (Ubuntu's
+/// nvidia-dkms-580-open 580.x-0ubuntu1 also matches "580.*") come first at priority 100: "If any specific-form records
+/// match an available package version then the first such record determines the priority of the package version"
+/// (apt_preferences(5), apt 2.6 doc/apt_preferences.5.xml "How APT Interprets Priorities"), so they never outrank
+/// NVIDIA's packages of the branch, and stay installable where NVIDIA has no such package.
 FileToWrite branch_pin(const PlanContext& context) {
   const std::string& branch = context.plan.driver.branch;
-  return {k_branch_pin, "# Written by gpuenv install: NVIDIA's driver packages stay on branch " + branch +
-                            " (docs/install.md \"Driver pinning\").\n"
-                            "Package: " +
-                            context.data.repository.apt_driver_packages + "\nPin: version " + branch +
-                            ".*\nPin-Priority: 1000\n"};
+  const std::string& names = context.data.repository.apt_driver_packages;
+  std::string text = "# Written by gpuenv install: NVIDIA's driver packages stay on branch " + branch +
+                     " (docs/install.md \"Driver pinning\").\n";
+  if (context.driver.origin == "nvidia") {
+    text += "\n# The " + context.target.archive_origin +
+            " archive's packages of the same names: below NVIDIA's (the first matching record decides).\n"
+            "Package: " +
+            names + "\nPin: release o=" + context.target.archive_origin + "\nPin-Priority: 100\n\n";
+  }
+  text += "Package: " + names + "\nPin: version " + branch + ".*\nPin-Priority: 1000\n";
+  return {k_branch_pin, text};
 }
 
 class AptBackend : public Backend {
@@ -235,9 +246,10 @@ bool signed_modules_available(const PlanContext& context) {
 
 const FabricRow* fabric_row(const InstallData& data, const std::string& manager, const std::string& origin,
                             const std::string& branch) {
-  const int number = std::stoi(branch);
+  const std::optional<long long> number = util::parse_int(branch);
+  if (!number) return nullptr;
   for (const FabricRow& row : data.fabric) {
-    if (row.manager == manager && row.origin == origin && number >= row.first_branch && number <= row.last_branch)
+    if (row.manager == manager && row.origin == origin && *number >= row.first_branch && *number <= row.last_branch)
       return &row;
   }
   return nullptr;

@@ -41,6 +41,8 @@ TargetRow read_target(TomlRow& row) {
   out.driver_lock = row.optional_text("driver_lock");
   out.crb = row.optional_texts("crb");
   out.crb_repo = row.optional_text("crb_repo");
+  out.crb_rhui = row.optional_text("crb_rhui");
+  out.archive_origin = row.optional_text("archive_origin");
   out.epel = row.optional_texts("epel");
   out.cuda_first = row.version("cuda_first");
   out.cuda_last = row.optional_version("cuda_last");
@@ -53,6 +55,8 @@ TargetRow read_target(TomlRow& row) {
     row.fail("`driver_lock` must be module-stream or versionlock for dnf targets");
   }
   if (out.crb.empty() != out.crb_repo.empty()) row.fail("`crb` and `crb_repo` go together");
+  if (out.manager == "apt" && out.archive_origin.empty())
+    row.fail("an apt target needs `archive_origin` (its archive's Release Origin), which the branch pin keeps low");
   return out;
 }
 
@@ -87,8 +91,9 @@ BranchRow read_branch(TomlRow& row) {
   out.end_of_life = row.text("end_of_life");
   out.status = status_of(row);
   out.source = row.text("source");
-  if (!out.end_of_life.empty() && (out.end_of_life.size() != 7 || out.end_of_life[4] != '-'))
-    row.fail("`end_of_life` must be \"YYYY-MM\" or \"\"");
+  if (!out.end_of_life.empty() && out.end_of_life != "ended" &&
+      (out.end_of_life.size() != 7 || out.end_of_life[4] != '-'))
+    row.fail("`end_of_life` must be \"YYYY-MM\", \"ended\" (NVIDIA lists it as end of life, no date) or \"\"");
   return out;
 }
 
@@ -271,6 +276,7 @@ const GpuRow* InstallData::find_gpu(std::uint16_t device) const {
 }
 
 bool InstallData::past_end_of_life(const BranchRow& branch) const {
+  if (branch.end_of_life == "ended") return true;
   return !branch.end_of_life.empty() && branch.end_of_life < as_of.substr(0, 7);
 }
 

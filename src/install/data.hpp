@@ -44,12 +44,14 @@ struct TargetRow {
   std::string driver_lock;                  ///< dnf: module-stream | versionlock; apt: empty
   std::vector<std::string> crb;             ///< argv enabling CodeReady Builder / PowerTools; empty: none needed
   std::string crb_repo;                     ///< that repository's id, to check it is enabled
-  std::vector<std::string> epel;            ///< argv installing epel-release; empty: none needed
-  util::Version cuda_first;                 ///< the first CUDA toolkit the repository carries
-  std::optional<util::Version> cuda_last;   ///< the last one, for a repository NVIDIA stopped filling
-  int branch_first = 0;                     ///< the first driver branch it carries
-  int branch_last = 0;                      ///< the last one; 0: still filled
-  bool cudnn = true;                        ///< it carries cuDNN 9 packages
+  std::string crb_rhui;           ///< RHEL: glob of the CRB repository id under RHUI (cloud pay-as-you-go); empty: none
+  std::string archive_origin;     ///< apt: the distribution archive's Release Origin ("Ubuntu", "Debian")
+  std::vector<std::string> epel;  ///< argv installing epel-release; empty: none needed
+  util::Version cuda_first;       ///< the first CUDA toolkit the repository carries
+  std::optional<util::Version> cuda_last;  ///< the last one, for a repository NVIDIA stopped filling
+  int branch_first = 0;                    ///< the first driver branch it carries
+  int branch_last = 0;                     ///< the last one; 0: still filled
+  bool cudnn = true;                       ///< it carries cuDNN 9 packages
   std::string status;
   std::string source;
 };
@@ -78,7 +80,7 @@ struct DriverRow {
 struct BranchRow {
   int branch = 0;
   std::string kind;         ///< lts | production | feature
-  std::string end_of_life;  ///< "YYYY-MM", or "" when the source gives none
+  std::string end_of_life;  ///< "YYYY-MM"; "ended": end of life, no date published; "": the source gives none
   std::string status;
   std::string source;
 };

@@ -154,8 +154,8 @@ case_fresh_and_rerun() {
     contains <(in_root "$CASE_DIR/root" apt-cache policy cuda-toolkit-12-4) ' 600 file:'
   expect "fresh install: and not the archive's packages" \
     contains <(in_root "$CASE_DIR/root" apt-cache policy linux-headers-cloud-amd64) ' 500 file:'
-  expect "fresh install: the services were enabled (systemctl, recorded)" \
-    contains "$CASE_DIR/root/var/lib/gpuenv-test/systemctl.log" '^enable nvidia-persistenced$'
+  expect "fresh install: nvidia-persistenced is not \`systemctl enable\`d (Ubuntu's unit is static; a drop-in does it)" \
+    test -z "$(grep -sx 'enable nvidia-persistenced' "$CASE_DIR/root/var/lib/gpuenv-test/systemctl.log")"
   expect "fresh install: the log shows apt-get install" contains "$(run_log first)" "$APT_INSTALL"
   expect "fresh install: the state file records no failed step" state_has_no_failure
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" first
@@ -333,4 +333,29 @@ case_fabric_node() {
   expect "fabric node: nvidia-fabricmanager enabled (systemctl, recorded)" \
     contains "$root/var/lib/gpuenv-test/systemctl.log" '^enable nvidia-fabricmanager$'
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" fabric
+}
+
+# The distribution archive carries packages under NVIDIA's names, in the chosen branch and newer than NVIDIA's (Ubuntu:
+# nvidia-dkms-580-open 580.x-0ubuntu1; Debian: nvidia-driver in non-free). The branch pin's "580.*" matches them too;
+# the archive's record before it (Pin: release o=Debian, priority 100) must keep NVIDIA's packages the candidates,
+# as apt_preferences(5) says: "If any specific-form records match an available package version then the first such
+# record determines the priority of the package version."
+ARCHIVE_580=580.126.09-1
+case_archive_copies() {
+  local root=$CASE_DIR/root archive rc part
+  archive=$root$(archive_dir)
+  for part in $DRIVER_PARTS; do standin "$archive" "$part" "$ARCHIVE_580"; done
+  index_repository "$archive" Debian Debian
+  expect "setup: apt sees the archive's newer 580 copies" quietly in_root "$root" apt-get update -qq
+  rc=$(apply archive)
+  expect_equal "archive copies: exit 0" "$rc" 0
+  for part in $DRIVER_PARTS; do
+    expect "archive copies: $part is NVIDIA's $DRIVER_580, not the archive's $ARCHIVE_580" \
+      installed "$root" "$part" "$DRIVER_580"
+  done
+  expect "archive copies: apt gives the archive's copy priority 100" \
+    contains <(in_root "$root" apt-cache policy nvidia-kernel-dkms) "^ +$ARCHIVE_580 100\$"
+  expect "archive copies: and NVIDIA's of the branch 1000" \
+    contains <(in_root "$root" apt-cache policy nvidia-kernel-dkms) "$DRIVER_580 1000\$"
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_run "$CASE_DIR" archive
 }

@@ -19,7 +19,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
-all_cases=(fresh_rerun_switch fabric_node)
+all_cases=(fresh_rerun_switch fabric_node el10_versionlock)
 
 skip() {
   echo "SKIPPED: $*"

@@ -17,6 +17,7 @@
 
 DNF_BRANCHES="580.95.05 590.48.01"
 DNF_KERNEL=5.14.0-427.13.1.el9_4.x86_64
+DNF_KERNEL_EL10=6.12.0-55.9.1.el10_0.x86_64
 
 # rpm_standin OUTDIR NAME VERSION[-RELEASE] [requires...]: OUTDIR/x86_64/NAME-VERSION-RELEASE.x86_64.rpm (release 1
 # unless given; epoch 3 for the driver's).
@@ -128,30 +129,42 @@ build_dnf_repositories() {
   done
   rpm_standin "$srv/cuda/rhel9/x86_64" cuda-toolkit-12-8 12.8.1
   rpm_standin "$srv/nct/stable/rpm/x86_64" nvidia-container-toolkit 1.17.8
+  # RHEL/Rocky 10: NVIDIA's rhel10 repository has no module streams (driver installation guide, kernel-modules.html);
+  # the branch is kept by the versionlock plugin (version-locking.html), whose package the plan installs.
+  mkdir -p "$srv/cuda/rhel10/x86_64"
+  rpm_standin "$srv/base" python3-dnf-plugin-versionlock 4.7.0
+  for version in $DNF_BRANCHES; do
+    rpm_standin "$srv/cuda/rhel10/x86_64" kmod-nvidia-open-dkms "$version" dkms
+    rpm_standin "$srv/cuda/rhel10/x86_64" nvidia-driver-cuda "$version" "kmod-nvidia-open-dkms = 3:$version-1"
+  done
+  rpm_standin "$srv/cuda/rhel10/x86_64" cuda-toolkit-12-9 12.9.1
   local repo
-  for repo in base crb epel cuda/rhel9/x86_64 nct/stable/rpm/x86_64; do createrepo_c -q "$srv/$repo"; done
+  for repo in base crb epel cuda/rhel9/x86_64 cuda/rhel10/x86_64 nct/stable/rpm/x86_64; do
+    createrepo_c -q "$srv/$repo"
+  done
   write_modules_yaml "$1/modules.yaml"
   modifyrepo_c --mdtype=modules "$1/modules.yaml" "$srv/cuda/rhel9/x86_64/repodata" >/dev/null
 }
 
-# new_installroot CASE_DIR: a Debian root with dnf that reports itself as Rocky Linux 9 with an EL9 kernel; its
-# dnf and rpm act on /installroot; the repositories under /srv/rpm.
+# new_installroot CASE_DIR [EL]: a Debian root with dnf that reports itself as Rocky Linux EL (9, or 10) with that
+# release's kernel; its dnf and rpm act on /installroot; the repositories under /srv/rpm.
 new_installroot() {
-  local dest=$1/root
+  local dest=$1/root el=${2:-9} kernel=$DNF_KERNEL
+  [ "$el" = 10 ] && kernel=$DNF_KERNEL_EL10
   mkdir -p "$1"
   cp -a "$BASE_ROOT" "$dest"
   rm -f "$dest/etc/os-release"
-  cat >"$dest/etc/os-release" <<'OS'
+  cat >"$dest/etc/os-release" <<OS
 NAME="Rocky Linux"
-VERSION="9.4 (Blue Onyx)"
+VERSION="$el"
 ID="rocky"
 ID_LIKE="rhel centos fedora"
-VERSION_ID="9.4"
-PLATFORM_ID="platform:el9"
-PRETTY_NAME="Rocky Linux 9.4 (Blue Onyx)"
+VERSION_ID="$el"
+PLATFORM_ID="platform:el$el"
+PRETTY_NAME="Rocky Linux $el"
 OS
   mkdir -p "$dest/etc/yum.repos.d" "$dest/installroot" "$dest/var/lib/gpuenv-test" "$dest/etc/gpuenv"
-  echo "$DNF_KERNEL" >"$dest/var/lib/gpuenv-test/osrelease"
+  echo "$kernel" >"$dest/var/lib/gpuenv-test/osrelease"
   cp -a "$WORK/tree/." "$dest/"
   printf '[base]\nname=base\nbaseurl=file:///srv/rpm/base\nenabled=1\ngpgcheck=0\n' >"$dest/etc/yum.repos.d/base.repo"
   printf '[crb]\nname=crb\nbaseurl=file:///srv/rpm/crb\nenabled=0\ngpgcheck=0\n' >"$dest/etc/yum.repos.d/crb.repo"
@@ -162,10 +175,11 @@ OS
   install -D -m 0755 /dev/stdin "$dest/usr/local/bin/dnf" <<'WRAP'
 #!/bin/sh
 # The real dnf, on the installroot (this root plays the node; /installroot receives its packages).
-exec /usr/bin/dnf --installroot=/installroot --releasever=9 --setopt=module_platform_id=platform:el9 \
+exec /usr/bin/dnf --installroot=/installroot --releasever=EL --setopt=module_platform_id=platform:elEL \
   --setopt=reposdir=/etc/yum.repos.d,/installroot/etc/yum.repos.d --setopt=cachedir=/var/cache/dnf \
   --disableplugin=local "$@"
 WRAP
+  sed -i "s/EL/$el/g" "$dest/usr/local/bin/dnf"
   install -D -m 0755 /dev/stdin "$dest/usr/local/bin/rpm" <<'WRAP'
 #!/bin/sh
 exec /usr/bin/rpm --root /installroot "$@"
@@ -205,6 +219,12 @@ dnf_apply() {
     >"$CASE_DIR/$run.json" 2>"$CASE_DIR/$run.err" || rc=$?
   echo "$rc" >"$CASE_DIR/$run.rc"
   echo "$rc"
+}
+
+# write_el10_profile ROOT BRANCH: a Rocky Linux 10 profile for CUDA 12.9 and the open modules of BRANCH.
+write_el10_profile() {
+  printf 'schema = 1\nname = "rocky10-%s"\n[os]\ndistro = "rockylinux"\nversion = "10"\n[cuda]\nversion = "12.9.1"\n[driver]\nbranch = "%s"\nmodules = "open"\n' \
+    "$2" "$2" >"$1/etc/gpuenv/profile.toml"
 }
 
 # rpm_version PACKAGE: the version of PACKAGE in the installroot ("absent" when not installed).
@@ -273,6 +293,45 @@ case_fabric_node() {
   expect "fabric node: the fm profile is installed" \
     contains <(in_root "$root" dnf -q module list --installed nvidia-driver 2>/dev/null) 'fm \[i\]'
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_dnf_run fabric
+}
+
+# Rocky Linux 10 (no module streams; the versionlock plugin keeps the branch): a fresh install at 580, a re-run that
+# changes nothing, a switch to 590 and back to 580. A bare `dnf install nvidia-driver-cuda` is "already installed" on
+# a node of another branch; the plan names each package with the branch's version.
+case_el10_versionlock() {
+  rm -rf "$CASE_DIR/root"
+  new_installroot "$CASE_DIR" 10
+  local root=$CASE_DIR/root rc lock=$CASE_DIR/root/etc/dnf/plugins/versionlock.list
+  write_el10_profile "$root" 580
+  rc=$(dnf_apply fresh)
+  expect_equal "EL10 fresh install exits 0" "$rc" 0
+  expect_equal "EL10 fresh install: nvidia-driver-cuda 580" "$(rpm_version nvidia-driver-cuda)" 580.95.05
+  expect_equal "EL10 fresh install: kmod-nvidia-open-dkms 580" "$(rpm_version kmod-nvidia-open-dkms)" 580.95.05
+  expect "EL10 fresh install: the versionlock list holds branch 580" contains "$lock" '^nvidia-driver-cuda-3:580\.'
+  [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_dnf_run fresh
+
+  local failures_before=$FAILURES history
+  history=$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)
+  rc=$(dnf_apply rerun)
+  expect_equal "EL10 re-run exits 0" "$rc" 0
+  expect_equal "EL10 re-run: changed=false" "$(json "$CASE_DIR/rerun.json" .changed)" false
+  expect_equal "EL10 re-run: dnf made no transaction" "$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)" "$history"
+  [ "$FAILURES" -eq "$failures_before" ] || show_dnf_run rerun
+
+  local branch version
+  for branch in 590 580; do
+    failures_before=$FAILURES
+    version=580.95.05
+    [ "$branch" = 590 ] && version=590.48.01
+    write_el10_profile "$root" "$branch"
+    rc=$(dnf_apply "switch$branch")
+    expect_equal "EL10 switch to $branch exits 0" "$rc" 0
+    expect_equal "EL10 switch to $branch: nvidia-driver-cuda" "$(rpm_version nvidia-driver-cuda)" "$version"
+    expect_equal "EL10 switch to $branch: kmod-nvidia-open-dkms" "$(rpm_version kmod-nvidia-open-dkms)" "$version"
+    expect "EL10 switch to $branch: the lock holds only branch $branch" \
+      both contains "$lock" "^nvidia-driver-cuda-3:$branch\\." -- lacks "$lock" "^[a-z-]+-3:$([ "$branch" = 590 ] && echo 580 || echo 590)\\."
+    [ "$FAILURES" -eq "$failures_before" ] || show_dnf_run "switch$branch"
+  done
 }
 
 # show_dnf_run RUN: the evidence of one gpuenv run, after a failing check.

@@ -95,17 +95,18 @@ keyring_payload() {
     >"$tree/etc/apt/sources.list.d/cuda-debian12-$(nvidia_arch).list"
 }
 
-# index_repository DIR [LABEL]: writes Packages, Packages.gz and a Release file for the flat repository in DIR.
-# NVIDIA's repositories carry "Label: NVIDIA CUDA" (the label its cuda-<distro>.pin file and gpuenv's pin select:
-# https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/cuda-ubuntu2204.pin).
+# index_repository DIR [LABEL] [ORIGIN]: writes Packages, Packages.gz and a Release file for the flat repository in
+# DIR. NVIDIA's repositories carry "Label: NVIDIA CUDA" (the label its cuda-<distro>.pin file and gpuenv's pin select:
+# https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/cuda-ubuntu2204.pin); the distribution
+# archive "Origin: Debian" (http://deb.debian.org/debian/dists/bookworm/InRelease) or "Origin: Ubuntu".
 index_repository() {
-  local dir=$1 label=${2:-gpuenv-stand-in}
+  local dir=$1 label=${2:-gpuenv-stand-in} origin=${3:-gpuenv-stand-in}
   (
     cd "$dir" || exit 1
     dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages
     gzip -9nc Packages >Packages.gz
     {
-      echo "Origin: gpuenv-stand-in"
+      echo "Origin: $origin"
       echo "Label: $label"
       echo "Suite: stable"
       echo "Date: $(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S UTC')"

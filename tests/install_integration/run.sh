@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
 all_cases=(fresh_and_rerun branch_without_pin postinst_failure interrupted_dpkg held_package missing_package
-  fabric_node)
+  fabric_node archive_copies)
 
 skip() {
   echo "SKIPPED: $*"
