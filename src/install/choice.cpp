@@ -48,6 +48,11 @@ std::pair<int, std::string> gpu_floor(const compat::KnowledgeBase& kb, const Gpu
   return out;
 }
 
+/// A branch's end of life as a message says it: the month, or that NVIDIA gives none.
+std::string end_of_life_words(const BranchRow& row) {
+  return row.end_of_life == "ended" ? "NVIDIA lists it as ended, without a date" : row.end_of_life;
+}
+
 std::string branch_kind_name(const std::string& kind) {
   return kind == "lts" ? "long-term support" : kind == "production" ? "production" : "feature";
 }
@@ -100,6 +105,13 @@ Bounds branch_bounds(const profile::Profile& profile, const compat::KnowledgeBas
 void choose_branch(const profile::Profile& profile, const compat::KnowledgeBase& kb, const InstallData& data,
                    const TargetRow& target, const GpuView& gpus, DriverDecision& out) {
   if (!profile.driver_branch.empty()) {
+    if (branch_number(profile.driver_branch) <= 0) {
+      // The profile parser accepts three digits only; a Profile built another way is refused, never thrown on.
+      out.refusals.push_back(refusal("install.driver.branch",
+                                     "driver branch \"" + profile.driver_branch + "\" is not a branch number",
+                                     "set `branch` under [driver] to a three-digit branch such as \"580\""));
+      return;
+    }
     out.choice.branch = profile.driver_branch;
     out.choice.how = "the profile's [driver] branch";
     return;
@@ -111,7 +123,7 @@ void choose_branch(const profile::Profile& profile, const compat::KnowledgeBase&
     if (chosen != nullptr) {
       out.notes.push_back(warning("install.driver.branch_end_of_life",
                                   "branch " + std::to_string(chosen->branch) + " is past its end of life (" +
-                                      chosen->end_of_life +
+                                      end_of_life_words(*chosen) +
                                       ") but it is the newest LTS or production branch that "
                                       "fits (" +
                                       util::join(bounds.why, "; ") + ")",
@@ -133,7 +145,7 @@ void choose_branch(const profile::Profile& profile, const compat::KnowledgeBase&
 
 void choose_modules(const profile::Profile& profile, const InstallData& data, const GpuView& gpus,
                     DriverDecision& out) {
-  const int branch = std::stoi(out.choice.branch);
+  const int branch = branch_number(out.choice.branch);
   out.choice.modules = profile.driver_modules;
   if (out.choice.modules.empty()) {
     const bool proprietary = !gpus.pre_turing.empty() && gpus.open_only.empty();
@@ -174,7 +186,7 @@ void choose_modules(const profile::Profile& profile, const InstallData& data, co
 void check_named_branch(const profile::Profile& profile, const compat::KnowledgeBase& kb, const InstallData& data,
                         const GpuView& gpus, DriverDecision& out) {
   if (profile.driver_branch.empty()) return;
-  const int branch = std::stoi(out.choice.branch);
+  const int branch = branch_number(out.choice.branch);
   if (!gpus.pre_turing.empty() && branch > data.limits.pre_turing_last_branch) {
     out.refusals.push_back(refusal("install.driver.gpu",
                                    "branch " + out.choice.branch + " no longer supports GPUs older than Turing " +
@@ -207,8 +219,8 @@ void check_named_branch(const profile::Profile& profile, const compat::Knowledge
                                   "", row->source));
     } else if (data.past_end_of_life(*row)) {
       out.notes.push_back(warning("install.driver.branch_end_of_life",
-                                  "branch " + out.choice.branch + " reached its end of life in " + row->end_of_life +
-                                      ": no more security fixes",
+                                  "branch " + out.choice.branch + " is past its end of life (" +
+                                      end_of_life_words(*row) + ")" + ": no more security fixes",
                                   "move to a supported LTS or production branch", row->source));
     }
   }
@@ -230,6 +242,11 @@ int nearest_carried(const InstallData& data, const TargetRow& target, int branch
 }
 
 }  // namespace
+
+int branch_number(std::string_view branch) {
+  const std::optional<long long> number = util::parse_int(branch);
+  return number && *number > 0 && *number < 10000 ? static_cast<int>(*number) : 0;
+}
 
 Finding refusal(std::string id, std::string message, std::string remedy, std::string source) {
   return Finding{std::move(id), Status::fail, std::move(message), std::move(remedy), std::move(source)};
@@ -277,7 +294,7 @@ std::vector<Finding> repository_refusals(const profile::Profile& profile, const 
                                          const TargetRow& target, const InstallData& data) {
   std::vector<Finding> out;
   const std::string where = "NVIDIA's " + target.repo_dir + " repository";
-  const int branch = std::stoi(plan.driver.branch);
+  const int branch = branch_number(plan.driver.branch);
   if (plan.driver.source == "distro") {
     const BranchRow* row = data.find_branch(branch);
     if (row != nullptr && (row->kind == "feature" || data.past_end_of_life(*row))) {
@@ -286,7 +303,7 @@ std::vector<Finding> repository_refusals(const profile::Profile& profile, const 
           "Ubuntu's archive keeps server packages of supported LTS and production branches only: "
           "branch " +
               plan.driver.branch + " is " +
-              (row->kind == "feature" ? "a feature branch" : "past its end of life (" + row->end_of_life + ")") +
+              (row->kind == "feature" ? "a feature branch" : "past its end of life (" + end_of_life_words(*row) + ")") +
               ", and its packages are transitional to another branch",
           "choose a supported LTS or production branch",
           row->source + "; packages.ubuntu.com nvidia-graphics-drivers-535-server (transitional)"));

@@ -3,6 +3,7 @@
 // target's repository cannot provide (internal to the install module; pure).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
@@ -44,6 +45,10 @@ std::vector<report::Finding> repository_refusals(const profile::Profile& profile
 /// Notes about the distribution source (its CUDA toolkit is the archive's).
 std::vector<report::Finding> distro_source_notes(const profile::Profile& profile, const InstallPlan& plan,
                                                  const TargetRow& target);
+
+/// A driver branch as a number ("580" -> 580); 0 when it is not one (choose_driver refuses such a branch, so the
+/// plan never gets that far with it).
+int branch_number(std::string_view branch);
 
 /// A failing finding (a refusal).
 report::Finding refusal(std::string id, std::string message, std::string remedy, std::string source = {});

@@ -3,7 +3,10 @@
 // guide's advanced-options.html (`dnf module switch-to nvidia-driver:<stream> --allowerasing`) and
 // version-locking.html (`dnf versionlock '*nvidia*<branch>*'`, python3-dnf-plugin-versionlock).
 
+#include <fnmatch.h>
+
 #include "install/backend.hpp"
+#include "install/choice.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::install {
@@ -24,6 +27,26 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
     if (std::find(a.begin(), a.end(), item) == a.end()) a.push_back(item);
   }
   return a;
+}
+
+/// How CodeReady Builder is enabled on the node, and its repository id.
+struct CrbRepository {
+  std::vector<std::string> enable;
+  std::string id;
+  bool rhui = false;
+};
+
+/// A cloud pay-as-you-go RHEL node gets its repositories from RHUI and is not registered, so
+/// `subscription-manager repos --enable` fails there: the RHUI CodeReady Builder repository the node defines is
+/// enabled with `dnf config-manager` instead (targets.toml crb_rhui). Elsewhere, the target's own command.
+CrbRepository crb_repository(const PlanContext& context) {
+  if (!context.target.crb_rhui.empty() && context.node.dnf_repositories) {
+    const std::string glob = context.expand(context.target.crb_rhui);
+    for (const std::string& id : *context.node.dnf_repositories) {
+      if (fnmatch(glob.c_str(), id.c_str(), 0) == 0) return {{"dnf", "config-manager", "--set-enabled", id}, id, true};
+    }
+  }
+  return {context.expand(context.target.crb), context.expand(context.target.crb_repo), false};
 }
 
 class DnfBackend : public Backend {
@@ -57,10 +80,12 @@ class DnfBackend : public Backend {
     std::vector<Step> out;
     if (context.plan.driver.source != "nvidia") return out;
     if (!context.target.crb.empty()) {
-      const std::string repo = context.expand(context.target.crb_repo);
+      const CrbRepository crb = crb_repository(context);
+      const std::string& repo = crb.id;
       Step step{"install.preflight.crb",
-                "EPEL's packages (dkms among them) need the CodeReady Builder repository (" + repo + ")"};
-      step.commands = {context.expand(context.target.crb)};
+                "EPEL's packages (dkms among them) need the CodeReady Builder repository (" + repo +
+                    (crb.rhui ? ", served by the cloud's Red Hat Update Infrastructure" : "") + ")"};
+      step.commands = {crb.enable};
       step.done_if = {"dnf", "-q", "repolist", "--enabled", repo};
       step.done_if_stdout = repo;
       step.done_if_match = OutputMatch::has_line;
@@ -120,7 +145,8 @@ class DnfBackend : public Backend {
     const std::string& branch = context.plan.driver.branch;
     const DriverRow& row = context.driver;
     const std::string stream = context.expand(row.stream);
-    const bool compute_only = std::stoi(branch) >= context.data.limits.compute_only_from && !row.compute_only.empty();
+    const bool compute_only =
+        branch_number(branch) >= context.data.limits.compute_only_from && !row.compute_only.empty();
     std::vector<std::string> packages = context.expand(compute_only ? row.compute_only : row.packages);
     std::vector<std::string> probed = context.expand(row.verify);
     const FabricRow* fabric = fabric_row(context.data, "dnf", row.origin, branch);
@@ -139,11 +165,17 @@ class DnfBackend : public Backend {
           {"dnf", "-y", "module", "switch-to", "--allowerasing", "nvidia-driver:" + stream + profile});
       step.commands.push_back(install(packages));
     } else {
-      // EL10 has no module streams: the versionlock is replaced by the branch's before installing.
+      // EL10 has no module streams: the versionlock is replaced by the branch's before installing, and each package
+      // is named with the branch's version. A plain `dnf install nvidia-driver-cuda` on a node of another branch is
+      // "already installed" and exits 0 without moving it: the real dnf 4.14 left 580 in place after the lock had
+      // become 590's, while `nvidia-driver-cuda-590.*` moved it up, `-580.*` back down, and changed nothing on a
+      // converged node (docs/install.md "RHEL 10").
       step.commands.push_back(install({k_versionlock_plugin}));
       step.commands.push_back({"dnf", "versionlock", "delete", "*nvidia*"});
       step.commands.push_back({"dnf", "versionlock", "add", "*nvidia*" + branch + "*"});
-      std::vector<std::string> argv = install(packages);
+      std::vector<std::string> versioned;
+      for (const std::string& package : packages) versioned.push_back(package + "-" + branch + ".*");
+      std::vector<std::string> argv = install(versioned);
       argv.insert(argv.begin() + 2, "--allowerasing");
       step.commands.push_back(argv);
     }

@@ -88,6 +88,20 @@ void observe_apt(system::System& system, NodeFacts& node) {
   }
 }
 
+/// The repository ids under /etc/yum.repos.d: the same list `dnf repolist --all` prints, read from the files so a
+/// captured node (--root) gives it too. RHUI's client packages and subscription-manager (redhat.repo) write there.
+std::vector<std::string> dnf_repositories(system::System& system) {
+  const std::string dir = "/etc/yum.repos.d/";
+  std::vector<std::string> out;
+  for (const std::string& name : system.list_directory(dir)) {
+    if (!util::ends_with(name, ".repo")) continue;
+    if (auto text = system.read_file(dir + name)) {
+      for (std::string& id : repo_file_ids(*text)) out.push_back(std::move(id));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 NodeFacts observe_node(system::System& system, const std::string& manager, bool captured) {
@@ -108,6 +122,7 @@ NodeFacts observe_node(system::System& system, const std::string& manager, bool 
   node.containerd = any_exists(system, {"/usr/bin/containerd", "/usr/local/bin/containerd"});
   node.runfile_driver = system.exists("/usr/bin/nvidia-uninstall");
   if (manager == "apt") observe_apt(system, node);
+  if (manager == "dnf") node.dnf_repositories = dnf_repositories(system);
   if (manager == "dnf" && !node.kernel_release.empty()) {
     // The kernel's own package names its headers (Amazon Linux 2023: kernel6.12-devel for the 6.12 kernel).
     if (auto owner =

@@ -168,4 +168,13 @@ Conflicts conflicting_installs(const NodeFacts& node) {
   return out;
 }
 
+std::vector<std::string> repo_file_ids(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view line : util::split_lines(text)) {
+    line = util::trim(line);
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']') out.emplace_back(line.substr(1, line.size() - 2));
+  }
+  return out;
+}
+
 }  // namespace gpuenv::install

@@ -23,6 +23,9 @@ bool graphics_drivers_ppa(std::string_view name, std::string_view text);
 /// True when `apt-key list` shows NVIDIA's retired repository key 7fa2af80.
 bool retired_nvidia_key(std::string_view apt_key_list);
 
+/// The repository ids a dnf .repo file defines (its "[id]" section names), as `dnf repolist --all` lists them.
+std::vector<std::string> repo_file_ids(std::string_view text);
+
 /// What conflicting installation methods mean for the plan: refusals with the command that clears them, and the
 /// fixes gpuenv makes itself (with a note each).
 struct Conflicts {

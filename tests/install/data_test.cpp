@@ -79,6 +79,22 @@ TEST_CASE("install data: the branch table knows every kind and dates", "[install
   CHECK_FALSE((*data)->find_gpu(0x27B8)->open_only);  // L4
 }
 
+TEST_CASE("install data: the production branches NVIDIA lists as ended are past their end of life", "[install][data]") {
+  // https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html, Table 2:
+  // R570 "Production Branch", "End of Life: February 2026"; "All other previous driver branches not listed in the
+  // table above (such as R575, R565, R560, R550, R525, R515, ...) are end of life." (no month).
+  auto data = gpuenv::install::builtin_install_data();
+  REQUIRE(data.has_value());
+  CHECK((*data)->find_branch(570)->end_of_life == "2026-02");
+  for (const int branch : {515, 525, 550, 570}) {
+    INFO(branch);
+    const auto* row = (*data)->find_branch(branch);
+    REQUIRE(row != nullptr);
+    CHECK(row->kind == "production");
+    CHECK((*data)->past_end_of_life(*row));
+  }
+}
+
 TEST_CASE("install state: written and read back, a foreign file is named with the fix", "[install][data]") {
   gpuenv::install::InstallState state{"p", "debian:12/x86_64", {"install.preflight.lock"}, "install.driver", {"b1"},
                                       "t"};

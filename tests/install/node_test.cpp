@@ -152,3 +152,17 @@ TEST_CASE("install node: apt-key's listing of the retired key, the kernel's RPM 
       "FCE3 F60F 4B3D 7FA2 AF80\nuid           [ unknown] cudatools <cudatools@nvidia.com>\n");
   CHECK(gpuenv::install::observe_node(fake, "apt").retired_key);
 }
+
+TEST_CASE("install node: the dnf repository ids the node defines, from /etc/yum.repos.d", "[install][node]") {
+  // What `dnf repolist --all` lists: every section of every .repo file in reposdir. A RHUI node's client package
+  // defines the CodeReady Builder repository there (disabled), which the plan then enables (targets.toml crb_rhui).
+  FakeSystem fake;
+  fake.files["/etc/yum.repos.d/redhat-rhui.repo"] =
+      "[rhel-9-baseos-rhui-rpms]\nname=BaseOS\nenabled=1\n\n[codeready-builder-for-rhel-9-rhui-rpms]\nenabled=0\n";
+  fake.files["/etc/yum.repos.d/notes.txt"] = "[not-a-repo]\n";
+  const gpuenv::install::NodeFacts node = gpuenv::install::observe_node(fake, "dnf", true);
+  REQUIRE(node.dnf_repositories.has_value());
+  CHECK(*node.dnf_repositories ==
+        std::vector<std::string>{"rhel-9-baseos-rhui-rpms", "codeready-builder-for-rhel-9-rhui-rpms"});
+  CHECK_FALSE(gpuenv::install::observe_node(fake, "apt", true).dnf_repositories.has_value());
+}
