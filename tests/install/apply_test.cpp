@@ -224,7 +224,10 @@ TEST_CASE("install apply: a failing step stops the run, is named with the log, a
   fake.files[k_state] = fake.written.at(k_state);
   fake.commands[driver_install] = exited(0);
   for (const Step& step : plan.steps) {
-    if (step.id == "install.driver") break;
+    if (step.id == "install.driver") {
+      fake.command_queue[joined(step.done_if)] = {exited(1)};  // still to do, done once it has run
+      break;
+    }
     if (!step.done_if.empty())
       fake.commands[joined(step.done_if)] = exited(0, holding_output(step.done_if_stdout, step.done_if_match));
   }

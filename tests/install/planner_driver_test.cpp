@@ -137,9 +137,9 @@ TEST_CASE("install plan: an NVSwitch system gets fabric manager at the driver's 
   CHECK(driver_580->done_if_stdout == "installed:580.");  // the same pin keeps it on the driver's branch
   CHECK(find_step(new_branch, "install.fabric_manager") == nullptr);
   CHECK(find_step(new_branch, "install.services")->commands.at(0) ==
-        std::vector<std::string>{"systemctl", "enable", "nvidia-persistenced", "nvidia-fabricmanager"});
+        std::vector<std::string>{"systemctl", "enable", "nvidia-fabricmanager"});
   CHECK(find_step(new_branch, "install.services.start")->commands.at(0) ==
-        std::vector<std::string>{"systemctl", "start", "nvidia-persistenced", "nvidia-fabricmanager"});
+        std::vector<std::string>{"systemctl", "start", "nvidia-fabricmanager"});
   CHECK(find_step(new_branch, "install.verify")->why.find("fabric.state") != std::string::npos);
 
   const InstallPlan old_branch =

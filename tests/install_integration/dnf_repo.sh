@@ -268,7 +268,7 @@ case_fresh_rerun_switch() {
 }
 
 # An HGX node (NVSwitches on the PCI bus, no GPU driver yet): the stream's fm profile brings fabric manager and NSCQ
-# at the driver's version, and the fabric manager service is enabled with persistenced.
+# at the driver's version, and the fabric manager service is enabled.
 case_fabric_node() {
   local root=$CASE_DIR/root rc bus
   # /sys is not mounted in the root (root.sh): these files are what gpuenv reads as the PCI bus. 0x22a3 is the
