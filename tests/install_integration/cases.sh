@@ -87,7 +87,9 @@ build_repositories() {
     "depends=nvidia-container-toolkit-base (= $TOOLKIT), libnvidia-container-tools (= $TOOLKIT)"
   index_repository "$cuda" "NVIDIA CUDA"
   index_repository "$toolkit"
-  index_repository "$archive"
+  # As Debian's archive labels itself (http://deb.debian.org/debian/dists/bookworm/InRelease): the branch pin's first
+  # record selects it by this Origin (case archive_copies); apt refuses a repository whose Origin changes later.
+  index_repository "$archive" Debian Debian
   standin "$pool" cudnn9-cuda-12 "$CUDNN-1" "depends=libcudnn9-cuda-12" postinst=fail
   standin "$pool" gpuenv-test-interrupted 1.0-1 postinst=flag
 }
