@@ -166,10 +166,11 @@ class DnfBackend : public Backend {
       step.commands.push_back(install(packages));
     } else {
       // EL10 has no module streams: the versionlock is replaced by the branch's before installing, and each package
-      // is named with the branch's version. A plain `dnf install nvidia-driver-cuda` on a node of another branch is
-      // "already installed" and exits 0 without moving it: the real dnf 4.14 left 580 in place after the lock had
-      // become 590's, while `nvidia-driver-cuda-590.*` moved it up, `-580.*` back down, and changed nothing on a
-      // converged node (docs/install.md "RHEL 10").
+      // is named with the branch's version. A bare `dnf install nvidia-driver-cuda` on a node of another branch is
+      // "already installed" and exits 0 without moving it (with best=False; with best=True, RHEL's dnf.conf, it
+      // moves up but never down): with the real dnf 4.14 a node at 590 stayed at 590 under 580's lock, while
+      // `nvidia-driver-cuda-580.*` moved it down, `-590.*` up, and a converged node saw no transaction
+      // (tests/install_integration el10_versionlock).
       step.commands.push_back(install({k_versionlock_plugin}));
       step.commands.push_back({"dnf", "versionlock", "delete", "*nvidia*"});
       step.commands.push_back({"dnf", "versionlock", "add", "*nvidia*" + branch + "*"});

@@ -157,7 +157,7 @@ TEST_CASE("install plan: RHEL 10 replaces the versionlock and uses the rhel10 ke
             {"dnf", "versionlock", "delete", "*nvidia*"},
             {"dnf", "versionlock", "add", "*nvidia*580*"},
             // Named with the branch's version: a bare name is "already installed" on a node of another branch
-            // (the real dnf 4.14 left 580 in place under 590's lock; docs/install.md "RHEL 10").
+            // (the real dnf 4.14 left 590 in place under 580's lock; tests/install_integration el10_versionlock).
             {"dnf", "-y", "--allowerasing", "install", "nvidia-driver-cuda-580.*", "kmod-nvidia-open-dkms-580.*"}});
   const Step* key = find_step(p, "install.repo.cuda_key");
   REQUIRE(key != nullptr);
