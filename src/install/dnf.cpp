@@ -5,6 +5,8 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+
 #include "install/backend.hpp"
 #include "install/choice.hpp"
 #include "util/strings.hpp"
@@ -36,6 +38,16 @@ struct CrbRepository {
   bool rhui = false;
 };
 
+/// A repository id that can only be read as one by dnf: letters, digits, '.', '_', ':', '-', not starting with '-'
+/// (never an option, whatever a .repo file's section says).
+bool plain_repository_id(const std::string& id) {
+  if (id.empty() || id.front() == '-') return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == ':' || c == '-';
+  });
+}
+
 /// A cloud pay-as-you-go RHEL node gets its repositories from RHUI and is not registered, so
 /// `subscription-manager repos --enable` fails there: the RHUI CodeReady Builder repository the node defines is
 /// enabled with `dnf config-manager` instead (targets.toml crb_rhui). Elsewhere, the target's own command.
@@ -43,7 +55,8 @@ CrbRepository crb_repository(const PlanContext& context) {
   if (!context.target.crb_rhui.empty() && context.node.dnf_repositories) {
     const std::string glob = context.expand(context.target.crb_rhui);
     for (const std::string& id : *context.node.dnf_repositories) {
-      if (fnmatch(glob.c_str(), id.c_str(), 0) == 0) return {{"dnf", "config-manager", "--set-enabled", id}, id, true};
+      if (plain_repository_id(id) && fnmatch(glob.c_str(), id.c_str(), 0) == 0)
+        return {{"dnf", "config-manager", "--set-enabled", id}, id, true};
     }
   }
   return {context.expand(context.target.crb), context.expand(context.target.crb_repo), false};

@@ -142,9 +142,9 @@ TEST_CASE("install plan: CodeReady Builder on cloud pay-as-you-go RHEL is the no
        {"rhel-9-for-x86_64-baseos-rpms", "codeready-builder-for-rhel-9-x86_64-rpms"},
        "subscription-manager repos --enable codeready-builder-for-rhel-9-x86_64-rpms",
        "codeready-builder-for-rhel-9-x86_64-rpms"},
-      // Another major's RHUI repository is not this one.
+      // Another major's RHUI repository is not this one; an id that dnf would read as an option is never used.
       {"9",
-       {"codeready-builder-for-rhel-8-rhui-rpms"},
+       {"codeready-builder-for-rhel-8-rhui-rpms", "--setopt=x-codeready-builder-for-rhel-9-x-rhui-rpms"},
        "subscription-manager repos --enable codeready-builder-for-rhel-9-x86_64-rpms",
        "codeready-builder-for-rhel-9-x86_64-rpms"},
   };

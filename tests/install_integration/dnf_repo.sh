@@ -227,6 +227,18 @@ write_el10_profile() {
     "$2" "$2" >"$1/etc/gpuenv/profile.toml"
 }
 
+# expect_rerun_changes_nothing LABEL: gpuenv again (run "rerun") on the converged case root: exit 0, changed=false,
+# no dnf install or stream switch in its log, no new dnf transaction.
+expect_rerun_changes_nothing() {
+  local label=$1 root=$CASE_DIR/root history rc
+  history=$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)
+  rc=$(dnf_apply rerun)
+  expect_equal "$label exits 0" "$rc" 0
+  expect_equal "$label: changed=false" "$(json "$CASE_DIR/rerun.json" .changed)" false
+  expect "$label: no dnf install in the log" lacks "$root/var/log/gpuenv/rerun.log" ' \$ dnf .*(install|switch-to)'
+  expect_equal "$label: dnf made no transaction" "$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)" "$history"
+}
+
 # rpm_version PACKAGE: the version of PACKAGE in the installroot ("absent" when not installed).
 rpm_version() { in_root "$CASE_DIR/root" rpm -q --qf '%{VERSION}' "$1" 2>/dev/null || echo absent; }
 
@@ -247,13 +259,8 @@ case_fresh_rerun_switch() {
     contains <(in_root "$root" dnf -q module list --enabled nvidia-driver 2>/dev/null) '580-open +(\[d\])?\[e\]'
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_dnf_run fresh
 
-  local failures_before=$FAILURES history
-  history=$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)
-  rc=$(dnf_apply rerun)
-  expect_equal "re-run exits 0" "$rc" 0
-  expect_equal "re-run: changed=false" "$(json "$CASE_DIR/rerun.json" .changed)" false
-  expect "re-run: no dnf install in the log" lacks "$root/var/log/gpuenv/rerun.log" ' \$ dnf .*(install|switch-to)'
-  expect_equal "re-run: dnf made no transaction" "$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)" "$history"
+  local failures_before=$FAILURES
+  expect_rerun_changes_nothing "re-run"
   [ "$FAILURES" -eq "$failures_before" ] || show_dnf_run rerun
 
   failures_before=$FAILURES
@@ -310,12 +317,8 @@ case_el10_versionlock() {
   expect "EL10 fresh install: the versionlock list holds branch 580" contains "$lock" '^nvidia-driver-cuda-3:580\.'
   [ "$FAILURES" -eq "$CASE_FAILURES" ] || show_dnf_run fresh
 
-  local failures_before=$FAILURES history
-  history=$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)
-  rc=$(dnf_apply rerun)
-  expect_equal "EL10 re-run exits 0" "$rc" 0
-  expect_equal "EL10 re-run: changed=false" "$(json "$CASE_DIR/rerun.json" .changed)" false
-  expect_equal "EL10 re-run: dnf made no transaction" "$(in_root "$root" dnf -q history list 2>/dev/null | wc -l)" "$history"
+  local failures_before=$FAILURES
+  expect_rerun_changes_nothing "EL10 re-run"
   [ "$FAILURES" -eq "$failures_before" ] || show_dnf_run rerun
 
   local branch version
