@@ -42,9 +42,17 @@ bool is_gpuenv_reason(std::string_view reason);
 /// replace it with its own on a NOT READY node.
 bool is_slurm_availability_reason(std::string_view reason);
 
-/// The state flag that puts the node outside gpuenv's reach ("FAIL", "MAINTENANCE", "REBOOT_REQUESTED",
-/// "REBOOT_ISSUED", "POWER_DOWN", ...), or "" when there is none.
+/// The state flags that put the node outside gpuenv's reach ("FAIL", "MAINTENANCE", "REBOOT_REQUESTED",
+/// "REBOOT_ISSUED", "POWER_DOWN", ...), in the order the state names them; empty when there is none.
+std::vector<std::string> held_states(const SlurmNode& node);
+
+/// The first of held_states, or "" when there is none.
 std::string held_state(const SlurmNode& node);
+
+/// True when the node is in a reboot Slurm issued (REBOOT_ISSUED, no other held flag) and its reason is Slurm's own
+/// ("Reboot ASAP", "reboot requested", "... : reboot issued"), gpuenv's, or none: the one held state a NOT READY
+/// check drains, as NHC's node-mark-offline does, so the node does not register back into service.
+bool is_rebooting_without_owner(const SlurmNode& node);
 
 /// True when jobs run on the node (ALLOCATED or MIXED, or COMPLETING).
 bool is_busy(const SlurmNode& node);

@@ -40,6 +40,7 @@ struct ClusterConfig {
   int return_to_service = 2;
   int slurmd_timeout = 300;    ///< Slurm's default; slurmctld pings every third of it and marks a node DOWN after it
   std::string reboot_program;  ///< RebootProgram (none when empty); `scontrol reboot` needs one
+  int resume_timeout = 60;     ///< how long slurmctld waits for an issued reboot before "reboot timed out"
 };
 
 /// A one-node Slurm cluster in a temporary directory; the destructor stops every daemon it started. Its
@@ -95,6 +96,10 @@ class SlurmCluster {
     write_text(m_dir / "tree", gpuenv::testing::fixture_path("hosts/" + tree) + "\n");
   }
   bool start_slurmd() { return start_daemon({"slurmd", "-f", conf().string()}).exit_code == 0; }
+  /// Starts slurmd as if the machine had just booted: `-b` "Report node rebooted when daemon restarted. Used for
+  /// testing purposes." (slurmd(8); get_mach_stat.c get_up_time counts the uptime from the daemon's start), so
+  /// slurmctld sees a boot newer than the reboot it issued and completes it (node_mgr.c waiting_for_node_boot).
+  bool start_slurmd_rebooted() { return start_daemon({"slurmd", "-b", "-f", conf().string()}).exit_code == 0; }
   void stop_slurmd() { stop(m_dir / "slurmd.pid"); }
 
   /// Polls the node every 250 ms until `done` holds or `seconds` pass; the last state seen.
@@ -156,6 +161,7 @@ class SlurmCluster {
            "ReturnToService=" +
            std::to_string(m_config.return_to_service) + "\nSlurmdTimeout=" + std::to_string(m_config.slurmd_timeout) +
            (m_config.reboot_program.empty() ? "" : "\nRebootProgram=" + m_config.reboot_program) +
+           "\nResumeTimeout=" + std::to_string(m_config.resume_timeout) +
            "\nHealthCheckProgram=" + health_check_program().string() +
            "\nHealthCheckInterval=3600\nHealthCheckNodeState=ANY\nNodeName=" + m_node +
            " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
@@ -386,42 +392,128 @@ TEST_CASE("slurm: an operator's FAIL and a maintenance reservation survive faili
   CHECK(cluster.scontrol({"delete", "reservation", "gpuenv_maint"}).exit_code == 0);
 }
 
-TEST_CASE("slurm: a node Slurm is rebooting (scontrol reboot) is left alone by failing and healthy checks",
+TEST_CASE("slurm: a node back NOT READY from scontrol reboot stays drained, an operator's reboot reason is kept",
           "[fleet][slurm][integration][system-test]") {
-  // `scontrol reboot` puts REBOOT_REQUESTED on the node and, once slurmctld issues it, REBOOT_ISSUED (Slurm 22.05
-  // proc_req.c _slurm_rpc_reboot_nodes, node_mgr.c). What happens to the node then is Slurm's (its nextstate, the
-  // reboot's registration): gpuenv neither drains nor resumes it. RebootProgram is /bin/true here, so slurmd "reboots"
-  // without rebooting and the node stays in the reboot state while the checks run.
+  // `scontrol reboot` makes the node REBOOT_REQUESTED and, once slurmctld sends the reboot, DOWN+REBOOT_ISSUED with
+  // " : reboot issued" after its reason (Slurm 22.05.8 proc_req.c _slurm_rpc_reboot_nodes, controller.c
+  // _queue_reboot_msg). The rebooted slurmd runs the health check before it registers (slurmd.c
+  // run_script_health_check, then _registration_engine), and the registration returns the node to service
+  // (node_mgr.c validate_node_specs, `IS_NODE_REBOOT_ISSUED` branch): a NOT READY node must be drained in that check,
+  // as NHC's node-mark-offline `boot*` branch does (mej/nhc, SchedMD bug 6391). RebootProgram is /bin/true, so the
+  // test "reboots" slurmd itself with `slurmd -b`; ResumeTimeout is long so a slow run (ASan) is never "reboot timed
+  // out". Every wait polls the node's state with a bound; none sleeps.
   if (const std::string why = why_no_slurm(); !why.empty()) {
     WARN("SKIPPED: " << why);
     return;
   }
   TempDir dir;
-  ClusterConfig config;
-  config.reboot_program = "/bin/true";
+  ClusterConfig config{1, 300, "/bin/true", 600};
   SlurmCluster cluster(dir.path(), config);
   cluster.set_tree("healthy-8xh100");
   if (const std::string why = cluster.start(); !why.empty()) {
     WARN("SKIPPED: Slurm did not start: " << why);
     return;
   }
-  const auto asked = cluster.scontrol({"reboot", "Reason=firmware update", cluster.node()});
+  const auto has = [](const char* flag) {
+    return [flag](const gpuenv::fleet::SlurmNode& n) {
+      for (std::string_view f : gpuenv::util::split(n.state, '+'))
+        if (f == flag) return true;
+      return false;
+    };
+  };
+  const auto registered = [&has](const gpuenv::fleet::SlurmNode& n) {
+    return !has("REBOOT_ISSUED")(n) && !has("REBOOT_REQUESTED")(n) && !has("NOT_RESPONDING")(n);
+  };
+
+  // A plain `scontrol reboot`: Slurm's own reason.
+  auto asked = cluster.scontrol({"reboot", cluster.node()});
   INFO(asked.out << asked.err);
   REQUIRE(asked.exit_code == 0);
-  auto node = cluster.wait_for([](const auto& n) { return gpuenv::util::contains(n.state, "REBOOT"); }, 20);
+  auto node = cluster.wait_for(has("REBOOT_ISSUED"), 60);
   INFO(cluster.slurmctld_log());
   REQUIRE(node);
-  REQUIRE(gpuenv::util::contains(node->state, "REBOOT"));
-  const std::string reason = node->reason;
-  for (const char* tree : {"no-driver", "healthy-8xh100"}) {
-    const auto check = health_check(cluster, tree);
-    INFO(tree << ": " << check.run.out << check.run.err);
-    CHECK(gpuenv::util::contains(check.run.out, "held by the operator or Slurm, left alone"));
-    node = cluster.show();
-    REQUIRE(node);
-    INFO(node->state << " / " << node->reason);
-    if (!gpuenv::util::contains(node->state, "REBOOT")) break;  // Slurm moved on by itself (reboot timed out)
-    CHECK(node->reason == reason);
-    CHECK_FALSE(gpuenv::fleet::is_gpuenv_reason(node->reason));
+  REQUIRE(has("REBOOT_ISSUED")(*node));
+  CHECK(node->reason == "reboot requested : reboot issued");
+  // Healthy in the middle of the reboot: nothing is resumed or changed.
+  const auto good = health_check(cluster, "healthy-8xh100");
+  INFO(good.run.out << good.run.err);
+  CHECK(gpuenv::util::contains(good.run.out, "held by the operator or Slurm, left alone"));
+
+  // The node comes back with a broken driver: slurmd's own check drains it before it registers, and it stays out.
+  cluster.set_tree("no-driver");
+  cluster.stop_slurmd();
+  REQUIRE(cluster.start_slurmd_rebooted());
+  node = cluster.wait_for(registered, 60);
+  INFO(cluster.slurmd_log());
+  REQUIRE(node);
+  INFO(node->state << " / " << node->reason);
+  REQUIRE(registered(*node));
+  CHECK(gpuenv::util::contains(cluster.slurmctld_log(), "returned to service"));  // the reboot completed
+  CHECK(gpuenv::util::contains(cluster.slurmd_log(), "health_check failed: rc:1 output:NOT READY"));
+  CHECK(has("DRAIN")(*node));
+  CHECK(gpuenv::util::starts_with(node->reason, "gpuenv: NOT READY: driver.kernel_module"));
+  // Healthy again: gpuenv's drain is resumed.
+  const auto resumed = health_check(cluster, "healthy-8xh100");
+  INFO(resumed.run.out << resumed.run.err);
+  CHECK(resumed.run.exit_code == 0);
+  node = cluster.show();
+  REQUIRE(node);
+  CHECK_FALSE(gpuenv::fleet::is_unavailable(*node));
+
+  // A reboot the operator gave a reason: their words are kept through failing checks.
+  asked = cluster.scontrol({"reboot", "Reason=firmware update", cluster.node()});
+  INFO(asked.out << asked.err);
+  REQUIRE(asked.exit_code == 0);
+  node = cluster.wait_for(has("REBOOT_ISSUED"), 60);
+  REQUIRE(node);
+  REQUIRE(has("REBOOT_ISSUED")(*node));
+  const auto bad = health_check(cluster, "no-driver");
+  INFO(bad.run.out << bad.run.err);
+  CHECK(gpuenv::util::contains(bad.run.out, "held by the operator or Slurm, left alone"));
+  node = cluster.show();
+  REQUIRE(node);
+  CHECK(node->reason == "firmware update : reboot issued");
+}
+
+TEST_CASE("slurm: under --strict an application Xid an earlier job left does not drain an idle node",
+          "[fleet][slurm][integration][system-test]") {
+  // Xid 13 is NVIDIA's RESTART_APP bucket (data/xid.toml: node_action restart_job; NVIDIA Xid catalog, "Graphics
+  // Engine Exception"): the job that caused it is the one to restart. The kernel log keeps the line until the next
+  // boot, so once that job has ended the node is idle and every later check still sees it; draining it there would
+  // keep a healthy node out of service until a reboot. The line is a real one (tests/fixtures/probe/errors/
+  // dmesg-decode-iso_xid-13-and-43.log, line 3) in the tree's syslog format.
+  if (const std::string why = why_no_slurm(); !why.empty()) {
+    WARN("SKIPPED: " << why);
+    return;
   }
+  TempDir dir;
+  const fs::path tree = dir.path() / "xid13";
+  fs::copy(gpuenv::testing::fixture_path("hosts/healthy-8xh100"), tree, fs::copy_options::recursive);
+  {
+    std::ofstream log(tree / "var/log/kern.log", std::ios::app);
+    log << "Mar  3 10:41:44 gpu-node kernel: [ 5376.283575] NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', "
+           "name=<unknown>, Graphics SM Warp Exception on (GPC 9, TPC 1, SM 1): Out Of Range Address\n";
+  }
+  fs::create_directories(dir.path() / "cluster");
+  SlurmCluster cluster(dir.path() / "cluster");
+  cluster.set_tree("healthy-8xh100");
+  if (const std::string why = cluster.start(); !why.empty()) {
+    WARN("SKIPPED: Slurm did not start: " << why);
+    return;
+  }
+  REQUIRE(cluster.wait_for([](const auto& n) { return !gpuenv::fleet::is_unavailable(n); }, 10));
+  const auto run = gpuenv::testing::run_gpuenv({"doctor", "--root", tree.string(), "--nvidia-smi-xml",
+                                                gpuenv::testing::fixture_path("hosts/healthy-8xh100.nvidia-smi.xml"),
+                                                "--slurm", "--strict", "--slurm-node", cluster.node()},
+                                               {{"SLURM_CONF", cluster.conf().string()}});
+  INFO(run.out << run.err);
+  // Still reported: DEGRADED under --strict exits 1, with the Xid and its action in the line.
+  CHECK(run.exit_code == 1);
+  CHECK(gpuenv::util::starts_with(run.out, "DEGRADED: xid.events: Xid 13"));
+  CHECK(gpuenv::util::contains(run.out, "[restart_job]"));
+  const auto node = cluster.show();
+  REQUIRE(node);
+  INFO(node->state << " / " << node->reason);
+  CHECK_FALSE(gpuenv::fleet::is_unavailable(*node));
+  CHECK(node->reason.empty());
 }
