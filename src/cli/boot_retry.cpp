@@ -5,7 +5,7 @@
 namespace gpuenv::cli {
 
 int retry_during_boot(system::System& system, std::chrono::seconds until_uptime,
-                      const std::function<bool(int)>& attempt) {
+                      const std::function<bool(int)>& attempt, const std::function<void(int)>& before_wait) {
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
   const auto uptime = probe::uptime_seconds(system);
@@ -15,6 +15,7 @@ int retry_during_boot(system::System& system, std::chrono::seconds until_uptime,
     if (attempt(tries)) return tries;
     const auto up_at_next = up_at_start + duration_cast<milliseconds>(system.now() - start) + k_boot_retry_interval;
     if (!uptime || up_at_next >= until_uptime) return tries;
+    before_wait(tries);
     system.sleep_for(k_boot_retry_interval);
   }
 }

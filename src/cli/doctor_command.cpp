@@ -317,16 +317,18 @@ util::Expected<doctor::DoctorReport> run_doctor_at_boot(Context& context, system
                                                         const doctor::DoctorRequest& request,
                                                         const DoctorOptions& options) {
   util::Expected<doctor::DoctorReport> report = util::Error::internal("doctor did not run");
-  const auto once = [&](int tries) {
+  const auto once = [&](int) {
     report = doctor::run_doctor(target, request);
     if (!report) return true;  // an error is not a node that may still be starting
     if (options.root.empty()) add_history_finding(context.system, options.watch_db, *report);
-    if (report->verdict != report::Verdict::not_ok || options.boot_retry_s <= 0 || options.slurm) return true;
-    context.err << "gpuenv doctor: try " << tries << ": " << doctor_oneline(*report);
-    return false;
+    return report->verdict != report::Verdict::not_ok || options.boot_retry_s <= 0 || options.slurm;
+  };
+  const auto log_try = [&](int tries) {
+    context.err << "gpuenv doctor: try " << tries << ", again in " << k_boot_retry_interval.count()
+                << " s: " << doctor_oneline(*report);
   };
   const auto until = std::chrono::seconds(static_cast<long long>(options.boot_retry_s));
-  if (const int tries = retry_during_boot(context.system, until, once); tries > 1 && report)
+  if (const int tries = retry_during_boot(context.system, until, once, log_try); tries > 1 && report)
     context.err << "gpuenv doctor: " << doctor::verdict_word(report->verdict) << " after " << tries << " tries\n";
   return report;
 }

@@ -16,6 +16,24 @@ std::string strip_reason_stamp(std::string_view reason) {
   return std::string(util::trim(reason));
 }
 
+/// True when the state carries DRAIN (DRAIN, DRAINING, DRAINED): DOWN alone is cleared at registration.
+bool is_drained(const SlurmNode& node) {
+  for (std::string_view flag : util::split(node.state, '+'))
+    if (util::starts_with(flag, "DRAIN")) return true;
+  return false;
+}
+
+/// Slurm's reboot reasons (Slurm 22.05.8 src/slurmctld/proc_req.c _slurm_rpc_reboot_nodes: "Reboot ASAP" and
+/// "reboot requested" when `scontrol reboot` is given no Reason=; controller.c _queue_reboot_msg then
+/// set_node_reboot_reason(node, "reboot issued"), which appends " : reboot issued" to a reason already there,
+/// node_mgr.c set_node_reboot_reason) -> the reason as `scontrol reboot` wrote it, without the suffix.
+std::string_view without_reboot_issued(std::string_view reason) {
+  static constexpr std::string_view k_issued = " : reboot issued";
+  if (reason == "reboot issued") return "";
+  if (util::ends_with(reason, k_issued)) return reason.substr(0, reason.size() - k_issued.size());
+  return reason;
+}
+
 }  // namespace
 
 util::Expected<SlurmNode> parse_scontrol_show_node(std::string_view text) {
@@ -36,6 +54,8 @@ util::Expected<SlurmNode> parse_scontrol_show_node(std::string_view text) {
       } else if (!has_state && util::starts_with(token, "State=")) {
         node.state = std::string(token.substr(6));
         has_state = true;
+      } else if (util::starts_with(token, "NextState=")) {
+        node.next_state = std::string(token.substr(10));
       }
     }
   }
@@ -52,33 +72,7 @@ bool is_unavailable(const SlurmNode& node) {
   return false;
 }
 
-namespace {
-
-/// True when the state carries DRAIN (DRAIN, DRAINING, DRAINED): DOWN alone is cleared at registration.
-bool is_drained(const SlurmNode& node) {
-  for (std::string_view flag : util::split(node.state, '+'))
-    if (util::starts_with(flag, "DRAIN")) return true;
-  return false;
-}
-
-}  // namespace
-
 bool is_gpuenv_reason(std::string_view reason) { return util::starts_with(reason, k_slurm_reason_prefix); }
-
-namespace {
-
-/// Slurm's reboot reasons (Slurm 22.05.8 src/slurmctld/proc_req.c _slurm_rpc_reboot_nodes: "Reboot ASAP" and
-/// "reboot requested" when `scontrol reboot` is given no Reason=; controller.c _queue_reboot_msg then
-/// set_node_reboot_reason(node, "reboot issued"), which appends " : reboot issued" to a reason already there,
-/// node_mgr.c set_node_reboot_reason) -> the reason as `scontrol reboot` wrote it, without the suffix.
-std::string_view without_reboot_issued(std::string_view reason) {
-  static constexpr std::string_view k_issued = " : reboot issued";
-  if (reason == "reboot issued") return "";
-  if (util::ends_with(reason, k_issued)) return reason.substr(0, reason.size() - k_issued.size());
-  return reason;
-}
-
-}  // namespace
 
 bool is_slurm_availability_reason(std::string_view reason) {
   // Slurm 22.05.8: "Not responding" (ping_nodes.c, set_node_down), "reboot requested" and "Reboot ASAP"
@@ -121,8 +115,10 @@ bool is_rebooting_without_owner(const SlurmNode& node) {
   // gpuenv's: what the health check slurmd runs before it registers after `scontrol reboot` sees (slurmd.c
   // run_script_health_check, then the registration thread). LBNL NHC drains here too, so that "jobs can't run until
   // NHC onlines the node" (mej/nhc helpers/node-mark-offline, the `boot*` branch; SchedMD bug 6391).
+  // Not `scontrol reboot nextstate=DOWN`: the registration leaves that node DOWN with "reboot complete" for the
+  // operator (node_mgr.c validate_node_specs), and a gpuenv reason there would let a later healthy check resume it.
   const auto held = held_states(node);
-  if (held.size() != 1 || held.front() != "REBOOT_ISSUED") return false;
+  if (held.size() != 1 || held.front() != "REBOOT_ISSUED" || node.next_state == "DOWN") return false;
   return node.reason.empty() || is_slurm_availability_reason(node.reason) || is_gpuenv_reason(node.reason);
 }
 

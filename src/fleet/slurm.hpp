@@ -24,8 +24,9 @@ inline constexpr std::string_view k_slurm_reason_prefix = "gpuenv:";
 /// A node as `scontrol show node NAME` prints it (the fields the decision needs).
 struct SlurmNode {
   std::string name;
-  std::string state;   ///< "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", ...
-  std::string reason;  ///< without the trailing " [user@time]"; empty when the node has none
+  std::string state;       ///< "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", ...
+  std::string reason;      ///< without the trailing " [user@time]"; empty when the node has none
+  std::string next_state{};  ///< "RESUME", "DOWN", ... after `scontrol reboot` (NextState=); empty when none
 };
 
 /// Parses the multi-line `scontrol show node NAME` output; an input Error when it has no NodeName= or State=.
@@ -49,9 +50,10 @@ std::vector<std::string> held_states(const SlurmNode& node);
 /// The first of held_states, or "" when there is none.
 std::string held_state(const SlurmNode& node);
 
-/// True when the node is in a reboot Slurm issued (REBOOT_ISSUED, no other held flag) and its reason is Slurm's own
-/// ("Reboot ASAP", "reboot requested", "... : reboot issued"), gpuenv's, or none: the one held state a NOT READY
-/// check drains, as NHC's node-mark-offline does, so the node does not register back into service.
+/// True when the node is in a reboot Slurm issued (REBOOT_ISSUED, no other held flag) that does not end DOWN
+/// (`nextstate=DOWN`) and its reason is Slurm's own ("Reboot ASAP", "reboot requested", "... : reboot issued"),
+/// gpuenv's, or none: the one held state a NOT READY check drains, as NHC's node-mark-offline does, so the node does
+/// not register back into service.
 bool is_rebooting_without_owner(const SlurmNode& node);
 
 /// True when jobs run on the node (ALLOCATED or MIXED, or COMPLETING).

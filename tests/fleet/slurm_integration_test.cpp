@@ -460,6 +460,50 @@ TEST_CASE("slurm: a node back NOT READY from scontrol reboot stays drained, an o
   REQUIRE(node);
   CHECK_FALSE(gpuenv::fleet::is_unavailable(*node));
 
+  // `reboot ASAP` sets NextState=RESUME, and with a next state Slurm 22.05 clears DRAIN at the reboot's registration
+  // whatever the reason (node_mgr.c validate_node_specs: `if (node_ptr->next_state != NO_VAL) node_flags &=
+  // (~NODE_STATE_DRAIN)`): gpuenv's drain before it is lost. The gap docs/fleet.md names, shown here so that the
+  // documentation follows the engine if a release changes it.
+  asked = cluster.scontrol({"reboot", "ASAP", cluster.node()});
+  INFO(asked.out << asked.err);
+  REQUIRE(asked.exit_code == 0);
+  node = cluster.wait_for(has("REBOOT_ISSUED"), 60);
+  REQUIRE(node);
+  REQUIRE(has("REBOOT_ISSUED")(*node));
+  CHECK(node->reason == "Reboot ASAP : reboot issued");
+  cluster.stop_slurmd();
+  REQUIRE(cluster.start_slurmd_rebooted());
+  node = cluster.wait_for(registered, 60);
+  REQUIRE(node);
+  INFO(node->state << " / " << node->reason);
+  REQUIRE(registered(*node));
+  CHECK_FALSE(has("DRAIN")(*node));
+
+  // `reboot nextstate=DOWN`: the registration leaves the node DOWN with "reboot complete" for the operator; gpuenv
+  // writes nothing there, so no later healthy check of its own resumes it.
+  asked = cluster.scontrol({"reboot", "nextstate=DOWN", cluster.node()});
+  INFO(asked.out << asked.err);
+  REQUIRE(asked.exit_code == 0);
+  node = cluster.wait_for(has("REBOOT_ISSUED"), 60);
+  REQUIRE(node);
+  REQUIRE(has("REBOOT_ISSUED")(*node));
+  CHECK(node->next_state == "DOWN");
+  cluster.stop_slurmd();
+  REQUIRE(cluster.start_slurmd_rebooted());
+  node = cluster.wait_for(registered, 60);
+  REQUIRE(node);
+  INFO(node->state << " / " << node->reason);
+  REQUIRE(registered(*node));
+  CHECK(has("DOWN")(*node));
+  CHECK(gpuenv::util::ends_with(node->reason, "reboot complete"));
+  CHECK_FALSE(gpuenv::fleet::is_gpuenv_reason(node->reason));
+  const auto after_down = health_check(cluster, "healthy-8xh100");
+  INFO(after_down.run.out << after_down.run.err);
+  node = cluster.show();
+  REQUIRE(node);
+  CHECK(has("DOWN")(*node));
+  REQUIRE(cluster.update({"State=RESUME"}));
+
   // A reboot the operator gave a reason: their words are kept through failing checks.
   asked = cluster.scontrol({"reboot", "Reason=firmware update", cluster.node()});
   INFO(asked.out << asked.err);

@@ -137,6 +137,21 @@ TEST_CASE("slurm decision: a NOT READY node in a reboot Slurm issued is drained 
     // Healthy: the reboot's registration is Slurm's (its nextstate); gpuenv resumes nothing in the middle of it.
     CHECK(decide_slurm_action(NodeHealth::ready, node, "READY").kind == SlurmActionKind::none);
   }
+  // As scontrol prints them (tests/fixtures/fleet, real Slurm 22.05.8 output): `reboot ASAP` is drained over;
+  // `nextstate=DOWN` is left alone, the registration keeps that node DOWN for the operator.
+  const auto asap = parse_scontrol_show_node(read_fixture("fleet/scontrol-show-node-reboot-asap-issued.txt"));
+  REQUIRE(asap);
+  CHECK(asap->state == "DOWN+DRAIN+REBOOT_ISSUED");
+  CHECK(asap->next_state == "RESUME");
+  CHECK(asap->reason == "Reboot ASAP : reboot issued");
+  CHECK(decide_slurm_action(NodeHealth::not_ready, *asap, k_bad_line).kind == SlurmActionKind::drain);
+  const auto down = parse_scontrol_show_node(read_fixture("fleet/scontrol-show-node-reboot-nextstate-down-issued.txt"));
+  REQUIRE(down);
+  CHECK(down->next_state == "DOWN");
+  CHECK(down->reason == "reboot requested : reboot issued");
+  CHECK_FALSE(gpuenv::fleet::is_rebooting_without_owner(*down));
+  CHECK(decide_slurm_action(NodeHealth::not_ready, *down, k_bad_line).kind == SlurmActionKind::none);
+
   // Already drained with the same line: nothing to do.
   const SlurmNode drained{"n1", "DOWN+DRAIN+REBOOT_ISSUED",
                           "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors"};
