@@ -28,7 +28,7 @@ std::string shell_function(const std::string& script, const std::string& name) {
   REQUIRE(start != std::string::npos);
   const std::size_t end = script.find("\n}\n", start + 1);
   REQUIRE(end != std::string::npos);
-  return script.substr(start + 1, end + 2 - start - 1);
+  return script.substr(start + 1, end + 3 - (start + 1));  // through "}\n"
 }
 
 }  // namespace
