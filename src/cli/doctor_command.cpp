@@ -312,7 +312,7 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
 }
 
 /// One doctor run (with watch's history on a live node); under --boot-retry, again every 10 s while NOT READY and
-/// the machine is still booting (cli/boot_retry.hpp), each NOT READY try logged to stderr (the journal).
+/// the machine is still booting (cli/boot_retry.hpp), each wait logged to stderr (the journal).
 util::Expected<doctor::DoctorReport> run_doctor_at_boot(Context& context, system::System& target,
                                                         const doctor::DoctorRequest& request,
                                                         const DoctorOptions& options) {
@@ -333,9 +333,13 @@ util::Expected<doctor::DoctorReport> run_doctor_at_boot(Context& context, system
   return report;
 }
 
+/// Seconds since the epoch, the time reports and feature files carry.
+long long unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
-  const long long now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  long long now = unix_now();
   if (!options.from_report.empty()) return run_from_report(context, options, now);
   const bool asks_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
   if (asks_metadata && !options.root.empty()) {
@@ -397,6 +401,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   }
   auto report = run_doctor_at_boot(context, *target, request, options);
   if (!report) return report_error(context, report.error());
+  now = unix_now();  // the last try's time: --boot-retry may have taken minutes
 
   if (auto written = write_outputs(context, options, *report, now); !written)
     return report_error(context, written.error());
