@@ -42,6 +42,13 @@ bool has_flag(const gpuenv::fleet::SlurmNode& node, std::string_view flag) {
   return false;
 }
 
+/// How many times `needle` occurs in `text`.
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t found = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++found;
+  return found;
+}
+
 /// The error's message, or "" when there is none.
 std::string error_text(const gpuenv::util::Expected<gpuenv::fleet::SlurmNode>& node) {
   return node ? "" : node.error().message;
@@ -128,7 +135,11 @@ class SlurmCluster {
 
   /// `scontrol reboot ARGS NODE`; the node once slurmctld has issued the reboot (REBOOT_ISSUED), polled for up to
   /// 60 s, or an Error when the request fails or the reboot is not issued by then.
+  /// Also waits until slurmd has taken the reboot request (its log says so): a slurmd restarted before that would be
+  /// sent the request again after it registered, and slurmctld would wait for yet another boot.
   gpuenv::util::Expected<gpuenv::fleet::SlurmNode> reboot(std::vector<std::string> args) const {
+    const auto requests_taken = [this] { return count(slurmd_log(), "Node reboot request being processed"); };
+    const std::size_t taken_before = requests_taken();
     args.insert(args.begin(), "reboot");
     args.push_back(m_node);
     if (const auto asked = scontrol(args); asked.exit_code != 0)
@@ -136,6 +147,11 @@ class SlurmCluster {
     auto node = wait_for([](const auto& n) { return has_flag(n, "REBOOT_ISSUED"); }, 60);
     if (node && !has_flag(*node, "REBOOT_ISSUED"))
       return gpuenv::util::Error::input("the reboot was not issued within 60 s: " + node->state, "");
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (requests_taken() == taken_before && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (requests_taken() == taken_before)
+      return gpuenv::util::Error::input("slurmd did not take the reboot request within 60 s", "");
     return node;
   }
 
