@@ -24,8 +24,8 @@ inline constexpr std::string_view k_slurm_reason_prefix = "gpuenv:";
 /// A node as `scontrol show node NAME` prints it (the fields the decision needs).
 struct SlurmNode {
   std::string name;
-  std::string state;       ///< "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", ...
-  std::string reason;      ///< without the trailing " [user@time]"; empty when the node has none
+  std::string state;         ///< "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", ...
+  std::string reason;        ///< without the trailing " [user@time]"; empty when the node has none
   std::string next_state{};  ///< "RESUME", "DOWN", ... after `scontrol reboot` (NextState=); empty when none
 };
 
