@@ -53,10 +53,14 @@ log() {
   printf '%s gpuenv-per-boot: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" | tee -a "$LOG"
 }
 
-# durable_move FROM TO: flush FROM to disk, then rename it over TO (a power cut leaves the old file or the new one).
+# durable_move FROM TO: flush FROM to disk, rename it over TO, then flush TO's directory so that the rename itself is
+# on disk (rename(2) changes the directory, which fsync of the file does not flush: fsync(2) "does not necessarily
+# ensure that the entry in the directory containing the file has also reached disk"). A power cut leaves the old
+# file or the new one. GNU sync FILE fsyncs each FILE, a directory too (coreutils sync.c sync_arg).
 durable_move() {
   sync "$1" 2>/dev/null || sync
-  mv -f "$1" "$2"
+  mv -f "$1" "$2" || return 1
+  sync "$(dirname -- "$2")" 2>/dev/null || sync
 }
 
 # curl_config_ok: GPUENV_CURL_CONFIG (credentials for the download) is a regular file of root's that nobody else

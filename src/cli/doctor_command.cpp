@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cli/boot_retry.hpp"
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
@@ -84,7 +85,8 @@ struct DoctorOptions {
   std::string watch_db = watch::k_default_db;  ///< gpuenv watch's history, read when present
   double timeout_s = 0;                        ///< 0: the tier's deadline, else 45 s
   std::string since = "boot";
-  double memtest = -1;               ///< smoke's --memtest (not given: its default sub-second test)
+  double boot_retry_s = 0;  ///< --boot-retry: try again while NOT READY and the machine is up for less than this
+  double memtest = -1;      ///< smoke's --memtest (not given: its default sub-second test)
   std::vector<std::string> expect;   ///< smoke's --expect ID=VALUE
   std::vector<std::string> minimum;  ///< smoke's --minimum ID=VALUE
 };
@@ -133,22 +135,36 @@ fleet::NodeFeatures node_features(const doctor::DoctorReport& report, const Doct
   return features;
 }
 
-/// True when every warning is one a running job causes: its processes on the GPUs, MIG, or an Xid whose action is
-/// to restart the job (NVIDIA's RESTART_APP bucket: application Xids such as 13 and 31).
+/// True for an Xid whose action is to restart the job (NVIDIA's RESTART_APP bucket: application Xids such as 13 and
+/// 31): the job that caused it is the one to act on, not the node.
+bool is_job_xid(const report::Finding& f) {
+  return (f.id == "xid.events" || f.id == "smoke.xid") && report::action_of(f) == report::Action::restart_job;
+}
+
+/// True when every warning is one a running job causes: its processes on the GPUs, MIG, or a restart_job Xid.
 bool warnings_only_from_jobs(const std::vector<report::Finding>& findings) {
   for (const report::Finding& f : findings) {
     if (f.status != report::Status::warn) continue;
-    if (f.id == "gpu.processes" || f.id == "gpu.mig") continue;
-    if ((f.id == "xid.events" || f.id == "smoke.xid") && report::action_of(f) == report::Action::restart_job) continue;
+    if (f.id == "gpu.processes" || f.id == "gpu.mig" || is_job_xid(f)) continue;
     return false;
   }
   return true;
 }
 
+/// True when the only warnings are restart_job Xids.
+bool warnings_only_job_xids(const std::vector<report::Finding>& findings) {
+  return std::all_of(findings.begin(), findings.end(),
+                     [](const report::Finding& f) { return f.status != report::Status::warn || is_job_xid(f); });
+}
+
 /// Doctor's verdict as the Slurm decision takes it: under --strict, warnings a running job causes do not drain a
-/// busy node (fleet::NodeHealth::degraded_by_jobs).
+/// busy node (fleet::NodeHealth::degraded_by_jobs). A restart_job Xid drains no node, busy or idle: the kernel log
+/// keeps it until the next boot (--since boot), so on an idle node, whose job has ended, it would drain a healthy
+/// node until a reboot, and no check could tell this job's Xid from an earlier one's (docs/fleet.md "Slurm").
 fleet::NodeHealth slurm_health(const doctor::DoctorReport& report, bool strict) {
   if (exits_ok(report.verdict, strict)) return fleet::NodeHealth::ready;
+  if (strict && report.verdict == report::Verdict::degraded && warnings_only_job_xids(report.findings))
+    return fleet::NodeHealth::ready;
   if (strict && report.verdict == report::Verdict::degraded && warnings_only_from_jobs(report.findings))
     return fleet::NodeHealth::degraded_by_jobs;
   return fleet::NodeHealth::not_ready;
@@ -295,9 +311,35 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
   return util::Ok{};
 }
 
+/// One doctor run (with watch's history on a live node); under --boot-retry, again every 10 s while NOT READY and
+/// the machine is still booting (cli/boot_retry.hpp), each wait logged to stderr (the journal).
+util::Expected<doctor::DoctorReport> run_doctor_at_boot(Context& context, system::System& target,
+                                                        const doctor::DoctorRequest& request,
+                                                        const DoctorOptions& options) {
+  util::Expected<doctor::DoctorReport> report = util::Error::internal("doctor did not run");
+  const auto once = [&](int) {
+    report = doctor::run_doctor(target, request);
+    if (!report) return true;  // an error is not a node that may still be starting
+    if (options.root.empty()) add_history_finding(context.system, options.watch_db, *report);
+    return report->verdict != report::Verdict::not_ok || options.boot_retry_s <= 0 || options.slurm;
+  };
+  const auto log_try = [&](int tries) {
+    context.err << "gpuenv doctor: try " << tries << ", again in " << k_boot_retry_interval.count()
+                << " s: " << doctor_oneline(*report);
+  };
+  const auto until = std::chrono::seconds(static_cast<long long>(options.boot_retry_s));
+  if (const int tries = retry_during_boot(context.system, until, once, log_try); tries > 1 && report)
+    context.err << "gpuenv doctor: " << doctor::verdict_word(report->verdict) << " after " << tries << " tries\n";
+  return report;
+}
+
+/// Seconds since the epoch, the time reports and feature files carry.
+long long unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
-  const long long now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  long long now = unix_now();
   if (!options.from_report.empty()) return run_from_report(context, options, now);
   const bool asks_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
   if (asks_metadata && !options.root.empty()) {
@@ -357,9 +399,9 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
     rooted = std::move(*tree);
     target = rooted.get();
   }
-  auto report = doctor::run_doctor(*target, request);
+  auto report = run_doctor_at_boot(context, *target, request, options);
   if (!report) return report_error(context, report.error());
-  if (options.root.empty()) add_history_finding(context.system, options.watch_db, *report);
+  now = unix_now();  // the last try's time: --boot-retry may have taken minutes
 
   if (auto written = write_outputs(context, options, *report, now); !written)
     return report_error(context, written.error());
@@ -454,6 +496,13 @@ void add_doctor_command(CLI::App& app, Action& action) {
                    "NVML, libcuda or a command is cut to the time left, and what it cuts short is a failing "
                    "doctor.deadline finding")
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--boot-retry", options->boot_retry_s,
+                   "While NOT READY and the machine has been up for less than SECONDS (/proc/uptime), run again every "
+                   "10 s (fabric manager or the persistence daemon still starting at boot); later runs, and --slurm "
+                   "(killed by slurmd at 60 s), try once")
+      ->check(CLI::PositiveNumber)
+      ->excludes(from_report);
   command->add_option("--since", options->since,
                       "Kernel-log window: `boot` (default; a log file from its last boot line) or a duration such as "
                       "30m, 6h, 2d (log files by their timestamps)");

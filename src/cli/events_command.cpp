@@ -60,8 +60,8 @@ std::string events_text(const std::vector<watch::StoredEvent>& events) {
   for (const watch::StoredEvent& stored : events) {
     const watch::Event& event = stored.event;
     out += time_text(event.time_ms) + "  " + std::string(report::to_string(event.finding.status)) + "  " +
-           event.finding.id + "  " + gpu_text(event) + "  " + util::clean_host_text(event.finding.message, clean, repairs) +
-           "\n";
+           event.finding.id + "  " + gpu_text(event) + "  " +
+           util::clean_host_text(event.finding.message, clean, repairs) + "\n";
     if (!event.finding.remedy.empty())
       out += "    fix: " + util::clean_host_text(event.finding.remedy, clean, repairs) + "\n";
   }

@@ -98,9 +98,13 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
   per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors", "Uncorrected ECC errors since the driver loaded.",
           [](const GpuSample& g) { return as_double(g.ecc_uncorrected); });
   per_gpu("gpuenv_gpu_remap_pending", "1 when a row remap waits for the next GPU reset.",
-          [](const GpuSample& g) -> std::optional<double> { return g.lost() ? std::nullopt : std::optional<double>(g.remap_pending ? 1 : 0); });
+          [](const GpuSample& g) -> std::optional<double> {
+            return g.lost() ? std::nullopt : std::optional<double>(g.remap_pending ? 1 : 0);
+          });
   per_gpu("gpuenv_gpu_remap_failure", "1 when a row remap failed (the GPU should be replaced).",
-          [](const GpuSample& g) -> std::optional<double> { return g.lost() ? std::nullopt : std::optional<double>(g.remap_failure ? 1 : 0); });
+          [](const GpuSample& g) -> std::optional<double> {
+            return g.lost() ? std::nullopt : std::optional<double>(g.remap_failure ? 1 : 0);
+          });
   per_gpu("gpuenv_gpu_nvlinks_inactive", "NVLinks that exist but are down.",
           [](const GpuSample& g) { return as_double(g.nvlink_inactive); });
   per_gpu("gpuenv_gpu_pcie_replays", "PCIe replays since the driver loaded.",
@@ -121,7 +125,8 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
   per_gpu_by("gpuenv_gpu_remapped_rows", "Rows remapped over the GPU's life, by cause.", "cause",
              [](const GpuSample& g) {
                std::vector<std::pair<std::string, double>> out;
-               if (g.remapped_correctable) out.emplace_back("correctable", static_cast<double>(*g.remapped_correctable));
+               if (g.remapped_correctable)
+                 out.emplace_back("correctable", static_cast<double>(*g.remapped_correctable));
                if (g.remapped_uncorrectable)
                  out.emplace_back("uncorrectable", static_cast<double>(*g.remapped_uncorrectable));
                return out;
@@ -129,9 +134,10 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
   per_gpu_by("gpuenv_gpu_nvlink_errors", "NVLink errors since the driver loaded, summed over active links, by type.",
              "type", [](const GpuSample& g) {
                std::vector<std::pair<std::string, double>> out;
-               for (const auto& [type, value] : {std::pair<const char*, std::optional<std::uint64_t>>{"replay", g.nvlink_replay},
-                                                 {"recovery", g.nvlink_recovery},
-                                                 {"crc", g.nvlink_crc}}) {
+               for (const auto& [type, value] :
+                    {std::pair<const char*, std::optional<std::uint64_t>>{"replay", g.nvlink_replay},
+                     {"recovery", g.nvlink_recovery},
+                     {"crc", g.nvlink_crc}}) {
                  if (value) out.emplace_back(type, static_cast<double>(*value));
                }
                return out;

@@ -16,6 +16,24 @@ std::string strip_reason_stamp(std::string_view reason) {
   return std::string(util::trim(reason));
 }
 
+/// True when the state carries DRAIN (DRAIN, DRAINING, DRAINED): DOWN alone is cleared at registration.
+bool is_drained(const SlurmNode& node) {
+  for (std::string_view flag : util::split(node.state, '+'))
+    if (util::starts_with(flag, "DRAIN")) return true;
+  return false;
+}
+
+/// Slurm's reboot reasons (Slurm 22.05.8 src/slurmctld/proc_req.c _slurm_rpc_reboot_nodes: "Reboot ASAP" and
+/// "reboot requested" when `scontrol reboot` is given no Reason=; controller.c _queue_reboot_msg then
+/// set_node_reboot_reason(node, "reboot issued"), which appends " : reboot issued" to a reason already there,
+/// node_mgr.c set_node_reboot_reason) -> the reason as `scontrol reboot` wrote it, without the suffix.
+std::string_view without_reboot_issued(std::string_view reason) {
+  static constexpr std::string_view k_issued = " : reboot issued";
+  if (reason == "reboot issued") return "";
+  if (util::ends_with(reason, k_issued)) return reason.substr(0, reason.size() - k_issued.size());
+  return reason;
+}
+
 }  // namespace
 
 util::Expected<SlurmNode> parse_scontrol_show_node(std::string_view text) {
@@ -36,6 +54,8 @@ util::Expected<SlurmNode> parse_scontrol_show_node(std::string_view text) {
       } else if (!has_state && util::starts_with(token, "State=")) {
         node.state = std::string(token.substr(6));
         has_state = true;
+      } else if (util::starts_with(token, "NextState=")) {
+        node.next_state = std::string(token.substr(10));
       }
     }
   }
@@ -56,29 +76,50 @@ bool is_gpuenv_reason(std::string_view reason) { return util::starts_with(reason
 
 bool is_slurm_availability_reason(std::string_view reason) {
   // Slurm 22.05.8: "Not responding" (ping_nodes.c, set_node_down), "reboot requested" and "Reboot ASAP"
-  // (proc_req.c _slurm_rpc_reboot_nodes, the defaults when `scontrol reboot` is given no reason): reasons Slurm clears
-  // by itself when the node registers (ReturnToService=1; a reboot's drain), so a NOT READY node must carry gpuenv's.
-  // Not "Node unexpectedly rebooted" (node_mgr.c validate_node_specs) nor "reboot timed out" (check_reboot_nodes):
-  // Slurm keeps those nodes DOWN for an administrator ("If the node was set DOWN for any other reason (low memory,
-  // unexpected reboot, etc.), its state will not automatically be changed", slurm.conf(5) ReturnToService), and
-  // taking them over would let gpuenv's next healthy check resume them. Not "reboot complete": that is the
-  // operator's `scontrol reboot nextstate=DOWN`.
+  // (proc_req.c _slurm_rpc_reboot_nodes, the defaults when `scontrol reboot` is given no reason), with
+  // " : reboot issued" once slurmctld sends the reboot (controller.c _queue_reboot_msg): reasons Slurm clears or
+  // replaces by itself when the node registers (ReturnToService=1; a reboot's registration), so a NOT READY node
+  // must carry gpuenv's. Not "Node unexpectedly rebooted" (node_mgr.c validate_node_specs) nor "reboot timed out"
+  // (check_reboot_nodes): Slurm keeps those nodes DOWN for an administrator ("If the node was set DOWN for any other
+  // reason (low memory, unexpected reboot, etc.), its state will not automatically be changed", slurm.conf(5)
+  // ReturnToService), and taking them over would let gpuenv's next healthy check resume them. Not "reboot
+  // complete": that is the operator's `scontrol reboot nextstate=DOWN`.
   static constexpr std::string_view k_reasons[] = {"Not responding", "reboot requested", "Reboot ASAP"};
+  const std::string_view requested = without_reboot_issued(reason);
+  if (requested.empty()) return reason == "reboot issued";
   for (std::string_view known : k_reasons)
-    if (reason == known) return true;
+    if (requested == known) return true;
   return false;
 }
 
-std::string held_state(const SlurmNode& node) {
+std::vector<std::string> held_states(const SlurmNode& node) {
   // Flags as node_state_string_complete prints them (Slurm 22.05 src/common/slurm_protocol_defs.c node_state_flags;
   // "MAINT" in older releases). FAIL with ALLOCATED is what sinfo calls FAILING.
   static constexpr std::string_view k_held[] = {
       "FAIL",       "FAILING",      "MAINT",         "MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_ISSUED",
       "POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "POWER_UP",         "FUTURE"};
+  std::vector<std::string> held;
   for (std::string_view flag : util::split(node.state, '+'))
-    for (std::string_view held : k_held)
-      if (flag == held) return std::string(flag);
-  return "";
+    for (std::string_view known : k_held)
+      if (flag == known) held.emplace_back(flag);
+  return held;
+}
+
+std::string held_state(const SlurmNode& node) {
+  const auto held = held_states(node);
+  return held.empty() ? "" : held.front();
+}
+
+bool is_rebooting_without_owner(const SlurmNode& node) {
+  // The node is in Slurm's reboot (REBOOT_ISSUED and nothing else that holds it) with no reason but Slurm's own or
+  // gpuenv's: what the health check slurmd runs before it registers after `scontrol reboot` sees (slurmd.c
+  // run_script_health_check, then the registration thread). LBNL NHC drains here too, so that "jobs can't run until
+  // NHC onlines the node" (mej/nhc helpers/node-mark-offline, the `boot*` branch; SchedMD bug 6391).
+  // Not `scontrol reboot nextstate=DOWN`: the registration leaves that node DOWN with "reboot complete" for the
+  // operator (node_mgr.c validate_node_specs), and a gpuenv reason there would let a later healthy check resume it.
+  const auto held = held_states(node);
+  if (held.size() != 1 || held.front() != "REBOOT_ISSUED" || node.next_state == "DOWN") return false;
+  return node.reason.empty() || is_slurm_availability_reason(node.reason) || is_gpuenv_reason(node.reason);
 }
 
 bool is_busy(const SlurmNode& node) {
@@ -88,9 +129,10 @@ bool is_busy(const SlurmNode& node) {
 }
 
 SlurmAction decide_slurm_action(NodeHealth health, const SlurmNode& node, std::string_view oneline) {
-  if (const std::string held = held_state(node); !held.empty())
-    return {SlurmActionKind::none, "", "the node is " + held + ": held by the operator or Slurm, left alone"};
   if (health == NodeHealth::degraded_by_jobs) health = is_busy(node) ? NodeHealth::ready : NodeHealth::not_ready;
+  const bool reboot_to_hold = health == NodeHealth::not_ready && is_rebooting_without_owner(node);
+  if (const std::string held = held_state(node); !held.empty() && !reboot_to_hold)
+    return {SlurmActionKind::none, "", "the node is " + held + ": held by the operator or Slurm, left alone"};
   const bool ours = is_gpuenv_reason(node.reason);
   if (health == NodeHealth::ready) {
     if (is_unavailable(node) && ours) return {SlurmActionKind::resume, "", "healthy: resuming gpuenv's drain"};
@@ -100,8 +142,11 @@ SlurmAction decide_slurm_action(NodeHealth health, const SlurmNode& node, std::s
   const std::string reason = std::string(k_slurm_reason_prefix) + " " + util::shell_inert(util::trim(oneline));
   if (is_unavailable(node) && !ours && !node.reason.empty() && !is_slurm_availability_reason(node.reason))
     return {SlurmActionKind::none, "", "not ready, already drained by someone else: their reason kept"};
-  if (is_unavailable(node) && node.reason == reason)
+  if (is_drained(node) && node.reason == reason)
     return {SlurmActionKind::none, "", "not ready, already drained with this reason"};
+  if (reboot_to_hold)
+    return {SlurmActionKind::drain, reason,
+            "not ready after `scontrol reboot`: draining before slurmd registers (was \"" + node.reason + "\")"};
   if (is_unavailable(node) && !ours && !node.reason.empty())
     return {SlurmActionKind::drain, reason, "not ready: draining (taking over Slurm's \"" + node.reason + "\")"};
   return {SlurmActionKind::drain, reason, "not ready: draining"};

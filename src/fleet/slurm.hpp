@@ -24,8 +24,9 @@ inline constexpr std::string_view k_slurm_reason_prefix = "gpuenv:";
 /// A node as `scontrol show node NAME` prints it (the fields the decision needs).
 struct SlurmNode {
   std::string name;
-  std::string state;   ///< "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", ...
-  std::string reason;  ///< without the trailing " [user@time]"; empty when the node has none
+  std::string state;         ///< "IDLE", "IDLE+DRAIN", "MIXED+DRAIN", "DOWN+NOT_RESPONDING", ...
+  std::string reason;        ///< without the trailing " [user@time]"; empty when the node has none
+  std::string next_state{};  ///< "RESUME", "DOWN", ... after `scontrol reboot` (NextState=); empty when none
 };
 
 /// Parses the multi-line `scontrol show node NAME` output; an input Error when it has no NodeName= or State=.
@@ -42,9 +43,18 @@ bool is_gpuenv_reason(std::string_view reason);
 /// replace it with its own on a NOT READY node.
 bool is_slurm_availability_reason(std::string_view reason);
 
-/// The state flag that puts the node outside gpuenv's reach ("FAIL", "MAINTENANCE", "REBOOT_REQUESTED",
-/// "REBOOT_ISSUED", "POWER_DOWN", ...), or "" when there is none.
+/// The state flags that put the node outside gpuenv's reach ("FAIL", "MAINTENANCE", "REBOOT_REQUESTED",
+/// "REBOOT_ISSUED", "POWER_DOWN", ...), in the order the state names them; empty when there is none.
+std::vector<std::string> held_states(const SlurmNode& node);
+
+/// The first of held_states, or "" when there is none.
 std::string held_state(const SlurmNode& node);
+
+/// True when the node is in a reboot Slurm issued (REBOOT_ISSUED, no other held flag) that does not end DOWN
+/// (`nextstate=DOWN`) and its reason is Slurm's own ("Reboot ASAP", "reboot requested", "... : reboot issued"),
+/// gpuenv's, or none: the one held state a NOT READY check drains, as NHC's node-mark-offline does, so the node does
+/// not register back into service.
+bool is_rebooting_without_owner(const SlurmNode& node);
 
 /// True when jobs run on the node (ALLOCATED or MIXED, or COMPLETING).
 bool is_busy(const SlurmNode& node);

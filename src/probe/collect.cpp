@@ -17,6 +17,7 @@
 #include "probe/proc_driver_version.hpp"
 #include "probe/rdma.hpp"
 #include "probe/sxid.hpp"
+#include "probe/uptime.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
 
@@ -261,15 +262,6 @@ void collect_gpus(System& system, const CollectOptions& options, HostFacts& fact
   if (!facts.gpus.availability.available && (facts.kernel.module_loaded || !facts.driver_libraries.empty())) {
     facts.gpus = run_nvidia_smi(system, options, facts.gpus.availability.reason);
   }
-}
-
-/// Seconds since boot from /proc/uptime ("12345.67 54321.00"), nullopt when unreadable.
-std::optional<double> uptime_seconds(System& system) {
-  auto text = system.read_file("/proc/uptime");
-  if (!text) return std::nullopt;
-  const std::string first(util::trim(text->substr(0, text->find(' '))));
-  if (first.empty() || first.find_first_not_of("0123456789.") != std::string::npos) return std::nullopt;
-  return util::parse_double(first);  // nullopt for "." or "1.2.3", which the filter lets through
 }
 
 /// Narrows the log to the --since window: /dev/kmsg and dmesg hold this boot only, cut by their seconds since boot

@@ -156,3 +156,27 @@ TEST_CASE("doctor --from-report: the line and exit of a report another run wrote
   CHECK(broken.err.find("not a `gpuenv doctor --json` report") != std::string::npos);
   CHECK(run_gpuenv({"doctor", "--from-report", report, "--slurm"}).exit_code == 2);  // excluded
 }
+
+TEST_CASE("doctor --boot-retry: a NOT READY node is tried again every 10 s while the machine is still booting",
+          "[cli][e2e][system-test]") {
+  // The limit is this machine's uptime plus 15 s: the first try (well under 5 s), 10 s of wait, a second try, then the
+  // next would start past the limit. Both tries are NOT READY (no driver in the tree); the wait is logged; the exit
+  // code and the line are the last try's.
+  const auto uptime =
+      gpuenv::util::parse_double(gpuenv::util::split(gpuenv::testing::fleet::read_text("/proc/uptime"), ' ').front());
+  if (!uptime) {
+    WARN("SKIPPED: /proc/uptime is unreadable");
+    return;
+  }
+  const std::string limit = std::to_string(static_cast<long long>(*uptime) + 15);
+  const auto run = run_gpuenv(
+      {"doctor", "--root", fixture_path("hosts/no-driver"), "--oneline", "--watch-db", "none", "--boot-retry", limit});
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == 1);
+  CHECK(gpuenv::util::contains(run.err, "gpuenv doctor: try 1, again in 10 s: NOT READY: driver.kernel_module"));
+  CHECK_FALSE(gpuenv::util::contains(run.err, "try 2,"));  // the second try is the last: no wait after it
+  CHECK(gpuenv::util::contains(run.err, "gpuenv doctor: NOT READY after 2 tries"));
+  CHECK(gpuenv::util::starts_with(run.out, "NOT READY: driver.kernel_module"));
+  // Refused with --from-report (it collects nothing), ignored under --slurm (slurmd kills the program at 60 s).
+  CHECK(run_gpuenv({"doctor", "--from-report", "/nonexistent", "--boot-retry", "10"}).exit_code == 2);
+}

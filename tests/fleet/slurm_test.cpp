@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/fake_system.hpp"
+#include "util/strings.hpp"
 
 namespace {
 
@@ -108,6 +109,63 @@ TEST_CASE("slurm decision: Slurm's own availability reasons are taken over on NO
         SlurmActionKind::none);
 }
 
+TEST_CASE("slurm decision: a NOT READY node in a reboot Slurm issued is drained before it registers",
+          "[fleet][slurm]") {
+  // Slurm 22.05.8 src/slurmctld/controller.c _queue_reboot_msg: an issued reboot makes the node
+  // DOWN+REBOOT_ISSUED (+DRAIN after `reboot ASAP`) and appends " : reboot issued" to its reason
+  // (node_mgr.c set_node_reboot_reason); proc_req.c _slurm_rpc_reboot_nodes wrote "Reboot ASAP" or "reboot requested"
+  // when `scontrol reboot` had no Reason=. slurmd runs the health check before it registers, and the registration
+  // (node_mgr.c validate_node_specs, the `IS_NODE_REBOOT_ISSUED` branch) returns the node to service; only a DRAIN
+  // flag set before then keeps it out. LBNL NHC does the same in helpers/node-mark-offline's `boot*` branch ("Offline
+  // node after reboot if vanilla `scontrol reboot` was called, so jobs can't run until NHC onlines the node").
+  const SlurmNode booting[] = {
+      {"n1", "DOWN+REBOOT_ISSUED", "reboot requested : reboot issued"},
+      {"n1", "DOWN+DRAIN+REBOOT_ISSUED", "Reboot ASAP : reboot issued"},
+      {"n1", "DOWN+REBOOT_ISSUED", "reboot issued"},
+      {"n1", "DOWN+REBOOT_ISSUED", "Reboot ASAP"},
+      {"n1", "DOWN+REBOOT_ISSUED", ""},
+      // gpuenv drained it before the operator rebooted it: Slurm appended its suffix to gpuenv's reason.
+      {"n1", "DOWN+DRAIN+REBOOT_ISSUED", "gpuenv: NOT READY: gpu.ecc: GPU 0 : reboot issued"},
+  };
+  for (const SlurmNode& node : booting) {
+    INFO(node.state << " / " << node.reason);
+    CHECK(gpuenv::fleet::is_rebooting_without_owner(node));
+    const auto drain = decide_slurm_action(NodeHealth::not_ready, node, k_bad_line);
+    CHECK(drain.kind == SlurmActionKind::drain);
+    CHECK(drain.reason == "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors");
+    CHECK(gpuenv::util::contains(drain.why, "scontrol reboot"));
+    // Healthy: the reboot's registration is Slurm's (its nextstate); gpuenv resumes nothing in the middle of it.
+    CHECK(decide_slurm_action(NodeHealth::ready, node, "READY").kind == SlurmActionKind::none);
+  }
+  // As scontrol prints them (tests/fixtures/fleet, real Slurm 22.05.8 output): `reboot ASAP` is drained over;
+  // `nextstate=DOWN` is left alone, the registration keeps that node DOWN for the operator.
+  const auto asap = parse_scontrol_show_node(read_fixture("fleet/scontrol-show-node-reboot-asap-issued.txt"));
+  REQUIRE(asap);
+  CHECK(asap->state == "DOWN+DRAIN+REBOOT_ISSUED");
+  CHECK(asap->next_state == "RESUME");
+  CHECK(asap->reason == "Reboot ASAP : reboot issued");
+  CHECK(decide_slurm_action(NodeHealth::not_ready, *asap, k_bad_line).kind == SlurmActionKind::drain);
+  const auto down = parse_scontrol_show_node(read_fixture("fleet/scontrol-show-node-reboot-nextstate-down-issued.txt"));
+  REQUIRE(down);
+  CHECK(down->next_state == "DOWN");
+  CHECK(down->reason == "reboot requested : reboot issued");
+  CHECK_FALSE(gpuenv::fleet::is_rebooting_without_owner(*down));
+  CHECK(decide_slurm_action(NodeHealth::not_ready, *down, k_bad_line).kind == SlurmActionKind::none);
+
+  // Already drained with the same line: nothing to do.
+  const SlurmNode drained{"n1", "DOWN+DRAIN+REBOOT_ISSUED",
+                          "gpuenv: NOT READY: gpu.ecc: GPU 0: 3 uncorrected ECC errors"};
+  CHECK(decide_slurm_action(NodeHealth::not_ready, drained, k_bad_line).kind == SlurmActionKind::none);
+  // A reboot Slurm has not issued yet (the node still runs jobs) and a reboot with the operator's reason: held.
+  for (const SlurmNode& node : {SlurmNode{"n1", "MIXED+REBOOT_REQUESTED", "reboot requested"},
+                                SlurmNode{"n1", "DOWN+REBOOT_ISSUED", "firmware update : reboot issued"},
+                                SlurmNode{"n1", "DOWN+REBOOT_ISSUED+FAIL", "reboot requested : reboot issued"}}) {
+    INFO(node.state << " / " << node.reason);
+    CHECK_FALSE(gpuenv::fleet::is_rebooting_without_owner(node));
+    CHECK(decide_slurm_action(NodeHealth::not_ready, node, k_bad_line).kind == SlurmActionKind::none);
+  }
+}
+
 TEST_CASE("slurm decision: FAIL, FAILING, MAINT, a pending reboot and power saving are never touched",
           "[fleet][slurm]") {
   const SlurmNode held[] = {
@@ -115,7 +173,9 @@ TEST_CASE("slurm decision: FAIL, FAILING, MAINT, a pending reboot and power savi
       {"n1", "ALLOCATED+FAIL", "RMA ticket 42"},  // sinfo's FAILING
       {"n1", "IDLE+MAINTENANCE", ""},
       {"n1", "IDLE+DRAIN+REBOOT_REQUESTED", "Reboot ASAP"},
-      {"n1", "DOWN+REBOOT_ISSUED", "reboot requested"},
+      // A reboot the operator gave a reason of their own: their words stay (the reboot's registration decides).
+      {"n1", "DOWN+REBOOT_ISSUED", "firmware update : reboot issued"},
+      {"n1", "DOWN+DRAIN+REBOOT_ISSUED+MAINTENANCE", "Reboot ASAP : reboot issued"},
       {"n1", "IDLE+POWERED_DOWN", ""},
       // Even a gpuenv reason under FAIL: the operator's state wins (no resume that would clear it).
       {"n1", "IDLE+DRAIN+FAIL", "gpuenv: NOT READY: gpu.ecc: GPU 0"},

@@ -236,6 +236,7 @@ TEST_CASE("the .deb installs with dpkg into a clean Debian 11 root and runs", "[
     CHECK(root.run_inside({"test", "-s", std::string("/usr/lib/systemd/system/") + unit}).exit_code == 0);
   CHECK(root.run_inside({"test", "-s", "/usr/share/gpuenv/deploy/systemd/slurmd.service.d/gpuenv-ready.conf"})
             .exit_code == 0);
+  CHECK(root.run_inside({"test", "-s", "/usr/lib/tmpfiles.d/gpuenv.conf"}).exit_code == 0);
 
   const CommandResult remove = root.run_inside({"dpkg", "--purge", "gpuenv"});
   CHECK(remove.exit_code == 0);
@@ -265,6 +266,7 @@ TEST_CASE("the .rpm carries the binary and requires only glibc", "[packaging][sy
   CHECK(files.out.find("/usr/lib/systemd/system/gpuenv-watch.service\n") != std::string::npos);
   CHECK(files.out.find("/usr/lib/systemd/system/gpuenv-doctor.timer\n") != std::string::npos);
   CHECK(files.out.find("/usr/lib/systemd/system/gpuenv-ready.target\n") != std::string::npos);
+  CHECK(files.out.find("/usr/lib/tmpfiles.d/gpuenv.conf\n") != std::string::npos);
 
   const CommandResult requires_ = run({"rpm", "-qp", "--requires", rpm});
   REQUIRE(requires_.exit_code == 0);

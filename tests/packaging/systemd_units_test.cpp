@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/fake_system.hpp"
+#include "support/run_binary.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 
@@ -123,4 +125,94 @@ TEST_CASE("systemd: the units run doctor in the health tier and the package ship
   std::ifstream package_in(k_source / "scripts/package");
   const std::string package(std::istreambuf_iterator<char>(package_in), {});
   for (const char* unit : k_units) CHECK(gpuenv::util::contains(package, std::string("packaging/systemd/") + unit));
+}
+
+TEST_CASE("systemd: gpuenv-doctor.service retries inside its one start at boot, and gpuenv takes its arguments",
+          "[packaging][systemd]") {
+  // Type=oneshot runs ExecStart once (systemd.service(5)); the unit fails on the first NOT READY and
+  // gpuenv-ready.target (Requires=) is not reached this boot. So the bounded retry is doctor's own --boot-retry, and
+  // the start timeout must outlast it: the last try starts before 300 s of uptime and ends within its 45 s deadline.
+  std::ifstream in(k_source / "packaging/systemd/gpuenv-doctor.service");
+  const std::string service(std::istreambuf_iterator<char>(in), {});
+  CHECK(gpuenv::util::contains(service, " --boot-retry 300 "));
+  const std::size_t timeout_at = service.find("\nTimeoutStartSec=");
+  REQUIRE(timeout_at != std::string::npos);
+  const auto timeout =
+      gpuenv::util::parse_int(service.substr(timeout_at + 17, service.find('\n', timeout_at + 1) - timeout_at - 17));
+  REQUIRE(timeout);
+  CHECK(*timeout >= 300 + 45 + 10);
+
+  // ExecStart's argv as systemd splits it (no shell; ${VAR} is one word, $VAR splits at spaces: systemd.service(5)
+  // "Command lines"), run by the built gpuenv on a NOT READY tree: exit 1 (NOT READY), not 2 (a flag it refuses).
+  const std::size_t exec_at = service.find("\nExecStart=/usr/bin/gpuenv ");
+  REQUIRE(exec_at != std::string::npos);
+  const std::string line = service.substr(exec_at + 27, service.find('\n', exec_at + 1) - exec_at - 27);
+  std::string pattern = (fs::temp_directory_path() / "gpuenv-unit-XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  const fs::path dir = pattern;
+  std::vector<std::string> args;
+  for (std::string_view word : gpuenv::util::split(line, ' ')) {
+    std::string arg(word);
+    if (arg == "$GPUENV_DOCTOR_ARGS") {
+      for (const char* extra : {"--root", "", "--watch-db", "none"}) args.emplace_back(extra);
+      args[args.size() - 3] = gpuenv::testing::fixture_path("hosts/no-driver");
+      continue;
+    }
+    if (const auto var = arg.find("${GPUENV_TEXTFILE_DIR}"); var != std::string::npos)
+      arg.replace(var, 22, dir.string());
+    if (arg == "/var/lib/gpuenv/doctor.json") arg = (dir / "doctor.json").string();
+    // A CI machine may have booted less than 300 s ago: 1 s of uptime has passed on any, so there is one try.
+    if (!args.empty() && args.back() == "--boot-retry") arg = "1";
+    args.push_back(arg);
+  }
+  const auto run = gpuenv::testing::run_gpuenv(args);
+  INFO(gpuenv::util::join(args, " ") << "\n" << run.out << run.err);
+  CHECK(run.exit_code == 1);
+  CHECK(gpuenv::util::starts_with(run.out, "NOT READY: "));
+  CHECK(fs::exists(dir / "gpuenv.prom"));
+  CHECK(fs::exists(dir / "doctor.json"));
+  // Up for longer than the limit: one try, no retry message.
+  CHECK_FALSE(gpuenv::util::contains(run.err, "gpuenv doctor: try"));
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+
+  // The kubelet drop-in says where it must not be used.
+  std::ifstream kubelet_in(k_source / "deploy/systemd/kubelet.service.d/gpuenv-ready.conf");
+  const std::string kubelet(std::istreambuf_iterator<char>(kubelet_in), {});
+  CHECK(gpuenv::util::contains(kubelet, "Never on NVIDIA GPU Operator nodes"));
+}
+
+TEST_CASE("tmpfiles: the real systemd-tmpfiles removes the readiness marker at boot, and only then",
+          "[packaging][systemd][system-test]") {
+  // At boot systemd-tmpfiles-setup.service runs `systemd-tmpfiles --create --remove --boot` (systemd 252
+  // units/systemd-tmpfiles-setup.service); a package install runs `--create` only (debhelper's dh_installtmpfiles
+  // postinst), which must not remove the marker of the boot in progress. tmpfiles.d(5): "r  Remove a file or
+  // directory if it exists", processed with --remove.
+  if (run({"systemd-tmpfiles", "--version"}).exit_code != 0) {
+    WARN("SKIPPED: systemd-tmpfiles is not installed (systemd)");
+    return;
+  }
+  std::string pattern = (fs::temp_directory_path() / "gpuenv-tmpfiles-XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  const fs::path root = pattern;
+  const fs::path state = root / "var/lib/gpuenv";
+  fs::create_directories(state);
+  for (const char* file : {"ready", "ready.tmp", "doctor.json", "watch.db"}) std::ofstream(state / file) << "x\n";
+  const std::string conf = (k_source / "packaging/tmpfiles/gpuenv.conf").string();
+
+  const auto installed = run({"systemd-tmpfiles", "--create", "--root=" + root.string(), conf});
+  INFO(installed.out << installed.err);
+  CHECK(installed.exit_code == 0);
+  CHECK(fs::exists(state / "ready"));
+
+  const auto booted = run({"systemd-tmpfiles", "--create", "--remove", "--boot", "--root=" + root.string(), conf});
+  INFO(booted.out << booted.err);
+  CHECK(booted.exit_code == 0);
+  CHECK(booted.err.empty());
+  CHECK_FALSE(fs::exists(state / "ready"));
+  CHECK_FALSE(fs::exists(state / "ready.tmp"));
+  CHECK(fs::exists(state / "doctor.json"));  // the last report and watch's history stay
+  CHECK(fs::exists(state / "watch.db"));
+  std::error_code ignored;
+  fs::remove_all(root, ignored);
 }
