@@ -50,6 +50,16 @@ bool starts_on(const df::Requirement& r, const std::string& driver) {
   return lowest && *lowest == d;
 }
 
+/// PyTorch 2.9.1 on Python 3.12, Ubuntu 24.04, on CUDA `cuda`'s base image.
+Profile torch291(const std::string& cuda) {
+  return make_profile({{"os.distro", "ubuntu"},
+                       {"os.version", "24.04"},
+                       {"cuda.version", cuda},
+                       {"framework.name", "pytorch"},
+                       {"framework.version", "2.9.1"},
+                       {"framework.python", "3.12"}});
+}
+
 std::string render(const Profile& p) {
   df::Options options;
   options.gpuenv_version = "0.0.0-test";
@@ -147,12 +157,7 @@ TEST_CASE("host driver: a cu128 image's driver.min is where the base lets it sta
           "[dockerfile][host-driver]") {
   // Issue 26 item 4: a scheduler filtering on io.gpuenv.driver.min must keep the R535/R550 LTS nodes the image runs
   // on, and must not send it to R525/R545/R555 nodes where the toolkit refuses it ("unsatisfied condition").
-  const Profile p = make_profile({{"os.distro", "ubuntu"},
-                                  {"os.version", "24.04"},
-                                  {"cuda.version", "12.8.1"},
-                                  {"framework.name", "pytorch"},
-                                  {"framework.version", "2.9.1"},
-                                  {"framework.python", "3.12"}});
+  const Profile p = torch291("12.8.1");
   const std::string text = render(p);
   CHECK(label(text, "io.gpuenv.driver.min") == "535");
   CHECK(label(text, "io.gpuenv.framework.driver.min") == "525.60.13");
@@ -168,12 +173,7 @@ TEST_CASE("host driver: a cu128 image's driver.min is where the base lets it sta
 
 TEST_CASE("host driver: a release whose requirement is not in the data gets the cuda>=X.Y floor and says so",
           "[dockerfile][host-driver]") {
-  const Profile p = make_profile({{"os.distro", "ubuntu"},
-                                  {"os.version", "24.04"},
-                                  {"cuda.version", "13.0.2"},
-                                  {"framework.name", "pytorch"},
-                                  {"framework.version", "2.9.1"},
-                                  {"framework.python", "3.12"}});
+  const Profile p = torch291("13.0.2");
   const std::string text = render(p);
   const auto cuda_driver = kb().driver_for_minor(*Version::parse("13.0"));
   REQUIRE(cuda_driver);
