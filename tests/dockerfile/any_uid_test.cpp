@@ -150,7 +150,7 @@ TEST_CASE("any uid: the venv is read-only to the runtime uid unless [image] writ
   CHECK(contains(unwrapped(writable), "writable_venv = true"));
 }
 
-TEST_CASE("any uid: io.gpuenv.driver.min is where the image starts; the wheel's floor and the base's requirement apart",
+TEST_CASE("any uid: io.gpuenv.driver.min is where the image starts, the wheel's floor and the base's requirement apart",
           "[dockerfile][any-uid]") {
   // cu128: CUDA 12 minor-version compatibility, R525+ (data/compat/cuda.toml [[major]]), but the 12.8.1 base's
   // NVIDIA_REQUIRE_CUDA admits R535/R550/R560/R565 and R570+ only (tests/dockerfile/host_driver_test.cpp): the label

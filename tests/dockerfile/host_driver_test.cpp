@@ -153,7 +153,7 @@ TEST_CASE("host driver: the 12.8.1 base starts on R535/R550/R560/R565 and R570+,
         driver_of_cuda(*Version::parse("11.8")));
 }
 
-TEST_CASE("host driver: a cu128 image's driver.min is where the base lets it start; the wheel's floor is separate",
+TEST_CASE("host driver: a cu128 image's driver.min is where the base lets it start, the wheel's floor separate",
           "[dockerfile][host-driver]") {
   // Issue 26 item 4: a scheduler filtering on io.gpuenv.driver.min must keep the R535/R550 LTS nodes the image runs
   // on, and must not send it to R525/R545/R555 nodes where the toolkit refuses it ("unsatisfied condition").

@@ -117,7 +117,7 @@ TEST_CASE("workflow: the matrix comes from gpuenv, each cell builds on its platf
   CHECK(text.find("build-push-action@") < text.find("cosign sign --yes"));
 }
 
-TEST_CASE("workflow: pull requests build with a read-only token; only push events get packages/id-token write",
+TEST_CASE("workflow: pull requests build with a read-only token, only push events get packages/id-token write",
           "[dockerfile][workflow]") {
   // A job's `permissions:` takes only read, write or none per scope, never an expression (GitHub's workflow syntax,
   // jobs.<job_id>.permissions), so the write permissions must sit in a job whose `if:` excludes pull_request.
