@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 
 #include "dockerfile/text.hpp"
 #include "util/strings.hpp"
@@ -17,13 +16,6 @@ constexpr std::array<std::string_view, 6> k_operators = {"=", "!=", "<", "<=", "
 /// The rules libnvidia-container evaluates (src/cli/configure.c: arch, brand, cuda, driver).
 constexpr std::array<std::string_view, 4> k_keys = {"arch", "brand", "cuda", "driver"};
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 util::Expected<RequireCondition> parse_condition(std::string_view text) {
   const std::size_t op_at = text.find_first_of("<>=!");
   const std::size_t value_at = op_at == std::string_view::npos ? op_at : text.find_first_not_of("<>=!", op_at);
@@ -32,7 +24,7 @@ util::Expected<RequireCondition> parse_condition(std::string_view text) {
   };
   if (op_at == 0 || op_at == std::string_view::npos) return invalid("no `<key><operator><value>`");
   if (value_at == std::string_view::npos) return invalid("no value after the operator");
-  RequireCondition out{lower(text.substr(0, op_at)), std::string(text.substr(op_at, value_at - op_at)),
+  RequireCondition out{util::to_lower(text.substr(0, op_at)), std::string(text.substr(op_at, value_at - op_at)),
                        std::string(text.substr(value_at))};
   if (std::find(k_keys.begin(), k_keys.end(), out.key) == k_keys.end())
     return invalid("unknown key `" + out.key + "` (the toolkit knows arch, brand, cuda, driver)");
