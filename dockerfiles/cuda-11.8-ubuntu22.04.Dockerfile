@@ -5,7 +5,9 @@
 # Profile hash: fnv1a64:ef8c25028db5330d (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 11.8.0, runtime image, Ubuntu 22.04
 # Base image: nvidia/cuda:11.8.0-runtime-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 520.61.05 (CUDA 11.8.0 requires it; label io.gpuenv.driver.min).
+# Host driver: >= 520.61.05 (label io.gpuenv.driver.min): the framework's floor (CUDA 11.8.0 requires it), which
+# the base's NVIDIA_REQUIRE_CUDA (label io.gpuenv.base.require_cuda) admits: it asks cuda>=11.8 (driver >=
+# 520.61.05).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
@@ -33,6 +35,7 @@ LABEL org.opencontainers.image.title="cuda-11.8-ubuntu22.04" \
       io.gpuenv.profile="cuda-11.8-ubuntu22.04" \
       io.gpuenv.profile.hash="fnv1a64:ef8c25028db5330d" \
       io.gpuenv.cuda="11.8.0" \
-      io.gpuenv.driver.min="520.61.05"
+      io.gpuenv.driver.min="520.61.05" \
+      io.gpuenv.base.require_cuda="cuda>=11.8 brand=tesla,driver>=470,driver<471 brand=unknown,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471 brand=nvidiartx,driver>=470,driver<471 brand=geforce,driver>=470,driver<471 brand=geforcertx,driver>=470,driver<471 brand=quadro,driver>=470,driver<471 brand=quadrortx,driver>=470,driver<471 brand=titan,driver>=470,driver<471 brand=titanrtx,driver>=470,driver<471"
 USER 10001
 WORKDIR /home/gpuenv

@@ -5,7 +5,9 @@
 # Profile hash: fnv1a64:1b4ac671c71b3121 (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 13.0.2, cuDNN 9, cudnn-devel image, UBI 9
 # Base image: nvidia/cuda:13.0.2-cudnn-devel-ubi9 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 580.95.05 (CUDA 13.0.2 requires it; label io.gpuenv.driver.min).
+# Host driver: >= 580.95.05 (label io.gpuenv.driver.min): the framework's floor (CUDA 13.0.2 requires it); the
+# base's NVIDIA_REQUIRE_CUDA is not in gpuenv's data (data/dockerfile/base_images.toml), so only its cuda>=13.0
+# (driver >= 580.65.06) alternative is counted, not the older branches it may admit per GPU brand.
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)

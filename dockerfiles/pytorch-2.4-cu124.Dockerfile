@@ -7,7 +7,8 @@
 # Loaded by the framework: CUDA 12.4 and cuDNN 9.1.0.70 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:12.4.1-base-ubuntu22.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 550.54.15 (driver.min; label io.gpuenv.driver.min).
+# Host driver: >= 550.54.15 (label io.gpuenv.driver.min): the framework's floor (driver.min), which the base's
+# NVIDIA_REQUIRE_CUDA (label io.gpuenv.base.require_cuda) admits: it asks cuda>=12.4 (driver >= 550.54.14).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
@@ -102,6 +103,8 @@ LABEL org.opencontainers.image.title="pytorch-2.4-cu124" \
       io.gpuenv.framework="pytorch 2.4.1" \
       io.gpuenv.torch.variant="cu124" \
       io.gpuenv.python="3.11" \
-      io.gpuenv.driver.min="550.54.15"
+      io.gpuenv.driver.min="550.54.15" \
+      io.gpuenv.framework.driver.min="550.54.15" \
+      io.gpuenv.base.require_cuda="cuda>=12.4 brand=tesla,driver>=470,driver<471 brand=unknown,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471 brand=nvidiartx,driver>=470,driver<471 brand=geforce,driver>=470,driver<471 brand=geforcertx,driver>=470,driver<471 brand=quadro,driver>=470,driver<471 brand=quadrortx,driver>=470,driver<471 brand=titan,driver>=470,driver<471 brand=titanrtx,driver>=470,driver<471 brand=tesla,driver>=525,driver<526 brand=unknown,driver>=525,driver<526 brand=nvidia,driver>=525,driver<526 brand=nvidiartx,driver>=525,driver<526 brand=geforce,driver>=525,driver<526 brand=geforcertx,driver>=525,driver<526 brand=quadro,driver>=525,driver<526 brand=quadrortx,driver>=525,driver<526 brand=titan,driver>=525,driver<526 brand=titanrtx,driver>=525,driver<526 brand=tesla,driver>=535,driver<536 brand=unknown,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536 brand=nvidiartx,driver>=535,driver<536 brand=geforce,driver>=535,driver<536 brand=geforcertx,driver>=535,driver<536 brand=quadro,driver>=535,driver<536 brand=quadrortx,driver>=535,driver<536 brand=titan,driver>=535,driver<536 brand=titanrtx,driver>=535,driver<536"
 USER 10001
 WORKDIR /home/gpuenv

@@ -7,11 +7,12 @@
 # Loaded by the framework: CUDA 11.8 and cuDNN 9.1.0.70 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:11.8.0-base-ubi8 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 450.80.02 (the framework's CUDA 11.8 runs on any CUDA 11 driver through minor-version
-# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
-# io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
-# start, asks cuda>=11.8 (driver >= 520.61.05) or one of the older driver branches NVIDIA lists in it per GPU
-# brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
+# Host driver: >= 470 (label io.gpuenv.driver.min): the framework alone runs from 450.80.02 (the framework's
+# CUDA 11.8 runs on any CUDA 11 driver through minor-version compatibility
+# (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
+# io.gpuenv.framework.driver.min), but the base's NVIDIA_REQUIRE_CUDA (label io.gpuenv.base.require_cuda) asks
+# cuda>=11.8 (driver >= 520.61.05) or, on the GPU brands it lists, branch 470; the NVIDIA container toolkit
+# refuses to start the image below 470 unless NVIDIA_DISABLE_REQUIRE=true.
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
@@ -105,7 +106,8 @@ LABEL org.opencontainers.image.title="pytorch-2.7-cu118-ubi8" \
       io.gpuenv.framework="pytorch 2.7.1" \
       io.gpuenv.torch.variant="cu118" \
       io.gpuenv.python="3.11" \
-      io.gpuenv.driver.min="450.80.02" \
-      io.gpuenv.base.require_cuda="cuda>=11.8"
+      io.gpuenv.driver.min="470" \
+      io.gpuenv.framework.driver.min="450.80.02" \
+      io.gpuenv.base.require_cuda="cuda>=11.8 brand=tesla,driver>=470,driver<471 brand=unknown,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471 brand=nvidiartx,driver>=470,driver<471 brand=geforce,driver>=470,driver<471 brand=geforcertx,driver>=470,driver<471 brand=quadro,driver>=470,driver<471 brand=quadrortx,driver>=470,driver<471 brand=titan,driver>=470,driver<471 brand=titanrtx,driver>=470,driver<471"
 USER 10001
 WORKDIR /home/gpuenv

@@ -7,11 +7,13 @@
 # Loaded by the framework: CUDA 12.8 and cuDNN 9.10.2.21 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:12.8.1-base-rockylinux9 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 525.60.13 (the framework's CUDA 12.8 runs on any CUDA 12 driver through minor-version
-# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
-# io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
-# start, asks cuda>=12.8 (driver >= 570.124.06) or one of the older driver branches NVIDIA lists in it per GPU
-# brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
+# Host driver: >= 535 (label io.gpuenv.driver.min): the framework alone runs from 525.60.13 (the framework's
+# CUDA 12.8 runs on any CUDA 12 driver through minor-version compatibility
+# (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
+# io.gpuenv.framework.driver.min), but the base's NVIDIA_REQUIRE_CUDA (label io.gpuenv.base.require_cuda) asks
+# cuda>=12.8 (driver >= 570.26) or, on the GPU brands it lists, branches 535, 550, 560 and 565; the NVIDIA
+# container toolkit refuses to start the image below 535 unless NVIDIA_DISABLE_REQUIRE=true. Brands it does not
+# list (GeForce, TITAN) need cuda>=12.8 (driver >= 570.26).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
@@ -105,7 +107,8 @@ LABEL org.opencontainers.image.title="pytorch-2.9-cu128-rockylinux9" \
       io.gpuenv.framework="pytorch 2.9.1" \
       io.gpuenv.torch.variant="cu128" \
       io.gpuenv.python="3.11" \
-      io.gpuenv.driver.min="525.60.13" \
-      io.gpuenv.base.require_cuda="cuda>=12.8"
+      io.gpuenv.driver.min="535" \
+      io.gpuenv.framework.driver.min="525.60.13" \
+      io.gpuenv.base.require_cuda="cuda>=12.8 brand=unknown,driver>=470,driver<471 brand=grid,driver>=470,driver<471 brand=tesla,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471 brand=quadro,driver>=470,driver<471 brand=quadrortx,driver>=470,driver<471 brand=nvidiartx,driver>=470,driver<471 brand=vapps,driver>=470,driver<471 brand=vpc,driver>=470,driver<471 brand=vcs,driver>=470,driver<471 brand=vws,driver>=470,driver<471 brand=cloudgaming,driver>=470,driver<471 brand=unknown,driver>=535,driver<536 brand=grid,driver>=535,driver<536 brand=tesla,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536 brand=quadro,driver>=535,driver<536 brand=quadrortx,driver>=535,driver<536 brand=nvidiartx,driver>=535,driver<536 brand=vapps,driver>=535,driver<536 brand=vpc,driver>=535,driver<536 brand=vcs,driver>=535,driver<536 brand=vws,driver>=535,driver<536 brand=cloudgaming,driver>=535,driver<536 brand=unknown,driver>=550,driver<551 brand=grid,driver>=550,driver<551 brand=tesla,driver>=550,driver<551 brand=nvidia,driver>=550,driver<551 brand=quadro,driver>=550,driver<551 brand=quadrortx,driver>=550,driver<551 brand=nvidiartx,driver>=550,driver<551 brand=vapps,driver>=550,driver<551 brand=vpc,driver>=550,driver<551 brand=vcs,driver>=550,driver<551 brand=vws,driver>=550,driver<551 brand=cloudgaming,driver>=550,driver<551 brand=unknown,driver>=560,driver<561 brand=grid,driver>=560,driver<561 brand=tesla,driver>=560,driver<561 brand=nvidia,driver>=560,driver<561 brand=quadro,driver>=560,driver<561 brand=quadrortx,driver>=560,driver<561 brand=nvidiartx,driver>=560,driver<561 brand=vapps,driver>=560,driver<561 brand=vpc,driver>=560,driver<561 brand=vcs,driver>=560,driver<561 brand=vws,driver>=560,driver<561 brand=cloudgaming,driver>=560,driver<561 brand=unknown,driver>=565,driver<566 brand=grid,driver>=565,driver<566 brand=tesla,driver>=565,driver<566 brand=nvidia,driver>=565,driver<566 brand=quadro,driver>=565,driver<566 brand=quadrortx,driver>=565,driver<566 brand=nvidiartx,driver>=565,driver<566 brand=vapps,driver>=565,driver<566 brand=vpc,driver>=565,driver<566 brand=vcs,driver>=565,driver<566 brand=vws,driver>=565,driver<566 brand=cloudgaming,driver>=565,driver<566"
 USER 10001
 WORKDIR /home/gpuenv

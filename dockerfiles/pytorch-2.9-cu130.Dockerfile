@@ -7,13 +7,13 @@
 # Loaded by the framework: CUDA 13.0 and cuDNN 9.13.0.50 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:13.0.2-base-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
-# Host driver: >= 580.65.06 (the framework's CUDA 13.0 runs on any CUDA 13 driver through minor-version
-# compatibility (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (">= 580"
-# for CUDA 13.x); CUDA 13.0.0's minimum driver 580.65.06 (NVIDIA CUDA Toolkit 13.1 release notes, 2.2 CUDA
-# Driver, https://docs.nvidia.com/cuda/archive/13.1.0/cuda-toolkit-release-notes/index.html)); label
-# io.gpuenv.driver.min). The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at
-# start, asks cuda>=13.0 (driver >= 580.95.05) or one of the older driver branches NVIDIA lists in it per GPU
-# brand (label io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.
+# Host driver: >= 580.65.06 (label io.gpuenv.driver.min): the framework's floor (the framework's CUDA 13.0 runs
+# on any CUDA 13 driver through minor-version compatibility
+# (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (">= 580" for CUDA 13.x);
+# CUDA 13.0.0's minimum driver 580.65.06 (NVIDIA CUDA Toolkit 13.1 release notes, 2.2 CUDA Driver,
+# https://docs.nvidia.com/cuda/archive/13.1.0/cuda-toolkit-release-notes/index.html))); the base's
+# NVIDIA_REQUIRE_CUDA is not in gpuenv's data (data/dockerfile/base_images.toml), so only its cuda>=13.0 (driver
+# >= 580.65.06) alternative is counted, not the older branches it may admit per GPU brand.
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
@@ -98,6 +98,6 @@ LABEL org.opencontainers.image.title="pytorch-2.9-cu130" \
       io.gpuenv.torch.variant="cu130" \
       io.gpuenv.python="3.12" \
       io.gpuenv.driver.min="580.65.06" \
-      io.gpuenv.base.require_cuda="cuda>=13.0"
+      io.gpuenv.framework.driver.min="580.65.06"
 USER 10001
 WORKDIR /home/gpuenv

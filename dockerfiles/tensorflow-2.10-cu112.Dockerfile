@@ -6,7 +6,9 @@
 # Resolved: CUDA 11.2.2, cuDNN 8, cudnn8-runtime image, Ubuntu 20.04, TensorFlow 2.10.0, Python 3.10
 # Base image: nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04 (a published tag: data/compat/images.toml, secondary)
 # Warning: this tag is end-of-life; NVIDIA set its deletion date to 2024-01-01. NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.
-# Host driver: >= 460.32.03 (CUDA 11.2.2 requires it; label io.gpuenv.driver.min).
+# Host driver: >= 460.32.03 (label io.gpuenv.driver.min): the framework's floor (CUDA 11.2.2 requires it), which
+# the base's NVIDIA_REQUIRE_CUDA (label io.gpuenv.base.require_cuda) admits: it asks cuda>=11.2 (driver >=
+# 460.27.03).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them
 # (all; compute,utility); narrow them at run time (docker run --gpus '"device=0"', -e NVIDIA_VISIBLE_DEVICES=...).
 # Build: docker build -f <this file> .  (BuildKit; the build context is not used)
@@ -75,6 +77,7 @@ LABEL org.opencontainers.image.title="tensorflow-2.10-cu112" \
       io.gpuenv.cudnn="8" \
       io.gpuenv.framework="tensorflow 2.10.0" \
       io.gpuenv.python="3.10" \
-      io.gpuenv.driver.min="460.32.03"
+      io.gpuenv.driver.min="460.32.03" \
+      io.gpuenv.base.require_cuda="cuda>=11.2 brand=tesla,driver>=418,driver<419 brand=tesla,driver>=450,driver<451"
 USER 10001
 WORKDIR /home/gpuenv

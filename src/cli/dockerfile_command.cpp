@@ -363,7 +363,7 @@ void add_dockerfile_command(CLI::App& app, Action& action) {
   command->add_option("--out-dir", options->out_dir, "With --all: an existing directory to write into");
   command->add_flag(
       "--with-doctor", options->with_doctor,
-      "Add the gpuenv binary (build context ./gpuenv) and a HEALTHCHECK running `gpuenv doctor --quick --oneline`");
+      "Add the gpuenv binary for `gpuenv doctor --quick --oneline` as a readiness probe (no HEALTHCHECK)");
   command->add_option("--digest", options->digest,
                       "Pin the base image by digest (sha256:<64 hex>): FROM nvidia/cuda:<tag>@<digest>");
   command->add_option("--digest-lock", options->digest_lock,

@@ -1,5 +1,6 @@
 #include "dockerfile/data.hpp"
 
+#include "dockerfile/host_driver.hpp"
 #include "util/toml_rows.hpp"
 
 namespace gpuenv::dockerfile {
@@ -36,9 +37,17 @@ const TorchCompileGap* Data::compile_gap(const util::Version& torch, const util:
   return nullptr;
 }
 
+const std::string* Data::require_cuda_of(const util::Version& cuda, const std::string& arch) const {
+  for (const RequireCuda& row : require_cuda) {
+    if (row.cuda == cuda) return arch == "arm64" ? &row.arm64 : &row.x86_64;
+  }
+  return nullptr;
+}
+
 namespace {
 
 std::vector<util::RowKey> row_keys(std::string_view table) {
+  if (table == "base_images.toml") return {{"require_cuda", {"cuda"}}};
   if (table == "python.toml")
     return {{"os_python", {"os"}}, {"numpy", {"framework"}}, {"torch_compile", {"torch_min"}}};
   return {{"torch_cudnn", {"torch", "variant"}}};
@@ -62,8 +71,8 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
     const std::string name(file.name);
     const auto parsed = util::read_data_table({file.name, file, row_keys(file.name)}, overlay);
     if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key(
-            {"as_of", "os_python", "pip", "pip_advisory", "uv", "numpy", "torch_cudnn", "torch_compile"})) {
+    if (const auto key = parsed->unexpected_key({"as_of", "os_python", "pip", "pip_advisory", "uv", "numpy",
+                                                 "torch_cudnn", "torch_compile", "require_cuda", "curl"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
     auto os_rows = parsed->append_rows("os_python", data.os_python, [](TomlRow& row) {
@@ -112,6 +121,26 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!compile_rows) return compile_rows.error();
+    auto require_rows = parsed->append_rows("require_cuda", data.require_cuda, [](TomlRow& row) {
+      RequireCuda out;
+      out.cuda = row.version("cuda");
+      out.x86_64 = row.text("x86_64");
+      out.arm64 = row.optional_text("arm64");
+      if (out.arm64.empty()) out.arm64 = out.x86_64;
+      for (const std::string* value : {&out.x86_64, &out.arm64}) {
+        if (const auto parsed_value = parse_require_cuda(*value); !parsed_value) row.fail(parsed_value.error().message);
+      }
+      out.provenance = compat::read_provenance(row);
+      return out;
+    });
+    if (!require_rows) return require_rows.error();
+    if (parsed->contains("curl")) {
+      auto curl = parsed->read_table("curl", [&data](TomlRow& row) {
+        data.curl.image = row.text("image");
+        data.curl.provenance = compat::read_provenance(row);
+      });
+      if (!curl) return curl.error();
+    }
     if (parsed->contains("pip_advisory")) {
       PipAdvisory advisory;
       auto read = parsed->read_table("pip_advisory", [&advisory](TomlRow& row) {
@@ -141,6 +170,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
     }
   }
   if (!have_uv) return Error::internal("data/dockerfile: no [uv] table");
+  if (data.curl.image.empty()) return Error::internal("data/dockerfile: no [curl] table");
   return data;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The Dockerfile generator's own facts (data/dockerfile/*.toml, compiled in): which Python each image OS ships,
-// the pinned uv that provides every other version, NumPy caps for older frameworks, and the cuDNN each PyTorch
-// wheel loads.
+// the pinned uv that provides every other version, NumPy caps for older frameworks, the cuDNN each PyTorch
+// wheel loads, the base images' NVIDIA_REQUIRE_CUDA and the --with-doctor curl image.
 
 #include <optional>
 #include <span>
@@ -74,6 +74,20 @@ struct TorchCompileGap {
   compat::Provenance provenance;
 };
 
+/// The NVIDIA_REQUIRE_CUDA the images of one nvidia/cuda release carry, per architecture (base_images.toml).
+struct RequireCuda {
+  util::Version cuda;  ///< "12.8.1"
+  std::string x86_64;  ///< the amd64 images' value, verbatim
+  std::string arm64;   ///< the arm64 images' value (the row's `arm64`, else the same as x86_64)
+  compat::Provenance provenance;
+};
+
+/// An image a build stage uses, pinned by tag (base_images.toml [curl]).
+struct HelperImage {
+  std::string image;  ///< "curlimages/curl:8.11.1"
+  compat::Provenance provenance;
+};
+
 struct Data {
   std::vector<OsPython> os_python;
   std::vector<PipPin> pip;
@@ -82,6 +96,8 @@ struct Data {
   std::vector<NumpyCap> numpy;
   std::vector<TorchCudnn> torch_cudnn;
   std::vector<TorchCompileGap> torch_compile;
+  std::vector<RequireCuda> require_cuda;
+  HelperImage curl;
   std::string as_of;  ///< the date the pins were last checked (python.toml `as_of`)
 
   const OsPython* python_of(const std::string& image_os) const;
@@ -89,6 +105,8 @@ struct Data {
   const TorchCudnn* cudnn_of_torch(const util::Version& torch, const std::string& variant) const;
   /// The row saying torch `torch`'s torch.compile refuses Python `python` (major.minor), or null when it runs.
   const TorchCompileGap* compile_gap(const util::Version& torch, const util::Version& python) const;
+  /// The NVIDIA_REQUIRE_CUDA of release `cuda`'s images for `arch` (x86_64 | arm64), or null when not in the data.
+  const std::string* require_cuda_of(const util::Version& cuda, const std::string& arch) const;
 };
 
 /// Parses the tables; an internal Error naming the file and row on bad data.

@@ -5,6 +5,7 @@
 #include "dockerfile/checks.hpp"
 #include "dockerfile/doctor_stage.hpp"
 #include "dockerfile/framework.hpp"
+#include "dockerfile/host_driver.hpp"
 #include "dockerfile/layers.hpp"
 #include "dockerfile/lint.hpp"
 #include "dockerfile/sources.hpp"
@@ -30,8 +31,8 @@ struct Plan {
   bool uses_uv = false;
   /// With --hashed-requirements: the file's pip line, installed from its hashes before the framework.
   std::string hashed_pip;
-  /// The lowest driver the image's payload runs on (label io.gpuenv.driver.min).
-  compat::DriverFloor payload_floor;
+  /// What the image needs of the host driver (labels io.gpuenv.driver.min, ...).
+  HostDriver host;
 
   std::string base_image() const { return "nvidia/cuda:" + derived.image_tag; }
   /// The --digest-lock digest of a helper image, or "".
@@ -41,20 +42,6 @@ struct Plan {
   }
 };
 
-/// The lowest driver the image runs its framework on. A framework that brings its own CUDA (PyTorch's cuXYZ
-/// wheels, TensorFlow [and-cuda]) needs only what its CUDA major's minor-version compatibility needs (cu12x: R525+),
-/// not what the base tag's toolkit release requires; driver.min, when set, wins.
-compat::DriverFloor payload_floor(const profile::Profile& p, const compat::KnowledgeBase& kb,
-                                  const compat::Derived& derived, const FrameworkSteps& framework) {
-  if (!p.driver_min.empty() || !framework.from_wheels) return derived.driver_floor;
-  const auto cuda = Version::parse(framework.loaded_cuda);
-  const compat::CudaMajor* major = cuda ? kb.cuda_major(cuda->major()) : nullptr;
-  if (major == nullptr) return derived.driver_floor;
-  return {major->compat_driver_min,
-          "the framework's CUDA " + framework.loaded_cuda + " runs on any CUDA " + std::to_string(cuda->major()) +
-              " driver through minor-version compatibility (" + major->provenance.source + ")"};
-}
-
 /// What the build context must hold, for the header's Build line.
 std::string context_use(const Options& options) {
   std::vector<std::string> uses;
@@ -62,24 +49,6 @@ std::string context_use(const Options& options) {
   if (options.with_doctor) uses.push_back("./gpuenv with GPUENV_FROM=context");
   if (uses.empty()) return "not used";
   return "used for " + util::join(uses, " and ");
-}
-
-/// The host-driver lines: what the payload needs and what the base tag's NVIDIA_REQUIRE_CUDA enforces, when they
-/// differ.
-std::string driver_comment(const Plan& plan) {
-  const compat::DriverFloor& toolkit = plan.derived.driver_floor;
-  const compat::DriverFloor& payload = plan.payload_floor;
-  if (!payload.version) return {};
-  std::string text =
-      "Host driver: >= " + payload.version->str() + " (" + one_line(payload.reason) + "; label io.gpuenv.driver.min).";
-  const auto cuda = Version::parse(plan.p.cuda_version);
-  if (cuda && toolkit.version && *toolkit.version != *payload.version) {
-    text += " The base tag's NVIDIA_REQUIRE_CUDA, which the NVIDIA container toolkit enforces at start, asks cuda>=" +
-            major_minor(*cuda) + " (driver >= " + toolkit.version->str() +
-            ") or one of the older driver branches NVIDIA lists in it per GPU brand (label "
-            "io.gpuenv.base.require_cuda); NVIDIA_DISABLE_REQUIRE=true lifts that check.";
-  }
-  return comment(text);
 }
 
 /// How to run the image: shared memory, any uid, and the RDMA devices when the image has the libraries.
@@ -140,7 +109,7 @@ std::string header(const Plan& plan) {
                                               : "; NVIDIA set its deletion date to " + plan.image->deletion_date) +
            ". NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.\n";
   }
-  out += driver_comment(plan);
+  out += host_driver_comment(plan.host);
   out += "# GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them\n";
   out +=
       "# (all; compute,utility); narrow them at run time (docker run --gpus '\"device=0\"', -e "
@@ -170,7 +139,7 @@ std::string stages(const Plan& plan) {
     out += "FROM " + plan.data.uv.image + digest_suffix(plan.digest_of(plan.data.uv.image)) + " AS uv\n";
   }
   if (plan.options.with_doctor) {
-    const std::string curl = doctor_download_image();
+    const std::string& curl = plan.data.curl.image;
     out += doctor_stages(hub_image_reference(plan.p, curl, plan.digest_of(curl)));
   }
   out += "\nFROM " + from_reference(plan.p, plan.derived.image_tag) + digest_suffix(plan.options.base_digest) + "\n";
@@ -338,11 +307,7 @@ std::string labels(const Plan& plan) {
   if (!framework.variant_label.empty()) label("io.gpuenv.torch.variant", framework.variant_label);
   if (!p.framework_python.empty() && !p.framework_name.empty()) label("io.gpuenv.python", p.framework_python);
   if (plan.options.hashed_requirements) label("io.gpuenv.requirements", k_hashed_requirements_path);
-  if (plan.payload_floor.version) label("io.gpuenv.driver.min", plan.payload_floor.version->str());
-  const auto cuda = Version::parse(p.cuda_version);
-  if (cuda && plan.payload_floor.version && plan.derived.driver_floor.version &&
-      *plan.payload_floor.version != *plan.derived.driver_floor.version)
-    label("io.gpuenv.base.require_cuda", "cuda>=" + major_minor(*cuda));
+  for (const auto& [key, value] : host_driver_labels(plan.host)) label(key, value);
   // Labels last, after the heavy layers, so changing one does not invalidate the build cache.
   return "\nLABEL " + util::join(out, " \\\n      ") + "\n";
 }
@@ -386,7 +351,7 @@ util::Expected<Plan> make_plan(const profile::Profile& p, const compat::Knowledg
     plan.hashed_pip = std::move(*pip);
   }
   plan.manager = package_manager(p);
-  plan.payload_floor = payload_floor(p, kb, plan.derived, plan.framework);
+  plan.host = host_driver(p, kb, data, plan.derived, plan.framework);
   return plan;
 }
 
@@ -402,8 +367,7 @@ util::Expected<std::string> render(const profile::Profile& p, const compat::Know
   if (options.with_doctor) out += doctor_install();
   out += runtime_identity(p) + compile_check(p, data) + labels(*plan) + final_user(p);
 
-  const std::vector<std::string> problems =
-      structural_problems(out, {data.uv.image, doctor_download_image()}, stays_root(p));
+  const std::vector<std::string> problems = structural_problems(out, {data.uv.image, data.curl.image}, stays_root(p));
   if (!problems.empty())
     return Error::internal("generated Dockerfile failed its own checks: " + util::join(problems, "; "));
   return out;

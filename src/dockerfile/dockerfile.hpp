@@ -25,8 +25,8 @@ struct Options {
   std::string profile_argument;
   /// `--set FIELD=VALUE` pairs that select this cell (and any overrides), repeated in the "Regenerate with" line.
   profile::Assignments selection;
-  /// Adds a stage copying the gpuenv binary (build context path `gpuenv`) and a HEALTHCHECK running
-  /// `gpuenv doctor --quick --oneline`.
+  /// Adds the gpuenv binary (downloaded per architecture or copied from the build context) for
+  /// `gpuenv doctor --quick --oneline` as a startup/readiness probe; no HEALTHCHECK.
   bool with_doctor = false;
   /// The base image's digest ("sha256:<64 hex>"): FROM names `nvidia/cuda:<tag>@<digest>`, so docker pulls
   /// exactly that image and the tag stays for readers. Empty: the tag alone.

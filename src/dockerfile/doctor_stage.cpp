@@ -2,12 +2,6 @@
 
 namespace gpuenv::dockerfile {
 
-/// Alpine-based, with busybox's sha256sum (data/dockerfile is for facts with sources; this is a tool choice, pinned
-/// like uv's image).
-constexpr const char* k_curl_image = "curlimages/curl:8.11.1";
-
-std::string doctor_download_image() { return k_curl_image; }
-
 std::string doctor_global_arg() {
   return "\n# --with-doctor: where the gpuenv binary comes from: `download` (GPUENV_URL_<ARCH>, GPUENV_SHA256_<ARCH>) "
          "or\n"
@@ -51,15 +45,17 @@ std::string doctor_stages(const std::string& curl_reference) {
 }
 
 std::string doctor_install() {
-  return "\n# Health: `gpuenv doctor --quick --oneline` judges the GPUs this container sees; any failure is exit 1\n"
-         "# (unhealthy), as Docker reserves the other codes. A readiness signal, never a liveness probe: a node fault\n"
-         "# would restart-loop a training job (Swarm replaces unhealthy tasks; a Kubernetes livenessProbe restarts\n"
-         "# the container). Kubernetes ignores HEALTHCHECK: declare the command as a startupProbe and readinessProbe\n"
-         "# (docs/dockerfile.md). `gpuenv --version` fails the build if the binary cannot run on this image.\n"
+  // No HEALTHCHECK on purpose: Swarm's executor stops the container of a task whose HEALTHCHECK turns unhealthy and
+  // fails the task with ErrContainerUnhealthy, so the service replaces it (moby/moby
+  // daemon/cluster/executor/container/controller.go, Wait), which makes an image's HEALTHCHECK a liveness probe.
+  return "\n# `gpuenv doctor --quick --oneline` judges the GPUs this container sees (exit 0 ready, 1 not). A "
+         "readiness\n"
+         "# and startup signal, never a liveness probe: a GPU or driver fault belongs to the node, and restarting the\n"
+         "# container there would restart-loop a training job. So no HEALTHCHECK (Docker Swarm replaces tasks whose\n"
+         "# HEALTHCHECK turns unhealthy; Kubernetes ignores it): declare the command as a startupProbe and\n"
+         "# readinessProbe (docs/dockerfile.md). `gpuenv --version` fails the build if the binary cannot run here.\n"
          "COPY --from=gpuenv-binary --chmod=0755 /tmp/gpuenv /usr/local/bin/gpuenv\n"
-         "RUN gpuenv --version\n"
-         "HEALTHCHECK --interval=5m --timeout=30s --start-period=30s --retries=3 \\\n"
-         "  CMD [\"/bin/sh\", \"-c\", \"/usr/local/bin/gpuenv doctor --quick --oneline || exit 1\"]\n";
+         "RUN gpuenv --version\n";
 }
 
 }  // namespace gpuenv::dockerfile

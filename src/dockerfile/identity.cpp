@@ -41,7 +41,7 @@ std::string profile_hash(const profile::Profile& p) {
 std::vector<std::string> helper_images(const profile::Profile& profile, const Data& data, bool with_doctor) {
   std::vector<std::string> out{k_syntax_image};
   if (plan_python(profile, data).method == PythonPlan::Method::uv) out.push_back(data.uv.image);
-  if (with_doctor) out.push_back(doctor_download_image());
+  if (with_doctor) out.push_back(data.curl.image);
   return out;
 }
 

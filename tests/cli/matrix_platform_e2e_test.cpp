@@ -7,7 +7,9 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "support/fake_system.hpp"
@@ -49,16 +51,46 @@ TEST_CASE("matrix --format github: an os.arch axis gives each cell its platform 
 }
 
 TEST_CASE("matrix --format github: a profile without os.arch builds for linux/amd64", "[cli][e2e][matrix]") {
-  const auto result = run_gpuenv({"matrix", "pytorch-matrix", "--format", "github"});
+  const auto result = run_gpuenv({"matrix", fixture_path("profiles/valid/matrix-no-arch.toml"), "--format", "github"});
+  INFO(result.err);
   REQUIRE(result.exit_code == 0);
-  const auto matrix = nlohmann::json::parse(result.out);  // the loop below reads into it
-  for (const auto& cell : matrix.at("include")) {
+  const auto include = nlohmann::json::parse(result.out).at("include");
+  CHECK(include.size() == 4);
+  for (const auto& cell : include) {
     CHECK(cell.at("platform") == "linux/amd64");
     CHECK(cell.at("runner") == "ubuntu-24.04");
     const std::string tag = cell.at("tag");
     CHECK(tag.size() <= 128);
     CHECK(cell.at("file") == tag + ".Dockerfile");
   }
+}
+
+TEST_CASE("matrix --format github: the shipped pytorch-matrix builds every cell for linux/amd64 and linux/arm64",
+          "[cli][e2e][matrix]") {
+  // The workflow deploy/github/images.yml builds what this prints: an arm64 image needs an arm64 cell.
+  const auto result = run_gpuenv({"matrix", "pytorch-matrix", "--format", "github"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  std::map<std::string, int> per_platform;
+  std::set<std::string> amd64_cells;
+  std::set<std::string> arm64_cells;
+  const auto matrix = nlohmann::json::parse(result.out);  // kept: a range-for over parse(...).at() would dangle
+  for (const auto& cell : matrix.at("include")) {
+    const std::string platform = cell.at("platform");
+    ++per_platform[platform];
+    CHECK(cell.at("runner") == (platform == "linux/arm64" ? "ubuntu-24.04-arm" : "ubuntu-24.04"));
+    if (!cell.contains("os.arch")) continue;  // an include entry that adds a cell of the base arch
+    const std::string key =
+        cell.at("cuda.version").get<std::string>() + "/" + cell.at("framework.python").get<std::string>();
+    (cell.at("os.arch") == "arm64" ? arm64_cells : amd64_cells).insert(key);
+    CHECK((cell.at("os.arch") == "arm64") == (platform == "linux/arm64"));
+  }
+  CHECK(per_platform["linux/arm64"] > 0);
+  CHECK(per_platform["linux/amd64"] > 0);
+  // gpuenv's data lists no aarch64 wheels for PyTorch 2.9.1 either way (data/compat/pytorch.toml: no
+  // aarch64_variants, so unknown: a warning, not a refusal), so each CUDA/Python cell is built for both; a release
+  // known to lack the wheel drops its arm64 cells (the next test).
+  CHECK(arm64_cells == amd64_cells);
 }
 
 TEST_CASE("matrix: an os.arch cell without a wheel for its architecture is invalid and left out of the build matrix",

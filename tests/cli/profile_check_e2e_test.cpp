@@ -94,6 +94,7 @@ const Row k_rows[] = {
     {"valid/rhel-maps-to-ubi.toml",             0, "image.tag",                  "pass", "nvidia/cuda:12.4.1-cudnn-runtime-ubi9 is published"},
     {"valid/matrix-exclude-include.toml",       0, "image.tag",                  "warn", "nvidia/cuda:11.8.0-base-ubuntu22.04 is due for deletion"},  // PyTorch: base by default; CUDA 11 is past NVIDIA's two supported majors
     {"valid/matrix-arch.toml",                  0, "image.tag",                  "warn", "nvidia/cuda:12.8.1-base-ubuntu24.04 is end-of-life"},  // an os.arch axis: both architectures; 12.8.2 supersedes 12.8.1
+    {"valid/matrix-no-arch.toml",               0, "image.tag",                  "warn", "nvidia/cuda:12.8.1-base-ubuntu24.04 is end-of-life"},  // no os.arch: every cell x86_64
 };
 // clang-format on
 

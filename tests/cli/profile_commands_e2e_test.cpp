@@ -178,7 +178,7 @@ TEST_CASE("profile list lists every shipped profile once", "[cli][e2e][profiles]
   const auto matrix =
       std::find_if(json.begin(), json.end(), [](const auto& row) { return row.at("name") == "pytorch-matrix"; });
   REQUIRE(matrix != json.end());
-  CHECK(matrix->at("cells") == 11);
+  CHECK(matrix->at("cells") == 21);  // 10 CUDA/Python cells on x86_64 and arm64, and Python 3.14
 }
 
 TEST_CASE("profile show prints the derived image tag and wheel index", "[cli][e2e][profiles]") {
@@ -244,12 +244,12 @@ TEST_CASE("profile show of a matrix profile shows every cell", "[cli][e2e][profi
   REQUIRE(result.exit_code == 0);
   const auto cells = parse_json(result.out);
   REQUIRE(cells.is_array());
-  REQUIRE(cells.size() == 11);
+  REQUIRE(cells.size() == 21);
   CHECK(cells[0].at("cell").at("cuda.version") == "12.6.3");
   CHECK(cells[0].at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu126");
-  CHECK(cells[10].at("cell").at("framework.python") == "3.14");
-  CHECK(cells[10].at("derived").at("image") == "nvidia/cuda:13.0.2-base-ubuntu24.04");
-  CHECK(cells[10].at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu130");
+  CHECK(cells[20].at("cell").at("framework.python") == "3.14");
+  CHECK(cells[20].at("derived").at("image") == "nvidia/cuda:13.0.2-base-ubuntu24.04");
+  CHECK(cells[20].at("derived").at("wheel_index_url") == "https://download.pytorch.org/whl/cu130");
 }
 
 TEST_CASE("matrix --format github prints an include list of the valid cells only", "[cli][e2e][matrix]") {
@@ -260,7 +260,7 @@ TEST_CASE("matrix --format github prints an include list of the valid cells only
   CHECK(json.size() == 1);
   const auto& include = json.at("include");
   REQUIRE(include.is_array());
-  CHECK(include.size() == 11);
+  CHECK(include.size() == 21);
   std::set<std::string> labels;
   for (const auto& cell : include) {
     CHECK(cell.at("profile") == "pytorch-matrix");
@@ -273,7 +273,8 @@ TEST_CASE("matrix --format github prints an include list of the valid cells only
     labels.insert(cell.at("label").get<std::string>());
   }
   CHECK(labels.size() == include.size());
-  CHECK(labels.count("cuda.version=13.0.2,framework.python=3.13,image.flavor=devel") == 1);
+  CHECK(labels.count("cuda.version=13.0.2,framework.python=3.13,os.arch=x86_64,image.flavor=devel") == 1);
+  CHECK(labels.count("cuda.version=13.0.2,framework.python=3.13,os.arch=arm64,image.flavor=devel") == 1);
 
   // A matrix with an invalid product cell: `matrix` drops it (exit 0) where `profile check` fails.
   const std::string mixed = fixture_path("profiles/invalid/matrix-with-invalid-cell.toml");

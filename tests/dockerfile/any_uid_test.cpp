@@ -150,24 +150,28 @@ TEST_CASE("any uid: the venv is read-only to the runtime uid unless [image] writ
   CHECK(contains(unwrapped(writable), "writable_venv = true"));
 }
 
-TEST_CASE("any uid: io.gpuenv.driver.min is the wheel's floor, the base tag's requirement its own label",
+TEST_CASE("any uid: io.gpuenv.driver.min is where the image starts, the wheel's floor and the base's requirement apart",
           "[dockerfile][any-uid]") {
-  // cu128: CUDA 12 minor-version compatibility, R525+ (data/compat/cuda.toml [[major]]), so R535 and R550 pass.
+  // cu128: CUDA 12 minor-version compatibility, R525+ (data/compat/cuda.toml [[major]]), but the 12.8.1 base's
+  // NVIDIA_REQUIRE_CUDA admits R535/R550/R560/R565 and R570+ only (tests/dockerfile/host_driver_test.cpp): the label
+  // keeps the R535 and R550 LTS nodes and no longer names R525, where the toolkit refuses the image.
   const std::string text = render(torch29());
-  CHECK(contains(text, "io.gpuenv.driver.min=\"525.60.13\""));
-  CHECK(contains(text, "io.gpuenv.base.require_cuda=\"cuda>=12.8\""));
-  CHECK(contains(text, "# Host driver: >= 525.60.13"));
+  CHECK(contains(text, "io.gpuenv.driver.min=\"535\""));
+  CHECK(contains(text, "io.gpuenv.framework.driver.min=\"525.60.13\""));
+  CHECK(contains(text, "io.gpuenv.base.require_cuda=\"cuda>=12.8 brand=unknown,driver>=470,driver<471 "));
+  CHECK(contains(text, "# Host driver: >= 535"));
   CHECK(contains(text, "NVIDIA_DISABLE_REQUIRE=true"));
   // cu130 wheels: CUDA 13's floor.
   CHECK(contains(render(torch29({{"cuda.version", "13.0.2"}, {"framework.python", "3.13"}})),
                  "io.gpuenv.driver.min=\"580.65.06\""));
-  // driver.min set by the user wins; no wheels (bare CUDA): the toolkit's requirement, as before.
+  // driver.min set by the user wins where the base admits it (R570 meets cuda>=12.8); no wheels (bare CUDA): the
+  // toolkit release's requirement, which the base admits, and no framework floor.
   const std::string pinned = render(torch29({{"driver.min", "570.86.10"}}));
   CHECK(contains(pinned, "io.gpuenv.driver.min=\"570.86.10\""));
   const std::string bare =
       render(make_profile({{"os.distro", "ubuntu"}, {"os.version", "24.04"}, {"cuda.version", "12.8.1"}}));
   CHECK(contains(bare, "io.gpuenv.driver.min=\"570.124.06\""));
-  CHECK_FALSE(contains(bare, "io.gpuenv.base.require_cuda"));
+  CHECK_FALSE(contains(bare, "io.gpuenv.framework.driver.min"));
 }
 
 TEST_CASE("any uid: [image] rdma = true adds the verbs libraries and documents the run flags",
@@ -181,10 +185,22 @@ TEST_CASE("any uid: [image] rdma = true adds the verbs libraries and documents t
   CHECK(contains(render(rocky), "libibverbs librdmacm"));
 }
 
-TEST_CASE("any uid: --with-doctor is a readiness signal, never a liveness probe", "[dockerfile][any-uid]") {
-  const std::string text = render(torch29(), true);
-  CHECK(contains(text, "A readiness signal, never a liveness probe"));
-  CHECK(contains(text, "startupProbe and readinessProbe"));
+TEST_CASE("any uid: --with-doctor is a readiness signal, never a liveness probe: no HEALTHCHECK",
+          "[dockerfile][any-uid]") {
+  // Swarm's executor stops the container of a task whose HEALTHCHECK turns unhealthy and fails the task with
+  // ErrContainerUnhealthy, so the service replaces it (moby/moby daemon/cluster/executor/container/controller.go,
+  // Wait; its test TestControllerWaitUnhealthy expects ContainerStop): any HEALTHCHECK in the image is a liveness
+  // probe under Swarm, and a GPU fault would restart-loop the job. So the image declares none, on any path.
+  const Profile cuda_only =
+      make_profile({{"os.distro", "ubuntu"}, {"os.version", "24.04"}, {"cuda.version", "12.8.1"}});
+  for (const Profile& p : {torch29(), torch29({{"image.user", "root"}}), cuda_only}) {
+    const std::string text = render(p, true);
+    INFO(p.name << " " << p.image_user);
+    for (const auto& in : gpuenv::dockerfile::parse_instructions(text)) CHECK(in.keyword != "HEALTHCHECK");
+    CHECK_FALSE(contains(text, "HEALTHCHECK --"));
+    CHECK(contains(unwrapped(text), "never a liveness probe"));
+    CHECK(contains(unwrapped(text), "declare the command as a startupProbe and readinessProbe"));
+  }
   const std::string docs = read_text(fs::path(GPUENV_SOURCE_DIR) / "docs/dockerfile.md");
   CHECK(contains(docs, "readinessProbe:"));
   CHECK(contains(docs, "startupProbe:"));

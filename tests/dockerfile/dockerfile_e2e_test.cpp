@@ -145,13 +145,13 @@ TEST_CASE("dockerfile: a matrix profile: the first valid cell by default, --set 
           "[dockerfile][e2e]") {
   const auto first = run_gpuenv({"dockerfile", "pytorch-matrix"});
   REQUIRE(first.exit_code == 0);
-  CHECK(contains(first.err, "using the first valid one, cuda.version=12.6.3,framework.python=3.10"));
-  CHECK(contains(
-      first.out,
-      "# Regenerate with: gpuenv dockerfile pytorch-matrix --set cuda.version=12.6.3 --set framework.python=3.10\n"));
+  CHECK(contains(first.err, "using the first valid one, cuda.version=12.6.3,framework.python=3.10,os.arch=x86_64"));
+  CHECK(contains(first.out,
+                 "# Regenerate with: gpuenv dockerfile pytorch-matrix --set cuda.version=12.6.3 --set "
+                 "framework.python=3.10 --set os.arch=x86_64\n"));
   // The same cell named explicitly gives the same file, and no note.
-  const auto named =
-      run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.6.3", "--set", "framework.python=3.10"});
+  const auto named = run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.6.3", "--set",
+                                 "framework.python=3.10", "--set", "os.arch=x86_64"});
   REQUIRE(named.exit_code == 0);
   CHECK(named.out == first.out);
   CHECK(named.err.empty());
@@ -160,13 +160,17 @@ TEST_CASE("dockerfile: a matrix profile: the first valid cell by default, --set 
       run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=13.0.2", "--set", "framework.python=3.13"});
   REQUIRE(devel.exit_code == 0);
   CHECK(contains(devel.out, "FROM nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04\n"));
-  CHECK(contains(devel.out, "--set cuda.version=13.0.2 --set framework.python=3.13 --set image.flavor=devel\n"));
+  CHECK(contains(
+      devel.out,
+      "--set cuda.version=13.0.2 --set framework.python=3.13 --set os.arch=x86_64 --set image.flavor=devel\n"));
   // A field outside the matrix overrides; one axis value picks among the rest.
   const auto flavor =
       run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.8.1", "--set", "image.flavor=devel"});
   REQUIRE(flavor.exit_code == 0);
   CHECK(contains(flavor.out, "FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04\n"));
-  CHECK(contains(flavor.out, "--set cuda.version=12.8.1 --set framework.python=3.11 --set image.flavor=devel\n"));
+  CHECK(contains(
+      flavor.out,
+      "--set cuda.version=12.8.1 --set framework.python=3.11 --set os.arch=x86_64 --set image.flavor=devel\n"));
   // An axis value no cell has: the base profile with the override, said on stderr.
   const auto off_axis =
       run_gpuenv({"dockerfile", "pytorch-matrix", "--set", "cuda.version=12.6.3", "--set", "framework.python=3.14"});

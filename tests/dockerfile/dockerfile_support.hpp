@@ -129,8 +129,8 @@ inline std::set<std::string> published_tags() {
 inline std::vector<std::string> own_problems(const std::string& text) {
   // A final `USER root` is allowed only where the profile asked for it (the generator says so in a comment).
   const bool root_asked = util::contains(text, "# [image] user = \"root\"");
-  std::vector<std::string> problems = gpuenv::dockerfile::structural_problems(
-      text, {data().uv.image, gpuenv::dockerfile::doctor_download_image()}, root_asked);
+  std::vector<std::string> problems =
+      gpuenv::dockerfile::structural_problems(text, {data().uv.image, data().curl.image}, root_asked);
   static const std::set<std::string> tags = published_tags();
   for (const gpuenv::dockerfile::Instruction& in : gpuenv::dockerfile::parse_instructions(text)) {
     if (in.keyword != "FROM" || !util::starts_with(in.arguments, "nvidia/cuda:")) continue;

@@ -369,6 +369,28 @@ TEST_CASE("reproducible: end to end: --digest, --digest-lock with --all, --hashe
     CHECK(helper.exit_code == 2);
     CHECK(contains(helper.err, "base-only.txt: no digest for docker/dockerfile:1"));
   }
+  SECTION("--with-doctor with a lock: the curl stage is pinned by digest too, and a lock without it is exit 2") {
+    // The curl image comes from data/dockerfile/base_images.toml [curl]; the fixture lock lists it.
+    const std::string& curl = gpuenv::testing::dockerfile_tests::data().curl.image;
+    const std::string lock_text = read_text(k_source / "tests/fixtures/dockerfile/digests.txt");
+    const std::size_t at = lock_text.find("\n" + curl + " sha256:");
+    REQUIRE(at != std::string::npos);
+    const std::string digest = lock_text.substr(lock_text.find(' ', at) + 1, 71);
+    const auto pinned = run_in_source(
+        {"dockerfile", "pytorch-2.9-cu128", "--with-doctor", "--digest-lock", "tests/fixtures/dockerfile/digests.txt"});
+    INFO(pinned.err);
+    REQUIRE(pinned.exit_code == 0);
+    CHECK(contains(pinned.out, "\nFROM " + curl + "@" + digest + " AS gpuenv-download\n"));
+    CHECK(own_problems(pinned.out).empty());
+    TempDir dir;
+    std::string without_curl = lock_text;
+    without_curl.erase(at + 1, lock_text.find('\n', at + 1) - at);
+    write_text(dir.path() / "no-curl.txt", without_curl);
+    const auto missing = run_in_source(
+        {"dockerfile", "pytorch-2.9-cu128", "--with-doctor", "--digest-lock", dir.str() + "/no-curl.txt"});
+    CHECK(missing.exit_code == 2);
+    CHECK(contains(missing.err, "no-curl.txt: no digest for " + curl));
+  }
   SECTION("--hashed-requirements: installed with --require-hashes; a file for another release is exit 2") {
     const auto ok = run_in_source({"dockerfile", "pytorch-2.9-cu128", "--hashed-requirements", k_requirements});
     CHECK(ok.exit_code == 0);

@@ -36,6 +36,17 @@ fs::path ensure_validator(std::string& why) {
   return validator;
 }
 
+/// The text of one job under `jobs:` (from "  <name>:" to the next job at the same indent), or "".
+std::string job_text(const std::string& text, const std::string& name) {
+  const std::size_t start = text.find("\n  " + name + ":\n");
+  if (start == std::string::npos) return {};
+  static const std::regex next_job(R"(\n  [a-z][a-z0-9-]*:\n)");
+  const auto from = text.begin() + static_cast<std::ptrdiff_t>(start + 1);
+  std::smatch match;
+  if (!std::regex_search(from, text.end(), match, next_job)) return std::string(from, text.end());
+  return std::string(from, match[0].first + 1);
+}
+
 /// Every `uses:` reference in the workflow ("owner/name@ref # comment").
 std::vector<std::string> uses_lines(const std::string& text) {
   std::vector<std::string> out;
@@ -88,15 +99,9 @@ TEST_CASE("workflow: the matrix comes from gpuenv, each cell builds on its platf
                              "uses: docker/login-action@",
                              "uses: docker/metadata-action@",
                              "uses: docker/build-push-action@",
-                             "push: ${{ github.event_name != 'pull_request' }}",
-                             "outputs: ${{ github.event_name == 'pull_request' && 'type=cacheonly' || '' }}",
-                             "sbom: ${{ github.event_name != 'pull_request' }}",
-                             "provenance: ${{ github.event_name != 'pull_request' && 'mode=max' || 'false' }}",
                              "labels: ${{ steps.meta.outputs.labels }}",
                              "cache-from: type=registry,",
-                             "type=registry,ref={0}:cache-{1}",
-                             "packages: write",
-                             "id-token: write",
+                             "cache-to: type=registry,ref=${{ env.IMAGE_REF }}:cache-${{ matrix.tag }},mode=max",
                              "uses: anchore/scan-action@",
                              "severity-cutoff: critical",
                              "uses: sigstore/cosign-installer@",
@@ -110,6 +115,51 @@ TEST_CASE("workflow: the matrix comes from gpuenv, each cell builds on its platf
   CHECK(text.find("free-disk-space@") < text.find("build-push-action@"));
   CHECK(text.find("build-push-action@") < text.find("anchore/scan-action@"));
   CHECK(text.find("build-push-action@") < text.find("cosign sign --yes"));
+}
+
+TEST_CASE("workflow: pull requests build with a read-only token, only push events get packages/id-token write",
+          "[dockerfile][workflow]") {
+  // A job's `permissions:` takes only read, write or none per scope, never an expression (GitHub's workflow syntax,
+  // jobs.<job_id>.permissions), so the write permissions must sit in a job whose `if:` excludes pull_request.
+  const std::string text = read_text(k_workflow);
+  // The job-level `if:` (four spaces in), not a step's (eight).
+  const std::string pull_request_only = "\n    if: github.event_name == 'pull_request'\n";
+  const std::string never_pull_request = "\n    if: github.event_name != 'pull_request'\n";
+  const std::regex job_name(R"(\n  ([a-z][a-z0-9-]*):\n    )");
+  const std::string jobs = text.substr(text.find("\njobs:\n"));
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(jobs.begin(), jobs.end(), job_name); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[1].str());
+  CHECK(names == std::vector<std::string>{"plan", "pr-build", "image", "gpu"});
+  for (const std::string& name : names) {
+    INFO(name);
+    const std::string job = job_text(text, name);
+    REQUIRE_FALSE(job.empty());
+    const bool writes = contains(job, ": write");
+    if (writes) CHECK(contains(job, never_pull_request));
+    if (!contains(job, never_pull_request)) {
+      CHECK_FALSE(writes);  // a job a pull request runs
+      CHECK_FALSE(contains(job, "push: true"));
+      CHECK_FALSE(contains(job, "cosign sign"));
+    }
+  }
+  // The top-level default is read-only, so a job without its own block (plan) writes nothing either.
+  CHECK(contains(text, "\npermissions:\n  contents: read\n\n"));
+  const std::string pr = job_text(text, "pr-build");
+  CHECK(contains(pr, pull_request_only));
+  CHECK(contains(pr, "      contents: read\n      packages: read"));
+  CHECK(contains(pr, "push: false\n          outputs: type=cacheonly\n"));
+  CHECK_FALSE(contains(pr, "cache-to:"));
+  const std::string image = job_text(text, "image");
+  CHECK(contains(image, never_pull_request));
+  CHECK(contains(image, "      packages: write\n      id-token: write"));
+  for (const char* needle : {"push: true", "sbom: true", "provenance: mode=max", "cosign sign --yes"}) {
+    INFO(needle);
+    CHECK(contains(image, needle));
+  }
+  // Beyond its `if:`, nothing in it depends on the event.
+  CHECK(image.find("github.event_name") == image.find(never_pull_request) + std::string("\n    if: ").size());
+  CHECK(image.find("github.event_name", image.find(never_pull_request) + 10) == std::string::npos);
 }
 
 TEST_CASE("workflow: the GPU job runs the pushed digest as an arbitrary uid and checks CUDA, a matmul, torch.compile",
@@ -137,7 +187,7 @@ TEST_CASE("workflow: every job that uses the image reference lowercases it first
   // export, the push, cosign and docker run ("repository name must be lowercase": docker/build-push-action#424).
   const std::string text = read_text(k_workflow);
   const std::string step = "run: echo \"IMAGE_REF=${IMAGE,,}\" >> \"$GITHUB_ENV\"";
-  for (const char* name : {"\n  image:\n", "\n  gpu:\n"}) {
+  for (const char* name : {"\n  pr-build:\n", "\n  image:\n", "\n  gpu:\n"}) {
     INFO(name);
     const std::size_t job = text.find(name);
     REQUIRE(job != std::string::npos);
