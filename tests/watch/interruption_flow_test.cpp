@@ -128,7 +128,7 @@ TEST_CASE("an interruption notice: event, marker removed, Slurm drained, hook ru
   CHECK(restarted.system.removed.empty());
 }
 
-TEST_CASE("a hook that runs past the deadline is stopped and logged; a new notice runs the flow again", "[watch]") {
+TEST_CASE("a hook that runs past the deadline is stopped and logged, and a new notice runs the flow again", "[watch]") {
   TempDir dir;
   Node node((dir.path() / "watch.db").string(), k_start);
   node.hooks.commands[k_hook_run] = {-1, true, false, "", ""};  // stopped at its timeout
