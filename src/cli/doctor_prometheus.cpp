@@ -87,7 +87,7 @@ void add_gpus(Exposition& e, const probe::HostFacts& facts, const PrometheusOpti
   per_gpu("gpuenv_gpu_power_draw_watts",
           "GPU power draw when doctor ran (with --prometheus-gpu-gauges; DCGM_FI_DEV_POWER_USAGE otherwise).",
           options.gpu_gauges, [](const probe::GpuFacts& g) { return g.power_draw_w; });
-  per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors", "Uncorrected ECC errors since the driver loaded.", true,
+  per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors_total", "Uncorrected ECC errors since the driver loaded.", true,
           [](const probe::GpuFacts& g) -> std::optional<double> {
             if (!g.ecc_uncorrected_volatile) return std::nullopt;
             return static_cast<double>(*g.ecc_uncorrected_volatile);

@@ -37,7 +37,8 @@ std::string format_value(double value) {
 }  // namespace
 
 void Exposition::family(const std::string& name, const std::string& help) {
-  text_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n";
+  const bool counter = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
+  text_ += "# HELP " + name + " " + help + "\n# TYPE " + name + (counter ? " counter\n" : " gauge\n");
 }
 
 void Exposition::sample(const std::string& name, const Labels& labels, double value) {

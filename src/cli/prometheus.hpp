@@ -17,7 +17,9 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 /// Accumulates metric families in the order they are declared.
 class Exposition {
  public:
-  /// Declares a gauge family.
+  /// Declares a family: a counter (a cumulative count that only goes up, or restarts from 0) when `name` ends in
+  /// `_total`, as Prometheus names them (https://prometheus.io/docs/practices/naming/: "an accumulating count has
+  /// total as a suffix"), else a gauge (a value that can go up and down).
   void family(const std::string& name, const std::string& help);
   /// One sample; non-finite values are left out.
   void sample(const std::string& name, const Labels& labels, double value);

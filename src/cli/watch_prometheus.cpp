@@ -37,9 +37,9 @@ void add_watch(Exposition& e, const watch::Snapshot& s, const std::string& versi
   e.sample("gpuenv_watch_history_up", {}, s.history ? 1 : 0);
   e.family("gpuenv_watch_kernel_log_readable", "1 when the kernel log could be read for Xid events.");
   e.sample("gpuenv_watch_kernel_log_readable", {}, s.kernel_log_readable ? 1 : 0);
-  e.family("gpuenv_watch_events", "Events raised since this watch process started, by rule id and status.");
+  e.family("gpuenv_watch_events_total", "Events raised since this watch process started, by rule id and status.");
   for (const auto& [key, count] : s.events_total)
-    e.sample("gpuenv_watch_events", {{"id", key.first}, {"status", key.second}}, static_cast<double>(count));
+    e.sample("gpuenv_watch_events_total", {{"id", key.first}, {"status", key.second}}, static_cast<double>(count));
   e.family("gpuenv_watch_condition",
            "Conditions open now (a hot or idle GPU, a rising counter): 1 per rule id and GPU, status as a label.");
   for (const auto& [key, condition] : s.open) {
@@ -67,6 +67,8 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
     labels.insert(labels.end(), {{"model", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}});
     e.sample("gpuenv_gpu_info", labels, 1);
   }
+  // Cumulative counts (ECC errors, PCIe replays, NVLink errors, remapped rows) are counters named *_total (Exposition::
+  // family gives them TYPE counter); the rest are gauges.
   const auto per_gpu = [&](const std::string& name, const std::string& help,
                            const std::function<std::optional<double>(const GpuSample&)>& value_of) {
     e.family(name, help);
@@ -93,9 +95,9 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
   });
   per_gpu("gpuenv_gpu_processes", "Compute processes on the GPU.",
           [](const GpuSample& g) { return as_double(g.processes); });
-  per_gpu("gpuenv_gpu_ecc_corrected_volatile_errors", "Corrected ECC errors since the driver loaded.",
+  per_gpu("gpuenv_gpu_ecc_corrected_volatile_errors_total", "Corrected ECC errors since the driver loaded.",
           [](const GpuSample& g) { return as_double(g.ecc_corrected); });
-  per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors", "Uncorrected ECC errors since the driver loaded.",
+  per_gpu("gpuenv_gpu_ecc_uncorrected_volatile_errors_total", "Uncorrected ECC errors since the driver loaded.",
           [](const GpuSample& g) { return as_double(g.ecc_uncorrected); });
   per_gpu("gpuenv_gpu_remap_pending", "1 when a row remap waits for the next GPU reset.",
           [](const GpuSample& g) -> std::optional<double> {
@@ -107,7 +109,7 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
           });
   per_gpu("gpuenv_gpu_nvlinks_inactive", "NVLinks that exist but are down.",
           [](const GpuSample& g) { return as_double(g.nvlink_inactive); });
-  per_gpu("gpuenv_gpu_pcie_replays", "PCIe replays since the driver loaded.",
+  per_gpu("gpuenv_gpu_pcie_replays_total", "PCIe replays since the driver loaded.",
           [](const GpuSample& g) { return as_double(g.pcie_replays); });
 
   // Families with one more label: each family's samples follow its declaration as one group (text format 0.0.4).
@@ -122,7 +124,7 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
       }
     }
   };
-  per_gpu_by("gpuenv_gpu_remapped_rows", "Rows remapped over the GPU's life, by cause.", "cause",
+  per_gpu_by("gpuenv_gpu_remapped_rows_total", "Rows remapped over the GPU's life, by cause.", "cause",
              [](const GpuSample& g) {
                std::vector<std::pair<std::string, double>> out;
                if (g.remapped_correctable)
@@ -131,8 +133,9 @@ void add_gpus(Exposition& e, const watch::Snapshot& s) {
                  out.emplace_back("uncorrectable", static_cast<double>(*g.remapped_uncorrectable));
                return out;
              });
-  per_gpu_by("gpuenv_gpu_nvlink_errors", "NVLink errors since the driver loaded, summed over active links, by type.",
-             "type", [](const GpuSample& g) {
+  per_gpu_by("gpuenv_gpu_nvlink_errors_total",
+             "NVLink errors by type, counted on the links read at both ends of each interval (docs/watch.md).", "type",
+             [](const GpuSample& g) {
                std::vector<std::pair<std::string, double>> out;
                for (const auto& [type, value] :
                     {std::pair<const char*, std::optional<std::uint64_t>>{"replay", g.nvlink_replay},

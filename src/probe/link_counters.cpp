@@ -28,7 +28,9 @@ std::optional<std::uint64_t> nvlink_counter(const Api& api, Device device, unsig
   return value;
 }
 
-GpuLinkCounters read_gpu(const Api& api, unsigned index, Device device) {
+}  // namespace
+
+GpuLinkCounters nvml::read_link_counters(const Api& api, unsigned index, Device device) {
   GpuLinkCounters gpu;
   gpu.index = index;
   gpu.uuid = nvml::query_string(api.uuid, device);
@@ -53,6 +55,8 @@ GpuLinkCounters read_gpu(const Api& api, unsigned index, Device device) {
   return gpu;
 }
 
+namespace {
+
 /// The GPU half of a snapshot, on the caller's (abandonable) thread.
 LinkCounterSnapshot read_gpus(system::DynamicLibrary& library, const std::string& name) {
   LinkCounterSnapshot snapshot;
@@ -71,7 +75,8 @@ LinkCounterSnapshot read_gpus(system::DynamicLibrary& library, const std::string
   } else {
     for (unsigned i = 0; i < count; ++i) {
       Device device = nullptr;
-      if (api.handle_by_index(i, &device) == k_success) snapshot.gpus.push_back(read_gpu(api, i, device));
+      if (api.handle_by_index(i, &device) == k_success)
+        snapshot.gpus.push_back(nvml::read_link_counters(api, i, device));
     }
     snapshot.nvml = true;
   }

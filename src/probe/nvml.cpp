@@ -376,7 +376,7 @@ NvmlSession::~NvmlSession() = default;
 
 bool NvmlSession::hung() const { return m_state->in_call.load(); }
 
-GpuInventory NvmlSession::read(std::chrono::milliseconds timeout) {
+GpuInventory NvmlSession::read(std::chrono::milliseconds timeout, std::vector<GpuLinkCounters>* links) {
   GpuInventory failed;
   failed.availability.source = m_state->header.availability.source;
   if (hung()) {
@@ -386,21 +386,30 @@ GpuInventory NvmlSession::read(std::chrono::milliseconds timeout) {
                                  " s (a hung GPU or driver); NVML is read again once it returns";
     return failed;
   }
-  auto inventory = call_in_session<GpuInventory>(
+  using Reading = std::pair<GpuInventory, std::vector<GpuLinkCounters>>;
+  auto reading = call_in_session<Reading>(
       m_state,
-      [](State& s) {
-        GpuInventory read = s.header;
-        read.availability.reason.clear();
-        read_gpus(s.api, read);
+      [want_links = links != nullptr](State& s) {
+        Reading read{s.header, {}};
+        read.first.availability.reason.clear();
+        read_gpus(s.api, read.first);
+        if (!want_links || !read.first.availability.available) return read;
+        // The link counters of the same moment, as link_counters.cpp reads them for doctor (per NVLink, PCIe).
+        for (const GpuFacts& gpu : read.first.gpus) {
+          Device device = nullptr;
+          if (gpu.access_error.empty() && s.api.handle_by_index(gpu.index, &device) == k_success)
+            read.second.push_back(nvml::read_link_counters(s.api, gpu.index, device));
+        }
         return read;
       },
       timeout);
-  if (!inventory) {
+  if (!reading) {
     failed.availability.reason =
         "NVML did not answer within " + std::to_string(timeout.count()) + " ms (a hung GPU or driver)";
     return failed;
   }
-  return std::move(*inventory);
+  if (links != nullptr) *links = std::move(reading->second);
+  return std::move(reading->first);
 }
 
 }  // namespace gpuenv::probe

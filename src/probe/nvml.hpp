@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "probe/facts.hpp"
 #include "system/system.hpp"
@@ -32,7 +33,9 @@ class NvmlSession {
 
   /// Every GPU now (as read_nvml reads them) within `timeout`; availability.available = false with the reason when
   /// NVML fails, does not answer in time, or has not yet returned from a call abandoned earlier.
-  GpuInventory read(std::chrono::milliseconds timeout);
+  /// With `links`, each readable GPU's link counters of the same call go there too (NVLink per link, the PCIe replay
+  /// counter: probe/link_counters.hpp), so that a reader can compare two readings link by link.
+  GpuInventory read(std::chrono::milliseconds timeout, std::vector<GpuLinkCounters>* links = nullptr);
   /// True while a call abandoned at its limit has not returned.
   bool hung() const;
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "probe/fabric_facts.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::probe::nvml {
@@ -129,5 +130,9 @@ std::string query_string(Return (*f)(Device, char*, unsigned), Device device);
 
 /// NVML's own text for `code` (nvmlErrorString), else gpuenv's table (nvml_error_name).
 std::string error_text(const Api& api, Return code);
+
+/// One GPU's link counters now (link_counters.cpp): the PCIe replay counter and link, and every NVLink NVML answers
+/// for with its state and error counters (a counter whose read fails is absent).
+GpuLinkCounters read_link_counters(const Api& api, unsigned index, Device device);
 
 }  // namespace gpuenv::probe::nvml

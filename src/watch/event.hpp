@@ -6,7 +6,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "probe/fabric_facts.hpp"
 #include "report/finding.hpp"
 
 namespace gpuenv::watch {
@@ -24,17 +26,32 @@ struct Event {
 /// A condition that holds over several intervals (a hot GPU, a rising counter, an idle GPU): it raises one event
 /// when it starts (and again only when it gets worse) and one pass event when it clears, not one per interval.
 struct Condition {
-  std::int64_t since_ms = 0;        ///< when it started
-  std::int64_t last_seen_ms = 0;    ///< the last interval it held (a rising counter: its last growth)
+  std::int64_t since_ms = 0;      ///< when it started
+  std::int64_t last_seen_ms = 0;  ///< the last interval it held (a rising counter: its last growth)
   report::Status status = report::Status::warn;
 };
 
-/// The conditions open now, keyed "<rule id>|<GPU UUID>" ("|" alone for the node), plus the highest GPU count seen:
-/// what the rules carry from one interval to the next (persisted in the store, so a restart does not raise them
-/// again).
+/// What count_nvlink_errors compares the next reading of one GPU's NVLinks with: the last value read of each link's
+/// counters (a counter not read since keeps its older value) and the counts watch stored with it.
+struct NvLinkBaseline {
+  std::vector<probe::NvLinkCounters> links;
+  std::optional<std::uint64_t> replay, recovery, crc;
+};
+
+/// The conditions open now, keyed "<rule id>|<GPU UUID>" ("|" alone for the node), the highest GPU count of this
+/// boot and when each idle GPU went idle: what the rules carry from one interval to the next (persisted in the store
+/// with every interval, so a restart neither raises a condition again nor forgets an idle hour).
 struct RuleState {
   std::map<std::string, Condition> open;
-  std::optional<unsigned> most_gpus;  ///< the most GPUs NVML listed since watch began on this database
+  /// The most GPUs NVML listed during boot `most_gpus_boot`: a new boot (an instance-type change, an image baked
+  /// with the database) starts the count anew, so a smaller node is not a lost GPU forever.
+  std::optional<unsigned> most_gpus;
+  std::string most_gpus_boot;
+  /// By GPU key (gpu_key): Unix ms of the first sample of the GPU's current run below the idle line. Kept here,
+  /// not derived from the samples in memory, so idle time is not bounded by the window the monitor keeps.
+  std::map<std::string, std::int64_t> idle_since_ms;
+  /// By GPU key: each GPU's NVLink counters as last read.
+  std::map<std::string, NvLinkBaseline> nvlink;
 
   /// The state as a small JSON text for the store, and back (an unreadable text gives an empty state).
   std::string to_json() const;

@@ -74,6 +74,11 @@ void drain_slurm(system::System& system, const WatchSettings& settings, Monitor:
 }
 
 void run_hook(system::System& system, const WatchSettings& settings, std::int64_t now_ms, Monitor::HookRun& run) {
+  // Checked again now: the file may have changed since the settings were read.
+  if (auto trusted = hook_trusted(system, settings.on_interruption); !trusted) {
+    run.say(3, "interruption hook not run: " + trusted.error().message);
+    return;
+  }
   const auto argv = hook_argv(settings.on_interruption, run.notice, now_ms);
   const system::CommandResult result = system.run(argv, hook_timeout(run.notice, now_ms));
   const std::string name = settings.on_interruption.front();

@@ -107,8 +107,8 @@ util::Expected<std::vector<Notice>> parse_aws_scheduled_events(std::string_view 
     const std::string not_before = string_member(event, "NotBefore");
     notice.deadline_ms = time_ms(not_before);
     if (notice.id.empty()) notice.id = notice.kind + "-" + not_before;
-    notice.description = "EC2 scheduled " + notice.kind + " not before " + not_before + ": " +
-                         string_member(event, "Description");
+    notice.description =
+        "EC2 scheduled " + notice.kind + " not before " + not_before + ": " + string_member(event, "Description");
     out.push_back(std::move(notice));
   }
   return out;
@@ -116,14 +116,14 @@ util::Expected<std::vector<Notice>> parse_aws_scheduled_events(std::string_view 
 
 // ------------------------------------------------------------------------------------------------ GCP
 
-std::optional<Notice> parse_gcp_preempted(std::string_view body, std::int64_t now_ms) {
+std::optional<Notice> parse_gcp_preempted(std::string_view body, std::int64_t first_seen_ms) {
   if (util::trim(body) != "TRUE") return std::nullopt;
   Notice notice;
   notice.cloud = "gcp";
   notice.spot = true;
   notice.kind = "preempted";
   notice.id = "preempted";
-  notice.deadline_ms = now_ms + k_gcp_preemption_ms;
+  notice.deadline_ms = first_seen_ms + k_gcp_preemption_ms;
   notice.description = "Compute Engine is preempting this VM (30 s to stop)";
   return notice;
 }
@@ -134,7 +134,11 @@ std::optional<Notice> parse_gcp_maintenance_event(std::string_view body, std::in
   Notice notice;
   notice.cloud = "gcp";
   notice.kind = value;
-  notice.id = value + "-" + std::to_string(first_seen_ms / k_second_ms);
+  // The id is the notice's content: the value stays the same from the notice until the maintenance is over and goes
+  // back to NONE (cloud.google.com/compute/docs/metadata/getting-live-migration-notice), so a restart of watch in
+  // between finds the notice it already handled. (The time it was first seen is watch's, not the notice's: it
+  // changes with a restart.)
+  notice.id = "maintenance-" + value;
   const bool terminate = value == "TERMINATE_ON_HOST_MAINTENANCE";
   notice.deadline_ms = first_seen_ms + (terminate ? k_gcp_gpu_maintenance_ms : k_gcp_migrate_ms);
   notice.description = terminate ? "Compute Engine will stop this VM for host maintenance (one hour's notice)"
@@ -155,7 +159,8 @@ util::Expected<std::vector<Notice>> parse_azure_scheduled_events(std::string_vie
     if (type != "Preempt" && type != "Reboot" && type != "Redeploy" && type != "Terminate") continue;
     bool ours = false;
     if (event.contains("Resources") && event["Resources"].is_array()) {
-      for (const json& resource : event["Resources"]) ours |= resource.is_string() && resource.get<std::string>() == vm_name;
+      for (const json& resource : event["Resources"])
+        ours |= resource.is_string() && resource.get<std::string>() == vm_name;
     }
     if (!ours) continue;
     Notice notice;
@@ -217,7 +222,9 @@ util::Expected<system::HttpResponse> InterruptionWatcher::get(system::System& sy
 util::Expected<std::vector<Notice>> InterruptionWatcher::poll(system::System& system, std::int64_t now_ms,
                                                               std::chrono::milliseconds timeout) {
   std::vector<Notice> out;
-  const auto ask = [&](const std::string& path) { return get(system, system::HttpRequest{{}, 0, "GET", path, {}, {}}, timeout); };
+  const auto ask = [&](const std::string& path) {
+    return get(system, system::HttpRequest{{}, 0, "GET", path, {}, {}}, timeout);
+  };
   if (m_cloud == "aws") {
     auto action = ask("/latest/meta-data/spot/instance-action");
     if (!action) return action.error();
@@ -238,7 +245,14 @@ util::Expected<std::vector<Notice>> InterruptionWatcher::poll(system::System& sy
     if (!preempted) return preempted.error();
     if (preempted->status != 200)
       return util::Error::input("instance/preempted answered HTTP " + std::to_string(preempted->status));
-    if (auto notice = parse_gcp_preempted(preempted->body, now_ms)) out.push_back(*notice);
+    // The 30 s count from when watch first saw TRUE, not from each poll.
+    if (util::trim(preempted->body) != "TRUE") {
+      m_gcp_preempted_since_ms.reset();
+    } else if (!m_gcp_preempted_since_ms) {
+      m_gcp_preempted_since_ms = now_ms;
+    }
+    if (auto notice = parse_gcp_preempted(preempted->body, m_gcp_preempted_since_ms.value_or(now_ms)))
+      out.push_back(*notice);
     auto maintenance = ask("/computeMetadata/v1/instance/maintenance-event");
     if (!maintenance) return maintenance.error();
     if (maintenance->status != 200)

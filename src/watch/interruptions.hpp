@@ -32,8 +32,9 @@ namespace gpuenv::watch {
 /// One announced interruption.
 struct Notice {
   std::string cloud;  ///< "aws", "gcp", "azure"
-  std::string kind;   ///< as the cloud names it: "terminate", "system-reboot", "TERMINATE_ON_HOST_MAINTENANCE", "Preempt"
-  std::string id;     ///< stable for the notice's life (the cloud's event id, or the kind and its time)
+  std::string
+      kind;        ///< as the cloud names it: "terminate", "system-reboot", "TERMINATE_ON_HOST_MAINTENANCE", "Preempt"
+  std::string id;  ///< stable for the notice's life (the cloud's event id, or the kind and its time)
   std::optional<std::int64_t> deadline_ms;  ///< Unix ms when the interruption may begin; nullopt when not said
   std::string description;                  ///< one line for the event and the hook
   bool spot = false;                        ///< a spot/preemptible reclaim (rather than maintenance)
@@ -46,8 +47,8 @@ std::optional<std::int64_t> parse_notice_time(std::string_view text);
 util::Expected<std::optional<Notice>> parse_aws_instance_action(const system::HttpResponse& answer);
 /// AWS events/maintenance/scheduled: the events not completed or canceled.
 util::Expected<std::vector<Notice>> parse_aws_scheduled_events(std::string_view body);
-/// GCP instance/preempted: a notice ("30 s") when the body is TRUE.
-std::optional<Notice> parse_gcp_preempted(std::string_view body, std::int64_t now_ms);
+/// GCP instance/preempted: a notice when the body is TRUE, its deadline 30 s after `first_seen_ms`.
+std::optional<Notice> parse_gcp_preempted(std::string_view body, std::int64_t first_seen_ms);
 /// GCP instance/maintenance-event: a notice unless NONE; `first_seen_ms` is when this value was first seen (the
 /// deadline counts from it: one hour for TERMINATE, 60 s for MIGRATE).
 std::optional<Notice> parse_gcp_maintenance_event(std::string_view body, std::int64_t first_seen_ms);
@@ -82,8 +83,9 @@ class InterruptionWatcher {
   std::string m_aws_token;
   std::chrono::steady_clock::time_point m_aws_token_expires{};
   std::string m_azure_vm_name;
-  std::string m_gcp_maintenance;  ///< the last maintenance-event value and...
-  std::int64_t m_gcp_maintenance_since_ms = 0;  ///< ...when it was first seen
+  std::string m_gcp_maintenance;                         ///< the last maintenance-event value and...
+  std::int64_t m_gcp_maintenance_since_ms = 0;           ///< ...when it was first seen
+  std::optional<std::int64_t> m_gcp_preempted_since_ms;  ///< when instance/preempted was first seen TRUE
 };
 
 }  // namespace gpuenv::watch

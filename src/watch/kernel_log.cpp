@@ -1,6 +1,7 @@
 #include "watch/kernel_log.hpp"
 
 #include "probe/collect.hpp"
+#include "probe/sxid.hpp"
 #include "probe/xid.hpp"
 #include "util/host_text.hpp"
 
@@ -24,6 +25,18 @@ KernelRecord record_of(const probe::KernelEvent& event, std::int64_t now_ms) {
   return record;
 }
 
+KernelRecord record_of(const probe::SxidEvent& event, std::int64_t now_ms) {
+  KernelRecord record;
+  record.time_ms = now_ms;
+  record.kind = "sxid";
+  record.code = event.code;
+  record.pci_bus_id = event.pci_bus_id;  // the NVSwitch's
+  util::TextRepairs repairs;
+  record.message = util::clean_host_text((event.fatal ? "Fatal, " : "Non-fatal, ") + event.message,
+                                         util::CleanOptions{true, 512}, repairs);
+  return record;
+}
+
 }  // namespace
 
 // The records come from /dev/kmsg where it can be read (each raw record carries its sequence number, so a repeated
@@ -39,6 +52,16 @@ std::vector<KernelRecord> KernelLogFollower::poll(system::System& system, std::i
     if (!is_gpu_record(event)) continue;
     seen.insert(event.raw);
     if (m_primed && m_seen.count(event.raw) == 0) out.push_back(record_of(event, now_ms));
+  }
+  // NVSwitch SXid headlines (probe/sxid.hpp, as doctor's fabric.sxid reads them): a headline is the same record when
+  // its switch, time stamp (from /dev/kmsg: the record's own microseconds), code and text are.
+  const std::vector<probe::SxidEvent> sxids =
+      log.records ? probe::sxid_events_from_kmsg(*log.records) : probe::parse_sxid_events(log.text.value_or(""));
+  for (const probe::SxidEvent& event : sxids) {
+    const std::string key =
+        "sxid|" + event.nvswitch + "|" + event.timestamp + "|" + std::to_string(event.code) + "|" + event.message;
+    seen.insert(key);
+    if (m_primed && m_seen.count(key) == 0) out.push_back(record_of(event, now_ms));
   }
   // Only what the log holds now is remembered: lines that left the ring buffer or a rotated file are forgotten.
   m_seen = std::move(seen);

@@ -1,6 +1,7 @@
 #pragma once
-// The kernel log followed for GPU-health records (Xid, a GPU fallen off the bus) through probe's reader, as doctor
-// reads it: `dmesg` where allowed, else the tail of /var/log/kern.log, syslog or messages.
+// The kernel log followed for GPU-health records (Xid, a GPU fallen off the bus, NVSwitch SXid) through probe's
+// reader, as doctor reads it: /dev/kmsg or `dmesg` where allowed, else the tail of /var/log/kern.log, syslog or
+// messages.
 
 #include <cstdint>
 #include <set>

@@ -28,6 +28,12 @@ int priority_of(report::Status status) {
   }
 }
 
+/// The id of the running boot; "" when unreadable (the GPU count is then never started anew).
+std::string read_boot_id(system::System& system) {
+  auto text = system.read_file("/proc/sys/kernel/random/boot_id");
+  return text ? std::string(util::trim(*text)) : std::string();
+}
+
 }  // namespace
 
 Monitor::Monitor(system::System& system, system::System& hook_system, std::function<std::int64_t()> unix_ms,
@@ -42,20 +48,21 @@ util::Expected<util::Ok> Monitor::start(const WatchSettings& settings, const Rul
   if (auto valid = validate(settings); !valid) return valid.error();
   m_settings = settings;
   m_rules = rules;
+  m_boot_id = read_boot_id(m_system);
   probe::Availability why_not;
   m_nvml = probe::NvmlSession::open(m_system, m_settings.nvml_library, m_settings.nvml_timeout, why_not);
   if (!m_nvml) {
     m_nvml_reason = why_not.reason;
     log(4, "NVML: " + m_nvml_reason + " (tried again each interval)");
   }
-  open_store();
+  open_store(/*adopt_stored_state=*/true);
   open_cloud_watcher();
   (void)m_kernel_log.poll(m_system, m_unix_ms());  // learns what the log holds: that is doctor's to judge
   log(6, "kernel log: " + m_kernel_log.source());
   return util::Ok{};
 }
 
-void Monitor::open_store() {
+void Monitor::open_store(bool adopt_stored_state) {
   m_store.reset();
   if (m_settings.db.empty() || m_settings.db == "none") {
     m_store_problem = "no history (--db none)";
@@ -71,20 +78,39 @@ void Monitor::open_store() {
     m_sqlite = *library;
   }
   const std::int64_t now = m_unix_ms();
+  m_store_attempt_ms = now;
   OpenNotes notes;
   auto store = Store::open(m_system, m_sqlite, m_settings.db, now, notes);
   for (const std::string& line : notes.lines) log(notes.moved_aside ? 4 : 6, "history: " + line);
   if (!store) {
+    // Said once per problem: a database busy or on a full disk is tried again each minute (retry_store).
+    if (store.error().message != m_store_problem)
+      log(3, "history: " + store.error().message + "; watching without one, trying again each minute");
     m_store_problem = store.error().message;
-    log(3, "history: " + m_store_problem + "; watching without one");
     return;
   }
   m_store = std::move(*store);
   m_store_problem.clear();
+  if (adopt_stored_state) adopt_state(now);
+  if (notes.moved_aside) {
+    Event event;
+    event.time_ms = now;
+    event.finding = report::Finding{"watch.store",
+                                    report::Status::warn,
+                                    util::join(notes.lines, "; "),
+                                    "the old file is kept beside the new one for inspection (`sqlite3 FILE "
+                                    "'PRAGMA integrity_check'`); delete it once it is no longer needed",
+                                    {}};
+    store_interval(NodeSample{now, false, "(database moved aside)", std::nullopt, {}, {}}, {}, {event});
+  }
+  log(6, "history: " + m_settings.db + " (SQLite " + m_sqlite->version() + ")");
+}
+
+void Monitor::adopt_state(std::int64_t now_ms) {
   // The rules' window and state as the last run left them, so a restart neither forgets an idle hour nor raises
   // an open condition again.
   m_history = History();
-  if (auto samples = m_store->samples_since(now - m_rules.longest_window_ms())) {
+  if (auto samples = m_store->samples_since(now_ms - m_rules.longest_window_ms())) {
     for (NodeSample& sample : *samples) m_history.add(std::move(sample), m_rules.longest_window_ms());
   }
   if (auto state = m_store->rule_state()) m_state = *state;
@@ -94,16 +120,14 @@ void Monitor::open_store() {
       if (!line.empty()) m_handled_notices.emplace_back(line);
     }
   }
-  if (notes.moved_aside) {
-    Event event;
-    event.time_ms = now;
-    event.finding = report::Finding{"watch.store", report::Status::warn, util::join(notes.lines, "; "),
-                                    "the old file is kept beside the new one for inspection (`sqlite3 FILE "
-                                    "'PRAGMA integrity_check'`); delete it once it is no longer needed",
-                                    {}};
-    store_interval(NodeSample{now, false, "(database moved aside)", std::nullopt, {}}, {}, {event});
-  }
-  log(6, "history: " + m_settings.db + " (SQLite " + m_sqlite->version() + ")");
+}
+
+void Monitor::retry_store(std::int64_t now_ms) {
+  constexpr std::int64_t k_retry_ms = 60'000;
+  if (m_store || m_settings.db.empty() || m_settings.db == "none" || !m_sqlite) return;
+  if (now_ms - m_store_attempt_ms < k_retry_ms) return;
+  open_store();
+  if (m_store) log(5, "history: " + m_settings.db + " is open again");
 }
 
 void Monitor::open_cloud_watcher() {
@@ -117,8 +141,7 @@ void Monitor::open_cloud_watcher() {
     log(4, "interruptions: " + m_cloud_problem);
     return;
   }
-  auto endpoint = m_settings.metadata_endpoint ? m_settings.metadata_endpoint
-                                               : probe::default_metadata_endpoint(cloud);
+  auto endpoint = m_settings.metadata_endpoint ? m_settings.metadata_endpoint : probe::default_metadata_endpoint(cloud);
   m_cloud = std::make_unique<InterruptionWatcher>(cloud, *endpoint);
   log(6, "interruptions: watching " + cloud + "'s metadata service at " + endpoint->host + ":" +
              std::to_string(endpoint->port));
@@ -140,12 +163,15 @@ Snapshot Monitor::run_interval() {
     }
   }
   probe::GpuInventory inventory;
+  std::vector<probe::GpuLinkCounters> links;
   if (m_nvml) {
-    inventory = m_nvml->read(m_settings.nvml_timeout);
+    inventory = m_nvml->read(m_settings.nvml_timeout, &links);
   } else {
     inventory.availability.reason = m_nvml_reason;
   }
-  NodeSample sample = sample_from_inventory(inventory, now);
+  NodeSample sample = sample_from_inventory(inventory, links, now);
+  sample.boot_id = m_boot_id;
+  count_nvlink_errors(sample, m_state);
   const std::vector<KernelRecord> records = m_kernel_log.poll(m_system, now);
 
   m_history.add(sample, m_rules.longest_window_ms());
@@ -160,6 +186,7 @@ Snapshot Monitor::run_interval() {
     log(priority_of(event.finding.status), describe(event));
     ++m_events_total[{event.finding.id, std::string(report::to_string(event.finding.status))}];
   }
+  retry_store(now);
   store_interval(sample, records, events);
   if (m_store && now / k_hour_ms != m_last_maintenance_hour) {
     m_last_maintenance_hour = now / k_hour_ms;
@@ -174,7 +201,7 @@ Snapshot Monitor::run_interval() {
     }
   }
 
-  for (const GpuSample& gpu : sample.gpus) snapshot.idle_ms.push_back(idle_ms(m_history, gpu, m_rules.idle_below_percent));
+  for (const GpuSample& gpu : sample.gpus) snapshot.idle_ms.push_back(idle_ms(m_state, gpu, now));
   snapshot.sample = std::move(sample);
   snapshot.events = std::move(events);
   snapshot.open = m_state.open;
@@ -207,7 +234,7 @@ void Monitor::store_interval(const NodeSample& sample, const std::vector<KernelR
 void Monitor::reload(const WatchSettings& settings) {
   const WatchSettings before = m_settings;
   m_settings = settings;
-  if (settings.db != before.db) open_store();
+  if (settings.db != before.db) open_store(/*adopt_stored_state=*/true);
   if (settings.nvml_library != before.nvml_library) m_nvml.reset();
   if (settings.cloud_metadata != before.cloud_metadata || settings.cloud != before.cloud ||
       settings.metadata_endpoint.has_value() != before.metadata_endpoint.has_value())

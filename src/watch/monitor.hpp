@@ -35,15 +35,15 @@ using LogSink = std::function<void(int priority, const std::string& line)>;
 /// What the exposition shows after an interval.
 struct Snapshot {
   NodeSample sample;
-  std::vector<std::int64_t> idle_ms;     ///< per GPU of `sample`, the time below the idle line
-  std::vector<Event> events;             ///< raised this interval
-  std::map<std::string, Condition> open; ///< the conditions open now, keyed "<rule>|<GPU UUID>"
-  std::vector<Notice> notices;           ///< the interruption notices active now
-  bool history = false;                  ///< the store took this interval
+  std::vector<std::int64_t> idle_ms;      ///< per GPU of `sample`, the time below the idle line
+  std::vector<Event> events;              ///< raised this interval
+  std::map<std::string, Condition> open;  ///< the conditions open now, keyed "<rule>|<GPU UUID>"
+  std::vector<Notice> notices;            ///< the interruption notices active now
+  bool history = false;                   ///< the store took this interval
   std::string kernel_log_source;
   bool kernel_log_readable = false;
   std::int64_t interval_ms = 0;
-  double work_seconds = 0;  ///< how long this interval's work took
+  double work_seconds = 0;                                                   ///< how long this interval's work took
   std::map<std::pair<std::string, std::string>, std::int64_t> events_total;  ///< (rule, status) -> since the start
 };
 
@@ -72,7 +72,12 @@ class Monitor {
   struct HookRun;
 
  private:
-  void open_store();
+  /// Opens the database; `adopt_stored_state` (at start, or a new --db) takes the rules' window and state from it,
+  /// otherwise (a retry, a file moved aside) the state in memory goes on.
+  void open_store(bool adopt_stored_state = false);
+  void adopt_state(std::int64_t now_ms);
+  /// Opens the store again when an earlier attempt failed (a busy or full database) and a minute has passed.
+  void retry_store(std::int64_t now_ms);
   void open_cloud_watcher();
   std::vector<Event> watch_interruptions(std::int64_t now_ms, std::vector<Notice>& active);
   void start_interruption_flow(const Notice& notice);
@@ -91,7 +96,8 @@ class Monitor {
   std::string m_nvml_reason;  ///< why the session is not open
   std::shared_ptr<const sqlite::Library> m_sqlite;
   std::unique_ptr<Store> m_store;
-  std::string m_store_problem;  ///< why there is no history now (logged once)
+  std::string m_store_problem;          ///< why there is no history now (logged once)
+  std::int64_t m_store_attempt_ms = 0;  ///< when the store was last opened or tried
   KernelLogFollower m_kernel_log;
   std::unique_ptr<InterruptionWatcher> m_cloud;
   std::string m_cloud_problem;
@@ -99,6 +105,7 @@ class Monitor {
   std::vector<std::shared_ptr<HookRun>> m_hooks;
   History m_history;
   RuleState m_state;
+  std::string m_boot_id;
   std::int64_t m_last_maintenance_hour = -1;
   std::map<std::pair<std::string, std::string>, std::int64_t> m_events_total;
 };

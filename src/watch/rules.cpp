@@ -6,6 +6,7 @@
 #include <set>
 
 #include "probe/pci_bus_id.hpp"
+#include "probe/sxid.hpp"
 #include "probe/xid.hpp"
 #include "util/strings.hpp"
 
@@ -66,6 +67,7 @@ constexpr RuleInfo k_rules[] = {
     {"watch.temperature", "temperature at or above the limit", true},
     {"watch.throttle", "throttling", false},
     {"watch.idle", "idle", false},
+    {"watch.fabric", "NVLink fabric registration or health", false},
 };
 
 const RuleInfo& rule_info(const std::string& id) {
@@ -142,9 +144,6 @@ class Emitter {
   const NodeSample& now() const { return m_now; }
 
  private:
-  static std::string gpu_key(const GpuSample& gpu) {
-    return gpu.uuid.empty() ? "index-" + std::to_string(gpu.index) : gpu.uuid;
-  }
   std::string source_of(const std::string& rule) const {
     const auto it = m_settings.sources.find(rule);
     return it == m_settings.sources.end() ? std::string() : it->second;
@@ -172,6 +171,13 @@ void check_gpu_count(const History& history, RuleState& state, Emitter& emit) {
   const NodeSample& now = *history.latest();
   if (!now.nvml) return;
   const unsigned count = now.attached_gpus.value_or(static_cast<unsigned>(now.gpus.size()));
+  // The count is the boot's: after a reboot the node may be another instance type, or an image that carried the
+  // database from the machine it was built on. A GPU missing from the start of a boot is doctor's to find (the
+  // instance type's GPU count, data/doctor/instances.toml).
+  if (now.boot_id != state.most_gpus_boot) {
+    state.most_gpus.reset();
+    state.most_gpus_boot = now.boot_id;
+  }
   if (!state.most_gpus || count > *state.most_gpus) state.most_gpus = count;
   if (count >= *state.most_gpus) return;
   std::vector<std::string> missing;
@@ -363,8 +369,21 @@ void check_throttle(const History& history, const GpuSample& gpu, const RuleSett
             failing ? "drain_and_inspect" : "none");
 }
 
-void check_idle(const History& history, const GpuSample& gpu, const RuleSettings& settings, Emitter& emit) {
-  const std::int64_t idle = idle_ms(history, gpu, settings.idle_below_percent);
+/// Starts or ends each GPU's idle run at the latest sample. An interval without an NVML answer changes nothing (it
+/// says neither busy nor idle); a GPU that is lost, reports no utilisation or is gone ends its run.
+void track_idle(const NodeSample& now, const RuleSettings& settings, RuleState& state) {
+  if (!now.nvml) return;
+  std::map<std::string, std::int64_t> still_idle;
+  for (const GpuSample& gpu : now.gpus) {
+    if (gpu.lost() || !gpu.utilization_percent || *gpu.utilization_percent >= settings.idle_below_percent) continue;
+    const auto it = state.idle_since_ms.find(gpu_key(gpu));
+    still_idle[gpu_key(gpu)] = it != state.idle_since_ms.end() ? it->second : now.time_ms;
+  }
+  state.idle_since_ms = std::move(still_idle);
+}
+
+void check_idle(const GpuSample& gpu, const RuleSettings& settings, RuleState& state, Emitter& emit) {
+  const std::int64_t idle = idle_ms(state, gpu, emit.now().time_ms);
   if (idle < settings.idle_window_ms) return;
   emit.hold("watch.idle", &gpu, Status::warn,
             gpu_label(gpu) + ": utilisation below " + number(settings.idle_below_percent, 0) + " % for " +
@@ -374,7 +393,47 @@ void check_idle(const History& history, const GpuSample& gpu, const RuleSettings
             "none");
 }
 
-void check_gpu(const History& history, const GpuSample& gpu, const RuleSettings& settings, Emitter& emit) {
+constexpr const char* k_fabric_remedy =
+    "check `nvidia-smi -q | grep -A12 Fabric`, the fabric manager (`journalctl -u nvidia-fabricmanager`) and "
+    "`nvidia-smi nvlink --status`; drain the node and reset the GPUs and NVSwitches (reboot); open a hardware ticket "
+    "if "
+    "it stays";
+
+/// The GPU's NVLink fabric registration judged as doctor's fabric.state (nvml.h: the status means something only
+/// once the state is Completed): a completed registration whose status is not Success, or health Unhealthy, fails;
+/// Limited Capacity warns. A GPU that leaves the Completed state it had earlier in the window fails too; one that
+/// has not registered since watch started is doctor's to judge (the fabric manager may still be starting).
+void check_fabric(const History& history, const GpuSample& gpu, Emitter& emit) {
+  if (!gpu.fabric) return;
+  using State = probe::GpuFabricInfo::State;
+  const probe::GpuFabricInfo& fabric = *gpu.fabric;
+  const std::string label = gpu_label(gpu) + ": NVLink fabric ";
+  if (fabric.state != State::completed) {
+    const auto& samples = history.samples();
+    const bool was_completed = std::any_of(samples.begin(), samples.end(), [&](const NodeSample& sample) {
+      const GpuSample* earlier = find_gpu(sample, gpu);
+      return earlier != nullptr && earlier->fabric && earlier->fabric->state == State::completed;
+    });
+    if (was_completed) {
+      emit.hold("watch.fabric", &gpu, Status::fail,
+                label + "state " + probe::to_string(fabric.state) +
+                    ", Completed before (CUDA refuses work until the GPU is registered again)",
+                k_fabric_remedy, "drain_and_inspect");
+    }
+  } else if (!fabric.status_ok) {
+    emit.hold("watch.fabric", &gpu, Status::fail,
+              label + "registration completed with status " + (fabric.status.empty() ? "unknown" : fabric.status),
+              k_fabric_remedy, "drain_and_inspect");
+  } else if (fabric.health_summary == "Unhealthy") {
+    emit.hold("watch.fabric", &gpu, Status::fail, label + "health Unhealthy", k_fabric_remedy, "drain_and_inspect");
+  } else if (fabric.health_summary == "Limited Capacity") {
+    emit.hold("watch.fabric", &gpu, Status::warn,
+              label + "health Limited Capacity (degraded bandwidth or a recovering route)", k_fabric_remedy, "none");
+  }
+}
+
+void check_gpu(const History& history, const GpuSample& gpu, const RuleSettings& settings, RuleState& state,
+               Emitter& emit) {
   if (gpu.lost()) {
     emit.hold("watch.gpu_lost", &gpu, Status::fail, gpu_label(gpu) + ": " + gpu.access_error,
               "drain the node: the GPU needs a reset or a reboot, then `gpuenv doctor`; if it repeats, check power and "
@@ -387,12 +446,34 @@ void check_gpu(const History& history, const GpuSample& gpu, const RuleSettings&
   check_links_down(history, gpu, emit);
   check_temperature(gpu, settings, emit);
   check_throttle(history, gpu, settings, emit);
-  check_idle(history, gpu, settings, emit);
-  // SEAM (issue 27): fabric state changes (GpuFacts::fabric: registration state, status, health summary) become a
-  // watch.fabric event here once the fabric probe lands on main.
+  check_idle(gpu, settings, state, emit);
+  check_fabric(history, gpu, emit);
 }
 
 // ------------------------------------------------------------------------------------------------ kernel log
+
+/// An NVSwitch SXid judged as doctor's fabric.sxid judges it: by the severity of its row in data/sxid.toml (error or
+/// critical fails, warning warns, info passes); an SXid the table does not know warns. The actions are doctor's for
+/// fabric.sxid (data/doctor/actions.toml): a failing SXid needs a person to follow the table's recovery.
+void check_sxid_record(const KernelRecord& record, Emitter& emit) {
+  const int code = record.code.value_or(0);
+  const std::optional<probe::SxidInfo> info = probe::sxid_info(code);
+  Status status = Status::warn;
+  if (info) {
+    status = info->severity >= probe::XidSeverity::error     ? Status::fail
+             : info->severity == probe::XidSeverity::warning ? Status::warn
+                                                             : Status::pass;
+  }
+  const std::string where = record.pci_bus_id.empty() ? "an NVSwitch" : "NVSwitch " + record.pci_bus_id;
+  emit.emit("watch.sxid", nullptr, status,
+            where + ": SXid " + std::to_string(code) +
+                (info ? " (" + info->name + ")" : std::string(" (not in gpuenv's SXid table)")),
+            info && info->action != "-"
+                ? "SXid " + std::to_string(code) + ": " + info->action + "; then `gpuenv doctor`"
+                : "look up SXid " + std::to_string(code) +
+                      " in the Fabric Manager user guide; `gpuenv doctor` reports it too",
+            status == Status::fail ? "drain_and_inspect" : "none", info ? info->source : std::string());
+}
 
 void check_kernel_records(const std::vector<KernelRecord>& records, const NodeSample& now, Emitter& emit) {
   for (const KernelRecord& record : records) {
@@ -408,6 +489,10 @@ void check_kernel_records(const std::vector<KernelRecord>& records, const NodeSa
     if (record.kind == "fallen_off_bus") {
       emit.emit("watch.xid", gpu, Status::fail, label + " fell off the bus",
                 "drain the node and reboot it; if it repeats, check power and seating or replace the GPU", "reboot");
+      continue;
+    }
+    if (record.kind == "sxid") {
+      check_sxid_record(record, emit);
       continue;
     }
     const int code = record.code.value_or(0);
@@ -428,6 +513,78 @@ void check_kernel_records(const std::vector<KernelRecord>& records, const NodeSa
 
 }  // namespace
 
+// ------------------------------------------------------------------------------------------------ NVLink counts
+
+namespace {
+
+using LinkCounter = std::optional<std::uint64_t> probe::NvLinkCounters::*;
+
+/// The growth of one NVLink counter kind (`field`, and `also` for CRC: flit and data) over the links read in both
+/// `before` and `now`: a link or a counter read only at one end is in neither sum.
+std::uint64_t link_growth(const std::vector<probe::NvLinkCounters>& before,
+                          const std::vector<probe::NvLinkCounters>& now, LinkCounter field, LinkCounter also) {
+  std::uint64_t total = 0;
+  for (const probe::NvLinkCounters& link : now) {
+    const auto earlier =
+        std::find_if(before.begin(), before.end(), [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
+    if (earlier == before.end()) continue;
+    total += growth((*earlier).*field, link.*field).value_or(0);
+    if (also != nullptr) total += growth((*earlier).*also, link.*also).value_or(0);
+  }
+  return total;
+}
+
+/// `baseline` with the values `now` read put in (a counter not read keeps its older value).
+void remember_links(std::vector<probe::NvLinkCounters>& baseline, const std::vector<probe::NvLinkCounters>& now) {
+  for (const probe::NvLinkCounters& link : now) {
+    auto it = std::find_if(baseline.begin(), baseline.end(),
+                           [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
+    if (it == baseline.end()) {
+      baseline.push_back(link);
+      continue;
+    }
+    for (const auto field : {&probe::NvLinkCounters::replay, &probe::NvLinkCounters::recovery,
+                             &probe::NvLinkCounters::crc_flit, &probe::NvLinkCounters::crc_data}) {
+      if (link.*field) (*it).*field = link.*field;
+    }
+  }
+}
+
+}  // namespace
+
+void count_nvlink_errors(NodeSample& sample, RuleState& state) {
+  if (!sample.nvml) return;
+  for (GpuSample& gpu : sample.gpus) {
+    if (gpu.lost() || (gpu.nvlink_links.empty() && !gpu.nvlink_inactive)) continue;  // no NVLink read
+    auto [it, first] = state.nvlink.try_emplace(gpu_key(gpu));
+    NvLinkBaseline& baseline = it->second;
+    if (!first) {
+      const struct {
+        std::optional<std::uint64_t> GpuSample::*count;
+        std::optional<std::uint64_t> NvLinkBaseline::*stored;
+        LinkCounter field;
+        LinkCounter also;
+      } kinds[] = {
+          {&GpuSample::nvlink_replay, &NvLinkBaseline::replay, &probe::NvLinkCounters::replay, nullptr},
+          {&GpuSample::nvlink_recovery, &NvLinkBaseline::recovery, &probe::NvLinkCounters::recovery, nullptr},
+          {&GpuSample::nvlink_crc, &NvLinkBaseline::crc, &probe::NvLinkCounters::crc_flit,
+           &probe::NvLinkCounters::crc_data},
+      };
+      for (const auto& kind : kinds) {
+        // A kind first read now starts at NVML's sum; one known goes on from its stored count.
+        if (baseline.*kind.stored) {
+          gpu.*kind.count =
+              *(baseline.*kind.stored) + link_growth(baseline.links, gpu.nvlink_links, kind.field, kind.also);
+        }
+      }
+    }
+    remember_links(baseline.links, gpu.nvlink_links);
+    if (gpu.nvlink_replay) baseline.replay = gpu.nvlink_replay;
+    if (gpu.nvlink_recovery) baseline.recovery = gpu.nvlink_recovery;
+    if (gpu.nvlink_crc) baseline.crc = gpu.nvlink_crc;
+  }
+}
+
 // ------------------------------------------------------------------------------------------------ history
 
 void History::add(NodeSample sample, std::int64_t keep_ms) {
@@ -444,23 +601,12 @@ const GpuSample* find_gpu(const NodeSample& sample, const GpuSample& gpu) {
   return nullptr;
 }
 
-std::int64_t idle_ms(const History& history, const GpuSample& gpu, double below_percent) {
-  const auto& samples = history.samples();
-  if (samples.empty()) return 0;
-  const std::int64_t now = samples.back().time_ms;
-  std::int64_t idle_since = now;
-  for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
-    const GpuSample* here = find_gpu(*it, gpu);
-    if (here == nullptr || here->lost() || !here->utilization_percent) break;
-    if (*here->utilization_percent >= below_percent) break;
-    idle_since = it->time_ms;
-  }
-  return now - idle_since;
+std::int64_t idle_ms(const RuleState& state, const GpuSample& gpu, std::int64_t now_ms) {
+  const auto it = state.idle_since_ms.find(gpu_key(gpu));
+  return it == state.idle_since_ms.end() ? 0 : std::max<std::int64_t>(0, now_ms - it->second);
 }
 
-std::int64_t RuleSettings::longest_window_ms() const {
-  return std::max({idle_window_ms, throttle_window_ms, k_hour_ms});
-}
+std::int64_t RuleSettings::longest_window_ms() const { return std::max(throttle_window_ms, k_hour_ms); }
 
 std::vector<Event> derive_events(const History& history, const std::vector<KernelRecord>& records,
                                  const RuleSettings& settings, RuleState& state) {
@@ -470,7 +616,8 @@ std::vector<Event> derive_events(const History& history, const std::vector<Kerne
   Emitter emit(*now, settings, state, out);
   check_nvml(history, emit);
   check_gpu_count(history, state, emit);
-  for (const GpuSample& gpu : now->gpus) check_gpu(history, gpu, settings, emit);
+  track_idle(*now, settings, state);
+  for (const GpuSample& gpu : now->gpus) check_gpu(history, gpu, settings, state, emit);
   check_kernel_records(records, *now, emit);
   emit.clear_the_rest(now->gpus);
   return out;

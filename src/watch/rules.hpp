@@ -20,19 +20,20 @@ namespace gpuenv::watch {
 
 /// The numbers the rules use, each with its source for the events it raises.
 struct RuleSettings {
-  double idle_below_percent = 60;      ///< a GPU under this utilisation counts as idle
-  std::int64_t idle_window_ms = 0;     ///< idle this long raises watch.idle
-  std::int64_t throttle_window_ms = 0; ///< throttling is judged over this window...
-  double throttle_fraction = 0;        ///< ...and raises watch.throttle when active this share of it
-  std::int64_t clear_after_ms = 0;     ///< a rising counter or a hot GPU clears after this long without it
-  std::int64_t raw_retention_ms = 0;   ///< raw samples kept
-  std::int64_t hourly_retention_ms = 0;///< hourly rollups and events kept
-  double temperature_warn_c = 85;      ///< doctor's gpu.temperature_c
-  unsigned throttle_fail_bits = 0;     ///< doctor's throttle reasons that fail
-  unsigned throttle_warn_bits = 0;     ///< ... and that warn
+  double idle_below_percent = 60;              ///< a GPU under this utilisation counts as idle
+  std::int64_t idle_window_ms = 0;             ///< idle this long raises watch.idle
+  std::int64_t throttle_window_ms = 0;         ///< throttling is judged over this window...
+  double throttle_fraction = 0;                ///< ...and raises watch.throttle when active this share of it
+  std::int64_t clear_after_ms = 0;             ///< a rising counter or a hot GPU clears after this long without it
+  std::int64_t raw_retention_ms = 0;           ///< raw samples kept
+  std::int64_t hourly_retention_ms = 0;        ///< hourly rollups and events kept
+  double temperature_warn_c = 85;              ///< doctor's gpu.temperature_c
+  unsigned throttle_fail_bits = 0;             ///< doctor's throttle reasons that fail
+  unsigned throttle_warn_bits = 0;             ///< ... and that warn
   std::map<std::string, std::string> sources;  ///< by setting or threshold id
 
-  /// The longest window a rule looks back over: how much history the monitor keeps in memory.
+  /// The longest window a rule looks back over in the samples: how much history the monitor keeps in memory (idle
+  /// time is kept in RuleState, not looked back for).
   std::int64_t longest_window_ms() const;
 };
 
@@ -62,9 +63,16 @@ class History {
 /// The GPU of `sample` that is `gpu` (by UUID, else by index when neither has one), or nullptr.
 const GpuSample* find_gpu(const NodeSample& sample, const GpuSample& gpu);
 
-/// How long GPU `gpu` has been idle at the latest sample: the time since its utilisation was last at or above
-/// `below_percent`, bounded by the history (0 when it is busy now, or its utilisation is unknown).
-std::int64_t idle_ms(const History& history, const GpuSample& gpu, double below_percent);
+/// How long GPU `gpu` has been idle at `now_ms`: the time since the first sample of its current run below the idle
+/// line, as derive_events keeps it in `state` (0 when it is busy, or its utilisation is unknown).
+std::int64_t idle_ms(const RuleState& state, const GpuSample& gpu, std::int64_t now_ms);
+
+/// Replaces each GPU's NVLink sums in `sample` (NVML's, over the links read now) with counts compared like with
+/// like: the count `state` kept for the GPU grown by each link's growth since its last reading, over the links and
+/// counters read both times; the first reading of a GPU keeps NVML's sum. So a link that goes down, or one read that
+/// fails, neither shrinks the count nor makes its return look like new errors. Call it before the sample joins the
+/// history.
+void count_nvlink_errors(NodeSample& sample, RuleState& state);
 
 /// The events of the latest sample of `history` and of the interval's kernel-log `records`; `state` carries the
 /// open conditions from one call to the next.

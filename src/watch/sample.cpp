@@ -43,14 +43,13 @@ GpuSample sample_gpu(const probe::GpuFacts& gpu) {
   out.remapped_uncorrectable = gpu.remapped_rows_uncorrectable;
   out.remap_pending = gpu.remapped_rows_pending.value_or(false);
   out.remap_failure = gpu.remapped_rows_failure.value_or(false);
+  if (gpu.fabric && gpu.fabric->state != probe::GpuFabricInfo::State::not_supported) out.fabric = gpu.fabric;
   if (gpu.nvlink) {
     out.nvlink_replay = gpu.nvlink->replay_errors;
     out.nvlink_recovery = gpu.nvlink->recovery_errors;
     out.nvlink_crc = gpu.nvlink->crc_errors;
     out.nvlink_inactive = static_cast<unsigned>(gpu.nvlink->inactive.size());
   }
-  // SEAM (issue 27): the PCIe replay counter comes from the fabric probe's link counters (probe/link_counters.hpp,
-  // nvmlDeviceGetPcieReplayCounter) once they land on main; until then it stays unknown.
   return out;
 }
 
@@ -74,13 +73,26 @@ std::vector<std::string> throttle_names(unsigned bits) {
   return names;
 }
 
-NodeSample sample_from_inventory(const probe::GpuInventory& inventory, std::int64_t time_ms) {
+std::string gpu_key(const GpuSample& gpu) { return gpu.uuid.empty() ? "index-" + std::to_string(gpu.index) : gpu.uuid; }
+
+NodeSample sample_from_inventory(const probe::GpuInventory& inventory, const std::vector<probe::GpuLinkCounters>& links,
+                                 std::int64_t time_ms) {
   NodeSample sample;
   sample.time_ms = time_ms;
   sample.nvml = inventory.availability.available;
   sample.nvml_reason = inventory.availability.reason;
   sample.attached_gpus = inventory.attached_gpus;
-  for (const probe::GpuFacts& gpu : inventory.gpus) sample.gpus.push_back(sample_gpu(gpu));
+  for (const probe::GpuFacts& gpu : inventory.gpus) {
+    GpuSample out = sample_gpu(gpu);
+    for (const probe::GpuLinkCounters& counters : links) {
+      if (counters.index != gpu.index) continue;
+      out.pcie_replays = counters.pcie_replays;
+      for (const probe::NvLinkCounters& link : counters.nvlinks) {
+        if (link.active) out.nvlink_links.push_back(link);  // the links NVML's sums are over
+      }
+    }
+    sample.gpus.push_back(std::move(out));
+  }
   return sample;
 }
 

@@ -50,22 +50,31 @@ struct GpuSample {
   std::optional<std::uint64_t> remapped_uncorrectable;
   bool remap_pending = false;
   bool remap_failure = false;
-  std::optional<std::uint64_t> nvlink_replay;    ///< summed over the active links
-  std::optional<std::uint64_t> nvlink_recovery;  ///< summed over the active links
-  std::optional<std::uint64_t> nvlink_crc;       ///< flit + data, summed over the active links
-  std::optional<unsigned> nvlink_inactive;       ///< links that exist but are down
-  std::optional<std::uint64_t> pcie_replays;     ///< nvmlDeviceGetPcieReplayCounter (the fabric probe's reading)
+  /// NVLink errors as watch counts them (count_nvlink_errors): NVML's sum over the active links at the first reading,
+  /// then grown only by what the links read in both of two consecutive readings grew, so the count never goes down
+  /// when a link goes down or one read fails (and never rises when it comes back).
+  std::optional<std::uint64_t> nvlink_replay;
+  std::optional<std::uint64_t> nvlink_recovery;
+  std::optional<std::uint64_t> nvlink_crc;          ///< flit + data
+  std::optional<unsigned> nvlink_inactive;          ///< links that exist but are down
+  std::vector<probe::NvLinkCounters> nvlink_links;  ///< each active link's counters as NVML read them (not stored)
+  std::optional<std::uint64_t> pcie_replays;        ///< nvmlDeviceGetPcieReplayCounter
+  std::optional<probe::GpuFabricInfo> fabric;       ///< NVLink fabric registration and health (not stored)
 
   bool lost() const { return !access_error.empty(); }
 };
 
+/// The key a GPU is known by in the store and the rules' state: its UUID, or "index-N" when NVML gives none.
+std::string gpu_key(const GpuSample& gpu);
+
 /// The node at one interval.
 struct NodeSample {
-  std::int64_t time_ms = 0;  ///< Unix time in milliseconds when the interval's reading began
-  bool nvml = false;         ///< NVML answered (gpus holds its reading)
-  std::string nvml_reason;   ///< why not
+  std::int64_t time_ms = 0;               ///< Unix time in milliseconds when the interval's reading began
+  bool nvml = false;                      ///< NVML answered (gpus holds its reading)
+  std::string nvml_reason;                ///< why not
   std::optional<unsigned> attached_gpus;  ///< nvmlDeviceGetCount, lost GPUs included
   std::vector<GpuSample> gpus;
+  std::string boot_id;  ///< /proc/sys/kernel/random/boot_id when read ("" unknown); not stored per sample
 };
 
 /// A kernel-log record about GPU health that appeared since the last interval (Xid, SXid, fallen off the bus).
@@ -77,7 +86,9 @@ struct KernelRecord {
   std::string message;  ///< the record's text after its code, cleaned for storage
 };
 
-/// The GPU readings of an NVML inventory at `time_ms`.
-NodeSample sample_from_inventory(const probe::GpuInventory& inventory, std::int64_t time_ms);
+/// The GPU readings of an NVML inventory at `time_ms`, with each GPU's link counters of the same read (`links`,
+/// matched by index: the PCIe replay counter and the active NVLinks' counters).
+NodeSample sample_from_inventory(const probe::GpuInventory& inventory, const std::vector<probe::GpuLinkCounters>& links,
+                                 std::int64_t time_ms);
 
 }  // namespace gpuenv::watch

@@ -122,6 +122,12 @@ util::Expected<util::Ok> validate(const WatchSettings& settings) {
 util::Expected<WatchSettings> load_settings(system::System& system, const SettingsOverrides& overrides) {
   WatchSettings settings;
   if (overrides.config_given || system.exists(overrides.config)) {
+    // The file names the hook root runs: it must be one only root can change, like the hook itself.
+    if (auto problem = system.trust_problem(overrides.config))
+      return util::Error::input(overrides.config + ": not trusted: " + *problem +
+                                    ", so someone other than root could choose what watch runs as root",
+                                "make it and the directories above it owned by root and not writable by group or "
+                                "others (`chown root: FILE && chmod go-w FILE`)");
     auto text = system.read_file(overrides.config, system::FileKind::profile);
     if (!text) return util::Error::input(text.error().message, "check --config, or create " + overrides.config);
     auto applied = apply_settings_file(settings, *text, overrides.config);
@@ -149,10 +155,33 @@ util::Expected<WatchSettings> load_settings(system::System& system, const Settin
     settings.metadata_endpoint = *endpoint;
     settings.cloud_metadata = true;
   }
-  if (auto library = system.environment("GPUENV_NVML_LIBRARY"); library && !library->empty())
+  if (auto library = system.environment("GPUENV_NVML_LIBRARY"); library && !library->empty()) {
+    // A path root loads must be one only root can change, as for doctor (cli's library_from_environment); a bare
+    // soname is the dynamic loader's own search.
+    if (library->find('/') != std::string::npos) {
+      if (auto problem = system.trust_problem(*library))
+        return util::Error::input("GPUENV_NVML_LIBRARY=" + *library + ": not trusted: " + *problem +
+                                      ", so someone other than root could change what watch loads as root",
+                                  "make it and the directories above it owned by root and not writable by group or "
+                                  "others, or unset GPUENV_NVML_LIBRARY");
+    }
     settings.nvml_library = *library;
+  }
   if (auto valid = validate(settings); !valid) return valid.error();
+  if (auto trusted = hook_trusted(system, settings.on_interruption); !trusted) return trusted.error();
   return settings;
+}
+
+util::Expected<util::Ok> hook_trusted(system::System& system, const std::vector<std::string>& hook) {
+  if (hook.empty()) return util::Ok{};
+  // System::trust_problem is the check every path root loads or runs from a setting passes (docs/security.md,
+  // "Named files"): the hook runs as root, so nobody but root may be able to replace it.
+  const auto problem = system.trust_problem(hook.front());
+  if (!problem) return util::Ok{};
+  return util::Error::input("on_interruption = [\"" + hook.front() + "\", ...]: not trusted: " + *problem +
+                                ", so someone other than root could change what watch runs as root",
+                            "make the hook and the directories above it owned by root and not writable by group or "
+                            "others (`chown root: PATH && chmod go-w PATH`), or point to a copy that is");
 }
 
 }  // namespace gpuenv::watch

@@ -66,6 +66,11 @@ struct SettingsOverrides {
 /// both (as for doctor), checked by validate(); called at start and again on SIGHUP.
 util::Expected<WatchSettings> load_settings(system::System& system, const SettingsOverrides& overrides);
 
+/// Ok when only root can change the hook's program `hook[0]` (System::trust_problem) or there is no hook; else an
+/// input Error naming the setting, the problem and the fix. load_settings checks it, and the flow again before it
+/// runs the hook.
+util::Expected<util::Ok> hook_trusted(system::System& system, const std::vector<std::string>& hook);
+
 /// The host and port of a listen address: "127.0.0.1:9400", "[::1]:9400" or "localhost:9400"; an input Error for
 /// any address that is not loopback (the metrics are the node's: fleet-wide collection is Prometheus's job).
 util::Expected<std::pair<std::string, unsigned>> parse_listen_address(std::string_view text);

@@ -14,22 +14,34 @@ namespace {
 
 constexpr std::int64_t k_hour_ms = 3600 * 1000;
 
-/// Why a database cannot be used as it is, or nullopt.
-std::optional<std::string> unusable(Database& db) {
+/// The reason to move a database aside that SQLite's last failure on `db` gives: SQLITE_CORRUPT or SQLITE_NOTADB
+/// (https://www.sqlite.org/rescode.html); otherwise (SQLITE_BUSY, SQLITE_IOERR, SQLITE_FULL, ...) the failure says
+/// nothing about the file and `failure` is handed on.
+util::Expected<std::optional<std::string>> judged_failure(const Database& db, const util::Error& failure) {
+  if (db.last_code() == sqlite::Code::not_a_database) return std::optional<std::string>("not-a-database");
+  if (db.last_code() == sqlite::Code::corrupt) return std::optional<std::string>("corrupt");
+  return failure;
+}
+
+/// Why a database cannot be used as it is (a reason to move it aside), or nullopt; an Error when SQLite could not
+/// tell because of something other than the file (busy, an I/O error, a full disk): a healthy database that another
+/// process holds, or that a full disk keeps from being read, is never moved aside.
+util::Expected<std::optional<std::string>> unusable(Database& db) {
   auto application_id = db.query_integer("PRAGMA application_id");
-  if (!application_id) {
-    return db.last_code() == sqlite::Code::not_a_database ? std::string("not-a-database") : std::string("corrupt");
-  }
+  if (!application_id) return judged_failure(db, application_id.error());
   auto version = db.query_integer("PRAGMA user_version");
+  if (!version) return judged_failure(db, version.error());
   auto tables = db.query_integer("SELECT count(*) FROM sqlite_master");
-  if (!version || !tables) return std::string("corrupt");
-  if (*application_id == 0 && *tables == 0) return std::nullopt;  // a new, empty database
-  if (*application_id != k_application_id) return std::string("foreign");
-  if (*version > k_schema_version) return "schema-v" + std::to_string(*version);
-  // quick_check reads every page (O(N)), skipping only the index-to-table cross checks of integrity_check.
+  if (!tables) return judged_failure(db, tables.error());
+  if (*application_id == 0 && *tables == 0) return std::optional<std::string>();  // a new, empty database
+  if (*application_id != k_application_id) return std::optional<std::string>("foreign");
+  if (*version > k_schema_version) return std::optional<std::string>("schema-v" + std::to_string(*version));
+  // quick_check reads every page (O(N)), skipping only the index-to-table cross checks of integrity_check; the
+  // problems it finds are rows of text, a failure to run it is SQLite's code.
   auto check = db.query_text("PRAGMA quick_check");
-  if (!check || *check != "ok") return std::string("corrupt");
-  return std::nullopt;
+  if (!check) return judged_failure(db, check.error());
+  if (*check != "ok") return std::optional<std::string>("corrupt");
+  return std::optional<std::string>();
 }
 
 std::string reason_text(const std::string& reason) {
@@ -59,21 +71,17 @@ util::Expected<util::Ok> migrate(Database& db, OpenNotes& notes) {
     if (!transaction.begun()) return transaction.begun().error();
     if (auto done = db.exec(migration.sql); !done) return done.error();
     if (auto done = db.exec("PRAGMA user_version = " + std::to_string(migration.version)); !done) return done.error();
-    if (auto done = db.exec("PRAGMA application_id = " + std::to_string(k_application_id)); !done)
-      return done.error();
+    if (auto done = db.exec("PRAGMA application_id = " + std::to_string(k_application_id)); !done) return done.error();
     if (auto committed = transaction.commit(); !committed) return committed.error();
     if (*version > 0) {
       notes.lines.push_back(db.path() + ": schema migrated from version " + std::to_string(migration.version - 1) +
                             " to " + std::to_string(migration.version));
     }
   }
-  if (*version == 0) notes.lines.push_back(db.path() + ": new database, schema version " +
-                                           std::to_string(k_schema_version));
+  if (*version == 0)
+    notes.lines.push_back(db.path() + ": new database, schema version " + std::to_string(k_schema_version));
   return util::Ok{};
 }
-
-/// The key a GPU is stored under: its UUID, or its index when NVML gives no UUID.
-std::string gpu_key(const GpuSample& gpu) { return gpu.uuid.empty() ? "index-" + std::to_string(gpu.index) : gpu.uuid; }
 
 report::Status status_from(const std::string& text) {
   if (text == "fail") return report::Status::fail;
@@ -142,11 +150,14 @@ util::Expected<std::unique_ptr<Store>> Store::open(system::System& system,
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto db = Database::open(library, path, Database::Mode::read_write_create);
     if (!db) return db.error();
-    if (const auto reason = unusable(**db)) {
+    const auto judged = unusable(**db);
+    if (!judged) return util::Error::input(judged.error().message, "gpuenv watch tries again each minute");
+    if (const std::optional<std::string>& reason = *judged) {
       db->reset();
       auto aside = move_aside(system, path, *reason, now_ms);
-      if (!aside) return util::Error::input(path + " " + reason_text(*reason) + " and cannot be moved aside: " +
-                                            aside.error().message);
+      if (!aside)
+        return util::Error::input(path + " " + reason_text(*reason) +
+                                  " and cannot be moved aside: " + aside.error().message);
       notes.lines.push_back(path + " " + reason_text(*reason) + ": moved aside to " + *aside +
                             "; a new database is started");
       notes.moved_aside = true;
@@ -175,7 +186,9 @@ util::Expected<std::unique_ptr<Store>> Store::open_read_only(std::shared_ptr<con
                                                              const std::string& path) {
   auto db = Database::open(std::move(library), path, Database::Mode::read_only);
   if (!db) return db.error();
-  if (const auto reason = unusable(**db))
+  const auto judged = unusable(**db);
+  if (!judged) return judged.error();
+  if (const std::optional<std::string>& reason = *judged)
     return util::Error::input(path + " " + reason_text(*reason), "point --db at the database `gpuenv watch` writes");
   auto version = (*db)->query_integer("PRAGMA user_version");
   if (!version || *version < k_schema_version) {
@@ -388,8 +401,8 @@ util::Expected<std::vector<StoredEvent>> Store::events_since(std::int64_t since_
     stored.id = query->integer(0);
     Event& event = stored.event;
     event.time_ms = query->integer(1);
-    event.finding = report::Finding{query->text(2), status_from(query->text(3)), query->text(7), query->text(8),
-                                    query->text(9)};
+    event.finding =
+        report::Finding{query->text(2), status_from(query->text(3)), query->text(7), query->text(8), query->text(9)};
     event.action = query->text(4);
     event.gpu_uuid = query->text(5);
     if (auto index = query->optional_integer(6)) event.gpu_index = static_cast<unsigned>(*index);

@@ -10,8 +10,8 @@
 
 namespace {
 
-using gpuenv::testing::fleet::TempDir;
 using gpuenv::testing::fleet::run_tool;
+using gpuenv::testing::fleet::TempDir;
 
 gpuenv::watch::Snapshot snapshot() {
   gpuenv::watch::Snapshot s;
@@ -67,6 +67,23 @@ TEST_CASE("watch exposition: promtool accepts every family, hostile label text i
         std::string::npos);
   CHECK(text.find("gpuenv_watch_last_sample_timestamp_seconds 1767225600.123\n") != std::string::npos);
   CHECK(text.find("# gpuenv: host text in label values was cleaned") != std::string::npos);
+  // Cumulative counts are counters named *_total, values that go up and down gauges
+  // (https://prometheus.io/docs/practices/naming/: "an accumulating count has total as a suffix";
+  // https://prometheus.io/docs/concepts/metric_types/: a counter "can only increase or be reset to zero"). promtool's
+  // lint below holds the other half: a counter without _total, or a gauge with it, is reported.
+  for (const char* counter : {"gpuenv_watch_events_total", "gpuenv_gpu_ecc_corrected_volatile_errors_total",
+                              "gpuenv_gpu_ecc_uncorrected_volatile_errors_total", "gpuenv_gpu_pcie_replays_total",
+                              "gpuenv_gpu_remapped_rows_total", "gpuenv_gpu_nvlink_errors_total"}) {
+    INFO(counter);
+    CHECK(text.find("# TYPE " + std::string(counter) + " counter\n") != std::string::npos);
+  }
+  for (const char* gauge : {"gpuenv_gpu_idle_seconds", "gpuenv_gpu_nvlinks_inactive", "gpuenv_gpu_remap_pending",
+                            "gpuenv_gpu_temperature_celsius", "gpuenv_watch_condition"}) {
+    INFO(gauge);
+    CHECK(text.find("# TYPE " + std::string(gauge) + " gauge\n") != std::string::npos);
+  }
+  CHECK(text.find("gpuenv_gpu_nvlink_errors_total{gpu=\"0\",UUID=\"GPU-00000000-0000-0000-0000-000000000000\",type="
+                  "\"crc\"} 10\n") != std::string::npos);
   if (!gpuenv::testing::fleet::have_tool("promtool")) {
     WARN("SKIPPED: promtool not installed (Debian package prometheus; scripts/bootstrap installs it)");
     return;

@@ -17,7 +17,7 @@ NodeSample node(std::int64_t time_ms, std::uint64_t ecc, std::uint64_t crc) {
   gpu.uuid = "GPU-4";
   gpu.ecc_uncorrected = ecc;
   gpu.nvlink_crc = crc;
-  return NodeSample{time_ms, true, "", 1u, {gpu}};
+  return NodeSample{time_ms, true, "", 1u, {gpu}, {}};
 }
 
 }  // namespace

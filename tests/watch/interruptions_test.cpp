@@ -71,6 +71,12 @@ TEST_CASE("GCP: preempted and maintenance-event", "[watch]") {
   const auto terminate = gpuenv::watch::parse_gcp_maintenance_event("TERMINATE_ON_HOST_MAINTENANCE", 1000);
   REQUIRE(terminate);
   CHECK(terminate->deadline_ms == 1000 + 3600 * 1000);
+  // The id is the notice's content, not when this process first saw it: a watch restarted while the notice is up
+  // (first seen later) finds the id it already handled.
+  const auto after_restart = gpuenv::watch::parse_gcp_maintenance_event("TERMINATE_ON_HOST_MAINTENANCE", 7'201'000);
+  REQUIRE(after_restart);
+  CHECK(after_restart->id == terminate->id);
+  CHECK(terminate->id == "maintenance-TERMINATE_ON_HOST_MAINTENANCE");
 }
 
 TEST_CASE("Azure: the events that name this VM, Freeze left out", "[watch]") {

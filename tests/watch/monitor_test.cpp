@@ -137,6 +137,28 @@ TEST_CASE("monitor: a restart reloads the window and the open conditions from th
   h.monitor.stop(std::chrono::seconds(1));
 }
 
+TEST_CASE("monitor: NVLink counts per link through NVML, a link that goes down and returns is no new error",
+          "[watch]") {
+  // GPU 0 has 4 NVLinks; link 2 has seen 10 replay errors since the driver loaded. It goes down (NVML's sum over the
+  // active links drops to 0) and comes back (the sum is 10 again): the link's counter never moved.
+  const std::string links = "nvlinks = 4\nnvlink_replay_link2 = 10\npcie_replays = 5";
+  Harness h(fixture("reload_on_change = 1", 0, links));
+  h.start();
+  const Snapshot first = h.interval();
+  REQUIRE(first.sample.gpus.size() == 8);
+  CHECK(first.sample.gpus[0].nvlink_replay == 10u);
+  CHECK(first.sample.gpus[0].nvlink_links.size() == 4);
+  CHECK(first.sample.gpus[0].pcie_replays == 5u);  // nvmlDeviceGetPcieReplayCounter, read in the same call
+  for (const char* inactive : {"\nnvlink_inactive = 2", ""}) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a new modification time
+    std::ofstream(h.conf) << fixture("reload_on_change = 1", 0, links + inactive);
+    const Snapshot snapshot = h.interval();
+    CHECK(snapshot.sample.gpus[0].nvlink_replay == 10u);
+    CHECK_FALSE(has(snapshot.events, "watch.nvlink_errors", Status::fail));
+  }
+  h.monitor.stop(std::chrono::seconds(1));
+}
+
 TEST_CASE("monitor: an NVML call that hangs is abandoned and the kernel log is still read and stored",
           "[watch][system-test]") {
   // The second nvmlDeviceGetCount (the second interval's read) blocks 2 s; reads are given 200 ms.

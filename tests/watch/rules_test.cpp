@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+using gpuenv::probe::NvLinkCounters;
 using gpuenv::report::Status;
 using gpuenv::watch::Event;
 using gpuenv::watch::GpuSample;
@@ -42,8 +43,32 @@ GpuSample gpu(unsigned index) {
   g.nvlink_recovery = 0;
   g.nvlink_crc = 0;
   g.nvlink_inactive = 0;
+  g.nvlink_links = {NvLinkCounters{0, true, 0, 0, 0, 0}};
   return g;
 }
+
+/// `g` with these active links read as NVML reads them (probe/nvml.cpp read_nvlinks): each link's counters, and their
+/// sums over the links and counters that were read.
+GpuSample with_links(GpuSample g, std::vector<NvLinkCounters> links, unsigned inactive = 0) {
+  g.nvlink_links = std::move(links);
+  g.nvlink_replay.reset();
+  g.nvlink_recovery.reset();
+  g.nvlink_crc.reset();
+  const auto add = [](std::optional<std::uint64_t>& sum, const std::optional<std::uint64_t>& value) {
+    if (value) sum = sum.value_or(0) + *value;
+  };
+  for (const NvLinkCounters& link : g.nvlink_links) {
+    add(g.nvlink_replay, link.replay);
+    add(g.nvlink_recovery, link.recovery);
+    add(g.nvlink_crc, link.crc_flit);
+    add(g.nvlink_crc, link.crc_data);
+  }
+  g.nvlink_inactive = inactive;
+  return g;
+}
+
+/// `g` whose one NVLink has seen `crc` CRC (flit) errors.
+GpuSample with_crc(GpuSample g, std::uint64_t crc) { return with_links(std::move(g), {{0, true, 0, 0, crc, 0}}); }
 
 NodeSample node(std::int64_t time_ms, std::vector<GpuSample> gpus) {
   NodeSample sample;
@@ -63,7 +88,9 @@ struct Run {
   std::int64_t now = k_start;
 
   std::vector<Event> step(std::vector<GpuSample> gpus, std::vector<KernelRecord> records = {}) {
-    history.add(node(now, std::move(gpus)), rules.longest_window_ms());
+    NodeSample sample = node(now, std::move(gpus));
+    gpuenv::watch::count_nvlink_errors(sample, state);
+    history.add(std::move(sample), rules.longest_window_ms());
     auto raised = gpuenv::watch::derive_events(history, records, rules, state);
     events.insert(events.end(), raised.begin(), raised.end());
     now += k_step;
@@ -112,11 +139,9 @@ TEST_CASE("an uncorrectable ECC error raises one fail event with its rate, and c
 
 TEST_CASE("a counter reset (driver reload) counts the new value as growth, not a negative one", "[watch]") {
   Run run;
-  GpuSample before = gpu(0);
-  before.nvlink_crc = 500;
-  run.step({before});
-  GpuSample after = gpu(0);
-  after.nvlink_crc = 3;  // the driver reloaded: the counter restarted and 3 errors came since
+  run.step({with_crc(gpu(0), 500)});
+  // The driver reloaded: the counter restarted and 3 errors came since.
+  GpuSample after = with_crc(gpu(0), 3);
   const auto raised = run.step({after});
   REQUIRE(raised.size() == 1);
   CHECK(raised[0].finding.id == "watch.nvlink_errors");
@@ -127,11 +152,54 @@ TEST_CASE("a counter reset (driver reload) counts the new value as growth, not a
 TEST_CASE("NVLink CRC errors at 100/s or more fail, as DCGM's health watch does", "[watch]") {
   Run run;
   run.step({gpu(0)});
-  GpuSample fast = gpu(0);
-  fast.nvlink_crc = 2000;  // 200/s over 10 s
-  const auto raised = run.step({fast});
+  const auto raised = run.step({with_crc(gpu(0), 2000)});  // 200/s over 10 s
   REQUIRE(raised.size() == 1);
   CHECK(raised[0].finding.status == Status::fail);
+}
+
+// DCGM's NVLink health watch judges the growth of the GPU's total replay, recovery and CRC counts between two readings
+// (NVIDIA/DCGM @ 1f7a418 modules/health/DcgmHealthWatch.cpp MonitorNVLink: the DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL
+// fields at the start and the end of the window).
+// A total summed by gpuenv over the links it could read is not one total: a link read at one end only must be left
+// out of both, or a link going down looks like errors vanishing and its return like new errors.
+TEST_CASE("NVLink counts compare like with like: a link that goes down or a failed read is no new error", "[watch]") {
+  Run run;
+  const auto links = [](std::uint64_t l0, std::uint64_t l1, std::optional<std::uint64_t> l2) {
+    std::vector<NvLinkCounters> out{{0, true, l0, 0, 0, 0}, {1, true, l1, 0, 0, 0}};
+    if (l2) out.push_back({2, true, *l2, 0, 0, 0});
+    return out;
+  };
+  CHECK(run.step({with_links(gpu(0), links(10, 10, 10))}).empty());
+  // Link 2 goes down (NVML's sum drops by its 10 errors), then comes back: only watch.nvlink_down, never an error.
+  const auto down = run.step({with_links(gpu(0), links(10, 10, std::nullopt), 1)});
+  REQUIRE(down.size() == 1);
+  CHECK(down[0].finding.id == "watch.nvlink_down");
+  const auto back = run.step({with_links(gpu(0), links(10, 10, 10))});
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].finding.id == "watch.nvlink_down");  // cleared
+  CHECK(back[0].finding.status == Status::pass);
+  CHECK(run.history.latest()->gpus[0].nvlink_replay == 30u);
+  // One read fails (link 1's replay counter unread: the sum drops by 10), then it is read again.
+  std::vector<NvLinkCounters> failed = links(10, 10, 10);
+  failed[1].replay.reset();
+  CHECK(run.step({with_links(gpu(0), failed)}).empty());
+  CHECK(run.step({with_links(gpu(0), links(10, 10, 10))}).empty());
+  CHECK(run.count("watch.nvlink_errors", Status::fail) == 0);
+  // Errors on a link that was read at both ends count, even while another link is down or unread; errors that came
+  // on the unread link meanwhile count when it is read again.
+  CHECK(run.step({with_links(gpu(0), links(12, 10, std::nullopt), 1)}).size() == 2);  // down again + 2 replays
+  CHECK(run.count("watch.nvlink_errors", Status::fail) == 1);
+  CHECK(run.history.latest()->gpus[0].nvlink_replay == 32u);
+  failed = links(12, 10, 13);
+  failed[1].replay.reset();
+  run.step({with_links(gpu(0), failed)});
+  CHECK(run.history.latest()->gpus[0].nvlink_replay == 35u);  // link 2: 10 -> 13 since its last reading
+  run.step({with_links(gpu(0), links(12, 11, 13))});
+  CHECK(run.history.latest()->gpus[0].nvlink_replay == 36u);  // link 1: 10 -> 11 since its last reading
+  // The baseline survives a restart with the state.
+  run.state = RuleState::from_json(run.state.to_json());
+  run.step({with_links(gpu(0), links(12, 11, 13))});
+  CHECK(run.history.latest()->gpus[0].nvlink_replay == 36u);
 }
 
 // DCGM's PCIe health watch warns only when the replay counter grew by more than DCGM_LIMIT_MAX_PCIREPLAY_RATE (8) in
@@ -159,11 +227,8 @@ TEST_CASE("PCIe replays warn only above DCGM's 8 a minute", "[watch]") {
 TEST_CASE("a warning that turns into a failure raises a second event", "[watch]") {
   Run run;
   run.step({gpu(0)});
-  GpuSample slow = gpu(0);
-  slow.nvlink_crc = 5;
-  CHECK(run.step({slow}).size() == 1);
-  slow.nvlink_crc = 5 + 5000;
-  const auto worse = run.step({slow});
+  CHECK(run.step({with_crc(gpu(0), 5)}).size() == 1);
+  const auto worse = run.step({with_crc(gpu(0), 5 + 5000)});
   REQUIRE(worse.size() == 1);
   CHECK(worse[0].finding.status == Status::fail);
 }
@@ -216,7 +281,7 @@ TEST_CASE("an idle GPU is reported after the window, and idle time is exposed be
   idle.utilization_percent = 3;
   run.step({idle});
   for (int i = 0; i < 359; ++i) CHECK(run.step({idle}).empty());
-  CHECK(gpuenv::watch::idle_ms(run.history, idle, 60) == 359 * k_step);
+  CHECK(gpuenv::watch::idle_ms(run.state, idle, run.history.latest()->time_ms) == 359 * k_step);
   const auto raised = run.step({idle});
   REQUIRE(raised.size() == 1);
   CHECK(raised[0].finding.id == "watch.idle");
@@ -224,9 +289,45 @@ TEST_CASE("an idle GPU is reported after the window, and idle time is exposed be
   CHECK_THAT(raised[0].finding.message, Catch::Contains("below 60 % for 60 min"));
   // Busy again: the idle time drops to 0 and the condition clears.
   const auto busy = run.step({gpu(2)});
-  CHECK(gpuenv::watch::idle_ms(run.history, gpu(2), 60) == 0);
+  CHECK(gpuenv::watch::idle_ms(run.state, gpu(2), run.history.latest()->time_ms) == 0);
   REQUIRE(busy.size() == 1);
   CHECK(busy[0].finding.status == Status::pass);
+}
+
+TEST_CASE("idle time is not bounded by the samples in memory: jittered intervals over two hours", "[watch]") {
+  // A real interval is never exactly 10 s: each stamp here is 10 s +- up to 2.5 s (a fixed pseudo-random sequence).
+  // The idle event must fire once the GPU has been below the line for the whole window, not when a sample happens
+  // to sit exactly one window back, and gpuenv_gpu_idle_seconds must keep counting past the window.
+  Run run;
+  GpuSample idle = gpu(0);
+  idle.utilization_percent = 4;
+  std::uint32_t seed = 12345;
+  const auto jitter_ms = [&seed] {
+    seed = seed * 1664525u + 1013904223u;  // Numerical Recipes' LCG: deterministic, no wall clock
+    return static_cast<std::int64_t>(seed >> 16) % 5001 - 2500;
+  };
+  const std::int64_t first = run.now;
+  std::int64_t raised_at = -1;
+  while (run.now - first < 2 * 3600 * 1000) {
+    const auto raised = run.step({idle});
+    const std::int64_t stamp = run.history.latest()->time_ms;
+    if (!raised.empty()) {
+      REQUIRE(raised.size() == 1);
+      CHECK(raised[0].finding.id == "watch.idle");
+      CHECK(raised_at < 0);  // once, not once per interval
+      raised_at = stamp;
+    }
+    run.now += jitter_ms();
+  }
+  REQUIRE(raised_at >= 0);
+  CHECK(raised_at - first >= run.rules.idle_window_ms);
+  CHECK(raised_at - first < run.rules.idle_window_ms + 13'000);  // at the first sample past the window
+  const std::int64_t last = run.history.latest()->time_ms;
+  CHECK(gpuenv::watch::idle_ms(run.state, idle, last) == last - first);  // ~2 h, not capped at the 1 h window
+  CHECK(last - first > 7000 * 1000);
+  // The run survives a restart through the stored state.
+  const RuleState restored = RuleState::from_json(run.state.to_json());
+  CHECK(gpuenv::watch::idle_ms(restored, idle, last) == last - first);
 }
 
 TEST_CASE("a GPU that is lost, or gone from the count, fails, its other conditions stay open", "[watch]") {
@@ -246,6 +347,32 @@ TEST_CASE("a GPU that is lost, or gone from the count, fails, its other conditio
   REQUIRE(fewer.size() == 1);
   CHECK(fewer[0].finding.id == "watch.gpu_count");
   CHECK_THAT(fewer[0].finding.message, Catch::Contains("1 GPU(s) visible, 2 before; missing: GPU 1"));
+}
+
+TEST_CASE("the GPU count is the boot's: a new boot with fewer GPUs (another instance type) is not a lost GPU",
+          "[watch]") {
+  Run run;
+  const auto boot = [&](const std::string& id, std::vector<GpuSample> gpus) {
+    NodeSample sample = node(run.now, std::move(gpus));
+    sample.boot_id = id;
+    run.history.add(sample, run.rules.longest_window_ms());
+    run.now += k_step;
+    return gpuenv::watch::derive_events(run.history, {}, run.rules, run.state);
+  };
+  CHECK(boot("boot-a", {gpu(0), gpu(1)}).empty());
+  const auto fewer = boot("boot-a", {gpu(0)});
+  REQUIRE(fewer.size() == 1);
+  CHECK(fewer[0].finding.id == "watch.gpu_count");  // within a boot a GPU that leaves fails
+  // The state is saved with the interval; the node reboots as a one-GPU instance (or an image baked with this
+  // database boots elsewhere): the count starts anew and the open condition clears instead of failing forever.
+  run.state = RuleState::from_json(run.state.to_json());
+  CHECK(run.state.most_gpus_boot == "boot-a");
+  const auto rebooted = boot("boot-b", {gpu(0)});
+  REQUIRE(rebooted.size() == 1);
+  CHECK(rebooted[0].finding.id == "watch.gpu_count");
+  CHECK(rebooted[0].finding.status == Status::pass);
+  for (int i = 0; i < 10; ++i) CHECK(boot("boot-b", {gpu(0)}).empty());
+  CHECK(run.state.most_gpus == 1u);
 }
 
 TEST_CASE("NVML that stops answering fails once, the GPUs' conditions wait for it", "[watch]") {
@@ -316,4 +443,63 @@ TEST_CASE("the open conditions survive a restart through the stored state", "[wa
   run.state = restored;
   CHECK(run.step({hot}).empty());  // not raised again
   CHECK(RuleState::from_json("not json").open.empty());
+}
+
+TEST_CASE("a new NVSwitch SXid is judged by data/sxid.toml's severity, as doctor's fabric.sxid", "[watch]") {
+  // data/sxid.toml (NVIDIA's Fabric Manager guide through gpud's copy): 20034 LTSSM Fault Up is fatal (severity
+  // error), 11012 single-bit ECC errors is info; a code the table does not know warns, as doctor's.
+  const struct {
+    int code;
+    Status status;
+    const char* action;
+  } rows[] = {{20034, Status::fail, "drain_and_inspect"}, {11012, Status::pass, "none"}, {4242, Status::warn, "none"}};
+  for (const auto& row : rows) {
+    INFO("SXid " << row.code);
+    Run run;
+    run.step({gpu(0)});
+    const auto raised =
+        run.step({gpu(0)}, {KernelRecord{k_start, "sxid", row.code, "0000:05:00.0", "Fatal, Link 63 text"}});
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].finding.id == "watch.sxid");
+    CHECK(raised[0].finding.status == row.status);
+    CHECK(raised[0].action == row.action);
+    CHECK_THAT(raised[0].finding.message, Catch::Contains("NVSwitch 0000:05:00.0: SXid " + std::to_string(row.code)));
+    CHECK(raised[0].finding.message.find("text") == std::string::npos);  // the table's name, not the log's text
+  }
+}
+
+// nvml.h nvmlGpuFabricInfo_v3_t: the status is meaningful only once the state is Completed; health summary Healthy,
+// Unhealthy or Limited Capacity (NVIDIA/go-nvml gen/nvml/nvml.h, as doctor's fabric.state cites).
+TEST_CASE("the NVLink fabric: a GPU that leaves Completed or turns Unhealthy fails, Limited Capacity warns",
+          "[watch]") {
+  using State = gpuenv::probe::GpuFabricInfo::State;
+  const auto with_fabric = [](State state, bool ok, std::string health) {
+    GpuSample g = gpu(0);
+    gpuenv::probe::GpuFabricInfo fabric;
+    fabric.state = state;
+    fabric.status_ok = ok;
+    fabric.status = ok ? "Success" : "Insufficient Resources";
+    fabric.health_summary = std::move(health);
+    g.fabric = fabric;
+    return g;
+  };
+  Run run;
+  // Not yet registered since watch started (the fabric manager is starting): doctor's to judge, no event.
+  CHECK(run.step({with_fabric(State::in_progress, false, "")}).empty());
+  CHECK(run.step({with_fabric(State::completed, true, "Healthy")}).empty());
+  const auto limited = run.step({with_fabric(State::completed, true, "Limited Capacity")});
+  REQUIRE(limited.size() == 1);
+  CHECK(limited[0].finding.id == "watch.fabric");
+  CHECK(limited[0].finding.status == Status::warn);
+  const auto unhealthy = run.step({with_fabric(State::completed, true, "Unhealthy")});
+  REQUIRE(unhealthy.size() == 1);
+  CHECK(unhealthy[0].finding.status == Status::fail);                             // worse: a second event
+  CHECK(run.step({with_fabric(State::completed, true, "Healthy")}).size() == 1);  // cleared
+  const auto left = run.step({with_fabric(State::in_progress, false, "")});
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].finding.status == Status::fail);
+  CHECK_THAT(left[0].finding.message, Catch::Contains("NVLink fabric state In Progress, Completed before"));
+  const auto failed = Run().step({with_fabric(State::completed, false, "")});
+  REQUIRE(failed.size() == 1);
+  CHECK_THAT(failed[0].finding.message, Catch::Contains("completed with status Insufficient Resources"));
 }

@@ -3,9 +3,14 @@
 
 #include "watch/settings.hpp"
 
-#include <catch2/catch.hpp>
+#include <sys/stat.h>
 
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "fleet/fleet_support.hpp"
 #include "support/fake_system.hpp"
+#include "system/system.hpp"
 #include "watch/publisher.hpp"
 
 using gpuenv::watch::WatchSettings;
@@ -150,4 +155,43 @@ TEST_CASE("the publisher writes the rendered text atomically to the textfile", "
   REQUIRE(publisher.configure(WatchSettings{}));
   publisher.publish(snapshot, log);
   CHECK(system.written.empty());
+}
+
+// The hook runs as root: like every path root loads or runs because a setting named it (docs/security.md "Named
+// files", System::trust_problem), it must be one only root can change; so must the settings file that names it and a
+// library GPUENV_NVML_LIBRARY names.
+TEST_CASE("load_settings refuses a hook, a settings file or an NVML library someone other than root could change",
+          "[watch]") {
+  gpuenv::testing::FakeSystem system;
+  system.files["/etc/gpuenv/watch.toml"] = "[watch]\non_interruption = [\"/home/alice/checkpoint\", \"--now\"]\n";
+  system.untrusted["/home/alice/checkpoint"] = "/home/alice is owned by uid 1000";
+  const auto hook = gpuenv::watch::load_settings(system, {});
+  REQUIRE_FALSE(hook);
+  CHECK_THAT(hook.error().message, Catch::Contains("on_interruption = [\"/home/alice/checkpoint\", ...]: not trusted: "
+                                                   "/home/alice is owned by uid 1000"));
+  CHECK_THAT(hook.error().remedy, Catch::Contains("chown root:"));
+  system.untrusted.clear();
+  CHECK(gpuenv::watch::load_settings(system, {}));
+  system.untrusted["/etc/gpuenv/watch.toml"] = "/etc/gpuenv is writable by group or others";
+  CHECK_FALSE(gpuenv::watch::load_settings(system, {}));
+  system.untrusted.clear();
+  system.env["GPUENV_NVML_LIBRARY"] = "/tmp/libnvidia-ml.so.1";
+  system.untrusted["/tmp/libnvidia-ml.so.1"] = "/tmp/libnvidia-ml.so.1 belongs to uid 1000";
+  const auto library = gpuenv::watch::load_settings(system, {});
+  REQUIRE_FALSE(library);
+  CHECK_THAT(library.error().message, Catch::Contains("GPUENV_NVML_LIBRARY=/tmp/libnvidia-ml.so.1: not trusted"));
+}
+
+TEST_CASE("the hook's trust check is the real System's: a hook anyone can write is refused", "[watch]") {
+  gpuenv::testing::fleet::TempDir dir;
+  const std::string hook = (dir.path() / "checkpoint").string();
+  std::ofstream(hook) << "#!/bin/sh\nexit 0\n";
+  auto system = gpuenv::system::make_real_system();
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
+  REQUIRE(::chmod(hook.c_str(), 0755) == 0);
+  CHECK(gpuenv::watch::hook_trusted(*system, {hook, "--now"}));
+  REQUIRE(::chmod(hook.c_str(), 0777) == 0);  // anyone may replace what root would run
+  const auto refused = gpuenv::watch::hook_trusted(*system, {hook, "--now"});
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Catch::Contains(hook + " is writable by everyone"));
 }

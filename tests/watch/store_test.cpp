@@ -29,7 +29,6 @@ constexpr std::int64_t k_hour = 3600 * 1000;
 constexpr std::int64_t k_day = 24 * k_hour;
 constexpr std::int64_t k_start = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
 
-
 std::string file_in(const TempDir& dir, const std::string& name) { return (dir.path() / name).string(); }
 
 std::shared_ptr<const gpuenv::watch::sqlite::Library> sqlite_library(gpuenv::system::System& system) {
@@ -62,7 +61,7 @@ GpuSample gpu(unsigned index, double utilization, std::uint64_t ecc_uncorrected 
 }
 
 NodeSample node(std::int64_t time_ms, std::vector<GpuSample> gpus) {
-  return NodeSample{time_ms, true, "", static_cast<unsigned>(gpus.size()), std::move(gpus)};
+  return NodeSample{time_ms, true, "", static_cast<unsigned>(gpus.size()), std::move(gpus), {}};
 }
 
 std::unique_ptr<Store> open_store(gpuenv::system::System& system, const std::string& path, OpenNotes& notes,
@@ -141,8 +140,8 @@ TEST_CASE("a file that is not a gpuenv database is moved aside and a new one sta
     OpenNotes notes;
     auto store = open_store(*system, path, notes);
     CHECK(notes.moved_aside);
-    CHECK_THAT(notes.lines.front(), Catch::Contains("is not an SQLite database: moved aside to " + path +
-                                                    ".not-a-database-"));
+    CHECK_THAT(notes.lines.front(),
+               Catch::Contains("is not an SQLite database: moved aside to " + path + ".not-a-database-"));
   }
   SECTION("another program's SQLite database") {
     sqlite3(*system, path, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
@@ -161,7 +160,8 @@ TEST_CASE("a file that is not a gpuenv database is moved aside and a new one sta
     {
       OpenNotes notes;
       auto store = open_store(*system, path, notes);
-      for (int i = 0; i < 200; ++i) REQUIRE(store->record(node(k_start + i * 10000, {gpu(0, 50), gpu(1, 50)}), {}, {}, {}));
+      for (int i = 0; i < 200; ++i)
+        REQUIRE(store->record(node(k_start + i * 10000, {gpu(0, 50), gpu(1, 50)}), {}, {}, {}));
     }
     sqlite3(*system, path, "PRAGMA wal_checkpoint(TRUNCATE)");
     {
@@ -178,8 +178,50 @@ TEST_CASE("a file that is not a gpuenv database is moved aside and a new one sta
   // Whatever it was, the new database works and the old file is kept beside it.
   CHECK(sqlite3(*system, path, "PRAGMA integrity_check") == "ok");
   std::size_t kept = 0;
-  for (const auto& entry : fs::directory_iterator(dir.path())) kept += entry.path().filename().string().find("watch.db.") == 0;
+  for (const auto& entry : fs::directory_iterator(dir.path()))
+    kept += entry.path().filename().string().find("watch.db.") == 0;
   CHECK(kept >= 1);
+}
+
+// https://www.sqlite.org/rescode.html: SQLITE_BUSY "the database file could not be written (or in some cases read)
+// because of concurrent activity by some other database connection"; SQLITE_IOERR and SQLITE_FULL are the operating
+// system's. Only SQLITE_CORRUPT ("the database file has been corrupted") and SQLITE_NOTADB say the file is bad.
+// Another connection in EXCLUSIVE locking mode keeps every other connection out of a WAL database
+// (https://www.sqlite.org/wal.html, "Use of WAL Without Shared-Memory"): SQLite answers SQLITE_BUSY once the busy
+// timeout (5 s) is spent, hence [system-test].
+TEST_CASE("a healthy database that another connection holds is not moved aside: an Error to try again",
+          "[watch][system-test]") {
+  TempDir dir;
+  auto system = gpuenv::system::make_real_system();
+  const std::string path = file_in(dir, "watch.db");
+  {
+    OpenNotes notes;
+    auto store = open_store(*system, path, notes);
+    REQUIRE(store->record(node(k_start, {gpu(0, 50)}), {}, {}, {}));
+  }
+  auto library = sqlite_library(*system);
+  auto holder =
+      gpuenv::watch::sqlite::Database::open(library, path, gpuenv::watch::sqlite::Database::Mode::read_write_create);
+  REQUIRE(holder);
+  REQUIRE((*holder)->exec("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; COMMIT;"));
+  OpenNotes notes;
+  auto busy = Store::open(*system, library, path, k_start + k_hour, notes);
+  REQUIRE_FALSE(busy);
+  CHECK_THAT(busy.error().message, Catch::Contains("locked"));
+  CHECK_FALSE(notes.moved_aside);
+  for (const auto& entry : fs::directory_iterator(dir.path()))
+    CHECK(entry.path().filename().string().find("watch.db.") != 0);  // nothing renamed aside
+  // Read-only opening (`gpuenv events`, doctor) says the same and leaves the file alone.
+  auto reader = Store::open_read_only(library, path);
+  REQUIRE_FALSE(reader);
+  CHECK_THAT(reader.error().message, Catch::Contains("locked"));
+  holder->reset();
+  // Once the other connection is gone the same database opens with its data.
+  auto store = open_store(*system, path, notes, k_start + k_hour);
+  CHECK_FALSE(notes.moved_aside);
+  auto samples = store->samples_since(k_start);
+  REQUIRE(samples);
+  CHECK(samples->size() == 1);
 }
 
 TEST_CASE("a schema-1 database is migrated with its data", "[watch]") {
@@ -226,7 +268,7 @@ TEST_CASE("retention: complete hours are rolled up, raw samples past 7 days and 
   const std::int64_t now = t;  // 9 days after the start
   auto done = store->maintain(now, 7 * k_day, 90 * k_day, 60, 0);
   REQUIRE(done);
-  CHECK(done->hours_rolled_up == 7 * 24);  // only what the raw window still holds
+  CHECK(done->hours_rolled_up == 7 * 24);           // only what the raw window still holds
   CHECK(done->raw_rows_deleted == 2 * 2 * 24 * 6);  // two days of two GPUs at six samples an hour
   CHECK(sqlite3(*system, path, "SELECT min(time_ms) >= " + std::to_string(now - 7 * k_day) + " FROM sample") == "1");
   CHECK(sqlite3(*system, path, "SELECT count(*) FROM hourly") == std::to_string(2 * 7 * 24));
