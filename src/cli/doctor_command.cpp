@@ -12,6 +12,7 @@
 #include "fleet/slurm.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
+#include "util/strings.hpp"
 #include "watch/history.hpp"
 #include "watch/settings.hpp"
 
@@ -189,11 +190,11 @@ util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::strin
   if (text.size() < 2 || text.size() > 8) return bad();
   const std::string number = text.substr(0, text.size() - 1);
   if (number.find_first_not_of("0123456789") != std::string::npos) return bad();
-  const long long count = std::stoll(number);
+  const std::optional<long long> count = util::parse_int(number);
   const char unit = text.back();
   const long long scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
-  if (scale == 0 || count == 0) return bad();
-  return std::optional<std::chrono::seconds>(std::chrono::seconds(count * scale));
+  if (scale == 0 || !count || *count == 0) return bad();
+  return std::optional<std::chrono::seconds>(std::chrono::seconds(*count * scale));
 }
 
 /// The smoke tests' own options, as `gpuenv smoke` takes them.

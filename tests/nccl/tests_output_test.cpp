@@ -128,6 +128,30 @@ TEST_CASE("parse: srun --label prefixes, validation off (N/A), sockets between n
   CHECK(find(judged.findings, "nccl.transport").status == Status::warn);
 }
 
+TEST_CASE("parse: a row whose size or count is past 64 bits is not a row (std::stoull threw)", "[nccl]") {
+  const std::string header =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+      "busbw #wrong\n";
+  const std::string good =
+      "  1073741824     268435456     float     sum      -1    10314  104.11  104.11      0    10339  103.85  "
+      "103.85      0\n";
+  const std::string huge_size =
+      "  99999999999999999999999     268435456     float     sum      -1    10314  104.11  104.11      0    10339  "
+      "103.85  103.85      0\n";
+  const std::string huge_count =
+      "  1073741824     18446744073709551616     float     sum      -1    10314  104.11  104.11      0    10339  "
+      "103.85  103.85      0\n";
+  auto output = parse_nccl_tests_output(header + huge_size + good + huge_count);
+  REQUIRE(output);
+  REQUIRE(output->rows.size() == 1);
+  CHECK(output->rows[0].bytes == 1073741824u);
+  CHECK(output->rows[0].count == 268435456u);
+  CHECK(output->rows[0].line == 3);
+  auto only_huge = parse_nccl_tests_output(header + huge_size);
+  REQUIRE_FALSE(only_huge);
+  CHECK(only_huge.error().message.find("no nccl-tests result table") != std::string::npos);
+}
+
 TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node count", "[nccl]") {
   auto right = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt"));
   REQUIRE(right);
