@@ -7,6 +7,7 @@
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
 #include "cli/trusted_paths.hpp"
+#include "cli/version.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
@@ -15,10 +16,6 @@
 #include "util/strings.hpp"
 #include "watch/history.hpp"
 #include "watch/settings.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 namespace {
@@ -277,7 +274,7 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
   if (!options.prometheus.empty()) {
     const PrometheusOptions prometheus{options.prometheus_gpu_gauges};
     if (auto written = context.system.write_file_atomic(
-            options.prometheus, doctor_prometheus(report, GPUENV_VERSION, now, prometheus), k_readable);
+            options.prometheus, doctor_prometheus(report, gpuenv_version(), now, prometheus), k_readable);
         !written)
       return written.error();
   }
@@ -288,8 +285,8 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
       return written.error();
   }
   if (!options.report_file.empty()) {
-    if (auto written =
-            context.system.write_file_atomic(options.report_file, doctor_json(report, GPUENV_VERSION, now), k_readable);
+    if (auto written = context.system.write_file_atomic(options.report_file, doctor_json(report, gpuenv_version(), now),
+                                                        k_readable);
         !written)
       return written.error();
   }
@@ -366,7 +363,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
     return report_error(context, written.error());
   if (options.slurm) return run_slurm_health_check(context, options, *report);
   if (options.json) {
-    context.out << doctor_json(*report, GPUENV_VERSION, now);
+    context.out << doctor_json(*report, gpuenv_version(), now);
   } else if (options.oneline) {
     context.out << doctor_oneline(*report);
   } else {
