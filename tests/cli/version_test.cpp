@@ -4,8 +4,6 @@
 
 #include "cli/version.hpp"
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -13,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fleet/fleet_support.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
 #include "support/text_files.hpp"
@@ -26,12 +25,6 @@ using gpuenv::testing::read_text;
 using gpuenv::testing::run_gpuenv;
 
 const fs::path k_source = GPUENV_SOURCE_DIR;
-
-/// A scratch file removed at scope exit.
-struct ScratchFile {
-  fs::path path = fs::temp_directory_path() / ("gpuenv-version-test-" + std::to_string(::getpid()) + ".prom");
-  ~ScratchFile() { fs::remove(path); }
-};
 
 }  // namespace
 
@@ -61,13 +54,14 @@ TEST_CASE("version: every output of the binary that names gpuenv's version names
   CHECK_THAT(run_gpuenv({"cloud-init", "--gpuenv-preinstalled", "pytorch-2.9-cu128"}).out,
              Catch::Contains("# gpuenv " + version + " user-data for profile pytorch-2.9-cu128"));
 
-  ScratchFile prometheus;
-  const auto doctor = run_gpuenv({"doctor", "--root", fixture_path("hosts/no-driver"), "--quick", "--json",
-                                  "--prometheus", prometheus.path.string()});
+  const gpuenv::testing::fleet::TempDir dir;  // mkdtemp: a fresh directory per run
+  const fs::path prometheus = dir.path() / "doctor.prom";
+  const auto doctor = run_gpuenv(
+      {"doctor", "--root", fixture_path("hosts/no-driver"), "--quick", "--json", "--prometheus", prometheus.string()});
   const auto report = nlohmann::json::parse(doctor.out, nullptr, false);
   REQUIRE_FALSE(report.is_discarded());
   CHECK(report.value("gpuenv_version", "") == version);
-  CHECK_THAT(read_text(prometheus.path), Catch::Contains("gpuenv_version=\"" + version + "\""));
+  CHECK_THAT(read_text(prometheus), Catch::Contains("gpuenv_version=\"" + version + "\""));
 
   const auto nccl =
       run_gpuenv({"nccl", "judge", fixture_path("nccl/a3mega-2x8xh100-tcpxo.txt"), "--nodes", "2", "--json"});
