@@ -51,7 +51,8 @@ TEST_CASE("matrix --format github: an os.arch axis gives each cell its platform 
 TEST_CASE("matrix --format github: a profile without os.arch builds for linux/amd64", "[cli][e2e][matrix]") {
   const auto result = run_gpuenv({"matrix", "pytorch-matrix", "--format", "github"});
   REQUIRE(result.exit_code == 0);
-  for (const auto& cell : nlohmann::json::parse(result.out).at("include")) {
+  const auto matrix = nlohmann::json::parse(result.out);  // the loop below reads into it
+  for (const auto& cell : matrix.at("include")) {
     CHECK(cell.at("platform") == "linux/amd64");
     CHECK(cell.at("runner") == "ubuntu-24.04");
     const std::string tag = cell.at("tag");

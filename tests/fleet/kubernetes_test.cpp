@@ -122,7 +122,7 @@ TEST_CASE("kubernetes: the DaemonSet mounts host paths read-only except the thre
 }
 
 TEST_CASE("kubernetes: the DaemonSet names the image deploy/github/gpuenv-image.yml builds, at this version",
-          "[fleet][kubernetes]") {
+          "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
   if (modules.empty()) {
@@ -152,7 +152,7 @@ TEST_CASE("kubernetes: the DaemonSet names the image deploy/github/gpuenv-image.
 }
 
 TEST_CASE("kubernetes: the readiness taint covers a node found not ready and one not judged yet",
-          "[fleet][kubernetes]") {
+          "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
   if (modules.empty()) {

@@ -61,7 +61,8 @@ std::string check_line(const std::string& tree, const std::vector<std::string>& 
 
 /// The reason scontrol got, "" when none.
 std::string drained_reason(const NhcRun& nhc) {
-  for (std::string_view line : gpuenv::util::split_lines(nhc.scontrol_argv()))
+  const std::string argv = nhc.scontrol_argv();  // split_lines returns views into it
+  for (std::string_view line : gpuenv::util::split_lines(argv))
     if (gpuenv::util::starts_with(line, "Reason=")) return std::string(line.substr(7));
   return "";
 }

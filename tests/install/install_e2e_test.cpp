@@ -288,7 +288,8 @@ TEST_CASE("install: one check for every repository URL source, a newline cannot 
                                   "--repo-url", "https://mirror.example/nvidia-cuda"});
   REQUIRE(mirror.exit_code == 0);
   // A mirror serves the packages; the keyring still comes from NVIDIA's own host.
-  for (const auto& step : nlohmann::json::parse(mirror.out)["steps"]) {
+  const auto plan = nlohmann::json::parse(mirror.out);  // the loop below reads into it
+  for (const auto& step : plan["steps"]) {
     for (const auto& argv : step["commands"]) {
       for (const auto& word : argv) {
         const std::string text = word.get<std::string>();
