@@ -9,12 +9,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/context.hpp"
+#include "cli/version.hpp"
 #include "system/abandon.hpp"
 #include "util/host_text.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 
@@ -40,10 +37,10 @@ report::TextStyle terminal_style() {
 int run(int argc, char** argv) {
   auto system = system::make_real_system();
   Context context{*system, std::cout, std::cerr, terminal_style()};
-  if (const auto verbose = run_version_verbose(context, argc, argv, GPUENV_VERSION)) return static_cast<int>(*verbose);
+  if (const auto verbose = run_version_verbose(context, argc, argv)) return static_cast<int>(*verbose);
 
   CLI::App app{"gpuenv: make a GPU server ready for work, and prove that it is."};
-  app.set_version_flag("--version", std::string("gpuenv ") + GPUENV_VERSION);
+  app.set_version_flag("--version", "gpuenv " + gpuenv_version());
   app.require_subcommand(1);
   std::string data_dir;
   app.add_option("--data-dir", data_dir,

@@ -4,15 +4,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/profile_output.hpp"
+#include "cli/version.hpp"
 #include "cloudinit/cloudinit.hpp"
 #include "compat/rules.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
 #include "util/strings.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 namespace {
@@ -114,7 +111,7 @@ ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
   render.source = std::move(*source);
   render.doctor_only = options.doctor_only;
   render.selection = std::move(*selection);
-  render.gpuenv_version = GPUENV_VERSION;
+  render.gpuenv_version = gpuenv_version();
   auto user_data = cloudinit::render_user_data(*node, *text, render);
   if (!user_data) return report_error(context, user_data.error());
   if (options.output.empty()) {

@@ -30,6 +30,6 @@ void add_events_command(CLI::App& app, Action& action);
 ExitCode install_data_overlay(Context& context, const std::string& data_dir, bool validate);
 /// Handles `gpuenv --version --verbose [--data-dir DIR]`: the version and each table's horizon; nullopt for any
 /// other command line.
-std::optional<ExitCode> run_version_verbose(Context& context, int argc, char** argv, const std::string& version);
+std::optional<ExitCode> run_version_verbose(Context& context, int argc, char** argv);
 
 }  // namespace gpuenv::cli

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/data_overlay.hpp"
+#include "cli/version.hpp"
 #include "compat/horizon.hpp"
 #include "compat/knowledge_base.hpp"
 #include "util/strings.hpp"
@@ -82,13 +83,13 @@ ExitCode install_data_overlay(Context& context, const std::string& data_dir, boo
   return ExitCode::ok;
 }
 
-std::optional<ExitCode> run_version_verbose(Context& context, int argc, char** argv, const std::string& version) {
+std::optional<ExitCode> run_version_verbose(Context& context, int argc, char** argv) {
   std::string data_dir;
   if (!wants_verbose_version(argc, argv, data_dir)) return std::nullopt;
   if (const ExitCode code = install_data_overlay(context, data_dir, true); code != ExitCode::ok) return code;
   auto kb = compat::builtin_knowledge_base();
   if (!kb) return report_error(context, kb.error());
-  context.out << "gpuenv " << version << "\n";
+  context.out << "gpuenv " << gpuenv_version() << "\n";
   for (const compat::Horizon& horizon : compat::horizons(**kb)) {
     context.out << "  " << horizon.table << ": " << horizon.what << " up to "
                 << (horizon.newest ? horizon.newest->str() : std::string("-"))

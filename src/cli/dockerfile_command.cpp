@@ -7,16 +7,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/profile_output.hpp"
+#include "cli/version.hpp"
 #include "compat/derive.hpp"
 #include "compat/rules.hpp"
 #include "dockerfile/dockerfile.hpp"
 #include "profile/catalog.hpp"
 #include "profile/fields.hpp"
 #include "profile/matrix.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 namespace {
@@ -71,7 +68,7 @@ void print_warnings(Context& context, const std::vector<report::Finding>& findin
 util::Expected<dockerfile::Options> render_options(const DockerfileOptions& options, const Inputs& in,
                                                    const profile::Profile& resolved, profile::Assignments selection) {
   dockerfile::Options out;
-  out.gpuenv_version = GPUENV_VERSION;
+  out.gpuenv_version = gpuenv_version();
   out.profile_argument = options.profile;
   out.selection = std::move(selection);
   out.with_doctor = options.with_doctor;
@@ -260,7 +257,7 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
     }
   }
   const nlohmann::json index = {{"schema", 1},
-                                {"generator", std::string("gpuenv ") + GPUENV_VERSION},
+                                {"generator", std::string("gpuenv ") + gpuenv_version()},
                                 {"profile", base.name},
                                 {"origin", base.origin},
                                 {"with_doctor", options.with_doctor},

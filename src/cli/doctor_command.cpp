@@ -8,17 +8,15 @@
 #include "cli/doctor_output.hpp"
 #include "cli/smoke_overrides.hpp"
 #include "cli/trusted_paths.hpp"
+#include "cli/version.hpp"
 #include "doctor/doctor.hpp"
 #include "fleet/nfd.hpp"
 #include "fleet/slurm.hpp"
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
+#include "util/strings.hpp"
 #include "watch/history.hpp"
 #include "watch/settings.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 namespace {
@@ -205,11 +203,11 @@ util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::strin
   if (text.size() < 2 || text.size() > 8) return bad();
   const std::string number = text.substr(0, text.size() - 1);
   if (number.find_first_not_of("0123456789") != std::string::npos) return bad();
-  const long long count = std::stoll(number);
+  const std::optional<long long> count = util::parse_int(number);
   const char unit = text.back();
   const long long scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
-  if (scale == 0 || count == 0) return bad();
-  return std::optional<std::chrono::seconds>(std::chrono::seconds(count * scale));
+  if (scale == 0 || !count || *count == 0) return bad();
+  return std::optional<std::chrono::seconds>(std::chrono::seconds(*count * scale));
 }
 
 /// The smoke tests' own options, as `gpuenv smoke` takes them.
@@ -292,7 +290,7 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
   if (!options.prometheus.empty()) {
     const PrometheusOptions prometheus{options.prometheus_gpu_gauges};
     if (auto written = context.system.write_file_atomic(
-            options.prometheus, doctor_prometheus(report, GPUENV_VERSION, now, prometheus), k_readable);
+            options.prometheus, doctor_prometheus(report, gpuenv_version(), now, prometheus), k_readable);
         !written)
       return written.error();
   }
@@ -303,8 +301,8 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
       return written.error();
   }
   if (!options.report_file.empty()) {
-    if (auto written =
-            context.system.write_file_atomic(options.report_file, doctor_json(report, GPUENV_VERSION, now), k_readable);
+    if (auto written = context.system.write_file_atomic(options.report_file, doctor_json(report, gpuenv_version(), now),
+                                                        k_readable);
         !written)
       return written.error();
   }
@@ -407,7 +405,7 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
     return report_error(context, written.error());
   if (options.slurm) return run_slurm_health_check(context, options, *report);
   if (options.json) {
-    context.out << doctor_json(*report, GPUENV_VERSION, now);
+    context.out << doctor_json(*report, gpuenv_version(), now);
   } else if (options.oneline) {
     context.out << doctor_oneline(*report);
   } else {

@@ -7,15 +7,12 @@
 #include "cli/commands.hpp"
 #include "cli/nccl_output.hpp"
 #include "cli/prometheus.hpp"
+#include "cli/version.hpp"
 #include "doctor/instances.hpp"
 #include "nccl/data.hpp"
 #include "nccl/job.hpp"
 #include "nccl/judge.hpp"
 #include "nccl/tests_output.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 namespace {
@@ -55,11 +52,11 @@ ExitCode run_judge(Context& context, const JudgeOptions& options) {
   const nccl::JudgeReport judged = nccl::judge_nccl_tests(*output, request, **data);
   if (!options.prometheus.empty()) {
     if (auto written =
-            context.system.write_file_atomic(options.prometheus, nccl_judge_prometheus(judged, GPUENV_VERSION));
+            context.system.write_file_atomic(options.prometheus, nccl_judge_prometheus(judged, gpuenv_version()));
         !written)
       return report_error(context, written.error());
   }
-  context.out << (options.json ? nccl_judge_json(*output, judged, GPUENV_VERSION)
+  context.out << (options.json ? nccl_judge_json(*output, judged, gpuenv_version())
                                : nccl_judge_text(*output, judged, context.style));
   return judged.verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
 }

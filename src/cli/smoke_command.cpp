@@ -12,6 +12,7 @@
 #include "cli/nccl_output.hpp"
 #include "cli/smoke_overrides.hpp"
 #include "cli/trusted_paths.hpp"
+#include "cli/version.hpp"
 #include "doctor/actions.hpp"
 #include "nccl/allreduce.hpp"
 #include "probe/cloud.hpp"
@@ -19,10 +20,6 @@
 #include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "util/strings.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 namespace {
@@ -125,7 +122,7 @@ std::string smoke_json(const smoke::SmokeReport& report, report::Verdict verdict
          {"findings", report::to_json(device.findings)}});
   }
   nlohmann::json out = {
-      {"gpuenv_version", GPUENV_VERSION},
+      {"gpuenv_version", gpuenv_version()},
       {"command", "smoke"},
       {"verdict", report::to_string(verdict)},
       {"driver",
@@ -221,8 +218,9 @@ std::string describe_kernels(bool json) {
                         {"drivers", smoke::kernel_image_driver_range(kernels.images, i)},
                         {"bytes", image.bytes}});
     }
-    return nlohmann::json{{"gpuenv_version", GPUENV_VERSION}, {"images", images}, {"not_covered", uncovered}}.dump(2) +
-           "\n";
+    const nlohmann::json described = {
+        {"gpuenv_version", gpuenv_version()}, {"images", images}, {"not_covered", uncovered}};
+    return described.dump(2) + "\n";
   }
   std::ostringstream out;
   out << "gpuenv smoke kernel images: " << kernels.images.size() << "\n";

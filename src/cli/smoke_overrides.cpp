@@ -1,7 +1,7 @@
 #include "cli/smoke_overrides.hpp"
 
 #include <algorithm>
-#include <cstdlib>
+#include <optional>
 
 #include "util/strings.hpp"
 
@@ -13,15 +13,15 @@ util::Expected<util::Ok> read_smoke_overrides(const std::vector<std::string>& pa
   for (const std::string& pair : pairs) {
     const auto equals = pair.find('=');
     const std::string id = pair.substr(0, equals);
-    char* end = nullptr;
-    const double value = equals == std::string::npos ? 0 : std::strtod(pair.c_str() + equals + 1, &end);
+    const std::optional<double> value =
+        equals == std::string::npos ? std::nullopt : util::parse_double(std::string_view(pair).substr(equals + 1));
     const bool known = std::find(ids.begin(), ids.end(), id) != ids.end();
-    if (!known || equals == std::string::npos || end == nullptr || *end != '\0' || !(value > 0)) {
+    if (!known || !value || !(*value > 0)) {
       return util::Error::usage(std::string(flag) + " " + pair + ": expected ID=VALUE with a positive VALUE (GB/s or " +
                                     "TFLOP/s) and ID one of " + util::join(ids, ", "),
                                 std::string("for example ") + flag + " h2d_pinned=24");
     }
-    (minimum ? overrides[id].minimum : overrides[id].expected) = value;
+    (minimum ? overrides[id].minimum : overrides[id].expected) = *value;
   }
   return util::Ok{};
 }

@@ -6,15 +6,12 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/version.hpp"
 #include "cli/watch_output.hpp"
 #include "system/signals.hpp"
 #include "util/host_text.hpp"
 #include "watch/daemon.hpp"
 #include "watch/publisher.hpp"
-
-#ifndef GPUENV_VERSION
-#define GPUENV_VERSION "0.0.0"
-#endif
 
 namespace gpuenv::cli {
 namespace {
@@ -50,7 +47,7 @@ ExitCode run_watch(Context& context, const WatchOptions& options) {
   auto rules = watch::builtin_rule_settings();
   if (!rules) return report_error(context, rules.error());
   watch::Publisher publisher(
-      context.system, [](const watch::Snapshot& snapshot) { return watch_prometheus(snapshot, GPUENV_VERSION); });
+      context.system, [](const watch::Snapshot& snapshot) { return watch_prometheus(snapshot, gpuenv_version()); });
   if (auto configured = publisher.configure(*settings); !configured) return report_error(context, configured.error());
 
   watch::Monitor monitor(context.system, context.system, unix_ms_now, log);

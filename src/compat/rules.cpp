@@ -56,7 +56,15 @@ void check_driver_minimum(const Context& c, Findings& out) {
 
 void check_driver_branch(const Context& c, Findings& out) {
   if (c.profile.driver_branch.empty()) return;
-  const int branch = std::stoi(c.profile.driver_branch);
+  // The profile schema admits three digits only; a profile built any other way gets a finding, not a throw.
+  const std::optional<long long> number = util::parse_int(c.profile.driver_branch, 0, 9999);
+  if (!number) {
+    out.push_back(make("driver.branch", Status::fail,
+                       "driver.branch " + c.profile.driver_branch + " is not a driver branch",
+                       "set driver.branch to a three-digit branch such as \"550\""));
+    return;
+  }
+  const int branch = static_cast<int>(*number);
   if (!c.profile.driver_min.empty()) {
     const Version min = *Version::parse(c.profile.driver_min);
     if (min.major() > branch) {

@@ -81,8 +81,12 @@ std::optional<NcclTestsRow> data_row(const std::vector<std::string_view>& tokens
   if (tokens.size() < layout.leading + 2 * layout.half || !all_digits(tokens[0]) || !all_digits(tokens[1]))
     return std::nullopt;
   NcclTestsRow row;
-  row.bytes = static_cast<std::uint64_t>(std::stoull(std::string(tokens[0])));
-  row.count = static_cast<std::uint64_t>(std::stoull(std::string(tokens[1])));
+  // all_digits lets through numbers past 2^64, which std::stoull threw on; such a row is not a row.
+  const auto bytes = util::parse_unsigned(tokens[0]);
+  const auto count = util::parse_unsigned(tokens[1]);
+  if (!bytes || !count) return std::nullopt;
+  row.bytes = *bytes;
+  row.count = *count;
   row.type = std::string(tokens[2]);
   if (layout.has_redop && layout.leading > 3) row.redop = std::string(tokens[3]);
   auto out_of_place = half_at(tokens, layout.leading);

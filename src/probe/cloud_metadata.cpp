@@ -50,9 +50,9 @@ util::Expected<MetadataEndpoint> parse_metadata_endpoint(const std::string& text
   if (colon == std::string::npos || colon == 0) return bad();
   const std::string port = text.substr(colon + 1);
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return bad();
-  const unsigned number = static_cast<unsigned>(std::stoul(port));
-  if (number == 0 || number > 65535) return bad();
-  return MetadataEndpoint{text.substr(0, colon), number};
+  const std::optional<unsigned long long> number = util::parse_unsigned(port, 65535);
+  if (!number || *number == 0) return bad();
+  return MetadataEndpoint{text.substr(0, colon), static_cast<unsigned>(*number)};
 }
 
 std::optional<MetadataEndpoint> default_metadata_endpoint(const std::string& cloud) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <future>
 #include <thread>
 
@@ -75,9 +74,10 @@ constexpr unsigned long long throttled_reasons = 0x8 | 0x20 | 0x40 | 0x80;
 std::string nvml_bus_id(const std::string& id) {
   const auto colon = id.find(':');
   if (colon == std::string::npos) return id;
-  const unsigned long domain = std::strtoul(id.substr(0, colon).c_str(), nullptr, 16);
+  const std::optional<unsigned long long> domain = util::parse_unsigned(id.substr(0, colon), 0xffffffff, 16);
+  if (!domain) return id;
   char prefix[16];
-  std::snprintf(prefix, sizeof prefix, "%08lX", domain);
+  std::snprintf(prefix, sizeof prefix, "%08llX", *domain);
   std::string rest = id.substr(colon);
   std::transform(rest.begin(), rest.end(), rest.begin(), [](unsigned char c) { return std::toupper(c); });
   return prefix + rest;
@@ -235,10 +235,9 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
     counters.link = link;
     counters.active = active != 0;
     if (m_api->nvlink_errors != nullptr) {
-      for (const auto& [counter, field] : {std::pair{dl_replay, &counters.replay},
-                                           std::pair{dl_recovery, &counters.recovery},
-                                           std::pair{dl_crc_flit, &counters.crc_flit},
-                                           std::pair{dl_crc_data, &counters.crc_data}}) {
+      for (const auto& [counter, field] :
+           {std::pair{dl_replay, &counters.replay}, std::pair{dl_recovery, &counters.recovery},
+            std::pair{dl_crc_flit, &counters.crc_flit}, std::pair{dl_crc_data, &counters.crc_data}}) {
         unsigned long long value = 0;
         if (m_api->nvlink_errors(device, link, counter, &value) == nvml_success) *field = value;
       }

@@ -11,11 +11,30 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+
+#include "util/strings.hpp"
 
 namespace gpuenv::system {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The status code at the start of `text` (RFC 9112 section 4: status-code = 3DIGIT, then SP or the line's end).
+std::optional<int> status_code(std::string_view text) {
+  const std::string_view code = text.substr(0, 3);
+  if (code.size() != 3 || code.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  if (text.size() > 3 && text[3] != ' ' && text[3] != '\r') return std::nullopt;
+  return static_cast<int>(*util::parse_unsigned(code));
+}
+
+/// The size on a chunk's first line (RFC 9112 section 7.1: chunk-size = 1*HEXDIG, then optional chunk extensions
+/// after ";"); nullopt for anything else, a sign, a "0x" prefix or a size past 64 bits included.
+std::optional<unsigned long long> chunk_size(std::string_view line) {
+  const std::string_view size = line.substr(0, line.find(';'));
+  if (size.empty() || !std::isxdigit(static_cast<unsigned char>(size.front()))) return std::nullopt;
+  return util::parse_unsigned(size, ~0ULL, 16);  // the white space before a ";" (BWS) is trimmed
+}
 
 /// Closes the socket when the request is done, however it ends.
 class Socket {
@@ -69,11 +88,9 @@ util::Expected<HttpResponse> parse_http_response(std::string_view text) {
     return util::Error::input("the answer is not an HTTP/1.x response");
   const std::size_t space = text.find(' ');
   HttpResponse response;
-  try {
-    response.status = std::stoi(std::string(text.substr(space + 1, 3)));
-  } catch (const std::exception&) {
-    return util::Error::input("the answer has no status code");
-  }
+  const std::optional<int> status = status_code(text.substr(space + 1));
+  if (!status) return util::Error::input("the answer has no status code");
+  response.status = *status;
   std::string_view body = text.substr(header_end + 4);
   // Chunked bodies (Transfer-Encoding: chunked) are decoded; metadata services answer short texts.
   std::string headers(text.substr(0, header_end));
@@ -83,15 +100,11 @@ util::Expected<HttpResponse> parse_http_response(std::string_view text) {
     while (!body.empty()) {
       const std::size_t line_end = body.find("\r\n");
       if (line_end == std::string_view::npos) break;
-      std::size_t size = 0;
-      try {
-        size = std::stoul(std::string(body.substr(0, line_end)), nullptr, 16);
-      } catch (const std::exception&) {
-        return util::Error::input("the answer's chunked body is malformed");
-      }
-      if (size == 0 || line_end + 2 + size > body.size()) break;
-      decoded += body.substr(line_end + 2, size);
-      body.remove_prefix(std::min(body.size(), line_end + 2 + size + 2));
+      const std::optional<unsigned long long> size = chunk_size(body.substr(0, line_end));
+      if (!size) return util::Error::input("the answer's chunked body is malformed");
+      if (*size == 0 || *size > body.size() - line_end - 2) break;
+      decoded += body.substr(line_end + 2, *size);
+      body.remove_prefix(std::min<std::size_t>(body.size(), line_end + 2 + *size + 2));
     }
     response.body = std::move(decoded);
   } else {

@@ -75,6 +75,21 @@ std::optional<long long> parse_int(std::string_view text) {
   return value;
 }
 
+std::optional<long long> parse_int(std::string_view text, long long min, long long max) {
+  const std::optional<long long> value = parse_int(text);
+  if (!value || *value < min || *value > max) return std::nullopt;
+  return value;
+}
+
+std::optional<unsigned long long> parse_unsigned(std::string_view text, unsigned long long max, int base) {
+  text = trim(text);
+  unsigned long long value = 0;
+  // std::from_chars takes no sign for an unsigned type and no "0x" prefix; it reports overflow as an error.
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty() || value > max) return std::nullopt;
+  return value;
+}
+
 std::optional<double> parse_double(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;

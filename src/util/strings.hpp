@@ -20,8 +20,17 @@ bool contains(std::string_view text, std::string_view needle);
 std::string to_lower(std::string_view text);
 /// Joins items with `separator` between them.
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+// The number parsers of gpuenv: host text, flags and data fields are read with these, never with std::sto* (which
+// throw on malformed or oversized input and would end the process; tests/util/no_throwing_parsers_test.cpp).
+// Surrounding ASCII white space is allowed; anything else that is not the number gives nullopt.
+
 /// Parses a whole string as a non-negative or negative decimal integer.
 std::optional<long long> parse_int(std::string_view text);
+/// Parses a whole string as a decimal integer in [min, max].
+std::optional<long long> parse_int(std::string_view text, long long min, long long max);
+/// Parses a whole string as an unsigned integer in `base` (10 or 16: digits only, no sign, no "0x") no larger than
+/// `max`.
+std::optional<unsigned long long> parse_unsigned(std::string_view text, unsigned long long max = ~0ULL, int base = 10);
 /// Parses a whole string as a decimal floating-point number.
 std::optional<double> parse_double(std::string_view text);
 

@@ -112,6 +112,10 @@ TEST_CASE("compat: driver.branch judges the branch against driver.min and the CU
       row("12.3.2: R535 is below the bundled 545.23.08 but meets the 12.x floor",
           {{"cuda.version", "12.3.2"}, {"driver.branch", "535"}}, id, Expect::warn, "545.23.08"),
       row("no driver.branch: nothing to judge", {}, id, Expect::absent),
+      // The profile schema admits three digits only; a Profile built in code is judged, not thrown on (std::stoi
+      // threw invalid_argument and out_of_range on these).
+      row("a branch that is not a number", {{"driver.branch", "R550"}}, id, Expect::fail, "not a driver branch"),
+      row("a branch past any int", {{"driver.branch", "99999999999"}}, id, Expect::fail, "not a driver branch"),
   });
 }
 

@@ -12,11 +12,13 @@
 
 #include "compat/knowledge_base.hpp"
 #include "doctor/instances.hpp"
+#include "doctor/rule_rows.hpp"
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
 #include "probe/facts.hpp"
 #include "probe/rdma.hpp"
 #include "support/fake_system.hpp"
+#include "support/findings.hpp"
 
 namespace {
 
@@ -24,24 +26,10 @@ using gpuenv::probe::GpuFabricInfo;
 using gpuenv::probe::HostFacts;
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
-
-const gpuenv::doctor::Thresholds& thresholds() {
-  static const auto* loaded = [] {
-    auto t = gpuenv::doctor::builtin_thresholds();
-    REQUIRE(t);
-    return *t;
-  }();
-  return *loaded;
-}
-
-const gpuenv::compat::KnowledgeBase& kb() {
-  static const auto* loaded = [] {
-    auto k = gpuenv::compat::builtin_knowledge_base();
-    REQUIRE(k);
-    return *k;
-  }();
-  return *loaded;
-}
+using gpuenv::testing::has_finding;
+using gpuenv::testing::require_finding;
+using gpuenv::testing::doctor_rules::kb;
+using gpuenv::testing::doctor_rules::thresholds;
 
 const gpuenv::doctor::InstanceExpectation* instance(const std::string& type) {
   auto table = gpuenv::doctor::builtin_instances();
@@ -89,30 +77,17 @@ std::vector<Finding> evaluate(const HostFacts& facts, const gpuenv::doctor::Inst
   return gpuenv::doctor::evaluate(facts, thresholds(), kb(), expectations);
 }
 
-Finding find(const std::vector<Finding>& findings, const std::string& id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return f;
-  }
-  FAIL("no finding " << id);
-  static Finding none;
-  return none;
-}
-
-bool has(const std::vector<Finding>& findings, const std::string& id) {
-  return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == id; });
-}
-
 }  // namespace
 
 TEST_CASE("fabric: a healthy HGX H100 node passes every fabric check", "[doctor][fabric]") {
   const auto findings = evaluate(hgx());
-  CHECK(find(findings, "fabric.state").status == Status::pass);
-  CHECK(find(findings, "fabric.manager").status == Status::pass);
-  CHECK(find(findings, "fabric.manager").message.find("matches the driver 550.54.15") != std::string::npos);
-  CHECK(find(findings, "fabric.sxid").status == Status::pass);
-  CHECK(find(findings, "ib.ports").status == Status::skip);
-  CHECK(find(findings, "fabric.gpudirect").status == Status::skip);
-  CHECK_FALSE(has(findings, "nvlink.errors"));  // no counter readings: nothing to judge
+  CHECK(require_finding(findings, "fabric.state").status == Status::pass);
+  CHECK(require_finding(findings, "fabric.manager").status == Status::pass);
+  CHECK(require_finding(findings, "fabric.manager").message.find("matches the driver 550.54.15") != std::string::npos);
+  CHECK(require_finding(findings, "fabric.sxid").status == Status::pass);
+  CHECK(require_finding(findings, "ib.ports").status == Status::skip);
+  CHECK(require_finding(findings, "fabric.gpudirect").status == Status::skip);
+  CHECK_FALSE(has_finding(findings, "nvlink.errors"));  // no counter readings: nothing to judge
 }
 
 TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doctor][fabric]") {
@@ -147,7 +122,7 @@ TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doc
     facts.gpus.gpus[3].fabric->status_ok = row.ok;
     facts.gpus.gpus[3].fabric->status = row.status;
     facts.gpus.gpus[3].fabric->health_summary = row.health;
-    const Finding& f = find(evaluate(facts), "fabric.state");
+    const Finding& f = require_finding(evaluate(facts), "fabric.state");
     CHECK(f.status == row.expected);
     CHECK(f.message.find(row.says) != std::string::npos);
     if (row.state != GpuFabricInfo::State::completed) CHECK(f.message.find("Insufficient") == std::string::npos);
@@ -158,7 +133,7 @@ TEST_CASE("fabric.state: every state and status NVML can report, per GPU", "[doc
   }
   HostFacts older = hgx();
   for (auto& gpu : older.gpus.gpus) gpu.fabric->state = GpuFabricInfo::State::not_supported;  // A100, PCIe GPUs
-  CHECK(find(evaluate(older), "fabric.state").status == Status::skip);
+  CHECK(require_finding(evaluate(older), "fabric.state").status == Status::skip);
 }
 
 TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no NVSwitch", "[doctor][fabric]") {
@@ -170,7 +145,7 @@ TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no 
   // B200/B100: FM works with NVLSM). On a system without NVSwitches the service exits with NV_WARN_NOTHING_TO_DO.
   HostFacts missing = hgx();
   missing.fabric.manager = {};
-  const Finding& absent = find(evaluate(missing), "fabric.manager");
+  const Finding& absent = require_finding(evaluate(missing), "fabric.manager");
   CHECK(absent.status == Status::fail);
   CHECK(absent.message.find("4 NVSwitches") != std::string::npos);
   CHECK(absent.remedy.find("exactly 550.54.15") != std::string::npos);
@@ -178,32 +153,32 @@ TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no 
 
   HostFacts other = hgx();
   other.fabric.manager.version = "550.54.14";
-  const Finding& mismatch = find(evaluate(other), "fabric.manager");
+  const Finding& mismatch = require_finding(evaluate(other), "fabric.manager");
   CHECK(mismatch.status == Status::fail);
   CHECK(mismatch.message.find("550.54.14 does not match the driver 550.54.15") != std::string::npos);
 
   HostFacts stopped = hgx();
   stopped.fabric.manager.running = false;
   stopped.fabric.manager.service_state = "failed";
-  const Finding& down = find(evaluate(stopped), "fabric.manager");
+  const Finding& down = require_finding(evaluate(stopped), "fabric.manager");
   CHECK(down.status == Status::fail);
   CHECK(down.message.find("service is failed") != std::string::npos);
 
   HostFacts rooted = hgx();  // under --root the service state is unknown: not judged
   rooted.fabric.manager.running.reset();
   rooted.fabric.manager.service_state = "not asked under --root";
-  CHECK(find(evaluate(rooted), "fabric.manager").status == Status::pass);
+  CHECK(require_finding(evaluate(rooted), "fabric.manager").status == Status::pass);
 
   HostFacts b200 = hgx();
   for (auto& gpu : b200.gpus.gpus) gpu.name = "NVIDIA B200";
-  CHECK(find(evaluate(b200), "fabric.manager").status == Status::warn);
+  CHECK(require_finding(evaluate(b200), "fabric.manager").status == Status::warn);
   b200.fabric.manager.nvlsm_installed = true;
-  CHECK(find(evaluate(b200), "fabric.manager").status == Status::pass);
+  CHECK(require_finding(evaluate(b200), "fabric.manager").status == Status::pass);
 
   HostFacts pcie = hgx();  // no NVSwitch: nothing to manage, whatever is installed
   pcie.fabric.nvswitches.clear();
   pcie.fabric.manager.running = false;
-  const Finding& none = find(evaluate(pcie), "fabric.manager");
+  const Finding& none = require_finding(evaluate(pcie), "fabric.manager");
   CHECK(none.status == Status::skip);
   CHECK(none.message.find("NV_WARN_NOTHING_TO_DO") != std::string::npos);
 }
@@ -213,22 +188,22 @@ TEST_CASE("fabric.sxid: fatal SXids fail, corrected ECC passes, an unknown code 
   // as leptonai/gpud copies it; the log lines are the real ones in tests/fixtures/probe/sxid-xid79-h100.log.
   HostFacts facts = hgx();
   facts.sxid_events = gpuenv::probe::parse_sxid_events(gpuenv::testing::read_fixture("probe/sxid-xid79-h100.log"));
-  const Finding& fatal = find(evaluate(facts), "fabric.sxid");
+  const Finding& fatal = require_finding(evaluate(facts), "fabric.sxid");
   CHECK(fatal.status == Status::fail);
   CHECK(fatal.message.find("SXid 20034 on 0000:05:00.0 x2: LTSSM Fault Up") != std::string::npos);
   CHECK(fatal.remedy.find("SXid 20034") != std::string::npos);
 
   HostFacts corrected = hgx();
   corrected.sxid_events.push_back({11012, "nvidia-nvswitch0", "0000:05:00.0", false, "Single bit ECC", "", 1});
-  CHECK(find(evaluate(corrected), "fabric.sxid").status == Status::pass);
+  CHECK(require_finding(evaluate(corrected), "fabric.sxid").status == Status::pass);
   corrected.sxid_events.push_back({99999, "nvidia-nvswitch0", "0000:05:00.0", false, "new", "", 2});
-  const Finding& unknown = find(evaluate(corrected), "fabric.sxid");
+  const Finding& unknown = require_finding(evaluate(corrected), "fabric.sxid");
   CHECK(unknown.status == Status::warn);
   CHECK(unknown.message.find("not in gpuenv's SXid table") != std::string::npos);
 
   HostFacts unreadable = hgx();
   unreadable.kernel_log_source = "unreadable: dmesg is not allowed";
-  CHECK(find(evaluate(unreadable), "fabric.sxid").status == Status::skip);
+  CHECK(require_finding(evaluate(unreadable), "fabric.sxid").status == Status::skip);
 }
 
 TEST_CASE("ib.ports: a real 8x NDR node against ND H100 v5, a port down, a slow rail", "[doctor][fabric]") {
@@ -239,14 +214,14 @@ TEST_CASE("ib.ports: a real 8x NDR node against ND H100 v5, a port down, a slow 
   system.add_tree(gpuenv::testing::fixture_path("probe/ib-h100-8x400"));
   HostFacts facts = hgx();
   facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
-  const Finding& ok = find(evaluate(facts, nd), "ib.ports");
+  const Finding& ok = require_finding(evaluate(facts, nd), "ib.ports");
   CHECK(ok.status == Status::pass);
   CHECK(ok.message.find("8 InfiniBand/RoCE ports ACTIVE/LinkUp at 400 Gb/s") != std::string::npos);
 
   HostFacts down = facts;
   down.rdma.ports[2].state = "DOWN";
   down.rdma.ports[2].phys_state = "Polling";
-  const Finding& lost = find(evaluate(down, nd), "ib.ports");
+  const Finding& lost = require_finding(evaluate(down, nd), "ib.ports");
   CHECK(lost.status == Status::fail);
   CHECK(lost.message.find("7 of 8") != std::string::npos);
   CHECK(lost.message.find("mlx5_4:1 DOWN/Polling") != std::string::npos);
@@ -254,10 +229,10 @@ TEST_CASE("ib.ports: a real 8x NDR node against ND H100 v5, a port down, a slow 
   HostFacts slow = facts;
   slow.rdma.ports[0].rate_gbps = 200;
   slow.rdma.ports[0].rate_text = "200 Gb/sec (2X NDR)";
-  CHECK(find(evaluate(slow, nd), "ib.ports").status == Status::fail);
+  CHECK(require_finding(evaluate(slow, nd), "ib.ports").status == Status::fail);
 
   // Without an instance type the ports are reported, never judged.
-  CHECK(find(evaluate(down), "ib.ports").status == Status::pass);
+  CHECK(require_finding(evaluate(down), "ib.ports").status == Status::pass);
 }
 
 TEST_CASE("ib.ports: EFA ports on a p4d counted by state, a port down fails", "[doctor][fabric]") {
@@ -278,14 +253,14 @@ TEST_CASE("ib.ports: EFA ports on a p4d counted by state, a port down fails", "[
   HostFacts facts = hgx();
   facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
   REQUIRE(facts.rdma.ports.size() == 4);
-  const Finding& ok = find(evaluate(facts, p4d), "ib.ports");
+  const Finding& ok = require_finding(evaluate(facts, p4d), "ib.ports");
   CHECK(ok.status == Status::pass);
   CHECK(ok.message.find("4 EFA ports ACTIVE/LinkUp, as p4d.24xlarge should have") != std::string::npos);
 
   system.files["/sys/class/infiniband/rdmap32s27/ports/1/state"] = "1: DOWN\n";
   system.files["/sys/class/infiniband/rdmap32s27/ports/1/phys_state"] = "3: Disabled\n";
   facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
-  const Finding& lost = find(evaluate(facts, p4d), "ib.ports");
+  const Finding& lost = require_finding(evaluate(facts, p4d), "ib.ports");
   CHECK(lost.status == Status::fail);
   CHECK(lost.message.find("3 of 4 EFA ports") != std::string::npos);
   CHECK(lost.message.find("rdmap32s27:1 DOWN/Disabled") != std::string::npos);
@@ -299,25 +274,25 @@ TEST_CASE("fabric.gpudirect: peer memory, dma-buf, neither, EFA's libfabric and 
   ib.rdma.infiniband = {"mlx5_0"};
   ib.fabric.peermem_loaded = false;
   ib.kernel.open_module = false;
-  const Finding& neither = find(evaluate(ib), "fabric.gpudirect");
+  const Finding& neither = require_finding(evaluate(ib), "fabric.gpudirect");
   CHECK(neither.status == Status::warn);
   CHECK(neither.remedy.find("modprobe nvidia_peermem") != std::string::npos);
   ib.kernel.open_module = true;  // kernel 5.15 >= 5.12: dma-buf
-  CHECK(find(evaluate(ib), "fabric.gpudirect").status == Status::pass);
+  CHECK(require_finding(evaluate(ib), "fabric.gpudirect").status == Status::pass);
   ib.host.kernel_release = "5.4.0-150-generic";
-  CHECK(find(evaluate(ib), "fabric.gpudirect").status == Status::warn);
+  CHECK(require_finding(evaluate(ib), "fabric.gpudirect").status == Status::warn);
   ib.fabric.peermem_loaded = true;
   ib.fabric.peermem_evidence = "/sys/module/nvidia_peermem/version";
-  CHECK(find(evaluate(ib), "fabric.gpudirect").status == Status::pass);
+  CHECK(require_finding(evaluate(ib), "fabric.gpudirect").status == Status::pass);
 
   HostFacts efa = hgx();
   efa.rdma.efa = {"rdmap16s27"};
   efa.fabric.efa_libfabric = true;
-  const Finding& plugin = find(evaluate(efa), "fabric.gpudirect");
+  const Finding& plugin = require_finding(evaluate(efa), "fabric.gpudirect");
   CHECK(plugin.status == Status::warn);
   CHECK(plugin.message.find("aws-ofi-nccl") != std::string::npos);
   efa.fabric.efa_nccl_plugin = true;
-  CHECK(find(evaluate(efa), "fabric.gpudirect").status == Status::pass);
+  CHECK(require_finding(evaluate(efa), "fabric.gpudirect").status == Status::pass);
 }
 
 TEST_CASE("fabric.affinity: NICs per GPU NUMA node, reported and never judged", "[doctor][fabric]") {
@@ -327,7 +302,7 @@ TEST_CASE("fabric.affinity: NICs per GPU NUMA node, reported and never judged", 
   port.numa_node = 0;
   facts.rdma.ports.push_back(port);
   facts.fabric.gpu_numa = {{0, "0000:10:00.0", 0}, {4, "0000:14:00.0", 1}};
-  const Finding& f = find(evaluate(facts), "fabric.affinity");
+  const Finding& f = require_finding(evaluate(facts), "fabric.affinity");
   CHECK(f.status == Status::pass);
   CHECK(f.message.find("GPU 0 on NUMA 0: mlx5_0") != std::string::npos);
   CHECK(f.message.find("GPU 4 on NUMA 1: no RDMA NIC") != std::string::npos);
@@ -399,12 +374,12 @@ TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during
   };
   for (const Row& row : rows) {
     INFO(row.name);
-    const Finding& f = find(evaluate(with_counters(20, row.change)), row.id);
+    const Finding& f = require_finding(evaluate(with_counters(20, row.change)), row.id);
     CHECK(f.status == row.expected);
     CHECK(f.message.find(row.says) != std::string::npos);
   }
   // DCGM's per-minute allowance scales with the run's length: 32 replays in 120 s at Gen5 x16 (62 allowed) pass.
-  const Finding& longer = find(
+  const Finding& longer = require_finding(
       evaluate(with_counters(120, [](LinkCounterSnapshot& s) { s.gpus[0].pcie_replays = 3 + 32; })), "pcie.replay");
   CHECK(longer.status == Status::pass);
   // NVML unreadable at the end: both GPU findings skip with the reason; the ports are still judged.
@@ -413,9 +388,9 @@ TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during
     s.nvml_reason = "NVML did not answer within 10000 ms";
     s.gpus.clear();
   }));
-  CHECK(find(findings, "nvlink.errors").status == Status::skip);
-  CHECK(find(findings, "pcie.replay").message.find("did not answer") != std::string::npos);
-  CHECK(find(findings, "ib.errors").status == Status::pass);
+  CHECK(require_finding(findings, "nvlink.errors").status == Status::skip);
+  CHECK(require_finding(findings, "pcie.replay").message.find("did not answer") != std::string::npos);
+  CHECK(require_finding(findings, "ib.errors").status == Status::pass);
   // evaluate_link_counters is the same judgement alone (doctor appends it after its end reading).
   const auto alone = gpuenv::doctor::evaluate_link_counters(
       with_counters(20, [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[1].replay = 1; }), thresholds());

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
+#include "doctor/rule_rows.hpp"
 #include "doctor/rules.hpp"
+#include "support/findings.hpp"
 
 namespace {
 
@@ -17,21 +19,14 @@ using gpuenv::probe::GpuFacts;
 using gpuenv::probe::HostFacts;
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
+using gpuenv::testing::find_finding;
+using gpuenv::testing::doctor_rules::kb;
 
 const std::vector<InstanceExpectation>& table() {
   static const auto* loaded = [] {
     auto t = gpuenv::doctor::builtin_instances();
     REQUIRE(t);
     return *t;
-  }();
-  return *loaded;
-}
-
-const gpuenv::compat::KnowledgeBase& kb() {
-  static const gpuenv::compat::KnowledgeBase* loaded = [] {
-    auto k = gpuenv::compat::builtin_knowledge_base();
-    REQUIRE(k);
-    return *k;
   }();
   return *loaded;
 }
@@ -49,11 +44,6 @@ HostFacts node(unsigned count, const std::string& name, std::uint64_t mib) {
     facts.gpus.gpus.push_back(gpu);
   }
   return facts;
-}
-
-const Finding* find(const std::vector<Finding>& findings, const std::string& id) {
-  const auto it = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == id; });
-  return it == findings.end() ? nullptr : &*it;
 }
 
 }  // namespace
@@ -142,35 +132,35 @@ TEST_CASE("check_instance: model, memory size and NVLink against the type, namin
 
   std::vector<Finding> out;
   gpuenv::doctor::check_instance(node(8, "NVIDIA A100-SXM4-80GB", 81920), kb(), *p4de, out);
-  REQUIRE(find(out, "gpu.model") != nullptr);
-  CHECK(find(out, "gpu.model")->status == Status::pass);
-  CHECK(find(out, "gpu.memory_size")->status == Status::pass);
-  CHECK(find(out, "gpu.interconnect") == nullptr);  // p4de's interconnect is not sourced
+  REQUIRE(find_finding(out, "gpu.model") != nullptr);
+  CHECK(find_finding(out, "gpu.model")->status == Status::pass);
+  CHECK(find_finding(out, "gpu.memory_size")->status == Status::pass);
+  CHECK(find_finding(out, "gpu.interconnect") == nullptr);  // p4de's interconnect is not sourced
 
   out.clear();  // a p4de that got 40 GB boards
   gpuenv::doctor::check_instance(node(8, "NVIDIA A100-SXM4-40GB", 40960), kb(), *p4de, out);
-  REQUIRE(find(out, "gpu.memory_size") != nullptr);
-  CHECK(find(out, "gpu.memory_size")->status == Status::fail);
-  CHECK(find(out, "gpu.memory_size")->message.find("p4de.24xlarge (AWS) should have 81920 MiB per GPU") !=
+  REQUIRE(find_finding(out, "gpu.memory_size") != nullptr);
+  CHECK(find_finding(out, "gpu.memory_size")->status == Status::fail);
+  CHECK(find_finding(out, "gpu.memory_size")->message.find("p4de.24xlarge (AWS) should have 81920 MiB per GPU") !=
         std::string::npos);
 
   out.clear();  // the wrong GPU altogether
   gpuenv::doctor::check_instance(node(8, "NVIDIA H100 80GB HBM3", 81559), kb(), *p4de, out);
-  CHECK(find(out, "gpu.model")->status == Status::fail);
-  CHECK(find(out, "gpu.model")->message.find("GPU 0 is NVIDIA H100 80GB HBM3") != std::string::npos);
-  CHECK(find(out, "gpu.model")->message.find("p4de.24xlarge (AWS) should have 8x A100") != std::string::npos);
+  CHECK(find_finding(out, "gpu.model")->status == Status::fail);
+  CHECK(find_finding(out, "gpu.model")->message.find("GPU 0 is NVIDIA H100 80GB HBM3") != std::string::npos);
+  CHECK(find_finding(out, "gpu.model")->message.find("p4de.24xlarge (AWS) should have 8x A100") != std::string::npos);
 
   // NVLink: p4d's is sourced; a GPU with all links down fails, NVML-less reports skip.
   HostFacts linked = node(2, "NVIDIA A100-SXM4-40GB", 40960);
   out.clear();
   gpuenv::doctor::check_instance(linked, kb(), *p4d, out);
-  CHECK(find(out, "gpu.interconnect")->status == Status::skip);
+  CHECK(find_finding(out, "gpu.interconnect")->status == Status::skip);
   linked.gpus.gpus[0].nvlink = gpuenv::probe::NvLinkFacts{{0, 1, 2}, {}, {}, {}, {}};
   linked.gpus.gpus[1].nvlink = gpuenv::probe::NvLinkFacts{{}, {0, 1, 2}, {}, {}, {}};
   out.clear();
   gpuenv::doctor::check_instance(linked, kb(), *p4d, out);
-  CHECK(find(out, "gpu.interconnect")->status == Status::fail);
-  CHECK(find(out, "gpu.interconnect")->message.find("GPU 1 report no active NVLink") != std::string::npos);
+  CHECK(find_finding(out, "gpu.interconnect")->status == Status::fail);
+  CHECK(find_finding(out, "gpu.interconnect")->message.find("GPU 1 report no active NVLink") != std::string::npos);
 
   out.clear();  // no GPUs: no GPU to hold (gpu.count says why); only the type's EFA devices are judged
   HostFacts none;
@@ -194,22 +184,22 @@ TEST_CASE("gpu.count: the instance type's count unless --expect-gpus overrides i
   gpuenv::doctor::Expectations by_type;
   by_type.instance = p4d;
   auto findings = gpuenv::doctor::evaluate(facts, **thresholds, **kb, by_type);
-  REQUIRE(find(findings, "gpu.count") != nullptr);
-  CHECK(find(findings, "gpu.count")->status == Status::fail);
-  CHECK(find(findings, "gpu.count")->message ==
+  REQUIRE(find_finding(findings, "gpu.count") != nullptr);
+  CHECK(find_finding(findings, "gpu.count")->status == Status::fail);
+  CHECK(find_finding(findings, "gpu.count")->message ==
         "7 GPUs: 7x NVIDIA A100-SXM4-40GB; p4d.24xlarge should have 8x A100 "
         "40960 MiB (nvlink)");
-  CHECK(find(findings, "host.cloud")->status == Status::pass);
-  CHECK(find(findings, "host.cloud")->message.find("AWS, instance type p4d.24xlarge") == 0);
+  CHECK(find_finding(findings, "host.cloud")->status == Status::pass);
+  CHECK(find_finding(findings, "host.cloud")->message.find("AWS, instance type p4d.24xlarge") == 0);
 
   gpuenv::doctor::Expectations overridden = by_type;
   overridden.gpu_count = 7;
   findings = gpuenv::doctor::evaluate(facts, **thresholds, **kb, overridden);
-  CHECK(find(findings, "gpu.count")->status == Status::pass);
+  CHECK(find_finding(findings, "gpu.count")->status == Status::pass);
 
   facts = node(8, "NVIDIA A100-SXM4-40GB", 40960);
   findings = gpuenv::doctor::evaluate(facts, **thresholds, **kb, by_type);
-  CHECK(find(findings, "gpu.count")->status == Status::pass);
+  CHECK(find_finding(findings, "gpu.count")->status == Status::pass);
 }
 
 TEST_CASE("fabric.efa / fabric.infiniband: RDMA devices against the type, failing below it and naming it", "[doctor]") {
@@ -228,32 +218,33 @@ TEST_CASE("fabric.efa / fabric.infiniband: RDMA devices against the type, failin
   for (unsigned i = 0; i < 16; ++i) facts.rdma.efa.push_back("rdmap" + std::to_string(i) + "s0");
   std::vector<Finding> out;
   gpuenv::doctor::check_instance(facts, kb(), *p5, out);
-  REQUIRE(find(out, "fabric.efa") != nullptr);
-  CHECK(find(out, "fabric.efa")->status == Status::fail);
-  CHECK(find(out, "fabric.efa")->message.find("16 EFA devices in /sys/class/infiniband (rdmap0s0, ") == 0);
-  CHECK(find(out, "fabric.efa")->message.find("; p5.48xlarge (AWS) should have 32") != std::string::npos);
-  CHECK(find(out, "fabric.efa")->source == p5->source);
-  CHECK(find(out, "fabric.infiniband") == nullptr);
+  REQUIRE(find_finding(out, "fabric.efa") != nullptr);
+  CHECK(find_finding(out, "fabric.efa")->status == Status::fail);
+  CHECK(find_finding(out, "fabric.efa")->message.find("16 EFA devices in /sys/class/infiniband (rdmap0s0, ") == 0);
+  CHECK(find_finding(out, "fabric.efa")->message.find("; p5.48xlarge (AWS) should have 32") != std::string::npos);
+  CHECK(find_finding(out, "fabric.efa")->source == p5->source);
+  CHECK(find_finding(out, "fabric.infiniband") == nullptr);
 
   facts.rdma.efa.clear();  // none at all: launched without EFA interfaces, or no driver
   out.clear();
   gpuenv::doctor::check_instance(facts, kb(), *p5, out);
-  CHECK(find(out, "fabric.efa")->status == Status::fail);
-  CHECK(find(out, "fabric.efa")->message == "0 EFA devices in /sys/class/infiniband; p5.48xlarge (AWS) should have 32");
+  CHECK(find_finding(out, "fabric.efa")->status == Status::fail);
+  CHECK(find_finding(out, "fabric.efa")->message ==
+        "0 EFA devices in /sys/class/infiniband; p5.48xlarge (AWS) should have 32");
 
   for (unsigned i = 0; i < 32; ++i) facts.rdma.efa.push_back("rdmap" + std::to_string(i) + "s0");
   out.clear();
   gpuenv::doctor::check_instance(facts, kb(), *p5, out);
-  CHECK(find(out, "fabric.efa")->status == Status::pass);
+  CHECK(find_finding(out, "fabric.efa")->status == Status::pass);
 
   // Azure ND H100 v5: eight ConnectX-7 InfiniBand NICs; EFA devices do not count for it.
   facts.rdma.infiniband = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6"};
   out.clear();
   gpuenv::doctor::check_instance(facts, kb(), *nd, out);
-  CHECK(find(out, "fabric.efa") == nullptr);
-  CHECK(find(out, "fabric.infiniband")->status == Status::fail);
-  CHECK(find(out, "fabric.infiniband")->message.find("7 InfiniBand/RDMA devices") == 0);
-  CHECK(find(out, "fabric.infiniband")->message.find("Standard_ND96isr_H100_v5 (Azure) should have 8") !=
+  CHECK(find_finding(out, "fabric.efa") == nullptr);
+  CHECK(find_finding(out, "fabric.infiniband")->status == Status::fail);
+  CHECK(find_finding(out, "fabric.infiniband")->message.find("7 InfiniBand/RDMA devices") == 0);
+  CHECK(find_finding(out, "fabric.infiniband")->message.find("Standard_ND96isr_H100_v5 (Azure) should have 8") !=
         std::string::npos);
 
   // A captured tree without /sys/class/infiniband: a skip with the reason, even with no GPUs visible.

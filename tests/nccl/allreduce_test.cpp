@@ -16,12 +16,14 @@
 
 #include "smoke/fake_cuda_fixture.hpp"
 #include "support/fake_system.hpp"
+#include "support/findings.hpp"
 
 namespace {
 
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
 using gpuenv::smoke::testing::FakeCuda;
+using gpuenv::testing::require_finding;
 
 /// Writes the fake libnccl's configuration and points GPUENV_FAKE_NCCL at it for the scope.
 class FakeNccl {
@@ -63,15 +65,6 @@ gpuenv::nccl::SweepReport run(const std::string& cuda, const std::string& nccl,
   return *report;
 }
 
-Finding find(const std::vector<Finding>& findings, const std::string& id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return f;
-  }
-  FAIL("no finding " << id);
-  static Finding none;
-  return none;
-}
-
 /// A counter the fake libnccl exports; the library stays loaded for the process.
 unsigned long long fake_nccl(const char* name, unsigned long long argument = 0) {
   static void* const library = ::dlopen(GPUENV_FAKE_NCCL_LIBRARY, RTLD_NOW);
@@ -96,9 +89,10 @@ TEST_CASE("all-reduce sweep: four GPUs, every sum verified, bus bandwidth from t
   CHECK(report.sizes[0].algbw_gbps == Approx(65536 / 1e9 / 0.0004));
   CHECK(report.sizes[1].busbw_gbps == Approx(262144 / 1e9 / 0.0004 * 1.5));  // 2(n-1)/n for n = 4
   CHECK(report.sizes[1].verified);
-  CHECK(find(report.findings, "nccl.library").message == "NCCL 2.27.3 (" + std::string(GPUENV_FAKE_NCCL_LIBRARY) + ")");
-  CHECK(find(report.findings, "nccl.allreduce").message == "4 GPUs, 64 KiB to 256 KiB: every sum verified");
-  const Finding& busbw = find(report.findings, "nccl.busbw");
+  CHECK(require_finding(report.findings, "nccl.library").message ==
+        "NCCL 2.27.3 (" + std::string(GPUENV_FAKE_NCCL_LIBRARY) + ")");
+  CHECK(require_finding(report.findings, "nccl.allreduce").message == "4 GPUs, 64 KiB to 256 KiB: every sum verified");
+  const Finding& busbw = require_finding(report.findings, "nccl.busbw");
   CHECK(busbw.status == Status::pass);
   CHECK(busbw.message.find("no floor for this node") != std::string::npos);
   // Warm-up 2 + timed 5 per size, each size's all-reduces at that size.
@@ -111,7 +105,7 @@ TEST_CASE("all-reduce sweep: four GPUs, every sum verified, bus bandwidth from t
 TEST_CASE("all-reduce sweep: a wrong sum on one rank fails and names it", "[nccl]") {
   const auto report = run("device_count = 4\nfree_memory = 1073741824\n", "wrong_rank = 2\nwrong_element = 5\n");
   CHECK(report.verdict == gpuenv::report::Verdict::not_ok);
-  const Finding& wrong = find(report.findings, "nccl.allreduce");
+  const Finding& wrong = require_finding(report.findings, "nccl.allreduce");
   CHECK(wrong.status == Status::fail);
   CHECK(
       wrong.message.find("wrong sum after the all-reduce of 64 KiB over 4 GPUs: rank 2 element 5: 11 instead of 10") !=
@@ -120,23 +114,23 @@ TEST_CASE("all-reduce sweep: a wrong sum on one rank fails and names it", "[nccl
 
 TEST_CASE("all-reduce sweep: NCCL's errors, one GPU, no room, no NCCL", "[nccl]") {
   const auto init = run("device_count = 2\nfree_memory = 1073741824\n", "init_result = 2\n");
-  CHECK(find(init.findings, "nccl.allreduce").message ==
+  CHECK(require_finding(init.findings, "nccl.allreduce").message ==
         "ncclCommInitAll failed: ncclSystemError (2): unhandled system error (run with NCCL_DEBUG=INFO for details)");
   const auto collective = run("device_count = 2\nfree_memory = 1073741824\n", "allreduce_result = 1\n");
-  CHECK(find(collective.findings, "nccl.allreduce").message.find("ncclAllReduce failed: ncclUnhandledCudaError (1)") ==
-        0);
+  CHECK(require_finding(collective.findings, "nccl.allreduce")
+            .message.find("ncclAllReduce failed: ncclUnhandledCudaError (1)") == 0);
   const auto async = run("device_count = 2\nfree_memory = 1073741824\n", "async_error = 6\n");
-  CHECK(find(async.findings, "nccl.allreduce").message.find("asynchronous error") != std::string::npos);
+  CHECK(require_finding(async.findings, "nccl.allreduce").message.find("asynchronous error") != std::string::npos);
   const auto one = run("device_count = 1\nfree_memory = 1073741824\n", "");
-  CHECK(find(one.findings, "nccl.allreduce").status == Status::skip);
+  CHECK(require_finding(one.findings, "nccl.allreduce").status == Status::skip);
   CHECK(one.verdict == gpuenv::report::Verdict::ok);
   const auto full = run("device_count = 2\nfree_memory = 65536\n", "");  // 2 x 64 KiB > 90% of 64 KiB
-  CHECK(find(full.findings, "nccl.allreduce").message.find("no size of the sweep fits") == 0);
+  CHECK(require_finding(full.findings, "nccl.allreduce").message.find("no size of the sweep fits") == 0);
 
   auto options = small();
   options.nccl.library = "/nonexistent/libnccl.so.2";
   const auto none = run("device_count = 2\n", "", options);
-  const Finding& library = find(none.findings, "nccl.library");
+  const Finding& library = require_finding(none.findings, "nccl.library");
   CHECK(library.status == Status::skip);
   CHECK(library.remedy.find("libnccl2") != std::string::npos);
   CHECK(none.verdict == gpuenv::report::Verdict::ok);
@@ -147,7 +141,7 @@ TEST_CASE("all-reduce sweep: a collective that hangs is reported at the limit", 
   options.timeout = std::chrono::milliseconds(500);
   const auto report = run("device_count = 2\nfree_memory = 1073741824\n", "hang_seconds = 2\n", options);
   CHECK(report.abandoned_work);
-  const Finding& hang = find(report.findings, "nccl.allreduce");
+  const Finding& hang = require_finding(report.findings, "nccl.allreduce");
   CHECK(hang.status == Status::fail);
   CHECK(hang.message.find("hang: the NCCL all-reduce did not finish within 0.5 s") == 0);
   // Let the abandoned thread leave the fake before the process ends.
@@ -178,7 +172,8 @@ TEST_CASE("all-reduce sweep: the floor of the instance type at its own size", "[
   std::string said;
   for (const Finding& f : swept.findings) said += f.id + ": " + f.message + "\n";
   INFO(said);
-  CHECK(find(swept.findings, "nccl.busbw").message.find("not judged: that size did not fit") != std::string::npos);
+  CHECK(require_finding(swept.findings, "nccl.busbw").message.find("not judged: that size did not fit") !=
+        std::string::npos);
 }
 
 TEST_CASE("nccl_candidates: the node's soname, a named library, a Python environment's wheel", "[nccl]") {

@@ -8,6 +8,7 @@
 #include "nccl/data.hpp"
 #include "nccl/judge.hpp"
 #include "support/fake_system.hpp"
+#include "support/findings.hpp"
 
 namespace {
 
@@ -15,6 +16,7 @@ using gpuenv::nccl::parse_nccl_tests_output;
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
 using gpuenv::testing::read_fixture;
+using gpuenv::testing::require_finding;
 
 const gpuenv::nccl::NcclData& data() {
   static const auto* loaded = [] {
@@ -23,15 +25,6 @@ const gpuenv::nccl::NcclData& data() {
     return *d;
   }();
   return *loaded;
-}
-
-Finding find(const std::vector<Finding>& findings, const std::string& id) {
-  for (const Finding& f : findings) {
-    if (f.id == id) return f;
-  }
-  FAIL("no finding " << id);
-  static Finding none;
-  return none;
 }
 
 }  // namespace
@@ -124,8 +117,32 @@ TEST_CASE("parse: srun --label prefixes, validation off (N/A), sockets between n
   CHECK_FALSE(output->rows[0].out_of_place.wrong);
   CHECK(output->socket_transport);
   const auto judged = gpuenv::nccl::judge_nccl_tests(*output, {}, data());
-  CHECK(find(judged.findings, "nccl.results").status == Status::warn);
-  CHECK(find(judged.findings, "nccl.transport").status == Status::warn);
+  CHECK(require_finding(judged.findings, "nccl.results").status == Status::warn);
+  CHECK(require_finding(judged.findings, "nccl.transport").status == Status::warn);
+}
+
+TEST_CASE("parse: a row whose size or count is past 64 bits is not a row (std::stoull threw)", "[nccl]") {
+  const std::string header =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+      "busbw #wrong\n";
+  const std::string good =
+      "  1073741824     268435456     float     sum      -1    10314  104.11  104.11      0    10339  103.85  "
+      "103.85      0\n";
+  const std::string huge_size =
+      "  99999999999999999999999     268435456     float     sum      -1    10314  104.11  104.11      0    10339  "
+      "103.85  103.85      0\n";
+  const std::string huge_count =
+      "  1073741824     18446744073709551616     float     sum      -1    10314  104.11  104.11      0    10339  "
+      "103.85  103.85      0\n";
+  auto output = parse_nccl_tests_output(header + huge_size + good + huge_count);
+  REQUIRE(output);
+  REQUIRE(output->rows.size() == 1);
+  CHECK(output->rows[0].bytes == 1073741824u);
+  CHECK(output->rows[0].count == 268435456u);
+  CHECK(output->rows[0].line == 3);
+  auto only_huge = parse_nccl_tests_output(header + huge_size);
+  REQUIRE_FALSE(only_huge);
+  CHECK(only_huge.error().message.find("no nccl-tests result table") != std::string::npos);
 }
 
 TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node count", "[nccl]") {
@@ -133,24 +150,24 @@ TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node
   REQUIRE(right);
   const auto judged = gpuenv::nccl::judge_nccl_tests(*right, {"a3-megagpu-8g", 2}, data());
   CHECK(judged.verdict == gpuenv::report::Verdict::ok);
-  CHECK(find(judged.findings, "nccl.results").status == Status::pass);
-  const Finding& busbw = find(judged.findings, "nccl.busbw");
+  CHECK(require_finding(judged.findings, "nccl.results").status == Status::pass);
+  const Finding& busbw = require_finding(judged.findings, "nccl.busbw");
   CHECK(busbw.status == Status::pass);
   // Judged at the largest size, the mean of out-of-place and in-place as nccl-tests averages a one-size run.
   CHECK(busbw.message.find("338.1 GB/s bus bandwidth at 8 GiB") != std::string::npos);
   CHECK(busbw.message.find("no floor for a3-megagpu-8g at 2 nodes") != std::string::npos);
-  CHECK(find(judged.findings, "nccl.ranks").message == "16 ranks on 2 nodes (ztan-mig-235z, ztan-mig-gq73)");
+  CHECK(require_finding(judged.findings, "nccl.ranks").message == "16 ranks on 2 nodes (ztan-mig-235z, ztan-mig-gq73)");
 
   auto wrong = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-wrong-derived.txt"));
   REQUIRE(wrong);
   const auto bad = gpuenv::nccl::judge_nccl_tests(*wrong, {}, data());
   CHECK(bad.verdict == gpuenv::report::Verdict::not_ok);
-  const Finding& results = find(bad.findings, "nccl.results");
+  const Finding& results = require_finding(bad.findings, "nccl.results");
   CHECK(results.status == Status::fail);
   CHECK(results.message.find("256 MiB out-of-place: 4096 wrong elements") != std::string::npos);
 
   const auto counted = gpuenv::nccl::judge_nccl_tests(*right, {"", 4}, data());
-  CHECK(find(counted.findings, "nccl.ranks").status == Status::warn);
+  CHECK(require_finding(counted.findings, "nccl.ranks").status == Status::warn);
 
   // A verified floor (Azure ND H100 v5: 460 GB/s at 16 GiB, one node) on a synthetic one-size run at that size.
   gpuenv::nccl::NcclTestsOutput one;
@@ -161,24 +178,25 @@ TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node
   one.rows = {row};
   one.out_of_bounds = 0;
   const auto slow = gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data());
-  const Finding& below = find(slow.findings, "nccl.busbw");
+  const Finding& below = require_finding(slow.findings, "nccl.busbw");
   CHECK(below.status == Status::fail);
   CHECK(below.message.find("is below the floor 460.0 GB/s at 16 GiB") != std::string::npos);
   CHECK(below.source.find("conf/nd96isr_h100_v5.conf:52") != std::string::npos);
   one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 466.0;
-  CHECK(find(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings, "nccl.busbw")
+  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings,
+                        "nccl.busbw")
             .status == Status::pass);
   // The floor's size missing from the run: reported, not judged.
   one.rows[0].bytes = 8589934592ULL;
   one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 100.0;
-  const Finding& unjudged =
-      find(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings, "nccl.busbw");
+  const Finding& unjudged = require_finding(
+      gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings, "nccl.busbw");
   CHECK(unjudged.status == Status::pass);
   CHECK(unjudged.message.find("not judged: the run has no 16 GiB row") != std::string::npos);
   // An unverified multi-node row (AWS's advisory numbers) is reported beside the measurement, never judged.
   one.rows[0].bytes = 134217728ULL;
   const Finding& advisory =
-      find(gpuenv::nccl::judge_nccl_tests(one, {"p5.48xlarge", 2}, data()).findings, "nccl.busbw");
+      require_finding(gpuenv::nccl::judge_nccl_tests(one, {"p5.48xlarge", 2}, data()).findings, "nccl.busbw");
   CHECK(advisory.status == Status::pass);
   CHECK(advisory.message.find("unverified: reported, not judged") != std::string::npos);
 }

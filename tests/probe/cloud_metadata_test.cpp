@@ -11,6 +11,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -229,4 +230,30 @@ TEST_CASE("parse_http_response: status, body, and what is not HTTP", "[probe]") 
   CHECK_FALSE(gpuenv::system::parse_http_response("SSH-2.0-OpenSSH\r\n"));
   CHECK(gpuenv::system::format_http_request({"10.0.0.1", 80, "PUT", "/t", {{"K", "v"}}, ""}) ==
         "PUT /t HTTP/1.1\r\nHost: 10.0.0.1\r\nK: v\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+}
+
+TEST_CASE("parse_metadata_endpoint: IPV4:PORT with a port in 1..65535, anything else bad usage", "[probe]") {
+  struct Row {
+    const char* text;
+    std::optional<unsigned> port;
+  };
+  const Row rows[] = {
+      {"127.0.0.1:8080", 8080},       {"169.254.169.254:80", 80},
+      {"10.0.0.1:65535", 65535},      {"10.0.0.1:65536", std::nullopt},
+      {"10.0.0.1:0", std::nullopt},   {"10.0.0.1:", std::nullopt},
+      {":80", std::nullopt},          {"10.0.0.1", std::nullopt},
+      {"10.0.0.1:8o", std::nullopt},  {"10.0.0.1:-80", std::nullopt},
+      {"10.0.0.1: 80", std::nullopt}, {"10.0.0.1:123456", std::nullopt},
+  };
+  for (const Row& row : rows) {
+    INFO(row.text);
+    const auto endpoint = gpuenv::probe::parse_metadata_endpoint(row.text, "--cloud-metadata-endpoint");
+    REQUIRE(static_cast<bool>(endpoint) == row.port.has_value());
+    if (row.port) {
+      CHECK(endpoint->port == *row.port);
+      CHECK(endpoint->host == std::string(row.text).substr(0, std::string(row.text).rfind(':')));
+    } else {
+      CHECK(endpoint.error().message == std::string("--cloud-metadata-endpoint ") + row.text + ": expected IPV4:PORT");
+    }
+  }
 }

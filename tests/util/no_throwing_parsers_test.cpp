@@ -1,0 +1,68 @@
+// No code under src/ reads a number with std::sto* (or the C parsers strto*/ato*): std::stoi and its kin throw on
+// malformed or oversized text and ended the process (tests/fuzz/host_text_fuzz found one), strto*/ato* give 0 or
+// a wrapped value silently. Numbers are read with util::parse_int/parse_unsigned/parse_double (util/strings.hpp),
+// which return nullopt instead (issue 29, item 9).
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/text_files.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A call of a throwing or silently wrapping number parser: `std::stoi(`, `stoull (`, `strtoul(`, `atoi(`. Words
+/// in comments ("std::stoi threw …") are not calls.
+const std::regex& parser_call() {
+  static const std::regex pattern(
+      R"(\b(sto(i|l|ll|ul|ull|f|d|ld)|strto(l|ll|ul|ull|f|d|ld|imax|umax)|ato(i|l|ll|f))\s*\()");
+  return pattern;
+}
+
+}  // namespace
+
+TEST_CASE("the pattern finds parser calls and not their names in comments", "[util]") {
+  for (const char* call : {"std::stoi(text)", "x = std::stoull (s);", "strtoul(p, nullptr, 16)", "std::atoi(s)",
+                           "std::strtod(pair.c_str(), &end)"}) {
+    INFO(call);
+    CHECK(std::regex_search(call, parser_call()));
+  }
+  for (const char* prose : {"// std::stoi threw out_of_range", "std::stoul threw on 20 digits", "stop(", "atomic("}) {
+    INFO(prose);
+    CHECK_FALSE(std::regex_search(prose, parser_call()));
+  }
+}
+
+TEST_CASE("no source file under src/ parses numbers with std::sto* or strto*/ato*", "[util]") {
+  const fs::path root = GPUENV_SOURCE_DIR;
+  std::vector<std::string> offenders;
+  std::size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(root / "src")) {
+    const std::string extension = entry.path().extension().string();
+    if (!entry.is_regular_file() ||
+        (extension != ".cpp" && extension != ".hpp" && extension != ".h" && extension != ".cu" && extension != ".cuh"))
+      continue;
+    ++files;
+    const std::string relative = fs::relative(entry.path(), root).generic_string();
+    const std::string text = gpuenv::testing::read_text(entry.path());
+    std::size_t line = 1, start = 0;
+    while (start < text.size()) {
+      const std::size_t end = std::min(text.find('\n', start), text.size());
+      if (std::regex_search(text.begin() + static_cast<std::ptrdiff_t>(start),
+                            text.begin() + static_cast<std::ptrdiff_t>(end), parser_call()))
+        offenders.push_back(relative + ":" + std::to_string(line) + ": " + text.substr(start, end - start));
+      start = end + 1;
+      ++line;
+    }
+  }
+  CHECK(files > 100);  // the walk found the tree
+  std::string listing;
+  for (const std::string& offender : offenders) listing += "\n  " + offender;
+  INFO("use util::parse_int, parse_unsigned or parse_double (util/strings.hpp) instead:" << listing);
+  CHECK(offenders.empty());
+}
