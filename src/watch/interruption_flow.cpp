@@ -123,14 +123,15 @@ std::vector<Event> Monitor::watch_interruptions(std::int64_t now_ms, std::vector
     events.push_back(std::move(event));
     start_interruption_flow(notice);
   }
+  // Only ids still announced are kept: a list that cannot grow without bound, and a notice that ended and comes back
+  // (GCP's value returns to NONE between events) is handled again, with or without a database.
+  std::vector<std::string> kept;
+  for (const std::string& id : m_handled_notices) {
+    const bool announced = std::any_of(active.begin(), active.end(), [&](const Notice& n) { return n.id == id; });
+    if (announced) kept.push_back(id);
+  }
+  m_handled_notices = kept;
   if (m_store) {
-    // Only ids still announced are kept: a list that cannot grow without bound.
-    std::vector<std::string> kept;
-    for (const std::string& id : m_handled_notices) {
-      const bool announced = std::any_of(active.begin(), active.end(), [&](const Notice& n) { return n.id == id; });
-      if (announced) kept.push_back(id);
-    }
-    m_handled_notices = kept;
     if (auto saved = m_store->set_state("notices", util::join(kept, "\n")); !saved)
       log(3, "history: " + saved.error().message);
   }

@@ -274,7 +274,10 @@ double pcie_replays_per_minute(const History& history, const GpuSample& gpu) {
   }
   if (start == nullptr || start->time_ms >= now_ms) return 0;
   const auto grew = growth_since(history, gpu, &GpuSample::pcie_replays, start->time_ms);
-  return static_cast<double>(grew.value_or(0)) * k_minute_ms / static_cast<double>(now_ms - start->time_ms);
+  // Never scaled up: less than a minute of history counts as a minute (DCGM compares the raw growth over the last
+  // minute with its limit, MonitorPcie), so 2 replays in a watch's first 10 s are 2 a minute, not 12.
+  return static_cast<double>(grew.value_or(0)) * k_minute_ms /
+         static_cast<double>(std::max<std::int64_t>(now_ms - start->time_ms, k_minute_ms));
 }
 
 void check_counters(const History& history, const GpuSample& gpu, Emitter& emit) {

@@ -204,6 +204,11 @@ TEST_CASE("tmpfiles: the real systemd-tmpfiles removes the readiness marker at b
   INFO(installed.out << installed.err);
   CHECK(installed.exit_code == 0);
   CHECK(fs::exists(state / "ready"));
+  // A --remove run after boot (by hand or by tooling) keeps this boot's marker: the `r!` lines act only with --boot.
+  const auto removed = run({"systemd-tmpfiles", "--remove", "--root=" + root.string(), conf});
+  INFO(removed.out << removed.err);
+  CHECK(removed.exit_code == 0);
+  CHECK(fs::exists(state / "ready"));
 
   const auto booted = run({"systemd-tmpfiles", "--create", "--remove", "--boot", "--root=" + root.string(), conf});
   INFO(booted.out << booted.err);

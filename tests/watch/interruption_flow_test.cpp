@@ -146,6 +146,23 @@ TEST_CASE("a hook that runs past the deadline is stopped and logged, and a new n
         2);
 }
 
+TEST_CASE("without a database, a notice that ended and comes back is handled again", "[watch]") {
+  // GCP's maintenance-event returns to NONE between events (cloud.google.com/compute/docs/metadata/
+  // getting-live-migration-notice); the ids of ended notices were pruned only when a store was open.
+  const std::string none = "none";
+  Node node(none, k_start);
+  node.start();
+  CHECK(node.notices(node.interval().events) == 1);
+  node.system.http_answers["GET /computeMetadata/v1/instance/maintenance-event"] = {200, "NONE"};
+  node.interval();
+  node.system.http_answers["GET /computeMetadata/v1/instance/maintenance-event"] = {200,
+                                                                                    "TERMINATE_ON_HOST_MAINTENANCE"};
+  CHECK(node.notices(node.interval().events) == 1);
+  node.stop();
+  CHECK(std::count(node.hooks.commands_run.begin(), node.hooks.commands_run.end(), "scontrol show node gpu-node-1") ==
+        2);  // the flow ran twice (the second hook's argv carries a later deadline)
+}
+
 TEST_CASE("a hook someone other than root could change by the time the notice comes is not run", "[watch]") {
   TempDir dir;
   Node node((dir.path() / "watch.db").string(), k_start);

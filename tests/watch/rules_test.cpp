@@ -224,6 +224,17 @@ TEST_CASE("PCIe replays warn only above DCGM's 8 a minute", "[watch]") {
   CHECK(raised[0].finding.status == Status::warn);
 }
 
+TEST_CASE("PCIe replays in less than a minute of history are not scaled up to a rate", "[watch]") {
+  // DCGM compares the raw growth over the last minute with 8 (MonitorPcie); it never extrapolates a shorter span.
+  Run run;
+  GpuSample link = gpu(0);
+  link.pcie_replays = 100;
+  run.step({link});
+  link.pcie_replays = 102;  // 2 replays in the first interval: 12 a minute if scaled, 2 in fact
+  CHECK(run.step({link}).empty());
+  CHECK(run.count("watch.pcie_replays", Status::warn) == 0);
+}
+
 TEST_CASE("a warning that turns into a failure raises a second event", "[watch]") {
   Run run;
   run.step({gpu(0)});
