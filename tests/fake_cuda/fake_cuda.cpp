@@ -93,8 +93,10 @@
 namespace fake_cuda {
 
 std::map<std::string, std::string>& config() {
-  static std::map<std::string, std::string> values;
-  return values;
+  // Never destroyed: a step thread smoke abandoned (a hang, the run's budget) may still call in while the process
+  // exits, after static destructors ran (ASan: heap-use-after-free in cuLaunchKernel at exit).
+  static auto* values = new std::map<std::string, std::string>();
+  return *values;
 }
 
 void load_config() {
@@ -164,7 +166,9 @@ void gemm_sleep() {
 
 // peer_sleep_ms: each cuMemcpyPeerAsync lasts that long on the host; the copies in flight, by their two contexts.
 std::mutex g_peer_copies_mutex;
-std::vector<std::pair<void*, void*>> g_peer_copies;
+// The containers below are never destroyed (references to leaked objects): a step thread smoke abandoned (a hang,
+// the run's budget) may still call in while the process exits, after static destructors would have run.
+std::vector<std::pair<void*, void*>>& g_peer_copies = *new std::vector<std::pair<void*, void*>>();
 std::atomic<int> g_parallel_peer_copies{0};
 std::atomic<int> g_peer_gpu_conflicts{0};
 
@@ -218,7 +222,8 @@ int g_module_loads = 0;
 // alias_allocations_of: one memfd backs every allocation of that size; each gets its own mapping (address).
 int g_alias_fd = -1;
 std::size_t g_alias_bytes = 0;
-std::map<unsigned long long, std::size_t> g_mappings;  // mmap'ed allocations, unmapped on free
+std::map<unsigned long long, std::size_t>& g_mappings =
+    *new std::map<unsigned long long, std::size_t>();  // mmap'ed allocations, unmapped on free
 std::atomic<int> g_live_allocations{0};                // device and pinned host memory not yet freed
 std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
 std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
@@ -229,15 +234,17 @@ std::atomic<int> g_spin_mapped_launches{0};            // ... with both words ad
 std::atomic<int> g_spin_launches_since_init{0};        // for spin_timeouts
 // Peer access: (current device, peer device) pairs enabled, and the most connections one device had at once.
 std::mutex g_peer_mutex;
-std::vector<std::pair<int, int>> g_peer_connections;
+std::vector<std::pair<int, int>>& g_peer_connections = *new std::vector<std::pair<int, int>>();
 int g_peak_peer_connections = 0;
 
 // cuMemHostAlloc DEVICEMAP allocations (host address -> bytes) and the device aliases handed out for them: an alias is
 // the host address plus this offset (a non-canonical address: using it on the host crashes, as it should).
 constexpr unsigned long long device_alias_offset = 1ull << 56;
 std::mutex g_mapped_mutex;
-std::map<unsigned long long, std::size_t> g_mapped_host;  // DEVICEMAP allocations
-std::map<unsigned long long, std::size_t> g_aliases;      // alias base -> bytes
+std::map<unsigned long long, std::size_t>& g_mapped_host =
+    *new std::map<unsigned long long, std::size_t>();  // DEVICEMAP allocations
+std::map<unsigned long long, std::size_t>& g_aliases =
+    *new std::map<unsigned long long, std::size_t>();  // alias base -> bytes
 
 /// The host address behind device alias `address` of mapped host memory, or nullptr when it is not one.
 void* host_of_alias(unsigned long long address) {
@@ -253,7 +260,8 @@ void* host_of_alias(unsigned long long address) {
 // remembering the device whose context was current when it was created (elapsed_ms_gpu<N>).
 int g_contexts[16];
 std::mutex g_per_gpu_mutex;
-std::map<std::string, long long> g_per_gpu_calls;  // "<what><device>" -> calls since cuInit
+std::map<std::string, long long>& g_per_gpu_calls =
+    *new std::map<std::string, long long>();  // "<what><device>" -> calls since cuInit
 /// How many times `what` was called on this thread's device before (counted since cuInit).
 long long calls_before(const std::string& what) {
   const std::lock_guard<std::mutex> lock(g_per_gpu_mutex);
@@ -280,7 +288,7 @@ double copies_ms() {
 }
 // host_link_shared: the GPUs with bulk host copies in flight, and what this thread's copies saw since its last event.
 std::mutex g_host_link_mutex;
-std::set<int> g_host_copies_in_flight;
+std::set<int>& g_host_copies_in_flight = *new std::set<int>();
 std::atomic<int> g_host_copy_overlaps{0};
 thread_local int t_overlap = 1;
 /// A host<->device copy of `bytes` queued by this thread's device.
@@ -304,9 +312,9 @@ void host_copies_done() {
   g_host_copies_in_flight.erase(t_current_device);
 }
 std::mutex g_events_mutex;
-std::deque<FakeEvent> g_events;           // never shrinks: a handful per run
-std::atomic<int> g_all_gemm_launches{0};  // GEMM launches (kernels and cuBLAS), never reset
-std::mutex g_event_sleep_mutex;           // event_sleep_serial: one sleeping GPU at a time
+std::deque<FakeEvent>& g_events = *new std::deque<FakeEvent>();  // never shrinks: a handful per run
+std::atomic<int> g_all_gemm_launches{0};                         // GEMM launches (kernels and cuBLAS), never reset
+std::mutex g_event_sleep_mutex;                                  // event_sleep_serial: one sleeping GPU at a time
 
 // A launch that hangs holds this, and so does the library's teardown at exit (exit_waits_for_hang).
 std::mutex g_hang_mutex;
@@ -319,7 +327,7 @@ struct Teardown {
 
 // legacy_async: legacy-stream work deferred until the next synchronisation.
 std::mutex g_legacy_mutex;
-std::vector<std::function<void()>> g_legacy_pending;
+std::vector<std::function<void()>>& g_legacy_pending = *new std::vector<std::function<void()>>();
 void run_legacy_pending() {
   const std::lock_guard<std::mutex> lock(g_legacy_mutex);
   for (auto& work : g_legacy_pending) work();
@@ -656,7 +664,8 @@ int cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsig
   const int m = *static_cast<int*>(params[3]), n = *static_cast<int*>(params[4]), k = *static_cast<int*>(params[5]);
   // gemm_memoize: the same operands again: the first result, copied (the bench's GEMMs cost no CPU time).
   static std::mutex memo_mutex;
-  static std::map<std::tuple<std::uint64_t, std::uint64_t, int, std::string>, std::vector<float>> memo;
+  static auto& memo = *new std::map<std::tuple<std::uint64_t, std::uint64_t, int, std::string>,
+                                    std::vector<float>>();  // never destroyed, as config()
   const bool memoize = number("gemm_memoize", 0) != 0;
   auto values = [&name](const void* p, std::size_t count) {  // row-major m x k and k x n, packed
     if (name == "smoke_sgemm")

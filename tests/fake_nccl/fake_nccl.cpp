@@ -23,7 +23,7 @@
 
 namespace {
 
-std::map<std::string, std::string> g_config;
+std::map<std::string, std::string>& g_config = *new std::map<std::string, std::string>();
 
 void load_config() {
   g_config.clear();
@@ -62,10 +62,11 @@ struct Operation {
 };
 
 std::mutex g_mutex;
-std::vector<Operation> g_queue;
+std::vector<Operation>& g_queue = *new std::vector<Operation>();
 int g_group_depth = 0;
 bool g_collective_done = false;
-std::vector<unsigned long long> g_sizes;  ///< bytes per rank of each executed all-reduce
+std::vector<unsigned long long>& g_sizes =
+    *new std::vector<unsigned long long>();  ///< bytes per rank of each executed all-reduce
 
 constexpr int k_success = 0;
 constexpr int k_invalid_argument = 4;
