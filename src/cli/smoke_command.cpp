@@ -277,6 +277,11 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
     auto named = library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", "");
     if (!named) return report_error(context, named.error());
     nccl_library = *named;
+    // --python's interpreter runs as root to find the wheel: the same rule as doctor's --python.
+    if (options.python.find('/') != std::string::npos) {
+      if (auto trusted = require_trusted(context.system, options.python, "--python " + options.python); !trusted)
+        return report_error(context, trusted.error());
+    }
   }
   request.quick = options.quick;
   if (options.device >= 0) request.device = options.device;

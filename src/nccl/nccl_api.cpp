@@ -59,7 +59,9 @@ std::string nccl_version_text(int code) {
 util::Expected<std::vector<std::string>> nccl_candidates(system::System& system, const NcclLocation& location) {
   if (!location.library.empty()) return std::vector<std::string>{location.library};
   if (!location.python) return std::vector<std::string>{"libnccl.so.2"};
-  const system::CommandResult result = system.run({*location.python, "-c", k_find_wheel}, location.timeout);
+  // -I: neither the working directory nor PYTHON* variables nor the user's site-packages steer what root imports
+  // (https://docs.python.org/3/using/cmdline.html#cmdoption-I), as doctor's framework probe does.
+  const system::CommandResult result = system.run({*location.python, "-I", "-c", k_find_wheel}, location.timeout);
   if (result.not_found) return util::Error::usage("--python " + *location.python + ": no such interpreter");
   if (result.exit_code != 0 || result.timed_out) {
     return util::Error::input("--python " + *location.python + " could not look for the nvidia-nccl wheel" +
@@ -71,7 +73,16 @@ util::Expected<std::vector<std::string>> nccl_candidates(system::System& system,
                               "pip install nvidia-nccl-cu12 (or -cu13) into it, or leave out --python to use the "
                               "node's libnccl.so.2");
   }
-  return std::vector<std::string>{directory + "/lib/libnccl.so.2"};
+  // The wheel's library is loaded into this (root) process: a venv a user can write to would choose root's code.
+  std::string library = directory + "/lib/libnccl.so.2";
+  if (const auto problem = system.trust_problem(library)) {
+    return util::Error::input("--python " + *location.python + ": its nvidia-nccl wheel " + library +
+                                  " is not trusted: " + *problem + ", so someone other than root could change what " +
+                                  "gpuenv loads",
+                              "install the wheel into an environment only root can change (`chown -R root: DIR && "
+                              "chmod -R go-w DIR`), or name a trusted libnccl.so.2 with GPUENV_NCCL_LIBRARY");
+  }
+  return std::vector<std::string>{library};
 }
 
 }  // namespace gpuenv::nccl

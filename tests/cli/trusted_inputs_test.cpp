@@ -148,6 +148,26 @@ TEST_CASE("smoke --nccl refuses a world-writable GPUENV_NCCL_LIBRARY before touc
   fs::remove_all(dir);
 }
 
+TEST_CASE("smoke --nccl --python refuses an interpreter someone else could change, before running it",
+          "[cli][e2e][security]") {
+  // The interpreter runs as root to find the nvidia-nccl wheel: one in a user's venv is that user's code.
+  const fs::path dir = fs::temp_directory_path() / ("gpuenv-named-python-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  const fs::path marker = dir / "ran";
+  std::ofstream(dir / "python") << "#!/bin/sh\ntouch " << marker.string() << "\n";
+  fs::permissions(dir / "python", fs::perms::all);  // 0777
+  const auto smoke = gpuenv::testing::run_gpuenv({"smoke", "--quick", "--nccl", "--python", (dir / "python").string()},
+                                                 {{"GPUENV_CUDA_LIBRARY", "libgpuenv-no-such-cuda.so.1"}});
+  CHECK(smoke.exit_code == 2);
+  CHECK_THAT(smoke.err, Catch::Contains("--python " + (dir / "python").string() +
+                                        ": not trusted: " + (dir / "python").string() + " is writable by everyone"));
+  CHECK_FALSE(fs::exists(marker));
+  fs::remove_all(dir);
+}
+
 TEST_CASE(
     "profile files for install and doctor: a file someone else could change is refused, a shipped name is not "
     "a file",

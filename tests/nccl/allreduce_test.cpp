@@ -182,7 +182,7 @@ TEST_CASE("nccl_candidates: the node's soname, a named library, a Python environ
   CHECK(*gpuenv::nccl::nccl_candidates(system, {"/opt/nccl/lib/libnccl.so.2", std::nullopt}) ==
         std::vector<std::string>{"/opt/nccl/lib/libnccl.so.2"});
   const std::string key =
-      "/venv/bin/python -c import importlib.util\ns = importlib.util.find_spec('nvidia.nccl')\nprint(list(s."
+      "/venv/bin/python -I -c import importlib.util\ns = importlib.util.find_spec('nvidia.nccl')\nprint(list(s."
       "submodule_search_locations)[0] if s and s.submodule_search_locations else '')\n";
   system.commands[key] = {0, false, false, "/venv/lib/python3.11/site-packages/nvidia/nccl\n", ""};
   auto wheel = gpuenv::nccl::nccl_candidates(system, {"", std::string("/venv/bin/python")});
@@ -195,4 +195,19 @@ TEST_CASE("nccl_candidates: the node's soname, a named library, a Python environ
   auto missing = gpuenv::nccl::nccl_candidates(system, {"", std::string("/no/python")});
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("no such interpreter") != std::string::npos);
+}
+
+TEST_CASE("nccl_candidates: a wheel someone other than root can change is never loaded", "[nccl]") {
+  gpuenv::testing::FakeSystem system;
+  const std::string key =
+      "/home/u/venv/bin/python -I -c import importlib.util\ns = importlib.util.find_spec('nvidia.nccl')\nprint(list("
+      "s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')\n";
+  system.commands[key] = {0, false, false, "/home/u/venv/lib/python3.11/site-packages/nvidia/nccl\n", ""};
+  const std::string library = "/home/u/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2";
+  REQUIRE(gpuenv::nccl::nccl_candidates(system, {"", std::string("/home/u/venv/bin/python")}));
+  system.untrusted[library] = "/home/u is owned by uid 1000";
+  auto refused = gpuenv::nccl::nccl_candidates(system, {"", std::string("/home/u/venv/bin/python")});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("not trusted: /home/u is owned by uid 1000") != std::string::npos);
+  CHECK(refused.error().remedy.find("GPUENV_NCCL_LIBRARY") != std::string::npos);
 }
