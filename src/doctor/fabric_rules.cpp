@@ -35,14 +35,28 @@ bool kernel_at_least(const std::string& release, int major, int minor) {
   return version && *version >= Version(std::vector<int>{major, minor});
 }
 
-/// Fourth-generation NVSwitch boards (HGX B100/B200/B300), where the fabric manager needs NVLSM.
+/// Fourth-generation NVSwitch boards (HGX B100/B200/B300, or any node with an SW_MNG bridge), where the fabric
+/// manager needs NVLSM.
 bool has_fourth_generation_nvswitch(const HostFacts& facts) {
+  if (!facts.fabric.nvlink5_bridges.empty()) return true;
   for (const GpuFacts& gpu : facts.gpus.gpus) {
     for (const char* model : {"B100", "B200", "B300"}) {
       if (util::contains(gpu.name, model) && !util::contains(gpu.name, "GB")) return true;
     }
   }
   return false;
+}
+
+/// "8 NVSwitches (0000:…)" or, on NVLink5 boards, "NVLink5 switches managed through mlx5_10, mlx5_11 (VPD SW_MNG)".
+std::string describe_switches(const probe::FabricFacts& fabric) {
+  std::vector<std::string> parts;
+  if (!fabric.nvswitches.empty()) {
+    parts.push_back(std::to_string(fabric.nvswitches.size()) + " NVSwitch" +
+                    (fabric.nvswitches.size() == 1 ? "" : "es") + " (" + util::join(fabric.nvswitches, ", ") + ")");
+  }
+  if (!fabric.nvlink5_bridges.empty())
+    parts.push_back("NVLink5 switches managed through " + util::join(fabric.nvlink5_bridges, ", ") + " (VPD SW_MNG)");
+  return util::join(parts, " and ");
 }
 
 std::string fabric_install_hint(const std::string& driver) {
@@ -95,8 +109,9 @@ void check_fabric_state(const HostFacts& facts, Findings& out) {
 void check_fabric_manager(const HostFacts& facts, Findings& out) {
   const probe::FabricFacts& fabric = facts.fabric;
   const probe::FabricManagerFacts& manager = fabric.manager;
-  if (fabric.nvswitches.empty()) {
-    std::string message = fabric.pci_scanned ? "no NVSwitch on the PCI bus: no fabric manager is needed"
+  if (fabric.nvswitches.empty() && fabric.nvlink5_bridges.empty()) {
+    std::string message = fabric.pci_scanned ? "no NVSwitch on the PCI bus and no NVLink5 switch-management bridge: "
+                                               "no fabric manager is needed"
                                              : "the PCI devices could not be read (/sys/bus/pci/devices)";
     if (manager.installed)
       message += " (" + manager.package + " " + manager.version +
@@ -104,9 +119,7 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
     out.push_back(make("fabric.manager", Status::skip, message));
     return;
   }
-  const std::string switches = std::to_string(fabric.nvswitches.size()) + " NVSwitch" +
-                               (fabric.nvswitches.size() == 1 ? "" : "es") + " (" +
-                               util::join(fabric.nvswitches, ", ") + ")";
+  const std::string switches = describe_switches(fabric);
   const std::string driver = driver_version(facts);
   if (!manager.installed) {
     out.push_back(make("fabric.manager", Status::fail,

@@ -47,21 +47,11 @@ bool any_exists(system::System& system, std::initializer_list<const char*> paths
   return false;
 }
 
-/// NVLink5 systems (Blackwell HGX, GB200) manage their switches through InfiniBand devices whose VPD carries
-/// "SW_MNG" (NVIDIA/gpu-driver-container ubuntu24.04/nvidia-driver, _assert_nvlink5_system).
-bool nvlink5_management_device(system::System& system) {
-  for (const std::string& device : system.list_directory("/sys/class/infiniband")) {
-    auto vpd = system.read_file("/sys/class/infiniband/" + device + "/device/vpd");
-    if (vpd && vpd->find("SW_MNG") != std::string::npos) return true;
-  }
-  return false;
-}
-
 void observe_pci(system::System& system, NodeFacts& node) {
   const probe::NvidiaPciInventory inventory = probe::nvidia_pci_inventory(probe::read_pci_devices(system));
   for (const probe::PciDevice& gpu : inventory.gpus) node.gpu_devices.push_back(gpu.device);
   node.nvswitches = static_cast<int>(inventory.nvswitches.size());
-  node.nvlink5 = nvlink5_management_device(system);
+  node.nvlink5 = !probe::nvlink5_management_bridges(system).empty();
 }
 
 void observe_apt(system::System& system, NodeFacts& node) {

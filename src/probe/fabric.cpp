@@ -29,6 +29,7 @@ void collect_nvswitches(system::System& system, FabricFacts& fabric) {
   const std::vector<PciDevice> devices = read_pci_devices(system);
   fabric.pci_scanned = !devices.empty();
   for (const PciDevice& device : nvidia_pci_inventory(devices).nvswitches) fabric.nvswitches.push_back(device.bus_id);
+  fabric.nvlink5_bridges = nvlink5_management_bridges(system);
 }
 
 /// A package's version through `rpm -q` (RPM systems, live only); nullopt when rpm or the package is absent.
@@ -189,7 +190,8 @@ std::string fabric_manager_version_from_output(std::string_view output) {
 
 void collect_fabric(system::System& system, bool live, std::chrono::milliseconds timeout, HostFacts& facts) {
   collect_nvswitches(system, facts.fabric);
-  collect_fabric_manager(system, live, live && !facts.fabric.nvswitches.empty(), timeout, facts.fabric.manager);
+  const bool switched = !facts.fabric.nvswitches.empty() || !facts.fabric.nvlink5_bridges.empty();
+  collect_fabric_manager(system, live, live && switched, timeout, facts.fabric.manager);
   collect_gpudirect(system, live, facts.fabric);
   collect_gpu_numa(system, facts.gpus, facts.fabric);
 }

@@ -68,6 +68,8 @@ struct GpuNumaNode {
 struct FabricFacts {
   bool pci_scanned = false;             ///< /sys/bus/pci/devices could be listed
   std::vector<std::string> nvswitches;  ///< bus ids of NVIDIA "Bridge: other" (0x0680) functions
+  /// InfiniBand devices whose VPD says SW_MNG: NVLink5 boards' switch management (their NVSwitches are not on PCI)
+  std::vector<std::string> nvlink5_bridges;
   FabricManagerFacts manager;
   /// A peer-memory module NCCL's GPUDirect RDMA check accepts is loaded (nvidia_peermem, or the legacy nv_peer_mem);
   /// nullopt when /sys/module could not be read (under --root without it).

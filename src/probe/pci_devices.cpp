@@ -70,6 +70,17 @@ std::vector<PciDevice> read_pci_devices(system::System& system) {
   return devices;
 }
 
+std::vector<std::string> nvlink5_management_bridges(system::System& system) {
+  constexpr const char* infiniband = "/sys/class/infiniband/";
+  std::vector<std::string> bridges;
+  for (const std::string& device : system.list_directory(infiniband)) {
+    auto vpd = system.read_file(infiniband + device + "/device/vpd");
+    if (vpd && vpd->find("SW_MNG") != std::string::npos) bridges.push_back(device);
+  }
+  std::sort(bridges.begin(), bridges.end());
+  return bridges;
+}
+
 NvidiaPciInventory nvidia_pci_inventory(const std::vector<PciDevice>& devices) {
   NvidiaPciInventory inventory;
   for (const PciDevice& device : devices) {

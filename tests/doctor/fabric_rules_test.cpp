@@ -16,6 +16,7 @@
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
 #include "probe/facts.hpp"
+#include "probe/pci_devices.hpp"
 #include "probe/rdma.hpp"
 #include "support/fake_system.hpp"
 #include "support/findings.hpp"
@@ -181,6 +182,52 @@ TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no 
   const Finding& none = require_finding(evaluate(pcie), "fabric.manager");
   CHECK(none.status == Status::skip);
   CHECK(none.message.find("NV_WARN_NOTHING_TO_DO") != std::string::npos);
+}
+
+TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still needs the fabric manager",
+          "[doctor][fabric]") {
+  // On NVLink5 boards the host sees no NVSwitch PCI function: the switches are managed through ConnectX bridges whose
+  // VPD carries SW_MNG (NVIDIA/gpu-driver-container ubuntu24.04/nvidia-driver, _assert_nvlink5_system), and the
+  // fabric manager with NVLSM drives them over those InfiniBand devices (Fabric Manager user guide 1.3.2, 1.5). The
+  // GPUs stay unusable until it has (cudaErrorSystemNotReady), so "no NVSwitch, no fabric manager needed" would pass
+  // a node no job can run on.
+  HostFacts b200 = hgx();
+  for (auto& gpu : b200.gpus.gpus) gpu.name = "NVIDIA B200";
+  b200.fabric.nvswitches.clear();
+  b200.fabric.nvlink5_bridges = {"mlx5_10", "mlx5_11"};
+  b200.fabric.manager = {};
+  const Finding& absent = require_finding(evaluate(b200), "fabric.manager");
+  CHECK(absent.status == Status::fail);
+  CHECK(absent.message.find("NVLink5 switches managed through mlx5_10, mlx5_11") != std::string::npos);
+  CHECK(absent.remedy.find("exactly 550.54.15") != std::string::npos);
+
+  b200.fabric.manager = hgx().fabric.manager;
+  CHECK(require_finding(evaluate(b200), "fabric.manager").status == Status::warn);  // NVLSM missing
+  b200.fabric.manager.nvlsm_installed = true;
+  b200.fabric.manager.nvlsm_version = "2025.03.0";
+  const Finding& ready = require_finding(evaluate(b200), "fabric.manager");
+  CHECK(ready.status == Status::pass);
+  CHECK(ready.message.find("NVLSM 2025.03.0") != std::string::npos);
+}
+
+TEST_CASE("nvlink5_management_bridges: only InfiniBand devices whose VPD says SW_MNG, sorted", "[probe][fabric]") {
+  // The VPD of a switch-tray bridge holds the keyword SMDL=SW_MNG among binary fields; an ordinary ConnectX-7 NIC
+  // shares its PCI id (15b3:1021) but not that keyword.
+  using namespace std::string_literals;  // the VPD holds NUL bytes
+  gpuenv::testing::FakeSystem system;
+  const std::string vpd_bridge =
+      "\x82\x10"
+      "ConnectX-7 bridge\x90\x20SMDL=SW_MNG\0\x78"s;
+  system.files["/sys/class/infiniband/mlx5_11/device/vpd"] = vpd_bridge;
+  system.files["/sys/class/infiniband/mlx5_10/device/vpd"] = vpd_bridge;
+  system.files["/sys/class/infiniband/mlx5_0/device/vpd"] =
+      "\x82\x0a"
+      "ConnectX-7\x90\x08PN:MCX75\0\x78"s;
+  system.files["/sys/class/infiniband/mlx5_2/ports/1/state"] = "4: ACTIVE\n";  // no VPD readable
+  REQUIRE(vpd_bridge.find("SW_MNG") != std::string::npos);
+  CHECK(gpuenv::probe::nvlink5_management_bridges(system) == std::vector<std::string>{"mlx5_10", "mlx5_11"});
+  gpuenv::testing::FakeSystem h100;
+  CHECK(gpuenv::probe::nvlink5_management_bridges(h100).empty());
 }
 
 TEST_CASE("fabric.sxid: fatal SXids fail, corrected ECC passes, an unknown code warns", "[doctor][fabric]") {
