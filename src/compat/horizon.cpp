@@ -89,6 +89,16 @@ Horizon image_minor_horizon(const KnowledgeBase& kb, const Version& version) {
                       }));
 }
 
+Horizon torch_minor_horizon(const KnowledgeBase& kb, const Version& version) {
+  const Version minor = version.truncated(2);
+  return make_horizon(kb, "pytorch.toml", "torch " + minor.str() + " releases, newest",
+                      newest_of(kb.torch_releases, [&minor](const TorchRelease& row) {
+                        return row.version.size() >= 3 && row.version.truncated(2) == minor
+                                   ? std::optional<Version>(row.version)
+                                   : std::nullopt;
+                      }));
+}
+
 std::vector<Horizon> horizons(const KnowledgeBase& kb) {
   const std::optional<Version> newest_gpu =
       newest_of(kb.gpus, [](const GpuModel& row) { return Version::parse(row.compute_capability); });

@@ -35,6 +35,9 @@ Horizon torch_variant_horizon(const KnowledgeBase& kb);
 /// newest nvidia/cuda image of X.Y in images.toml. `newest` is absent when the data has no release of that minor.
 Horizon cuda_minor_horizon(const KnowledgeBase& kb, const util::Version& version);
 Horizon image_minor_horizon(const KnowledgeBase& kb, const util::Version& version);
+/// The same for PyTorch: the newest X.Y.Z torch release of the data; absent when it knows no patch release of X.Y
+/// (or only the series row "X.Y", which covers every patch).
+Horizon torch_minor_horizon(const KnowledgeBase& kb, const util::Version& version);
 
 /// Whether `version` is past the horizon, compared at `version`'s own precision ("13.1" is past 13.0.2; "13.0" is
 /// not).

@@ -240,6 +240,14 @@ const TorchRelease* check_torch_release(const Context& c, const Version& torch, 
     out.push_back(make("pytorch.release", Status::warn, beyond_message(horizon, torch.str()), beyond_remedy(horizon)));
     return nullptr;
   }
+  // A patch past the newest known one of a known minor (2.11.1 when the data ends at 2.11.0): PyTorch may have
+  // shipped it since the data was read (issue 25 rule 1, as for CUDA). A patch release takes only the fixes its
+  // criteria admit (pytorch/pytorch RELEASE.md, "Patch Release Criteria"), so the newest known patch of the minor
+  // stands in for the variant, Python and architecture rules.
+  if (const Horizon minor = torch_minor_horizon(c.kb, torch); release == nullptr && beyond(minor, torch)) {
+    out.push_back(make("pytorch.release", Status::warn, beyond_message(minor, torch.str()), beyond_remedy(minor)));
+    return c.kb.torch_release(*minor.newest);
+  }
   if (release == nullptr) {
     std::vector<std::string> same_series;
     for (const TorchRelease& r : c.kb.torch_releases) {

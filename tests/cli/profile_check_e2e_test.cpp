@@ -67,7 +67,7 @@ const Row k_rows[] = {
     {"invalid/torch-2.4-python-3.13.toml",      1, "pytorch.python",             "fail", "supports Python 3.8-3.12, not 3.13"},
     {"invalid/torch-2.4.1-cuda-12.6.toml",      1, "pytorch.variant",            "fail", "torch 2.4.1 has no cu126 wheel"},
     {"invalid/torch-2.4.1-driver-470.toml",     1, "pytorch.driver",             "fail", "the cu124 wheel"},
-    {"invalid/torch-release-unknown.toml",      1, "pytorch.release",            "fail", "torch 2.4.7 is not a PyTorch release"},
+    {"invalid/torch-release-unknown.toml",      1, "pytorch.release",            "fail", "torch 1.14.0 is not a PyTorch release"},
     {"invalid/torch-not-built-for-volta.toml",  1, "pytorch.compute_capability", "fail", "not built for compute capability 7.0"},
     {"invalid/tensorflow-2.15-cuda-11.8.toml",  1, "tensorflow.cuda",            "fail", "CUDA 12.2 / cuDNN 8.9, not CUDA 11.8.0"},
     {"invalid/tensorflow-python-out-of-range.toml", 1, "tensorflow.python",      "fail", "supports Python 3.7-3.10, not 3.12"},

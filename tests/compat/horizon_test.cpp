@@ -208,7 +208,20 @@ TEST_CASE("horizon: PyTorch releases and wheel variants on both sides", "[compat
        "pytorch.release",
        Status::warn,
        {"gpuenv's data ends at torch " + h.newest->str()}},
-      {"inside the range, not a release", pytorch("2.4.9"), "pytorch.release", Status::fail, {"not a PyTorch release"}},
+      // Issue 25, rule 1 for PyTorch: a patch past the newest known patch of a known minor may have shipped since
+      // (torch 2.11.1 when the data ends at 2.11.0); a minor that never existed inside the range (1.14: 1.13 was
+      // followed by 2.0) is a typo.
+      {"inside the range, not a release", pytorch("1.14.0"), "pytorch.release", Status::fail, {"not a PyTorch release"}},
+      {"a patch past the newest known one of its minor",
+       pytorch("2.4.9"),
+       "pytorch.release",
+       Status::warn,
+       {"gpuenv's data ends at torch 2.4 releases, newest 2.4.1", "2.4.9 is newer"}},
+      {"that patch's variants are its minor's",
+       pytorch("2.4.9", "cu101"),
+       "pytorch.variant",
+       Status::fail,
+       {"has no cu101 wheel (variants: cu118, cu121, cu124)"}},
       // Issue 25, rule 5: a release the data knows is judged by its own, complete variant list; the horizon is for
       // releases newer than the data.
       {"a known release's variant for a CUDA past every known variant",
