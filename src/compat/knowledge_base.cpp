@@ -46,6 +46,8 @@ Expected<util::Ok> read_cuda(const TomlFile& file, KnowledgeBase& kb) {
                      ""};
     arch.driver_min = row.optional_version("driver_min");
     arch.driver_modules = row.optional_text("driver_modules");
+    arch.driver_min_inferred = row.optional_boolean("driver_min_inferred").value_or(false);
+    if (arch.driver_min_inferred && !arch.driver_min) row.fail("`driver_min_inferred` needs a `driver_min`");
     if (!arch.driver_modules.empty() && arch.driver_modules != "open") row.fail("`driver_modules` must be \"open\"");
     return arch;
   });

@@ -46,6 +46,9 @@ struct ArchSupport {
   Provenance provenance;
   std::optional<util::Version> driver_min;  ///< the oldest driver that runs this generation, where sourced
   std::string driver_modules;               ///< "open" when only the open kernel modules drive it; else empty
+  /// driver_min was inferred (the driver of the first toolkit that targets it), not read in a driver's notes: a
+  /// driver below it warns, never fails.
+  bool driver_min_inferred = false;
 };
 
 struct CudnnBuild {

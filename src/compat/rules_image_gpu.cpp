@@ -301,13 +301,21 @@ void check_generation_driver(const Context& c, const std::vector<std::string>& c
     if (arch == nullptr) continue;
     const std::string what = "compute capability " + cc + " (" + arch->name + ")";
     if (arch->driver_min && pinned && !pinned->at_least_as_written(*arch->driver_min)) {
+      const std::string driver =
+          "the profile's driver (" +
+          (c.profile.driver_min.empty() ? "branch " + c.profile.driver_branch : c.profile.driver_min) + ")";
+      const std::string remedy =
+          "raise driver.min / driver.branch to " + std::to_string(arch->driver_min->major()) + " or newer";
+      // An inferred minimum is not a fact a FAIL may rest on (issue 25: "settle or mark it").
       out.push_back(
-          make("gpu.driver", Status::fail,
-               "the profile's driver (" +
-                   (c.profile.driver_min.empty() ? "branch " + c.profile.driver_branch : c.profile.driver_min) +
-                   ") cannot drive " + what + ": it needs driver " + arch->driver_min->str() + " or newer",
-               "raise driver.min / driver.branch to " + std::to_string(arch->driver_min->major()) + " or newer",
-               arch->provenance.source));
+          arch->driver_min_inferred
+              ? make("gpu.driver", Status::warn,
+                     driver + " may not drive " + what + ": the first toolkit that targets it came with " +
+                         arch->driver_min->str() + " (inferred; no driver release notes read)",
+                     remedy, arch->provenance.source)
+              : make("gpu.driver", Status::fail,
+                     driver + " cannot drive " + what + ": it needs driver " + arch->driver_min->str() + " or newer",
+                     remedy, arch->provenance.source));
     }
     if (arch->driver_modules == "open" && c.profile.driver_modules == "proprietary") {
       out.push_back(make("gpu.driver", Status::fail,

@@ -211,7 +211,11 @@ TEST_CASE("horizon: PyTorch releases and wheel variants on both sides", "[compat
       // Issue 25, rule 1 for PyTorch: a patch past the newest known patch of a known minor may have shipped since
       // (torch 2.11.1 when the data ends at 2.11.0); a minor that never existed inside the range (1.14: 1.13 was
       // followed by 2.0) is a typo.
-      {"inside the range, not a release", pytorch("1.14.0"), "pytorch.release", Status::fail, {"not a PyTorch release"}},
+      {"inside the range, not a release",
+       pytorch("1.14.0"),
+       "pytorch.release",
+       Status::fail,
+       {"not a PyTorch release"}},
       {"a patch past the newest known one of its minor",
        pytorch("2.4.9"),
        "pytorch.release",

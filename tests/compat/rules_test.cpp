@@ -771,5 +771,10 @@ TEST_CASE("compat: gpu.driver holds the pinned driver to each targeted generatio
       row("no driver pinned: not judged", {cuda, cc("10.0")}, id, Expect::absent),
       row("Rubin with R610", {{"cuda.version", "13.4.1"}, cc("10.7"), {"driver.branch", "610"}}, id, Expect::fail,
           "615"),
+      // 10.3 and 12.1's 575.51.03 is inferred (the driver of CUDA 12.9.0, the first toolkit that targets them), not
+      // read in a driver's notes: below it warns, at or above it is silent (issue 25, "settle or mark it").
+      row("B300 with R570: an inferred minimum warns",
+          {{"cuda.version", "12.9.1"}, cc("10.3"), {"driver.branch", "570"}}, id, Expect::warn, "inferred"),
+      row("GB10 with R575", {{"cuda.version", "12.9.1"}, cc("12.1"), {"driver.branch", "575"}}, id, Expect::absent),
   });
 }
