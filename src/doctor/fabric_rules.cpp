@@ -2,6 +2,7 @@
 // errors, the RDMA ports against the instance type, GPUDirect RDMA readiness and NIC-to-GPU NUMA affinity
 // (docs/fabric.md).
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -57,6 +58,21 @@ std::string describe_switches(const probe::FabricFacts& fabric) {
   if (!fabric.nvlink5_bridges.empty())
     parts.push_back("NVLink5 switches managed through " + util::join(fabric.nvlink5_bridges, ", ") + " (VPD SW_MNG)");
   return util::join(parts, " and ");
+}
+
+/// Why the fabric manager is at work although the host has no running unit of it: a visible nv-fabricmanager
+/// process, or NVML's fabric state Completed/Success on every GPU (which only the fabric manager sets); "" if neither.
+std::string fabric_manager_elsewhere(const HostFacts& facts) {
+  if (facts.fabric.manager.process_seen)
+    return "an nv-fabricmanager process runs (" + facts.fabric.manager.process_evidence +
+           "; the GPU Operator's driver container runs it without a host package)";
+  const auto& gpus = facts.gpus.gpus;
+  const bool all_completed = !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const GpuFacts& gpu) {
+    return gpu.fabric && gpu.fabric->state == GpuFabricInfo::State::completed && gpu.fabric->status_ok;
+  });
+  if (!all_completed) return {};
+  return "every GPU's NVLink fabric state is Completed/Success, which the fabric manager sets: it runs outside the "
+         "host's view (the GPU Operator's driver container)";
 }
 
 std::string fabric_install_hint(const std::string& driver) {
@@ -121,6 +137,23 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
   }
   const std::string switches = describe_switches(fabric);
   const std::string driver = driver_version(facts);
+  // The GPU Operator runs the fabric manager in its driver container: no host package or unit, yet a working fabric.
+  if (!manager.installed || manager.running == false) {
+    if (const std::string elsewhere = fabric_manager_elsewhere(facts); !elsewhere.empty()) {
+      const bool host_unit_down = manager.installed;
+      out.push_back(make("fabric.manager", host_unit_down && !manager.process_seen ? Status::warn : Status::pass,
+                         switches + ": " +
+                             (host_unit_down ? "the host's nvidia-fabricmanager service is " + manager.service_state
+                                             : std::string("no fabric manager on the host")) +
+                             ", but " + elsewhere,
+                         host_unit_down && !manager.process_seen
+                             ? "if the GPU Operator runs the fabric manager, remove the host's package; else " +
+                                   std::string(k_start_fabric_manager)
+                             : std::string(),
+                         k_fabric_manager_source));
+      return;
+    }
+  }
   if (!manager.installed) {
     out.push_back(make("fabric.manager", Status::fail,
                        switches + " but no fabric manager is installed: the GPUs cannot use NVLink through them",

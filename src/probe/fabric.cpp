@@ -86,6 +86,7 @@ void collect_fabric_manager(system::System& system, bool live, bool ask, std::ch
     }
     break;
   }
+  if (ask) find_fabric_manager_process(system, manager);
   if (!ask) {
     manager.service_state = live ? "not asked: no NVSwitch needs the fabric manager"
                                  : "not asked under --root (systemd is not queried in an inspected tree)";
@@ -194,6 +195,19 @@ void collect_fabric(system::System& system, bool live, std::chrono::milliseconds
   collect_fabric_manager(system, live, live && switched, timeout, facts.fabric.manager);
   collect_gpudirect(system, live, facts.fabric);
   collect_gpu_numa(system, facts.gpus, facts.fabric);
+}
+
+void find_fabric_manager_process(system::System& system, FabricManagerFacts& manager) {
+  for (const std::string& pid : system.list_directory("/proc")) {
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string path = "/proc/" + pid + "/comm";
+    auto comm = system.read_file(path, system::FileKind::host_text);
+    if (comm && util::trim(*comm) == "nv-fabricmanage") {
+      manager.process_seen = true;
+      manager.process_evidence = path;
+      return;
+    }
+  }
 }
 
 }  // namespace gpuenv::probe

@@ -19,6 +19,10 @@ namespace gpuenv::probe {
 /// systemd for the service state and (on RPM systems) rpm for the package; under --root only files are read.
 void collect_fabric(system::System& system, bool live, std::chrono::milliseconds timeout, HostFacts& facts);
 
+/// Sets manager.process_seen when a process named nv-fabricmanager runs: /proc/<pid>/comm holds the kernel's name of
+/// each task, 15 characters at most (TASK_COMM_LEN 16 with its NUL), so "nv-fabricmanage" (proc(5), /proc/pid/comm).
+void find_fabric_manager_process(system::System& system, FabricManagerFacts& manager);
+
 /// The fabric manager among installed dpkg packages: "nvidia-fabricmanager-550" (R550 and earlier branches) or
 /// "nvidia-fabricmanager" (newer), with the upstream version ("550.54.15-1" -> "550.54.15"); nullopt when absent.
 /// Development packages (-dev, libnvidia-nscq) are not the service. Pure.

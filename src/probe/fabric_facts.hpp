@@ -40,6 +40,10 @@ struct FabricManagerFacts {
   std::string service_state;    ///< what systemctl printed ("active", "failed", "inactive"), or why it is unknown
   bool nvlsm_installed = false;
   std::string nvlsm_version;
+  /// A process named nv-fabricmanager is visible in /proc (live only): the GPU Operator runs the fabric manager
+  /// inside its driver container, with no host package or unit (NVIDIA/gpu-driver-container nvidia-driver).
+  bool process_seen = false;
+  std::string process_evidence;  ///< "/proc/4242/comm"
 };
 
 /// One RDMA port under /sys/class/infiniband/<device>/ports/<port>.

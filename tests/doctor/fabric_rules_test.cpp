@@ -15,6 +15,7 @@
 #include "doctor/rule_rows.hpp"
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
+#include "probe/fabric.hpp"
 #include "probe/facts.hpp"
 #include "probe/pci_devices.hpp"
 #include "probe/rdma.hpp"
@@ -70,6 +71,11 @@ HostFacts hgx() {
   facts.fabric.manager.service_state = "active";
   facts.rdma.availability.available = true;
   return facts;
+}
+
+/// The GPUs as a board whose fabric manager never ran leaves them: fabric state "Not Started".
+void fabric_not_started(HostFacts& facts) {
+  for (auto& gpu : facts.gpus.gpus) gpu.fabric->state = GpuFabricInfo::State::not_started;
 }
 
 std::vector<Finding> evaluate(const HostFacts& facts, const gpuenv::doctor::InstanceExpectation* type = nullptr) {
@@ -146,6 +152,7 @@ TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no 
   // B200/B100: FM works with NVLSM). On a system without NVSwitches the service exits with NV_WARN_NOTHING_TO_DO.
   HostFacts missing = hgx();
   missing.fabric.manager = {};
+  fabric_not_started(missing);  // without a fabric manager no GPU gets past "Not Started"
   const Finding& absent = require_finding(evaluate(missing), "fabric.manager");
   CHECK(absent.status == Status::fail);
   CHECK(absent.message.find("4 NVSwitches") != std::string::npos);
@@ -161,6 +168,7 @@ TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no 
   HostFacts stopped = hgx();
   stopped.fabric.manager.running = false;
   stopped.fabric.manager.service_state = "failed";
+  fabric_not_started(stopped);
   const Finding& down = require_finding(evaluate(stopped), "fabric.manager");
   CHECK(down.status == Status::fail);
   CHECK(down.message.find("service is failed") != std::string::npos);
@@ -196,18 +204,70 @@ TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still n
   b200.fabric.nvswitches.clear();
   b200.fabric.nvlink5_bridges = {"mlx5_10", "mlx5_11"};
   b200.fabric.manager = {};
+  fabric_not_started(b200);
   const Finding& absent = require_finding(evaluate(b200), "fabric.manager");
   CHECK(absent.status == Status::fail);
   CHECK(absent.message.find("NVLink5 switches managed through mlx5_10, mlx5_11") != std::string::npos);
   CHECK(absent.remedy.find("exactly 550.54.15") != std::string::npos);
 
-  b200.fabric.manager = hgx().fabric.manager;
+  b200 = hgx();
+  for (auto& gpu : b200.gpus.gpus) gpu.name = "NVIDIA B200";
+  b200.fabric.nvswitches.clear();
+  b200.fabric.nvlink5_bridges = {"mlx5_10", "mlx5_11"};
   CHECK(require_finding(evaluate(b200), "fabric.manager").status == Status::warn);  // NVLSM missing
   b200.fabric.manager.nvlsm_installed = true;
   b200.fabric.manager.nvlsm_version = "2025.03.0";
   const Finding& ready = require_finding(evaluate(b200), "fabric.manager");
   CHECK(ready.status == Status::pass);
   CHECK(ready.message.find("NVLSM 2025.03.0") != std::string::npos);
+}
+
+TEST_CASE("fabric.manager: the GPU Operator's fabric manager, in its driver container, is not a missing one",
+          "[doctor][fabric]") {
+  // The GPU Operator starts nv-fabricmanager inside the nvidia-driver-ctr container (NVIDIA/gpu-driver-container,
+  // ubuntu22.04/nvidia-driver: _start_fabricmanager): the host has no package, no binary and no systemd unit of it.
+  // NVML's fabric state Completed/Success is set only once the fabric manager has configured the GPU (nvml.h,
+  // nvmlGpuFabricInfo_t), so it shows the fabric manager at work wherever it runs.
+  HostFacts operator_node = hgx();
+  operator_node.fabric.manager = {};
+  const Finding& completed = require_finding(evaluate(operator_node), "fabric.manager");
+  CHECK(completed.status == Status::pass);
+  CHECK(completed.message.find("no fabric manager on the host") != std::string::npos);
+  CHECK(completed.message.find("Completed/Success") != std::string::npos);
+
+  fabric_not_started(operator_node);  // a visible process is enough while the GPUs are still being registered
+  operator_node.fabric.manager.process_seen = true;
+  operator_node.fabric.manager.process_evidence = "/proc/4242/comm";
+  const Finding& process = require_finding(evaluate(operator_node), "fabric.manager");
+  CHECK(process.status == Status::pass);
+  CHECK(process.message.find("/proc/4242/comm") != std::string::npos);
+
+  HostFacts baked = hgx();  // a host package left disabled while the fabric works: worth a look, not a drain
+  baked.fabric.manager.running = false;
+  baked.fabric.manager.service_state = "inactive";
+  const Finding& inactive = require_finding(evaluate(baked), "fabric.manager");
+  CHECK(inactive.status == Status::warn);
+  CHECK(inactive.remedy.find("remove the host's package") != std::string::npos);
+
+  HostFacts partial = hgx();  // one GPU not registered and no process: the fabric manager is missing after all
+  partial.fabric.manager = {};
+  partial.gpus.gpus[3].fabric->state = GpuFabricInfo::State::in_progress;
+  CHECK(require_finding(evaluate(partial), "fabric.manager").status == Status::fail);
+}
+
+TEST_CASE("fabric manager process: found by its kernel name in /proc", "[probe][fabric]") {
+  gpuenv::testing::FakeSystem system;
+  system.files["/proc/1/comm"] = "systemd\n";
+  system.files["/proc/4242/comm"] = "nv-fabricmanage\n";  // TASK_COMM_LEN 16: 15 characters and the NUL
+  system.files["/proc/self/comm"] = "nv-fabricmanage\n";  // not a pid: skipped
+  gpuenv::probe::FabricManagerFacts manager;
+  gpuenv::probe::find_fabric_manager_process(system, manager);
+  CHECK(manager.process_seen);
+  CHECK(manager.process_evidence == "/proc/4242/comm");
+  system.files.erase("/proc/4242/comm");
+  gpuenv::probe::FabricManagerFacts none;
+  gpuenv::probe::find_fabric_manager_process(system, none);
+  CHECK_FALSE(none.process_seen);
 }
 
 TEST_CASE("nvlink5_management_bridges: only InfiniBand devices whose VPD says SW_MNG, sorted", "[probe][fabric]") {
