@@ -42,6 +42,9 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
   unsigned links = 0;
   for (const probe::GpuLinkGrowth& gpu : growth.gpus) {
     for (const probe::NvLinkGrowth& link : gpu.nvlinks) {
+      // A link none of whose counters read at both ends (NVLink5 reports other fields) is not "no error".
+      const bool read = link.replay || link.recovery || link.crc || (link.active_before && !link.active_after);
+      if (!read) continue;
       ++links;
       const std::string where = counter_gpu_label(gpu) + " link " + std::to_string(link.link);
       if (link.active_before && !link.active_after)
@@ -59,7 +62,9 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
     }
   }
   if (links == 0) {
-    out.push_back(make("nvlink.errors", Status::skip, "no GPU reports NVLink error counters"));
+    out.push_back(make("nvlink.errors", Status::skip,
+                       "no GPU reported NVLink replay, recovery or CRC counters at both readings (Blackwell's NVLink5 "
+                       "reports other fields)"));
   } else if (problems.lines.empty()) {
     out.push_back(
         make("nvlink.errors", Status::pass,

@@ -497,6 +497,19 @@ TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during
   }));
   CHECK(require_finding(findings, "nvlink.errors").status == Status::skip);
   CHECK(require_finding(findings, "pcie.replay").message.find("did not answer") != std::string::npos);
+  // Links whose DL counters do not read (NVLink5 on Blackwell reports other fields: DCGM's MonitorNVLink5Fields) are
+  // not "no error": with none readable the finding skips, and only readable links are counted.
+  const auto unread = [](LinkCounterSnapshot& s) {
+    for (auto& link : s.gpus[0].nvlinks) link.replay = link.recovery = link.crc_flit = link.crc_data = std::nullopt;
+  };
+  const auto blackwell = evaluate(with_counters(20, [&](LinkCounterSnapshot& s) { unread(s); }));
+  CHECK(require_finding(blackwell, "nvlink.errors").status == Status::skip);
+  HostFacts one_unread = with_counters(20, [](LinkCounterSnapshot&) {});
+  for (auto* snapshot : {&one_unread.counters_start, &one_unread.counters_end})
+    snapshot->gpus[0].nvlinks[1].replay = snapshot->gpus[0].nvlinks[1].recovery =
+        snapshot->gpus[0].nvlinks[1].crc_flit = snapshot->gpus[0].nvlinks[1].crc_data = std::nullopt;
+  CHECK(require_finding(evaluate(one_unread), "nvlink.errors").message.find("1 NVLinks: no replay") !=
+        std::string::npos);
   CHECK(require_finding(findings, "ib.errors").status == Status::pass);
   // evaluate_link_counters is the same judgement alone (doctor appends it after its end reading).
   const auto alone = gpuenv::doctor::evaluate_link_counters(
