@@ -203,7 +203,11 @@ void check_sxid(const HostFacts& facts, Findings& out) {
     return;
   }
   std::map<std::pair<int, std::string>, unsigned> groups;  // (code, NVSwitch bus) -> headlines
-  for (const probe::SxidEvent& event : facts.sxid_events) ++groups[{event.code, event.pci_bus_id}];
+  std::set<std::pair<int, std::string>> printed_fatal;     // groups the driver called "Fatal" at least once
+  for (const probe::SxidEvent& event : facts.sxid_events) {
+    ++groups[{event.code, event.pci_bus_id}];
+    if (event.fatal) printed_fatal.insert({event.code, event.pci_bus_id});
+  }
   Status worst = Status::pass;
   std::vector<std::string> lines;
   std::vector<std::string> remedies;
@@ -221,6 +225,15 @@ void check_sxid(const HostFacts& facts, Findings& out) {
                                                         : Status::pass;
       remedy = info->action == "-" ? std::string() : "SXid " + std::to_string(code) + ": " + info->action;
       source = info->source;
+    } else if (printed_fatal.count(key) != 0) {
+      // The driver's own word for a code the table lacks: the guide's fatal SXids are recovered only by a restart
+      // (its "fatal" section says restart the guest VM, "always fatal" the host: data/sxid.toml's header), which is
+      // what table rows of category fatal already map to (severity error).
+      line += " (Fatal, not in gpuenv's SXid table)";
+      status = Status::fail;
+      remedy =
+          "the driver called SXid " + std::to_string(code) +
+          " fatal: drain the node and reset the GPUs and NVSwitches (reboot); open a hardware ticket if it returns";
     } else {
       line += " (not in gpuenv's SXid table)";
     }

@@ -224,8 +224,10 @@ TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still n
 
 TEST_CASE("fabric.manager: the GPU Operator's fabric manager, in its driver container, is not a missing one",
           "[doctor][fabric]") {
-  // The GPU Operator starts nv-fabricmanager inside the nvidia-driver-ctr container (NVIDIA/gpu-driver-container,
-  // ubuntu22.04/nvidia-driver: _start_fabricmanager): the host has no package, no binary and no systemd unit of it.
+  // The GPU Operator starts nv-fabricmanager inside the nvidia-driver-ctr container: "deployed either as a systemd
+  // service (nvidia-fabricmanager.service) on bare-metal / host-driver installations [or] a child daemon process
+  // inside the GPU Operator's nvidia-driver-ctr container" (NVIDIA/NVSentinel issue 883): the host then has no
+  // package, no binary and no systemd unit of it.
   // NVML's fabric state Completed/Success is set only once the fabric manager has configured the GPU (nvml.h,
   // nvmlGpuFabricInfo_t), so it shows the fabric manager at work wherever it runs.
   HostFacts operator_node = hgx();
@@ -307,6 +309,12 @@ TEST_CASE("fabric.sxid: fatal SXids fail, corrected ECC passes, an unknown code 
   const Finding& unknown = require_finding(evaluate(corrected), "fabric.sxid");
   CHECK(unknown.status == Status::warn);
   CHECK(unknown.message.find("not in gpuenv's SXid table") != std::string::npos);
+  corrected.sxid_events.push_back({99998, "nvidia-nvswitch0", "0000:05:00.0", true, "new and fatal", "", 3});
+  const Finding& unknown_fatal = require_finding(evaluate(corrected), "fabric.sxid");
+  CHECK(unknown_fatal.status == Status::fail);  // the driver printed "Fatal": trusted for a code the table lacks
+  CHECK(unknown_fatal.message.find("SXid 99998 on 0000:05:00.0 (Fatal, not in gpuenv's SXid table)") !=
+        std::string::npos);
+  CHECK(unknown_fatal.remedy.find("reset the GPUs and NVSwitches") != std::string::npos);
 
   HostFacts unreadable = hgx();
   unreadable.kernel_log_source = "unreadable: dmesg is not allowed";
