@@ -49,6 +49,14 @@ std::string header(const JobRequest& request, const Network& network, const std:
          "; its settings: " + network.source + "\n";
 }
 
+/// NCCL's INFO lines for initialisation and the network ("NET/IB : Using", "NET/Socket : Using"): without them the
+/// judge cannot see a run that fell back to TCP sockets (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
+/// env.html, NCCL_DEBUG and NCCL_DEBUG_SUBSYS).
+const std::vector<std::string>& transport_logging() {
+  static const std::vector<std::string> entries = {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"};
+  return entries;
+}
+
 std::string slurm_script(const JobRequest& request, const Network& network) {
   std::string text = "#!/bin/bash\n" + header(request, network, "#");
   text += "# Submit with `sbatch`; when gpuenv is installed on the first node, the job judges its own output.\n";
@@ -58,6 +66,7 @@ std::string slurm_script(const JobRequest& request, const Network& network) {
   text += "#SBATCH --gpus-per-node=" + std::to_string(request.gpus_per_node) + "\n";
   text += "#SBATCH --exclusive\n#SBATCH --time=00:30:00\n#SBATCH --output=gpuenv-nccl-%j.log\n";
   text += "set -uo pipefail\n";
+  for (const std::string& entry : transport_logging()) text += "export " + entry + "\n";
   for (const std::string& entry : network.env) text += "export " + entry + "\n";
   text += "out=\"gpuenv-nccl-${SLURM_JOB_ID}.out\"\nstatus=0\n";
   text += "srun --mpi=pmix --cpu-bind=none";
@@ -80,9 +89,11 @@ std::string kubernetes_manifest(const JobRequest& request, const Network& networ
   std::vector<std::string> command = {"mpirun",    "--allow-run-as-root",
                                       "-np",       std::to_string(request.nodes * request.gpus_per_node),
                                       "--bind-to", "none"};
-  for (const std::string& entry : network.env) {
-    command.emplace_back("-x");
-    command.push_back(entry);
+  for (const auto* entries : {&transport_logging(), &network.env}) {
+    for (const std::string& entry : *entries) {
+      command.emplace_back("-x");
+      command.push_back(entry);
+    }
   }
   for (const std::string& argument : test_arguments(request)) command.push_back(argument);
   std::string text = header(request, network, "#");

@@ -62,6 +62,18 @@ Finding results_finding(const NcclTestsOutput& output) {
             "open a hardware ticket if it repeats",
             k_tests_source};
   }
+  // nccl-tests prints "# Out of bounds values : N OK|FAILED" only after every size has run and its buffers are freed
+  // (NVIDIA/nccl-tests src/common.cu, the end of run()): without it the run died part-way, and the rows it left
+  // judge only the sizes before the failure.
+  if (!output.out_of_bounds) {
+    std::string message = "the run stopped after " + std::to_string(output.rows.size()) +
+                          " sizes, before nccl-tests' closing \"# Out of bounds values\" line";
+    if (!output.nccl_warnings.empty()) message += "; NCCL said: " + output.nccl_warnings.front();
+    return {"nccl.results", Status::fail, message,
+            "read the job's log for the rank that failed (NCCL WARN, Xid, a killed process), run `gpuenv doctor` "
+            "on its node, and run the job again",
+            k_tests_source};
+  }
   if (unchecked) {
     return {"nccl.results", Status::warn, "results were not checked (#wrong N/A: the test ran with -c 0)",
             "run nccl-tests with -c 1 (the default) so that every result is verified", k_tests_source};

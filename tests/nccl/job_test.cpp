@@ -52,6 +52,8 @@ TEST_CASE("job: the Slurm script runs all_reduce_perf with srun --mpi=pmix and j
   CHECK(script->rfind("#!/bin/bash\n", 0) == 0);
   for (const char* line : {"#SBATCH --nodes=4\n", "#SBATCH --ntasks-per-node=8\n", "#SBATCH --gpus-per-node=8\n",
                            "export FI_PROVIDER=efa\n", "export FI_EFA_USE_DEVICE_RDMA=1\n",
+                           // NCCL's network INFO lines, so that `nccl judge` sees a fall-back to TCP sockets
+                           "export NCCL_DEBUG=INFO\n", "export NCCL_DEBUG_SUBSYS=INIT,NET\n",
                            "srun --mpi=pmix --cpu-bind=none /opt/nccl-tests/build/all_reduce_perf -b 8388608 -e "
                            "17179869184 -f 2 -g 1 -c 1 -n 20 2>&1 | tee \"$out\" || status=$?\n",
                            "  gpuenv nccl judge \"$out\" --nodes 4 --instance-type p5.48xlarge || status=$?\n"}) {
@@ -108,7 +110,9 @@ TEST_CASE("job: the Kubernetes MPIJob parses as YAML with the MPI Operator's v2b
       "assert limits == {'nvidia.com/gpu': 8, 'vpc.amazonaws.com/efa': 32}, limits\n"
       "c = launcher['command']\n"
       "assert c[:4] == ['mpirun', '--allow-run-as-root', '-np', '32'], c\n"
-      "assert c[c.index('-x') + 1] == 'FI_PROVIDER=efa'\n"
+      "x = [c[i + 1] for i, a in enumerate(c) if a == '-x']\n"
+      "assert x == ['NCCL_DEBUG=INFO', 'NCCL_DEBUG_SUBSYS=INIT,NET', 'FI_PROVIDER=efa', 'FI_EFA_USE_DEVICE_RDMA=1'], "
+      "x\n"
       "assert c[-13:] == ['/opt/nccl-tests/build/all_reduce_perf', '-b', '8388608', '-e', '17179869184', '-f', '2', "
       "'-g', '1', '-c', '1', '-n', '20'], c\n";
   auto system = gpuenv::system::make_real_system();

@@ -201,20 +201,37 @@ TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node
   CHECK(advisory.message.find("unverified: reported, not judged") != std::string::npos);
 }
 
-TEST_CASE("nccl data: floors and networks parse, every row sourced, judged rows are Azure's verified ones", "[nccl]") {
-  CHECK(data().floors.size() >= 8);
-  for (const auto& floor : data().floors) {
-    INFO(floor.instance_type);
-    CHECK_FALSE(floor.source.empty());
-    CHECK(floor.busbw_gbps > 0);
-    if (floor.judged) CHECK(floor.source.find("Azure/azurehpc-health-checks conf/") == 0);
-  }
-  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
-  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
-  CHECK(data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
-  CHECK(data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
-  CHECK(data().network("no-such")->name == "default");
-  CHECK(gpuenv::nccl::size_text(17179869184ULL) == "16 GiB");
-  CHECK(gpuenv::nccl::size_text(8) == "8 B");
-  CHECK(gpuenv::nccl::size_text(1000) == "1000 B");
+TEST_CASE("judge: a run that died part-way is not judged on the sizes it left", "[nccl]") {
+  // nccl-tests prints "# Out of bounds values" only after its last size (NVIDIA/nccl-tests src/common.cu, the end of
+  // run()); a rank that fails mid-run ends the job with the table cut short and NCCL's WARN lines.
+  const std::string full = read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt");
+  const std::size_t footer = full.find("# Out of bounds values");
+  REQUIRE(footer != std::string::npos);
+  const std::string cut = full.substr(0, footer) +
+                          "ztan-mig-gq73:1234:1300 [3] NCCL WARN NET/IB : Got completion with error 12, opcode 0\n";
+  auto died = parse_nccl_tests_output(cut);
+  REQUIRE(died);
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*died, {"a3-megagpu-8g", 2}, data());
+  const Finding& results = require_finding(judged.findings, "nccl.results");
+  CHECK(results.status == Status::fail);
+  CHECK(results.message.find("before nccl-tests' closing \"# Out of bounds values\" line") != std::string::npos);
+  CHECK(results.message.find("NCCL WARN NET/IB : Got completion with error 12") != std::string::npos);
+  CHECK(judged.verdict == gpuenv::report::Verdict::not_ok);
+}
+
+, every row sourced, judged rows are Azure's verified ones", "[nccl]") { CHECK(data().floors.size() >= 8);
+for (const auto& floor : data().floors) {
+  INFO(floor.instance_type);
+  CHECK_FALSE(floor.source.empty());
+  CHECK(floor.busbw_gbps > 0);
+  if (floor.judged) CHECK(floor.source.find("Azure/azurehpc-health-checks conf/") == 0);
+}
+CHECK(data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
+CHECK(data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
+CHECK(data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
+CHECK(data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
+CHECK(data().network("no-such")->name == "default");
+CHECK(gpuenv::nccl::size_text(17179869184ULL) == "16 GiB");
+CHECK(gpuenv::nccl::size_text(8) == "8 B");
+CHECK(gpuenv::nccl::size_text(1000) == "1000 B");
 }
