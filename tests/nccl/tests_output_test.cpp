@@ -91,6 +91,12 @@ TEST_CASE("parse: a table without a device list, not nccl-tests at all", "[nccl]
   CHECK(ring->ranks.empty());
   REQUIRE(ring->rows.size() == 5);
   CHECK(ring->rows[4].in_place.busbw_gbps == Approx(94.80));
+  // Without a device list or --nodes the node count is unknown: no floor judges it, whatever the instance type.
+  const Finding& unknown_nodes = require_finding(
+      gpuenv::nccl::judge_nccl_tests(*ring, {"Standard_ND96isr_H100_v5"}, data()).findings, "nccl.busbw");
+  CHECK(unknown_nodes.status == Status::pass);
+  CHECK(unknown_nodes.message.find("the number of nodes is unknown") != std::string::npos);
+  CHECK(unknown_nodes.remedy.find("--nodes N") != std::string::npos);
   auto nothing = parse_nccl_tests_output("hello\nworld\n");
   REQUIRE_FALSE(nothing);
   CHECK(nothing.error().message.find("no nccl-tests result table") != std::string::npos);
@@ -109,7 +115,9 @@ TEST_CASE("parse: srun --label prefixes, validation off (N/A), sockets between n
       "0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
       "busbw #wrong\n"
       "0:   1073741824     268435456     float     sum      -1    10314  104.11  104.11    N/A    10339  103.85  "
-      "103.85    N/A\n";
+      "103.85    N/A\n"
+      "0: # Out of bounds values : 0 OK\n"
+      "0: # Avg bus bandwidth    : 103.98\n";
   auto output = parse_nccl_tests_output(text);
   REQUIRE(output);
   CHECK(output->ranks.size() == 2);
@@ -219,8 +227,9 @@ TEST_CASE("judge: a run that died part-way is not judged on the sizes it left", 
   CHECK(judged.verdict == gpuenv::report::Verdict::not_ok);
 }
 
-, every row sourced, judged rows are Azure's verified ones", "[nccl]") { CHECK(data().floors.size() >= 8);
-for (const auto& floor : data().floors) {
+, every row sourced,
+    judged rows are Azure's verified ones", "[nccl]") { CHECK(data().floors.size() >= 8); for (const auto& floor :
+                                                                                               data().floors) {
   INFO(floor.instance_type);
   CHECK_FALSE(floor.source.empty());
   CHECK(floor.busbw_gbps > 0);
