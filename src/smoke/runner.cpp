@@ -20,8 +20,8 @@ using report::Status;
 
 const std::vector<std::string>& judged_metric_ids() {
   static const std::vector<std::string> ids = {
-      "h2d_pinned",       "d2h_pinned", "h2d_pageable",      "d2h_pageable",     "d2d",
-      "memory_bandwidth", "sgemm_fp32", "gemm_bf16",         "gemm_fp16",        "cublas_sgemm_fp32",
+      "h2d_pinned",       "d2h_pinned",       "h2d_pageable", "d2h_pageable", "d2d",
+      "memory_bandwidth", "sgemm_fp32",       "gemm_bf16",    "gemm_fp16",    "cublas_sgemm_fp32",
       "cublas_gemm_bf16", "cublas_gemm_fp16", "p2p"};
   return ids;
 }
@@ -60,15 +60,34 @@ void concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus, SmokeReport& 
 void check_gpu_count(const SmokeOptions& options, SmokeReport& report) {
   if (!options.expect_gpus) return;
   const int expected = *options.expect_gpus;
+  const bool mig = std::any_of(report.devices.begin(), report.devices.end(),
+                               [](const DeviceResult& device) { return !device.info.mig_profile.empty(); });
+  if (mig && report.device_count < expected) {
+    // CUDA lists MIG instances, not GPUs, and a process sees one instance of all the node's ("regardless of how
+    // many MIG devices are created ... a single CUDA process can only enumerate a single MIG device": NVIDIA MIG
+    // user guide, "CUDA Device Enumeration"): fewer devices than GPUs is then no missing GPU.
+    report.findings.push_back(Finding{"smoke.gpu_count",
+                                      Status::skip,
+                                      std::to_string(report.device_count) + " CUDA devices visible, " +
+                                          std::to_string(expected) +
+                                          " GPUs expected: MIG instances are visible, and CUDA counts those, not "
+                                          "GPUs; not judged here (doctor's GPU count reads NVML)",
+                                      "`nvidia-smi -L` lists the GPUs and their MIG instances",
+                                      {}});
+    return;
+  }
   if (report.device_count >= expected) {
-    report.findings.push_back(Finding{"smoke.gpu_count", Status::pass,
-                                      std::to_string(report.device_count) + " GPUs visible, " +
-                                          std::to_string(expected) + " expected",
-                                      {}, {}});
+    report.findings.push_back(
+        Finding{"smoke.gpu_count",
+                Status::pass,
+                std::to_string(report.device_count) + " GPUs visible, " + std::to_string(expected) + " expected",
+                {},
+                {}});
     return;
   }
   report.findings.push_back(
-      Finding{"smoke.gpu_count", Status::fail,
+      Finding{"smoke.gpu_count",
+              Status::fail,
               "the driver reports " + std::to_string(report.device_count) + " GPUs, " + std::to_string(expected) +
                   " expected: a GPU is missing (fallen off the bus, disabled, or hidden by CUDA_VISIBLE_DEVICES); "
                   "peer floors of a " +
@@ -106,8 +125,8 @@ void finish_devices(std::vector<DeviceRun>& runs, const std::vector<std::shared_
       for (const auto& [ordinal, why] : busy) {
         const std::string gpu = "GPU " + std::to_string(ordinal);
         const bool first = pair.rfind(gpu + " ", 0) == 0;
-        const bool second = pair.size() >= gpu.size() + 1 &&
-                            pair.compare(pair.size() - gpu.size() - 1, gpu.size() + 1, " " + gpu) == 0;
+        const bool second =
+            pair.size() >= gpu.size() + 1 && pair.compare(pair.size() - gpu.size() - 1, gpu.size() + 1, " " + gpu) == 0;
         if (first || second) reason = gpu + ": " + why;
       }
       const bool rate = finding.status != Status::fail || finding.message.find("fail below") != std::string::npos;
@@ -153,7 +172,6 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   if (driver == nullptr) return finish();
   int driver_version = 0;
   if (!initialise_driver(driver, options, report, driver_version)) return finish();
-  check_gpu_count(options, report);
   const std::shared_ptr<const Cublas> cublas =
       options.cublas ? open_cublas(system, options, driver_version, report) : nullptr;
   const std::shared_ptr<const NvmlMonitor> nvml = NvmlMonitor::open(system, options.nvml_library);
@@ -187,6 +205,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     gpus.push_back(std::move(gpu));
   }
   run_in_parallel(runs);
+  check_gpu_count(options, report);  // after the runs: whether CUDA shows MIG instances is known from their names
   if (gpus.size() > 1) concurrent_h2d(gpus, report);
   if (options.peer && gpus.size() > 1) {
     const int board = std::max(report.device_count, options.expect_gpus.value_or(0));

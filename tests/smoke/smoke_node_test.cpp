@@ -105,6 +105,16 @@ TEST_CASE("smoke: one MIG instance of several is never an OK for the whole GPU",
   // The only instance: nothing else to test.
   const SmokeReport only = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 1\n", slice, small_options());
   CHECK(find(only.devices.at(0).findings, "smoke.mig")->status == Status::skip);
+  // An 8-GPU node in MIG mode (doctor passes the instance type's 8): CUDA shows one instance, not eight GPUs, which
+  // is no missing GPU (MIG user guide, "CUDA Device Enumeration": one MIG device per CUDA process).
+  SmokeOptions eight = small_options();
+  eight.expect_gpus = 8;
+  const SmokeReport node = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 1\n", slice, eight);
+  const Finding* count = find(node.findings, "smoke.gpu_count");
+  REQUIRE(count != nullptr);
+  CHECK(count->status == Status::skip);
+  CHECK(count->message.find("1 CUDA devices visible, 8 GPUs expected: MIG instances are visible") == 0);
+  CHECK(node.verdict != Verdict::not_ok);
 }
 
 TEST_CASE("smoke: level-2 counters before and after the run, judged as DCGM's diagnostic and health watch do",
