@@ -153,9 +153,12 @@ Finding missed_deadline(RunBudget& budget, int ordinal, const std::string& id) {
                    {}};
   }
   if (budget.spent() && !blocker) {
-    return Finding{id, Status::skip,
+    // A warning, not a skip: a node whose GPUs were not all tested must not read as OK (DEGRADED until it is).
+    return Finding{id,
+                   Status::warn,
                    "not tested: the run's time budget (--budget) was spent; this GPU's remaining steps were not run",
-                   "raise --budget, or test fewer GPUs at once (--device)", {}};
+                   "raise --budget, or test fewer GPUs at once (--device)",
+                   {}};
   }
   budget.note_hang(ordinal);
   return hang_finding(id, budget.step_timeout());

@@ -151,7 +151,8 @@ TEST_CASE("smoke: a run that outlasts its budget reports the rest as not tested,
     CAPTURE(finding.id, finding.message);
     CHECK(finding.status != Status::fail);
   }
-  CHECK(report.verdict != Verdict::not_ok);
+  // Not OK either: GPUs that were not all tested are not vouched for (DEGRADED until a run finishes).
+  CHECK(report.verdict == Verdict::degraded);
 }
 
 TEST_CASE("smoke: a GPU that fails before the concurrent start line does not hold the others there", "[smoke]") {
