@@ -36,10 +36,12 @@ void DeviceRun::read_usage_after() {
 
 void DeviceRun::mark_busy(const std::string& reason) {
   mark_not_judged(m_result.findings, m_result.metrics, reason);
-  m_result.findings.push_back(Finding{"smoke.busy", Status::skip,
+  m_result.findings.push_back(Finding{"smoke.busy",
+                                      Status::skip,
                                       reason + ": the performance figures are shown, not judged (results are still "
                                                "verified)",
-                                      "run smoke when no other process uses the GPU (`nvidia-smi` lists them)", {}});
+                                      "run smoke when no other process uses the GPU (`nvidia-smi` lists them)",
+                                      {}});
 }
 
 void mark_not_judged(std::vector<Finding>& findings, const std::vector<Metric>& metrics, const std::string& reason) {
@@ -67,8 +69,9 @@ void DeviceRun::judge_mig_instance(const std::string& profile) {
                   "to judge a slice, give its numbers: --expect ID=V / --minimum ID=V",
                   {}};
   const std::string bus_id = m_gpu->info.pci_bus_id;  // a MIG instance's is its GPU's
-  const std::optional<MigInstances> instances = read_bounded<MigInstances>(
-      m_gpu->nvml, [bus_id](const NvmlMonitor& nvml) { return nvml.mig_instances(bus_id); });
+  const std::optional<MigInstances> instances =
+      read_bounded<MigInstances>(m_gpu->nvml, [bus_id](const NvmlMonitor& nvml) { return nvml.mig_instances(bus_id); });
+  if (instances) m_result.info.mig_instances = static_cast<unsigned>(instances->uuids.size());
   if (instances && instances->uuids.size() > 1) {
     const std::string count = std::to_string(instances->uuids.size());
     const std::string visible = m_system.environment("CUDA_VISIBLE_DEVICES").value_or("");
@@ -77,10 +80,11 @@ void DeviceRun::judge_mig_instance(const std::string& profile) {
       finding.message += "; CUDA_VISIBLE_DEVICES selects it, the GPU's other " +
                          std::to_string(instances->uuids.size() - 1) + " instances are not tested by this run";
     } else {
-      // A CUDA process sees one MIG instance: an OK here would vouch for the whole GPU from one slice.
+      // Before R570 a CUDA process sees one MIG instance in all: an OK here would vouch for the whole GPU from one
+      // slice. From R570 it sees one per GPU instance, and the runner counts this GPU's (note_mig_coverage).
       finding.status = Status::warn;
-      finding.message = "1 of " + count + " MIG instances tested: a CUDA process sees one instance, so the GPU's other " +
-                        std::to_string(instances->uuids.size() - 1) + " instances were not tested; " +
+      finding.message = "1 of " + count + " MIG instances tested: this process sees no other instance of this GPU, " +
+                        "so its other " + std::to_string(instances->uuids.size() - 1) + " were not tested; " +
                         finding.message;
       finding.remedy = "run smoke once per instance: CUDA_VISIBLE_DEVICES=<uuid> gpuenv smoke (instances: " +
                        util::join(instances->uuids, ", ") + ")";
@@ -98,8 +102,8 @@ void DeviceRun::finish(int board_gpus) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
   // An inactive link fails where Azure's aznhc runs check_nvlink_status with a verified NVLink floor: an 8-GPU
   // NVSwitch board of an SXM model (elsewhere, e.g. NVL bridges with 12 of 18 links, it is only counted).
-  const GpuExpectation* model = m_result.info.mig_profile.empty() ? find_gpu(*m_expectations, m_gpu->info.name)
-                                                                  : nullptr;
+  const GpuExpectation* model =
+      m_result.info.mig_profile.empty() ? find_gpu(*m_expectations, m_gpu->info.name) : nullptr;
   const bool board = model != nullptr && model->p2p_read_minimum && model->is_verified("p2p_read_minimum") &&
                      model->p2p_board_gpus && *model->p2p_board_gpus == board_gpus;
   m_result.findings.push_back(judge_link_errors(m_fabric_before, *after, seconds, board));

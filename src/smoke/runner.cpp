@@ -62,10 +62,9 @@ void check_gpu_count(const SmokeOptions& options, SmokeReport& report) {
   const int expected = *options.expect_gpus;
   const bool mig = std::any_of(report.devices.begin(), report.devices.end(),
                                [](const DeviceResult& device) { return !device.info.mig_profile.empty(); });
-  if (mig && report.device_count < expected) {
-    // CUDA lists MIG instances, not GPUs, and a process sees one instance of all the node's ("regardless of how
-    // many MIG devices are created ... a single CUDA process can only enumerate a single MIG device": NVIDIA MIG
-    // user guide, "CUDA Device Enumeration"): fewer devices than GPUs is then no missing GPU.
+  if (mig) {
+    // CUDA lists MIG instances, not GPUs: one per GPU instance across the node from R570 (at most 64), a single one
+    // before it (NVIDIA MIG user guide, "CUDA Device Enumeration"). Its count then says nothing about missing GPUs.
     report.findings.push_back(Finding{"smoke.gpu_count",
                                       Status::skip,
                                       std::to_string(report.device_count) + " CUDA devices visible, " +
@@ -94,6 +93,34 @@ void check_gpu_count(const SmokeOptions& options, SmokeReport& report) {
                   std::to_string(expected) + "-GPU board still apply",
               "check `nvidia-smi -L`, `lspci | grep -i nvidia` and the kernel log for Xid 79; reset or replace the GPU",
               {}});
+}
+
+/// MIG coverage across the run: from R570 CUDA shows one device per GPU instance (NVIDIA MIG user guide, "CUDA Device
+/// Enumeration"), so several instances of one GPU may be tested side by side. Each instance's "1 of N" warning is
+/// restated with how many of its GPU's instances this run tested, and dropped to a skip when that is all of them.
+void note_mig_coverage(SmokeReport& report) {
+  std::map<std::string, unsigned> tested;  // parent bus id -> MIG instances among this run's devices
+  for (const DeviceResult& device : report.devices) {
+    if (!device.info.mig_profile.empty()) ++tested[device.info.pci_bus_id];
+  }
+  for (DeviceResult& device : report.devices) {
+    const unsigned total = device.info.mig_instances;
+    const unsigned seen = device.info.mig_profile.empty() ? 0 : tested[device.info.pci_bus_id];
+    if (seen < 2 || total < 2) continue;
+    for (Finding& finding : device.findings) {
+      if (finding.id != "smoke.mig" || finding.status != Status::warn) continue;
+      const std::string of = std::to_string(seen) + " of " + std::to_string(total);
+      if (seen >= total) {
+        finding.status = Status::skip;
+        finding.message = "all " + std::to_string(total) + " MIG instances of GPU " + device.info.pci_bus_id +
+                          " are tested by this run, one CUDA device each; whole-GPU floors do not apply to a slice";
+        finding.remedy.clear();
+      } else {
+        finding.message = of + " MIG instances of GPU " + device.info.pci_bus_id + " tested by this run; the other " +
+                          std::to_string(total - seen) + " are not visible to it (CUDA_VISIBLE_DEVICES?)";
+      }
+    }
+  }
 }
 
 /// Every GPU's steps at once, one thread each (each step then runs on a thread of its own against the run's budget):
@@ -206,6 +233,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   }
   run_in_parallel(runs);
   check_gpu_count(options, report);  // after the runs: whether CUDA shows MIG instances is known from their names
+  note_mig_coverage(report);
   if (gpus.size() > 1) concurrent_h2d(gpus, report);
   if (options.peer && gpus.size() > 1) {
     const int board = std::max(report.device_count, options.expect_gpus.value_or(0));

@@ -52,10 +52,11 @@ struct SmokeOptions {
   std::chrono::milliseconds gemm_window{-1};
   int gemm_windows = 0;  ///< windows per matmul; 0: 5 (quick: 3)
   std::size_t gemm_samples = 256;
-  bool cublas = true;           ///< also run cuBLAS GEMMs when the node has cuBLAS
-  std::string cublas_library;   ///< "" searches (cublas_candidates); else only this soname or path
-  /// The memory test's share of free GPU memory: negative (the default) a sub-second test, 5% of it but at least 8 x the
-  /// L2 cache (so it is read back from DRAM); > 0 this fraction (--memtest F, for deeper runs); 0 none (--no-memtest).
+  bool cublas = true;          ///< also run cuBLAS GEMMs when the node has cuBLAS
+  std::string cublas_library;  ///< "" searches (cublas_candidates); else only this soname or path
+  /// The memory test's share of free GPU memory: negative (the default) a sub-second test, 5% of it but at least 8 x
+  /// the L2 cache (so it is read back from DRAM); > 0 this fraction (--memtest F, for deeper runs); 0 none
+  /// (--no-memtest).
   double memtest_fraction = -1;
   std::size_t memtest_chunk_bytes = std::size_t{1} << 30;  ///< largest allocation of the memory test (1 GiB)
   bool peer = true;                 ///< copies between every pair of GPUs (when more than one is tested)
@@ -105,6 +106,7 @@ struct DeviceInfo {
   std::optional<int> pcie_upstream_max_width;
   std::string expectation_model;  ///< the expectations row used ("" when none matched)
   std::string mig_profile;        ///< "1g.10gb" for a MIG instance (whole-GPU floors are not applied), else ""
+  unsigned mig_instances = 0;     ///< for a MIG instance: how many its GPU has (NVML), 0 when unknown
   std::string kernel_image;       ///< the image loaded ("" when none)
   std::string local_cpulist;      ///< the CPUs of the GPU's NUMA node (sysfs local_cpulist); step threads run there
   std::string step_cpulist;       ///< where a step thread may really run (pthread_getaffinity_np after placing it)

@@ -513,9 +513,10 @@ TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during
   const auto blackwell = evaluate(with_counters(20, [&](LinkCounterSnapshot& s) { unread(s); }));
   CHECK(require_finding(blackwell, "nvlink.errors").status == Status::skip);
   HostFacts one_unread = with_counters(20, [](LinkCounterSnapshot&) {});
-  for (auto* snapshot : {&one_unread.counters_start, &one_unread.counters_end})
-    snapshot->gpus[0].nvlinks[1].replay = snapshot->gpus[0].nvlinks[1].recovery =
-        snapshot->gpus[0].nvlinks[1].crc_flit = snapshot->gpus[0].nvlinks[1].crc_data = std::nullopt;
+  for (auto* snapshot : {&one_unread.counters_start, &one_unread.counters_end}) {
+    auto& link = (*snapshot)->gpus[0].nvlinks[1];
+    link.replay = link.recovery = link.crc_flit = link.crc_data = std::nullopt;
+  }
   CHECK(require_finding(evaluate(one_unread), "nvlink.errors").message.find("1 NVLinks: no replay") !=
         std::string::npos);
   CHECK(require_finding(findings, "ib.errors").status == Status::pass);

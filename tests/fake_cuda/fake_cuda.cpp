@@ -3,7 +3,8 @@
 // dlopen/driver-API path runs without a GPU. "Device" memory is host memory; kernels and GEMMs are emulated on the
 // CPU (small sizes only). The same library serves as GPUENV_CUBLAS_LIBRARY.
 //
-// Keys: init_result, driver_version (e.g. 12080), device_count, name, pci_bus_id, cc_major, cc_minor,
+// Keys: init_result, driver_version (e.g. 12080), device_count, name, pci_bus_id (device N > 0 gets N as the bus
+// number's last digit unless mig_shared_bus = 1: MIG instances of one GPU all report its bus id), cc_major, cc_minor,
 // module_load_result, module_load_results (comma-separated: the result of each cuModuleLoadData since cuInit in turn,
 // the last one repeating; e.g. "222,0": the first image tried is refused, the next loads), alloc_result,
 // alloc_fail_after (allocations that succeed before alloc_result applies), launch_result, launch_hang_seconds,
@@ -511,7 +512,8 @@ int cuDeviceTotalMem_v2(std::size_t* bytes, int) {
 }
 int cuDeviceGetPCIBusId(char* bus, int length, int device) {
   std::string id = text("pci_bus_id", "00000000:1B:00.0");
-  if (device > 0 && device < 10) id[id.size() - 3] = static_cast<char>('0' + device);
+  if (device > 0 && device < 10 && number("mig_shared_bus", 0) == 0)
+    id[id.size() - 3] = static_cast<char>('0' + device);
   std::strncpy(bus, id.c_str(), static_cast<std::size_t>(length));
   return 0;
 }

@@ -89,7 +89,7 @@ TEST_CASE("smoke: one MIG instance of several is never an OK for the whole GPU",
   const Finding* mig = find(three.devices.at(0).findings, "smoke.mig");
   REQUIRE(mig != nullptr);
   CHECK(mig->status == Status::warn);
-  CHECK(mig->message.find("1 of 3 MIG instances tested: a CUDA process sees one instance") == 0);
+  CHECK(mig->message.find("1 of 3 MIG instances tested: this process sees no other instance of this GPU") == 0);
   CHECK(mig->remedy.find("CUDA_VISIBLE_DEVICES=<uuid> gpuenv smoke (instances: MIG-fake-0-0, MIG-fake-0-1, "
                          "MIG-fake-0-2)") != std::string::npos);
   CHECK(three.verdict != Verdict::ok);
@@ -105,8 +105,23 @@ TEST_CASE("smoke: one MIG instance of several is never an OK for the whole GPU",
   // The only instance: nothing else to test.
   const SmokeReport only = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 1\n", slice, small_options());
   CHECK(find(only.devices.at(0).findings, "smoke.mig")->status == Status::skip);
-  // An 8-GPU node in MIG mode (doctor passes the instance type's 8): CUDA shows one instance, not eight GPUs, which
-  // is no missing GPU (MIG user guide, "CUDA Device Enumeration": one MIG device per CUDA process).
+  // From R570 CUDA shows one device per GPU instance (MIG user guide, "CUDA Device Enumeration"): all three
+  // instances of the GPU are tested side by side, which is no "1 of 3".
+  const SmokeReport all = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 3\n",
+                                        "device_count = 3\nmig_shared_bus = 1\n" + slice, small_options());
+  REQUIRE(all.devices.size() == 3);
+  for (const DeviceResult& instance : all.devices) {
+    const Finding* covered = find(instance.findings, "smoke.mig");
+    REQUIRE(covered != nullptr);
+    CHECK(covered->status == Status::skip);
+    CHECK(covered->message.find("all 3 MIG instances of GPU") == 0);
+  }
+  const SmokeReport two = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 3\n",
+                                        "device_count = 2\nmig_shared_bus = 1\n" + slice, small_options());
+  CHECK(find(two.devices.at(1).findings, "smoke.mig")->status == Status::warn);
+  CHECK(find(two.devices.at(1).findings, "smoke.mig")->message.find("2 of 3 MIG instances of GPU") == 0);
+  // An 8-GPU node in MIG mode (doctor passes the instance type's 8): before R570 CUDA shows one instance, from R570
+  // one per GPU instance (MIG user guide, "CUDA Device Enumeration"): its count is no GPU count either way.
   SmokeOptions eight = small_options();
   eight.expect_gpus = 8;
   const SmokeReport node = run_with_nvml("mig_mode = 1\nsmoke_mig_instances = 1\n", slice, eight);
