@@ -195,7 +195,10 @@ class Session {
     return true;
   }
   void release() {
-    for (ncclComm_t comm : m_comms) m_nccl.comm_destroy(comm);
+    // After an error a communicator may still have operations in flight, which ncclCommDestroy waits for: abort it
+    // instead, which frees it and aborts what might still run on the device (NCCL user guide, API "ncclCommAbort";
+    // "Error handling and communicator abort").
+    for (ncclComm_t comm : m_comms) (m_error.empty() ? m_nccl.comm_destroy : m_nccl.comm_abort)(comm);
     for (Rank& r : m_ranks) {
       m_cuda.ctx_set_current(r.context);
       if (r.send != 0) m_cuda.mem_free(r.send);

@@ -11,6 +11,7 @@
 // (ncclGroupEnd blocks that long: a collective stuck on a dead link; then it answers ncclSystemError).
 // fake_nccl_allreduce_bytes(i) and fake_nccl_allreduce_count() let tests see the sizes the collectives ran with.
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -65,6 +66,7 @@ std::mutex g_mutex;
 std::vector<Operation>& g_queue = *new std::vector<Operation>();
 int g_group_depth = 0;
 bool g_collective_done = false;
+std::atomic<unsigned long long> g_aborted{0};  ///< communicators ended with ncclCommAbort
 std::vector<unsigned long long>& g_sizes =
     *new std::vector<unsigned long long>();  ///< bytes per rank of each executed all-reduce
 
@@ -136,7 +138,10 @@ int ncclCommDestroy(FakeComm* comm) {
   return k_success;
 }
 
-int ncclCommAbort(FakeComm* comm) { return ncclCommDestroy(comm); }
+int ncclCommAbort(FakeComm* comm) {
+  ++g_aborted;
+  return ncclCommDestroy(comm);
+}
 
 int ncclCommGetAsyncError(FakeComm*, int* async_error) {
   const std::lock_guard<std::mutex> lock(g_mutex);
@@ -179,6 +184,8 @@ unsigned long long fake_nccl_allreduce_count() {
   const std::lock_guard<std::mutex> lock(g_mutex);
   return g_sizes.size();
 }
+
+unsigned long long fake_nccl_aborted_comms() { return g_aborted.load(); }
 
 unsigned long long fake_nccl_allreduce_bytes(unsigned long long index) {
   const std::lock_guard<std::mutex> lock(g_mutex);

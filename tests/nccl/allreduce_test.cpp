@@ -119,8 +119,11 @@ TEST_CASE("all-reduce sweep: NCCL's errors, one GPU, no room, no NCCL", "[nccl]"
   const auto collective = run("device_count = 2\nfree_memory = 1073741824\n", "allreduce_result = 1\n");
   CHECK(require_finding(collective.findings, "nccl.allreduce")
             .message.find("ncclAllReduce failed: ncclUnhandledCudaError (1)") == 0);
+  const auto aborted_before = fake_nccl("fake_nccl_aborted_comms");
   const auto async = run("device_count = 2\nfree_memory = 1073741824\n", "async_error = 6\n");
   CHECK(require_finding(async.findings, "nccl.allreduce").message.find("asynchronous error") != std::string::npos);
+  // Both communicators aborted, not destroyed: ncclCommDestroy waits for operations an error left in flight.
+  CHECK(fake_nccl("fake_nccl_aborted_comms") - aborted_before == 2);
   const auto one = run("device_count = 1\nfree_memory = 1073741824\n", "");
   CHECK(require_finding(one.findings, "nccl.allreduce").status == Status::skip);
   CHECK(one.verdict == gpuenv::report::Verdict::ok);
