@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "probe/pci_devices.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::probe {
@@ -79,7 +80,9 @@ std::vector<std::pair<std::string, unsigned>> list_rdma_ports(system::System& sy
   std::vector<std::pair<std::string, unsigned>> ports;
   std::vector<std::string> devices = system.list_directory(k_class_dir);
   std::sort(devices.begin(), devices.end());
+  const std::vector<std::string> bridges = nvlink5_management_bridges(system);
   for (const std::string& device : devices) {
+    if (std::find(bridges.begin(), bridges.end(), device) != bridges.end()) continue;
     std::vector<unsigned> numbers;
     for (const std::string& name : system.list_directory(std::string(k_class_dir) + "/" + device + "/ports")) {
       const auto number = util::parse_int(name);
@@ -105,7 +108,9 @@ RdmaDevices read_rdma_devices(system::System& system, bool live) {
   devices.availability.available = true;
   std::vector<std::string> names = system.list_directory(k_class_dir);
   std::sort(names.begin(), names.end());
+  const std::vector<std::string> bridges = nvlink5_management_bridges(system);
   for (const std::string& name : names) {
+    if (std::find(bridges.begin(), bridges.end(), name) != bridges.end()) continue;  // the NVSwitches', not a NIC
     const std::string uevent = read_trimmed(system, std::string(k_class_dir) + "/" + name + "/device/uevent");
     (is_efa(name, uevent_driver(uevent)) ? devices.efa : devices.infiniband).push_back(name);
   }

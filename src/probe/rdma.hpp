@@ -18,7 +18,9 @@ namespace gpuenv::probe {
 /// capture it, and the facts are unavailable with that reason.
 RdmaDevices read_rdma_devices(system::System& system, bool live);
 
-/// Every (device, port) under /sys/class/infiniband, in name order (shared with the counter reader).
+/// Every (device, port) under /sys/class/infiniband, in name order (shared with the counter reader). NVLink5
+/// switch-management bridges (VPD SW_MNG) are left out here and in read_rdma_devices: they carry the NVSwitches'
+/// management traffic, not a job's, so they are no compute NIC for ib.ports, ib.errors or the affinity report.
 std::vector<std::pair<std::string, unsigned>> list_rdma_ports(system::System& system);
 
 /// The driver in a sysfs `uevent` file ("DRIVER=efa" -> "efa"); empty when absent. Pure.

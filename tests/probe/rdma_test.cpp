@@ -36,3 +36,22 @@ TEST_CASE("read_rdma_devices: EFA and ConnectX devices sorted by driver, an abse
   CHECK_FALSE(rooted.availability.available);
   CHECK(rooted.availability.reason == "/sys/class/infiniband is not in the inspected tree");
 }
+
+TEST_CASE("read_rdma_devices: an HGX B200's NVSwitch management bridges are no compute NICs", "[probe]") {
+  // The switch tray's ConnectX bridges (VPD keyword SMDL=SW_MNG; NVIDIA/gpu-driver-container _assert_nvlink5_system)
+  // carry fabric-manager/NVLSM traffic to the NVSwitches: counting them as rails would add ports ib.ports never
+  // expects and put their counters into ib.errors.
+  gpuenv::testing::FakeSystem system;
+  system.files["/sys/class/infiniband/mlx5_0/device/uevent"] = "DRIVER=mlx5_core\n";
+  system.files["/sys/class/infiniband/mlx5_0/ports/1/state"] = "4: ACTIVE\n";
+  system.files["/sys/class/infiniband/mlx5_10/device/uevent"] = "DRIVER=mlx5_core\n";
+  system.files["/sys/class/infiniband/mlx5_10/device/vpd"] = std::string("\x90\x0cSMDL=SW_MNG\x78", 14);
+  system.files["/sys/class/infiniband/mlx5_10/ports/1/state"] = "4: ACTIVE\n";
+  const auto devices = gpuenv::probe::read_rdma_devices(system, true);
+  CHECK(devices.infiniband == std::vector<std::string>{"mlx5_0"});
+  REQUIRE(devices.ports.size() == 1);
+  CHECK(devices.ports[0].device == "mlx5_0");
+  const auto ports = gpuenv::probe::list_rdma_ports(system);
+  REQUIRE(ports.size() == 1);
+  CHECK(ports[0].first == "mlx5_0");
+}
