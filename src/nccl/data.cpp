@@ -40,6 +40,12 @@ Network read_network(util::TomlRow& row) {
     if (equals == 0 || equals == std::string::npos) row.fail("`env` entries must be NAME=value, not `" + entry + "`");
   }
   network.kubernetes_resource = row.optional_text("kubernetes_resource");
+  network.kubernetes_limits = row.optional_texts("kubernetes_limits");
+  for (const std::string& entry : network.kubernetes_limits) {
+    const std::size_t equals = entry.find('=');
+    if (equals == 0 || equals == std::string::npos || entry.find_first_of(" :\n\"'") != std::string::npos)
+      row.fail("`kubernetes_limits` entries must be NAME=quantity, not `" + entry + "`");
+  }
   row.one_of("status", {"verified", "secondary", "unverified", "policy"});
   network.source = row.text("source");
   return network;

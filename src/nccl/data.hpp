@@ -28,6 +28,8 @@ struct Network {
   std::string name;  ///< "efa", "infiniband", "default"
   std::vector<std::string> env;
   std::string kubernetes_resource;
+  /// Further worker limits the network needs, "NAME=value" ("hugepages-2Mi=5120Mi" for EFA)
+  std::vector<std::string> kubernetes_limits;
   std::string source;
 };
 

@@ -115,6 +115,10 @@ std::string kubernetes_manifest(const JobRequest& request, const Network& networ
   text += "                  nvidia.com/gpu: " + std::to_string(request.gpus_per_node) + "\n";
   if (!network.kubernetes_resource.empty() && request.nics_per_node > 0)
     text += "                  " + network.kubernetes_resource + ": " + std::to_string(request.nics_per_node) + "\n";
+  for (const std::string& limit : network.kubernetes_limits) {
+    const std::size_t equals = limit.find('=');
+    text += "                  " + limit.substr(0, equals) + ": " + limit.substr(equals + 1) + "\n";
+  }
   return text;
 }
 
