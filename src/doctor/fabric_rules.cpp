@@ -141,16 +141,18 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
   if (!manager.installed || manager.running == false) {
     if (const std::string elsewhere = fabric_manager_elsewhere(facts); !elsewhere.empty()) {
       const bool host_unit_down = manager.installed;
-      out.push_back(make("fabric.manager", host_unit_down && !manager.process_seen ? Status::warn : Status::pass,
-                         switches + ": " +
-                             (host_unit_down ? "the host's nvidia-fabricmanager service is " + manager.service_state
-                                             : std::string("no fabric manager on the host")) +
-                             ", but " + elsewhere,
-                         host_unit_down && !manager.process_seen
-                             ? "if the GPU Operator runs the fabric manager, remove the host's package; else " +
-                                   std::string(k_start_fabric_manager)
-                             : std::string(),
-                         k_fabric_manager_source));
+      out.push_back(make(
+          "fabric.manager", host_unit_down && !manager.process_seen ? Status::warn : Status::pass,
+          switches + ": " +
+              (host_unit_down ? "the host's nvidia-fabricmanager service is " +
+                                    (manager.service_state.empty() ? std::string("not running") : manager.service_state)
+                              : std::string("no fabric manager on the host")) +
+              ", but " + elsewhere,
+          host_unit_down && !manager.process_seen
+              ? "if the GPU Operator runs the fabric manager, remove the host's package; else " +
+                    std::string(k_start_fabric_manager)
+              : std::string(),
+          k_fabric_manager_source));
       return;
     }
   }
