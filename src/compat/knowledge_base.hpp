@@ -47,7 +47,8 @@ struct ArchSupport {
   std::optional<util::Version> driver_min;  ///< the oldest driver that runs this generation, where sourced
   std::string driver_modules;               ///< "open" when only the open kernel modules drive it; else empty
   /// driver_min was inferred (the driver of the first toolkit that targets it), not read in a driver's notes: a
-  /// driver below it warns, never fails.
+  /// profile's driver below it warns in gpu.driver instead of failing (install still picks a branch at or above it:
+  /// a newer driver is the safe side of a doubtful floor).
   bool driver_min_inferred = false;
 };
 

@@ -236,17 +236,18 @@ std::string on_platform(const TorchWheel& w) { return is_aarch64(w) ? " for Linu
 const TorchRelease* check_torch_release(const Context& c, const Version& torch, const std::string& name,
                                         Findings& out) {
   const TorchRelease* release = c.kb.torch_release(torch);
-  if (const Horizon horizon = torch_horizon(c.kb); release == nullptr && beyond(horizon, torch)) {
-    out.push_back(make("pytorch.release", Status::warn, beyond_message(horizon, torch.str()), beyond_remedy(horizon)));
-    return nullptr;
-  }
   // A patch past the newest known one of a known minor (2.11.1 when the data ends at 2.11.0): PyTorch may have
   // shipped it since the data was read (issue 25 rule 1, as for CUDA). A patch release takes only the fixes its
   // criteria admit (pytorch/pytorch RELEASE.md, "Patch Release Criteria"), so the newest known patch of the minor
-  // stands in for the variant, Python and architecture rules.
+  // stands in for the variant, Python and architecture rules. Checked before the table's horizon, which the newest
+  // minor's next patch is past as well.
   if (const Horizon minor = torch_minor_horizon(c.kb, torch); release == nullptr && beyond(minor, torch)) {
     out.push_back(make("pytorch.release", Status::warn, beyond_message(minor, torch.str()), beyond_remedy(minor)));
     return c.kb.torch_release(*minor.newest);
+  }
+  if (const Horizon horizon = torch_horizon(c.kb); release == nullptr && beyond(horizon, torch)) {
+    out.push_back(make("pytorch.release", Status::warn, beyond_message(horizon, torch.str()), beyond_remedy(horizon)));
+    return nullptr;
   }
   if (release == nullptr) {
     std::vector<std::string> same_series;

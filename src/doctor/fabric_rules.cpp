@@ -138,7 +138,10 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
   const std::string switches = describe_switches(fabric);
   const std::string driver = driver_version(facts);
   // The GPU Operator runs the fabric manager in its driver container: no host package or unit, yet a working fabric.
-  if (!manager.installed || manager.running == false) {
+  // A host unit that *failed* is no such case: NVML's fabric state stays Completed after the fabric manager that set
+  // it died, so only a visible process excuses it.
+  const bool host_unit_failed = manager.installed && manager.service_state == "failed" && !manager.process_seen;
+  if ((!manager.installed || manager.running == false) && !host_unit_failed) {
     if (const std::string elsewhere = fabric_manager_elsewhere(facts); !elsewhere.empty()) {
       const bool host_unit_down = manager.installed;
       out.push_back(make(
@@ -195,7 +198,12 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
 void check_sxid(const HostFacts& facts, Findings& out) {
   if (facts.sxid_events.empty()) {
     if (facts.fabric.nvswitches.empty()) {
-      out.push_back(make("fabric.sxid", Status::skip, "no NVSwitch, no SXid events"));
+      out.push_back(make("fabric.sxid", Status::skip,
+                         facts.fabric.nvlink5_bridges.empty()
+                             ? "no NVSwitch, no SXid events"
+                             : "no NVSwitch on the PCI bus: SXids come from the nvidia-nvswitch driver of PCI "
+                               "NVSwitches, and this board's switches are managed through " +
+                                   util::join(facts.fabric.nvlink5_bridges, ", ")));
     } else if (facts.kernel_log_source.empty() || util::starts_with(facts.kernel_log_source, "unreadable")) {
       out.push_back(make("fabric.sxid", Status::skip, "no kernel log could be read for SXid events",
                          "run doctor as root, or allow dmesg (sysctl kernel.dmesg_restrict=0)"));

@@ -177,7 +177,9 @@ JudgeReport judge_nccl_tests(const NcclTestsOutput& output, const JudgeRequest& 
   report.findings.push_back(results_finding(output));
   report.findings.push_back(busbw_finding(output, request, report.nodes, report.floor, report));
   report.findings.push_back(ranks_finding(output, request, report.nodes));
-  if (output.socket_transport) {
+  // NCCL prints "NET/Socket : Using" at start-up on any node without IB or EFA, a one-node NVLink run included: only
+  // a run across nodes can have used the sockets between them.
+  if (output.socket_transport && report.nodes > 1) {
     report.findings.push_back(
         {"nccl.transport", Status::warn,
          "NCCL used TCP sockets (NET/Socket) between nodes: the RDMA network (InfiniBand, RoCE, EFA) was not used",

@@ -39,7 +39,7 @@ std::optional<std::uint32_t> parse_sysfs_hex(std::string_view text);
 std::vector<PciDevice> read_pci_devices(system::System& system);
 
 /// The InfiniBand devices (their /sys/class/infiniband names, sorted) whose PCI VPD carries "SW_MNG": the ConnectX
-/// bridges through which NVLink5 boards (HGX B200/B300, GB200) manage their NVSwitches, which are not PCI functions of
+/// bridges through which NVLink5 baseboards (HGX B200/B300) manage their NVSwitches, which are not PCI functions of
 /// the host there (NVIDIA/gpu-driver-container ubuntu24.04/nvidia-driver, _assert_nvlink5_system; NVIDIA Fabric
 /// Manager user guide, "Systems Using Fourth Generation NVSwitches").
 std::vector<std::string> nvlink5_management_bridges(system::System& system);

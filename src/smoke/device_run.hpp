@@ -118,10 +118,14 @@ bool DeviceRun::step(const std::string& id, Body body) {
   if (m_gpu->stopped) return false;
   if (m_gpu->budget->spent()) {  // not started: no thread left behind
     m_gpu->stopped = true;
-    m_result.findings.push_back(report::Finding{id, report::Status::skip,
-                                        "not tested: the run's time budget (--budget) was spent before this step; "
-                                        "this GPU's remaining steps were not run",
-                                        "raise --budget, or test fewer GPUs at once (--device)", {}});
+    // A warning, as for a step the budget cut (missed_deadline): untested GPUs keep the run from reading OK.
+    m_result.findings.push_back(
+        report::Finding{id,
+                        report::Status::warn,
+                        "not tested: the run's time budget (--budget) was spent before this step; "
+                        "this GPU's remaining steps were not run",
+                        "raise --budget, or test fewer GPUs at once (--device)",
+                        {}});
     return false;
   }
   std::optional<StepOutcome> outcome = run_step(m_gpu, id, body);
@@ -133,8 +137,9 @@ bool DeviceRun::step(const std::string& id, Body body) {
     m_result.findings.push_back(std::move(missed));
     return false;
   }
-  const bool ok = !outcome->stop && std::none_of(outcome->findings.begin(), outcome->findings.end(),
-                                                 [](const report::Finding& finding) { return finding.status == report::Status::fail; });
+  const bool ok = !outcome->stop &&
+                  std::none_of(outcome->findings.begin(), outcome->findings.end(),
+                               [](const report::Finding& finding) { return finding.status == report::Status::fail; });
   absorb(std::move(*outcome));
   return ok;
 }

@@ -11,6 +11,7 @@
 #include "smoke/driver_setup.hpp"
 #include "smoke/step.hpp"
 #include "smoke/xid_watch.hpp"
+#include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::smoke {
@@ -60,8 +61,10 @@ void concurrent_h2d(const std::vector<std::shared_ptr<Gpu>>& gpus, SmokeReport& 
 void check_gpu_count(const SmokeOptions& options, SmokeReport& report) {
   if (!options.expect_gpus) return;
   const int expected = *options.expect_gpus;
-  const bool mig = std::any_of(report.devices.begin(), report.devices.end(),
-                               [](const DeviceResult& device) { return !device.info.mig_profile.empty(); });
+  // By the device's name (" MIG 1g.10gb"), known before its context: an instance that failed early counts too.
+  const bool mig = std::any_of(report.devices.begin(), report.devices.end(), [](const DeviceResult& device) {
+    return !device.info.mig_profile.empty() || util::gpu_mig_profile(device.info.name).has_value();
+  });
   if (mig) {
     // CUDA lists MIG instances, not GPUs: one per GPU instance across the node from R570 (at most 64), a single one
     // before it (NVIDIA MIG user guide, "CUDA Device Enumeration"). Its count then says nothing about missing GPUs.
@@ -117,7 +120,9 @@ void note_mig_coverage(SmokeReport& report) {
         finding.remedy.clear();
       } else {
         finding.message = of + " MIG instances of GPU " + device.info.pci_bus_id + " tested by this run; the other " +
-                          std::to_string(total - seen) + " are not visible to it (CUDA_VISIBLE_DEVICES?)";
+                          std::to_string(total - seen) +
+                          " are not visible to it (hidden by CUDA_VISIBLE_DEVICES, or a GPU instance with several "
+                          "compute instances: CUDA shows one of each)";
       }
     }
   }

@@ -251,6 +251,11 @@ TEST_CASE("fabric.manager: the GPU Operator's fabric manager, in its driver cont
   CHECK(inactive.status == Status::warn);
   CHECK(inactive.remedy.find("remove the host's package") != std::string::npos);
 
+  HostFacts crashed = hgx();  // a host-managed node whose fabric manager died: the GPUs keep "Completed"
+  crashed.fabric.manager.running = false;
+  crashed.fabric.manager.service_state = "failed";
+  CHECK(require_finding(evaluate(crashed), "fabric.manager").status == Status::fail);
+
   HostFacts partial = hgx();  // one GPU not registered and no process: the fabric manager is missing after all
   partial.fabric.manager = {};
   partial.gpus.gpus[3].fabric->state = GpuFabricInfo::State::in_progress;

@@ -15,6 +15,7 @@ namespace {
 using gpuenv::nccl::parse_nccl_tests_output;
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
+using gpuenv::testing::has_finding;
 using gpuenv::testing::read_fixture;
 using gpuenv::testing::require_finding;
 
@@ -92,8 +93,8 @@ TEST_CASE("parse: a table without a device list, not nccl-tests at all", "[nccl]
   REQUIRE(ring->rows.size() == 5);
   CHECK(ring->rows[4].in_place.busbw_gbps == Approx(94.80));
   // Without a device list or --nodes the node count is unknown: no floor judges it, whatever the instance type.
-  const Finding& unknown_nodes = require_finding(
-      gpuenv::nccl::judge_nccl_tests(*ring, {"Standard_ND96isr_H100_v5"}, data()).findings, "nccl.busbw");
+  const auto unjudged = gpuenv::nccl::judge_nccl_tests(*ring, {"Standard_ND96isr_H100_v5", std::nullopt}, data());
+  const Finding& unknown_nodes = require_finding(unjudged.findings, "nccl.busbw");
   CHECK(unknown_nodes.status == Status::pass);
   CHECK(unknown_nodes.message.find("the number of nodes is unknown") != std::string::npos);
   CHECK(unknown_nodes.remedy.find("--nodes N") != std::string::npos);
@@ -127,6 +128,10 @@ TEST_CASE("parse: srun --label prefixes, validation off (N/A), sockets between n
   const auto judged = gpuenv::nccl::judge_nccl_tests(*output, {}, data());
   CHECK(require_finding(judged.findings, "nccl.results").status == Status::warn);
   CHECK(require_finding(judged.findings, "nccl.transport").status == Status::warn);
+  // One node: NCCL names the socket transport at start-up on any node without IB or EFA, NVLink-only runs included.
+  auto one_node = *output;
+  one_node.ranks.pop_back();
+  CHECK_FALSE(has_finding(gpuenv::nccl::judge_nccl_tests(one_node, {}, data()).findings, "nccl.transport"));
 }
 
 TEST_CASE("parse: a row whose size or count is past 64 bits is not a row (std::stoull threw)", "[nccl]") {
@@ -227,20 +232,21 @@ TEST_CASE("judge: a run that died part-way is not judged on the sizes it left", 
   CHECK(judged.verdict == gpuenv::report::Verdict::not_ok);
 }
 
-, every row sourced,
-    judged rows are Azure's verified ones", "[nccl]") { CHECK(data().floors.size() >= 8); for (const auto& floor :
-                                                                                               data().floors) {
-  INFO(floor.instance_type);
-  CHECK_FALSE(floor.source.empty());
-  CHECK(floor.busbw_gbps > 0);
-  if (floor.judged) CHECK(floor.source.find("Azure/azurehpc-health-checks conf/") == 0);
-}
-CHECK(data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
-CHECK(data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
-CHECK(data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
-CHECK(data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
-CHECK(data().network("no-such")->name == "default");
-CHECK(gpuenv::nccl::size_text(17179869184ULL) == "16 GiB");
-CHECK(gpuenv::nccl::size_text(8) == "8 B");
-CHECK(gpuenv::nccl::size_text(1000) == "1000 B");
+TEST_CASE("nccl data: floors and networks parse, every row sourced, judged rows are Azure's verified ones", "[nccl]") {
+  CHECK(data().floors.size() >= 8);
+  for (const auto& floor : data().floors) {
+    INFO(floor.instance_type);
+    CHECK_FALSE(floor.source.empty());
+    CHECK(floor.busbw_gbps > 0);
+    if (floor.judged) CHECK(floor.source.find("Azure/azurehpc-health-checks conf/") == 0);
+  }
+  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
+  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
+  CHECK(data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
+  CHECK(data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
+  CHECK(data().network("efa")->kubernetes_limits == std::vector<std::string>{"hugepages-2Mi=5120Mi", "memory=8000Mi"});
+  CHECK(data().network("no-such")->name == "default");
+  CHECK(gpuenv::nccl::size_text(17179869184ULL) == "16 GiB");
+  CHECK(gpuenv::nccl::size_text(8) == "8 B");
+  CHECK(gpuenv::nccl::size_text(1000) == "1000 B");
 }

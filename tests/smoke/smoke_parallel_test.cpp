@@ -155,6 +155,25 @@ TEST_CASE("smoke: a run that outlasts its budget reports the rest as not tested,
   CHECK(report.verdict == Verdict::degraded);
 }
 
+TEST_CASE("smoke: a budget spent before a GPU's steps start leaves the run DEGRADED, not OK", "[smoke]") {
+  SmokeOptions options = small_options();
+  options.cublas = false;
+  options.peer = false;
+  options.run_timeout = std::chrono::milliseconds(1);  // spent before (or during) the first step
+  const SmokeReport report = run_fake("device_count = 2\nelapsed_ms = 0.0001\n", options);
+  bool untested = false;
+  for (const DeviceResult& gpu : report.devices) {
+    for (const Finding& finding : gpu.findings) {
+      if (finding.message.find("not tested: the run's time budget (--budget) was spent") != 0) continue;
+      untested = true;
+      CAPTURE(finding.id, finding.message);
+      CHECK(finding.status == Status::warn);
+    }
+  }
+  CHECK(untested);
+  CHECK(report.verdict == Verdict::degraded);
+}
+
 TEST_CASE("smoke: a GPU that fails before the concurrent start line does not hold the others there", "[smoke]") {
   SmokeOptions options = small_options();
   options.cublas = false;
