@@ -226,7 +226,11 @@ TEST_CASE("compat: pytorch.release accepts known releases and series", "[compat]
       row("2.11.0 is a release", {pt, torch("2.11.0"), py, {"cuda.version", "12.8.1"}}, id, Expect::pass),
       row("2.13 is known at series level", {pt, torch("2.13.0"), py, {"cuda.version", "13.0.2"}}, id, Expect::pass,
           "series"),
-      row("2.4.3 does not exist", {pt, torch("2.4.3"), py}, id, Expect::fail, "2.4.1"),
+      // A patch past its minor's newest known one may have shipped since the data was read (issue 25 rule 1); a
+      // minor that never existed inside the table's range fails.
+      row("2.4.3 is past 2.4's newest known patch", {pt, torch("2.4.3"), py}, id, Expect::warn, "newest 2.4.1"),
+      row("1.14.0 does not exist (1.13 was followed by 2.0)", {pt, torch("1.14.0"), py}, id, Expect::fail,
+          "not a PyTorch release"),
       row("3.0.0 is newer than the data: a warning, not a failure", {pt, torch("3.0.0"), py}, id, Expect::warn,
           "gpuenv's data ends at torch"),
       row("1.8.1 predates the table", {pt, torch("1.8.1"), {"framework.python", "3.8"}, {"cuda.version", "11.1.1"}}, id,
