@@ -1,9 +1,11 @@
 #include "nccl/allreduce.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "nccl/judge.hpp"
 #include "nccl/tests_output.hpp"
@@ -115,11 +117,16 @@ class Session {
         return false;
     }
     if (!all_reduce(bytes, iterations)) return false;
+    for (Rank& r : m_ranks) {
+      if (!cu(m_cuda.ctx_set_current(r.context), "cuCtxSetCurrent") ||
+          !cu(m_cuda.event_record(r.stop, r.stream), "cuEventRecord"))
+        return false;
+    }
+    if (!synchronize()) return false;  // the stop events complete with their streams
     float slowest = 0;
     for (Rank& r : m_ranks) {
       float ms = 0;
       if (!cu(m_cuda.ctx_set_current(r.context), "cuCtxSetCurrent") ||
-          !cu(m_cuda.event_record(r.stop, r.stream), "cuEventRecord") ||
           !cu(m_cuda.event_synchronize(r.stop), "cuEventSynchronize") ||
           !cu(m_cuda.event_elapsed_time(&ms, r.start, r.stop), "cuEventElapsedTime"))
         return false;
@@ -177,13 +184,34 @@ class Session {
     if (m_error.empty()) m_error = std::string(what) + " failed: " + describe_nccl_error(m_nccl, result);
     return false;
   }
+  /// Waits for every rank's stream. With cuStreamQuery the wait polls NCCL's asynchronous error too: a collective
+  /// that an error stalls (a peer gone, a network failure) never completes its stream, and only
+  /// ncclCommGetAsyncError says why (NCCL user guide, "Error handling and communicator abort": poll the stream and
+  /// the communicator, abort on an error). Without it a blocking wait ends only at the sweep's limit, as a hang.
   bool synchronize() {
-    for (Rank& r : m_ranks) {
-      if (!cu(m_cuda.ctx_set_current(r.context), "cuCtxSetCurrent") ||
-          !cu(m_cuda.stream_synchronize(r.stream), "cuStreamSynchronize"))
-        return false;
+    if (m_cuda.stream_query == nullptr) {
+      for (Rank& r : m_ranks) {
+        if (!cu(m_cuda.ctx_set_current(r.context), "cuCtxSetCurrent") ||
+            !cu(m_cuda.stream_synchronize(r.stream), "cuStreamSynchronize"))
+          return false;
+      }
+      return async_errors();
     }
-    return async_errors();
+    for (;;) {
+      bool done = true;
+      for (Rank& r : m_ranks) {
+        if (!cu(m_cuda.ctx_set_current(r.context), "cuCtxSetCurrent")) return false;
+        const CUresult state = m_cuda.stream_query(r.stream);
+        if (state == smoke::cuda_error_not_ready) {
+          done = false;
+        } else if (!cu(state, "cuStreamQuery")) {
+          return false;
+        }
+      }
+      if (!async_errors()) return false;
+      if (done) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   bool async_errors() {
     for (ncclComm_t comm : m_comms) {

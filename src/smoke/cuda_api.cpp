@@ -41,6 +41,7 @@ util::Expected<CudaApi> resolve_cuda_api(system::DynamicLibrary& library) {
   binder.bind(api.memset_d32_async, "cuMemsetD32Async");
   binder.bind(api.stream_create, "cuStreamCreate");
   binder.bind(api.stream_synchronize, "cuStreamSynchronize");
+  binder.bind(api.stream_query, "cuStreamQuery", false);
   binder.bind(api.stream_destroy, "cuStreamDestroy_v2");
   binder.bind(api.event_create, "cuEventCreate");
   binder.bind(api.event_record, "cuEventRecord");

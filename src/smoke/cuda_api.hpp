@@ -37,6 +37,7 @@ enum CudaError : int {
   cuda_error_unsupported_ptx_version = 222,
   cuda_error_jit_compilation_disabled = 223,
   cuda_error_contained = 226,
+  cuda_error_not_ready = 600,  ///< cuStreamQuery/cuEventQuery: work still pending (not an error)
   cuda_error_illegal_address = 700,
   cuda_error_launch_timeout = 702,
   cuda_error_peer_access_already_enabled = 704,
@@ -112,6 +113,7 @@ struct CudaApi {
   CUresult (*memset_d32_async)(CUdeviceptr, unsigned, std::size_t, CUstream) = nullptr;  // cuMemsetD32Async
   CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
   CUresult (*stream_synchronize)(CUstream) = nullptr;
+  CUresult (*stream_query)(CUstream) = nullptr;    ///< optional: CUDA_SUCCESS when done, CUDA_ERROR_NOT_READY while not
   CUresult (*stream_destroy)(CUstream) = nullptr;  // cuStreamDestroy_v2
   CUresult (*event_create)(CUevent*, unsigned) = nullptr;
   CUresult (*event_record)(CUevent, CUstream) = nullptr;

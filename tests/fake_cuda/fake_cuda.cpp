@@ -68,6 +68,8 @@
 // copy-pattern kernels smoke_fill_words / smoke_check_words and smoke_compare_words are emulated like the memtest's.
 // memtest_flip_word flips bit 2 of that word after the fill; memtest_flip_fill (n) limits it to the n-th
 // smoke_fill_pattern launch since cuInit, counting from 1 (e.g. 2 with one chunk: the moving inversions pass).
+// stream_stall_seconds (N: the streams never finish, as a collective stalled by an error: cuStreamQuery answers
+// CUDA_ERROR_NOT_READY, cuStreamSynchronize blocks N seconds).
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -821,9 +823,15 @@ int cuStreamCreate(void** stream, unsigned) {
   return 0;
 }
 int cuStreamSynchronize(void*) {
+  if (const long long stall = number("stream_stall_seconds", 0); stall > 0)
+    std::this_thread::sleep_for(std::chrono::seconds(stall));
   run_legacy_pending();
   host_copies_done();
   return 0;
+}
+int cuStreamQuery(void* stream) {
+  if (number("stream_stall_seconds", 0) > 0) return 600;  // CUDA_ERROR_NOT_READY
+  return cuStreamSynchronize(stream);
 }
 int cuStreamDestroy_v2(void*) { return 0; }
 int cuEventCreate(void** event, unsigned) {

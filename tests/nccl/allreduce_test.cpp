@@ -124,6 +124,15 @@ TEST_CASE("all-reduce sweep: NCCL's errors, one GPU, no room, no NCCL", "[nccl]"
   CHECK(require_finding(async.findings, "nccl.allreduce").message.find("asynchronous error") != std::string::npos);
   // Both communicators aborted, not destroyed: ncclCommDestroy waits for operations an error left in flight.
   CHECK(fake_nccl("fake_nccl_aborted_comms") - aborted_before == 2);
+  // A collective an error stalls never completes its stream: the wait polls ncclCommGetAsyncError and ends with
+  // NCCL's error at once, not as a hang at the sweep's limit (NCCL user guide, "Error handling and communicator
+  // abort"). A blocking cuStreamSynchronize here would wait the whole 30 s stall.
+  auto quick_limit = small();
+  quick_limit.timeout = std::chrono::seconds(10);
+  const auto stalled =
+      run("device_count = 2\nfree_memory = 1073741824\nstream_stall_seconds = 30\n", "async_error = 6\n", quick_limit);
+  CHECK(require_finding(stalled.findings, "nccl.allreduce").message.find("asynchronous error") != std::string::npos);
+  CHECK_FALSE(stalled.abandoned_work);
   const auto one = run("device_count = 1\nfree_memory = 1073741824\n", "");
   CHECK(require_finding(one.findings, "nccl.allreduce").status == Status::skip);
   CHECK(one.verdict == gpuenv::report::Verdict::ok);
