@@ -23,6 +23,17 @@ using gpuenv::testing::FakeSystem;
 const std::string k_gpu_row =
     "[[gpu]]\nmodel = \"Zeta 1\"\ncompute_capability = \"12.0\"\nstatus = \"verified\"\nsource = \"s\"\n";
 
+/// An empty 0755 directory under the temporary directory, named `prefix` and the process id: only its owner (root in
+/// CI) can change it, so what a test makes inside decides the trust check.
+fs::path fresh_directory(const std::string& prefix) {
+  const fs::path dir = fs::temp_directory_path() / (prefix + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  return dir;
+}
+
 }  // namespace
 
 TEST_CASE("named libraries: a path must be trusted, a soname is the loader's, unset keeps the default",
@@ -106,11 +117,8 @@ TEST_CASE("overlay install values: URLs as profile mirrors, paths and package na
 
 TEST_CASE("gpuenv refuses a world-writable library or overlay a variable names, before loading it",
           "[cli][e2e][security]") {
-  const fs::path dir = fs::temp_directory_path() / ("gpuenv-named-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const fs::path dir = fresh_directory("gpuenv-named-");
   fs::create_directories(dir / "data");
-  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                           fs::perms::others_exec);
   fs::copy_file(GPUENV_FAKE_NVML_LIBRARY, dir / "libnvidia-ml.so.1");
   fs::permissions(dir / "libnvidia-ml.so.1", fs::perms::all);  // 0777: anyone could swap the code root loads
   const auto library = gpuenv::testing::run_gpuenv({"doctor", "--quick", "--json"},
@@ -132,11 +140,7 @@ TEST_CASE("gpuenv refuses a world-writable library or overlay a variable names, 
 }
 
 TEST_CASE("smoke --nccl refuses a world-writable GPUENV_NCCL_LIBRARY before touching a GPU", "[cli][e2e][security]") {
-  const fs::path dir = fs::temp_directory_path() / ("gpuenv-named-nccl-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                           fs::perms::others_exec);
+  const fs::path dir = fresh_directory("gpuenv-named-nccl-");
   fs::copy_file(GPUENV_FAKE_NCCL_LIBRARY, dir / "libnccl.so.2");
   fs::permissions(dir / "libnccl.so.2", fs::perms::all);  // 0777: anyone could swap the code root loads
   const auto smoke = gpuenv::testing::run_gpuenv({"smoke", "--quick", "--nccl"},
@@ -151,11 +155,7 @@ TEST_CASE("smoke --nccl refuses a world-writable GPUENV_NCCL_LIBRARY before touc
 TEST_CASE("smoke --nccl --python refuses an interpreter someone else could change, before running it",
           "[cli][e2e][security]") {
   // The interpreter runs as root to find the nvidia-nccl wheel: one in a user's venv is that user's code.
-  const fs::path dir = fs::temp_directory_path() / ("gpuenv-named-python-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                           fs::perms::others_exec);
+  const fs::path dir = fresh_directory("gpuenv-named-python-");
   const fs::path marker = dir / "ran";
   std::ofstream(dir / "python") << "#!/bin/sh\ntouch " << marker.string() << "\n";
   fs::permissions(dir / "python", fs::perms::all);  // 0777
@@ -191,11 +191,7 @@ TEST_CASE(
 }
 
 TEST_CASE("gpuenv install and doctor refuse a world-writable profile file", "[cli][e2e][security][system-test]") {
-  const fs::path dir = fs::temp_directory_path() / ("gpuenv-profile-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                           fs::perms::others_exec);
+  const fs::path dir = fresh_directory("gpuenv-profile-");
   const fs::path file = dir / "node.toml";
   std::ofstream(file) << gpuenv::profile::shipped_profiles().front().text;
   fs::permissions(file, fs::perms::all);  // 0777: anyone could point root's install at their own mirror

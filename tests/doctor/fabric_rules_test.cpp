@@ -73,6 +73,16 @@ HostFacts hgx() {
   return facts;
 }
 
+/// An HGX B200 as the host sees it: no NVSwitch on PCI, two InfiniBand bridges whose VPD says SW_MNG, the fabric
+/// manager installed and running, every GPU registered.
+HostFacts hgx_b200() {
+  HostFacts facts = hgx();
+  for (auto& gpu : facts.gpus.gpus) gpu.name = "NVIDIA B200";
+  facts.fabric.nvswitches.clear();
+  facts.fabric.nvlink5_bridges = {"mlx5_10", "mlx5_11"};
+  return facts;
+}
+
 /// The GPUs as a board whose fabric manager never ran leaves them: fabric state "Not Started".
 void fabric_not_started(HostFacts& facts) {
   for (auto& gpu : facts.gpus.gpus) gpu.fabric->state = GpuFabricInfo::State::not_started;
@@ -199,10 +209,7 @@ TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still n
   // fabric manager with NVLSM drives them over those InfiniBand devices (Fabric Manager user guide 1.3.2, 1.5). The
   // GPUs stay unusable until it has (cudaErrorSystemNotReady), so "no NVSwitch, no fabric manager needed" would pass
   // a node no job can run on.
-  HostFacts b200 = hgx();
-  for (auto& gpu : b200.gpus.gpus) gpu.name = "NVIDIA B200";
-  b200.fabric.nvswitches.clear();
-  b200.fabric.nvlink5_bridges = {"mlx5_10", "mlx5_11"};
+  HostFacts b200 = hgx_b200();
   b200.fabric.manager = {};
   fabric_not_started(b200);
   const Finding& absent = require_finding(evaluate(b200), "fabric.manager");
@@ -210,10 +217,7 @@ TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still n
   CHECK(absent.message.find("NVLink5 switches managed through mlx5_10, mlx5_11") != std::string::npos);
   CHECK(absent.remedy.find("exactly 550.54.15") != std::string::npos);
 
-  b200 = hgx();
-  for (auto& gpu : b200.gpus.gpus) gpu.name = "NVIDIA B200";
-  b200.fabric.nvswitches.clear();
-  b200.fabric.nvlink5_bridges = {"mlx5_10", "mlx5_11"};
+  b200 = hgx_b200();
   CHECK(require_finding(evaluate(b200), "fabric.manager").status == Status::warn);  // NVLSM missing
   b200.fabric.manager.nvlsm_installed = true;
   b200.fabric.manager.nvlsm_version = "2025.03.0";
