@@ -76,13 +76,26 @@ std::optional<double> port_rate_gbps(std::string_view text) {
   return number;
 }
 
-std::vector<std::pair<std::string, unsigned>> list_rdma_ports(system::System& system) {
-  std::vector<std::pair<std::string, unsigned>> ports;
+namespace {
+
+/// The compute RDMA devices under /sys/class/infiniband, sorted: every device but the NVLink5 switch-management
+/// bridges (whose VPD each costs a read: done once per call).
+std::vector<std::string> compute_rdma_devices(system::System& system) {
   std::vector<std::string> devices = system.list_directory(k_class_dir);
   std::sort(devices.begin(), devices.end());
   const std::vector<std::string> bridges = nvlink5_management_bridges(system);
+  devices.erase(std::remove_if(devices.begin(), devices.end(),
+                               [&bridges](const std::string& device) {
+                                 return std::find(bridges.begin(), bridges.end(), device) != bridges.end();
+                               }),
+                devices.end());
+  return devices;
+}
+
+std::vector<std::pair<std::string, unsigned>> ports_of(system::System& system,
+                                                       const std::vector<std::string>& devices) {
+  std::vector<std::pair<std::string, unsigned>> ports;
   for (const std::string& device : devices) {
-    if (std::find(bridges.begin(), bridges.end(), device) != bridges.end()) continue;
     std::vector<unsigned> numbers;
     for (const std::string& name : system.list_directory(std::string(k_class_dir) + "/" + device + "/ports")) {
       const auto number = util::parse_int(name);
@@ -92,6 +105,12 @@ std::vector<std::pair<std::string, unsigned>> list_rdma_ports(system::System& sy
     for (unsigned number : numbers) ports.emplace_back(device, number);
   }
   return ports;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, unsigned>> list_rdma_ports(system::System& system) {
+  return ports_of(system, compute_rdma_devices(system));
 }
 
 RdmaDevices read_rdma_devices(system::System& system, bool live) {
@@ -106,15 +125,12 @@ RdmaDevices read_rdma_devices(system::System& system, bool live) {
     return devices;
   }
   devices.availability.available = true;
-  std::vector<std::string> names = system.list_directory(k_class_dir);
-  std::sort(names.begin(), names.end());
-  const std::vector<std::string> bridges = nvlink5_management_bridges(system);
+  const std::vector<std::string> names = compute_rdma_devices(system);
   for (const std::string& name : names) {
-    if (std::find(bridges.begin(), bridges.end(), name) != bridges.end()) continue;  // the NVSwitches', not a NIC
     const std::string uevent = read_trimmed(system, std::string(k_class_dir) + "/" + name + "/device/uevent");
     (is_efa(name, uevent_driver(uevent)) ? devices.efa : devices.infiniband).push_back(name);
   }
-  for (const auto& [device, port] : list_rdma_ports(system)) {
+  for (const auto& [device, port] : ports_of(system, names)) {
     const std::string uevent = read_trimmed(system, std::string(k_class_dir) + "/" + device + "/device/uevent");
     devices.ports.push_back(read_port(system, device, port, uevent));
   }
