@@ -121,7 +121,7 @@ const FakeState& state() { return mutable_state(); }
 
 // How often each (GPU, counter) was read since nvmlInit: "_rise" counters move after the first read.
 std::mutex g_reads_mutex;
-std::map<std::string, int>& g_reads = *new std::map<std::string, int>();
+std::map<std::string, int> g_reads;
 /// How often `key` of `gpu` was read before this read.
 int earlier_reads(const FakeGpu& gpu, const std::string& key) {
   const std::lock_guard<std::mutex> lock(g_reads_mutex);
