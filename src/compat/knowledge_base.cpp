@@ -25,7 +25,14 @@ Expected<util::Ok> read_cuda(const TomlFile& file, KnowledgeBase& kb) {
   if (auto r = file.append_rows(
           "release", kb.cuda_releases,
           [](TomlRow& row) {
-            return CudaRelease{row.version("version"), row.optional_version("driver_min"), read_provenance(row)};
+            CudaRelease release{row.version("version"), row.optional_version("driver_min"), read_provenance(row), {}};
+            const bool images = row.optional_boolean("images").value_or(true);
+            const std::string images_source = row.optional_text("images_source");
+            if (!images && images_source.empty())
+              row.fail("`images = false` needs `images_source`: where NVIDIA's image list was read without it");
+            if (images && !images_source.empty()) row.fail("`images_source` comes with `images = false`");
+            if (!images) release.no_images_source = images_source;
+            return release;
           });
       !r)
     return r;

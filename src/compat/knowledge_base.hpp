@@ -30,6 +30,9 @@ struct CudaRelease {
   util::Version version;
   std::optional<util::Version> driver_min;  ///< Linux x86_64; absent when NVIDIA does not list it
   Provenance provenance;
+  /// Where NVIDIA's image list was read showing no nvidia/cuda images of this release (`images = false`: the
+  /// minor's images stayed at an earlier update); empty when its images are published or not known.
+  std::string no_images_source;
 };
 
 struct CudaMajor {

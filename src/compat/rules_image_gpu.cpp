@@ -36,7 +36,9 @@ std::optional<Version> superseding_update(const KnowledgeBase& kb, const Version
   };
   for (const CudaImage& image : kb.images)
     if (image.lifecycle == "active") consider(image.cuda);
-  for (const CudaRelease& release : kb.cuda_releases) consider(release.version);
+  // A release NVIDIA published no images of (its minor's images stayed at an earlier update) supersedes none.
+  for (const CudaRelease& release : kb.cuda_releases)
+    if (release.no_images_source.empty()) consider(release.version);
   return newest;
 }
 
@@ -45,6 +47,15 @@ const CudaImage* newest_image(const KnowledgeBase& kb) {
   const CudaImage* newest = nullptr;
   for (const CudaImage& image : kb.images)
     if (!newest || image.cuda > newest->cuda) newest = &image;
+  return newest;
+}
+
+/// The newest image row of `cuda`'s minor older than `cuda` (the images a release without images left in place).
+const CudaImage* newest_image_before(const KnowledgeBase& kb, const Version& cuda) {
+  const CudaImage* newest = nullptr;
+  for (const CudaImage& image : kb.images)
+    if (image.cuda.truncated(2) == cuda.truncated(2) && image.cuda < cuda && (!newest || image.cuda > newest->cuda))
+      newest = &image;
   return newest;
 }
 
@@ -172,6 +183,21 @@ void check_image(const Context& c, Findings& out) {
   }
   const std::string tag = "nvidia/cuda:" + derived.image_tag;
   const CudaImage* image = c.kb.image(*c.cuda);
+  if (const CudaRelease* release = c.kb.cuda_release(*c.cuda);
+      image == nullptr && release != nullptr && !release->no_images_source.empty()) {
+    const CudaImage* newest_of_minor = newest_image_before(c.kb, *c.cuda);
+    out.push_back(make("image.tag", Status::fail,
+                       tag + " was never published: NVIDIA released the CUDA " + c.cuda->str() +
+                           " toolkit without nvidia/cuda images" +
+                           (newest_of_minor ? " (the CUDA " + major_minor(*c.cuda) + " images stay at " +
+                                                  newest_of_minor->cuda.str() + ")"
+                                            : std::string()),
+                       "set cuda.version to " +
+                           (newest_of_minor ? newest_of_minor->cuda.str() + " for the image, or to " : std::string()) +
+                           "one of " + list(images_with_os(c.kb, *c.cuda, derived.image_os)),
+                       release->no_images_source));
+    return;
+  }
   // Past the newest image, or a patch past the newest image of a known minor (12.9.2 when the data ends at 12.9.1).
   for (const Horizon& horizon : {image_horizon(c.kb), image_minor_horizon(c.kb, *c.cuda)}) {
     if (image != nullptr || !beyond(horizon, *c.cuda)) continue;

@@ -37,7 +37,8 @@ bool has(const std::vector<Finding>& findings, const std::string& id, gpuenv::re
 
 // Rule 1: a patch newer than the newest known update of a known minor warns, naming that update and the overlay; a
 // minor that never existed inside the known range stays a failure. cuda.toml holds 12.8.0-12.8.2 and 12.9.0-12.9.2
-// (NVIDIA's installers, rwgk/rwgk_config's catalog); images.toml ends 12.8 at 12.8.1 and 12.9 at 12.9.2.
+// (NVIDIA's installers, rwgk/rwgk_config's catalog); images.toml ends 12.8 at 12.8.2 and 12.9 at 12.9.2 (NVIDIA's
+// supported-tags.md through a mirror), and 13.2.2 shipped without images (the 13.2 images stay at 13.2.1).
 TEST_CASE("issue 25 rule 1: the horizon of each CUDA minor", "[compat][issue25]") {
   check_rows({
       row("12.9.2 shipped (cuda_12.9.2_575.57.08_linux.run)", {cuda("12.9.2")}, "cuda.release", Expect::pass),
@@ -52,8 +53,13 @@ TEST_CASE("issue 25 rule 1: the horizon of each CUDA minor", "[compat][issue25]"
       row("12.7.1 never existed either", {cuda("12.7.1")}, "cuda.release", Expect::fail, "12.6.3 and 12.8.0"),
       // nvidia/cuda tags: the same horizon per minor
       row("12.9.2 images are listed", {cuda("12.9.2"), {"os.version", "24.04"}}, "image.tag", Expect::pass),
-      row("12.8.2 images are past the newest 12.8 image known", {cuda("12.8.2")}, "image.tag", Expect::warn,
-          "gpuenv's data ends at nvidia/cuda images of CUDA 12.8, newest 12.8.1"),
+      row("12.8.2 images are listed", {cuda("12.8.2"), {"os.version", "24.04"}}, "image.tag", Expect::pass),
+      row("12.8.3 images are past the newest 12.8 image known", {cuda("12.8.3")}, "image.tag", Expect::warn,
+          "gpuenv's data ends at nvidia/cuda images of CUDA 12.8, newest 12.8.2"),
+      row("13.2.2 shipped without images", {cuda("13.2.2")}, "image.tag", Expect::fail,
+          "NVIDIA released the CUDA 13.2.2 toolkit without nvidia/cuda images (the CUDA 13.2 images stay at 13.2.1)"),
+      row("the fix names the images that exist", {cuda("13.2.2")}, "image.tag", Expect::fail,
+          "set cuda.version to 13.2.1 for the image, or to one of"),
       row("no CUDA 12.7 images", {cuda("12.7.0")}, "image.tag", Expect::fail,
           "nvidia/cuda has no images for CUDA 12.7.0"),
   });
@@ -130,7 +136,10 @@ TEST_CASE("issue 25 rule 4: architecture-aware wheels", "[compat][issue25]") {
           Expect::fail, "no Linux aarch64 cu118 wheel"),
       row("2.7.0+cu128 on arm64 (in the cu128 index)", {pytorch, torch("2.7.0"), python311, cuda("12.8.1"), arm64},
           "pytorch.variant", Expect::pass, "exists for Linux aarch64"),
-      row("2.7.0+cu126 on arm64: not known either way", {pytorch, torch("2.7.0"), python311, cuda("12.6.3"), arm64},
+      // pytorch/test-infra#6492: "Cuda 12.6 aarch is not supported in Release 2.7. We release 12.8 aarch".
+      row("2.7.0+cu126 on arm64: none", {pytorch, torch("2.7.0"), python311, cuda("12.6.3"), arm64},
+          "pytorch.variant", Expect::fail, "no Linux aarch64 cu126 wheel (its Linux aarch64 CUDA wheels: cu128)"),
+      row("2.7.1+cu128 on arm64: not known either way", {pytorch, torch("2.7.1"), python311, cuda("12.8.1"), arm64},
           "pytorch.variant", Expect::warn, "is not in gpuenv's data"),
       // 2.8's aarch64 (sbsa) build was CUDA 12.9 only: pytorch/pytorch#155819 added it before the release,
       // pytorch/pytorch#162364 replaced it with 12.6 and 12.8 after; uv lists no aarch64 2.8.0+cu128 wheel
@@ -139,9 +148,12 @@ TEST_CASE("issue 25 rule 4: architecture-aware wheels", "[compat][issue25]") {
           "pytorch.variant", Expect::pass, "exists for Linux aarch64"),
       row("2.8.0+cu128 on arm64: none", {pytorch, torch("2.8.0"), python311, cuda("12.8.1"), arm64}, "pytorch.variant",
           Expect::fail, "no Linux aarch64 cu128 wheel (its Linux aarch64 CUDA wheels: cu129)"),
-      row("2.11.0 on arm64: its aarch64 wheels are not in the data",
-          {pytorch, torch("2.11.0"), python311, cuda("12.8.1"), arm64}, "pytorch.variant", Expect::warn,
-          "whether torch 2.11.0+cu128 is published for Linux aarch64"),
+      // 2.9's aarch64 build matrix: CUDA_AARCH64_ARCHES = ["12.6-aarch64", "12.8-aarch64", "13.0-aarch64"].
+      row("2.9.1+cu126 on arm64", {pytorch, torch("2.9.1"), python311, cuda("12.6.3"), arm64}, "pytorch.variant",
+          Expect::pass, "exists for Linux aarch64"),
+      row("2.11.0+cu130 on arm64 (RELEASE.md's Linux aarch64 line for 13.0.2)",
+          {pytorch, torch("2.11.0"), python311, cuda("13.0.2"), arm64}, "pytorch.variant", Expect::pass,
+          "exists for Linux aarch64"),
       // architecture lists per platform
       row("2.10.0+cu130 on Thor, arm64: built for 11.0",
           {pytorch, torch("2.10.0"), python311, cuda("13.0.2"), arm64, model("Thor")}, "pytorch.compute_capability",
@@ -157,8 +169,14 @@ TEST_CASE("issue 25 rule 4: architecture-aware wheels", "[compat][issue25]") {
       row("2.10.0+cu128 on a GH200, arm64",
           {pytorch, torch("2.10.0"), python311, cuda("12.8.1"), arm64, model("GH200")}, "pytorch.compute_capability",
           Expect::pass),
-      row("2.11.0+cu128, arm64: no aarch64 list, and the x86 one is not used",
-          {pytorch, torch("2.11.0"), python311, cuda("12.8.1"), arm64, cc("9.0")}, "pytorch.compute_capability",
+      row("2.11.0+cu130 on Thor, arm64", {pytorch, torch("2.11.0"), python311, cuda("13.0.2"), arm64, model("Thor")},
+          "pytorch.compute_capability", Expect::pass, "built for compute capability 11.0"),
+      // 2.7's aarch64 cu128 build was 9.0;10.0;12.0 (no 8.0 until pytorch/pytorch#157843, CUDA 12.9, after 2.7).
+      row("2.7.0+cu128 on an A100, arm64: the 2.7 aarch64 wheel has no 8.0",
+          {pytorch, torch("2.7.0"), python311, cuda("12.8.1"), arm64, cc("8.0")}, "pytorch.compute_capability",
+          Expect::fail, "Linux aarch64 is not built for compute capability 8.0"),
+      row("2.8.0+cu129, arm64: no aarch64 list, and the x86 one is not used",
+          {pytorch, torch("2.8.0"), python311, cuda("12.9.1"), arm64, cc("9.0")}, "pytorch.compute_capability",
           Expect::skip, "no Linux aarch64 architecture list"),
   });
 }
@@ -185,8 +203,8 @@ TEST_CASE("issue 25 rule 5: a known release's lists are complete", "[compat][iss
 // update only" policy, whether or not the newer update's images are in the data (then rule 1 judges those).
 TEST_CASE("issue 25 rule 6: superseded images are end-of-life", "[compat][issue25]") {
   check_rows({
-      row("12.8.1 is superseded by 12.8.2 (its images not in the data)", {cuda("12.8.1")}, "image.tag", Expect::warn,
-          "superseded by 12.8.2"),
+      row("12.8.1 is end-of-life since 12.8.2 (dist/end-of-life/12.8.1)", {cuda("12.8.1")}, "image.tag", Expect::warn,
+          "is end-of-life"),
       row("and may be deleted", {cuda("12.8.1")}, "image.tag", Expect::warn, "may vanish; unpatched"),
       row("the fix is the newest update", {cuda("12.8.1")}, "image.tag", Expect::warn, "move cuda.version to 12.8.2"),
       row("12.9.1 is superseded by 12.9.2 (its images listed)", {cuda("12.9.1")}, "image.tag", Expect::warn,

@@ -589,9 +589,10 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
           Expect::pass),
       // CUDA 13 images published after NVIDIA's repository snapshot (rapidsai/ci-imgs, replicate/cog listings)
       // (published, and superseded by a later update of the same minor: issue 25, rule 6)
-      row("13.2.1-cudnn-devel-ubuntu24.04 is published, superseded by 13.2.2",
-          {{"cuda.version", "13.2.1"}, {"os.version", "24.04"}, {"image.flavor", "devel"}, cudnn9}, id, Expect::warn,
-          "13.2.1-cudnn-devel-ubuntu24.04 is end-of-life under NVIDIA's support policy: superseded by 13.2.2"),
+      // 13.2.2 shipped without images: 13.2.1's stay the supported 13.2 images (NVIDIA's supported-tags.md)
+      row("13.2.1-cudnn-devel-ubuntu24.04 is published and still supported",
+          {{"cuda.version", "13.2.1"}, {"os.version", "24.04"}, {"image.flavor", "devel"}, cudnn9}, id, Expect::pass,
+          "13.2.1-cudnn-devel-ubuntu24.04 is published"),
       row("13.1.1-cudnn-runtime-ubuntu22.04, superseded by 13.1.2", {{"cuda.version", "13.1.1"}, cudnn9}, id,
           Expect::warn,
           "superseded by 13.1.2 (only the latest update of a CUDA release is supported, and CUDA 13.1.2 "
@@ -599,9 +600,17 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       row("13.1.2-cudnn-runtime-ubuntu22.04", {{"cuda.version", "13.1.2"}, cudnn9}, id, Expect::pass),
       row("13.0.3-cudnn-runtime-ubuntu24.04", {{"cuda.version", "13.0.3"}, {"os.version", "24.04"}, cudnn9}, id,
           Expect::pass, "13.0.3-cudnn-runtime-ubuntu24.04 is published"),
-      row("13.3.0-base-rockylinux8, superseded by 13.3.1 (its images not in the data)",
+      row("13.3.0-base-rockylinux8 is end-of-life (dist/end-of-life/13.3.0)",
           {{"cuda.version", "13.3.0"}, {"os.distro", "rockylinux"}, {"os.version", "8"}, {"image.flavor", "base"}}, id,
-          Expect::warn, "the CUDA 13.3.1 images are not in gpuenv's data yet"),
+          Expect::warn, "13.3.0-base-rockylinux8 is end-of-life"),
+      row("13.3.0 moves to 13.3.1", {{"cuda.version", "13.3.0"}, {"os.version", "24.04"}}, id, Expect::warn,
+          "move cuda.version to 13.3.1"),
+      row("12.8.1, superseded by 12.8.2 (its images not in the data before)", {{"cuda.version", "12.8.1"}}, id,
+          Expect::warn, "move cuda.version to 12.8.2"),
+      row("12.8.2 has no cuDNN image", {{"cuda.version", "12.8.2"}, cudnn9}, id, Expect::fail,
+          "CUDA 12.8.2 has no cuDNN image for ubuntu22.04"),
+      row("13.3.1-cudnn-runtime-ubuntu26.04", {{"cuda.version", "13.3.1"}, {"os.version", "26.04"}, cudnn9}, id,
+          Expect::pass),
       row("13.3.0 has ubuntu26.04", {{"cuda.version", "13.3.0"}, {"os.version", "26.04"}}, id, Expect::warn,
           "13.3.0-runtime-ubuntu26.04 is end-of-life"),
       // a partial OS listing: an OS it does not name is unknown, not unpublished
@@ -617,8 +626,8 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
       row("11.8.0 may vanish", {{"cuda.version", "11.8.0"}}, id, Expect::warn, "may vanish; unpatched"),
       row("11.8.0 moves to a supported major", {{"cuda.version", "11.8.0"}}, id, Expect::warn,
           "move to a CUDA 12 or 13 image"),
-      row("13.2.0 is superseded by 13.2.2, the newest 13.2 update", {{"cuda.version", "13.2.0"}}, id, Expect::warn,
-          "move cuda.version to 13.2.2"),
+      row("13.2.0 is superseded by 13.2.1, the newest 13.2 image", {{"cuda.version", "13.2.0"}}, id, Expect::warn,
+          "move cuda.version to 13.2.1"),
       row("13.2.0 may vanish", {{"cuda.version", "13.2.0"}}, id, Expect::warn, "may vanish; unpatched"),
       row("13.1.0 is superseded by 13.1.1", {{"cuda.version", "13.1.0"}, {"os.version", "24.04"}}, id, Expect::warn,
           "only the latest update of a CUDA release is supported"),
@@ -660,8 +669,10 @@ TEST_CASE("compat: image.tag needs a published, current nvidia/cuda tag", "[comp
           Expect::fail, "e.g. 12.2.2"),
       row("13.2.5 is past the newest 13.2 image: not known either way", {{"cuda.version", "13.2.5"}}, id, Expect::warn,
           "gpuenv's data ends at nvidia/cuda images of CUDA 13.2, newest 13.2.1"),
-      row("13.3.1 is newer than the newest image: warn naming the horizon", {{"cuda.version", "13.3.1"}}, id,
-          Expect::warn, "gpuenv's data ends at nvidia/cuda images at CUDA 13.3.0"),
+      row("13.3.2 is newer than the newest image: warn naming the horizon", {{"cuda.version", "13.3.2"}}, id,
+          Expect::warn, "gpuenv's data ends at nvidia/cuda images at CUDA 13.3.1"),
+      row("13.4.1 is newer than the newest image: warn naming the horizon", {{"cuda.version", "13.4.1"}}, id,
+          Expect::warn, "gpuenv's data ends at nvidia/cuda images at CUDA 13.3.1"),
   });
 }
 

@@ -1,11 +1,13 @@
 // Issue 25, "Keeping it true": `verified` means read in a primary source (docs/knowledge-base.md "Sources and
 // statuses"): NVIDIA, PyTorch, TensorFlow, Docker Hub / NGC or the distribution. Every row of the knowledge base
 // (data/compat/*.toml) marked verified must cite one, and must not say it was read through a third-party copy (a
-// mirror, a copy, a quotation): those rows are `secondary`. The tables are read raw, as compiled in, so a row the
-// KnowledgeBase keeps no provenance for counts too.
+// mirror, a copy, a quotation): those rows are `secondary`. A row whose source backs several facts (one clause each,
+// separated by ";") is verified only when every clause names a primary source. The tables are read raw, as compiled in,
+// so a row the KnowledgeBase keeps no provenance for counts too.
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <regex>
 #include <span>
@@ -41,8 +43,17 @@ bool read_through_a_copy(const std::string& source) {
   return std::regex_search(source, copy);
 }
 
+/// A row's source may back several facts, one clause each ("...; driver name from ..."): every clause must name a
+/// primary source, so a fact read only in a third party's file cannot ride on another fact's primary source.
 bool primary_as_verified(const std::string& source) {
-  return names_primary_source(source) && !read_through_a_copy(source);
+  if (source.empty() || read_through_a_copy(source)) return false;
+  std::size_t start = 0;
+  while (start <= source.size()) {
+    const std::size_t end = std::min(source.find(';', start), source.size());
+    if (!names_primary_source(source.substr(start, end - start))) return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 /// Every table (top-level [table] or [[array]] row) of `file` with its status and source.
@@ -112,6 +123,12 @@ TEST_CASE("verified sources: the detector tells primary sources from copies", "[
       {"rapidsai/ci-imgs @ 534e7520 matrix.yaml", false},
       {"https://glennklockwood.com/garden/PCIe-Gen6", false},
       {"https://github.com/moi90/pytorch_compute_capabilities table.md", false},
+      // a primary source for one fact of the row, a third party's file for another
+      {"NVIDIA CUDA GPU Compute Capability, https://developer.nvidia.com/cuda-gpus (GeForce RTX 4090: 8.9); "
+       "nvidia-smi name from netdata/netdata src/go/plugin/go.d/collector/nvidia_smi/testdata/rtx-4090-driver-535.xml",
+       false},
+      {"https://developer.nvidia.com/cuda-gpus (snapshot); driver name per NVIDIA/cosmos-framework pull request 114",
+       true},
   };
   for (const Case& c : cases) {
     INFO(c.source);
