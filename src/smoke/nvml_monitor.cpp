@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <cstdio>
 #include <future>
+#include <limits>
 #include <thread>
 
 #include "probe/nvml.hpp"
@@ -18,6 +20,28 @@ using report::Status;
 
 using NvmlDevice = void*;
 using NvmlReturn = int;
+
+/// nvml.h nvmlFieldValue_t (40 bytes on LP64: the value union at offset 32) and nvmlValueType_t.
+struct NvmlFieldValue {
+  unsigned field_id;
+  unsigned scope_id;  ///< the NVLink for the NVML_FI_DEV_NVLINK_COUNT_* fields ("Link ID needs to be specified in
+                      ///< the scopeId field", nvml.h)
+  long long timestamp;
+  long long latency_usec;
+  int value_type;  ///< 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed long long, 5 int,
+                   ///< 6 unsigned short
+  NvmlReturn nvml_return;  ///< per value: nvmlDeviceGetFieldValues succeeds when any value was filled
+  union {
+    double d;
+    unsigned u;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int si;
+    unsigned short us;
+  } value;
+};
+static_assert(sizeof(NvmlFieldValue) == 40 && offsetof(NvmlFieldValue, value) == 32, "nvml.h nvmlFieldValue_t");
 
 /// The few NVML entry points smoke reads (nvml.h); each may be absent from an older driver.
 struct NvmlMonitor::Api {
@@ -37,6 +61,7 @@ struct NvmlMonitor::Api {
   NvmlReturn (*pcie_replays)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*nvlink_state)(NvmlDevice, unsigned, int*) = nullptr;
   NvmlReturn (*nvlink_errors)(NvmlDevice, unsigned, int, unsigned long long*) = nullptr;
+  NvmlReturn (*field_values)(NvmlDevice, int, NvmlFieldValue*) = nullptr;  ///< NVLink5 counters (R550+)
   NvmlReturn (*mig_mode)(NvmlDevice, unsigned*, unsigned*) = nullptr;
   NvmlReturn (*max_mig_devices)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*mig_device)(NvmlDevice, unsigned, NvmlDevice*) = nullptr;
@@ -56,6 +81,8 @@ constexpr int nvml_invalid_argument = 2;
 /// NVML_ERROR_INVALID_ARGUMENT.
 constexpr unsigned nvlink_max_links = 36;
 enum NvLinkErrorCounter { dl_replay = 0, dl_recovery = 1, dl_crc_flit = 2, dl_crc_data = 3 };  // nvml.h
+/// nvml.h NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER and _SYMBOL_BER (encoded: bits 0-7 exponent, 8-11 mantissa).
+constexpr unsigned fi_nvlink_effective_ber = 220, fi_nvlink_symbol_ber = 222;
 /// nvml.h nvmlProcessInfo_t (the _v2/_v3 calls) and nvmlProcessInfo_v1_t (the unversioned call): pid first.
 struct ProcessInfoV2 {
   unsigned pid;
@@ -85,7 +112,59 @@ std::string nvml_bus_id(const std::string& id) {
 
 std::string mhz(unsigned value) { return std::to_string(value) + " MHz"; }
 
+/// A field value as an unsigned count; nullopt when NVML could not read it or it is negative or fractional.
+std::optional<unsigned long long> as_unsigned(const NvmlFieldValue& field) {
+  if (field.nvml_return != nvml_success) return std::nullopt;
+  switch (field.value_type) {
+    case 1:
+      return field.value.u;
+    case 2:
+      return field.value.ul;
+    case 3:
+      return field.value.ull;
+    case 4:
+      return field.value.sll < 0 ? std::nullopt : std::optional<unsigned long long>(field.value.sll);
+    case 5:
+      return field.value.si < 0 ? std::nullopt : std::optional<unsigned long long>(field.value.si);
+    case 6:
+      return field.value.us;
+    default:
+      return std::nullopt;
+  }
+}
+
+// nvml.h NVML_FI_DEV_NVLINK_COUNT_* (NVML 13.3.29, as NVIDIA/go-nvml gen/nvml/nvml.h carries it), in the order of
+// DCGM 4.6.0 MonitorNVLink5Fields (its DCGM fields 1214, 1204-1209, 1213, 1219 map to these NVML ids in
+// dcgmlib/src/dcgm_fields.cpp).
+constexpr NvLink5Field k_nvlink5_error_fields[] = {
+    {221, "symbol errors"},
+    {206, "malformed packet errors"},
+    {207, "buffer overrun errors"},
+    {208, "receive errors"},
+    {209, "remote receive errors"},
+    {210, "general receive errors"},
+    {211, "local link integrity errors"},
+    {215, "link recovery events"},
+    {219, "effective errors"},
+};
+
+/// Asks NVML for `fields` of `device` at `scope` (a link, or all links); the answers NVML could read, by field id.
+std::vector<std::pair<unsigned, unsigned long long>> field_values(const NvmlMonitor::Api& api, NvmlDevice device,
+                                                                  const std::vector<unsigned>& fields, unsigned scope) {
+  std::vector<std::pair<unsigned, unsigned long long>> out;
+  if (api.field_values == nullptr) return out;
+  std::vector<NvmlFieldValue> request;
+  for (const unsigned field : fields) request.push_back(NvmlFieldValue{field, scope, 0, 0, 0, -1, {}});
+  if (api.field_values(device, static_cast<int>(request.size()), request.data()) != nvml_success) return out;
+  for (const NvmlFieldValue& answer : request) {
+    if (const std::optional<unsigned long long> value = as_unsigned(answer)) out.emplace_back(answer.field_id, *value);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::span<const NvLink5Field> nvlink5_error_fields() { return k_nvlink5_error_fields; }
 
 std::shared_ptr<NvmlMonitor> NvmlMonitor::open(system::System& system, const std::string& library) {
   if (library.empty()) return nullptr;
@@ -113,6 +192,7 @@ std::shared_ptr<NvmlMonitor> NvmlMonitor::open(system::System& system, const std
   binder.bind(api.pcie_replays, "nvmlDeviceGetPcieReplayCounter", false);
   binder.bind(api.nvlink_state, "nvmlDeviceGetNvLinkState", false);
   binder.bind(api.nvlink_errors, "nvmlDeviceGetNvLinkErrorCounter", false);
+  binder.bind(api.field_values, "nvmlDeviceGetFieldValues", false);
   binder.bind(api.mig_mode, "nvmlDeviceGetMigMode", false);
   binder.bind(api.max_mig_devices, "nvmlDeviceGetMaxMigDeviceCount", false);
   binder.bind(api.mig_device, "nvmlDeviceGetMigDeviceHandleByIndex", false);
@@ -242,7 +322,17 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
         if (m_api->nvlink_errors(device, link, counter, &value) == nvml_success) *field = value;
       }
     }
+    std::vector<unsigned> fields;
+    for (const NvLink5Field& field : k_nvlink5_error_fields) fields.push_back(field.id);
+    for (const auto& [field, value] : field_values(*m_api, device, fields, link))
+      counters.nvlink5.push_back(NvLink5Counter{field, value});
     out.nvlinks.push_back(counters);
+  }
+  // "NVLink5+ requires scopeId = UINT_MAX for aggregate data" (DCGM dcgmlib/src/DcgmCacheManager.cpp, its BER path).
+  if (!out.nvlinks.empty()) {
+    for (const auto& [field, value] : field_values(*m_api, device, {fi_nvlink_effective_ber, fi_nvlink_symbol_ber},
+                                                   std::numeric_limits<unsigned>::max()))
+      (field == fi_nvlink_effective_ber ? out.nvlink5_effective_ber : out.nvlink5_symbol_ber) = value;
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,17 +55,37 @@ struct GpuUsage {
   std::optional<unsigned> utilization;        ///< percent of the last sample period a kernel ran (nullopt: unknown)
 };
 
+/// An NVLink5 (Blackwell) error counter NVML reads per link through nvmlDeviceGetFieldValues (nvml.h
+/// NVML_FI_DEV_NVLINK_COUNT_*: the link in scopeId), where the older counters below answer "not supported".
+struct NvLink5Counter {
+  unsigned field = 0;  ///< the NVML field id (221 symbol errors, 215 recovery events, ...)
+  unsigned long long value = 0;
+};
+
 /// One NVLink's state and error counters (nvml.h nvmlNvLinkErrorCounter_t); nullopt where NVML cannot read one.
 struct NvLinkCounters {
   unsigned link = 0;
   bool active = false;
   std::optional<unsigned long long> replay, recovery, crc_flit, crc_data;
+  std::vector<NvLink5Counter> nvlink5 = {};  ///< the NVLink5 error counters NVML could read (none before Blackwell)
 };
+
+/// The NVLink5 error counters smoke reads, as DCGM's health watch does (modules/health/DcgmHealthWatch.cpp
+/// MonitorNVLink5Fields, DCGM 4.6.0): the NVML field id and what it counts, for messages.
+struct NvLink5Field {
+  unsigned id;
+  const char* what;
+};
+/// Those fields, in DCGM's order.
+std::span<const NvLink5Field> nvlink5_error_fields();
 
 /// The level-2 counters read around a run (issue 23 item 9): PCIe replays and every NVLink's state and errors.
 struct FabricCounters {
   std::optional<unsigned> pcie_replays;  ///< nvmlDeviceGetPcieReplayCounter
   std::vector<NvLinkCounters> nvlinks;   ///< the links NVML reports (none: no NVLink, or not readable)
+  /// NVLink5: the bit error rates over all links (scopeId UINT_MAX, as DCGM reads them on Blackwell), encoded as
+  /// nvml.h says: bits 0-7 the exponent, 8-11 the mantissa (mantissa x 10^-exponent).
+  std::optional<unsigned long long> nvlink5_effective_ber, nvlink5_symbol_ber;
   bool any() const { return pcie_replays.has_value() || !nvlinks.empty(); }
 };
 

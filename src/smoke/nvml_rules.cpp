@@ -66,6 +66,65 @@ void rises(const FabricCounters& before, const FabricCounters& after, Field fiel
   }
 }
 
+/// An NVLink5 bit error rate as nvml.h encodes it (NVML_NVLINK_ERROR_COUNTER_BER_GET): mantissa x 10^-exponent.
+struct BitErrorRate {
+  unsigned mantissa;  ///< bits 8-11
+  unsigned exponent;  ///< bits 0-7
+  explicit BitErrorRate(unsigned long long raw)
+      : mantissa(static_cast<unsigned>((raw >> 8) & 0xf)), exponent(static_cast<unsigned>(raw & 0xff)) {}
+  std::string str() const { return std::to_string(mantissa) + "e-" + std::to_string(exponent); }
+};
+
+/// DCGM 4.6.0 common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded: above 1e-12 (15e-255 is NVML's "zero"). A
+/// mantissa of 0 is a zero rate too, as DCGM's symbol check reads it (its effective check would flag a raw 0).
+bool effective_ber_exceeded(const BitErrorRate& ber) {
+  if (ber.mantissa == 0 || (ber.mantissa == 15 && ber.exponent == 255)) return false;
+  return ber.exponent < 12 || (ber.exponent == 12 && ber.mantissa > 1) || (ber.exponent == 13 && ber.mantissa > 10);
+}
+
+/// DCGM 4.6.0 modules/health/DcgmHealthWatch.cpp IsSymbolBerThresholdExceeded with the Blackwell all-links floor
+/// 15e-238 (DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED, common/DcgmGPUHardwareLimits.h): a symbol error forward error
+/// correction could not fix ("Shouldn't see Symbol at all", MonitorNVLink5Fields).
+bool symbol_ber_exceeded(const BitErrorRate& ber) {
+  if (ber.mantissa == 0) return false;
+  if (ber.exponent == 238) return ber.mantissa > 15;
+  return ber.exponent < 238;
+}
+
+/// What NVLink5 counter `field` counts ("symbol errors").
+std::string nvlink5_counter_name(unsigned field) {
+  for (const NvLink5Field& known : nvlink5_error_fields())
+    if (known.id == field) return known.what;
+  return "errors (NVML field " + std::to_string(field) + ")";
+}
+
+/// NVLink5 (Blackwell) as DCGM 4.6.0's MonitorNVLink5Fields judges it: any rise of an error counter fails
+/// (DCGM_LIMIT_MAX_NVLINK_ERROR 1, common/DcgmGPUHardwareLimits.h), and so does a bit error rate past its limit.
+std::vector<std::string> nvlink5_faults(const FabricCounters& before, const FabricCounters& after) {
+  std::vector<std::string> out;
+  for (const NvLinkCounters& now : after.nvlinks) {
+    const auto then = std::find_if(before.nvlinks.begin(), before.nvlinks.end(),
+                                   [&](const NvLinkCounters& link) { return link.link == now.link; });
+    if (then == before.nvlinks.end()) continue;
+    for (const NvLink5Counter& counter : now.nvlink5) {
+      const auto earlier = std::find_if(then->nvlink5.begin(), then->nvlink5.end(),
+                                        [&](const NvLink5Counter& c) { return c.field == counter.field; });
+      if (earlier == then->nvlink5.end() || counter.value <= earlier->value) continue;
+      out.push_back("link " + std::to_string(now.link) + ": " + std::to_string(counter.value - earlier->value) + " " +
+                    nvlink5_counter_name(counter.field));
+    }
+  }
+  if (after.nvlink5_effective_ber && effective_ber_exceeded(BitErrorRate(*after.nvlink5_effective_ber))) {
+    out.push_back("effective bit error rate " + BitErrorRate(*after.nvlink5_effective_ber).str() +
+                  " over all links (DCGM fails above 1e-12)");
+  }
+  if (after.nvlink5_symbol_ber && symbol_ber_exceeded(BitErrorRate(*after.nvlink5_symbol_ber))) {
+    out.push_back("symbol bit error rate " + BitErrorRate(*after.nvlink5_symbol_ber).str() +
+                  " over all links (errors forward error correction did not fix)");
+  }
+  return out;
+}
+
 }  // namespace
 
 Finding judge_link_errors(const FabricCounters& before, const FabricCounters& after, double seconds,
@@ -109,6 +168,8 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
         .push_back("NVLink " + util::join(crc_parts, ", ") + " (" + std::to_string(static_cast<long long>(rate)) +
                    " a second of one kind; DCGM fails at 100)");
   }
+  if (const std::vector<std::string> nvlink5 = nvlink5_faults(before, after); !nvlink5.empty())
+    failing.push_back("NVLink " + util::join(nvlink5, ", "));
   std::vector<std::string> went_down, inactive;
   for (const NvLinkCounters& now : after.nvlinks) {
     const auto then = std::find_if(before.nvlinks.begin(), before.nvlinks.end(),
@@ -142,7 +203,8 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
                    "check the links: `nvidia-smi nvlink --status`, `nvidia-smi nvlink -e`, `nvidia-smi -q -d PCIE`; "
                    "reseat or replace the GPU or board if errors persist, and run `gpuenv doctor`",
                    "NVIDIA/DCGM nvvs/plugin_src/pcie (max_pcie_replays 80, NVLink recovery errors), "
-                   "modules/health/DcgmHealthWatch.cpp (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100/s per field); "
+                   "modules/health/DcgmHealthWatch.cpp (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100/s per field; NVLink5: "
+                   "MonitorNVLink5Fields, any counter rise, effective BER above 1e-12, any uncorrected symbol error); "
                    "Azure/azurehpc-health-checks azure_gpu_nvlink.nhc"};
   }
   if (!warning.empty()) {

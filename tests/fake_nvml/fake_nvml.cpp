@@ -30,7 +30,14 @@
 // smoke_pids_alias_later = 99 (that PID instead: this process seen from another PID namespace); smoke_pcie_replays
 // (and _rise); smoke_nvlink_replay / _recovery / _crc_flit / _crc_data (link 0's counter, each with a _rise);
 // smoke_nvlink_down_later = 5 (that link inactive from the second state read on); smoke_mig_instances = 3 (MIG
-// instances of the GPU, with mig_mode = 1).
+// instances of the GPU, with mig_mode = 1). NVLink5 (Blackwell): smoke_nvlink5 = 1 makes
+// nvmlDeviceGetNvLinkErrorCounter answer "not supported" (nvml.h: those counters are "unsupported for Blackwell+") and
+// nvmlDeviceGetFieldValues answer the NVML_FI_DEV_NVLINK_COUNT_* fields per link (scopeId): smoke_nvlink5_<name> (+
+// _rise) on link 0, names symbol_errors (field 221), malformed (206), buffer_overrun (207), rcv_errors (208),
+// remote_errors (209), general_errors (210), integrity_errors (211), recovery_events (215), effective_errors (219); the
+// bit error rates over all links (scopeId UINT_MAX) from smoke_nvlink5_effective_ber (raw, default 0xfff: NVML's zero,
+// 15e-255) and smoke_nvlink5_symbol_ber (raw, default 73710 = 0x11fee: 15e-238 with bit 16 set, the healthy Blackwell
+// aggregate in DCGM's own test, modules/health/tests/DcgmHealthWatchTests.cpp).
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -260,6 +267,27 @@ unsigned long long smoke_nvlink_counter(const FakeGpu& gpu, unsigned link, int c
   return rising_counter(gpu, names[counter]);
 }
 
+/// NVLink5 field `field` of link `scope` (nvmlDeviceGetFieldValues): the value, or nullopt for "not supported".
+std::optional<unsigned long long> smoke_nvlink5_field(const FakeGpu& gpu, unsigned field, unsigned scope) {
+  static const std::pair<unsigned, const char*> counters[] = {
+      {221, "symbol_errors"},    {206, "malformed"},       {207, "buffer_overrun"},
+      {208, "rcv_errors"},       {209, "remote_errors"},   {210, "general_errors"},
+      {211, "integrity_errors"}, {215, "recovery_events"}, {219, "effective_errors"}};
+  if (gpu.number("smoke_nvlink5") == 0) return std::nullopt;
+  constexpr unsigned all_links = 0xffffffffU;
+  if (field == 220 || field == 222) {
+    if (scope != all_links) return std::nullopt;
+    return field == 220 ? gpu.number("smoke_nvlink5_effective_ber", 0xfff)
+                        : gpu.number("smoke_nvlink5_symbol_ber", 73710);
+  }
+  for (const auto& [id, name] : counters) {
+    if (id != field) continue;
+    const std::string key = std::string("smoke_nvlink5_") + name;
+    return scope == 0 && gpu.has(key) ? rising_counter(gpu, key) : 0ULL;
+  }
+  return std::nullopt;
+}
+
 /// MIG instance handles are 0x10000 + GPU index * 64 + slot: "MIG-fake-<gpu>-<slot>".
 std::optional<std::string> smoke_mig_handle(void* device) {
   const auto value = reinterpret_cast<std::size_t>(device);
@@ -474,6 +502,7 @@ int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* active) {
 int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, unsigned long long* value) {
   const FakeGpu* gpu = gpu_of(device);
   if (!gpu->has("nvlinks") || link >= gpu->number("nvlinks")) return k_not_supported;
+  if (gpu->number("smoke_nvlink5") != 0) return k_not_supported;  // Blackwell: the NVLink5 fields instead
   *value = link == 0 && counter == 1 ? gpu->number("nvlink_recovery_errors") : 0;
   *value += nvlink_counter(*gpu, link, counter);
   *value += smoke_nvlink_counter(*gpu, link, counter);
@@ -582,6 +611,28 @@ int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* value) {
   if (!gpu->has("pcie_replays")) return k_not_supported;
   *value = static_cast<unsigned>(rising_per_session(*gpu, "pcie_replays"));
   return 0;
+}
+
+// nvml.h nvmlFieldValue_t: fieldId, scopeId, timestamp, latencyUsec, valueType, nvmlReturn, then the value union.
+struct nvmlFieldValue_t {
+  unsigned field_id, scope_id;
+  long long timestamp, latency_usec;
+  int value_type, nvml_return;
+  unsigned long long value;
+};
+// As NVML: success when any value was filled, each value with its own return code.
+int nvmlDeviceGetFieldValues(void* device, int count, nvmlFieldValue_t* values) {
+  const FakeGpu* gpu = gpu_of(device);
+  if (gpu == nullptr || values == nullptr) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  bool any = false;
+  for (int i = 0; i < count; ++i) {
+    const std::optional<unsigned long long> value = smoke_nvlink5_field(*gpu, values[i].field_id, values[i].scope_id);
+    values[i].nvml_return = value ? 0 : k_not_supported;
+    values[i].value_type = 3;  // NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    values[i].value = value.value_or(0);
+    any = any || value.has_value();
+  }
+  return any ? 0 : k_not_supported;
 }
 
 int nvmlDeviceGetMaxMigDeviceCount(void* device, unsigned* count) {

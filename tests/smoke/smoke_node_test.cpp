@@ -192,6 +192,79 @@ TEST_CASE("smoke: level-2 counters before and after the run, judged as DCGM's di
   CHECK(errors->message.find("NVLink 5 went down during the run") != std::string::npos);
 }
 
+// Blackwell (NVLink5): nvml.h marks the replay/recovery/CRC counters "unsupported for Blackwell+"; DCGM 4.6.0's
+// health watch reads the NVML_FI_DEV_NVLINK_COUNT_* fields instead (modules/health/DcgmHealthWatch.cpp
+// MonitorNVLink5Fields): any rise of an error counter fails (DCGM_LIMIT_MAX_NVLINK_ERROR 1), an effective bit error
+// rate above 1e-12 fails (common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded: (1,12) and (10,13) pass, (2,12),
+// (11,13) and (1,11) fail), and a symbol bit error rate above the all-links floor 15e-238 fails (its tests: raw 73710
+// passes, (15,237) fails). Encoding (nvml.h NVML_NVLINK_ERROR_COUNTER_BER_GET): bits 0-7 exponent, 8-11 mantissa.
+TEST_CASE("smoke: NVLink5 counters and bit error rates, judged as DCGM's MonitorNVLink5Fields", "[smoke][nvml]") {
+  const auto ber = [](unsigned mantissa, unsigned exponent) -> unsigned long long {
+    return (static_cast<unsigned long long>(mantissa) << 8) | exponent;
+  };
+  FabricCounters before;
+  for (unsigned link = 0; link < 18; ++link) {
+    NvLinkCounters counters{link, true, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+    counters.nvlink5 = {{221, 7}, {215, 0}, {206, 0}};
+    before.nvlinks.push_back(counters);
+  }
+  before.nvlink5_effective_ber = 0xfff;  // NVML's zero: 15e-255
+  before.nvlink5_symbol_ber = 73710;     // DCGM's healthy Blackwell aggregate (bit 16 set, masked)
+  const Finding clean = judge_link_errors(before, before, 10, true);
+  CHECK(clean.status == Status::pass);
+  CHECK(clean.message == "all 18 NVLinks active");
+
+  FabricCounters symbol = before;
+  symbol.nvlinks[3].nvlink5[0].value = 9;
+  const Finding symbols = judge_link_errors(before, symbol, 10, true);
+  CHECK(symbols.status == Status::fail);
+  CHECK(symbols.message.find("NVLink link 3: 2 symbol errors") == 0);
+  FabricCounters recovery = before;
+  recovery.nvlinks[17].nvlink5[1].value = 1;
+  CHECK(judge_link_errors(before, recovery, 10, true).message.find("link 17: 1 link recovery events") !=
+        std::string::npos);
+
+  struct Case {
+    const char* what;
+    unsigned long long effective, symbol;
+    Status expected;
+  };
+  const Case cases[] = {
+      {"effective 1e-12: at the limit", ber(1, 12), 73710, Status::pass},
+      {"effective 10e-13: at the limit", ber(10, 13), 73710, Status::pass},
+      {"effective raw 0: a zero rate", 0, 73710, Status::pass},
+      {"effective 2e-12", ber(2, 12), 73710, Status::fail},
+      {"effective 11e-13", ber(11, 13), 73710, Status::fail},
+      {"effective 1e-11", ber(1, 11), 73710, Status::fail},
+      {"symbol 15e-238 (no bit 16)", 0xfff, ber(15, 238), Status::pass},
+      {"symbol mantissa 0", 0xfff, ber(0, 5), Status::pass},
+      {"symbol 15e-237", 0xfff, ber(15, 237), Status::fail},
+      {"symbol 1e-13", 0xfff, ber(1, 13), Status::fail},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    FabricCounters after = before;
+    after.nvlink5_effective_ber = c.effective;
+    after.nvlink5_symbol_ber = c.symbol;
+    CHECK(judge_link_errors(before, after, 10, true).status == c.expected);
+  }
+
+  // Through the runner and the fake NVML: a B200 whose link 0 gains 4 symbol errors during the run.
+  const SmokeReport report = run_with_nvml(
+      "nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_symbol_errors = 10\nsmoke_nvlink5_symbol_errors_rise = 4\n",
+      "elapsed_ms = 0.001\n", small_options());
+  const Finding* errors = find(report.devices.at(0).findings, "smoke.link_errors");
+  REQUIRE(errors != nullptr);
+  CHECK(errors->status == Status::fail);
+  CHECK(errors->message.find("NVLink link 0: 4 symbol errors") == 0);
+  // The same GPU with nothing rising: the older counters answer "not supported", the NVLink5 ones judge it.
+  const SmokeReport healthy =
+      run_with_nvml("nvlinks = 18\nsmoke_nvlink5 = 1\n", "elapsed_ms = 0.001\n", small_options());
+  const Finding* quiet = find(healthy.devices.at(0).findings, "smoke.link_errors");
+  REQUIRE(quiet != nullptr);
+  CHECK(quiet->status == Status::pass);
+}
+
 TEST_CASE("smoke: fewer GPUs than expected fail, and the board's peer floor still applies", "[smoke]") {
   SmokeOptions options = small_options();
   options.cublas = false;
