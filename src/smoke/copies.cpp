@@ -40,9 +40,10 @@ std::span<std::uint32_t> host_words(Gpu& gpu, bool pinned) {
 StepOutcome device_to_host(Gpu& g, bool pinned, RoundTrip& trip) {
   const std::span<std::uint32_t> host = host_words(g, pinned);
   std::fill(host.begin(), host.end(), 0u);
-  trip.d2h = time_copies(g, pinned, static_cast<double>(g.host_bytes), [&] {
-    check(g.api.memcpy_dtoh_async(host.data(), g.device_a, g.host_bytes, g.stream), "cuMemcpyDtoHAsync_v2");
-  });
+  trip.d2h = time_copies(
+      g, pinned, static_cast<double>(g.host_bytes),
+      [&] { check(g.api.memcpy_dtoh_async(host.data(), g.device_a, g.host_bytes, g.stream), "cuMemcpyDtoHAsync_v2"); },
+      &g.host_link->samples);
   trip.d2h_done = true;
   return {};
 }
@@ -57,7 +58,7 @@ StepOutcome host_to_device(Gpu& g, bool pinned, RoundTrip& trip) {
     check(g.api.memcpy_htod_async(g.device_b, host.data(), g.host_bytes, g.stream), "cuMemcpyHtoDAsync_v2");
   };
   check(g.api.memset_d32_async(g.device_b, 0, words, g.stream), "cuMemsetD32Async");
-  trip.h2d = time_copies(g, pinned, static_cast<double>(g.host_bytes), upload);
+  trip.h2d = time_copies(g, pinned, static_cast<double>(g.host_bytes), upload, &g.host_link->samples);
   trip.h2d_done = true;
   trip.h2d_data = check_words(g, g.device_b, words, copy_seed);
   if (trip.h2d_data.ok()) {

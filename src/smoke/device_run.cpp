@@ -47,11 +47,10 @@ void DeviceRun::run() {
     m_result.info.kernel_image = m_gpu->info.kernel_image;
   }
   // GPUs run in parallel; their timed host<->device copies take turns: this GPU takes its turn when the host link is
-  // free, between its device-only steps, or at the end.
+  // free, between its device-only steps (and between its matmul plans), or at the end.
   copies();
   if (!m_host_copies_done) m_host_copies_done = host_link_copies(false);
   matmuls();
-  if (!m_host_copies_done) m_host_copies_done = host_link_copies(false);
   memtest();
   if (!m_host_copies_done) host_link_copies(true);
   free_copy_buffers_unless_hung();
@@ -166,6 +165,9 @@ void DeviceRun::matmuls() {
     step("smoke." + plan.id, [plan, model = m_model, expectations = m_expectations](Gpu& g) {
       return run_gemm(g, plan, model, *expectations);
     });
+    // Between plans too (each is ~1 s of sustained windows): four GPUs of a socket waiting for the whole matmul
+    // block before their turn would end one turn apart after it (scripts/bench: 8 GPUs took 1.9 x one).
+    if (!m_host_copies_done) m_host_copies_done = host_link_copies(false);
   }
   if (!m_gpu->stopped) m_gpu->operand_cache = nullptr;  // the last GPU done frees them (a hung step holds its own)
   if (!plans.empty()) judge_matmul_clocks(clocks ? clocks->stop() : std::vector<ClockSample>{});

@@ -120,15 +120,14 @@ Expectation gemm_expectation(const GemmPlan& plan, int n, const GpuExpectation* 
   return out;
 }
 
-
 /// Most launches in one timed window: a GPU whose events time a launch near 0 would otherwise queue without end.
 constexpr int max_window_launches = 1024;
 
 /// Launches in one sustained window: options' window length (200 ms; --quick 50 ms) at the time of one launch
 /// (`one_ms`), at least 1 and at most max_window_launches.
 int window_launches(const SmokeOptions& options, double one_ms) {
-  const auto window = options.gemm_window.count() >= 0 ? options.gemm_window
-                                                       : std::chrono::milliseconds(options.quick ? 50 : 200);
+  const auto window =
+      options.gemm_window.count() >= 0 ? options.gemm_window : std::chrono::milliseconds(options.quick ? 50 : 200);
   const double wanted = static_cast<double>(window.count()) / std::max(one_ms, 1e-3);
   return static_cast<int>(std::clamp(std::ceil(wanted), 1.0, static_cast<double>(max_window_launches)));
 }
@@ -142,8 +141,8 @@ int window_count(const SmokeOptions& options) {
 struct WindowResults {
   std::vector<double> rates;  ///< TFLOP/s per window: its launches' FLOPs over their summed event intervals
   int launches_per_window = 0;
-  int compared = 0;  ///< launches whose C was compared with the reference on the GPU
-  int wrong = 0;     ///< ... that differed from it
+  int compared = 0;         ///< launches whose C was compared with the reference on the GPU
+  int wrong = 0;            ///< ... that differed from it
   std::string first_wrong;  ///< "window 2, launch 17: 12 words differ, first C[i][j] = x, expected y"
 };
 
@@ -162,8 +161,7 @@ void note_launch(WindowResults& out, unsigned long long wrong, unsigned long lon
   float read = 0;
   std::memcpy(&read, &word, 4);
   out.first_wrong = where + ": " + std::to_string(wrong) + (wrong == 1 ? " element differs" : " elements differ") +
-                    ", first C[" +
-                    std::to_string(index / static_cast<std::uint64_t>(n)) + "][" +
+                    ", first C[" + std::to_string(index / static_cast<std::uint64_t>(n)) + "][" +
                     std::to_string(index % static_cast<std::uint64_t>(n)) + "] = " + format("%.9g", read);
 }
 
@@ -204,8 +202,7 @@ void run_windows(Gpu& gpu, const GemmPlan& plan, const GemmBuffers& buffers, int
     double ms = 0;
     for (std::size_t i = 0; i < launches; ++i) {
       float one = 0;
-      check(api.event_elapsed_time(&one, gpu.timing_events[2 * i], gpu.timing_events[2 * i + 1]),
-            "cuEventElapsedTime");
+      check(api.event_elapsed_time(&one, gpu.timing_events[2 * i], gpu.timing_events[2 * i + 1]), "cuEventElapsedTime");
       ms += one;
     }
     out.rates.push_back(teraflops(n, n, n, ms / 1e3) * static_cast<double>(launches));
@@ -279,10 +276,10 @@ StepOutcome judge_gemm(const Gpu& gpu, const GemmPlan& plan, const GpuExpectatio
   const std::string versus = plan.cublas_tflops && *plan.cublas_tflops > 0
                                  ? ", " + format("%.2f", summary.median / *plan.cublas_tflops) + " x cuBLAS"
                                  : std::string();
-  const std::string observed =
-      what + " " + rate_text(summary.median) + " TFLOP/s (median of " + std::to_string(summary.count) +
-      " sustained windows of " + std::to_string(windows.launches_per_window) + " back-to-back launches, min " +
-      rate_text(summary.min) + ", max " + rate_text(summary.max) + versus + ")";
+  const std::string observed = what + " " + rate_text(summary.median) + " TFLOP/s (median of " +
+                               std::to_string(summary.count) + " sustained windows of " +
+                               std::to_string(windows.launches_per_window) + " back-to-back launches, min " +
+                               rate_text(summary.min) + ", max " + rate_text(summary.max) + versus + ")";
   if (!right) {
     std::string wrong;
     if (!whole.ok()) {
@@ -362,18 +359,17 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
                               "cuMemAlloc_v2 (" + what + ", comparison counters)");
   const GemmBuffers buffers{device_a.get(), device_b.get(), device_c.get(), reference.get(), counters.get()};
   // Uploads and the NaN pre-fill go on the GEMM's own (non-blocking) stream: the legacy stream would not be ordered
-  // before the launch. The uploads wait for another GPU's timed host copies to end (HostLink), and finish before
-  // this GPU lets go of the link.
+  // before the launch. The uploads wait for the timed sample of another GPU's host copies in flight (HostLink's
+  // samples lock, bulk_transfer), never for its whole turn, and finish before this GPU lets go of the link.
   {
-    const std::shared_lock<std::shared_timed_mutex> bulk(gpu.host_link->mutex);
+    const std::shared_lock<std::shared_timed_mutex> bulk = bulk_transfer(*gpu.host_link);
     check(api.memcpy_htod_async(buffers.a, operands.upload_a(), count * operands.element, gpu.stream),
           "cuMemcpyHtoDAsync_v2");
     check(api.memcpy_htod_async(buffers.b, operands.upload_b(), count * operands.element, gpu.stream),
           "cuMemcpyHtoDAsync_v2");
     check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + " operands)");
   }
-  check(api.memset_d32_async(buffers.c, 0x7FC00000u /* NaN: unwritten elements fail verification */, count,
-                             gpu.stream),
+  check(api.memset_d32_async(buffers.c, 0x7FC00000u /* NaN: unwritten elements fail verification */, count, gpu.stream),
         "cuMemsetD32Async");
 
   // The reference: the first launch's whole result checked exactly on the host (Freivalds from both sides) and its
@@ -382,7 +378,7 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
   std::vector<float> c(count);
   {
-    const std::shared_lock<std::shared_timed_mutex> bulk(gpu.host_link->mutex);
+    const std::shared_lock<std::shared_timed_mutex> bulk = bulk_transfer(*gpu.host_link);
     check(api.memcpy_dtoh(c.data(), buffers.c, count * 4), "cuMemcpyDtoH_v2 (" + what + ")");
   }
   const FreivaldsCheck whole = check_freivalds(operands.freivalds, c);

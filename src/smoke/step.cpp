@@ -10,6 +10,10 @@
 
 namespace gpuenv::smoke {
 
+std::shared_lock<std::shared_timed_mutex> bulk_transfer(HostLink& link) {
+  return std::shared_lock<std::shared_timed_mutex>(link.samples);
+}
+
 using report::Finding;
 using report::Status;
 

@@ -96,8 +96,15 @@ class RunBudget {
 /// so that GPUs behind one PCIe switch uplink never halve each other's figures (DCGM's pcie plugin also "measures the
 /// bus bandwidth between the host and each GPU one at a time", PcieMain.cpp).
 struct HostLink {
-  std::shared_timed_mutex mutex;
+  std::shared_timed_mutex mutex;  ///< a GPU's turn for its timed host<->device copies (exclusive)
+  /// One timed sample of those copies (exclusive) against other GPUs' untimed bulk transfers (shared: a matmul's
+  /// operands): a bulk transfer waits for one sample (tens of ms), not for the whole turn (a second or more), so the
+  /// other GPUs of the socket do not stall their matmuls while one GPU takes its turn.
+  std::shared_timed_mutex samples;
 };
+
+/// A shared hold on `link` for an untimed bulk transfer (a matmul's operands): waits for the timed sample in flight.
+std::shared_lock<std::shared_timed_mutex> bulk_transfer(HostLink& link);
 
 /// The run's host links, one per NUMA node: GPUs that share a PCIe link (a switch uplink, a root port) hang off the
 /// same socket, so they always share a node's turn; GPUs on different sockets share no PCIe link and copy at once.
@@ -112,8 +119,8 @@ class HostLinks {
   std::map<std::string, std::shared_ptr<HostLink>> m_links;
 };
 
-/// Everything one GPU's steps share./// Everything one GPU's steps share. Owned jointly by the main thread and the step threads, so an abandoned
-/// (hung) step keeps it, and the libraries, alive.
+/// Everything one GPU's steps share./// Everything one GPU's steps share. Owned jointly by the main thread and the step
+/// threads, so an abandoned (hung) step keeps it, and the libraries, alive.
 struct Gpu {
   std::shared_ptr<system::DynamicLibrary> library;
   CudaApi api;
@@ -339,9 +346,12 @@ std::string invalid_timing_text(const Summary& rates);
 /// queued behind smoke_spin_wait, timed by events around the queue, so launch gaps and host latency between copies
 /// are not counted; a sample whose spin kernel timed out counted them, and is discarded (summarize_copy_samples).
 /// With `events` alone: events around one copy. Otherwise the host clock around one copy and a synchronisation of the
-/// stream (pageable copies, which the driver stages through the host: no spin kernel there).
+/// stream (pageable copies, which the driver stages through the host: no spin kernel there). `sample_exclusive`
+/// (HostLink::samples for host<->device copies) is held for each sample, so no other GPU's bulk transfer shares the
+/// link while one runs.
 template <typename Copy>
-Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
+Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy,
+                    std::shared_timed_mutex* sample_exclusive = nullptr) {
   copy();
   check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
   const bool queued = events && gpu.spin_wait != nullptr && gpu.spin_flag != nullptr;
@@ -349,6 +359,8 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy) {
   for (int i = 0; i < repetitions(gpu.options); ++i) {
     double seconds = 0;
     bool spin_timed_out = false;
+    std::unique_lock<std::shared_timed_mutex> sample;  // no bulk transfer of another GPU while this sample runs
+    if (sample_exclusive != nullptr) sample = std::unique_lock<std::shared_timed_mutex>(*sample_exclusive);
     if (events) {
       const InFlight busy(*gpu.copies_in_flight);  // from the queueing to the sync that ends it
       const int copies = queued ? copies_per_sample : 1;

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
 #include <set>
+#include <shared_mutex>
 
 #include "smoke/fake_cuda_fixture.hpp"
 #include "smoke/runner.hpp"
@@ -84,6 +87,23 @@ TEST_CASE("smoke: GPUs run their steps at the same time, and their timed host co
       if (metric.id == "h2d_pinned" || metric.id == "d2h_pinned") CHECK(metric.summary.median == Approx(alone));
     }
   }
+}
+
+// Issue 23 item 13 (scripts/bench: 8 GPUs took 1.9 x one GPU): a matmul's operand upload held the socket's turn lock
+// shared, so while one GPU took its turn (a second or more of timed copies) the other GPUs of the socket stalled at
+// their next matmul. It now waits only for the timed sample in flight (HostLink::samples), never for the turn.
+TEST_CASE("smoke: a matmul's bulk transfer waits for one timed sample, not for another GPU's whole turn", "[smoke]") {
+  HostLink link;
+  std::unique_lock<std::shared_timed_mutex> turn(link.mutex);  // another GPU's turn, between two samples
+  auto during_turn = std::async(std::launch::async, [&link] { return bulk_transfer(link).owns_lock(); });
+  REQUIRE(during_turn.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(during_turn.get());
+  std::unique_lock<std::shared_timed_mutex> sample(link.samples);  // a timed sample in flight
+  auto during_sample = std::async(std::launch::async, [&link] { return bulk_transfer(link).owns_lock(); });
+  CHECK(during_sample.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  sample.unlock();
+  REQUIRE(during_sample.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(during_sample.get());
 }
 
 TEST_CASE("smoke: copy buffers are written and verified by the GPU, not on one host core", "[smoke]") {
