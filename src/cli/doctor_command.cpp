@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "cli/boot_retry.hpp"
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
+#include "cli/prometheus.hpp"
 #include "cli/smoke_overrides.hpp"
 #include "cli/trusted_paths.hpp"
 #include "cli/version.hpp"
@@ -283,12 +285,30 @@ util::Expected<util::Ok> apply_budget(const DoctorOptions& options, const Tier* 
   return util::Ok{};
 }
 
+/// --prometheus's options: the families a current `gpuenv watch` textfile beside it exports (gpuenv-watch.prom, the
+/// name gpuenv-watch.service writes) are left to watch, whose values are newer. A file that someone other than root
+/// can change is not believed: it could only hide doctor's series.
+PrometheusOptions prometheus_options(Context& context, const DoctorOptions& options, long long now) {
+  PrometheusOptions out;
+  out.gpu_gauges = options.prometheus_gpu_gauges;
+  const std::string watch_file =
+      (std::filesystem::path(options.prometheus).parent_path() / "gpuenv-watch.prom").lexically_normal().string();
+  if (watch_file == std::filesystem::path(options.prometheus).lexically_normal().string() ||
+      context.system.trust_problem(watch_file))
+    return out;
+  const util::Expected<std::string> text = context.system.read_file(watch_file);
+  if (!text) return out;
+  out.left_to_watch = families_left_to_watch(parse_watch_textfile(*text), static_cast<double>(now));
+  out.watch_textfile = watch_file;
+  return out;
+}
+
 /// Writes --prometheus, --nfd and --report (each atomically, mode 0644: node_exporter and NFD run unprivileged).
 util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& options,
                                        const doctor::DoctorReport& report, long long now) {
   constexpr unsigned k_readable = 0644;
   if (!options.prometheus.empty()) {
-    const PrometheusOptions prometheus{options.prometheus_gpu_gauges};
+    const PrometheusOptions prometheus = prometheus_options(context, options, now);
     if (auto written = context.system.write_file_atomic(
             options.prometheus, doctor_prometheus(report, gpuenv_version(), now, prometheus), k_readable);
         !written)

@@ -3,6 +3,7 @@
 // node-problem-detector and Slurm drain reasons, and node_exporter textfile metrics.
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,10 @@ util::Expected<ReadReport> read_doctor_json(std::string_view text);
 std::string doctor_oneline(const doctor::DoctorReport& report);
 struct PrometheusOptions {
   bool gpu_gauges = false;  ///< also GPU temperature and power, which DCGM-exporter exports already
+  /// Families a current `gpuenv watch` textfile beside this one exports (families_left_to_watch): left out here, so
+  /// node_exporter does not see the same series twice; `watch_textfile` names that file in a comment.
+  std::set<std::string> left_to_watch = {};
+  std::string watch_textfile = {};
 };
 /// node_exporter textfile metrics (Prometheus text format, doctor_prometheus.cpp); `timestamp` is the run's Unix time.
 std::string doctor_prometheus(const doctor::DoctorReport& report, const std::string& version, long long timestamp,

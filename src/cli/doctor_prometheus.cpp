@@ -147,6 +147,7 @@ void add_smoke(Exposition& e, const std::optional<smoke::SmokeReport>& smoke, co
 std::string doctor_prometheus(const doctor::DoctorReport& r, const std::string& version, long long timestamp,
                               const PrometheusOptions& options) {
   Exposition e;
+  e.leave_to(options.left_to_watch, options.watch_textfile);
   add_verdict(e, r, version);
   add_action(e, r.findings);
   add_findings(e, r.findings);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "util/strings.hpp"
+
 namespace gpuenv::cli {
 namespace {
 
@@ -37,12 +39,16 @@ std::string format_value(double value) {
 }  // namespace
 
 void Exposition::family(const std::string& name, const std::string& help) {
+  if (left_out_.count(name) != 0) {
+    skipped_.insert(name);
+    return;
+  }
   const bool counter = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
   text_ += "# HELP " + name + " " + help + "\n# TYPE " + name + (counter ? " counter\n" : " gauge\n");
 }
 
 void Exposition::sample(const std::string& name, const Labels& labels, double value) {
-  if (!std::isfinite(value)) return;
+  if (!std::isfinite(value) || left_out_.count(name) != 0) return;
   text_ += name;
   if (!labels.empty()) {
     text_ += '{';
@@ -55,9 +61,20 @@ void Exposition::sample(const std::string& name, const Labels& labels, double va
   text_ += " " + format_value(value) + "\n";
 }
 
+void Exposition::leave_to(const std::set<std::string>& names, const std::string& where) {
+  left_out_.insert(names.begin(), names.end());
+  if (!names.empty()) left_to_ = where;
+}
+
 std::string Exposition::text() const {
-  if (!repairs_.any()) return text_;
-  return text_ + "# gpuenv: host text in label values was cleaned: " + repairs_.describe() + "\n";
+  std::string out = text_;
+  if (!skipped_.empty()) {
+    out += "# gpuenv: left to " + left_to_ + ", which exports them too:";
+    for (const std::string& name : skipped_) out += " " + name;
+    out += "\n";
+  }
+  if (!repairs_.any()) return out;
+  return out + "# gpuenv: host text in label values was cleaned: " + repairs_.describe() + "\n";
 }
 
 int verdict_number(report::Verdict verdict) {
@@ -103,6 +120,38 @@ void add_findings(Exposition& e, const std::vector<report::Finding>& findings) {
   for (Status status : {Status::pass, Status::warn, Status::fail, Status::skip})
     e.sample("gpuenv_findings", {{"status", std::string(report::to_string(status))}},
              static_cast<double>(report::count_status(findings, status)));
+}
+
+WatchTextfile parse_watch_textfile(std::string_view text) {
+  WatchTextfile out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    constexpr std::string_view type = "# TYPE ";
+    if (line.substr(0, type.size()) == type) {
+      const std::string_view rest = line.substr(type.size());
+      out.families.emplace(rest.substr(0, rest.find(' ')));
+      continue;
+    }
+    const std::size_t space = line.find(' ');
+    if (space == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, space);
+    std::optional<double>* field = name == "gpuenv_watch_last_sample_timestamp_seconds" ? &out.last_sample_seconds
+                                   : name == "gpuenv_watch_interval_seconds"            ? &out.interval_seconds
+                                                                                        : nullptr;
+    if (field != nullptr) *field = util::parse_double(line.substr(space + 1));
+  }
+  return out;
+}
+
+std::set<std::string> families_left_to_watch(const WatchTextfile& watch, double now) {
+  if (!watch.last_sample_seconds || !watch.interval_seconds) return {};
+  const double allowed = std::max(60.0, 3 * *watch.interval_seconds);
+  const double age = now - *watch.last_sample_seconds;
+  if (age < -allowed || age > allowed) return {};  // stale, or from a clock far ahead: doctor keeps its series
+  return watch.families;
 }
 
 }  // namespace gpuenv::cli

@@ -3,7 +3,10 @@
 // TYPE, label values cleaned and escaped, and the families every gpuenv report shares (the findings by id and status).
 // Used by `doctor --prometheus` and `nccl judge --prometheus`.
 
+#include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,11 +28,30 @@ class Exposition {
   void sample(const std::string& name, const Labels& labels, double value);
   /// The exposition, with a closing comment saying what host text was cleaned in label values, if any.
   std::string text() const;
+  /// Families another textfile in the same directory exports: declared and sampled here, they would be the same
+  /// series twice, which node_exporter drops from one file with an error at every scrape. Left out from now on;
+  /// `where` names the other file in a closing comment.
+  void leave_to(const std::set<std::string>& names, const std::string& where);
 
  private:
   std::string text_;
   util::TextRepairs repairs_;
+  std::set<std::string> left_out_;
+  std::set<std::string> skipped_;  ///< the families of left_out_ this exposition declared, and left out
+  std::string left_to_;
 };
+
+/// What a `gpuenv watch --prometheus` textfile says about itself: the families it declares and its timing gauges.
+struct WatchTextfile {
+  std::set<std::string> families;             ///< every `# TYPE` name
+  std::optional<double> last_sample_seconds;  ///< gpuenv_watch_last_sample_timestamp_seconds
+  std::optional<double> interval_seconds;     ///< gpuenv_watch_interval_seconds
+};
+/// Reads a watch textfile (pure; lines it does not know are ignored).
+WatchTextfile parse_watch_textfile(std::string_view text);
+/// The families doctor leaves to `watch`'s textfile at Unix time `now`: all it declares when its last sample is at
+/// most three intervals (and at least 60 s) old, so a stopped watch leaves them to doctor again; else none.
+std::set<std::string> families_left_to_watch(const WatchTextfile& watch, double now);
 
 /// 0 ok, 1 degraded, 2 not ok.
 int verdict_number(report::Verdict verdict);
