@@ -280,6 +280,27 @@ double pcie_replays_per_minute(const History& history, const GpuSample& gpu) {
          static_cast<double>(std::max<std::int64_t>(now_ms - start->time_ms, k_minute_ms));
 }
 
+/// Whether the NVLink CRC errors between `before` and `gpu` reached DCGM's failing rate. DCGM rates flit and data CRC
+/// errors each on its own (DcgmHealthWatch.cpp MonitorNVLink4Fields: DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, then
+/// ..._CRC_DATA_ERROR_TOTAL, each per second against DCGM_LIMIT_MAX_NVLINK_CRC_ERROR), so 60 + 60 a second is a
+/// warning. Without per-link readings at both ends (a sample read back from the database) only a sum of twice the
+/// limit proves one kind reached it.
+bool nvlink_crc_fails(const GpuSample& before, const GpuSample& gpu, std::uint64_t sum, double seconds) {
+  if (seconds <= 0) return false;
+  std::uint64_t flit = 0, data = 0;
+  bool per_link = false;
+  for (const probe::NvLinkCounters& link : gpu.nvlink_links) {
+    const auto earlier = std::find_if(before.nvlink_links.begin(), before.nvlink_links.end(),
+                                      [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
+    if (earlier == before.nvlink_links.end()) continue;
+    per_link = true;
+    flit += growth(earlier->crc_flit, link.crc_flit).value_or(0);
+    data += growth(earlier->crc_data, link.crc_data).value_or(0);
+  }
+  if (!per_link) return static_cast<double>(sum) / seconds >= 2 * k_nvlink_crc_fail_per_second;
+  return static_cast<double>(std::max(flit, data)) / seconds >= k_nvlink_crc_fail_per_second;
+}
+
 void check_counters(const History& history, const GpuSample& gpu, Emitter& emit) {
   const NodeSample* previous = history.previous();
   const GpuSample* before = previous != nullptr ? find_gpu(*previous, gpu) : nullptr;
@@ -294,7 +315,7 @@ void check_counters(const History& history, const GpuSample& gpu, Emitter& emit)
     const auto hour = growth_since(history, gpu, rule.field, now_ms - k_hour_ms);
     Status status = rule.status;
     const double per_second = seconds > 0 ? static_cast<double>(*grew) / seconds : 0;
-    if (rule.field == &GpuSample::nvlink_crc && per_second >= k_nvlink_crc_fail_per_second) status = Status::fail;
+    if (rule.field == &GpuSample::nvlink_crc && nvlink_crc_fails(*before, gpu, *grew, seconds)) status = Status::fail;
     emit.hold(rule.rule, &gpu, status,
               gpu_label(gpu) + ": " + std::to_string(*grew) + " " + rule.what + " in the last " +
                   duration_text(now_ms - previous->time_ms) + " (" + number(per_second, 2) + "/s; " +

@@ -157,6 +157,29 @@ TEST_CASE("NVLink CRC errors at 100/s or more fail, as DCGM's health watch does"
   CHECK(raised[0].finding.status == Status::fail);
 }
 
+// DCGM rates flit and data CRC errors each on its own (DcgmHealthWatch.cpp MonitorNVLink4Fields: the fields
+// DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL and ..._CRC_DATA_ERROR_TOTAL, each per second against
+// DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100): 60 flit + 60 data errors a second is a warning there, 110 data a failure.
+TEST_CASE("NVLink CRC flit and data errors are rated apart, as DCGM does", "[watch]") {
+  {
+    Run run;
+    run.step({with_links(gpu(0), {{0, true, 0, 0, 0, 0}, {1, true, 0, 0, 0, 0}})});
+    const auto raised = run.step({with_links(gpu(0), {{0, true, 0, 0, 600, 0}, {1, true, 0, 0, 0, 600}})});
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].finding.status == Status::warn);  // 120/s summed, 60/s of each kind
+    const auto both = run.step({with_links(gpu(0), {{0, true, 0, 0, 1700, 0}, {1, true, 0, 0, 0, 600}})});
+    REQUIRE(both.size() == 1);
+    CHECK(both[0].finding.status == Status::fail);  // then 110/s of flit errors
+  }
+  {
+    Run run;
+    run.step({gpu(0)});
+    const auto raised = run.step({with_links(gpu(0), {{0, true, 0, 0, 0, 1100}})});
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].finding.status == Status::fail);  // 110/s of data CRC errors
+  }
+}
+
 // DCGM's NVLink health watch judges the growth of the GPU's total replay, recovery and CRC counts between two readings
 // (NVIDIA/DCGM @ 1f7a418 modules/health/DcgmHealthWatch.cpp MonitorNVLink: the DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL
 // fields at the start and the end of the window).
