@@ -182,9 +182,13 @@ std::string link_list(const std::vector<unsigned>& links) {
 
 /// Each GPU's active NVLinks against the best GPU of the same model on this node. Azure's check fails on any
 /// inactive link, which false-fails shapes wired with fewer links by design (H100 NVL: 12 of 18); comparing siblings
-/// catches a link that went down without that false alarm. Error counters (cumulative since the driver loaded) are
-/// shown, not judged: one snapshot cannot tell a rate.
+/// catches a link that went down without that false alarm. On an NVSwitch board (NVSwitch functions on PCI, or
+/// NVLink5's switch-management bridges) every link of every GPU goes to a switch, as on the ND shapes Azure's check
+/// runs on, so any inactive link fails there: a dead NVSwitch takes the same links from every GPU, which the sibling
+/// comparison cannot see. A GPU in MIG mode is left out (DCGM's MonitorNVLinkStatus skips MIG too). Error counters
+/// (cumulative since the driver loaded) are shown, not judged: one snapshot cannot tell a rate.
 void check_nvlink(const HostFacts& facts, Findings& out) {
+  const bool nvswitch_board = !facts.fabric.nvswitches.empty() || !facts.fabric.nvlink5_bridges.empty();
   std::map<std::string, std::size_t> best;  // most active links per model
   for (const GpuFacts& gpu : facts.gpus.gpus) {
     if (gpu.nvlink) best[gpu.name] = std::max(best[gpu.name], gpu.nvlink->active.size());
@@ -204,6 +208,14 @@ void check_nvlink(const HostFacts& facts, Findings& out) {
                     std::to_string(best[gpu.name]),
                 "check `nvidia-smi nvlink --status` and `nvidia-smi nvlink -e`; reseat the NVLink bridge (PCIe "
                 "cards) or drain the node for a baseboard and NVSwitch check (SXM); a down link cuts peer bandwidth");
+    } else if (nvswitch_board && !nv.inactive.empty() && !gpu.mig_enabled.value_or(false)) {
+      links.add(Status::fail, gpu,
+                state + " (down: link " + link_list(nv.inactive) +
+                    ") on an NVSwitch board, where every NVLink goes to a switch (the same links down on every GPU "
+                    "point at an NVSwitch)",
+                "check `nvidia-smi nvlink --status` on every GPU, the fabric manager (`journalctl -u "
+                "nvidia-fabricmanager`) and SXid lines in the kernel log; drain the node for a baseboard and "
+                "NVSwitch check");
     } else if (nv.active.empty()) {
       links.note(gpu, "no NVLink active (no bridge fitted, or the NVLink fabric is down)");
     }

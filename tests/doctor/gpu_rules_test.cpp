@@ -336,6 +336,32 @@ TEST_CASE("rules: NVLinks compared with the node's other GPUs of the model", "[d
        "gpu.nvlink",
        Status::fail,
        {"GPU 5", "16 of 18 NVLinks active (down: link 16, 17) while another", "has 18", "nvidia-smi nvlink --status"}},
+      // A dead NVSwitch takes the same links from every GPU: the siblings agree, the board does not (every NVLink of an
+      // HGX board goes to a switch; Azure's check_nvlink_status fails any inactive link on those ND shapes).
+      {"an NVSwitch board whose GPUs all lost links 14-17",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         set_nvlinks(f, 14);
+         f.fabric.nvswitches = {"0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"};
+       },
+       "gpu.nvlink",
+       Status::fail,
+       {"14 of 18 NVLinks active (down: link 14, 15, 16, 17) on an NVSwitch board", "point at an NVSwitch"}},
+      {"an NVLink5 board (switch-management bridges) whose GPUs all lost a link",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         set_nvlinks(f, 17);
+         f.fabric.nvlink5_bridges = {"0000:1a:00.0"};
+       },
+       "gpu.nvlink", Status::fail, {"on an NVSwitch board"}},
+      {"an NVSwitch board in MIG mode: not judged by link state",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         set_nvlinks(f, 14);
+         for (GpuFacts& gpu : f.gpus.gpus) gpu.mig_enabled = true;
+         f.fabric.nvswitches = {"0000:05:00.0"};
+       },
+       "gpu.nvlink", Status::pass},
       {"no link up anywhere: a note",
        [](HostFacts& f, Expectations&) {
          set_gpus(f, 2);
