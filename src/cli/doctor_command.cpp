@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "cli/boot_allreduce.hpp"
 #include "cli/boot_retry.hpp"
 #include "cli/commands.hpp"
 #include "cli/doctor_output.hpp"
@@ -36,15 +37,16 @@ struct Tier {
   bool smoke;                      ///< on-device smoke tests (and the frameworks' matmul)
   bool libcuda;                    ///< load libcuda and run cuInit
   double memtest;                  ///< smoke's --memtest fraction unless given
+  bool allreduce;                  ///< the NCCL all-reduce over every GPU after the smoke tests (boot_allreduce.hpp)
 };
 
 /// prolog: the Slurm Prolog that keeps a job off a bad GPU, NVML only, 5 s. health: HealthCheckProgram (killed at
 /// 60 s), NHC, the systemd timer: the collection in 45 s, no smoke. boot: first boot and after repairs: everything,
-/// the memory test over half of each GPU's free memory; minutes.
+/// the memory test over half of each GPU's free memory and NCCL's all-reduce over every GPU; minutes.
 constexpr Tier k_tiers[] = {
-    {"prolog", 5, std::chrono::seconds(2), false, false, 0},
-    {"health", 45, std::chrono::seconds(10), false, true, 0},
-    {"boot", 120, std::chrono::seconds(10), true, true, 0.5},
+    {"prolog", 5, std::chrono::seconds(2), false, false, 0, false},
+    {"health", 45, std::chrono::seconds(10), false, true, 0, false},
+    {"boot", 120, std::chrono::seconds(10), true, true, 0.5, true},
 };
 
 const Tier* find_tier(const std::string& name) {
@@ -377,8 +379,17 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   request.collect.nvml_library = *nvml;
   if (auto read = read_smoke_options(context, options, request.smoke); !read)
     return report_error(context, read.error());
-  if (auto budget = apply_budget(options, find_tier(options.tier), request); !budget)
-    return report_error(context, budget.error());
+  const Tier* tier = find_tier(options.tier);
+  if (auto budget = apply_budget(options, tier, request); !budget) return report_error(context, budget.error());
+  // The boot tier's all-reduce: GPUENV_NCCL_LIBRARY is checked before any GPU work, as smoke --nccl checks it.
+  std::optional<BootAllreduceOptions> allreduce;
+  if (tier != nullptr && tier->allreduce && options.root.empty()) {
+    auto nccl_library = library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", "");
+    if (!nccl_library) return report_error(context, nccl_library.error());
+    // Only a --python that was given names a wheel to use: the default python3 need not have one.
+    const std::string wheel_python = options.python == DoctorOptions{}.python ? std::string() : options.python;
+    allreduce = BootAllreduceOptions{request.smoke.library, *nccl_library, wheel_python, options.instance_type};
+  }
   request.smoke.nvml_library = request.collect.nvml_library;
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
   if (!options.instance_type.empty()) request.instance_type = options.instance_type;
@@ -419,6 +430,10 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   }
   auto report = run_doctor_at_boot(context, *target, request, options);
   if (!report) return report_error(context, report.error());
+  if (allreduce) {
+    if (auto added = add_boot_allreduce(context.system, *allreduce, *report); !added)
+      return report_error(context, added.error());
+  }
   now = unix_now();  // the last try's time: --boot-retry may have taken minutes
 
   if (auto written = write_outputs(context, options, *report, now); !written)

@@ -459,7 +459,8 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
   } else {
     report.findings.push_back({"nccl.allreduce", Status::pass,
                                std::to_string(report.ranks) + " GPUs, " + size_text(report.sizes.front().bytes) +
-                                   " to " + size_text(report.sizes.back().bytes) + ": every sum verified",
+                                   (report.sizes.size() > 1 ? " to " + size_text(report.sizes.back().bytes) : "") +
+                                   ": every sum verified",
                                "", ""});
     report.findings.push_back(sweep_bandwidth_finding(report, floor, options.instance_type));
   }

@@ -14,36 +14,18 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "nccl/fake_nccl_fixture.hpp"
 #include "smoke/fake_cuda_fixture.hpp"
 #include "support/fake_system.hpp"
 #include "support/findings.hpp"
 
 namespace {
 
+using gpuenv::nccl::testing::FakeNccl;
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
 using gpuenv::smoke::testing::FakeCuda;
 using gpuenv::testing::require_finding;
-
-/// Writes the fake libnccl's configuration and points GPUENV_FAKE_NCCL at it for the scope.
-class FakeNccl {
- public:
-  explicit FakeNccl(const std::string& config) {
-    m_path = std::filesystem::temp_directory_path() / ("gpuenv-fake-nccl-" + std::to_string(::getpid()) + ".conf");
-    std::ofstream(m_path) << config;
-    ::setenv("GPUENV_FAKE_NCCL", m_path.c_str(), 1);
-  }
-  ~FakeNccl() {
-    ::unsetenv("GPUENV_FAKE_NCCL");
-    std::error_code ignored;
-    std::filesystem::remove(m_path, ignored);
-  }
-  FakeNccl(const FakeNccl&) = delete;
-  FakeNccl& operator=(const FakeNccl&) = delete;
-
- private:
-  std::filesystem::path m_path;
-};
 
 gpuenv::nccl::SweepOptions small() {
   gpuenv::nccl::SweepOptions options;

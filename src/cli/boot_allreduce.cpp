@@ -1,0 +1,29 @@
+#include "cli/boot_allreduce.hpp"
+
+#include "doctor/actions.hpp"
+#include "nccl/allreduce.hpp"
+#include "system/abandon.hpp"
+
+namespace gpuenv::cli {
+
+util::Expected<util::Ok> add_boot_allreduce(system::System& system, const BootAllreduceOptions& options,
+                                            doctor::DoctorReport& report) {
+  // A hung GPU's thread is still in the driver: NCCL would hang behind it. One GPU has nothing to all-reduce with.
+  if (!report.smoke || report.smoke->abandoned_work || report.smoke->devices.size() < 2) return util::Ok{};
+  nccl::SweepOptions sweep;
+  sweep.cuda_library = options.cuda_library;
+  sweep.nccl.library = options.nccl_library;
+  if (!options.python.empty()) sweep.nccl.python = options.python;
+  sweep.instance_type = !options.instance_type.empty() ? options.instance_type : report.facts.host.instance_type;
+  auto ran = nccl::run_allreduce_sweep(system, sweep);
+  if (!ran) return ran.error();
+  if (ran->abandoned_work) system::note_abandoned_work();  // cli leaves with _Exit, as after smoke's hangs
+  auto actions = doctor::builtin_actions();
+  if (!actions) return actions.error();
+  doctor::assign_actions(ran->findings, **actions);
+  report.findings.insert(report.findings.end(), ran->findings.begin(), ran->findings.end());
+  report.verdict = report::verdict_of(report.findings);
+  return util::Ok{};
+}
+
+}  // namespace gpuenv::cli
