@@ -125,6 +125,17 @@ void check_fabric_state(const HostFacts& facts, Findings& out) {
 void check_fabric_manager(const HostFacts& facts, Findings& out) {
   const probe::FabricFacts& fabric = facts.fabric;
   const probe::FabricManagerFacts& manager = fabric.manager;
+  if (fabric.nvswitches.empty() && fabric.nvlink5_bridges.empty() && !fabric.vpd_unreadable.empty() &&
+      has_fourth_generation_nvswitch(facts)) {
+    // An HGX B200/B300 board manages its NVSwitches through a ConnectX bridge that only its VPD names.
+    out.push_back(make("fabric.manager", Status::skip,
+                       "cannot tell whether this board's NVLink5 switches need the fabric manager: the VPD of " +
+                           util::join(fabric.vpd_unreadable, ", ") +
+                           " (which names the switch-management bridges, SW_MNG) is readable by root only",
+                       "run `gpuenv doctor` as root (gpuenv-doctor.service does); fabric.state still shows whether "
+                       "each GPU registered with the fabric"));
+    return;
+  }
   if (fabric.nvswitches.empty() && fabric.nvlink5_bridges.empty()) {
     std::string message = fabric.pci_scanned ? "no NVSwitch on the PCI bus and no NVLink5 switch-management bridge: "
                                                "no fabric manager is needed"

@@ -29,7 +29,9 @@ void collect_nvswitches(system::System& system, FabricFacts& fabric) {
   const std::vector<PciDevice> devices = read_pci_devices(system);
   fabric.pci_scanned = !devices.empty();
   for (const PciDevice& device : nvidia_pci_inventory(devices).nvswitches) fabric.nvswitches.push_back(device.bus_id);
-  fabric.nvlink5_bridges = nvlink5_management_bridges(system);
+  ManagementBridges bridges = read_management_bridges(system);
+  fabric.nvlink5_bridges = std::move(bridges.bridges);
+  fabric.vpd_unreadable = std::move(bridges.unreadable);
 }
 
 /// A package's version through `rpm -q` (RPM systems, live only); nullopt when rpm or the package is absent.

@@ -74,6 +74,8 @@ struct FabricFacts {
   std::vector<std::string> nvswitches;  ///< bus ids of NVIDIA "Bridge: other" (0x0680) functions
   /// InfiniBand devices whose VPD says SW_MNG: NVLink5 boards' switch management (their NVSwitches are not on PCI)
   std::vector<std::string> nvlink5_bridges;
+  /// InfiniBand devices whose VPD could not be read (root only): whether they are such bridges is not known.
+  std::vector<std::string> vpd_unreadable;
   FabricManagerFacts manager;
   /// A peer-memory module NCCL's GPUDirect RDMA check accepts is loaded (nvidia_peermem, or the legacy nv_peer_mem);
   /// nullopt when /sys/module could not be read (under --root without it).

@@ -70,15 +70,22 @@ std::vector<PciDevice> read_pci_devices(system::System& system) {
   return devices;
 }
 
-std::vector<std::string> nvlink5_management_bridges(system::System& system) {
+ManagementBridges read_management_bridges(system::System& system) {
   constexpr const char* infiniband = "/sys/class/infiniband/";
-  std::vector<std::string> bridges;
+  ManagementBridges out;
   for (const std::string& device : system.list_directory(infiniband)) {
-    auto vpd = system.read_file(infiniband + device + "/device/vpd");
-    if (vpd && vpd->find("SW_MNG") != std::string::npos) bridges.push_back(device);
+    const std::string path = infiniband + device + "/device/vpd";
+    auto vpd = system.read_file(path);
+    if (vpd && vpd->find("SW_MNG") != std::string::npos) out.bridges.push_back(device);
+    if (!vpd && system.exists(path)) out.unreadable.push_back(device);
   }
-  std::sort(bridges.begin(), bridges.end());
-  return bridges;
+  std::sort(out.bridges.begin(), out.bridges.end());
+  std::sort(out.unreadable.begin(), out.unreadable.end());
+  return out;
+}
+
+std::vector<std::string> nvlink5_management_bridges(system::System& system) {
+  return read_management_bridges(system).bridges;
 }
 
 NvidiaPciInventory nvidia_pci_inventory(const std::vector<PciDevice>& devices) {

@@ -44,6 +44,14 @@ std::vector<PciDevice> read_pci_devices(system::System& system);
 /// Manager user guide, "Systems Using Fourth Generation NVSwitches").
 std::vector<std::string> nvlink5_management_bridges(system::System& system);
 
+/// The bridges, and the InfiniBand devices whose VPD exists but could not be read (it is root's only: a non-root
+/// run cannot tell a bridge from a compute NIC).
+struct ManagementBridges {
+  std::vector<std::string> bridges;
+  std::vector<std::string> unreadable;
+};
+ManagementBridges read_management_bridges(system::System& system);
+
 /// The NVIDIA GPUs and NVSwitches among `devices`, in bus-id order.
 struct NvidiaPciInventory {
   std::vector<PciDevice> gpus;

@@ -226,6 +226,27 @@ TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still n
   CHECK(ready.message.find("NVLSM 2025.03.0") != std::string::npos);
 }
 
+// The bridges' VPD is root's only (mode 0600 in sysfs): as another user doctor sees InfiniBand devices but cannot tell a
+// switch-management bridge from a compute NIC, so "no fabric manager is needed" would be a guess on an HGX B200.
+TEST_CASE("fabric.manager: an HGX B200 read without root cannot tell, and does not say no fabric manager is needed",
+          "[doctor][fabric]") {
+  HostFacts b200 = hgx_b200();
+  b200.fabric.nvlink5_bridges.clear();
+  b200.fabric.vpd_unreadable = {"mlx5_0", "mlx5_10", "mlx5_11"};
+  const Finding& unknown = require_finding(evaluate(b200), "fabric.manager");
+  CHECK(unknown.status == Status::skip);
+  CHECK(unknown.message.find("cannot tell whether this board's NVLink5 switches need the fabric manager") !=
+        std::string::npos);
+  CHECK(unknown.remedy.find("as root") != std::string::npos);
+  // An H100 PCIe node read without root: no NVLink5 board, so the usual answer stands.
+  HostFacts pcie = hgx_b200();
+  for (auto& gpu : pcie.gpus.gpus) gpu.name = "NVIDIA H100 PCIe";
+  pcie.fabric.nvlink5_bridges.clear();
+  pcie.fabric.vpd_unreadable = {"mlx5_0"};
+  CHECK(require_finding(evaluate(pcie), "fabric.manager").message.find("no fabric manager is needed") !=
+        std::string::npos);
+}
+
 TEST_CASE("fabric.manager: the GPU Operator's fabric manager, in its driver container, is not a missing one",
           "[doctor][fabric]") {
   // The GPU Operator starts nv-fabricmanager inside the nvidia-driver-ctr container: "deployed either as a systemd
