@@ -185,16 +185,26 @@ void check_image(const Context& c, Findings& out) {
   const CudaImage* image = c.kb.image(*c.cuda);
   if (const CudaRelease* release = c.kb.cuda_release(*c.cuda);
       image == nullptr && release != nullptr && !release->no_images_source.empty()) {
+    // The toolkit is real (install it on a node); only an image of it is not: a failure for `gpuenv dockerfile`.
     const CudaImage* newest_of_minor = newest_image_before(c.kb, *c.cuda);
-    out.push_back(make("image.tag", Status::fail,
-                       tag + " was never published: NVIDIA released the CUDA " + c.cuda->str() +
-                           " toolkit without nvidia/cuda images" +
-                           (newest_of_minor ? " (the CUDA " + major_minor(*c.cuda) + " images stay at " +
-                                                  newest_of_minor->cuda.str() + ")"
-                                            : std::string()),
+    std::vector<std::string> others = images_with_os(c.kb, *c.cuda, derived.image_os);
+    if (newest_of_minor != nullptr)
+      others.erase(std::remove(others.begin(), others.end(), newest_of_minor->cuda.str()), others.end());
+    const std::string message =
+        tag + " was never published: NVIDIA released the CUDA " + c.cuda->str() + " toolkit without nvidia/cuda images" +
+        (newest_of_minor ? " (the CUDA " + major_minor(*c.cuda) + " images stay at " + newest_of_minor->cuda.str() + ")"
+                         : std::string());
+    if (c.purpose != Purpose::dockerfile) {
+      out.push_back(make("image.tag", Status::skip, message + "; fine for install, an error only for `gpuenv dockerfile`",
+                         "", release->no_images_source));
+      return;
+    }
+    out.push_back(make("image.tag", Status::fail, message,
                        "set cuda.version to " +
-                           (newest_of_minor ? newest_of_minor->cuda.str() + " for the image, or to " : std::string()) +
-                           "one of " + list(images_with_os(c.kb, *c.cuda, derived.image_os)),
+                           (newest_of_minor ? newest_of_minor->cuda.str() + " for the image" +
+                                                  (others.empty() ? std::string() : ", or to one of ")
+                                            : std::string("one of ")) +
+                           list(others),
                        release->no_images_source));
     return;
   }

@@ -382,3 +382,41 @@ TEST_CASE("overlay: a row without `source` or with an unknown key is bad input n
     CHECK_THAT(merged.error().message, Catch::Contains(excerpt));
   }
 }
+
+// Issue 25 rule 6, the half no shipped row exercises now: a CUDA release row alone (its images not in the data yet)
+// makes the images of the update it supersedes end-of-life; `images = false` on it (NVIDIA shipped the toolkit but no
+// images, as 13.2.2) keeps them supported.
+TEST_CASE("overlay: a release row alone supersedes the images of its minor, unless it has no images",
+          "[compat][overlay][issue25]") {
+  const auto image_tag_of = [](const KnowledgeBase& data) {
+    const Profile p = profile([](Profile& q) { q.cuda_version = "13.3.1"; });
+    const auto findings = gpuenv::compat::check_profile(p, data);
+    const auto tag =
+        std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.id == "image.tag"; });
+    REQUIRE(tag != findings.end());
+    return *tag;
+  };
+  CHECK(image_tag_of(kb()).status == Status::pass);
+  const std::string release = "[[release]]\nversion = \"13.3.2\"\nstatus = \"unverified\"\nsource = \"a test\"\n";
+  auto superseded = gpuenv::compat::load_knowledge_base({{"cuda.toml", "/d/cuda.toml", release}});
+  REQUIRE(superseded);
+  const Finding eol = image_tag_of(*superseded);
+  CHECK(eol.status == Status::warn);
+  CHECK_THAT(eol.message, Catch::Contains("superseded by 13.3.2") &&
+                              Catch::Contains("the CUDA 13.3.2 images are not in gpuenv's data yet"));
+  auto imageless = gpuenv::compat::load_knowledge_base(
+      {{"cuda.toml", "/d/cuda.toml", release + "images = false\nimages_source = \"a test\"\n"}});
+  REQUIRE(imageless);
+  CHECK(image_tag_of(*imageless).status == Status::pass);
+}
+
+TEST_CASE("overlay: images = false needs images_source, and images_source needs images = false", "[compat][overlay]") {
+  const std::string head = "[[release]]\nversion = \"13.3.2\"\nstatus = \"unverified\"\nsource = \"a test\"\n";
+  const auto bad = gpuenv::compat::load_knowledge_base({{"cuda.toml", "/d/cuda.toml", head + "images = false\n"}});
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("`images = false` needs `images_source`"));
+  const auto stray =
+      gpuenv::compat::load_knowledge_base({{"cuda.toml", "/d/cuda.toml", head + "images_source = \"x\"\n"}});
+  REQUIRE_FALSE(stray);
+  CHECK_THAT(stray.error().message, Catch::Contains("`images_source` comes with `images = false`"));
+}

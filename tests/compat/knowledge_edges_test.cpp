@@ -56,10 +56,14 @@ TEST_CASE("issue 25 rule 1: the horizon of each CUDA minor", "[compat][issue25]"
       row("12.8.2 images are listed", {cuda("12.8.2"), {"os.version", "24.04"}}, "image.tag", Expect::pass),
       row("12.8.3 images are past the newest 12.8 image known", {cuda("12.8.3")}, "image.tag", Expect::warn,
           "gpuenv's data ends at nvidia/cuda images of CUDA 12.8, newest 12.8.2"),
-      row("13.2.2 shipped without images", {cuda("13.2.2")}, "image.tag", Expect::fail,
-          "NVIDIA released the CUDA 13.2.2 toolkit without nvidia/cuda images (the CUDA 13.2 images stay at 13.2.1)"),
-      row("the fix names the images that exist", {cuda("13.2.2")}, "image.tag", Expect::fail,
-          "set cuda.version to 13.2.1 for the image, or to one of"),
+      // The 13.2.2 toolkit is real: a bare-metal profile is fine; only `gpuenv dockerfile` needs the image.
+      row("13.2.2 shipped without images: fine for a node", {cuda("13.2.2")}, "image.tag", Expect::skip,
+          "NVIDIA released the CUDA 13.2.2 toolkit without nvidia/cuda images (the CUDA 13.2 images stay at 13.2.1); "
+          "fine for install"),
+      row("13.2.2 for a Dockerfile: fail", {cuda("13.2.2")}, "image.tag", Expect::fail, "was never published",
+          Purpose::dockerfile),
+      row("the fix names the images that exist, 13.2.1 once", {cuda("13.2.2")}, "image.tag", Expect::fail,
+          "set cuda.version to 13.2.1 for the image, or to one of 13.3.1", Purpose::dockerfile),
       row("no CUDA 12.7 images", {cuda("12.7.0")}, "image.tag", Expect::fail,
           "nvidia/cuda has no images for CUDA 12.7.0"),
   });
