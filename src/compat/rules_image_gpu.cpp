@@ -14,17 +14,6 @@ namespace gpuenv::compat::rules_detail {
 
 namespace {
 
-/// The active image of the same CUDA minor (12.1.0 -> 12.1.1), for EOL remedies.
-const CudaImage* active_successor(const KnowledgeBase& kb, const Version& cuda) {
-  const CudaImage* best = nullptr;
-  for (const CudaImage& image : kb.images) {
-    if (image.lifecycle == "active" && image.cuda.truncated(2) == cuda.truncated(2) &&
-        (!best || image.cuda > best->cuda))
-      best = &image;
-  }
-  return best;
-}
-
 /// The newest update of `cuda`'s minor (12.9.1 -> 12.9.2) that supersedes it under NVIDIA's "latest update only"
 /// policy: an active image row, or a CUDA release whose images may simply be missing from the data (issue 25, rule 6).
 /// Empty when `cuda` is the newest update gpuenv knows.
@@ -133,12 +122,17 @@ Lifecycle lifecycle_of(const KnowledgeBase& kb, const CudaImage& image) {
   return {};
 }
 
-/// Supported CUDA versions whose images were published for `os`, nearest first (newer first among equals), for the
-/// remedy.
-std::vector<std::string> images_with_os(const KnowledgeBase& kb, const Version& cuda, const std::string& os) {
+/// Supported CUDA versions whose images were published for `os` (with a cuDNN variant there when `cudnn`), nearest
+/// first (newer first among equals), for the remedy.
+std::vector<std::string> images_with_os(const KnowledgeBase& kb, const Version& cuda, const std::string& os,
+                                        bool cudnn = false) {
+  const auto has = [](const std::vector<std::string>& list, const std::string& item) {
+    return std::find(list.begin(), list.end(), item) != list.end();
+  };
   std::vector<const CudaImage*> matches;
   for (const CudaImage& image : kb.images) {
-    if (std::find(image.os.begin(), image.os.end(), os) != image.os.end() && lifecycle_of(kb, image).why.empty())
+    if (has(image.os, os) && (!cudnn || (!image.cudnn_token.empty() && has(image.cudnn_os, os))) &&
+        lifecycle_of(kb, image).why.empty())
       matches.push_back(&image);
   }
   const auto distance = [&cuda](const Version& v) {
@@ -191,12 +185,14 @@ void check_image(const Context& c, Findings& out) {
     if (newest_of_minor != nullptr)
       others.erase(std::remove(others.begin(), others.end(), newest_of_minor->cuda.str()), others.end());
     const std::string message =
-        tag + " was never published: NVIDIA released the CUDA " + c.cuda->str() + " toolkit without nvidia/cuda images" +
+        tag + " was never published: NVIDIA released the CUDA " + c.cuda->str() +
+        " toolkit without nvidia/cuda images" +
         (newest_of_minor ? " (the CUDA " + major_minor(*c.cuda) + " images stay at " + newest_of_minor->cuda.str() + ")"
                          : std::string());
     if (c.purpose != Purpose::dockerfile) {
-      out.push_back(make("image.tag", Status::skip, message + "; fine for install, an error only for `gpuenv dockerfile`",
-                         "", release->no_images_source));
+      out.push_back(make("image.tag", Status::skip,
+                         message + "; fine for install, an error only for `gpuenv dockerfile`", "",
+                         release->no_images_source));
       return;
     }
     out.push_back(make("image.tag", Status::fail, message,
@@ -255,12 +251,10 @@ void check_image(const Context& c, Findings& out) {
       out.push_back(
           make("image.tag", Status::fail,
                tag + " was never published: CUDA " + image->cuda.str() + " has no cuDNN image for " + derived.image_os,
-               image->cudnn_token.empty()
-                   ? "pick a CUDA update that has cuDNN images (e.g. " +
-                         (active_successor(c.kb, *c.cuda) ? active_successor(c.kb, *c.cuda)->cuda.str()
-                                                          : std::string("another release")) +
-                         "), or install cuDNN yourself and drop [cudnn]"
-                   : "use one of " + list(image->cudnn_os),
+               image->cudnn_token.empty() ? "pick a CUDA version with cuDNN images for " + derived.image_os + " (" +
+                                                list(images_with_os(c.kb, *c.cuda, derived.image_os, true)) +
+                                                "), or install cuDNN yourself and drop [cudnn]"
+                                          : "use one of " + list(image->cudnn_os),
                image->provenance.source));
       return;
     }
@@ -282,11 +276,22 @@ void check_image(const Context& c, Findings& out) {
     }
   }
   if (const Lifecycle lifecycle = lifecycle_of(c.kb, *image); !lifecycle.why.empty()) {
+    // The newer update may lack this profile's OS or cuDNN variant (12.8.2 has no cuDNN images, 13.3.1 no
+    // rockylinux10): then the remedy names supported versions that have them.
+    const bool cudnn = !c.profile.cudnn_version.empty() && effective_image_flavor(c.profile, c.kb) != "base";
+    const std::vector<std::string> fitting = images_with_os(c.kb, *c.cuda, derived.image_os, cudnn);
+    const std::optional<Version> successor = superseding_update(c.kb, image->cuda);
+    const bool successor_fits =
+        successor && std::find(fitting.begin(), fitting.end(), successor->str()) != fitting.end();
+    const std::string remedy = !successor || successor_fits || fitting.empty()
+                                   ? lifecycle.remedy
+                                   : "move cuda.version to one of " + list(fitting) + " (CUDA " + successor->str() +
+                                         " has no " + (cudnn ? "cuDNN " : "") + "image for " + derived.image_os + ")";
     out.push_back(make("image.tag", Status::warn,
                        tag + " " + lifecycle.why +
                            ": may vanish; unpatched (NVIDIA deletes end-of-life tags six months after EOL and no "
                            "longer updates them)",
-                       lifecycle.remedy, lifecycle.source));
+                       remedy, lifecycle.source));
     return;
   }
   out.push_back(make("image.tag", Status::pass, tag + " is published", {}, image->provenance.source));
