@@ -209,17 +209,49 @@ util::Expected<system::CommandResult> run_scontrol(system::System& system, std::
 
 }  // namespace
 
-util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, NodeHealth health,
-                                                    std::string_view oneline, std::chrono::milliseconds timeout) {
+SlurmAction decide_interruption_drain(const SlurmNode& node, std::string_view what) {
+  if (const std::string held = held_state(node); !held.empty())
+    return {SlurmActionKind::none, "", "the node is " + held + ": held by the operator or Slurm, left alone"};
+  const std::string reason = std::string(k_interruption_reason_prefix) + " " + util::shell_inert(util::trim(what));
+  if (is_drained(node) && node.reason == reason)
+    return {SlurmActionKind::none, "", "already drained for this interruption"};
+  const bool someone_elses = is_unavailable(node) && !node.reason.empty() && !is_gpuenv_reason(node.reason) &&
+                             !is_slurm_availability_reason(node.reason) &&
+                             !util::starts_with(node.reason, k_interruption_reason_prefix);
+  if (someone_elses) return {SlurmActionKind::none, "", "already drained by someone else: their reason kept"};
+  return {SlurmActionKind::drain, reason, "draining before the interruption"};
+}
+
+namespace {
+
+/// Reads `node`, decides with `decide`, and runs the update; each scontrol call gets `timeout`.
+template <typename Decide>
+util::Expected<SlurmOutcome> read_decide_update(system::System& system, const std::string& node,
+                                                std::chrono::milliseconds timeout, Decide decide) {
   auto shown = run_scontrol(system, {"scontrol", "show", "node", node}, timeout);
   if (!shown) return shown.error();
   auto parsed = parse_scontrol_show_node(shown->out);
   if (!parsed) return parsed.error();
-  SlurmOutcome outcome{*parsed, decide_slurm_action(health, *parsed, oneline)};
+  SlurmOutcome outcome{*parsed, decide(*parsed)};
   if (const auto argv = scontrol_update_argv(node, outcome.action); !argv.empty()) {
     if (auto updated = run_scontrol(system, argv, timeout); !updated) return updated.error();
   }
   return outcome;
+}
+
+}  // namespace
+
+util::Expected<SlurmOutcome> drain_for_interruption(system::System& system, const std::string& node,
+                                                    std::string_view what, std::chrono::milliseconds timeout) {
+  return read_decide_update(system, node, timeout,
+                            [what](const SlurmNode& parsed) { return decide_interruption_drain(parsed, what); });
+}
+
+util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, NodeHealth health,
+                                                    std::string_view oneline, std::chrono::milliseconds timeout) {
+  return read_decide_update(system, node, timeout, [health, oneline](const SlurmNode& parsed) {
+    return decide_slurm_action(health, parsed, oneline);
+  });
 }
 
 }  // namespace gpuenv::fleet

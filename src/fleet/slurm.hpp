@@ -20,6 +20,10 @@ namespace gpuenv::fleet {
 
 /// The prefix that marks a drain reason as gpuenv's own.
 inline constexpr std::string_view k_slurm_reason_prefix = "gpuenv:";
+/// The prefix of the drain `gpuenv watch` makes on a cloud's interruption notice. Not "gpuenv:": the health check
+/// resumes gpuenv's drains once the node is healthy again, and a node about to be reclaimed is healthy until then.
+/// An operator resumes it if the instance comes back (an Azure Reboot or Redeploy).
+inline constexpr std::string_view k_interruption_reason_prefix = "gpuenv-interruption:";
 
 /// A node as `scontrol show node NAME` prints it (the fields the decision needs).
 struct SlurmNode {
@@ -92,6 +96,15 @@ struct SlurmOutcome {
   SlurmNode before;
   SlurmAction action;
 };
+
+/// The drain for an interruption notice (`what`: "aws spot interruption at ..."), a pure function of the node: a held
+/// state or an operator's drain -> nothing; the same interruption drain already there -> nothing; else drain with
+/// k_interruption_reason_prefix and `what` made shell-inert (over a drain of gpuenv's health check too).
+SlurmAction decide_interruption_drain(const SlurmNode& node, std::string_view what);
+
+/// Reads the node with scontrol and drains it for an interruption (decide_interruption_drain).
+util::Expected<SlurmOutcome> drain_for_interruption(system::System& system, const std::string& node,
+                                                    std::string_view what, std::chrono::milliseconds timeout);
 
 /// Reads the node with scontrol, decides, and runs the update; each scontrol call gets `timeout`.
 util::Expected<SlurmOutcome> run_slurm_health_check(system::System& system, const std::string& node, NodeHealth health,

@@ -1,7 +1,8 @@
 // What watch does when the cloud announces an interruption (docs/watch.md "Interruptions"), once per notice:
 //   1. a watch.interruption event;
 //   2. the readiness marker removed, so that nothing new is scheduled here by tools that wait on it;
-//   3. the node drained in Slurm through fleet's health-check code (gpuenv's own "gpuenv:" reason);
+//   3. the node drained in Slurm through fleet's Slurm code, with a "gpuenv-interruption:" reason the health check
+//      does not resume (the node is healthy until it is taken away);
 //   4. the user's hook run as an argv, never through a shell, with the notice in its environment
 //      (GPUENV_INTERRUPTION_DEADLINE and friends), so the job can checkpoint before the deadline;
 //   5. on Azure, when configured, the event acknowledged once the hook is done.
@@ -65,7 +66,7 @@ void drain_slurm(system::System& system, const WatchSettings& settings, Monitor:
   }
   const std::string reason = run.notice.cloud + " " + run.notice.kind + " interruption" +
                              (run.notice.deadline_ms ? " at " + probe::iso_utc(*run.notice.deadline_ms / 1000) : "");
-  auto outcome = fleet::run_slurm_health_check(system, *node, fleet::NodeHealth::not_ready, reason, k_scontrol_timeout);
+  auto outcome = fleet::drain_for_interruption(system, *node, reason, k_scontrol_timeout);
   if (!outcome) {
     run.say(5, "Slurm drain of " + *node + " not done: " + outcome.error().message);
     return;

@@ -11,6 +11,7 @@
 
 namespace {
 
+using gpuenv::fleet::decide_interruption_drain;
 using gpuenv::fleet::decide_slurm_action;
 using gpuenv::fleet::NodeHealth;
 using gpuenv::fleet::parse_scontrol_show_node;
@@ -76,6 +77,24 @@ TEST_CASE("slurm decision: drain on NOT READY, resume only gpuenv's drain, never
   // "gpuenv" without the colon is not the prefix gpuenv writes.
   CHECK(decide_slurm_action(NodeHealth::ready, {"n1", "IDLE+DRAIN", "gpuenv upgrade by ops"}, "READY").kind ==
         SlurmActionKind::none);
+}
+
+// gpuenv watch drains a node on a cloud's interruption notice; the node is healthy until it is taken away, so the
+// health check (doctor --slurm, every HealthCheckInterval) must not resume that drain as it resumes its own.
+TEST_CASE("slurm decision: an interruption drain is never resumed by the health check", "[fleet][slurm]") {
+  const std::string what = "aws spot interruption at 2026-12-04T17:02:00Z";
+  const auto drain = decide_interruption_drain({"n1", "MIXED", ""}, what);
+  CHECK(drain.kind == SlurmActionKind::drain);
+  CHECK(drain.reason == "gpuenv-interruption: aws spot interruption at 2026-12-04T17:02:00Z");
+  const SlurmNode drained{"n1", "MIXED+DRAIN", drain.reason};
+  CHECK(decide_slurm_action(NodeHealth::ready, drained, "READY: 8 GPUs").kind == SlurmActionKind::none);
+  CHECK(decide_slurm_action(NodeHealth::not_ready, drained, k_bad_line).kind == SlurmActionKind::none);
+  CHECK(decide_interruption_drain(drained, what).kind == SlurmActionKind::none);  // already drained for it
+  // Over the health check's own drain; never over an operator's, nor a held state.
+  CHECK(decide_interruption_drain({"n1", "IDLE+DRAIN", "gpuenv: NOT READY: xid.events: Xid 79"}, what).kind ==
+        SlurmActionKind::drain);
+  CHECK(decide_interruption_drain({"n1", "IDLE+DRAIN", "bad DIMM, ticket 42"}, what).kind == SlurmActionKind::none);
+  CHECK(decide_interruption_drain({"n1", "MAINT+RESERVED", ""}, what).kind == SlurmActionKind::none);
 }
 
 TEST_CASE("slurm decision: Slurm's own availability reasons are taken over on NOT READY, never resumed",

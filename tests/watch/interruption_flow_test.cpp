@@ -2,7 +2,7 @@
 // notice from GCP's metadata service as its documentation gives it (maintenance-event TERMINATE_ON_HOST_MAINTENANCE:
 // a GPU VM is stopped one hour later, cloud.google.com/compute/docs/gpus/gpu-host-maintenance and
 // .../metadata/getting-live-migration-notice), the readiness marker removed, the node drained in Slurm through
-// fleet's health-check code (scontrol show node, then scontrol update ... State=DRAIN Reason=gpuenv: ..., the
+// fleet's health-check code (scontrol show node, then scontrol update ... State=DRAIN Reason=gpuenv-interruption: ..., the
 // contract tests/fleet/slurm_integration_test.cpp checks against a real slurmctld), the hook run as an argv with
 // the notice in its environment and the notice's deadline as its timeout; once per notice, also across a restart.
 
@@ -24,9 +24,10 @@ namespace {
 constexpr std::int64_t k_start = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
 const std::string k_marker = "/var/lib/gpuenv/ready";
 const std::string k_hook = "/usr/local/bin/checkpoint";
-/// The drain reason fleet gives Slurm: "gpuenv: " and the notice (src/fleet/slurm.cpp decide_slurm_action).
+/// The drain reason fleet gives Slurm: "gpuenv-interruption: " and the notice (src/fleet/slurm.cpp
+/// decide_interruption_drain), which the health check does not resume.
 const std::string k_drain =
-    "scontrol update NodeName=gpu-node-1 State=DRAIN Reason=gpuenv: gcp TERMINATE_ON_HOST_MAINTENANCE interruption at "
+    "scontrol update NodeName=gpu-node-1 State=DRAIN Reason=gpuenv-interruption: gcp TERMINATE_ON_HOST_MAINTENANCE interruption at "
     "2026-01-01T01:00:00Z";
 /// The hook's argv: /usr/bin/env sets the notice's variables, then the configured argv, no shell.
 const std::string k_hook_run =
