@@ -129,15 +129,14 @@ WatchTextfile parse_watch_textfile(std::string_view text) {
     const std::size_t end = std::min(text.find('\n', start), text.size());
     const std::string_view line = text.substr(start, end - start);
     start = end + 1;
-    constexpr std::string_view type = "# TYPE ";
-    if (line.substr(0, type.size()) == type) {
-      const std::string_view rest = line.substr(type.size());
-      out.families.emplace(rest.substr(0, rest.find(' ')));
-      continue;
-    }
+    if (line.empty() || line.front() == '#') continue;
     const std::size_t space = line.find(' ');
     if (space == std::string_view::npos) continue;
-    const std::string_view name = line.substr(0, space);
+    // A sample's family: its name up to the labels. A family watch declares without a sample (NVML not answering)
+    // is not one doctor should leave out.
+    const std::string_view series = line.substr(0, space);
+    out.families.emplace(series.substr(0, series.find('{')));
+    const std::string_view name = series;
     std::optional<double>* field = name == "gpuenv_watch_last_sample_timestamp_seconds" ? &out.last_sample_seconds
                                    : name == "gpuenv_watch_interval_seconds"            ? &out.interval_seconds
                                                                                         : nullptr;

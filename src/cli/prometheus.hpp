@@ -41,16 +41,16 @@ class Exposition {
   std::string left_to_;
 };
 
-/// What a `gpuenv watch --prometheus` textfile says about itself: the families it declares and its timing gauges.
+/// What a `gpuenv watch --prometheus` textfile says about itself: the families it has samples of and its timing gauges.
 struct WatchTextfile {
-  std::set<std::string> families;             ///< every `# TYPE` name
+  std::set<std::string> families;             ///< the families it has samples of
   std::optional<double> last_sample_seconds;  ///< gpuenv_watch_last_sample_timestamp_seconds
   std::optional<double> interval_seconds;     ///< gpuenv_watch_interval_seconds
 };
 /// Reads a watch textfile (pure; lines it does not know are ignored).
 WatchTextfile parse_watch_textfile(std::string_view text);
-/// The families doctor leaves to `watch`'s textfile at Unix time `now`: all it declares when its last sample is at
-/// most three intervals (and at least 60 s) old, so a stopped watch leaves them to doctor again; else none.
+/// The families doctor leaves to `watch`'s textfile at Unix time `now`: all it has samples of when its last sample is
+/// at most three intervals (and at least 60 s) old, so a stopped watch leaves them to doctor again; else none.
 std::set<std::string> families_left_to_watch(const WatchTextfile& watch, double now);
 
 /// 0 ok, 1 degraded, 2 not ok.

@@ -78,9 +78,8 @@ gpuenv::doctor::DoctorReport doctor_report() {
   return r;
 }
 
-std::set<std::string> declared(const std::string& text) {
-  return gpuenv::cli::parse_watch_textfile(text).families;  // its `# TYPE` names
-}
+/// The families `text` has samples of.
+std::set<std::string> declared(const std::string& text) { return gpuenv::cli::parse_watch_textfile(text).families; }
 
 std::set<std::string> common(const std::set<std::string>& a, const std::set<std::string>& b) {
   std::set<std::string> out;
@@ -123,6 +122,16 @@ TEST_CASE("textfiles: doctor leaves to a current watch textfile the families it 
     CHECK(left.empty() != c.left);
   }
   CHECK(gpuenv::cli::families_left_to_watch(gpuenv::cli::parse_watch_textfile("# TYPE x gauge\nx 1\n"), now).empty());
+  // NVML not answering watch: it declares the per-GPU families without samples, and doctor keeps its own.
+  gpuenv::watch::Snapshot blind = watch_snapshot(now - 5);
+  blind.sample.nvml = false;
+  blind.sample.gpus.clear();
+  blind.sample.attached_gpus.reset();
+  const auto left_blind = gpuenv::cli::families_left_to_watch(
+      gpuenv::cli::parse_watch_textfile(gpuenv::cli::watch_prometheus(blind, "0.1.0")), now);
+  CHECK(left_blind.count("gpuenv_watch_nvml_up") == 1);
+  CHECK(left_blind.count("gpuenv_gpu_info") == 0);
+  CHECK(left_blind.count("gpuenv_gpu_temperature_celsius") == 0);
 
   gauges.left_to_watch = gpuenv::cli::families_left_to_watch(parsed, static_cast<double>(now));
   gauges.watch_textfile = "/var/lib/node_exporter/textfile/gpuenv-watch.prom";

@@ -71,6 +71,10 @@ TEST_CASE("systemd: gpuenv-watch.service reloads on SIGHUP, keeps its state, sto
   CHECK(gpuenv::util::contains(unit, "\nRestart=on-failure\n"));
   CHECK(gpuenv::util::contains(unit, "\nStartLimitBurst=5\n"));
   CHECK(gpuenv::util::contains(unit, "\nType=simple\n"));
+  // systemd.service(5): ExecStopPost= runs "after the service is stopped ... including cases where the commands
+  // configured in ExecStop= were used, where the service does not have any ExecStop= defined, or where the service
+  // exited unexpectedly": a stopped or crashed watch leaves no textfile node_exporter would serve as current.
+  CHECK(gpuenv::util::contains(unit, "\nExecStopPost=-/bin/rm -f ${GPUENV_TEXTFILE_DIR}/gpuenv-watch.prom\n"));
   const std::string package = gpuenv::testing::read_text(fs::path(GPUENV_SOURCE_DIR) / "scripts/package");
   CHECK(gpuenv::util::contains(package, "packaging/systemd/gpuenv-watch.service"));
 }
