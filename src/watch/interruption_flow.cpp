@@ -113,16 +113,17 @@ std::vector<Event> Monitor::watch_interruptions(std::int64_t now_ms, std::vector
     m_handled_notices.push_back(notice.id);
     Event event;
     event.time_ms = now_ms;
-    event.action = "restart_job";
+    event.action = notice.disruptive ? "restart_job" : "none";
     event.finding = report::Finding{
-        "watch.interruption", report::Status::warn,
+        "watch.interruption", notice.disruptive ? report::Status::warn : report::Status::pass,
         notice.description +
             (notice.deadline_ms ? " (deadline " + probe::iso_utc(*notice.deadline_ms / 1000) + ")" : std::string()),
-        "the node leaves service: checkpoint and move the work (watch ran the on_interruption hook, if set, and "
-        "drained the node in Slurm)",
+        notice.disruptive ? "the node leaves service: checkpoint and move the work (watch ran the on_interruption "
+                            "hook, if set, and drained the node in Slurm)"
+                          : "",
         notice.cloud + " metadata service (docs/watch.md \"Interruptions\")"};
     events.push_back(std::move(event));
-    start_interruption_flow(notice);
+    if (notice.disruptive) start_interruption_flow(notice);
   }
   // Only ids still announced are kept: a list that cannot grow without bound, and a notice that ended and comes back
   // (GCP's value returns to NONE between events) is handled again, with or without a database.

@@ -143,6 +143,10 @@ std::optional<Notice> parse_gcp_maintenance_event(std::string_view body, std::in
   notice.deadline_ms = first_seen_ms + (terminate ? k_gcp_gpu_maintenance_ms : k_gcp_migrate_ms);
   notice.description = terminate ? "Compute Engine will stop this VM for host maintenance (one hour's notice)"
                                  : "Compute Engine announces host maintenance: " + value;
+  // "MIGRATE_ON_HOST_MAINTENANCE: ... live migrated" (cloud.google.com/compute/docs/metadata/getting-live-migration-
+  // notice): the VM keeps running, so nothing is drained for it. (GPU VMs are not live-migrated: they get TERMINATE.)
+  notice.disruptive = value != "MIGRATE_ON_HOST_MAINTENANCE";
+  if (!notice.disruptive) notice.description = "Compute Engine will live-migrate this VM (it keeps running)";
   return notice;
 }
 

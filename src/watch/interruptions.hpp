@@ -38,6 +38,9 @@ struct Notice {
   std::optional<std::int64_t> deadline_ms;  ///< Unix ms when the interruption may begin; nullopt when not said
   std::string description;                  ///< one line for the event and the hook
   bool spot = false;                        ///< a spot/preemptible reclaim (rather than maintenance)
+  /// The VM stops (or reboots): the flow drains, removes the marker and runs the hook. False for a GCP live
+  /// migration, which the VM runs through (an event only).
+  bool disruptive = true;
 };
 
 /// Unix seconds of "2026-12-01T03:00:00Z", "21 Jan 2019 09:00:43 GMT" or "Mon, 19 Sep 2016 18:29:47 GMT".

@@ -2,8 +2,8 @@
 // notice from GCP's metadata service as its documentation gives it (maintenance-event TERMINATE_ON_HOST_MAINTENANCE:
 // a GPU VM is stopped one hour later, cloud.google.com/compute/docs/gpus/gpu-host-maintenance and
 // .../metadata/getting-live-migration-notice), the readiness marker removed, the node drained in Slurm through
-// fleet's health-check code (scontrol show node, then scontrol update ... State=DRAIN Reason=gpuenv-interruption: ..., the
-// contract tests/fleet/slurm_integration_test.cpp checks against a real slurmctld), the hook run as an argv with
+// fleet's health-check code (scontrol show node, then scontrol update ... State=DRAIN Reason=gpuenv-interruption: ...,
+// the contract tests/fleet/slurm_integration_test.cpp checks against a real slurmctld), the hook run as an argv with
 // the notice in its environment and the notice's deadline as its timeout; once per notice, also across a restart.
 
 #include <catch2/catch.hpp>
@@ -27,7 +27,8 @@ const std::string k_hook = "/usr/local/bin/checkpoint";
 /// The drain reason fleet gives Slurm: "gpuenv-interruption: " and the notice (src/fleet/slurm.cpp
 /// decide_interruption_drain), which the health check does not resume.
 const std::string k_drain =
-    "scontrol update NodeName=gpu-node-1 State=DRAIN Reason=gpuenv-interruption: gcp TERMINATE_ON_HOST_MAINTENANCE interruption at "
+    "scontrol update NodeName=gpu-node-1 State=DRAIN Reason=gpuenv-interruption: gcp TERMINATE_ON_HOST_MAINTENANCE "
+    "interruption at "
     "2026-01-01T01:00:00Z";
 /// The hook's argv: /usr/bin/env sets the notice's variables, then the configured argv, no shell.
 const std::string k_hook_run =
@@ -175,4 +176,24 @@ TEST_CASE("a hook someone other than root could change by the time the notice co
   CHECK(node.hooks.commands_run == std::vector<std::string>{"scontrol show node gpu-node-1", k_drain});
   CHECK(node.logged("interruption hook not run: on_interruption = [\"" + k_hook +
                     "\", ...]: not trusted: /usr/local/bin/checkpoint belongs to uid 1000"));
+}
+
+// GCP's maintenance-event MIGRATE_ON_HOST_MAINTENANCE: "the VM is live migrated" and keeps running
+// (cloud.google.com/compute/docs/metadata/getting-live-migration-notice): an event, but no drain, no marker removed,
+// no hook.
+TEST_CASE("a live-migration notice is an event only: nothing is drained or stopped", "[watch]") {
+  TempDir dir;
+  Node node((dir.path() / "watch.db").string(), k_start);
+  node.system.http_answers["GET /computeMetadata/v1/instance/maintenance-event"] = {200, "MIGRATE_ON_HOST_MAINTENANCE"};
+  node.start();
+  const Snapshot first = node.interval();
+  REQUIRE(node.notices(first.events) == 1);
+  const Event& event = *std::find_if(first.events.begin(), first.events.end(),
+                                     [](const Event& e) { return e.finding.id == "watch.interruption"; });
+  CHECK(event.finding.status == Status::pass);
+  CHECK(event.action == "none");
+  CHECK_THAT(event.finding.message, Catch::Contains("live-migrate"));
+  node.stop();
+  CHECK(node.hooks.commands_run.empty());
+  CHECK(node.system.removed.empty());
 }
