@@ -133,9 +133,10 @@ std::optional<unsigned long long> as_unsigned(const NvmlFieldValue& field) {
   }
 }
 
-// nvml.h NVML_FI_DEV_NVLINK_COUNT_* (NVML 13.3.29, as NVIDIA/go-nvml gen/nvml/nvml.h carries it), in the order of
-// DCGM 4.6.0 MonitorNVLink5Fields (its DCGM fields 1214, 1204-1209, 1213, 1219 map to these NVML ids in
-// dcgmlib/src/dcgm_fields.cpp).
+// nvml.h NVML_FI_DEV_NVLINK_COUNT_* (NVML 13.3.29, as NVIDIA/go-nvml gen/nvml/nvml.h carries it): DCGM 4.6.0
+// MonitorNVLink5Fields' counters (its DCGM fields 1214, 1204-1209, 1219 map to these NVML ids in
+// dcgmlib/src/dcgm_fields.cpp), with the link recoveries as MonitorNVLinkErrorFields splits them (213 successful,
+// 214 failed) instead of their sum (215).
 constexpr NvLink5Field k_nvlink5_error_fields[] = {
     {221, "symbol errors"},
     {206, "malformed packet errors"},
@@ -144,7 +145,8 @@ constexpr NvLink5Field k_nvlink5_error_fields[] = {
     {209, "remote receive errors"},
     {210, "general receive errors"},
     {211, "local link integrity errors"},
-    {215, "link recovery events"},
+    {213, "successful link recoveries"},
+    {214, "failed link recoveries"},
     {219, "effective errors"},
 };
 

@@ -34,10 +34,10 @@
 // nvmlDeviceGetNvLinkErrorCounter answer "not supported" (nvml.h: those counters are "unsupported for Blackwell+") and
 // nvmlDeviceGetFieldValues answer the NVML_FI_DEV_NVLINK_COUNT_* fields per link (scopeId): smoke_nvlink5_<name> (+
 // _rise) on link 0, names symbol_errors (field 221), malformed (206), buffer_overrun (207), rcv_errors (208),
-// remote_errors (209), general_errors (210), integrity_errors (211), recovery_events (215), effective_errors (219); the
-// bit error rates over all links (scopeId UINT_MAX) from smoke_nvlink5_effective_ber (raw, default 0xfff: NVML's zero,
-// 15e-255) and smoke_nvlink5_symbol_ber (raw, default 73710 = 0x11fee: 15e-238 with bit 16 set, the healthy Blackwell
-// aggregate in DCGM's own test, modules/health/tests/DcgmHealthWatchTests.cpp).
+// remote_errors (209), general_errors (210), integrity_errors (211), recoveries (213), failed_recoveries (214),
+// effective_errors (219); the bit error rates over all links (scopeId UINT_MAX) from smoke_nvlink5_effective_ber (raw,
+// default 0xfff: NVML's zero, 15e-255) and smoke_nvlink5_symbol_ber (raw, default 73710 = 0x11fee: 15e-238 with bit 16
+// set, the healthy Blackwell aggregate in DCGM's own test, modules/health/tests/DcgmHealthWatchTests.cpp).
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -270,9 +270,9 @@ unsigned long long smoke_nvlink_counter(const FakeGpu& gpu, unsigned link, int c
 /// NVLink5 field `field` of link `scope` (nvmlDeviceGetFieldValues): the value, or nullopt for "not supported".
 std::optional<unsigned long long> smoke_nvlink5_field(const FakeGpu& gpu, unsigned field, unsigned scope) {
   static const std::pair<unsigned, const char*> counters[] = {
-      {221, "symbol_errors"},    {206, "malformed"},       {207, "buffer_overrun"},
-      {208, "rcv_errors"},       {209, "remote_errors"},   {210, "general_errors"},
-      {211, "integrity_errors"}, {215, "recovery_events"}, {219, "effective_errors"}};
+      {221, "symbol_errors"},     {206, "malformed"},       {207, "buffer_overrun"},   {208, "rcv_errors"},
+      {209, "remote_errors"},     {210, "general_errors"},  {211, "integrity_errors"}, {213, "recoveries"},
+      {214, "failed_recoveries"}, {219, "effective_errors"}};
   if (gpu.number("smoke_nvlink5") == 0) return std::nullopt;
   constexpr unsigned all_links = 0xffffffffU;
   if (field == 220 || field == 222) {

@@ -205,7 +205,7 @@ TEST_CASE("smoke: NVLink5 counters and bit error rates, judged as DCGM's Monitor
   FabricCounters before;
   for (unsigned link = 0; link < 18; ++link) {
     NvLinkCounters counters{link, true, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
-    counters.nvlink5 = {{221, 7}, {215, 0}, {206, 0}};
+    counters.nvlink5 = {{221, 7}, {213, 0}, {219, 0}, {214, 0}};
     before.nvlinks.push_back(counters);
   }
   before.nvlink5_effective_ber = 0xfff;  // NVML's zero: 15e-255
@@ -219,10 +219,19 @@ TEST_CASE("smoke: NVLink5 counters and bit error rates, judged as DCGM's Monitor
   const Finding symbols = judge_link_errors(before, symbol, 10, true);
   CHECK(symbols.status == Status::fail);
   CHECK(symbols.message.find("NVLink link 3: 2 symbol errors") == 0);
-  FabricCounters recovery = before;
-  recovery.nvlinks[17].nvlink5[1].value = 1;
-  CHECK(judge_link_errors(before, recovery, 10, true).message.find("link 17: 1 link recovery events") !=
-        std::string::npos);
+  // Link recoveries as DCGM's MonitorNVLinkErrorFields splits them: a successful one warns, a failed one fails.
+  FabricCounters recovered = before;
+  recovered.nvlinks[17].nvlink5[1].value = 1;
+  const Finding warned = judge_link_errors(before, recovered, 10, true);
+  CHECK(warned.status == Status::warn);
+  CHECK(warned.message.find("link 17: 1 successful link recoveries") != std::string::npos);
+  FabricCounters failed = before;
+  failed.nvlinks[17].nvlink5[3].value = 1;
+  CHECK(judge_link_errors(before, failed, 10, true).status == Status::fail);
+  // Effective errors within the 1e-12 the effective bit error rate allows warn; the rate itself judges the link.
+  FabricCounters effective = before;
+  effective.nvlinks[2].nvlink5[2].value = 40;
+  CHECK(judge_link_errors(before, effective, 10, true).status == Status::warn);
 
   struct Case {
     const char* what;
