@@ -72,10 +72,20 @@ void DeviceRun::judge_mig_instance(const std::string& profile) {
   const std::optional<MigInstances> instances =
       read_bounded<MigInstances>(m_gpu->nvml, [bus_id](const NvmlMonitor& nvml) { return nvml.mig_instances(bus_id); });
   if (instances) m_result.info.mig_instances = static_cast<unsigned>(instances->uuids.size());
+  const std::string visible = m_system.environment("CUDA_VISIBLE_DEVICES").value_or("");
+  const bool chosen = visible.find("MIG-") != std::string::npos;
+  if ((!instances || instances->uuids.empty()) && !chosen) {
+    // No count from NVML (none in the container, or it could not list them): never an OK for the whole GPU.
+    finding.status = Status::warn;
+    finding.message = "1 MIG instance tested; NVML could not list this GPU's instances, so the others (if any) are "
+                      "not known to be tested; " +
+                      finding.message;
+    finding.remedy = "list them with `nvidia-smi -L` and run smoke once per instance: CUDA_VISIBLE_DEVICES=<uuid> "
+                     "gpuenv smoke (or select this one with CUDA_VISIBLE_DEVICES to test only it)";
+  }
   if (instances && instances->uuids.size() > 1) {
     const std::string count = std::to_string(instances->uuids.size());
-    const std::string visible = m_system.environment("CUDA_VISIBLE_DEVICES").value_or("");
-    if (visible.find("MIG-") != std::string::npos) {
+    if (chosen) {
       // The operator chose this instance (a container's slice, a per-instance run): what was asked for was tested.
       finding.message += "; CUDA_VISIBLE_DEVICES selects it, the GPU's other " +
                          std::to_string(instances->uuids.size() - 1) + " instances are not tested by this run";

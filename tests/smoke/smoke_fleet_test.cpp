@@ -163,12 +163,18 @@ TEST_CASE("smoke: model names match whole, with aliases, MIG instances are not j
   const DeviceResult& slice = mig.devices.at(0);
   CHECK(slice.info.mig_profile == "1g.10gb");
   REQUIRE(find(slice.findings, "smoke.mig") != nullptr);
-  CHECK(find(slice.findings, "smoke.mig")->message.find("MIG instance 1g.10gb of H100 SXM") == 0);
+  CHECK(find(slice.findings, "smoke.mig")->message.find("MIG instance 1g.10gb of H100 SXM") != std::string::npos);
   for (const char* id : {"smoke.h2d_pinned", "smoke.d2d", "smoke.cublas_sgemm_fp32"}) {
     CAPTURE(id);
     CHECK(find(slice.findings, id)->status == Status::skip);
   }
-  CHECK(mig.verdict == Verdict::ok);
+  // No NVML here to count the GPU's instances: one slice never vouches for the whole GPU (issue 23 item 5), so the
+  // run is DEGRADED, not OK; with CUDA_VISIBLE_DEVICES naming the instance (a container's slice) what was asked for
+  // was tested.
+  CHECK(find(slice.findings, "smoke.mig")->status == Status::warn);
+  CHECK(find(slice.findings, "smoke.mig")->message.find("NVML could not list this GPU's instances") !=
+        std::string::npos);
+  CHECK(mig.verdict == Verdict::degraded);
 
   // Slices of an 8-GPU H100 board copying to each other: no whole-GPU NVLink floor (335 GB/s) fails them, and no
   // "NVLink model without peer access" either.
