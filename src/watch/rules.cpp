@@ -438,7 +438,12 @@ void check_fabric(const History& history, const GpuSample& gpu, Emitter& emit) {
       const GpuSample* earlier = find_gpu(sample, gpu);
       return earlier != nullptr && earlier->fabric && earlier->fabric->state == State::completed;
     });
-    if (was_completed) {
+    // One interval's grace: a GPU reset or a fabric manager restart re-registers the GPU within seconds, so only a
+    // state that is still not Completed at the next reading fails (gpuenv's choice; no tool publishes a window).
+    const NodeSample* previous = history.previous();
+    const GpuSample* before = previous != nullptr ? find_gpu(*previous, gpu) : nullptr;
+    const bool still = before != nullptr && before->fabric && before->fabric->state != State::completed;
+    if (was_completed && still) {
       emit.hold("watch.fabric", &gpu, Status::fail,
                 label + "state " + probe::to_string(fabric.state) +
                     ", Completed before (CUDA refuses work until the GPU is registered again)",
