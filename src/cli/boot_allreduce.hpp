@@ -19,8 +19,8 @@ struct BootAllreduceOptions {
 };
 
 /// Runs the all-reduce when the smoke tests ran and finished on two or more GPUs, adds its findings (nccl.library,
-/// nccl.allreduce, nccl.busbw, with their actions) and judges the verdict again; nothing otherwise. An Error only for
-/// bad input (--python) or gpuenv's broken data.
+/// nccl.allreduce, nccl.busbw, with their actions) and judges the verdict again; nothing otherwise. A sweep that
+/// cannot start (a --python without the nvidia-nccl wheel) is a skip finding; an Error only for gpuenv's broken data.
 util::Expected<util::Ok> add_boot_allreduce(system::System& system, const BootAllreduceOptions& options,
                                             doctor::DoctorReport& report);
 

@@ -190,14 +190,16 @@ std::string link_list(const std::vector<unsigned>& links) {
 void check_nvlink(const HostFacts& facts, Findings& out) {
   const bool nvswitch_board = !facts.fabric.nvswitches.empty() || !facts.fabric.nvlink5_bridges.empty();
   std::map<std::string, std::size_t> best;  // most active links per model
+  // A GPU in MIG mode reports its NVLinks down (DCGM's DcgmTopology.cpp ignores link state then): not compared.
+  const auto in_mig = [](const GpuFacts& gpu) { return gpu.mig_enabled.value_or(false); };
   for (const GpuFacts& gpu : facts.gpus.gpus) {
-    if (gpu.nvlink) best[gpu.name] = std::max(best[gpu.name], gpu.nvlink->active.size());
+    if (gpu.nvlink && !in_mig(gpu)) best[gpu.name] = std::max(best[gpu.name], gpu.nvlink->active.size());
   }
   PerGpu links("gpu.nvlink",
                "Azure/azurehpc-health-checks customTests/azure_gpu_nvlink.nhc check_nvlink_status @ 0e0a1ac2, compared "
                "per model on this node");
   for (const GpuFacts& gpu : facts.gpus.gpus) {
-    if (!gpu.nvlink) continue;
+    if (!gpu.nvlink || in_mig(gpu)) continue;
     links.checked();
     const NvLinkFacts& nv = *gpu.nvlink;
     const std::size_t total = nv.active.size() + nv.inactive.size();
@@ -208,7 +210,10 @@ void check_nvlink(const HostFacts& facts, Findings& out) {
                     std::to_string(best[gpu.name]),
                 "check `nvidia-smi nvlink --status` and `nvidia-smi nvlink -e`; reseat the NVLink bridge (PCIe "
                 "cards) or drain the node for a baseboard and NVSwitch check (SXM); a down link cuts peer bandwidth");
-    } else if (nvswitch_board && !nv.inactive.empty() && !gpu.mig_enabled.value_or(false)) {
+    } else if (nvswitch_board && !nv.inactive.empty() &&
+               (!gpu.fabric || gpu.fabric->state == probe::GpuFabricInfo::State::completed ||
+                gpu.fabric->state == probe::GpuFabricInfo::State::not_supported)) {
+      // (A GPU the fabric manager has not registered yet has untrained links: fabric.state says that, not this.)
       links.add(Status::fail, gpu,
                 state + " (down: link " + link_list(nv.inactive) +
                     ") on an NVSwitch board, where every NVLink goes to a switch (the same links down on every GPU "

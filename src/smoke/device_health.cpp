@@ -77,11 +77,13 @@ void DeviceRun::judge_mig_instance(const std::string& profile) {
   if ((!instances || instances->uuids.empty()) && !chosen) {
     // No count from NVML (none in the container, or it could not list them): never an OK for the whole GPU.
     finding.status = Status::warn;
-    finding.message = "1 MIG instance tested; NVML could not list this GPU's instances, so the others (if any) are "
-                      "not known to be tested; " +
-                      finding.message;
-    finding.remedy = "list them with `nvidia-smi -L` and run smoke once per instance: CUDA_VISIBLE_DEVICES=<uuid> "
-                     "gpuenv smoke (or select this one with CUDA_VISIBLE_DEVICES to test only it)";
+    finding.message =
+        "1 MIG instance tested; NVML could not list this GPU's instances, so the others (if any) are "
+        "not known to be tested; " +
+        finding.message;
+    finding.remedy =
+        "list them with `nvidia-smi -L` and run smoke once per instance: CUDA_VISIBLE_DEVICES=<uuid> "
+        "gpuenv smoke (or select this one with CUDA_VISIBLE_DEVICES to test only it)";
   }
   if (instances && instances->uuids.size() > 1) {
     const std::string count = std::to_string(instances->uuids.size());

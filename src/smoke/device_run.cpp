@@ -96,15 +96,18 @@ void DeviceRun::place_on_local_cpus() {
   });
   m_gpu->info.step_cpulist = placed->cpus;
   if (placed->result == 0) {
-    m_result.findings.push_back(Finding{"smoke.cpu_placement", Status::pass,
-                                        "step threads run on CPUs " + placed->cpus + ", the GPU's NUMA node (" +
-                                            m_gpu->info.local_cpulist + ")",
-                                        {}, {}});
+    m_result.findings.push_back(Finding{
+        "smoke.cpu_placement",
+        Status::pass,
+        "step threads run on CPUs " + placed->cpus + ", the GPU's NUMA node (" + m_gpu->info.local_cpulist + ")",
+        {},
+        {}});
     return;
   }
   // Not a fault of the GPU: said, not judged; host<->device figures may then be those of the far socket.
   m_result.findings.push_back(
-      Finding{"smoke.cpu_placement", Status::skip,
+      Finding{"smoke.cpu_placement",
+              Status::skip,
               "step threads could not be placed on the GPU's NUMA node (CPUs " + m_gpu->info.local_cpulist +
                   "): pthread_setaffinity_np returned " + std::strerror(placed->result) + "; they run on CPUs " +
                   (placed->cpus.empty() ? std::string("unknown") : placed->cpus) +

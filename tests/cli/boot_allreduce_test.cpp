@@ -62,3 +62,17 @@ TEST_CASE("doctor --tier boot: no all-reduce for one GPU or after a hang", "[cli
   gpuenv::doctor::DoctorReport no_smoke;
   CHECK(boot(no_smoke, "").findings.empty());
 }
+
+TEST_CASE("doctor --tier boot: an all-reduce that cannot start is a skip, and the report still comes", "[cli][nccl]") {
+  const gpuenv::smoke::testing::FakeCuda cuda("device_count = 2\nfree_memory = 41943040\n");
+  auto options = fakes();
+  options.nccl_library.clear();
+  options.python = "/nonexistent/bin/python3";  // a --python that cannot run: no wheel to find
+  auto report = after_smoke(2);
+  auto system = gpuenv::system::make_real_system();
+  REQUIRE(gpuenv::cli::add_boot_allreduce(*system, options, report));
+  const auto& skipped = require_finding(report.findings, "nccl.allreduce");
+  CHECK(skipped.status == Status::skip);
+  CHECK(skipped.message.find("the all-reduce did not run: ") == 0);
+  CHECK(report.verdict == Verdict::ok);
+}

@@ -1,5 +1,5 @@
-// doctor's and watch's textfiles in one node_exporter directory (issue 28): gpuenv-doctor.service writes gpuenv.prom and
-// gpuenv-watch.service gpuenv-watch.prom beside it, and both declared gpuenv_gpus_visible, gpuenv_gpu_info,
+// doctor's and watch's textfiles in one node_exporter directory (issue 28): gpuenv-doctor.service writes gpuenv.prom
+// and gpuenv-watch.service gpuenv-watch.prom beside it, and both declared gpuenv_gpus_visible, gpuenv_gpu_info,
 // gpuenv_gpu_ecc_uncorrected_volatile_errors_total (and, with --prometheus-gpu-gauges, temperature and power) with the
 // same labels. node_exporter's textfile collector reads the files in name order and hands every sample to
 // client_golang's registry, which refuses a second series with the same name and label values ("was collected before
@@ -115,10 +115,10 @@ TEST_CASE("textfiles: doctor leaves to a current watch textfile the families it 
   for (const Case& c : {Case{"5 s old", 5, true}, Case{"60 s old (3 intervals are 30 s; at least 60)", 60, true},
                         Case{"61 s old: watch stopped", 61, false}, Case{"an hour ahead", -3600, false}}) {
     INFO(c.what);
-    const auto left = gpuenv::cli::families_left_to_watch(
-        gpuenv::cli::parse_watch_textfile(gpuenv::cli::watch_prometheus(
-            watch_snapshot(now - static_cast<long long>(c.age_seconds)), "0.1.0")),
-        static_cast<double>(now));
+    const auto left =
+        gpuenv::cli::families_left_to_watch(gpuenv::cli::parse_watch_textfile(gpuenv::cli::watch_prometheus(
+                                                watch_snapshot(now - static_cast<long long>(c.age_seconds)), "0.1.0")),
+                                            static_cast<double>(now));
     CHECK(left.empty() != c.left);
   }
   CHECK(gpuenv::cli::families_left_to_watch(gpuenv::cli::parse_watch_textfile("# TYPE x gauge\nx 1\n"), now).empty());

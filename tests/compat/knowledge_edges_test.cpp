@@ -141,8 +141,8 @@ TEST_CASE("issue 25 rule 4: architecture-aware wheels", "[compat][issue25]") {
       row("2.7.0+cu128 on arm64 (in the cu128 index)", {pytorch, torch("2.7.0"), python311, cuda("12.8.1"), arm64},
           "pytorch.variant", Expect::pass, "exists for Linux aarch64"),
       // pytorch/test-infra#6492: "Cuda 12.6 aarch is not supported in Release 2.7. We release 12.8 aarch".
-      row("2.7.0+cu126 on arm64: none", {pytorch, torch("2.7.0"), python311, cuda("12.6.3"), arm64},
-          "pytorch.variant", Expect::fail, "no Linux aarch64 cu126 wheel (its Linux aarch64 CUDA wheels: cu128)"),
+      row("2.7.0+cu126 on arm64: none", {pytorch, torch("2.7.0"), python311, cuda("12.6.3"), arm64}, "pytorch.variant",
+          Expect::fail, "no Linux aarch64 cu126 wheel (its Linux aarch64 CUDA wheels: cu128)"),
       row("2.7.1+cu128 on arm64: not known either way", {pytorch, torch("2.7.1"), python311, cuda("12.8.1"), arm64},
           "pytorch.variant", Expect::warn, "is not in gpuenv's data"),
       // 2.8's aarch64 (sbsa) build was CUDA 12.9 only: pytorch/pytorch#155819 added it before the release,

@@ -226,8 +226,8 @@ TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still n
   CHECK(ready.message.find("NVLSM 2025.03.0") != std::string::npos);
 }
 
-// The bridges' VPD is root's only (mode 0600 in sysfs): as another user doctor sees InfiniBand devices but cannot tell a
-// switch-management bridge from a compute NIC, so "no fabric manager is needed" would be a guess on an HGX B200.
+// The bridges' VPD is root's only (mode 0600 in sysfs): as another user doctor sees InfiniBand devices but cannot tell
+// a switch-management bridge from a compute NIC, so "no fabric manager is needed" would be a guess on an HGX B200.
 TEST_CASE("fabric.manager: an HGX B200 read without root cannot tell, and does not say no fabric manager is needed",
           "[doctor][fabric]") {
   HostFacts b200 = hgx_b200();

@@ -353,7 +353,9 @@ TEST_CASE("rules: NVLinks compared with the node's other GPUs of the model", "[d
          set_nvlinks(f, 17);
          f.fabric.nvlink5_bridges = {"0000:1a:00.0"};
        },
-       "gpu.nvlink", Status::fail, {"on an NVSwitch board"}},
+       "gpu.nvlink",
+       Status::fail,
+       {"on an NVSwitch board"}},
       {"an NVSwitch board in MIG mode: not judged by link state",
        [](HostFacts& f, Expectations&) {
          set_gpus(f, 8);
@@ -361,7 +363,32 @@ TEST_CASE("rules: NVLinks compared with the node's other GPUs of the model", "[d
          for (GpuFacts& gpu : f.gpus.gpus) gpu.mig_enabled = true;
          f.fabric.nvswitches = {"0000:05:00.0"};
        },
+       "gpu.nvlink", Status::skip},
+      // A GPU in MIG mode reports its links down: not compared with its siblings either (DCGM DcgmTopology.cpp).
+      {"one GPU of eight in MIG mode with its links down",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         set_nvlinks(f, 18);
+         f.gpus.gpus[3].mig_enabled = true;
+         f.gpus.gpus[3].nvlink->active.clear();
+         for (unsigned link = 0; link < 18; ++link) f.gpus.gpus[3].nvlink->inactive.push_back(link);
+       },
        "gpu.nvlink", Status::pass},
+      // Links a GPU has not trained because the fabric manager has not registered it: fabric.state says so.
+      {"an NVSwitch board before the fabric manager registered the GPUs",
+       [](HostFacts& f, Expectations&) {
+         set_gpus(f, 8);
+         set_nvlinks(f, 0);
+         f.fabric.nvswitches = {"0000:05:00.0"};
+         for (GpuFacts& gpu : f.gpus.gpus) {
+           gpuenv::probe::GpuFabricInfo fabric;
+           fabric.state = gpuenv::probe::GpuFabricInfo::State::in_progress;
+           gpu.fabric = fabric;
+         }
+       },
+       "gpu.nvlink",
+       Status::pass,
+       {"no NVLink active"}},
       {"no link up anywhere: a note",
        [](HostFacts& f, Expectations&) {
          set_gpus(f, 2);
