@@ -33,6 +33,12 @@ struct Monitor::HookRun {
 
 namespace {
 
+/// How long before a notice's time the node is drained and the hook run: GCP gives GPU VMs an hour's notice
+/// (cloud.google.com/compute/docs/gpus/gpu-host-maintenance), so those start at once, while AWS and Azure announce
+/// scheduled events days ahead (gpuenv's choice of window; AWS's node-termination-handler likewise drains near the
+/// event's time, not at its announcement).
+constexpr std::int64_t k_flow_lead_ms = 60 * 60 * 1000;
+
 /// A hook may run until the deadline, and at least this long (a notice whose deadline has passed or is unknown).
 constexpr std::chrono::milliseconds k_hook_floor{std::chrono::seconds(30)};
 constexpr std::chrono::milliseconds k_hook_ceiling{std::chrono::hours(1)};
@@ -108,9 +114,21 @@ std::vector<Event> Monitor::watch_interruptions(std::int64_t now_ms, std::vector
   m_cloud_problem.clear();
   active = *notices;
   std::vector<Event> events;
+  const auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
   for (const Notice& notice : active) {
-    if (std::find(m_handled_notices.begin(), m_handled_notices.end(), notice.id) != m_handled_notices.end()) continue;
-    m_handled_notices.push_back(notice.id);
+    if (listed(m_handled_notices, notice.id)) continue;
+    // A notice announced days ahead (AWS scheduled events, Azure's) is said at once, but the node is drained and the
+    // hook run only within k_flow_lead of its time: a cancelled event then costs nothing.
+    const bool due = !notice.disruptive || !notice.deadline_ms || *notice.deadline_ms - now_ms <= k_flow_lead_ms;
+    if (due) m_handled_notices.push_back(notice.id);
+    if (due && listed(m_announced_notices, notice.id)) {  // said earlier, its time has come
+      if (notice.disruptive) start_interruption_flow(notice);
+      continue;
+    }
+    if (listed(m_announced_notices, notice.id)) continue;
+    m_announced_notices.push_back(notice.id);
     Event event;
     event.time_ms = now_ms;
     event.action = notice.disruptive ? "restart_job" : "none";
@@ -118,12 +136,14 @@ std::vector<Event> Monitor::watch_interruptions(std::int64_t now_ms, std::vector
         "watch.interruption", notice.disruptive ? report::Status::warn : report::Status::pass,
         notice.description +
             (notice.deadline_ms ? " (deadline " + probe::iso_utc(*notice.deadline_ms / 1000) + ")" : std::string()),
-        notice.disruptive ? "the node leaves service: checkpoint and move the work (watch ran the on_interruption "
-                            "hook, if set, and drained the node in Slurm)"
-                          : "",
+        !notice.disruptive ? ""
+        : due ? "the node leaves service: checkpoint and move the work (watch ran the on_interruption hook, if set, "
+                "and drained the node in Slurm)"
+              : "the node leaves service then: watch drains it in Slurm and runs the on_interruption hook, if set, an "
+                "hour before",
         notice.cloud + " metadata service (docs/watch.md \"Interruptions\")"};
     events.push_back(std::move(event));
-    if (notice.disruptive) start_interruption_flow(notice);
+    if (notice.disruptive && due) start_interruption_flow(notice);
   }
   // Only ids still announced are kept: a list that cannot grow without bound, and a notice that ended and comes back
   // (GCP's value returns to NONE between events) is handled again, with or without a database.
@@ -133,6 +153,11 @@ std::vector<Event> Monitor::watch_interruptions(std::int64_t now_ms, std::vector
     if (announced) kept.push_back(id);
   }
   m_handled_notices = kept;
+  std::vector<std::string> announced;
+  for (const std::string& id : m_announced_notices) {
+    if (std::any_of(active.begin(), active.end(), [&](const Notice& n) { return n.id == id; })) announced.push_back(id);
+  }
+  m_announced_notices = announced;
   if (m_store) {
     if (auto saved = m_store->set_state("notices", util::join(kept, "\n")); !saved)
       log(3, "history: " + saved.error().message);

@@ -101,7 +101,8 @@ class Monitor {
   KernelLogFollower m_kernel_log;
   std::unique_ptr<InterruptionWatcher> m_cloud;
   std::string m_cloud_problem;
-  std::vector<std::string> m_handled_notices;  ///< notice ids whose flow ran (kept in the store across restarts)
+  std::vector<std::string> m_handled_notices;    ///< notice ids whose flow ran (kept in the store across restarts)
+  std::vector<std::string> m_announced_notices;  ///< notice ids whose event was raised (the flow may wait for its time)
   std::vector<std::shared_ptr<HookRun>> m_hooks;
   History m_history;
   RuleState m_state;

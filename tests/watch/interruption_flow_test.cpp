@@ -197,3 +197,39 @@ TEST_CASE("a live-migration notice is an event only: nothing is drained or stopp
   CHECK(node.hooks.commands_run.empty());
   CHECK(node.system.removed.empty());
 }
+
+// Azure announces a Redeploy with NotBefore days ahead (learn.microsoft.com/azure/virtual-machines/linux/
+// scheduled-events: "NotBefore"); AWS's scheduled events likewise. The event is raised at once, the drain and the
+// hook wait until an hour before; a notice withdrawn before then never drains the node.
+TEST_CASE("a notice days ahead is said at once and acted on an hour before its time", "[watch]") {
+  TempDir dir;
+  Node node((dir.path() / "watch.db").string(), k_start);
+  node.settings.cloud = "azure";
+  node.settings.on_interruption.clear();
+  node.system.http_answers["GET /metadata/instance/compute/name?api-version=2021-02-01&format=text"] = {200, "vm1"};
+  const std::string in_two_days = "Sat, 03 Jan 2026 00:00:00 GMT";  // k_start is 2026-01-01T00:00:00Z
+  node.system.http_answers["GET /metadata/scheduledevents?api-version=2019-01-01"] = {
+      200,
+      "{\"DocumentIncarnation\": 1, \"Events\": [{\"EventId\": \"E1\", \"EventType\": \"Redeploy\", "
+      "\"ResourceType\": \"VirtualMachine\", \"Resources\": [\"vm1\"], \"EventStatus\": \"Scheduled\", "
+      "\"NotBefore\": \"" +
+          in_two_days + "\", \"Description\": \"host maintenance\"}]}"};
+  node.hooks.commands
+      ["scontrol update NodeName=gpu-node-1 State=DRAIN Reason=gpuenv-interruption: azure Redeploy "
+       "interruption at 2026-01-03T00:00:00Z"] = {0, false, false, "", ""};
+  node.start();
+  const Snapshot first = node.interval();
+  REQUIRE(node.notices(first.events) == 1);
+  const Event& event = *std::find_if(first.events.begin(), first.events.end(),
+                                     [](const Event& e) { return e.finding.id == "watch.interruption"; });
+  CHECK(event.finding.status == Status::warn);
+  CHECK_THAT(event.finding.remedy, Catch::Contains("an hour before"));
+  CHECK(node.notices(node.interval().events) == 0);  // said once
+  CHECK(node.system.removed.empty());                // the marker stays, nothing drained yet
+  node.now = k_start + 47 * 3600 * 1000LL;           // an hour before NotBefore
+  CHECK(node.notices(node.interval().events) == 0);
+  node.stop();
+  CHECK(node.system.removed == std::vector<std::string>{k_marker});
+  REQUIRE_FALSE(node.hooks.commands_run.empty());
+  CHECK(node.hooks.commands_run.front() == "scontrol show node gpu-node-1");
+}
