@@ -5,6 +5,7 @@
 # Profile hash: fnv1a64:d7f30f283f4bee8c (FNV-1a 64 of the resolved fields; label io.gpuenv.profile.hash)
 # Resolved: CUDA 12.8.1, cuDNN 9, cudnn-devel image, Ubuntu 24.04
 # Base image: nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04 (a published tag: data/compat/images.toml, secondary)
+# Warning: this tag is end-of-life. NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.
 # Host driver: >= 570.124.06 (label io.gpuenv.driver.min): the framework's floor (driver.min), which the base's
 # NVIDIA_REQUIRE_CUDA (label io.gpuenv.base.require_cuda) admits: it asks cuda>=12.8 (driver >= 570.26).
 # GPU access: NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES stay as NVIDIA's base image sets them

@@ -7,6 +7,7 @@
 # Loaded by the framework: CUDA 12.8 and cuDNN 9.10.2.21 from its own wheels in /opt/venv, not from the image (a
 # `base` image: cudart only, nothing duplicated).
 # Base image: nvidia/cuda:12.8.1-base-rockylinux9 (a published tag: data/compat/images.toml, secondary)
+# Warning: this tag is end-of-life. NVIDIA deletes EOL tags six months after EOL: it may no longer be pullable.
 # Host driver: >= 535 (label io.gpuenv.driver.min): the framework alone runs from 525.60.13 (the framework's
 # CUDA 12.8 runs on any CUDA 12 driver through minor-version compatibility
 # (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html); label
