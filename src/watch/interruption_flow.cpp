@@ -147,19 +147,15 @@ std::vector<Event> Monitor::watch_interruptions(std::int64_t now_ms, std::vector
   }
   // Only ids still announced are kept: a list that cannot grow without bound, and a notice that ended and comes back
   // (GCP's value returns to NONE between events) is handled again, with or without a database.
-  std::vector<std::string> kept;
-  for (const std::string& id : m_handled_notices) {
-    const bool announced = std::any_of(active.begin(), active.end(), [&](const Notice& n) { return n.id == id; });
-    if (announced) kept.push_back(id);
-  }
-  m_handled_notices = kept;
-  std::vector<std::string> announced;
-  for (const std::string& id : m_announced_notices) {
-    if (std::any_of(active.begin(), active.end(), [&](const Notice& n) { return n.id == id; })) announced.push_back(id);
-  }
-  m_announced_notices = announced;
+  const auto still_active = [&active](std::vector<std::string>& ids) {
+    std::erase_if(ids, [&active](const std::string& id) {
+      return std::none_of(active.begin(), active.end(), [&id](const Notice& n) { return n.id == id; });
+    });
+  };
+  still_active(m_handled_notices);
+  still_active(m_announced_notices);
   if (m_store) {
-    if (auto saved = m_store->set_state("notices", util::join(kept, "\n")); !saved)
+    if (auto saved = m_store->set_state("notices", util::join(m_handled_notices, "\n")); !saved)
       log(3, "history: " + saved.error().message);
   }
   return events;

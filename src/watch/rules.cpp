@@ -280,6 +280,23 @@ double pcie_replays_per_minute(const History& history, const GpuSample& gpu) {
          static_cast<double>(std::max<std::int64_t>(now_ms - start->time_ms, k_minute_ms));
 }
 
+using LinkCounter = std::optional<std::uint64_t> probe::NvLinkCounters::*;
+
+/// The growth of one NVLink counter kind (`field`, and `also` for CRC: flit and data) over the links read in both
+/// `before` and `now`: a link or a counter read only at one end is in neither sum.
+std::uint64_t link_growth(const std::vector<probe::NvLinkCounters>& before,
+                          const std::vector<probe::NvLinkCounters>& now, LinkCounter field, LinkCounter also) {
+  std::uint64_t total = 0;
+  for (const probe::NvLinkCounters& link : now) {
+    const auto earlier =
+        std::find_if(before.begin(), before.end(), [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
+    if (earlier == before.end()) continue;
+    total += growth((*earlier).*field, link.*field).value_or(0);
+    if (also != nullptr) total += growth((*earlier).*also, link.*also).value_or(0);
+  }
+  return total;
+}
+
 /// Whether the NVLink CRC errors between `before` and `gpu` reached DCGM's failing rate. DCGM rates flit and data CRC
 /// errors each on its own (DcgmHealthWatch.cpp MonitorNVLink4Fields: DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, then
 /// ..._CRC_DATA_ERROR_TOTAL, each per second against DCGM_LIMIT_MAX_NVLINK_CRC_ERROR), so 60 + 60 a second is a
@@ -287,17 +304,12 @@ double pcie_replays_per_minute(const History& history, const GpuSample& gpu) {
 /// limit proves one kind reached it.
 bool nvlink_crc_fails(const GpuSample& before, const GpuSample& gpu, std::uint64_t sum, double seconds) {
   if (seconds <= 0) return false;
-  std::uint64_t flit = 0, data = 0;
-  bool per_link = false;
-  for (const probe::NvLinkCounters& link : gpu.nvlink_links) {
-    const auto earlier = std::find_if(before.nvlink_links.begin(), before.nvlink_links.end(),
-                                      [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
-    if (earlier == before.nvlink_links.end()) continue;
-    per_link = true;
-    flit += growth(earlier->crc_flit, link.crc_flit).value_or(0);
-    data += growth(earlier->crc_data, link.crc_data).value_or(0);
-  }
-  if (!per_link) return static_cast<double>(sum) / seconds >= 2 * k_nvlink_crc_fail_per_second;
+  if (before.nvlink_links.empty() || gpu.nvlink_links.empty())
+    return static_cast<double>(sum) / seconds >= 2 * k_nvlink_crc_fail_per_second;
+  const std::uint64_t flit =
+      link_growth(before.nvlink_links, gpu.nvlink_links, &probe::NvLinkCounters::crc_flit, nullptr);
+  const std::uint64_t data =
+      link_growth(before.nvlink_links, gpu.nvlink_links, &probe::NvLinkCounters::crc_data, nullptr);
   return static_cast<double>(std::max(flit, data)) / seconds >= k_nvlink_crc_fail_per_second;
 }
 
@@ -545,23 +557,6 @@ void check_kernel_records(const std::vector<KernelRecord>& records, const NodeSa
 // ------------------------------------------------------------------------------------------------ NVLink counts
 
 namespace {
-
-using LinkCounter = std::optional<std::uint64_t> probe::NvLinkCounters::*;
-
-/// The growth of one NVLink counter kind (`field`, and `also` for CRC: flit and data) over the links read in both
-/// `before` and `now`: a link or a counter read only at one end is in neither sum.
-std::uint64_t link_growth(const std::vector<probe::NvLinkCounters>& before,
-                          const std::vector<probe::NvLinkCounters>& now, LinkCounter field, LinkCounter also) {
-  std::uint64_t total = 0;
-  for (const probe::NvLinkCounters& link : now) {
-    const auto earlier =
-        std::find_if(before.begin(), before.end(), [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
-    if (earlier == before.end()) continue;
-    total += growth((*earlier).*field, link.*field).value_or(0);
-    if (also != nullptr) total += growth((*earlier).*also, link.*also).value_or(0);
-  }
-  return total;
-}
 
 /// `baseline` with the values `now` read put in (a counter not read keeps its older value).
 void remember_links(std::vector<probe::NvLinkCounters>& baseline, const std::vector<probe::NvLinkCounters>& now) {

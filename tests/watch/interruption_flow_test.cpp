@@ -87,6 +87,13 @@ struct Node {
   bool logged(const std::string& text) const {
     return std::any_of(log.begin(), log.end(), [&](const std::string& line) { return line.find(text) != npos; });
   }
+  /// The watch.interruption event among `events` (REQUIREs one).
+  static const Event& interruption(const std::vector<Event>& events) {
+    const auto found =
+        std::find_if(events.begin(), events.end(), [](const Event& e) { return e.finding.id == "watch.interruption"; });
+    REQUIRE(found != events.end());
+    return *found;
+  }
   static constexpr std::size_t npos = std::string::npos;
 };
 
@@ -101,8 +108,7 @@ TEST_CASE("an interruption notice: event, marker removed, Slurm drained, hook ru
     node.start();
     const Snapshot first = node.interval();
     REQUIRE(node.notices(first.events) == 1);
-    const Event& event = *std::find_if(first.events.begin(), first.events.end(),
-                                       [](const Event& e) { return e.finding.id == "watch.interruption"; });
+    const Event& event = Node::interruption(first.events);
     CHECK(event.finding.status == Status::warn);
     CHECK(event.action == "restart_job");
     CHECK_THAT(event.finding.message, Catch::Contains("deadline 2026-01-01T01:00:00Z"));
@@ -188,8 +194,7 @@ TEST_CASE("a live-migration notice is an event only: nothing is drained or stopp
   node.start();
   const Snapshot first = node.interval();
   REQUIRE(node.notices(first.events) == 1);
-  const Event& event = *std::find_if(first.events.begin(), first.events.end(),
-                                     [](const Event& e) { return e.finding.id == "watch.interruption"; });
+  const Event& event = Node::interruption(first.events);
   CHECK(event.finding.status == Status::pass);
   CHECK(event.action == "none");
   CHECK_THAT(event.finding.message, Catch::Contains("live-migrate"));
@@ -220,8 +225,7 @@ TEST_CASE("a notice days ahead is said at once and acted on an hour before its t
   node.start();
   const Snapshot first = node.interval();
   REQUIRE(node.notices(first.events) == 1);
-  const Event& event = *std::find_if(first.events.begin(), first.events.end(),
-                                     [](const Event& e) { return e.finding.id == "watch.interruption"; });
+  const Event& event = Node::interruption(first.events);
   CHECK(event.finding.status == Status::warn);
   CHECK_THAT(event.finding.remedy, Catch::Contains("an hour before"));
   CHECK(node.notices(node.interval().events) == 0);  // said once
