@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "smoke/runner.hpp"
+#include "support/scoped_config_file.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::smoke::testing {
@@ -20,26 +21,9 @@ namespace gpuenv::smoke::testing {
 using report::Finding;
 
 /// Writes the fake's configuration and points GPUENV_FAKE_CUDA at it for the scope.
-class FakeCuda {
+class FakeCuda : public gpuenv::testing::ScopedConfigFile {
  public:
-  explicit FakeCuda(const std::string& config) {
-    static int counter = 0;
-    m_path = std::filesystem::temp_directory_path() /
-             ("gpuenv-fake-cuda-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".conf");
-    std::ofstream(m_path) << config;
-    ::setenv("GPUENV_FAKE_CUDA", m_path.c_str(), 1);
-  }
-  ~FakeCuda() {
-    ::unsetenv("GPUENV_FAKE_CUDA");
-    std::error_code ignored;
-    std::filesystem::remove(m_path, ignored);
-  }
-  FakeCuda(const FakeCuda&) = delete;
-  FakeCuda& operator=(const FakeCuda&) = delete;
-  std::string path() const { return m_path.string(); }
-
- private:
-  std::filesystem::path m_path;
+  explicit FakeCuda(const std::string& config) : ScopedConfigFile("GPUENV_FAKE_CUDA", "gpuenv-fake-cuda", config) {}
 };
 
 inline SmokeOptions small_options() {
@@ -70,24 +54,12 @@ inline SmokeReport run_fake(const std::string& config, SmokeOptions options = sm
 }
 
 /// The fake NVML's fixture for a scope (GPUENV_FAKE_NVML; the fake re-reads it at nvmlInit).
-class FakeNvml {
+class FakeNvml : public gpuenv::testing::ScopedConfigFile {
  public:
   /// `gpu_keys` for GPU 0 (00000000:1B:00.0); `more_gpus` are whole "[gpu]" sections after it.
-  explicit FakeNvml(const std::string& gpu_keys, const std::string& more_gpus = "") {
-    m_path = std::filesystem::temp_directory_path() / ("gpuenv-smoke-nvml-" + std::to_string(::getpid()) + ".conf");
-    std::ofstream(m_path) << "[gpu]\npci_bus_id = 00000000:1B:00.0\n" << gpu_keys << more_gpus;
-    ::setenv("GPUENV_FAKE_NVML", m_path.c_str(), 1);
-  }
-  ~FakeNvml() {
-    ::unsetenv("GPUENV_FAKE_NVML");
-    std::error_code ignored;
-    std::filesystem::remove(m_path, ignored);
-  }
-  FakeNvml(const FakeNvml&) = delete;
-  FakeNvml& operator=(const FakeNvml&) = delete;
-
- private:
-  std::filesystem::path m_path;
+  explicit FakeNvml(const std::string& gpu_keys, const std::string& more_gpus = "")
+      : ScopedConfigFile("GPUENV_FAKE_NVML", "gpuenv-smoke-nvml",
+                         "[gpu]\npci_bus_id = 00000000:1B:00.0\n" + gpu_keys + more_gpus) {}
 };
 
 inline SmokeOptions with_nvml(SmokeOptions options = small_options()) {
@@ -104,8 +76,8 @@ inline SmokeReport run_with_nvml(const std::string& nvml_keys, const std::string
 class SysfsTree {
  public:
   SysfsTree(const std::string& bus_id, const std::string& max_speed, int max_width, const std::string& cpus = "") {
-    m_root = std::filesystem::temp_directory_path() / ("gpuenv-smoke-sysfs-" + std::to_string(::getpid()) + "-" +
-                                          std::to_string(++counter()));
+    m_root = std::filesystem::temp_directory_path() /
+             ("gpuenv-smoke-sysfs-" + std::to_string(::getpid()) + "-" + std::to_string(++counter()));
     const std::filesystem::path bridge = m_root / "devices/pci0000:00/0000:00:01.0";
     const std::filesystem::path device = bridge / bus_id;
     std::filesystem::create_directories(device);
