@@ -10,4 +10,6 @@ function(gpuenv_embed_files)
     DEPENDS ${ARG_FILES} ${PROJECT_SOURCE_DIR}/cmake/GpuenvEmbedScript.cmake
     COMMENT "Embedding ${ARG_FUNCTION} data"
     VERBATIM)
+  # Byte arrays gain nothing from a unity build, and a data change would recompile the whole batch.
+  set_source_files_properties(${ARG_OUTPUT} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()

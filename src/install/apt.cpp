@@ -13,13 +13,6 @@ constexpr const char* k_toolkit_list = "/etc/apt/sources.list.d/nvidia-container
 constexpr const char* k_unattended = "/etc/apt/apt.conf.d/51gpuenv-unattended-upgrades";
 constexpr const char* k_branch_pin = "/etc/apt/preferences.d/gpuenv-nvidia-driver-branch";
 
-std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  for (const std::string& item : b) {
-    if (std::find(a.begin(), a.end(), item) == a.end()) a.push_back(item);
-  }
-  return a;
-}
-
 /// The preferences file that keeps every NVIDIA driver package on `branch`: apt_preferences(5) gives versions
 /// matching a pin of priority >= 1000 precedence even over a newer version (and allows the downgrade of a branch
 /// change), so the unsuffixed packages the meta packages depend on with `>=` stay on the branch.
@@ -104,7 +97,8 @@ class AptBackend : public Backend {
   }
 
   Step headers(const PlanContext& context) const override {
-    const std::vector<std::string> packages = concat(context.expand(context.target.headers), context.future_headers());
+    const std::vector<std::string> packages =
+        util::append_missing(context.expand(context.target.headers), context.future_headers());
     Step step{"install.preflight.headers",
               "DKMS builds the module against the running kernel's headers (" +
                   context.expand(std::string("{kernel}")) +
@@ -148,7 +142,7 @@ class AptBackend : public Backend {
       step.explain_failure = similar_packages("nvidia-driver-pinning-1");
       out.push_back(installed_probe(step, {pinning}));
     }
-    std::vector<std::string> packages = concat(context.expand(row.packages), context.expand(row.verify));
+    std::vector<std::string> packages = util::append_missing(context.expand(row.packages), context.expand(row.verify));
     if (row.origin == "distro") packages.push_back(distro_modules(context));
     std::vector<std::string> probed = context.expand(row.verify);
     // Fabric manager in the driver's own transaction: apt takes one candidate version of the branch for the module
@@ -157,8 +151,8 @@ class AptBackend : public Backend {
     const FabricRow* fabric = fabric_row(context.data, "apt", row.origin, branch);
     const bool with_fabric = context.plan.fabric_manager && fabric != nullptr;
     if (with_fabric) {
-      packages = concat(packages, context.expand(fabric->packages));
-      probed = concat(probed, context.expand(fabric->packages));
+      packages = util::append_missing(packages, context.expand(fabric->packages));
+      probed = util::append_missing(probed, context.expand(fabric->packages));
     }
     Step step{"install.driver",
               "driver branch " + branch + " (" + context.plan.driver.modules + " modules, from " +

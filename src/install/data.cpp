@@ -4,6 +4,7 @@
 
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
+#include "util/version.hpp"
 
 namespace gpuenv::install {
 
@@ -14,8 +15,6 @@ namespace {
 using util::Error;
 using util::Expected;
 using util::TomlRow;
-
-std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
 
 bool enterprise_linux(const std::string& distro) { return distro == "rockylinux" || distro == "rhel"; }
 
@@ -236,7 +235,7 @@ Expected<util::Ok> read_tables(const util::TomlFile& parsed, InstallData& data, 
 const TargetRow* InstallData::find_target(const std::string& distro, const std::string& version) const {
   for (const TargetRow& row : targets) {
     if (row.distro != distro) continue;
-    if (row.version == version || (enterprise_linux(distro) && row.version == major_of(version))) return &row;
+    if (row.version == version || (enterprise_linux(distro) && row.version == util::major_of(version))) return &row;
   }
   return nullptr;
 }

@@ -24,13 +24,6 @@ std::string key_path(const KeyRow& key) { return "/etc/pki/rpm-gpg/RPM-GPG-KEY-N
 
 bool module_streams(const PlanContext& context) { return context.target.driver_lock == "module-stream"; }
 
-std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  for (const std::string& item : b) {
-    if (std::find(a.begin(), a.end(), item) == a.end()) a.push_back(item);
-  }
-  return a;
-}
-
 /// How CodeReady Builder is enabled on the node, and its repository id.
 struct CrbRepository {
   std::vector<std::string> enable;
@@ -113,7 +106,8 @@ class DnfBackend : public Backend {
   }
 
   Step headers(const PlanContext& context) const override {
-    const std::vector<std::string> packages = concat(context.expand(context.target.headers), context.future_headers());
+    const std::vector<std::string> packages =
+        util::append_missing(context.expand(context.target.headers), context.future_headers());
     Step step{"install.preflight.headers",
               "DKMS builds the module against the running kernel's headers (" +
                   context.expand(std::string("{kernel}")) +
@@ -164,8 +158,8 @@ class DnfBackend : public Backend {
     std::vector<std::string> probed = context.expand(row.verify);
     const FabricRow* fabric = fabric_row(context.data, "dnf", row.origin, branch);
     if (context.plan.fabric_manager && fabric != nullptr) {
-      packages = concat(packages, context.expand(fabric->packages));
-      probed = concat(probed, context.expand(fabric->packages));
+      packages = util::append_missing(packages, context.expand(fabric->packages));
+      probed = util::append_missing(probed, context.expand(fabric->packages));
     }
     Step step{"install.driver", "driver branch " + branch + " (" + context.plan.driver.modules +
                                     (compute_only ? " modules, compute-only packages" : " modules") +

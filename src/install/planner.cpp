@@ -35,8 +35,6 @@ std::string major_minor_dash(const std::string& version) {
   return std::to_string(parsed->components()[0]) + "-" + std::to_string(parsed->components()[1]);
 }
 
-std::string major_of(const std::string& version) { return version.substr(0, version.find('.')); }
-
 /// Refusals that do not depend on the package rows: each stops the plan before anything changes.
 std::vector<Finding> profile_refusals(const profile::Profile& profile, const InstallPlan& plan, const NodeFacts& node,
                                       bool dkms) {
@@ -60,7 +58,7 @@ std::vector<Finding> profile_refusals(const profile::Profile& profile, const Ins
         "canonical/ubuntu-drivers-common UbuntuDrivers/kerneldetection.py; "
         "GoogleCloudPlatform/compute-gpu-installation"));
   }
-  if (!profile.cudnn_version.empty() && util::parse_int(major_of(profile.cudnn_version)).value_or(0) < 9) {
+  if (!profile.cudnn_version.empty() && util::parse_int(util::major_of(profile.cudnn_version)).value_or(0) < 9) {
     out.push_back(
         refusal("install.cudnn",
                 "cuDNN " + profile.cudnn_version + ": gpuenv installs cuDNN 9 and newer (cudnnN-cuda-M packages)",
@@ -98,7 +96,7 @@ std::optional<Finding> held_refusal(const InstallPlan& plan, const std::vector<s
 
 /// A loaded driver of another branch: the plan changes branches (and the reboot step will be due).
 std::optional<Finding> branch_change(const InstallPlan& plan, const NodeFacts& node) {
-  const std::string loaded = major_of(node.loaded_driver_version);
+  const std::string loaded = util::major_of(node.loaded_driver_version);
   if (loaded.empty() || loaded == plan.driver.branch) return std::nullopt;
   return warning("install.driver.branch_change", "the loaded driver is " + node.loaded_driver_version + " (branch " +
                                                      loaded + "); the plan installs branch " + plan.driver.branch +
@@ -184,7 +182,7 @@ void add_stack_steps(const Backend& backend, const PlanContext& context, std::ve
     const std::string cudnn = context.expand(names.cudnn);
     steps.push_back(package_step(
         backend, "install.cudnn",
-        "cuDNN " + profile.cudnn_version + " for CUDA " + major_of(profile.cuda_version) + " (" + cudnn + ")",
+        "cuDNN " + profile.cudnn_version + " for CUDA " + util::major_of(profile.cuda_version) + " (" + cudnn + ")",
         {cudnn}));
   }
   if (enabled(profile.install_cuda_compat, false)) {
@@ -330,8 +328,8 @@ std::string PlanContext::expand(const std::string& pattern) const {
   std::string out = pattern;
   out = replace_all(out, "{branch}", plan.driver.branch);
   out = replace_all(out, "{cuda_dash}", major_minor_dash(profile.cuda_version));
-  out = replace_all(out, "{cuda_major}", major_of(profile.cuda_version));
-  out = replace_all(out, "{cudnn_major}", major_of(profile.cudnn_version));
+  out = replace_all(out, "{cuda_major}", util::major_of(profile.cuda_version));
+  out = replace_all(out, "{cudnn_major}", util::major_of(profile.cudnn_version));
   out = replace_all(out, "{kernel}", kernel);
   // RHEL's 64k-page aarch64 kernel ("...aarch64+64k") is packaged as kernel-64k-* (targets.toml {kernel_variant}).
   out = replace_all(out, "{kernel_variant}", util::ends_with(kernel, "+64k") ? "kernel-64k" : "kernel");

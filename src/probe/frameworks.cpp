@@ -91,7 +91,7 @@ FrameworkFacts& framework(std::vector<FrameworkFacts>& all, std::string_view nam
   return all.back();
 }
 
-std::vector<std::string> words(std::string_view text) {
+std::vector<std::string> spaced_words(std::string_view text) {
   std::vector<std::string> out;
   for (auto word : util::split(text, ' ')) {
     if (!util::trim(word).empty()) out.emplace_back(util::trim(word));
@@ -178,9 +178,9 @@ std::vector<FrameworkFacts> parse_framework_report(std::string_view text) {
     else if (key == "device_count" && small_number(value, k_max_number))
       f.device_count = static_cast<unsigned>(*small_number(value, k_max_number));  // std::stoul threw on 20 digits
     else if (key == "arch_list")
-      f.arch_list = words(value);
+      f.arch_list = spaced_words(value);
     else if (key == "capabilities")
-      f.device_capabilities = words(value);
+      f.device_capabilities = spaced_words(value);
     else if (key == "matmul")
       if (auto result = parse_matmul(value)) f.matmul.push_back(std::move(*result));
   }

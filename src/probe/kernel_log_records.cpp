@@ -14,8 +14,6 @@
 namespace gpuenv::probe {
 namespace {
 
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-
 /// A physical line split into its timestamp and the kernel message.
 struct Prefix {
   bool recognized = false;  ///< a timestamp or log-level prefix was found
@@ -38,7 +36,7 @@ std::optional<std::string_view> take_bracket(std::string_view& text) {
 bool is_monotonic_stamp(std::string_view text) {
   if (text.empty()) return false;
   for (const char c : text) {
-    if (!is_digit(c) && c != '.') return false;
+    if (!util::is_digit(c) && c != '.') return false;
   }
   return true;
 }
@@ -62,18 +60,18 @@ bool is_syslog_stamp(std::string_view text) {
   const bool month = std::isupper(static_cast<unsigned char>(text[0])) != 0 &&
                      std::islower(static_cast<unsigned char>(text[1])) != 0 &&
                      std::islower(static_cast<unsigned char>(text[2])) != 0 && text[3] == ' ';
-  const bool day = (text[4] == ' ' || is_digit(text[4])) && is_digit(text[5]) && text[6] == ' ';
-  const bool time = is_digit(text[7]) && is_digit(text[8]) && text[9] == ':' && is_digit(text[10]) &&
-                    is_digit(text[11]) && text[12] == ':' && is_digit(text[13]) && is_digit(text[14]) &&
-                    text[15] == ' ';
+  const bool day = (text[4] == ' ' || util::is_digit(text[4])) && util::is_digit(text[5]) && text[6] == ' ';
+  const bool time = util::is_digit(text[7]) && util::is_digit(text[8]) && text[9] == ':' && util::is_digit(text[10]) &&
+                    util::is_digit(text[11]) && text[12] == ':' && util::is_digit(text[13]) &&
+                    util::is_digit(text[14]) && text[15] == ' ';
   return month && day && time;
 }
 
 /// "2025-01-21T04:41:44,283302+00:00" (dmesg --time-format iso, journalctl -o short-iso, rsyslog).
 bool is_iso_stamp(std::string_view text) {
-  return text.size() >= 19 && is_digit(text[0]) && is_digit(text[1]) && is_digit(text[2]) && is_digit(text[3]) &&
-         text[4] == '-' && is_digit(text[5]) && is_digit(text[6]) && text[7] == '-' && is_digit(text[8]) &&
-         is_digit(text[9]) && text[10] == 'T';
+  return text.size() >= 19 && util::is_digit(text[0]) && util::is_digit(text[1]) && util::is_digit(text[2]) &&
+         util::is_digit(text[3]) && text[4] == '-' && util::is_digit(text[5]) && util::is_digit(text[6]) &&
+         text[7] == '-' && util::is_digit(text[8]) && util::is_digit(text[9]) && text[10] == 'T';
 }
 
 /// "Sun Feb 23 16:24:18 2025" (dmesg -T).
@@ -114,7 +112,7 @@ std::optional<int> take_priority(std::string_view& text) {
   if (close == std::string_view::npos || close < 2 || close > 5) return std::nullopt;
   int prio = 0;
   for (std::size_t i = 1; i < close; ++i) {
-    if (!is_digit(text[i])) return std::nullopt;
+    if (!util::is_digit(text[i])) return std::nullopt;
     prio = prio * 10 + (text[i] - '0');
   }
   text = text.substr(close + 1);

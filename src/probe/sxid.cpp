@@ -19,19 +19,12 @@ using util::Expected;
 
 const std::vector<util::RowKey> k_sxid_keys = {{"sxid", {"code"}}};
 
-XidSeverity severity_from(std::string_view text) {
-  if (text == "warning") return XidSeverity::warning;
-  if (text == "error") return XidSeverity::error;
-  if (text == "critical") return XidSeverity::critical;
-  return XidSeverity::info;
-}
-
-SxidInfo read_row(util::TomlRow& row) {
+SxidInfo read_sxid_row(util::TomlRow& row) {
   SxidInfo out;
   out.code = static_cast<int>(row.integer_in("code", 1, 100000, "a positive integer"));
   out.name = row.text("name");
   out.category = row.one_of("category", {"non_fatal", "fatal", "always_fatal", "notable", "other"});
-  out.severity = severity_from(row.one_of("severity", {"info", "warning", "error", "critical"}));
+  out.severity = parse_severity(row.one_of("severity", {"info", "warning", "error", "critical"}));
   out.action = row.text("action");
   out.recovery = row.text("recovery");
   out.gpud_fatal = row.one_of("gpud", {"fatal", "warning"}) == "fatal";
@@ -93,7 +86,7 @@ Expected<std::vector<SxidInfo>> parse_sxid_table(std::string_view toml_text, con
   if (const auto key = parsed->unexpected_key({"sxid"}))
     return Error::internal("sxid.toml: unknown top-level key `" + *key + "`");
   std::vector<SxidInfo> out;
-  if (auto read = parsed->append_rows("sxid", out, read_row); !read) return read.error();
+  if (auto read = parsed->append_rows("sxid", out, read_sxid_row); !read) return read.error();
   std::set<int> seen;
   for (const SxidInfo& info : out) {
     if (!seen.insert(info.code).second)

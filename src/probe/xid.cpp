@@ -17,6 +17,13 @@ namespace gpuenv::probe {
 
 std::span<const util::EmbeddedFile> embedded_xid_data();  // generated from data/xid.toml
 
+XidSeverity parse_severity(std::string_view text) {
+  if (text == "warning") return XidSeverity::warning;
+  if (text == "error") return XidSeverity::error;
+  if (text == "critical") return XidSeverity::critical;
+  return XidSeverity::info;
+}
+
 namespace {
 
 using util::Error;
@@ -24,15 +31,8 @@ using util::Expected;
 
 // ---- the table --------------------------------------------------------------------------------------------------
 
-XidSeverity severity_from(std::string_view text) {
-  if (text == "warning") return XidSeverity::warning;
-  if (text == "error") return XidSeverity::error;
-  if (text == "critical") return XidSeverity::critical;
-  return XidSeverity::info;
-}
-
 /// Reads one [[xid]] row; every key is required.
-XidInfo read_row(util::TomlRow& row) {
+XidInfo read_xid_row(util::TomlRow& row) {
   XidInfo out;
   out.code = static_cast<int>(row.integer_in("code", 1, 100000, "a positive integer"));
   out.mnemonic = row.text("mnemonic");
@@ -48,7 +48,7 @@ XidInfo read_row(util::TomlRow& row) {
   out.status = row.text("status");
   out.tools_status = row.text("tools_status");
   out.source = row.text("source");
-  out.severity = severity_from(row.one_of("severity", {"info", "warning", "error", "critical"}));
+  out.severity = parse_severity(row.one_of("severity", {"info", "warning", "error", "critical"}));
   out.aznhc_fails = row.one_of("aznhc", {"FAIL", "-"}) == "FAIL";
   // This table's own word for a key no reader asks for (the shared reader says "unexpected key").
   for (const std::string& key : row.unread_keys()) row.fail("unknown key `" + key + "`");
@@ -56,8 +56,6 @@ XidInfo read_row(util::TomlRow& row) {
 }
 
 // ---- kernel log events ------------------------------------------------------------------------------------------
-
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 /// `token` as a bus id when it is exactly one canonical spelling ("0000:3b:00", "0000:b3:00.0", "PCI:0000:9b:00"),
 /// else nullopt: a bus id is the only log text findings repeat, so nothing else passes for one.
@@ -103,7 +101,7 @@ std::optional<int> device_count(std::string_view body) {
   if (at == std::string_view::npos) return std::nullopt;
   std::string_view rest = body.substr(at + 5);
   std::size_t digits = 0;
-  while (digits < rest.size() && is_digit(rest[digits])) ++digits;
+  while (digits < rest.size() && util::is_digit(rest[digits])) ++digits;
   if (digits == 0 || digits > 6) return std::nullopt;
   return static_cast<int>(*util::parse_int(rest.substr(0, digits)));
 }
@@ -145,7 +143,7 @@ std::optional<KernelEvent> xid_event(std::string_view at) {
   if (rest.empty() || rest.front() != ':') return std::nullopt;
   rest = util::trim(rest.substr(1));
   std::size_t digits = 0;
-  while (digits < rest.size() && is_digit(rest[digits])) ++digits;
+  while (digits < rest.size() && util::is_digit(rest[digits])) ++digits;
   if (digits == 0 || digits > 6) return std::nullopt;
   event.xid = static_cast<int>(*util::parse_int(rest.substr(0, digits)));
   rest = util::trim(rest.substr(digits));
@@ -219,7 +217,7 @@ Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text, const
   }
   if (!parsed->contains("xid")) return Error::internal("xid.toml: no [[xid]] rows");
   std::vector<XidInfo> out;
-  if (auto read = parsed->append_rows("xid", out, read_row); !read) return read.error();
+  if (auto read = parsed->append_rows("xid", out, read_xid_row); !read) return read.error();
   std::set<int> seen;
   for (const XidInfo& info : out) {
     if (!seen.insert(info.code).second) {

@@ -17,6 +17,8 @@ enum class XidSeverity { info, warning, error, critical };
 
 /// "info", "warning", "error", "critical".
 std::string_view to_string(XidSeverity severity);
+/// The severity a data row names (data/xid.toml, data/sxid.toml): "warning", "error", "critical", else info.
+XidSeverity parse_severity(std::string_view name);
 
 /// One row of data/xid.toml (NVIDIA's Xid catalog plus the health tools' verdicts, sources in the file).
 struct XidInfo {

@@ -1,9 +1,9 @@
 #include "system/child_process.hpp"
 
+#include <unistd.h>  // environ (POSIX; declared under _GNU_SOURCE, which g++ and clang++ define for C++)
+
 #include <algorithm>
 #include <cstring>
-
-extern char** environ;  // NOLINT: POSIX
 
 namespace gpuenv::system {
 namespace {

@@ -58,6 +58,13 @@ std::string to_lower(std::string_view text) {
   return out;
 }
 
+std::vector<std::string> append_missing(std::vector<std::string> list, const std::vector<std::string>& more) {
+  for (const std::string& item : more) {
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+  }
+  return list;
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {

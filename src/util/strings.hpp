@@ -17,7 +17,11 @@ std::vector<std::string_view> split_lines(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 bool ends_with(std::string_view text, std::string_view suffix);
 bool contains(std::string_view text, std::string_view needle);
+/// Whether `c` is an ASCII decimal digit (whatever the locale).
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 std::string to_lower(std::string_view text);
+/// `list` followed by the items of `more` it does not already hold, in order (package lists).
+std::vector<std::string> append_missing(std::vector<std::string> list, const std::vector<std::string>& more);
 /// Joins items with `separator` between them.
 std::string join(const std::vector<std::string>& items, std::string_view separator);
 // The number parsers of gpuenv: host text, flags and data fields are read with these, never with std::sto* (which

@@ -5,6 +5,8 @@
 
 namespace gpuenv::util {
 
+std::string major_of(std::string_view version) { return std::string(version.substr(0, version.find('.'))); }
+
 std::optional<Version> Version::parse(std::string_view text) {
   std::vector<int> components;
   std::size_t start = 0;

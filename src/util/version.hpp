@@ -9,6 +9,9 @@
 
 namespace gpuenv::util {
 
+/// The text before the first dot ("12" of "12.8.1", all of "9"): the major version as written, for names and paths.
+std::string major_of(std::string_view version);
+
 /// A version of one to four numeric components; comparison pads missing components with zeros.
 class Version {
  public:

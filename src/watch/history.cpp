@@ -22,7 +22,7 @@ struct Counter {
 // DCGM's health watches: volatile uncorrectable ECC errors and NVLink replay/recovery errors that grow fail; CRC
 // errors warn (NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp, common/DcgmGPUHardwareLimits.h). Remaps and PCIe
 // replays warn: they ask for a look, not a drain.
-constexpr Counter k_counters[] = {
+constexpr Counter k_history_counters[] = {
     {&GpuSample::ecc_uncorrected, "uncorrectable ECC errors", Status::fail},
     {&GpuSample::nvlink_replay, "NVLink replay errors", Status::fail},
     {&GpuSample::nvlink_recovery, "NVLink recovery errors", Status::fail},
@@ -31,9 +31,6 @@ constexpr Counter k_counters[] = {
     {&GpuSample::nvlink_crc, "NVLink CRC errors", Status::warn},
     {&GpuSample::pcie_replays, "PCIe replays", Status::warn},
 };
-
-/// DCGM_LIMIT_MAX_PCIREPLAY_RATE ("8 replays per minute is the maximum recommended by RM").
-constexpr double k_pcie_replays_per_minute = 8;
 
 std::string per_hour(std::uint64_t count, double hours) {
   char buffer[32];
@@ -56,7 +53,7 @@ report::Finding history_error_rates(const std::vector<NodeSample>& samples, std:
     for (const GpuSample& gpu : sample.gpus) gpus[gpu.uuid.empty() ? std::to_string(gpu.index) : gpu.uuid] = &gpu;
   }
   for (const auto& [key, gpu] : gpus) {
-    for (const Counter& counter : k_counters) {
+    for (const Counter& counter : k_history_counters) {
       std::uint64_t total = 0;
       const GpuSample* before = nullptr;
       for (const NodeSample& sample : samples) {

@@ -10,8 +10,6 @@
 namespace gpuenv::watch {
 namespace {
 
-constexpr std::int64_t k_hour_ms = 3600 * 1000;
-
 std::string describe(const Event& event) {
   return event.finding.id + " " + std::string(report::to_string(event.finding.status)) + " (action " + event.action +
          "): " + event.finding.message;

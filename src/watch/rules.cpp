@@ -15,8 +15,6 @@ namespace {
 
 using report::Status;
 
-constexpr std::int64_t k_hour_ms = 3600 * 1000;
-
 std::string gpu_label(const GpuSample& gpu) {
   return "GPU " + std::to_string(gpu.index) + (gpu.pci_bus_id.empty() ? "" : " (" + gpu.pci_bus_id + ")");
 }
@@ -253,10 +251,6 @@ constexpr CounterRule k_counters[] = {
 
 /// DCGM_LIMIT_MAX_NVLINK_CRC_ERROR: CRC errors at 100 per second or more fail (DcgmGPUHardwareLimits.h).
 constexpr double k_nvlink_crc_fail_per_second = 100;
-/// DCGM_LIMIT_MAX_PCIREPLAY_RATE: "8 replays per minute is the maximum recommended by RM"; DCGM's PCIe watch warns
-/// only above it (NVIDIA/DCGM @ 72fa3fe common/DcgmGPUHardwareLimits.h, modules/health/DcgmHealthWatch.cpp
-/// MonitorPcie). A healthy link replays now and then: fewer is no event.
-constexpr double k_pcie_replays_per_minute = 8;
 constexpr std::int64_t k_minute_ms = 60'000;
 
 /// The PCIe replays per minute of `gpu` over the last minute of `history` (as DCGM: from the oldest sample of the

@@ -18,6 +18,11 @@
 
 namespace gpuenv::watch {
 
+/// DCGM_LIMIT_MAX_PCIREPLAY_RATE: "8 replays per minute is the maximum recommended by RM"; DCGM's PCIe watch warns
+/// only above it (NVIDIA/DCGM @ 72fa3fe common/DcgmGPUHardwareLimits.h, modules/health/DcgmHealthWatch.cpp
+/// MonitorPcie). A healthy link replays now and then: fewer is no event.
+inline constexpr double k_pcie_replays_per_minute = 8;
+
 /// The numbers the rules use, each with its source for the events it raises.
 struct RuleSettings {
   double idle_below_percent = 60;              ///< a GPU under this utilisation counts as idle

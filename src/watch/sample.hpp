@@ -12,6 +12,9 @@
 
 namespace gpuenv::watch {
 
+/// Samples are stamped in milliseconds since the epoch; the store rolls them up by the hour.
+inline constexpr std::int64_t k_hour_ms = 3600 * 1000;
+
 /// Throttle (clocks-event) reasons as bits of one integer, the order of probe::throttle_reason_names: a compact
 /// column in the store. Reasons NVML reports that are no problem (idle, application clocks) are not kept.
 enum ThrottleBit : unsigned {

@@ -12,8 +12,6 @@ using sqlite::Transaction;
 
 namespace {
 
-constexpr std::int64_t k_hour_ms = 3600 * 1000;
-
 /// The reason to move a database aside that SQLite's last failure on `db` gives: SQLITE_CORRUPT or SQLITE_NOTADB
 /// (https://www.sqlite.org/rescode.html); otherwise (SQLITE_BUSY, SQLITE_IOERR, SQLITE_FULL, ...) the failure says
 /// nothing about the file and `failure` is handed on.

@@ -15,8 +15,6 @@ using sqlite::Statement;
 
 namespace {
 
-constexpr std::int64_t k_hour_ms = 3600 * 1000;
-
 /// Sums a cumulative counter's growth over consecutive readings; a reading below the one before is a reset (the
 /// growth is then the reading itself). nullopt when fewer than two readings have the counter.
 class Growth {
@@ -150,10 +148,10 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
       out.bind(1, gpu);
       out.bind(2, hour);
       out.bind(3, aggregate.samples);
-      out.bind(4, aggregate.utilization_count == 0
-                      ? std::nullopt
-                      : std::optional<double>(aggregate.utilization_sum /
-                                              static_cast<double>(aggregate.utilization_count)));
+      out.bind(
+          4, aggregate.utilization_count == 0
+                 ? std::nullopt
+                 : std::optional<double>(aggregate.utilization_sum / static_cast<double>(aggregate.utilization_count)));
       out.bind(5, aggregate.utilization_max);
       out.bind(6, aggregate.temperature_max);
       out.bind(7, aggregate.power_count == 0
