@@ -10,23 +10,18 @@
 #include <vector>
 
 #include "support/run_binary.hpp"
+#include "support/text_files.hpp"
 #include "util/strings.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
+using gpuenv::testing::read_text;
 using gpuenv::testing::run_gpuenv;
 using gpuenv::util::contains;
 
 const std::string k_sha(64, 'b');
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 }  // namespace
 
@@ -104,7 +99,7 @@ TEST_CASE("gpuenv cloud-init writes the user-data to stdout or, atomically, to -
   INFO(written.err);
   CHECK(written.exit_code == 0);
   CHECK(written.out.empty());
-  const std::string user_data = read(out);
+  const std::string user_data = read_text(out);
   CHECK(contains(user_data, "      # my own profile\n      schema = 1\n      name = \"mine\"\n"));
   CHECK(contains(user_data, "GPUENV_URL='https://e.com/gpuenv'"));
   fs::remove_all(dir);

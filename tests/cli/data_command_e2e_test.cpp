@@ -10,6 +10,7 @@
 #include <string>
 
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -17,18 +18,7 @@ namespace fs = std::filesystem;
 using gpuenv::testing::EnvironmentChanges;
 using gpuenv::testing::run_gpuenv;
 
-/// A fresh directory under the system temp directory, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("gpuenv-data-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void write(const std::string& file, const std::string& text) const { std::ofstream(path / file) << text; }
-  std::string str() const { return path.string(); }
-};
+using gpuenv::testing::TempDir;
 
 /// No overlay from the environment of the test run itself.
 const EnvironmentChanges k_no_env = {{"GPUENV_DATA_DIR", std::nullopt}};

@@ -14,6 +14,7 @@
 #include "fleet/fleet_support.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/source_tree.hpp"
 #include "support/text_files.hpp"
 
 namespace {
@@ -24,7 +25,7 @@ using gpuenv::testing::fixture_path;
 using gpuenv::testing::read_text;
 using gpuenv::testing::run_gpuenv;
 
-const fs::path k_source = GPUENV_SOURCE_DIR;
+using gpuenv::testing::k_source;
 
 }  // namespace
 

@@ -13,12 +13,15 @@
 #include <sstream>
 
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+#include "support/text_files.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using gpuenv::testing::write_text;
 using gpuenv::util::contains;
 
 /// The interpreter cloud-init runs with on Debian (its #! line), which can import the cloudinit package.
@@ -35,26 +38,7 @@ std::string why_no_cloudinit() {
   return "";
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gpuenv-cloudinit-merge-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
-
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using gpuenv::testing::TempDir;
 
 /// The cloud-config cloud-init makes of gpuenv's user-data followed by the user's part `user`.
 std::string merged(const TempDir& dir, const std::string& user) {
@@ -65,13 +49,13 @@ std::string merged(const TempDir& dir, const std::string& user) {
       {"cloud-init", "cuda-12.4-debian12-install", "--gpuenv-preinstalled", "-o", gpuenv.string()});
   INFO(generated.err);
   REQUIRE(generated.exit_code == 0);
-  write(yours, user);
+  write_text(yours, user);
   // make-mime writes to stdout; argv, no shell.
   const auto made = run({"cloud-init", "devel", "make-mime", "-a", gpuenv.string() + ":cloud-config", "-a",
                          yours.string() + ":cloud-config"});
   INFO(made.err);
   REQUIRE(made.exit_code == 0);
-  write(mime, made.out);
+  write_text(mime, made.out);
   const auto merge =
       run({k_cloudinit_python, std::string(GPUENV_SOURCE_DIR) + "/tests/cloudinit/cloudinit_merge.py", mime.string()});
   INFO(merge.err);

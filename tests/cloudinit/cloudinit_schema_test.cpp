@@ -15,6 +15,8 @@
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+#include "support/text_files.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 
@@ -22,9 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using gpuenv::testing::read_text;
 using gpuenv::util::contains;
 
-const std::string k_sha(64, '0');
+const std::string k_zero_sha(64, '0');
 
 /// Why `cloud-init schema` cannot prove anything here, or "" when it can (cloud-init and jsonschema both present).
 std::string schema_unavailable(gpuenv::system::System& system) {
@@ -38,21 +41,7 @@ std::string schema_unavailable(gpuenv::system::System& system) {
   return "";
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gpuenv-cloudinit-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using gpuenv::testing::TempDir;
 
 /// `cloud-init schema --config-file FILE`: exit 0 and its Valid line (22.4.2 "Valid cloud-config: FILE", >= 23.4
 /// "Valid schema FILE").
@@ -97,11 +86,12 @@ TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid",
   int validated = 0;
   for (const auto& shipped : gpuenv::profile::shipped_profiles()) {
     INFO(shipped.name);
-    const fs::path file = dir.path / (shipped.name + ".yaml");
+    const fs::path file = dir.path() / (shipped.name + ".yaml");
     std::vector<std::string> args = {"cloud-init",      shipped.name, "--gpuenv-url", "https://example.com/gpuenv",
-                                     "--gpuenv-sha256", k_sha,        "-o",           file.string()};
+                                     "--gpuenv-sha256", k_zero_sha,   "-o",           file.string()};
     const std::vector<std::string> set = first_usable_cell(
-        shipped, {"cloud-init", shipped.name, "--gpuenv-url", "https://example.com/gpuenv", "--gpuenv-sha256", k_sha});
+        shipped,
+        {"cloud-init", shipped.name, "--gpuenv-url", "https://example.com/gpuenv", "--gpuenv-sha256", k_zero_sha});
     args.insert(args.end(), set.begin(), set.end());
     const auto generated = gpuenv::testing::run_gpuenv(args);
     INFO(generated.err);
@@ -113,15 +103,15 @@ TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid",
     INFO(output);
 
     // What cloud-init's YAML reader hands the node is exactly the profile text and the script.
-    const fs::path files = dir.path / (shipped.name + ".files");
+    const fs::path files = dir.path() / (shipped.name + ".files");
     fs::create_directory(files);
     const auto extracted = system->run(
         {"python3", std::string(GPUENV_SOURCE_DIR) + "/tests/cloudinit/write_files.py", file.string(), files.string()},
         std::chrono::seconds(60));
     INFO(extracted.err);
     REQUIRE(extracted.exit_code == 0);
-    CHECK(read(files / "_etc_gpuenv_profile.toml") == shipped.text);
-    CHECK(contains(read(files / "_var_lib_cloud_scripts_per-boot_50-gpuenv"), "GPUENV_MODE='install'"));
+    CHECK(read_text(files / "_etc_gpuenv_profile.toml") == shipped.text);
+    CHECK(contains(read_text(files / "_var_lib_cloud_scripts_per-boot_50-gpuenv"), "GPUENV_MODE='install'"));
     ++validated;
   }
   CHECK(validated == static_cast<int>(gpuenv::profile::shipped_profiles().size()));
@@ -137,14 +127,14 @@ TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid",
   }
   TempDir dir;
   const std::vector<std::vector<std::string>> variants = {
-      {"--gpuenv-deb", "https://example.com/gpuenv_0.1.0_amd64.deb", "--gpuenv-sha256", k_sha},
+      {"--gpuenv-deb", "https://example.com/gpuenv_0.1.0_amd64.deb", "--gpuenv-sha256", k_zero_sha},
       {"--gpuenv-preinstalled"},
       {"--gpuenv-preinstalled", "--gpuenv-path", "/opt/gpuenv/bin/gpuenv", "--doctor-only"},
-      {"--gpuenv-url", "https://example.com/gpuenv", "--gpuenv-sha256", k_sha, "--doctor-only"},
+      {"--gpuenv-url", "https://example.com/gpuenv", "--gpuenv-sha256", k_zero_sha, "--doctor-only"},
   };
   int n = 0;
   for (const auto& variant : variants) {
-    const fs::path file = dir.path / ("variant-" + std::to_string(n++) + ".yaml");
+    const fs::path file = dir.path() / ("variant-" + std::to_string(n++) + ".yaml");
     std::vector<std::string> args = {"cloud-init", "cuda-12.4-debian12-install", "-o", file.string()};
     args.insert(args.end(), variant.begin(), variant.end());
     INFO(gpuenv::util::join(args, " "));
@@ -165,11 +155,11 @@ TEST_CASE("cloud-init schema rejects a broken user-data document (the check can 
     return;
   }
   TempDir dir;
-  const fs::path good = dir.path / "good.yaml";
+  const fs::path good = dir.path() / "good.yaml";
   const auto generated =
       gpuenv::testing::run_gpuenv({"cloud-init", "pytorch-2.9-cu128", "--gpuenv-preinstalled", "-o", good.string()});
   REQUIRE(generated.exit_code == 0);
-  const std::string text = read(good);
+  const std::string text = read_text(good);
   struct Broken {
     const char* what;
     std::string text;
@@ -185,7 +175,7 @@ TEST_CASE("cloud-init schema rejects a broken user-data document (the check can 
   };
   for (const Broken& b : broken) {
     INFO(b.what);
-    const fs::path file = dir.path / "broken.yaml";
+    const fs::path file = dir.path() / "broken.yaml";
     std::ofstream(file, std::ios::binary) << b.text;
     std::string output;
     CHECK_FALSE(schema_valid(*system, file, output));

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cloudinit/cloudinit.hpp"
+#include "support/text_files.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 
@@ -26,6 +27,7 @@ constexpr int k_stopped_by_shutdown = 1000;
 
 using gpuenv::cloudinit::Options;
 using gpuenv::cloudinit::SourceKind;
+using gpuenv::testing::read_text;
 using gpuenv::util::contains;
 
 // Answers like `gpuenv install --resume P --json` and `gpuenv doctor --profile P --json`. /var/lib/standin/mode:
@@ -99,14 +101,7 @@ url=${url%%\?*}
 cp "/srv/downloads/${url##*/}" "$out"
 )SH";
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write(const fs::path& path, const std::string& text, fs::perms perms = fs::perms(0644)) {
+void write_file(const fs::path& path, const std::string& text, fs::perms perms = fs::perms(0644)) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
   fs::permissions(path, perms);
@@ -120,23 +115,23 @@ class Node {
     m_root = ::mkdtemp(pattern.data());
     const auto copy = m_system->run({"cp", "-a", cached + "/.", m_root.string()}, std::chrono::seconds(600));
     REQUIRE(copy.exit_code == 0);
-    write(m_root / "usr/local/sbin/systemctl", k_standin_reboot, fs::perms(0755));
-    write(m_root / "usr/local/sbin/shutdown", k_standin_reboot, fs::perms(0755));
-    write(m_root / "usr/local/sbin/curl", k_standin_curl, fs::perms(0755));
-    write(m_root / "etc/gpuenv/profile.toml", "schema = 1\nname = \"standin\"\n");
+    write_file(m_root / "usr/local/sbin/systemctl", k_standin_reboot, fs::perms(0755));
+    write_file(m_root / "usr/local/sbin/shutdown", k_standin_reboot, fs::perms(0755));
+    write_file(m_root / "usr/local/sbin/curl", k_standin_curl, fs::perms(0755));
+    write_file(m_root / "etc/gpuenv/profile.toml", "schema = 1\nname = \"standin\"\n");
   }
   ~Node() { fs::remove_all(m_root); }
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
   fs::path path(const std::string& in_root) const { return m_root / in_root.substr(1); }
-  std::string file(const std::string& in_root) const { return read(path(in_root)); }
+  std::string file(const std::string& in_root) const { return read_text(path(in_root)); }
   bool has(const std::string& in_root) const { return fs::exists(path(in_root)); }
 
   void install_script(const Options& options) {
     auto script = gpuenv::cloudinit::render_per_boot_script(options);
     REQUIRE(script.has_value());
-    write(path(std::string(gpuenv::cloudinit::k_per_boot_path)), *script, fs::perms(0700));  // as the user-data
+    write_file(path(std::string(gpuenv::cloudinit::k_per_boot_path)), *script, fs::perms(0700));  // as the user-data
   }
 
   /// One boot: cloud-init's final stage runs the per-boot script; the run.
@@ -211,12 +206,12 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
-  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write_file(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
   node.install_script(preinstalled_options());
 
   // Boot 1: install changes the node and asks for a reboot; the script reboots, verifies nothing yet, and is still
   // waiting when the shutdown stops it.
-  write(node.path("/var/lib/gpuenv/ready"), "verdict=READY\nboot_id=an-earlier-boot\n");
+  write_file(node.path("/var/lib/gpuenv/ready"), "verdict=READY\nboot_id=an-earlier-boot\n");
   CHECK(node.boot() == k_stopped_by_shutdown);
   CHECK(node.file("/var/lib/standin/calls") == k_install_call);
   CHECK(node.file("/var/lib/standin/reboots") == "systemctl reboot --no-block\n");
@@ -242,18 +237,18 @@ TEST_CASE("per-boot: install, reboot, verify, then nothing changes", "[cloudinit
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "gpuenv install: nothing to change"));
 
   // A later boot where the node broke: NOT READY removes the marker (exit 1: cloud-init reports the failure).
-  write(node.path("/var/lib/standin/verdict"), "NOT READY\n");
+  write_file(node.path("/var/lib/standin/verdict"), "NOT READY\n");
   CHECK(node.boot() == 1);
   CHECK_FALSE(node.has("/var/lib/gpuenv/ready"));
   CHECK(contains(node.file("/var/lib/gpuenv/doctor.json"), "\"verdict\": \"NOT READY\""));
   // DEGRADED (warnings) is ready enough: the marker comes back.
-  write(node.path("/var/lib/standin/verdict"), "DEGRADED\n");
+  write_file(node.path("/var/lib/standin/verdict"), "DEGRADED\n");
   CHECK(node.boot() == 0);
   CHECK(gpuenv::util::starts_with(node.file("/var/lib/gpuenv/ready"), "verdict=DEGRADED\n"));
   CHECK_FALSE(fs::exists(node.path("/var/lib/gpuenv/doctor.json.tmp")));
 
   // An install that refuses is not retried; doctor records the state, the marker goes (doctor alone would say READY).
-  write(node.path("/var/lib/standin/mode"), "refused\n");
+  write_file(node.path("/var/lib/standin/mode"), "refused\n");
   fs::remove(node.path("/var/lib/standin/answers"));
   CHECK(node.boot() == 1);
   CHECK(node.file("/var/lib/standin/answers") == "install: refused\ndoctor: DEGRADED\n");
@@ -274,8 +269,8 @@ TEST_CASE("per-boot: reboots are bounded, and --set reaches install and doctor",
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
-  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
-  write(node.path("/var/lib/standin/mode"), "always-reboot\n");
+  write_file(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write_file(node.path("/var/lib/standin/mode"), "always-reboot\n");
   Options options = preinstalled_options();
   options.max_reboots = 2;
   options.selection = {{"framework.python", "3.11"}};
@@ -299,7 +294,7 @@ TEST_CASE("per-boot: a downloaded gpuenv is installed only when its SHA-256 matc
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
-  write(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
+  write_file(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
   const std::string sha = sha256_of(node.path("/srv/downloads/gpuenv"));
 
   Options options = preinstalled_options();
@@ -329,10 +324,10 @@ TEST_CASE("per-boot: a downloaded .deb is checked, installed with apt-get, and n
   Node& node = *fresh;
   // A package holding the stand-in as /usr/bin/gpuenv, built with the host's dpkg-deb.
   const fs::path package = node.path("/var/tmp/gpuenv-package");
-  write(package / "DEBIAN/control",
-        "Package: gpuenv\nVersion: 0.1.0\nArchitecture: all\nMaintainer: gpuenv tests <tests@example.com>\n"
-        "Description: stand-in gpuenv for the per-boot test\n");
-  write(package / "usr/bin/gpuenv", k_standin_gpuenv, fs::perms(0755));
+  write_file(package / "DEBIAN/control",
+             "Package: gpuenv\nVersion: 0.1.0\nArchitecture: all\nMaintainer: gpuenv tests <tests@example.com>\n"
+             "Description: stand-in gpuenv for the per-boot test\n");
+  write_file(package / "usr/bin/gpuenv", k_standin_gpuenv, fs::perms(0755));
   auto system = gpuenv::system::make_real_system();
   const fs::path deb = node.path("/srv/downloads/gpuenv_0.1.0_all.deb");
   fs::create_directories(deb.parent_path());
@@ -367,9 +362,9 @@ TEST_CASE("per-boot: the real gpuenv doctor's JSON is read right (no GPU in the 
   Node& node = *fresh;
   fs::copy_file(GPUENV_BINARY, node.path("/usr/bin/gpuenv"));
   fs::permissions(node.path("/usr/bin/gpuenv"), fs::perms(0755));
-  write(node.path("/etc/gpuenv/profile.toml"),
-        read(std::string(GPUENV_SOURCE_DIR) + "/profiles/pytorch-2.9-cu128.toml"));
-  write(node.path("/var/lib/gpuenv/ready"), "verdict=READY\n");  // left from an earlier boot
+  write_file(node.path("/etc/gpuenv/profile.toml"),
+             read_text(std::string(GPUENV_SOURCE_DIR) + "/profiles/pytorch-2.9-cu128.toml"));
+  write_file(node.path("/var/lib/gpuenv/ready"), "verdict=READY\n");  // left from an earlier boot
   Options options = preinstalled_options();
   options.doctor_only = true;
   node.install_script(options);
@@ -386,8 +381,8 @@ TEST_CASE("per-boot: after asking for a reboot the script never returns to cloud
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
-  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
-  write(node.path("/var/lib/standin/no-stop"), "");  // nothing stops the script this time
+  write_file(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write_file(node.path("/var/lib/standin/no-stop"), "");  // nothing stops the script this time
   node.install_script(preinstalled_options());
   const auto run = node.run_boot(std::chrono::seconds(5));
   INFO(run.out << run.err);
@@ -405,8 +400,8 @@ TEST_CASE("per-boot: a reboot that cannot be requested is reported, not waited f
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
-  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
-  write(node.path("/var/lib/standin/reboot-fails"), "");
+  write_file(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write_file(node.path("/var/lib/standin/reboot-fails"), "");
   node.install_script(preinstalled_options());
   const auto run = node.run_boot(std::chrono::seconds(60));
   INFO(run.out << run.err);
@@ -423,9 +418,9 @@ TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still s
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
-  write(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
-  write(node.path("/var/lib/standin/verdicts"), "NOT READY\nREADY\n");
-  write(node.path("/var/lib/standin/activating"), "1\n");
+  write_file(node.path("/usr/bin/gpuenv"), k_standin_gpuenv, fs::perms(0755));
+  write_file(node.path("/var/lib/standin/verdicts"), "NOT READY\nREADY\n");
+  write_file(node.path("/var/lib/standin/activating"), "1\n");
   Options options = preinstalled_options();
   options.doctor_only = true;
   node.install_script(options);
@@ -436,7 +431,7 @@ TEST_CASE("per-boot: doctor is asked again while nvidia-fabricmanager is still s
   CHECK(gpuenv::util::starts_with(node.file("/var/lib/gpuenv/ready"), "verdict=READY\nboot_id="));
 
   // Not starting (inactive): NOT READY is the answer, once.
-  write(node.path("/var/lib/standin/verdicts"), "NOT READY\nREADY\n");
+  write_file(node.path("/var/lib/standin/verdicts"), "NOT READY\nREADY\n");
   fs::remove(node.path("/var/lib/standin/answers"));
   CHECK(node.boot() == 1);
   CHECK(node.file("/var/lib/standin/answers") == "doctor: NOT READY\n");
@@ -448,14 +443,14 @@ TEST_CASE("per-boot: a signed URL stays out of ps and the log, credentials come 
   const auto fresh = fresh_node();
   if (!fresh) return;
   Node& node = *fresh;
-  write(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
+  write_file(node.path("/srv/downloads/gpuenv"), k_standin_gpuenv, fs::perms(0644));
   Options options = preinstalled_options();
   options.source = {SourceKind::url, "https://bucket.example.com/gpuenv?X-Amz-Signature=s3cr3t",
                     sha256_of(node.path("/srv/downloads/gpuenv")), "", "/etc/gpuenv/curl.conf"};
   node.install_script(options);
 
   // A config others can read is refused, not used.
-  write(node.path("/etc/gpuenv/curl.conf"), "user = \"ci:token\"\n", fs::perms(0644));
+  write_file(node.path("/etc/gpuenv/curl.conf"), "user = \"ci:token\"\n", fs::perms(0644));
   CHECK(node.boot() == 1);
   CHECK(contains(node.file("/var/log/gpuenv/cloud-init.log"), "refusing /etc/gpuenv/curl.conf"));
   CHECK_FALSE(node.has("/var/lib/standin/downloads"));

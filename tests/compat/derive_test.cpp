@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compat/knowledge_base.hpp"
+#include "compat/rule_rows.hpp"
 #include "compat/rules.hpp"
 #include "profile/profile.hpp"
 #include "report/finding.hpp"
@@ -16,15 +17,11 @@
 
 namespace {
 
+using gpuenv::testing::rule_rows::kb;
+
 using gpuenv::compat::KnowledgeBase;
 using gpuenv::profile::Profile;
 using gpuenv::util::Version;
-
-const KnowledgeBase& kb() {
-  const auto loaded = gpuenv::compat::builtin_knowledge_base();
-  if (!loaded) throw std::runtime_error("builtin knowledge base: " + loaded.error().message);
-  return **loaded;
-}
 
 Version v(const char* text) {
   const auto parsed = Version::parse(text);

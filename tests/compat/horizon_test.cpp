@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "compat/knowledge_base.hpp"
+#include "compat/rule_rows.hpp"
 #include "compat/rules.hpp"
 #include "profile/profile.hpp"
 #include "report/finding.hpp"
 
 namespace {
+
+using gpuenv::testing::rule_rows::kb;
 
 using gpuenv::compat::Horizon;
 using gpuenv::compat::KnowledgeBase;
@@ -22,15 +25,6 @@ using gpuenv::profile::Profile;
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
 using gpuenv::util::Version;
-
-const KnowledgeBase& kb() {
-  static const KnowledgeBase* loaded = [] {
-    auto k = gpuenv::compat::builtin_knowledge_base();
-    REQUIRE(k);
-    return *k;
-  }();
-  return *loaded;
-}
 
 /// An Ubuntu 22.04 / CUDA 12.4.1 / runtime profile, changed by `change`.
 template <typename Change>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compat/derive.hpp"
+#include "compat/rule_rows.hpp"
 #include "util/embedded_file.hpp"
 #include "util/gpu_name.hpp"
 #include "util/version.hpp"
@@ -25,16 +26,12 @@ std::span<const util::EmbeddedFile> embedded_compat_data();  // generated from d
 
 namespace {
 
+using gpuenv::testing::rule_rows::kb;
+
 using gpuenv::compat::KnowledgeBase;
 using gpuenv::compat::Provenance;
 using gpuenv::util::EmbeddedFile;
 using gpuenv::util::Version;
-
-const KnowledgeBase& kb() {
-  const auto loaded = gpuenv::compat::builtin_knowledge_base();
-  if (!loaded) throw std::runtime_error("builtin knowledge base: " + loaded.error().message);
-  return **loaded;
-}
 
 bool valid_status(const std::string& status) {
   return status == "verified" || status == "secondary" || status == "unverified";

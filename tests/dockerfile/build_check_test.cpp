@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "dockerfile_support.hpp"
+#include "support/source_tree.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 using namespace gpuenv::testing::dockerfile_tests;
 using gpuenv::util::contains;
 
-const fs::path k_source(GPUENV_SOURCE_DIR);
+using gpuenv::testing::k_source;
 
 /// Every committed Dockerfile: dockerfiles/ and the golden files.
 std::vector<fs::path> committed_dockerfiles() {

@@ -11,6 +11,7 @@
 
 #include "dockerfile_support.hpp"
 #include "support/fake_system.hpp"
+#include "support/source_tree.hpp"
 
 namespace {
 
@@ -19,7 +20,7 @@ using namespace gpuenv::testing::dockerfile_tests;
 using gpuenv::testing::run_gpuenv;
 using gpuenv::util::contains;
 
-const fs::path k_source(GPUENV_SOURCE_DIR);
+using gpuenv::testing::k_source;
 const std::string k_fixtures = "tests/fixtures/dockerfile/";
 
 struct GoldenCase {

@@ -20,6 +20,7 @@
 #include "profile/fields.hpp"
 #include "profile/profile.hpp"
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
 #include "support/text_files.hpp"
 #include "util/strings.hpp"
 
@@ -74,28 +75,7 @@ inline system::CommandResult run_in_source(const std::vector<std::string>& args)
   return result;
 }
 
-/// A fresh empty directory under the system temp dir, removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpuenv-dockerfile-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::permissions(m_path, std::filesystem::perms::owner_all, std::filesystem::perm_options::add,
-                                 ignored);
-    std::filesystem::remove_all(m_path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return m_path; }
-  std::string str() const { return m_path.string(); }
-
- private:
-  std::filesystem::path m_path;
-};
+using gpuenv::testing::TempDir;
 
 /// Sorted names of regular files in `dir` ending in `suffix`.
 inline std::vector<std::string> files_in(const std::filesystem::path& dir, const std::string& suffix) {

@@ -60,7 +60,7 @@ Profile torch291(const std::string& cuda) {
                        {"framework.python", "3.12"}});
 }
 
-std::string render(const Profile& p) {
+std::string render_for_host(const Profile& p) {
   df::Options options;
   options.gpuenv_version = "0.0.0-test";
   options.profile_argument = "test-profile";
@@ -158,7 +158,7 @@ TEST_CASE("host driver: a cu128 image's driver.min is where the base lets it sta
   // Issue 26 item 4: a scheduler filtering on io.gpuenv.driver.min must keep the R535/R550 LTS nodes the image runs
   // on, and must not send it to R525/R545/R555 nodes where the toolkit refuses it ("unsatisfied condition").
   const Profile p = torch291("12.8.1");
-  const std::string text = render(p);
+  const std::string text = render_for_host(p);
   CHECK(label(text, "io.gpuenv.driver.min") == "535");
   CHECK(label(text, "io.gpuenv.framework.driver.min") == "525.60.13");
   const auto nvidia = require_cuda_of_file(k_nvidia / "12.8.1-ubuntu2404-base.Dockerfile");
@@ -174,7 +174,7 @@ TEST_CASE("host driver: a cu128 image's driver.min is where the base lets it sta
 TEST_CASE("host driver: a release whose requirement is not in the data gets the cuda>=X.Y floor and says so",
           "[dockerfile][host-driver]") {
   const Profile p = torch291("13.0.2");
-  const std::string text = render(p);
+  const std::string text = render_for_host(p);
   const auto cuda_driver = kb().driver_for_minor(*Version::parse("13.0"));
   REQUIRE(cuda_driver);
   // cu130 wheels' floor and the CUDA 13.0 driver: the image starts on neither below the other.
@@ -187,7 +187,7 @@ TEST_CASE("host driver: a release whose requirement is not in the data gets the 
 TEST_CASE("host driver: an image that uses the base's CUDA keeps the toolkit release's floor",
           "[dockerfile][host-driver]") {
   const Profile p = make_profile({{"os.distro", "ubuntu"}, {"os.version", "22.04"}, {"cuda.version", "11.8.0"}});
-  const std::string text = render(p);
+  const std::string text = render_for_host(p);
   CHECK(label(text, "io.gpuenv.driver.min") == "520.61.05");  // data/compat/cuda.toml: CUDA 11.8.0 requires it
   CHECK(label(text, "io.gpuenv.framework.driver.min").empty());
   CHECK(contains(label(text, "io.gpuenv.base.require_cuda"), "cuda>=11.8 brand=tesla,driver>=470,driver<471"));

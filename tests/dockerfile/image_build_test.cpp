@@ -32,6 +32,7 @@
 
 #include "dockerfile/dockerfile.hpp"
 #include "dockerfile_support.hpp"
+#include "support/source_tree.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -42,7 +43,7 @@ using gpuenv::util::contains;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const fs::path k_source(GPUENV_SOURCE_DIR);
+using gpuenv::testing::k_source;
 constexpr const char* k_base_tag = "docker.io/nvidia/cuda:12.8.1-base-ubuntu24.04";
 constexpr const char* k_image = "localhost/gpuenv-image-test:latest";
 

@@ -47,7 +47,7 @@ const Finding* find(const std::vector<Finding>& findings, const std::string& id,
   return nullptr;
 }
 
-std::string render(const Profile& p, bool with_doctor = false) {
+std::string render_passing(const Profile& p, bool with_doctor = false) {
   for (const Finding& f : findings_of(p)) {
     INFO(f.id << ": " << f.message);
     REQUIRE(f.status != Status::fail);
@@ -68,7 +68,7 @@ TEST_CASE("layers: a framework with its own CUDA wheels gets the base image unle
           "[dockerfile][layers]") {
   CHECK(gpuenv::compat::effective_image_flavor(torch29(), kb()) == "base");
   CHECK(gpuenv::compat::derive(torch29(), kb()).image_tag == "12.8.1-base-ubuntu24.04");
-  const std::string text = render(torch29());
+  const std::string text = render_passing(torch29());
   CHECK(contains(text, "\nFROM nvidia/cuda:12.8.1-base-ubuntu24.04\n"));
   CHECK_FALSE(contains(text, "cudnn-runtime"));
   CHECK(find(findings_of(torch29()), "dockerfile.duplicate_libraries", Status::warn) == nullptr);
@@ -131,7 +131,7 @@ TEST_CASE("layers: labels and header state the cuDNN and CUDA the wheels load, f
                                      {"framework.version", "2.7.1"},
                                      {"framework.python", "3.11"},
                                      {"framework.variant", "cu118"}});
-  const std::string text = render(ubi8);
+  const std::string text = render_passing(ubi8);
   CHECK(contains(text, "io.gpuenv.cudnn=\"9.1.0.70\""));
   CHECK(contains(text, "io.gpuenv.framework.cuda=\"11.8\""));
   CHECK(contains(text, "CUDA 11.8 and cuDNN 9.1.0.70 from its own wheels"));
@@ -141,13 +141,13 @@ TEST_CASE("layers: labels and header state the cuDNN and CUDA the wheels load, f
 TEST_CASE("layers: PyTorch >= 2.0 gets gcc, g++ and Python headers unless image.compiler is false",
           "[dockerfile][layers]") {
   // Ubuntu 24.04's own Python 3.12: python3-dev too.
-  const std::string os_python = render(torch29());
+  const std::string os_python = render_passing(torch29());
   CHECK(contains(os_python,
                  "apt-get install -y --no-install-recommends python3 python3-venv gcc g++ libc6-dev python3-dev"));
   // uv's Python carries its headers: the compilers and libc6-dev only.
-  const std::string uv = render(torch29({{"framework.python", "3.11"}}));
+  const std::string uv = render_passing(torch29({{"framework.python", "3.11"}}));
   CHECK(contains(uv, "--no-install-recommends gcc g++ libc6-dev \\\n"));
-  const std::string off = render(torch29({{"image.compiler", "false"}}));
+  const std::string off = render_passing(torch29({{"image.compiler", "false"}}));
   CHECK_FALSE(contains(off, "gcc"));
   // PyTorch 1.x has no torch.compile.
   const Profile old = make_profile({{"os.distro", "ubuntu"},
@@ -161,7 +161,7 @@ TEST_CASE("layers: PyTorch >= 2.0 gets gcc, g++ and Python headers unless image.
 
 TEST_CASE("layers: a numeric group-0 user with a group-writable home and a read-only venv, or root when asked",
           "[dockerfile][layers]") {
-  const std::string text = render(torch29());
+  const std::string text = render_passing(torch29());
   CHECK(contains(text, "useradd --uid 10001 --gid 0 --home-dir /home/gpuenv"));
   CHECK(contains(text, "chgrp -R 0 /home/gpuenv"));
   CHECK(contains(text, "chmod -R g=u /home/gpuenv"));
@@ -169,7 +169,7 @@ TEST_CASE("layers: a numeric group-0 user with a group-writable home and a read-
   CHECK(contains(text, "torchaudio==2.9.1 \\\n && chmod -R g=rX /opt/venv\n"));
   CHECK(contains(text, "\nUSER 10001\n"));
   CHECK_FALSE(contains(text, "USER gpuenv"));
-  const std::string root = render(torch29({{"image.user", "root"}}));
+  const std::string root = render_passing(torch29({{"image.user", "root"}}));
   CHECK(contains(root, "\nUSER root\n"));
   CHECK_FALSE(contains(root, "useradd"));
   CHECK(gpuenv::dockerfile::structural_problems(root, {data().uv.image}).size() == 1);  // root refused by default
@@ -177,7 +177,7 @@ TEST_CASE("layers: a numeric group-0 user with a group-writable home and a read-
 
 TEST_CASE("layers: wheel frameworks keep /usr/local/cuda/lib64 off LD_LIBRARY_PATH and prove where libraries load",
           "[dockerfile][layers]") {
-  const std::string text = render(torch29());
+  const std::string text = render_passing(torch29());
   CHECK(contains(text, "ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64\n"));
   CHECK_FALSE(contains(text, "cuda/lib64:"));
   CHECK(contains(text, "open('/proc/self/maps')"));
@@ -187,7 +187,7 @@ TEST_CASE("layers: wheel frameworks keep /usr/local/cuda/lib64 off LD_LIBRARY_PA
 
 TEST_CASE("layers: --with-doctor downloads the portable binary with its SHA-256 or copies it, and runs it at build",
           "[dockerfile][layers]") {
-  const std::string text = render(torch29(), true);
+  const std::string text = render_passing(torch29(), true);
   CHECK(contains(text, "ARG GPUENV_FROM=download\n"));
   CHECK(text.find("ARG GPUENV_FROM=download") < text.find("FROM "));
   CHECK(contains(text, "ARG TARGETARCH\nARG GPUENV_URL_AMD64\nARG GPUENV_SHA256_AMD64\nARG GPUENV_URL_ARM64\n"));

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dockerfile_support.hpp"
+#include "support/source_tree.hpp"
 
 namespace {
 
@@ -26,7 +27,7 @@ using gpuenv::util::contains;
 
 constexpr const char* k_linter = "dockerfile-utils@0.16.3";
 
-const fs::path k_source(GPUENV_SOURCE_DIR);
+using gpuenv::testing::k_source;
 /// GPUENV_BINARY is <build>/src/gpuenv.
 const fs::path k_build = fs::path(GPUENV_BINARY).parent_path().parent_path();
 

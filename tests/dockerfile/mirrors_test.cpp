@@ -23,7 +23,7 @@ const char* const k_mirror_tokens[] = {"GPUENV_REGISTRY",          "PIP_INDEX_UR
                                        "UV_DEFAULT_INDEX",         "GPUENV_TORCH_WHEELS",
                                        "UV_PYTHON_INSTALL_MIRROR", "[mirrors]"};
 
-gpuenv::dockerfile::Options options() {
+gpuenv::dockerfile::Options mirror_options() {
   gpuenv::dockerfile::Options out;
   out.gpuenv_version = "0.0.0-test";
   out.profile_argument = "test-profile";
@@ -31,12 +31,12 @@ gpuenv::dockerfile::Options options() {
 }
 
 /// The Dockerfile of a profile that passes the checks (render's precondition).
-std::string render(const Profile& p) {
+std::string render_with_mirrors(const Profile& p) {
   for (const auto& f : gpuenv::compat::check_profile(p, kb(), gpuenv::compat::Purpose::dockerfile)) {
     INFO(f.id << ": " << f.message);
     REQUIRE(f.status != gpuenv::report::Status::fail);
   }
-  auto text = gpuenv::dockerfile::render(p, kb(), data(), options());
+  auto text = gpuenv::dockerfile::render(p, kb(), data(), mirror_options());
   INFO((text ? std::string() : text.error().message));
   REQUIRE(text.has_value());
   return *text;
@@ -89,14 +89,15 @@ TEST_CASE("mirrors: a shipped profile without [mirrors] gets no mirror argument,
   for (const auto& row : gpuenv::profile::shipped_profiles()) {
     const Profile p = parse(row.text);
     if (!p.mirrors.empty()) continue;
-    auto text = gpuenv::dockerfile::render(p, kb(), data(), options());
+    auto text = gpuenv::dockerfile::render(p, kb(), data(), mirror_options());
     if (!text) continue;  // a profile that cannot have a Dockerfile (an install-only Debian profile)
     ++rendered;
     INFO(row.name);
     for (const char* token : k_mirror_tokens) CHECK_FALSE(contains(*text, token));
     CHECK(lines_with(*text, "FROM nvidia/cuda:").size() == 1);
     // The same profile with an empty [mirrors] table (appended: it is the last table) renders the same bytes.
-    CHECK(gpuenv::dockerfile::render(parse(row.text + "\n[mirrors]\n"), kb(), data(), options()).value() == *text);
+    CHECK(gpuenv::dockerfile::render(parse(row.text + "\n[mirrors]\n"), kb(), data(), mirror_options()).value() ==
+          *text);
   }
   CHECK(rendered >= 14);
 }
@@ -106,21 +107,23 @@ TEST_CASE("mirrors: the -cn profile builds the same image as its upstream twin: 
   const Profile cn = shipped("pytorch-2.9-cu128-cn");
   const Profile upstream = shipped("pytorch-2.9-cu128");
   CHECK(gpuenv::dockerfile::profile_hash(cn) == gpuenv::dockerfile::profile_hash(upstream));
-  const std::string text = render(cn);
+  const std::string text = render_with_mirrors(cn);
   CHECK(lines_with(text, "torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1") ==
-        lines_with(render(upstream), "torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1"));
+        lines_with(render_with_mirrors(upstream), "torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1"));
   CHECK(own_problems(text).empty());
 }
 
 TEST_CASE("mirrors: the registry is a global build argument in front of nvidia/cuda", "[dockerfile][mirrors]") {
-  const std::string text = render(torch("2.4.1", "12.4.1", false, "registry = \"m.daocloud.io/docker.io\"\n"));
+  const std::string text =
+      render_with_mirrors(torch("2.4.1", "12.4.1", false, "registry = \"m.daocloud.io/docker.io\"\n"));
   const std::size_t arg = text.find("\nARG GPUENV_REGISTRY=m.daocloud.io/docker.io\n");
   const std::size_t from = text.find("\nFROM ${GPUENV_REGISTRY}/nvidia/cuda:12.4.1-base-ubuntu22.04\n");
   REQUIRE(arg != std::string::npos);
   REQUIRE(from != std::string::npos);
   CHECK(arg < text.find("\nFROM "));
-  CHECK(contains(unwrapped(text), "Upstream instead: --build-arg GPUENV_REGISTRY=docker.io --build-arg "
-                                  "BUILDKIT_SYNTAX=docker/dockerfile:1."));
+  CHECK(contains(unwrapped(text),
+                 "Upstream instead: --build-arg GPUENV_REGISTRY=docker.io --build-arg "
+                 "BUILDKIT_SYNTAX=docker/dockerfile:1."));
   // The label names the image, not where it was pulled from.
   CHECK(contains(text, "org.opencontainers.image.base.name=\"docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04\""));
   CHECK_FALSE(contains(text, "PIP_INDEX_URL"));  // only what the profile sets
@@ -130,7 +133,7 @@ TEST_CASE("mirrors: the registry is a global build argument in front of nvidia/c
 TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-url for an index",
           "[dockerfile][mirrors]") {
   const std::string flat =
-      render(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"find-links\"\n"));
+      render_with_mirrors(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"find-links\"\n"));
   CHECK(contains(flat, "\nARG PIP_INDEX_URL=https://pypi.tuna.tsinghua.edu.cn/simple\n"));
   CHECK(contains(flat,
                  "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124/\n"
@@ -142,7 +145,8 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
   // PIP_INDEX_URL is declared before the first pip runs.
   CHECK(flat.find("ARG PIP_INDEX_URL=") < flat.find("pip install pip=="));
 
-  const std::string index = render(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"index\"\n"));
+  const std::string index =
+      render_with_mirrors(torch("2.4.1", "12.4.1", false, k_tuna + k_aliyun + "pytorch_style = \"index\"\n"));
   CHECK(contains(index,
                  "\nARG GPUENV_TORCH_WHEELS=https://mirrors.aliyun.com/pytorch-wheels/cu124\n"
                  "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " +
@@ -153,7 +157,8 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
   CHECK(contains(index, "--build-arg GPUENV_TORCH_WHEELS=https://download.pytorch.org/whl/cu124"));
 
   // An index without a PyPI mirror: every package from it, as upstream's --index-url.
-  const std::string alone = render(torch("2.4.1", "12.4.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
+  const std::string alone =
+      render_with_mirrors(torch("2.4.1", "12.4.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
   CHECK(contains(alone, "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " + k_netrc +
                             " \\\n    pip install --index-url "
                             "\"${GPUENV_TORCH_WHEELS}\" \\\n"));
@@ -163,12 +168,14 @@ TEST_CASE("mirrors: torch 2.x wheels: --find-links for a flat listing, --index-u
 
 TEST_CASE("mirrors: torch 1.13 (+cuXYZ pins on PyPI): --extra-index-url or --find-links, the pins kept",
           "[dockerfile][mirrors]") {
-  const std::string index = render(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
+  const std::string index =
+      render_with_mirrors(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"index\"\n"));
   CHECK(contains(index, "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " + k_netrc +
                             " \\\n    pip install --extra-index-url "
                             "\"${GPUENV_TORCH_WHEELS}\" \\\n"
                             "      torch==1.13.1+cu117 torchvision==0.14.1+cu117"));
-  const std::string flat = render(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"find-links\"\n"));
+  const std::string flat =
+      render_with_mirrors(torch("1.13.1", "11.7.1", false, k_aliyun + "pytorch_style = \"find-links\"\n"));
   CHECK(contains(flat, "RUN --mount=type=cache,target=/root/.cache/pip \\\n    " + k_netrc +
                            " \\\n    pip install --find-links \"${GPUENV_TORCH_WHEELS}\" \\\n"
                            "      torch==1.13.1+cu117"));
@@ -178,7 +185,7 @@ TEST_CASE("mirrors: torch 1.13 (+cuXYZ pins on PyPI): --extra-index-url or --fin
 TEST_CASE("mirrors: uv takes the PyPI mirror and the Python-download mirror, the OS's Python ignores the latter",
           "[dockerfile][mirrors]") {
   const std::string python = "python_downloads = \"https://mirror.example.com/pbs/\"\n";
-  const std::string uv = render(torch("2.7.1", "11.8.0", true, k_tuna + python));
+  const std::string uv = render_with_mirrors(torch("2.7.1", "11.8.0", true, k_tuna + python));
   const std::size_t index = uv.find("\nARG UV_DEFAULT_INDEX=${PIP_INDEX_URL}\n");
   const std::size_t downloads = uv.find("\nARG UV_PYTHON_INSTALL_MIRROR=https://mirror.example.com/pbs\n");
   REQUIRE(index != std::string::npos);
@@ -190,7 +197,7 @@ TEST_CASE("mirrors: uv takes the PyPI mirror and the Python-download mirror, the
                  "releases/download"));
   CHECK(own_problems(uv).empty());
 
-  const std::string os_python = render(torch("2.4.1", "12.4.1", false, python));
+  const std::string os_python = render_with_mirrors(torch("2.4.1", "12.4.1", false, python));
   for (const char* token : k_mirror_tokens) CHECK_FALSE(contains(os_python, token));
 }
 
@@ -214,7 +221,7 @@ TEST_CASE("mirrors: the structural check resolves global ARGs in FROM and refuse
 TEST_CASE("mirrors: the -cn image needs nothing outside the mirrors: frontend, base, apt sources, wheels, PyPI",
           "[dockerfile][mirrors]") {
   const Profile cn = shipped("pytorch-2.9-cu128-cn");
-  const std::string text = render(cn);
+  const std::string text = render_with_mirrors(cn);
   // The syntax directive is read before any ARG: the mirror is written out; BUILDKIT_SYNTAX undoes it.
   CHECK(gpuenv::util::starts_with(text, "# syntax=docker.m.daocloud.io/docker/dockerfile:1\n"));
   CHECK(contains(unwrapped(text), "--build-arg BUILDKIT_SYNTAX=docker/dockerfile:1"));
@@ -233,11 +240,11 @@ TEST_CASE("mirrors: the -cn image needs nothing outside the mirrors: frontend, b
   CHECK(contains(unwrapped(text), "--build-arg GPUENV_DISTRO_ARCHIVE=http://archive.ubuntu.com/ubuntu"));
   CHECK(own_problems(text).empty());
   // --with-doctor's curl image comes through the registry mirror too.
-  gpuenv::dockerfile::Options doctor = options();
+  gpuenv::dockerfile::Options doctor = mirror_options();
   doctor.with_doctor = true;
   const std::string with_doctor = gpuenv::dockerfile::render(cn, kb(), data(), doctor).value();
   CHECK(contains(with_doctor, "\nFROM ${GPUENV_REGISTRY}/curlimages/curl:8.11.1 AS gpuenv-download\n"));
   CHECK(own_problems(with_doctor).empty());
   // Without distro_archive and cuda_repo the sources stay as the base image has them.
-  CHECK_FALSE(contains(render(shipped("pytorch-2.9-cu128")), "find /etc/apt"));
+  CHECK_FALSE(contains(render_with_mirrors(shipped("pytorch-2.9-cu128")), "find /etc/apt"));
 }

@@ -10,6 +10,7 @@
 #include "compat/rules.hpp"
 #include "dockerfile/dockerfile.hpp"
 #include "dockerfile_support.hpp"
+#include "support/source_tree.hpp"
 
 namespace {
 
@@ -19,7 +20,7 @@ using namespace gpuenv::testing::dockerfile_tests;
 using gpuenv::util::contains;
 using gpuenv::util::ErrorKind;
 
-const fs::path k_source(GPUENV_SOURCE_DIR);
+using gpuenv::testing::k_source;
 const std::string k_hex = "c931d08eb2dc2b60b4d7faafdad6562e9fd1373f0412370d09cf6232681b8d5b";
 const std::string k_digest = "sha256:" + k_hex;
 const std::string k_requirements = "tests/fixtures/dockerfile/requirements-torch-2.9.1-cu128.txt";

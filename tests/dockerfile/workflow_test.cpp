@@ -11,6 +11,7 @@
 
 #include "dockerfile_support.hpp"
 #include "support/npm_packages.hpp"
+#include "support/source_tree.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 using namespace gpuenv::testing::dockerfile_tests;
 using gpuenv::util::contains;
 
-const fs::path k_source(GPUENV_SOURCE_DIR);
+using gpuenv::testing::k_source;
 const fs::path k_workflow = k_source / "deploy/github/images.yml";
 
 /// The action-validator executable, installed once per build directory; empty and `why` when it cannot be had.

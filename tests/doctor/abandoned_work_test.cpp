@@ -20,6 +20,7 @@
 #include "probe/nvml.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
 #include "support/text_files.hpp"
 #include "system/system.hpp"
 
@@ -30,26 +31,7 @@ using namespace std::chrono_literals;
 using gpuenv::testing::fixture_path;
 using gpuenv::testing::read_text;
 
-/// A private directory removed at the end of the scope.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    m_path = fs::temp_directory_path() /
-             ("gpuenv-abandoned-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-    fs::create_directories(m_path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
+using gpuenv::testing::TempDir;
 
 /// An executable script at dir/name that never returns (exec, so the timeout's kill reaches the sleeper itself).
 void write_hanging_program(const fs::path& dir, const std::string& name) {

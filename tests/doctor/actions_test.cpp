@@ -12,6 +12,7 @@
 
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/source_tree.hpp"
 #include "support/text_files.hpp"
 #include "util/strings.hpp"
 
@@ -21,7 +22,7 @@ using gpuenv::report::Action;
 using gpuenv::report::Finding;
 using gpuenv::report::Status;
 
-const std::string k_source = GPUENV_SOURCE_DIR;
+using gpuenv::testing::k_source;
 
 /// The finding ids a document lists: every `a.b` in the first column of the table under `heading` (doctor-json.md),
 /// or every `smoke.x` anywhere (smoke.md). Patterns such as `profile.<rule>` are left out.
@@ -33,7 +34,7 @@ std::set<std::string> documented_ids(const std::string& text, const std::regex& 
 }
 
 std::set<std::string> doctor_json_ids() {
-  const std::string text = gpuenv::testing::read_text(k_source + "/docs/doctor-json.md");
+  const std::string text = gpuenv::testing::read_text((k_source / "docs/doctor-json.md").string());
   const std::size_t begin = text.find("## `findings[]`");
   const std::size_t end = text.find("\n## ", begin + 1);
   REQUIRE(begin != std::string::npos);
@@ -48,7 +49,7 @@ std::set<std::string> doctor_json_ids() {
 }
 
 std::set<std::string> smoke_ids() {
-  return documented_ids(gpuenv::testing::read_text(k_source + "/docs/smoke.md"),
+  return documented_ids(gpuenv::testing::read_text((k_source / "docs/smoke.md").string()),
                         std::regex(R"(`(smoke\.[a-z0-9_]+)`)"));
 }
 
@@ -144,7 +145,7 @@ TEST_CASE("actions: the default without a row, pass and skip are none, data rows
 
 TEST_CASE("actions: a data overlay can change an action, and a bad action is an error naming the row",
           "[doctor][actions]") {
-  const std::string shipped = gpuenv::testing::read_text(k_source + "/data/doctor/actions.toml");
+  const std::string shipped = gpuenv::testing::read_text((k_source / "data/doctor/actions.toml").string());
   const gpuenv::util::Overlay overlay = {{"actions.toml", "/etc/gpuenv/data.d/actions.toml",
                                           "[[action]]\nid = \"gpu.ecc\"\nfail = \"replace_hardware\"\n"
                                           "status = \"policy\"\nsource = \"our fleet RMAs on the first DBE\"\n"}};

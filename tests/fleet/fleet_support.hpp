@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/fake_system.hpp"
+#include "support/temp_dir.hpp"
 #include "support/text_files.hpp"
 #include "system/system.hpp"
 
@@ -20,24 +21,7 @@ namespace gpuenv::testing::fleet {
 
 using gpuenv::testing::read_text;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpuenv-fleet-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(m_path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return m_path; }
-
- private:
-  std::filesystem::path m_path;
-};
+using gpuenv::testing::TempDir;
 
 /// `doctor --root <tree> [--nvidia-smi-xml <tree>.nvidia-smi.xml] extra...` for a tree under tests/fixtures/hosts.
 inline std::vector<std::string> doctor_on_tree(const std::string& tree, const std::vector<std::string>& extra) {

@@ -9,6 +9,7 @@
 
 #include "fleet/fleet_support.hpp"
 #include "support/npm_packages.hpp"
+#include "support/source_tree.hpp"
 #include "util/strings.hpp"
 
 namespace {
@@ -16,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gpuenv::testing::fleet;
 
-const fs::path k_source = GPUENV_SOURCE_DIR;
+using gpuenv::testing::k_source;
 
 /// node_modules with kubernetes-models and yaml, installed once per build directory; empty and `why` when it cannot.
 fs::path ensure_validator(std::string& why) {

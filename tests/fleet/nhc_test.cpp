@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "fleet/fleet_support.hpp"
+#include "support/source_tree.hpp"
 #include "util/host_text.hpp"
 #include "util/strings.hpp"
 
@@ -18,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gpuenv::testing::fleet;
 
-const std::string k_source = GPUENV_SOURCE_DIR;
+using gpuenv::testing::k_source;
 
 /// One NHC run in its own directory: the stand-ins, the record of scontrol's argv, a canary that hostile text
 /// would create if any of it ran.
@@ -39,10 +40,10 @@ class NhcRun {
   gpuenv::system::CommandResult run(const std::string& check_file, const std::string& check_line,
                                     const std::string& binary = GPUENV_BINARY) const {
     return run_tool({"env", "HOSTNAME=gpu07", "NHC_RM=slurm", "MARK_OFFLINE=1",
-                     "OFFLINE_NODE=" + k_source + "/tests/fleet/nhc_node_mark_offline.sh",
+                     "OFFLINE_NODE=" + (k_source / "tests/fleet/nhc_node_mark_offline.sh").string(),
                      "SLURM_SINFO=" + (dir_.path() / "sinfo").string(),
                      "SLURM_SCONTROL=" + (dir_.path() / "scontrol").string(), "NHC_TEST_RECORD=" + record().string(),
-                     "GPUENV_BINARY=" + binary, "bash", k_source + "/tests/fleet/nhc_die_path.sh", check_file,
+                     "GPUENV_BINARY=" + binary, "bash", (k_source / "tests/fleet/nhc_die_path.sh").string(), check_file,
                      check_line});
   }
 
@@ -51,7 +52,7 @@ class NhcRun {
   TempDir dir_;
 };
 
-const std::string k_check_file = k_source + "/deploy/nhc/gpuenv.nhc";
+const std::string k_check_file = (k_source / "deploy/nhc/gpuenv.nhc").string();
 
 /// "check_gpuenv <doctor arguments for the tree>", as an nhc.conf line would name it.
 std::string check_line(const std::string& tree, const std::vector<std::string>& extra = {}) {

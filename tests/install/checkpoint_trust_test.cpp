@@ -11,7 +11,7 @@
 
 namespace {
 
-constexpr const char* k_state = "/home/alice/state/install-state.json";
+constexpr const char* k_home_state = "/home/alice/state/install-state.json";
 constexpr const char* k_forged =
     R"({"profile": "t", "target": "ubuntu:22.04/x86_64", "completed": ["install.driver"], "updated": "x"})";
 
@@ -19,10 +19,10 @@ constexpr const char* k_forged =
 
 TEST_CASE("install state: a state file someone else could change is refused, not believed", "[install][security]") {
   gpuenv::testing::FakeSystem fake;
-  fake.files[k_state] = k_forged;
-  REQUIRE(gpuenv::install::load_state(fake, k_state));  // trusted: read as before
-  fake.untrusted[k_state] = "/home/alice/state belongs to uid 1000";
-  const auto refused = gpuenv::install::load_state(fake, k_state);
+  fake.files[k_home_state] = k_forged;
+  REQUIRE(gpuenv::install::load_state(fake, k_home_state));  // trusted: read as before
+  fake.untrusted[k_home_state] = "/home/alice/state belongs to uid 1000";
+  const auto refused = gpuenv::install::load_state(fake, k_home_state);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("/home/alice/state belongs to uid 1000") != std::string::npos);
   CHECK(refused.error().message.find("not trusted") != std::string::npos);
@@ -41,9 +41,9 @@ TEST_CASE("install --resume: a forged state file in a user's directory stops the
   step.commands = {{"apt-get", "install", "-y", "nvidia-driver-580"}};
   plan.steps.push_back(step);
   gpuenv::testing::FakeSystem fake;
-  fake.files[k_state] = k_forged;
+  fake.files[k_home_state] = k_forged;
   fake.files["/var/log/gpuenv/.keep"] = "";
-  fake.untrusted[k_state] = "/home/alice/state belongs to uid 1000";
+  fake.untrusted[k_home_state] = "/home/alice/state belongs to uid 1000";
   gpuenv::install::ApplyOptions options;
   options.log_path = "/var/log/gpuenv/install.log";
   options.state_dir = "/home/alice/state";

@@ -15,6 +15,7 @@
 #include "install/plan_support.hpp"
 #include "install/repository_url.hpp"
 #include "support/fake_system.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -28,19 +29,7 @@ using gpuenv::testing::make_plan;
 
 constexpr std::chrono::seconds k_timeout{60};
 
-/// A private directory for one test, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gpuenv-keys-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+using gpuenv::testing::TempDir;
 
 /// `argv` with gpuenv's cache directory moved under `dir`, so the plan's own commands run on test files.
 std::vector<std::string> relocated(std::vector<std::string> argv, const fs::path& dir) {
@@ -114,17 +103,17 @@ TEST_CASE("install keys: a rogue keyring package fails the plan's SHA-256 check 
   const InstallPlan p = make_plan(install_profile("[driver]\nbranch = \"580\"\n"), Target{"ubuntu", "22.04", "x86_64"});
   const Step* keyring = find_step(p, "install.repo.cuda_keyring");
   REQUIRE(keyring != nullptr);
-  const fs::path sums = relocated({keyring->files.at(0).path}, dir.path).front();
-  write(sums, relocated({keyring->files.at(0).content}, dir.path).front());
-  const std::vector<std::string> check = relocated(keyring->commands.at(1), dir.path);
+  const fs::path sums = relocated({keyring->files.at(0).path}, dir.path()).front();
+  write(sums, relocated({keyring->files.at(0).content}, dir.path()).front());
+  const std::vector<std::string> check = relocated(keyring->commands.at(1), dir.path());
   REQUIRE(check.front() == "sha256sum");
   // What a hostile mirror would serve under the same name: another package (maintainer scripts run as root).
-  write(dir.path / "cuda-keyring_1.1-1_all.deb", "!<arch>\nrogue keyring with a postinst\n");
+  write(dir.path() / "cuda-keyring_1.1-1_all.deb", "!<arch>\nrogue keyring with a postinst\n");
   CHECK(run(check).exit_code != 0);
   // The same line format accepts the file whose digest it names (so a genuine package passes).
-  const auto digest = run({"sha256sum", (dir.path / "cuda-keyring_1.1-1_all.deb").string()});
+  const auto digest = run({"sha256sum", (dir.path() / "cuda-keyring_1.1-1_all.deb").string()});
   REQUIRE(digest.exit_code == 0);
-  write(sums, digest.out.substr(0, 64) + "  " + (dir.path / "cuda-keyring_1.1-1_all.deb").string() + "\n");
+  write(sums, digest.out.substr(0, 64) + "  " + (dir.path() / "cuda-keyring_1.1-1_all.deb").string() + "\n");
   CHECK(run(check).exit_code == 0);
 }
 
@@ -135,15 +124,15 @@ TEST_CASE("install keys: a rogue key is not kept: only the pinned fingerprint is
     return;
   }
   TempDir dir;
-  const fs::path downloaded = dir.path / "keys" / "3bf863cc.pub";
+  const fs::path downloaded = dir.path() / "keys" / "3bf863cc.pub";
   fs::create_directories(downloaded.parent_path());
-  const std::string rogue = make_rogue_key(dir.path / "maker", downloaded);
-  const fs::path keyring = dir.path / "cuda-archive-keyring.gpg";
+  const std::string rogue = make_rogue_key(dir.path() / "maker", downloaded);
+  const fs::path keyring = dir.path() / "cuda-archive-keyring.gpg";
   const auto run_pinned = [&](const std::string& fingerprint) {
     const auto pinned = gpuenv::install::pin_key("/var/cache/gpuenv/keys/3bf863cc.pub", fingerprint,
                                                  "/usr/share/keyrings/cuda-archive-keyring.gpg", false);
-    for (const auto& argv : pinned.commands) run(relocated(argv, dir.path));
-    const auto shown = run(relocated(pinned.check.argv, dir.path));
+    for (const auto& argv : pinned.commands) run(relocated(argv, dir.path()));
+    const auto shown = run(relocated(pinned.check.argv, dir.path()));
     return shown.exit_code == 0 && shown.out.find(pinned.check.text) != std::string::npos;
   };
   // The mirror's key posing as NVIDIA's: nothing is kept, the check fails, the step fails.
@@ -159,12 +148,12 @@ TEST_CASE("install keys: curl with the plan's flags refuses anything but https (
     return;
   }
   TempDir dir;
-  const auto argv =
-      gpuenv::install::https_download("http://127.0.0.1:9/cuda-keyring_1.1-1_all.deb", (dir.path / "out.deb").string());
+  const auto argv = gpuenv::install::https_download("http://127.0.0.1:9/cuda-keyring_1.1-1_all.deb",
+                                                    (dir.path() / "out.deb").string());
   const auto result = run(argv);
   CHECK(result.exit_code == 1);  // CURLE_UNSUPPORTED_PROTOCOL: refused before any connection
   CHECK(result.err.find("http") != std::string::npos);
-  CHECK_FALSE(fs::exists(dir.path / "out.deb"));
+  CHECK_FALSE(fs::exists(dir.path() / "out.deb"));
 }
 
 TEST_CASE("install keys: a local repository only from directories only root can write", "[install][keys]") {
@@ -196,13 +185,13 @@ TEST_CASE("install keys: a local repository under a world-writable directory is 
           "[install][keys][system-test]") {
   TempDir dir;  // under the temporary directory, which anyone can write
   auto system = gpuenv::system::make_real_system();
-  const auto refused = gpuenv::install::check_local_repository(*system, "file://" + dir.path.string());
+  const auto refused = gpuenv::install::check_local_repository(*system, "file://" + dir.path().string());
   REQUIRE(refused.has_value());
   CHECK(refused->message.find("writable by group or others") != std::string::npos);
   if (::geteuid() == 0) {  // a repository directory handed to another user
-    fs::create_directories(dir.path / "repo");
-    REQUIRE(::chown((dir.path / "repo").c_str(), 65534, 65534) == 0);
-    CHECK(gpuenv::install::check_local_repository(*system, "file://" + (dir.path / "repo").string())
+    fs::create_directories(dir.path() / "repo");
+    REQUIRE(::chown((dir.path() / "repo").c_str(), 65534, 65534) == 0);
+    CHECK(gpuenv::install::check_local_repository(*system, "file://" + (dir.path() / "repo").string())
               ->message.find("is not owned by root") != std::string::npos);
   }
 }

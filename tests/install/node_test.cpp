@@ -11,7 +11,7 @@ using gpuenv::testing::FakeSystem;
 
 namespace {
 
-gpuenv::system::CommandResult exited(int code, std::string out) {
+gpuenv::system::CommandResult exit_result(int code, std::string out) {
   gpuenv::system::CommandResult result;
   result.exit_code = code;
   result.out = std::move(out);
@@ -64,9 +64,9 @@ TEST_CASE("install node: facts for the planner", "[install][node]") {
   fake.files["/proc/driver/nvidia/version"] =
       "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build  "
       "(dvs-builder@U16-I3-B03-4-3)\n";
-  fake.commands["modinfo -F version nvidia"] = exited(0, "580.95.05\n");
-  fake.commands["nvidia-smi --query-gpu=compute_cap --format=csv,noheader"] = exited(0, "9.0\n9.0\n");
-  fake.commands["apt-mark showhold"] = exited(0, "nvidia-open-570\n");
+  fake.commands["modinfo -F version nvidia"] = exit_result(0, "580.95.05\n");
+  fake.commands["nvidia-smi --query-gpu=compute_cap --format=csv,noheader"] = exit_result(0, "9.0\n9.0\n");
+  fake.commands["apt-mark showhold"] = exit_result(0, "nvidia-open-570\n");
   const gpuenv::install::NodeFacts node = gpuenv::install::observe_node(fake, "apt");
   CHECK(node.kernel_release == "6.8.0-1015-aws");
   CHECK(node.nouveau_loaded);
@@ -143,10 +143,11 @@ TEST_CASE("install node: packages, flavour and conflicting installs from a captu
 TEST_CASE("install node: apt-key's listing of the retired key, the kernel's RPM package", "[install][node]") {
   FakeSystem fake;
   fake.files["/proc/sys/kernel/osrelease"] = "6.12.37-61.105.amzn2023.x86_64\n";
-  fake.commands["rpm -q --qf %{NAME}\\n -f /lib/modules/6.12.37-61.105.amzn2023.x86_64"] = exited(0, "kernel6.12\n");
+  fake.commands["rpm -q --qf %{NAME}\\n -f /lib/modules/6.12.37-61.105.amzn2023.x86_64"] =
+      exit_result(0, "kernel6.12\n");
   CHECK(gpuenv::install::observe_node(fake, "dnf").kernel_package == "kernel6.12");
   // apt-key list prints the fingerprint in groups of four.
-  fake.commands["apt-key list"] = exited(
+  fake.commands["apt-key list"] = exit_result(
       0,
       "/etc/apt/trusted.gpg\n--------------------\npub   rsa4096 2017-09-28 [SCE]\n      AE09 FE4B BD22 3A84 B2CC  "
       "FCE3 F60F 4B3D 7FA2 AF80\nuid           [ unknown] cudatools <cudatools@nvidia.com>\n");

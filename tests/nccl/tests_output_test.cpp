@@ -19,7 +19,7 @@ using gpuenv::testing::has_finding;
 using gpuenv::testing::read_fixture;
 using gpuenv::testing::require_finding;
 
-const gpuenv::nccl::NcclData& data() {
+const gpuenv::nccl::NcclData& nccl_data() {
   static const auto* loaded = [] {
     auto d = gpuenv::nccl::builtin_data();
     REQUIRE(d);
@@ -93,7 +93,7 @@ TEST_CASE("parse: a table without a device list, not nccl-tests at all", "[nccl]
   REQUIRE(ring->rows.size() == 5);
   CHECK(ring->rows[4].in_place.busbw_gbps == Approx(94.80));
   // Without a device list or --nodes the node count is unknown: no floor judges it, whatever the instance type.
-  const auto unjudged = gpuenv::nccl::judge_nccl_tests(*ring, {"Standard_ND96isr_H100_v5", std::nullopt}, data());
+  const auto unjudged = gpuenv::nccl::judge_nccl_tests(*ring, {"Standard_ND96isr_H100_v5", std::nullopt}, nccl_data());
   const Finding& unknown_nodes = require_finding(unjudged.findings, "nccl.busbw");
   CHECK(unknown_nodes.status == Status::pass);
   CHECK(unknown_nodes.message.find("the number of nodes is unknown") != std::string::npos);
@@ -125,13 +125,13 @@ TEST_CASE("parse: srun --label prefixes, validation off (N/A), sockets between n
   REQUIRE(output->rows.size() == 1);
   CHECK_FALSE(output->rows[0].out_of_place.wrong);
   CHECK(output->socket_transport);
-  const auto judged = gpuenv::nccl::judge_nccl_tests(*output, {}, data());
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*output, {}, nccl_data());
   CHECK(require_finding(judged.findings, "nccl.results").status == Status::warn);
   CHECK(require_finding(judged.findings, "nccl.transport").status == Status::warn);
   // One node: NCCL names the socket transport at start-up on any node without IB or EFA, NVLink-only runs included.
   auto one_node = *output;
   one_node.ranks.pop_back();
-  CHECK_FALSE(has_finding(gpuenv::nccl::judge_nccl_tests(one_node, {}, data()).findings, "nccl.transport"));
+  CHECK_FALSE(has_finding(gpuenv::nccl::judge_nccl_tests(one_node, {}, nccl_data()).findings, "nccl.transport"));
 }
 
 TEST_CASE("parse: a row whose size or count is past 64 bits is not a row (std::stoull threw)", "[nccl]") {
@@ -161,7 +161,7 @@ TEST_CASE("parse: a row whose size or count is past 64 bits is not a row (std::s
 TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node count", "[nccl]") {
   auto right = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt"));
   REQUIRE(right);
-  const auto judged = gpuenv::nccl::judge_nccl_tests(*right, {"a3-megagpu-8g", 2}, data());
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*right, {"a3-megagpu-8g", 2}, nccl_data());
   CHECK(judged.verdict == gpuenv::report::Verdict::ok);
   CHECK(require_finding(judged.findings, "nccl.results").status == Status::pass);
   const Finding& busbw = require_finding(judged.findings, "nccl.busbw");
@@ -173,13 +173,13 @@ TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node
 
   auto wrong = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-wrong-derived.txt"));
   REQUIRE(wrong);
-  const auto bad = gpuenv::nccl::judge_nccl_tests(*wrong, {}, data());
+  const auto bad = gpuenv::nccl::judge_nccl_tests(*wrong, {}, nccl_data());
   CHECK(bad.verdict == gpuenv::report::Verdict::not_ok);
   const Finding& results = require_finding(bad.findings, "nccl.results");
   CHECK(results.status == Status::fail);
   CHECK(results.message.find("256 MiB out-of-place: 4096 wrong elements") != std::string::npos);
 
-  const auto counted = gpuenv::nccl::judge_nccl_tests(*right, {"", 4}, data());
+  const auto counted = gpuenv::nccl::judge_nccl_tests(*right, {"", 4}, nccl_data());
   CHECK(require_finding(counted.findings, "nccl.ranks").status == Status::warn);
 
   // A verified floor (Azure ND H100 v5: 460 GB/s at 16 GiB, one node) on a synthetic one-size run at that size.
@@ -190,26 +190,26 @@ TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node
   row.in_place = {70000, 245.4, 429.5, 0};
   one.rows = {row};
   one.out_of_bounds = 0;
-  const auto slow = gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data());
+  const auto slow = gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, nccl_data());
   const Finding& below = require_finding(slow.findings, "nccl.busbw");
   CHECK(below.status == Status::fail);
   CHECK(below.message.find("is below the floor 460.0 GB/s at 16 GiB") != std::string::npos);
   CHECK(below.source.find("conf/nd96isr_h100_v5.conf:52") != std::string::npos);
   one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 466.0;
-  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings,
+  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, nccl_data()).findings,
                         "nccl.busbw")
             .status == Status::pass);
   // The floor's size missing from the run: reported, not judged.
   one.rows[0].bytes = 8589934592ULL;
   one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 100.0;
   const Finding& unjudged = require_finding(
-      gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, data()).findings, "nccl.busbw");
+      gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, nccl_data()).findings, "nccl.busbw");
   CHECK(unjudged.status == Status::pass);
   CHECK(unjudged.message.find("not judged: the run has no 16 GiB row") != std::string::npos);
   // An unverified multi-node row (AWS's advisory numbers) is reported beside the measurement, never judged.
   one.rows[0].bytes = 134217728ULL;
   const Finding& advisory =
-      require_finding(gpuenv::nccl::judge_nccl_tests(one, {"p5.48xlarge", 2}, data()).findings, "nccl.busbw");
+      require_finding(gpuenv::nccl::judge_nccl_tests(one, {"p5.48xlarge", 2}, nccl_data()).findings, "nccl.busbw");
   CHECK(advisory.status == Status::pass);
   CHECK(advisory.message.find("unverified: reported, not judged") != std::string::npos);
 }
@@ -224,7 +224,7 @@ TEST_CASE("judge: a run that died part-way is not judged on the sizes it left", 
                           "ztan-mig-gq73:1234:1300 [3] NCCL WARN NET/IB : Got completion with error 12, opcode 0\n";
   auto died = parse_nccl_tests_output(cut);
   REQUIRE(died);
-  const auto judged = gpuenv::nccl::judge_nccl_tests(*died, {"a3-megagpu-8g", 2}, data());
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*died, {"a3-megagpu-8g", 2}, nccl_data());
   const Finding& results = require_finding(judged.findings, "nccl.results");
   CHECK(results.status == Status::fail);
   CHECK(results.message.find("before nccl-tests' closing \"# Out of bounds values\" line") != std::string::npos);
@@ -233,19 +233,20 @@ TEST_CASE("judge: a run that died part-way is not judged on the sizes it left", 
 }
 
 TEST_CASE("nccl data: floors and networks parse, every row sourced, judged rows are Azure's verified ones", "[nccl]") {
-  CHECK(data().floors.size() >= 8);
-  for (const auto& floor : data().floors) {
+  CHECK(nccl_data().floors.size() >= 8);
+  for (const auto& floor : nccl_data().floors) {
     INFO(floor.instance_type);
     CHECK_FALSE(floor.source.empty());
     CHECK(floor.busbw_gbps > 0);
     if (floor.judged) CHECK(floor.source.find("Azure/azurehpc-health-checks conf/") == 0);
   }
-  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
-  CHECK(data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
-  CHECK(data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
-  CHECK(data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
-  CHECK(data().network("efa")->kubernetes_limits == std::vector<std::string>{"hugepages-2Mi=5120Mi", "memory=8000Mi"});
-  CHECK(data().network("no-such")->name == "default");
+  CHECK(nccl_data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
+  CHECK(nccl_data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
+  CHECK(nccl_data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
+  CHECK(nccl_data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
+  CHECK(nccl_data().network("efa")->kubernetes_limits ==
+        std::vector<std::string>{"hugepages-2Mi=5120Mi", "memory=8000Mi"});
+  CHECK(nccl_data().network("no-such")->name == "default");
   CHECK(gpuenv::nccl::size_text(17179869184ULL) == "16 GiB");
   CHECK(gpuenv::nccl::size_text(8) == "8 B");
   CHECK(gpuenv::nccl::size_text(1000) == "1000 B");

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "support/source_tree.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
@@ -18,9 +19,9 @@ namespace {
 
 using gpuenv::system::CommandResult;
 
-const std::string k_source = GPUENV_SOURCE_DIR;
-const std::string k_portable = k_source + "/build/portable/gpuenv";
-const std::string k_dist = k_source + "/dist";
+using gpuenv::testing::k_source;
+const std::string k_portable = (k_source / "build/portable/gpuenv").string();
+const std::string k_dist = (k_source / "dist").string();
 /// RHEL and Rocky Linux 8 ship glibc 2.28: the oldest fleet OS `gpuenv install` targets (Ubuntu 20.04 and Debian 11
 /// have 2.31). The portable build keeps within it (cmake/include/gpuenv_glibc_2_28.hpp, docs/packaging.md).
 const gpuenv::util::Version k_glibc_floor = *gpuenv::util::Version::parse("2.28");
@@ -110,7 +111,7 @@ bool can_sandbox() {
 class Bullseye {
  public:
   Bullseye() {
-    const CommandResult cached = run({k_source + "/scripts/debian-root", "bullseye"}, 600);
+    const CommandResult cached = run({(k_source / "scripts/debian-root").string(), "bullseye"}, 600);
     REQUIRE(cached.exit_code == 0);
     char pattern[] = "/tmp/gpuenv-bullseye-XXXXXX";
     REQUIRE(::mkdtemp(pattern) != nullptr);
@@ -344,20 +345,22 @@ std::string utc_time_of(const std::string& epoch) {
 // (export-subst in .gitattributes; gitattributes(5), "export-subst").
 TEST_CASE("scripts/package in a git archive export stamps every file with the commit's time",
           "[packaging][system-test][engine]") {
-  if (run({"git", "-C", k_source, "rev-parse", "--is-inside-work-tree"}).exit_code != 0) {
-    WARN("SKIPPED: " << k_source << " is not a git checkout (nothing to export)");
+  if (run({"git", "-C", k_source.string(), "rev-parse", "--is-inside-work-tree"}).exit_code != 0) {
+    WARN("SKIPPED: " << k_source.string() << " is not a git checkout (nothing to export)");
     return;
   }
   // The tracked files as they are now (`git stash create` records them without touching the checkout; it prints
   // nothing when nothing changed, and HEAD is then the same tree).
-  std::string commit = trimmed(run({"git", "-C", k_source, "stash", "create"}).out);
+  std::string commit = trimmed(run({"git", "-C", k_source.string(), "stash", "create"}).out);
   if (commit.empty()) commit = "HEAD";
-  const std::string epoch = trimmed(run({"git", "-C", k_source, "log", "-1", "--format=%ct", commit}).out);
+  const std::string epoch = trimmed(run({"git", "-C", k_source.string(), "log", "-1", "--format=%ct", commit}).out);
   REQUIRE_FALSE(epoch.empty());
   ScratchDir scratch;
   const std::string tree = scratch.path() + "/gpuenv";
   REQUIRE(run({"mkdir", tree}).exit_code == 0);
-  REQUIRE(run({"sh", "-c", "git -C \"$0\" archive \"$1\" | tar -x -C \"$2\"", k_source, commit, tree}).exit_code == 0);
+  REQUIRE(
+      run({"sh", "-c", "git -C \"$0\" archive \"$1\" | tar -x -C \"$2\"", k_source.string(), commit, tree}).exit_code ==
+      0);
   REQUIRE(::access((tree + "/.git").c_str(), F_OK) != 0);
   CHECK(trimmed(run({"cat", tree + "/packaging/source-date"}).out) == epoch);
   // Any executable will do as the binary: the stamping is under test, not the build (scripts/package --skip-build).

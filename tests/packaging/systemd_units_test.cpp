@@ -12,6 +12,7 @@
 
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/source_tree.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 
@@ -19,10 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path k_source = GPUENV_SOURCE_DIR;
+using gpuenv::testing::k_source;
 const char* const k_units[] = {"gpuenv-doctor.service", "gpuenv-doctor.timer", "gpuenv-ready.target"};
 
-gpuenv::system::CommandResult run(const std::vector<std::string>& argv) {
+gpuenv::system::CommandResult run_command(const std::vector<std::string>& argv) {
   return gpuenv::system::make_real_system()->run(argv, std::chrono::seconds(60));
 }
 
@@ -35,7 +36,7 @@ class UnitRoot {
     root_ = pattern;
     fs::create_directories(root_ / "usr/lib/systemd");
     // cp -a: the directory holds symlinks (aliases, units masked to /dev/null) that must stay links.
-    REQUIRE(run({"cp", "-a", "/usr/lib/systemd/system", (root_ / "usr/lib/systemd/").string()}).exit_code == 0);
+    REQUIRE(run_command({"cp", "-a", "/usr/lib/systemd/system", (root_ / "usr/lib/systemd/").string()}).exit_code == 0);
     for (const char* unit : k_units) fs::copy_file(k_source / "packaging/systemd" / unit, unit_path(unit));
     // What the units and slurmd.service run, as executables in the root.
     for (const char* program : {"usr/bin/gpuenv", "bin/mkdir", "usr/sbin/slurmd", "bin/kill", "usr/bin/kubelet"}) {
@@ -64,7 +65,7 @@ class UnitRoot {
   gpuenv::system::CommandResult verify(const std::vector<std::string>& units) const {
     std::vector<std::string> argv{"systemd-analyze", "verify", "--root=" + root_.string()};
     argv.insert(argv.end(), units.begin(), units.end());
-    return run(argv);
+    return run_command(argv);
   }
 
  private:
@@ -72,7 +73,7 @@ class UnitRoot {
 };
 
 std::string why_no_verify() {
-  if (run({"systemd-analyze", "--version"}).exit_code != 0) return "systemd-analyze is not installed";
+  if (run_command({"systemd-analyze", "--version"}).exit_code != 0) return "systemd-analyze is not installed";
   if (!fs::exists("/usr/lib/systemd/system/slurmd.service")) return "slurmd is not installed (scripts/bootstrap)";
   return "";
 }
@@ -94,8 +95,8 @@ TEST_CASE("systemd: gpuenv-doctor.service, .timer and gpuenv-ready.target pass s
 
   // The drop-ins do what they say: slurmd and kubelet require the target and start after it.
   for (const char* service : {"slurmd.service", "kubelet.service"}) {
-    const auto shown =
-        run({"env", "SYSTEMD_LOG_LEVEL=debug", "systemd-analyze", "verify", "--root=" + root.path().string(), service});
+    const auto shown = run_command(
+        {"env", "SYSTEMD_LOG_LEVEL=debug", "systemd-analyze", "verify", "--root=" + root.path().string(), service});
     CHECK(gpuenv::util::contains(shown.out, "Requires: gpuenv-ready.target"));  // the unit dump, on stdout
     CHECK(gpuenv::util::contains(shown.out, "After: gpuenv-ready.target"));
   }
@@ -188,7 +189,7 @@ TEST_CASE("tmpfiles: the real systemd-tmpfiles removes the readiness marker at b
   // units/systemd-tmpfiles-setup.service); a package install runs `--create` only (debhelper's dh_installtmpfiles
   // postinst), which must not remove the marker of the boot in progress. tmpfiles.d(5): "r  Remove a file or
   // directory if it exists", processed with --remove.
-  if (run({"systemd-tmpfiles", "--version"}).exit_code != 0) {
+  if (run_command({"systemd-tmpfiles", "--version"}).exit_code != 0) {
     WARN("SKIPPED: systemd-tmpfiles is not installed (systemd)");
     return;
   }
@@ -200,17 +201,18 @@ TEST_CASE("tmpfiles: the real systemd-tmpfiles removes the readiness marker at b
   for (const char* file : {"ready", "ready.tmp", "doctor.json", "watch.db"}) std::ofstream(state / file) << "x\n";
   const std::string conf = (k_source / "packaging/tmpfiles/gpuenv.conf").string();
 
-  const auto installed = run({"systemd-tmpfiles", "--create", "--root=" + root.string(), conf});
+  const auto installed = run_command({"systemd-tmpfiles", "--create", "--root=" + root.string(), conf});
   INFO(installed.out << installed.err);
   CHECK(installed.exit_code == 0);
   CHECK(fs::exists(state / "ready"));
   // A --remove run after boot (by hand or by tooling) keeps this boot's marker: the `r!` lines act only with --boot.
-  const auto removed = run({"systemd-tmpfiles", "--remove", "--root=" + root.string(), conf});
+  const auto removed = run_command({"systemd-tmpfiles", "--remove", "--root=" + root.string(), conf});
   INFO(removed.out << removed.err);
   CHECK(removed.exit_code == 0);
   CHECK(fs::exists(state / "ready"));
 
-  const auto booted = run({"systemd-tmpfiles", "--create", "--remove", "--boot", "--root=" + root.string(), conf});
+  const auto booted =
+      run_command({"systemd-tmpfiles", "--create", "--remove", "--boot", "--root=" + root.string(), conf});
   INFO(booted.out << booted.err);
   CHECK(booted.exit_code == 0);
   CHECK(booted.err.empty());

@@ -20,14 +20,14 @@ namespace fs = std::filesystem;
 
 const fs::path k_unit = fs::path(GPUENV_SOURCE_DIR) / "packaging/systemd/gpuenv-watch.service";
 
-gpuenv::system::CommandResult run(const std::vector<std::string>& argv) {
+gpuenv::system::CommandResult run_tool(const std::vector<std::string>& argv) {
   return gpuenv::system::make_real_system()->run(argv, std::chrono::seconds(60));
 }
 
 }  // namespace
 
 TEST_CASE("systemd: gpuenv-watch.service passes systemd-analyze verify", "[packaging][systemd][system-test]") {
-  if (run({"systemd-analyze", "--version"}).exit_code != 0) {
+  if (run_tool({"systemd-analyze", "--version"}).exit_code != 0) {
     WARN("SKIPPED: systemd-analyze is not installed (scripts/bootstrap installs systemd)");
     return;
   }
@@ -36,7 +36,7 @@ TEST_CASE("systemd: gpuenv-watch.service passes systemd-analyze verify", "[packa
   const fs::path root = pattern;
   fs::create_directories(root / "usr/lib/systemd");
   // cp -a: the directory holds symlinks (aliases, units masked to /dev/null) that must stay links.
-  REQUIRE(run({"cp", "-a", "/usr/lib/systemd/system", (root / "usr/lib/systemd/").string()}).exit_code == 0);
+  REQUIRE(run_tool({"cp", "-a", "/usr/lib/systemd/system", (root / "usr/lib/systemd/").string()}).exit_code == 0);
   const fs::path installed = root / "usr/lib/systemd/system/gpuenv-watch.service";
   fs::copy_file(k_unit, installed, fs::copy_options::overwrite_existing);
   for (const char* program : {"usr/bin/gpuenv", "bin/mkdir", "bin/kill"}) {
@@ -44,7 +44,7 @@ TEST_CASE("systemd: gpuenv-watch.service passes systemd-analyze verify", "[packa
     std::ofstream(root / program) << "#!/bin/sh\n";
     fs::permissions(root / program, fs::perms(0755));
   }
-  const auto verified = run({"systemd-analyze", "verify", "--root=" + root.string(), "gpuenv-watch.service"});
+  const auto verified = run_tool({"systemd-analyze", "verify", "--root=" + root.string(), "gpuenv-watch.service"});
   INFO(verified.out << verified.err);
   CHECK(verified.exit_code == 0);
   CHECK(verified.out.empty());
@@ -56,7 +56,7 @@ TEST_CASE("systemd: gpuenv-watch.service passes systemd-analyze verify", "[packa
   REQUIRE(at != std::string::npos);
   text.replace(at, 7, "Restrat");
   REQUIRE(gpuenv::testing::write_text(installed, text));
-  const auto broken = run({"systemd-analyze", "verify", "--root=" + root.string(), "gpuenv-watch.service"});
+  const auto broken = run_tool({"systemd-analyze", "verify", "--root=" + root.string(), "gpuenv-watch.service"});
   CHECK(gpuenv::util::contains(broken.err, "Unknown key 'Restrat'"));
   std::error_code ignored;
   fs::remove_all(root, ignored);

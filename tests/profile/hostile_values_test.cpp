@@ -13,7 +13,7 @@ namespace {
 
 using gpuenv::profile::parse_profile;
 
-const std::string k_base = R"(schema = 1
+const std::string k_hostile_base = R"(schema = 1
 name = "hostile"
 description = "base"
 [os]
@@ -25,7 +25,7 @@ version = "12.4.1"
 
 /// The base profile with `line` replaced by `replacement` (or appended when `line` is empty).
 std::string with(const std::string& line, const std::string& replacement) {
-  std::string text = k_base;
+  std::string text = k_hostile_base;
   if (line.empty()) return text + replacement + "\n";
   const std::size_t at = text.find(line);
   REQUIRE(at != std::string::npos);
@@ -37,7 +37,7 @@ bool mentions(const std::string& text, const std::string& part) { return text.fi
 }  // namespace
 
 TEST_CASE("hostile field values are refused with file:line, the field and a fix", "[profile][hostile]") {
-  REQUIRE(parse_profile(k_base, "t.toml"));
+  REQUIRE(parse_profile(k_hostile_base, "t.toml"));
   struct Row {
     const char* line;         // the base line to replace ("" appends)
     std::string replacement;  // TOML text

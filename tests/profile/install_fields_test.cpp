@@ -9,7 +9,7 @@ using gpuenv::profile::parse_profile;
 
 namespace {
 
-const std::string k_base = R"(schema = 1
+const std::string k_install_base = R"(schema = 1
 name = "t"
 [os]
 distro = "ubuntu"
@@ -21,7 +21,7 @@ version = "12.4.1"
 }  // namespace
 
 TEST_CASE("install fields are empty (their defaults) when absent", "[profile][install]") {
-  auto parsed = parse_profile(k_base, "t.toml");
+  auto parsed = parse_profile(k_install_base, "t.toml");
   REQUIRE(parsed.has_value());
   CHECK(parsed->base.driver_source.empty());
   CHECK(parsed->base.install_container_toolkit.empty());
@@ -29,7 +29,7 @@ TEST_CASE("install fields are empty (their defaults) when absent", "[profile][in
 }
 
 TEST_CASE("driver.source and the [install] booleans are read", "[profile][install]") {
-  auto parsed = parse_profile(k_base +
+  auto parsed = parse_profile(k_install_base +
                                   "[driver]\nsource = \"distro\"\n[install]\ncontainer_toolkit = false\n"
                                   "cuda_compat = true\n",
                               "t.toml");
@@ -40,13 +40,13 @@ TEST_CASE("driver.source and the [install] booleans are read", "[profile][instal
 }
 
 TEST_CASE("install fields refuse wrong values and types with the fix", "[profile][install]") {
-  auto quoted = parse_profile(k_base + "[install]\ncontainer_toolkit = \"yes\"\n", "t.toml");
+  auto quoted = parse_profile(k_install_base + "[install]\ncontainer_toolkit = \"yes\"\n", "t.toml");
   REQUIRE_FALSE(quoted.has_value());
   CHECK(quoted.error().message == "t.toml:9:21: `install.container_toolkit` must be true or false, not a string");
-  auto source = parse_profile(k_base + "[driver]\nsource = \"cuda\"\n", "t.toml");
+  auto source = parse_profile(k_install_base + "[driver]\nsource = \"cuda\"\n", "t.toml");
   REQUIRE_FALSE(source.has_value());
   CHECK(source.error().message.find("`driver.source` = \"cuda\" is not valid") != std::string::npos);
-  auto typo = parse_profile(k_base + "[install]\ncontainer_tolkit = true\n", "t.toml");
+  auto typo = parse_profile(k_install_base + "[install]\ncontainer_tolkit = true\n", "t.toml");
   REQUIRE_FALSE(typo.has_value());
   CHECK(typo.error().message.find("did you mean `container_toolkit`") != std::string::npos);
 }

@@ -11,7 +11,7 @@ using gpuenv::profile::parse_profile;
 
 namespace {
 
-const std::string k_minimal =
+const std::string k_minimal_profile =
     "schema = 1\nname = \"t\"\n[os]\ndistro = \"ubuntu\"\nversion = \"22.04\"\n"
     "[cuda]\nversion = \"12.4.1\"\n";
 
@@ -19,20 +19,21 @@ const std::string k_minimal =
 
 TEST_CASE("non-ASCII letters where TOML expects whitespace are a parse error with line:column", "[profile][parser]") {
   // The fuzzer's input, reduced: a float cut by "Ƣ" (U+01A2) inside a matrix axis.
-  auto axis = parse_profile(k_minimal + "[matrix]\n\"cuda.version\" = [3.10, 3.1\xc6\xa2\n", "t.toml");
+  auto axis = parse_profile(k_minimal_profile + "[matrix]\n\"cuda.version\" = [3.10, 3.1\xc6\xa2\n", "t.toml");
   REQUIRE_FALSE(axis);
   CHECK(axis.error().kind == gpuenv::util::ErrorKind::input);
   CHECK(axis.error().message.rfind("t.toml:9:", 0) == 0);
   // Latin-1, Cyrillic and CJK punctuation at the start of a line and after a value.
   for (const char* text : {"\xc3\xa9 = 1\n", "name2 = \"x\" \xd0\x96\n", "\xe3\x80\x82\n", "\xef\xb9\x90 = 1\n"}) {
-    auto parsed = parse_profile(k_minimal + text, "t.toml");
+    auto parsed = parse_profile(k_minimal_profile + text, "t.toml");
     REQUIRE_FALSE(parsed);
     CHECK(parsed.error().message.rfind("t.toml:8:", 0) == 0);
   }
 }
 
 TEST_CASE("the same characters in comments and strings are still valid TOML", "[profile][parser]") {
-  auto parsed = parse_profile("# caf\xc3\xa9 \xc2\xa7 \xd0\x96 \xe3\x80\x82\n" + k_minimal + "# \xc6\xa2\n", "t.toml");
+  auto parsed =
+      parse_profile("# caf\xc3\xa9 \xc2\xa7 \xd0\x96 \xe3\x80\x82\n" + k_minimal_profile + "# \xc6\xa2\n", "t.toml");
   REQUIRE(parsed);
   CHECK(parsed->base.name == "t");
 }

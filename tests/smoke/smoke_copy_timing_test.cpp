@@ -23,7 +23,7 @@ SmokeOptions copy_options() {
   return options;
 }
 
-const Metric& metric(const DeviceResult& device, const std::string& id) {
+const Metric& metric_of(const DeviceResult& device, const std::string& id) {
   const auto it =
       std::find_if(device.metrics.begin(), device.metrics.end(), [&](const Metric& m) { return m.id == id; });
   REQUIRE(it != device.metrics.end());
@@ -40,20 +40,20 @@ TEST_CASE("smoke: a copy sample whose spin kernel timed out is discarded, and al
   const DeviceResult& gpu = one.devices.at(0);
   // The first spin launch is the first timed sample of the D2D copy (the device copies run first): left out, the other
   // two kept.
-  CHECK(metric(gpu, "d2d").summary.count == 2);
-  CHECK(metric(gpu, "d2d").summary.discarded == 1);
-  CHECK_FALSE(metric(gpu, "d2d").summary.invalid);
+  CHECK(metric_of(gpu, "d2d").summary.count == 2);
+  CHECK(metric_of(gpu, "d2d").summary.discarded == 1);
+  CHECK_FALSE(metric_of(gpu, "d2d").summary.invalid);
   const Finding* first = find(gpu.findings, "smoke.d2d");
   REQUIRE(first != nullptr);
   CHECK(first->message.find("median of 2") != std::string::npos);
   CHECK(first->message.find("1 of 3 samples discarded: the spin kernel timed out") != std::string::npos);
   CHECK(first->status == Status::fail);  // a valid slow figure still fails the operator's minimum
-  CHECK(metric(gpu, "h2d_pinned").summary.discarded == 0);
+  CHECK(metric_of(gpu, "h2d_pinned").summary.discarded == 0);
 
   // Every spin kernel timed out: no valid sample, so the slow figure is a lower bound: not judged (a skip, since a host
   // that stalled for seconds is no fault of the GPU).
   const SmokeReport all = run_fake("elapsed_ms = 1\nspin_timeouts = 1000\n", options);
-  const Metric& d2d_metric = metric(all.devices.at(0), "d2d");
+  const Metric& d2d_metric = metric_of(all.devices.at(0), "d2d");
   CHECK(d2d_metric.summary.invalid);
   CHECK(d2d_metric.summary.count == 3);
   const Finding* d2d = find(all.devices.at(0).findings, "smoke.d2d");
@@ -79,8 +79,8 @@ TEST_CASE("smoke: the spin kernel waits on mapped pinned memory through its devi
   // No device address: no spin kernel, copies are timed one per event pair (1 MiB per 1 ms), nothing leaks.
   const SmokeReport unmapped = run_fake("elapsed_ms = 1\nhost_get_device_pointer_result = 801\n", copy_options());
   CHECK(fake_counter("fake_cuda_spin_launches") - spins_before == spins);
-  CHECK(metric(unmapped.devices.at(0), "h2d_pinned").summary.median == Approx(mib / 1e-3 / 1e9));
-  CHECK(metric(mapped.devices.at(0), "h2d_pinned").summary.median == Approx(copies_per_sample * mib / 1e-3 / 1e9));
+  CHECK(metric_of(unmapped.devices.at(0), "h2d_pinned").summary.median == Approx(mib / 1e-3 / 1e9));
+  CHECK(metric_of(mapped.devices.at(0), "h2d_pinned").summary.median == Approx(copies_per_sample * mib / 1e-3 / 1e9));
   CHECK(fake_counter("fake_cuda_live_allocations") == live_before);
 }
 

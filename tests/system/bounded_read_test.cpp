@@ -10,6 +10,7 @@
 #include <string>
 
 #include "support/fake_system.hpp"
+#include "support/temp_dir.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -17,23 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using gpuenv::system::FileKind;
 
-/// A fresh directory under the system's temporary directory, removed when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("gpuenv-bounded-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string write(const std::string& name, const std::string& contents) const {
-    std::ofstream(path / name, std::ios::binary) << contents;
-    return (path / name).string();
-  }
-};
+using gpuenv::testing::TempDir;
 
 bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -49,7 +34,7 @@ TEST_CASE("a character device is refused at once, not read forever", "[system][l
 
 TEST_CASE("a FIFO without a writer is refused without blocking", "[system][limits]") {
   const TempDir dir;
-  const std::string fifo = (dir.path / "profile.toml").string();
+  const std::string fifo = (dir.path() / "profile.toml").string();
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   auto text = gpuenv::system::make_real_system()->read_file(fifo, FileKind::profile);
   REQUIRE_FALSE(text);
@@ -58,7 +43,7 @@ TEST_CASE("a FIFO without a writer is refused without blocking", "[system][limit
 
 TEST_CASE("a directory is refused as a file", "[system][limits]") {
   const TempDir dir;
-  auto text = gpuenv::system::make_real_system()->read_file(dir.path.string());
+  auto text = gpuenv::system::make_real_system()->read_file(dir.path().string());
   REQUIRE_FALSE(text);
   CHECK(mentions(text.error().message, "is a directory, not a regular file"));
 }

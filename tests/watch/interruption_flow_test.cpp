@@ -21,7 +21,7 @@ using gpuenv::watch::Snapshot;
 
 namespace {
 
-constexpr std::int64_t k_start = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+constexpr std::int64_t k_flow_start = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
 const std::string k_marker = "/var/lib/gpuenv/ready";
 const std::string k_hook = "/usr/local/bin/checkpoint";
 /// The drain reason fleet gives Slurm: "gpuenv-interruption: " and the notice (src/fleet/slurm.cpp
@@ -104,7 +104,7 @@ TEST_CASE("an interruption notice: event, marker removed, Slurm drained, hook ru
   const std::string db = (dir.path() / "watch.db").string();
   std::int64_t stopped_at = 0;
   {
-    Node node(db, k_start);
+    Node node(db, k_flow_start);
     node.start();
     const Snapshot first = node.interval();
     REQUIRE(node.notices(first.events) == 1);
@@ -113,7 +113,7 @@ TEST_CASE("an interruption notice: event, marker removed, Slurm drained, hook ru
     CHECK(event.action == "restart_job");
     CHECK_THAT(event.finding.message, Catch::Contains("deadline 2026-01-01T01:00:00Z"));
     REQUIRE(first.notices.size() == 1);
-    CHECK(first.notices[0].deadline_ms == k_start + 3600 * 1000);
+    CHECK(first.notices[0].deadline_ms == k_flow_start + 3600 * 1000);
     // The marker goes at once, on the sampling thread: nothing new is scheduled here from now on.
     CHECK(node.system.removed == std::vector<std::string>{k_marker});
     // Later intervals see the same notice: nothing runs again.
@@ -138,7 +138,7 @@ TEST_CASE("an interruption notice: event, marker removed, Slurm drained, hook ru
 
 TEST_CASE("a hook that runs past the deadline is stopped and logged, and a new notice runs the flow again", "[watch]") {
   TempDir dir;
-  Node node((dir.path() / "watch.db").string(), k_start);
+  Node node((dir.path() / "watch.db").string(), k_flow_start);
   node.hooks.commands[k_hook_run] = {-1, true, false, "", ""};  // stopped at its timeout
   node.start();
   CHECK(node.notices(node.interval().events) == 1);
@@ -158,7 +158,7 @@ TEST_CASE("without a database, a notice that ended and comes back is handled aga
   // GCP's maintenance-event returns to NONE between events (cloud.google.com/compute/docs/metadata/
   // getting-live-migration-notice); the ids of ended notices were pruned only when a store was open.
   const std::string none = "none";
-  Node node(none, k_start);
+  Node node(none, k_flow_start);
   node.start();
   CHECK(node.notices(node.interval().events) == 1);
   node.system.http_answers["GET /computeMetadata/v1/instance/maintenance-event"] = {200, "NONE"};
@@ -173,7 +173,7 @@ TEST_CASE("without a database, a notice that ended and comes back is handled aga
 
 TEST_CASE("a hook someone other than root could change by the time the notice comes is not run", "[watch]") {
   TempDir dir;
-  Node node((dir.path() / "watch.db").string(), k_start);
+  Node node((dir.path() / "watch.db").string(), k_flow_start);
   node.start();
   // Trusted when the settings were read; replaced by a user's file since (the check runs again before the hook).
   node.hooks.untrusted[k_hook] = "/usr/local/bin/checkpoint belongs to uid 1000";
@@ -189,7 +189,7 @@ TEST_CASE("a hook someone other than root could change by the time the notice co
 // no hook.
 TEST_CASE("a live-migration notice is an event only: nothing is drained or stopped", "[watch]") {
   TempDir dir;
-  Node node((dir.path() / "watch.db").string(), k_start);
+  Node node((dir.path() / "watch.db").string(), k_flow_start);
   node.system.http_answers["GET /computeMetadata/v1/instance/maintenance-event"] = {200, "MIGRATE_ON_HOST_MAINTENANCE"};
   node.start();
   const Snapshot first = node.interval();
@@ -208,11 +208,11 @@ TEST_CASE("a live-migration notice is an event only: nothing is drained or stopp
 // hook wait until an hour before; a notice withdrawn before then never drains the node.
 TEST_CASE("a notice days ahead is said at once and acted on an hour before its time", "[watch]") {
   TempDir dir;
-  Node node((dir.path() / "watch.db").string(), k_start);
+  Node node((dir.path() / "watch.db").string(), k_flow_start);
   node.settings.cloud = "azure";
   node.settings.on_interruption.clear();
   node.system.http_answers["GET /metadata/instance/compute/name?api-version=2021-02-01&format=text"] = {200, "vm1"};
-  const std::string in_two_days = "Sat, 03 Jan 2026 00:00:00 GMT";  // k_start is 2026-01-01T00:00:00Z
+  const std::string in_two_days = "Sat, 03 Jan 2026 00:00:00 GMT";  // k_flow_start is 2026-01-01T00:00:00Z
   node.system.http_answers["GET /metadata/scheduledevents?api-version=2019-01-01"] = {
       200,
       "{\"DocumentIncarnation\": 1, \"Events\": [{\"EventId\": \"E1\", \"EventType\": \"Redeploy\", "
@@ -230,7 +230,7 @@ TEST_CASE("a notice days ahead is said at once and acted on an hour before its t
   CHECK_THAT(event.finding.remedy, Catch::Contains("an hour before"));
   CHECK(node.notices(node.interval().events) == 0);  // said once
   CHECK(node.system.removed.empty());                // the marker stays, nothing drained yet
-  node.now = k_start + 47 * 3600 * 1000LL;           // an hour before NotBefore
+  node.now = k_flow_start + 47 * 3600 * 1000LL;      // an hour before NotBefore
   CHECK(node.notices(node.interval().events) == 0);
   node.stop();
   CHECK(node.system.removed == std::vector<std::string>{k_marker});

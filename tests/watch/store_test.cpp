@@ -27,7 +27,7 @@ namespace {
 
 constexpr std::int64_t k_hour = 3600 * 1000;
 constexpr std::int64_t k_day = 24 * k_hour;
-constexpr std::int64_t k_start = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+constexpr std::int64_t k_store_start = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
 
 std::string file_in(const TempDir& dir, const std::string& name) { return (dir.path() / name).string(); }
 
@@ -60,12 +60,12 @@ GpuSample gpu(unsigned index, double utilization, std::uint64_t ecc_uncorrected 
   return g;
 }
 
-NodeSample node(std::int64_t time_ms, std::vector<GpuSample> gpus) {
+NodeSample stored_node(std::int64_t time_ms, std::vector<GpuSample> gpus) {
   return NodeSample{time_ms, true, "", static_cast<unsigned>(gpus.size()), std::move(gpus), {}};
 }
 
 std::unique_ptr<Store> open_store(gpuenv::system::System& system, const std::string& path, OpenNotes& notes,
-                                  std::int64_t now = k_start) {
+                                  std::int64_t now = k_store_start) {
   auto store = Store::open(system, sqlite_library(system), path, now, notes);
   INFO((store ? std::string() : store.error().message));
   REQUIRE(store);
@@ -97,21 +97,21 @@ TEST_CASE("an interval is written in one transaction and read back", "[watch]") 
   GpuSample lost;
   lost.index = 2;
   lost.access_error = "GPU is lost";
-  NodeSample sample = node(k_start, {gpu(0, 97.5), gpu(1, 3), lost});
+  NodeSample sample = stored_node(k_store_start, {gpu(0, 97.5), gpu(1, 3), lost});
   sample.gpus[0].throttle = gpuenv::watch::k_hw_slowdown;
   sample.gpus[0].pcie_replays = 7;
   gpuenv::watch::Event event;
-  event.time_ms = k_start;
+  event.time_ms = k_store_start;
   event.finding = {"watch.gpu_lost", gpuenv::report::Status::fail, "GPU 2: GPU is lost", "reboot", "src"};
   event.action = "reboot";
   event.gpu_index = 2;
   RuleState state;
   state.most_gpus = 3;
-  REQUIRE(store->record(sample, {{k_start, "xid", 79, "0000:12:00", "fell off"}}, {event}, state));
+  REQUIRE(store->record(sample, {{k_store_start, "xid", 79, "0000:12:00", "fell off"}}, {event}, state));
 
   CHECK(sqlite3(*system, file_in(dir, "watch.db"), "SELECT count(*) FROM sample") == "3");
   CHECK(sqlite3(*system, file_in(dir, "watch.db"), "SELECT uuid FROM gpu WHERE gpu_index = 2") == "index-2");
-  auto samples = store->samples_since(k_start);
+  auto samples = store->samples_since(k_store_start);
   REQUIRE(samples);
   REQUIRE(samples->size() == 1);
   const NodeSample& back = samples->front();
@@ -121,7 +121,7 @@ TEST_CASE("an interval is written in one transaction and read back", "[watch]") 
   CHECK(back.gpus[0].pcie_replays == 7u);
   CHECK(back.gpus[2].lost());
   CHECK(back.gpus[2].uuid.empty());
-  auto events = store->events_since(k_start - 1);
+  auto events = store->events_since(k_store_start - 1);
   REQUIRE(events);
   REQUIRE(events->size() == 1);
   CHECK(events->front().event.finding.id == "watch.gpu_lost");
@@ -161,7 +161,7 @@ TEST_CASE("a file that is not a gpuenv database is moved aside and a new one sta
       OpenNotes notes;
       auto store = open_store(*system, path, notes);
       for (int i = 0; i < 200; ++i)
-        REQUIRE(store->record(node(k_start + i * 10000, {gpu(0, 50), gpu(1, 50)}), {}, {}, {}));
+        REQUIRE(store->record(stored_node(k_store_start + i * 10000, {gpu(0, 50), gpu(1, 50)}), {}, {}, {}));
     }
     sqlite3(*system, path, "PRAGMA wal_checkpoint(TRUNCATE)");
     {
@@ -172,7 +172,7 @@ TEST_CASE("a file that is not a gpuenv database is moved aside and a new one sta
       file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
     }
     OpenNotes notes;
-    auto store = open_store(*system, path, notes, k_start + k_day);
+    auto store = open_store(*system, path, notes, k_store_start + k_day);
     CHECK_THAT(notes.lines.front(), Catch::Contains("is corrupt: moved aside to " + path + ".corrupt-"));
   }
   // Whatever it was, the new database works and the old file is kept beside it.
@@ -197,7 +197,7 @@ TEST_CASE("a healthy database that another connection holds is not moved aside: 
   {
     OpenNotes notes;
     auto store = open_store(*system, path, notes);
-    REQUIRE(store->record(node(k_start, {gpu(0, 50)}), {}, {}, {}));
+    REQUIRE(store->record(stored_node(k_store_start, {gpu(0, 50)}), {}, {}, {}));
   }
   auto library = sqlite_library(*system);
   auto holder =
@@ -205,7 +205,7 @@ TEST_CASE("a healthy database that another connection holds is not moved aside: 
   REQUIRE(holder);
   REQUIRE((*holder)->exec("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; COMMIT;"));
   OpenNotes notes;
-  auto busy = Store::open(*system, library, path, k_start + k_hour, notes);
+  auto busy = Store::open(*system, library, path, k_store_start + k_hour, notes);
   REQUIRE_FALSE(busy);
   CHECK_THAT(busy.error().message, Catch::Contains("locked"));
   CHECK_FALSE(notes.moved_aside);
@@ -217,9 +217,9 @@ TEST_CASE("a healthy database that another connection holds is not moved aside: 
   CHECK_THAT(reader.error().message, Catch::Contains("locked"));
   holder->reset();
   // Once the other connection is gone the same database opens with its data.
-  auto store = open_store(*system, path, notes, k_start + k_hour);
+  auto store = open_store(*system, path, notes, k_store_start + k_hour);
   CHECK_FALSE(notes.moved_aside);
-  auto samples = store->samples_since(k_start);
+  auto samples = store->samples_since(k_store_start);
   REQUIRE(samples);
   CHECK(samples->size() == 1);
 }
@@ -246,7 +246,7 @@ TEST_CASE("a schema-1 database is migrated with its data", "[watch]") {
   REQUIRE(samples->size() == 1);
   CHECK(samples->front().gpus.at(0).utilization_percent == 88.0);
   CHECK_FALSE(samples->front().gpus.at(0).pcie_replays);
-  REQUIRE(store->record(node(k_start, {gpu(0, 10)}), {}, {}, {}));
+  REQUIRE(store->record(stored_node(k_store_start, {gpu(0, 10)}), {}, {}, {}));
 }
 
 TEST_CASE("retention: complete hours are rolled up, raw samples past 7 days and rollups past 90 days deleted",
@@ -260,10 +260,10 @@ TEST_CASE("retention: complete hours are rolled up, raw samples past 7 days and 
   // ECC error per sample.
   const std::int64_t step = 10 * 60 * 1000;
   std::uint64_t ecc = 0;
-  std::int64_t t = k_start;
-  for (; t < k_start + 9 * k_day; t += step) {
+  std::int64_t t = k_store_start;
+  for (; t < k_store_start + 9 * k_day; t += step) {
     const bool busy = (t / step) % 6 < 3;
-    REQUIRE(store->record(node(t, {gpu(0, busy ? 90 : 10), gpu(1, 100, ecc++)}), {}, {}, {}));
+    REQUIRE(store->record(stored_node(t, {gpu(0, busy ? 90 : 10), gpu(1, 100, ecc++)}), {}, {}, {}));
   }
   const std::int64_t now = t;  // 9 days after the start
   auto done = store->maintain(now, 7 * k_day, 90 * k_day, 60, 0);
