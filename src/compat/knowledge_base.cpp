@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/data_table.hpp"
 #include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 
@@ -260,11 +261,7 @@ Expected<KnowledgeBase> load_knowledge_base(const util::Overlay& overlay) {
   return parse_knowledge_base(embedded_compat_data(), overlay);
 }
 
-Expected<const KnowledgeBase*> builtin_knowledge_base() {
-  static const Expected<KnowledgeBase> kb = parse_knowledge_base(embedded_compat_data(), util::installed_overlay());
-  if (!kb) return kb.error();
-  return &kb.value();
-}
+Expected<const KnowledgeBase*> builtin_knowledge_base() { return util::builtin_table<&load_knowledge_base>(); }
 
 const CudaRelease* KnowledgeBase::cuda_release(const Version& version) const {
   for (const CudaRelease& release : cuda_releases) {

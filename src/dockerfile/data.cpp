@@ -1,6 +1,7 @@
 #include "dockerfile/data.hpp"
 
 #include "dockerfile/host_driver.hpp"
+#include "util/data_table.hpp"
 #include "util/toml_rows.hpp"
 
 namespace gpuenv::dockerfile {
@@ -174,10 +175,6 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
   return data;
 }
 
-Expected<const Data*> builtin_data() {
-  static const Expected<Data> data = parse_data(embedded_dockerfile_data(), util::installed_overlay());
-  if (!data) return data.error();
-  return &*data;
-}
+Expected<const Data*> builtin_data() { return util::builtin_table<&load_data>(); }
 
 }  // namespace gpuenv::dockerfile

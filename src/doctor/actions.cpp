@@ -2,6 +2,8 @@
 
 #include <span>
 
+#include "util/data_table.hpp"
+#include "util/embedded_file.hpp"
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
 
@@ -62,16 +64,17 @@ util::Expected<ActionTable> parse_actions(std::string_view text, const util::Ove
   return out;
 }
 
-util::Expected<const ActionTable*> builtin_actions() {
-  static const util::Expected<ActionTable> table = [] {
-    for (const util::EmbeddedFile& file : embedded_doctor_data()) {
-      if (file.name == "actions.toml") return parse_actions(file.contents, util::installed_overlay());
-    }
-    return util::Expected<ActionTable>(util::Error::internal("actions.toml is not compiled in"));
-  }();
-  if (!table) return table.error();
-  return &table.value();
+namespace {
+
+util::Expected<ActionTable> load_actions(const util::Overlay& overlay) {
+  const auto text = util::embedded_text(embedded_doctor_data(), "actions.toml");
+  if (!text) return text.error();
+  return parse_actions(*text, overlay);
 }
+
+}  // namespace
+
+util::Expected<const ActionTable*> builtin_actions() { return util::builtin_table<&load_actions>(); }
 
 std::optional<report::Action> case_action(std::string_view id, std::string_view case_name, report::Status status) {
   const auto table = builtin_actions();

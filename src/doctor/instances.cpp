@@ -6,6 +6,7 @@
 #include <span>
 
 #include "probe/cloud.hpp"
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/gpu_name.hpp"
 #include "util/strings.hpp"
@@ -221,15 +222,18 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
   return out;
 }
 
+namespace {
+
+util::Expected<std::vector<InstanceExpectation>> load_instances(const util::Overlay& overlay) {
+  const auto text = util::embedded_text(embedded_doctor_data(), "instances.toml");
+  if (!text) return text.error();
+  return parse_instances(*text, overlay);
+}
+
+}  // namespace
+
 util::Expected<const std::vector<InstanceExpectation>*> builtin_instances() {
-  static const util::Expected<std::vector<InstanceExpectation>> table = [] {
-    for (const util::EmbeddedFile& file : embedded_doctor_data()) {
-      if (file.name == "instances.toml") return parse_instances(file.contents, util::installed_overlay());
-    }
-    return util::Expected<std::vector<InstanceExpectation>>(util::Error::internal("instances.toml is not compiled in"));
-  }();
-  if (!table) return table.error();
-  return &table.value();
+  return util::builtin_table<&load_instances>();
 }
 
 const InstanceExpectation* find_instance(const std::vector<InstanceExpectation>& table,

@@ -4,6 +4,8 @@
 
 #include "doctor/actions.hpp"
 #include "doctor/instances.hpp"
+#include "util/data_table.hpp"
+#include "util/embedded_file.hpp"
 #include "util/toml_rows.hpp"
 
 namespace gpuenv::doctor {
@@ -79,15 +81,12 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::O
   return out;
 }
 
-util::Expected<const Thresholds*> builtin_thresholds() {
-  static const util::Expected<Thresholds> thresholds = [] {
-    for (const util::EmbeddedFile& file : embedded_doctor_data()) {
-      if (file.name == "thresholds.toml") return parse_thresholds(file.contents, util::installed_overlay());
-    }
-    return util::Expected<Thresholds>(util::Error::internal("thresholds.toml is not compiled in"));
-  }();
-  if (!thresholds) return thresholds.error();
-  return &thresholds.value();
+util::Expected<Thresholds> load_thresholds(const util::Overlay& overlay) {
+  const auto text = util::embedded_text(embedded_doctor_data(), "thresholds.toml");
+  if (!text) return text.error();
+  return parse_thresholds(*text, overlay);
 }
+
+util::Expected<const Thresholds*> builtin_thresholds() { return util::builtin_table<&load_thresholds>(); }
 
 }  // namespace gpuenv::doctor

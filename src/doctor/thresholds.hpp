@@ -42,6 +42,8 @@ std::vector<util::DataTable> data_tables();
 /// Parses every compiled-in table with `overlay` merged (for `gpuenv data check`).
 util::Expected<util::Ok> check_data(const util::Overlay& overlay);
 /// The thresholds compiled into this binary.
+/// The embedded thresholds.toml with `overlay` merged (parsed at each call).
+util::Expected<Thresholds> load_thresholds(const util::Overlay& overlay);
 util::Expected<const Thresholds*> builtin_thresholds();
 
 }  // namespace gpuenv::doctor

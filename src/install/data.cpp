@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/data_table.hpp"
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
 #include "util/version.hpp"
@@ -322,10 +323,6 @@ Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> fil
   return data;
 }
 
-Expected<const InstallData*> builtin_install_data() {
-  static const Expected<InstallData> data = parse_install_data(embedded_install_data(), util::installed_overlay());
-  if (!data) return data.error();
-  return &*data;
-}
+Expected<const InstallData*> builtin_install_data() { return util::builtin_table<&load_install_data>(); }
 
 }  // namespace gpuenv::install

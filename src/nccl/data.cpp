@@ -2,6 +2,7 @@
 
 #include <span>
 
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/toml_rows.hpp"
 
@@ -107,10 +108,6 @@ util::Expected<NcclData> load_data(const util::Overlay& overlay) {
   return data;
 }
 
-util::Expected<const NcclData*> builtin_data() {
-  static const util::Expected<NcclData> data = load_data(util::installed_overlay());
-  if (!data) return data.error();
-  return &data.value();
-}
+util::Expected<const NcclData*> builtin_data() { return util::builtin_table<&load_data>(); }
 
 }  // namespace gpuenv::nccl

@@ -4,6 +4,7 @@
 #include <set>
 #include <span>
 
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
@@ -107,9 +108,9 @@ Expected<std::vector<SxidInfo>> load_sxid_table(const util::Overlay& overlay) {
 }
 
 std::optional<SxidInfo> sxid_info(int code) {
-  static const Expected<std::vector<SxidInfo>> table = load_sxid_table(util::installed_overlay());
+  const auto table = util::builtin_table<&load_sxid_table>();
   if (!table) return std::nullopt;
-  for (const SxidInfo& info : *table) {
+  for (const SxidInfo& info : **table) {
     if (info.code == code) return info;
   }
   return std::nullopt;

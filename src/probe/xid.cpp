@@ -9,6 +9,7 @@
 #include "probe/pci_bus_id.hpp"
 #include "probe/proc_driver_version.hpp"
 #include "probe/sxid.hpp"
+#include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/strings.hpp"
 #include "util/toml_rows.hpp"
@@ -205,8 +206,9 @@ std::vector<util::DataTable> data_tables() {
 }
 
 Expected<std::vector<XidInfo>> load_xid_table(const util::Overlay& overlay) {
-  for (const util::EmbeddedFile& file : embedded_xid_data()) return parse_xid_table(file.contents, overlay);
-  return Error::internal("xid.toml is not embedded in this build");
+  const auto text = util::embedded_text(embedded_xid_data(), "xid.toml");
+  if (!text) return text.error();
+  return parse_xid_table(*text, overlay);
 }
 
 Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text, const util::Overlay& overlay) {
@@ -227,20 +229,12 @@ Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text, const
   return out;
 }
 
-const Expected<std::vector<XidInfo>>& xid_table() {
-  static const Expected<std::vector<XidInfo>> table = []() -> Expected<std::vector<XidInfo>> {
-    for (const util::EmbeddedFile& file : embedded_xid_data()) {
-      if (file.name == "xid.toml") return parse_xid_table(file.contents, util::installed_overlay());
-    }
-    return Error::internal("xid.toml is not embedded in this build");
-  }();
-  return table;
-}
+Expected<const std::vector<XidInfo>*> xid_table() { return util::builtin_table<&load_xid_table>(); }
 
 std::optional<XidInfo> xid_info(int code) {
-  const auto& table = xid_table();
+  const auto table = xid_table();
   if (!table) return std::nullopt;
-  for (const XidInfo& info : *table) {
+  for (const XidInfo& info : **table) {
     if (info.code == code) return info;
   }
   return std::nullopt;

@@ -50,7 +50,7 @@ std::vector<util::DataTable> data_tables();
 util::Expected<std::vector<XidInfo>> load_xid_table(const util::Overlay& overlay);
 
 /// The embedded table, parsed once; an Error only if the shipped data is broken (tests guard that).
-const util::Expected<std::vector<XidInfo>>& xid_table();
+util::Expected<const std::vector<XidInfo>*> xid_table();
 
 /// The row for `code`, or nullopt when the table has none.
 std::optional<XidInfo> xid_info(int code);

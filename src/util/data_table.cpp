@@ -1,6 +1,8 @@
 #include "util/data_table.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cassert>
 
 namespace gpuenv::util {
 
@@ -11,9 +13,17 @@ Overlay& overlay_slot() {
   return overlay;
 }
 
+std::atomic<bool> g_table_read{false};
+
 }  // namespace
 
-void install_overlay(Overlay overlay) { overlay_slot() = std::move(overlay); }
+void detail::note_builtin_table_read() { g_table_read = true; }
+
+void install_overlay(Overlay overlay) {
+  // A table read before this kept the overlay of its first read: this one would be ignored for it.
+  assert(!g_table_read && "install_overlay after a built-in table was read");
+  overlay_slot() = std::move(overlay);
+}
 
 const Overlay& installed_overlay() { return overlay_slot(); }
 

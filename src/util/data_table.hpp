@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "util/embedded_file.hpp"
@@ -32,10 +33,28 @@ struct OverlayFile {
 using Overlay = std::vector<OverlayFile>;
 
 /// Sets the overlay every later read of a built-in table merges. cli calls it once, before any table is read
-/// (tables are parsed once and cached).
+/// (builtin_table parses each table once): a call after a read is a bug, asserted.
 void install_overlay(Overlay overlay);
 /// The overlay install_overlay set (empty until then).
 const Overlay& installed_overlay();
+
+namespace detail {
+/// Marks that a built-in table was read (install_overlay asserts none was).
+void note_builtin_table_read();
+}  // namespace detail
+
+/// The built-in table `Load` makes of the installed overlay (`Load`: `Expected<T>(const Overlay&)`), parsed at the
+/// first call and kept for the process. The one cache of every module's table; a table that does not parse keeps
+/// its Error for every caller.
+template <auto Load>
+auto builtin_table() {
+  using Table = typename std::invoke_result_t<decltype(Load), const Overlay&>::value_type;
+  static const Expected<Table> table = [] {
+    detail::note_builtin_table_read();
+    return Load(installed_overlay());
+  }();
+  return table ? Expected<const Table*>(&table.value()) : Expected<const Table*>(table.error());
+}
 
 /// Parses `table`'s embedded text and merges each file of `overlay` named after it, in order. Rows from an
 /// overlay keep their file and line (TomlRow::origin); an overlay that is not TOML is an input Error

@@ -33,6 +33,8 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
+  using value_type = T;
+
   Expected(T value) : m_state(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit by design
   Expected(Error error) : m_state(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit by design
 

@@ -26,17 +26,19 @@ struct Row {
 constexpr std::int64_t seconds_ms(double seconds) { return static_cast<std::int64_t>(seconds * 1000); }
 
 /// Fills `settings` from doctor's thresholds: the temperature limit and the throttle reasons that fail or warn.
-util::Expected<util::Ok> add_doctor_thresholds(RuleSettings& settings) {
-  auto thresholds = doctor::builtin_thresholds();
+/// doctor's thresholds with the same `overlay` as watch's rules: checking an overlay directory must not read (and
+/// so cache) the built-in table before the overlay is installed (util::builtin_table).
+util::Expected<util::Ok> add_doctor_thresholds(RuleSettings& settings, const util::Overlay& overlay) {
+  const auto thresholds = doctor::load_thresholds(overlay);
   if (!thresholds) return thresholds.error();
-  const doctor::Threshold& temperature = (*thresholds)->at("gpu.temperature_c");
+  const doctor::Threshold& temperature = thresholds->at("gpu.temperature_c");
   if (!temperature.warn_at) return util::Error::internal("thresholds.toml: gpu.temperature_c has no warn_at");
   settings.temperature_warn_c = *temperature.warn_at;
   settings.sources["watch.temperature"] = temperature.source;
-  settings.sources["watch.ecc_uncorrected"] = (*thresholds)->at("gpu.ecc_uncorrected_volatile").source;
-  settings.sources["watch.remapped_rows"] = (*thresholds)->at("gpu.row_remap_uncorrectable").source;
+  settings.sources["watch.ecc_uncorrected"] = thresholds->at("gpu.ecc_uncorrected_volatile").source;
+  settings.sources["watch.remapped_rows"] = thresholds->at("gpu.row_remap_uncorrectable").source;
   std::string throttle_sources;
-  for (const auto& [name, reason] : (*thresholds)->throttle_reasons) {
+  for (const auto& [name, reason] : thresholds->throttle_reasons) {
     const unsigned bit = throttle_bits({name});
     if (reason.status_on == report::Status::fail) settings.throttle_fail_bits |= bit;
     if (reason.status_on == report::Status::warn) settings.throttle_warn_bits |= bit;
@@ -85,8 +87,8 @@ util::Expected<RuleSettings> parse_rule_settings(std::string_view toml_text, con
   std::string& throttle = settings.sources["watch.throttle"];
   std::string retention;
   std::string clear;
-  for (const auto& [id, source, apply] : std::initializer_list<
-           std::tuple<const char*, std::string*, std::function<void(double)>>>{
+  for (const auto& [id, source, apply] :
+       std::initializer_list<std::tuple<const char*, std::string*, std::function<void(double)>>>{
            {"idle.utilization_below_percent", &idle, [&](double v) { settings.idle_below_percent = v; }},
            {"idle.window_seconds", &idle, [&](double v) { settings.idle_window_ms = seconds_ms(v); }},
            {"throttle.window_seconds", &throttle, [&](double v) { settings.throttle_window_ms = seconds_ms(v); }},
@@ -102,7 +104,7 @@ util::Expected<RuleSettings> parse_rule_settings(std::string_view toml_text, con
   }
   if (settings.throttle_fraction > 1)
     return util::Error::internal("watch_rules.toml: throttle.active_fraction must be at most 1");
-  if (auto added = add_doctor_thresholds(settings); !added) return added.error();
+  if (auto added = add_doctor_thresholds(settings, overlay); !added) return added.error();
   return settings;
 }
 

@@ -69,17 +69,18 @@ KernelLogScan scan_fixture(const std::string& name) { return parse_xid_events(re
 }  // namespace
 
 TEST_CASE("Xid table: the embedded data/xid.toml is Table 1 of reference/xid.md", "[probe][xid]") {
-  const auto& table = xid_table();
-  INFO((table ? std::string() : table.error().message));
-  REQUIRE(table.has_value());
-  CHECK(table->size() == 51);
+  const auto loaded = xid_table();
+  INFO((loaded ? std::string() : loaded.error().message));
+  REQUIRE(loaded.has_value());
+  const std::vector<XidInfo>& table = **loaded;
+  CHECK(table.size() == 51);
   std::map<int, XidInfo> by_code;
-  for (const XidInfo& row : *table) by_code[row.code] = row;
-  REQUIRE(by_code.size() == table->size());
+  for (const XidInfo& row : table) by_code[row.code] = row;
+  REQUIRE(by_code.size() == table.size());
   std::set<int> aznhc;
   std::set<int> k8s_ignored;
   std::set<int> devastating;
-  for (const XidInfo& row : *table) {
+  for (const XidInfo& row : table) {
     INFO("Xid " << row.code);
     CHECK(row.severity == derived_severity(row, by_code));
     CHECK(row.node_action == derived_node_action(row));

@@ -47,6 +47,15 @@ fs::path npm_ci_once(const fs::path& source_dir, const fs::path& prefix, std::st
   const fs::path marker = prefix / ".installed-lock.json";
   const std::string wanted = read_text(source_dir / "package-lock.json");
   if (fs::exists(marker) && read_text(marker) == wanted) return prefix / "node_modules";
+  // A failed `npm ci` (offline: about a minute of retries) is not tried again by every test of the same run: its
+  // reason is kept for ten minutes with the lock file it was for.
+  const fs::path failed = prefix / ".failed-install";
+  std::error_code ignored;
+  if (fs::exists(failed) && read_text(failed).starts_with(wanted) &&
+      fs::file_time_type::clock::now() - fs::last_write_time(failed, ignored) < std::chrono::minutes(10)) {
+    why = read_text(failed).substr(wanted.size());
+    return {};
+  }
 
   fs::remove(marker);
   fs::copy_file(source_dir / "package.json", prefix / "package.json", fs::copy_options::overwrite_existing);
@@ -55,8 +64,10 @@ fs::path npm_ci_once(const fs::path& source_dir, const fs::path& prefix, std::st
       system->run({"npm", "ci", "--prefix", prefix.string(), "--no-audit", "--no-fund"}, std::chrono::seconds(300));
   if (install.exit_code != 0) {
     why = "`npm ci` in " + prefix.string() + " failed (offline?): " + install.err.substr(0, 400);
+    std::ofstream(failed, std::ios::binary) << wanted << why;
     return {};
   }
+  fs::remove(failed, ignored);
   std::ofstream(marker, std::ios::binary) << wanted;
   return prefix / "node_modules";
 }
