@@ -7,6 +7,7 @@
 #include <set>
 
 #include "doctor/rules_detail.hpp"
+#include "probe/fabric.hpp"
 #include "probe/sxid.hpp"
 
 namespace gpuenv::doctor::rules_detail {
@@ -22,6 +23,11 @@ constexpr const char* k_fabric_manager_source =
     "NVIDIA Fabric Manager user guide (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/): FM checks "
     "the loaded driver's version at start and aborts on a mismatch; CUDA fails with cudaErrorSystemNotReady until FM "
     "has initialised the fabric";
+constexpr const char* k_hidden_switch_source =
+    "NVIDIA/gpu-driver-container ubuntu24.04/nvidia-driver @ 09dc9546 (_start_daemons: the fabric manager starts with "
+    "an SW_MNG bridge, once mlx5_core and ib_umad are loaded, or with NVSwitch devices, else not at all); nvml.h "
+    "NVML_GPU_FABRIC_STATE_* (Not Supported: no NVLink fabric); NVIDIA/go-nvlib pkg/nvlib/device/device.go @ 0171eccd "
+    "IsFabricAttached (a multi-node fabric sets clusterUuid); NVIDIA MNNVL user guide (switch trays)";
 constexpr const char* k_start_fabric_manager =
     "`systemctl enable --now nvidia-fabricmanager`; `journalctl -u nvidia-fabricmanager` says why it stopped";
 
@@ -40,12 +46,123 @@ bool kernel_at_least(const std::string& release, int major, int minor) {
 /// manager needs NVLSM.
 bool has_fourth_generation_nvswitch(const HostFacts& facts) {
   if (!facts.fabric.nvlink5_bridges.empty()) return true;
-  for (const GpuFacts& gpu : facts.gpus.gpus) {
-    for (const char* model : {"B100", "B200", "B300"}) {
-      if (util::contains(gpu.name, model) && !util::contains(gpu.name, "GB")) return true;
-    }
+  const auto& gpus = facts.gpus.gpus;
+  return std::any_of(gpus.begin(), gpus.end(), [](const GpuFacts& gpu) { return probe::is_hgx_nvlink5_gpu(gpu.name); });
+}
+
+/// Every GPU registered with the fabric: State Completed, Status Success (only a fabric manager sets it).
+bool all_fabric_completed(const HostFacts& facts) {
+  const auto& gpus = facts.gpus.gpus;
+  return !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const GpuFacts& gpu) {
+    return gpu.fabric && gpu.fabric->state == GpuFabricInfo::State::completed && gpu.fabric->status_ok;
+  });
+}
+
+/// What says that a board whose switches this host cannot see is an NVLink board anyway (docs/fabric.md,
+/// "fabric.manager without a visible switch").
+struct HiddenSwitches {
+  enum class Kind {
+    none,          ///< nothing says so: no fabric manager is needed
+    multi_node,    ///< a Grace superchip or multi-node NVLink domain: the switch trays manage the switches
+    model_only,    ///< HGX NVLink5 GPUs by name, but NVML places none in a fabric: cannot tell
+    single_gpu,    ///< one GPU in a fabric: whoever holds the switches registers it
+    fabric_state,  ///< GPUs NVML places in an NVLink fabric: a fabric manager must register them
+  };
+  Kind kind = Kind::none;
+  std::string evidence;  ///< "NVML places 8 of 8 GPUs (NVIDIA B200) in an NVLink fabric (8 Not Started)"
+  std::string why;       ///< why no switch is visible: "no InfiniBand device ...; mlx5_core is not loaded"
+  bool nvlink5 = false;  ///< HGX B100/B200/B300 GPUs
+};
+
+/// Why neither an NVSwitch nor an NVLink5 switch-management bridge is in sight.
+std::string why_switches_hidden(const HostFacts& facts, bool nvlink5) {
+  const probe::FabricFacts& fabric = facts.fabric;
+  std::vector<std::string> why;
+  if (!fabric.pci_scanned) why.emplace_back("the PCI devices could not be read (/sys/bus/pci/devices)");
+  if (!fabric.vpd_unreadable.empty()) {
+    why.push_back("the VPD of " + util::join(fabric.vpd_unreadable, ", ") +
+                  ", which names NVLink5 switch-management bridges (SW_MNG), is readable by root only");
+  } else if (facts.rdma.infiniband.empty() && facts.rdma.efa.empty()) {
+    why.emplace_back("no InfiniBand device under /sys/class/infiniband");
+  } else {
+    why.emplace_back("no InfiniBand device's VPD names a switch-management bridge (SW_MNG)");
   }
-  return false;
+  if (nvlink5) {
+    std::vector<std::string> unloaded;
+    if (fabric.mlx5_core_loaded == false) unloaded.emplace_back("mlx5_core");
+    if (fabric.ib_umad_loaded == false) unloaded.emplace_back("ib_umad");
+    if (!unloaded.empty())
+      why.push_back(util::join(unloaded, " and ") + (unloaded.size() == 1 ? " is" : " are") + " not loaded");
+  }
+  return util::join(why, "; ");
+}
+
+/// "8 Not Started" or "7 Completed, 1 In Progress".
+std::string fabric_state_counts(const std::vector<const GpuFacts*>& gpus) {
+  std::map<GpuFabricInfo::State, unsigned> counts;
+  for (const GpuFacts* gpu : gpus) ++counts[gpu->fabric->state];
+  std::vector<std::string> parts;
+  for (const auto& [state, count] : counts) parts.push_back(std::to_string(count) + " " + probe::to_string(state));
+  return util::join(parts, ", ");
+}
+
+HiddenSwitches hidden_switches(const HostFacts& facts) {
+  HiddenSwitches out;
+  const auto& gpus = facts.gpus.gpus;
+  std::string nvlink5_model;
+  std::string superchip;
+  std::string cluster;
+  std::vector<const GpuFacts*> in_fabric;
+  bool fabric_read = false;
+  for (const GpuFacts& gpu : gpus) {
+    if (probe::is_hgx_nvlink5_gpu(gpu.name)) nvlink5_model = gpu.name;
+    for (const char* model : {"GB200", "GB300", "GH200"}) {
+      if (util::contains(gpu.name, model)) superchip = gpu.name;
+    }
+    if (gpu.fabric) fabric_read = true;
+    if (probe::in_nvlink_fabric(gpu)) in_fabric.push_back(&gpu);
+    if (probe::in_multi_node_nvlink_domain(gpu)) cluster = gpu.fabric->cluster_uuid;
+  }
+  out.nvlink5 = !nvlink5_model.empty();
+  if (!out.nvlink5 && (!superchip.empty() || !cluster.empty())) {
+    out.kind = HiddenSwitches::Kind::multi_node;
+    out.evidence = !superchip.empty() ? "the GPUs are " + superchip + " (a Grace superchip)"
+                                      : "NVML places the GPUs in the multi-node NVLink cluster " + cluster;
+    if (!superchip.empty() && !cluster.empty()) out.evidence += " in the NVLink cluster " + cluster;
+    return out;
+  }
+  if (in_fabric.empty()) {
+    if (!out.nvlink5) return out;
+    out.kind = HiddenSwitches::Kind::model_only;
+    out.evidence = "the GPUs are " + nvlink5_model + ", an HGX NVLink5 part, but " +
+                   (fabric_read ? std::string("NVML places none in an NVLink fabric (state Not Supported)")
+                                : std::string("no NVLink fabric state could be read"));
+    out.why = why_switches_hidden(facts, true);
+    return out;
+  }
+  const std::string model = out.nvlink5 ? nvlink5_model : in_fabric.front()->name;
+  out.kind = gpus.size() == 1 ? HiddenSwitches::Kind::single_gpu : HiddenSwitches::Kind::fabric_state;
+  out.evidence = "NVML places " + std::to_string(in_fabric.size()) + " of " + std::to_string(gpus.size()) + " " +
+                 (gpus.size() == 1 ? "GPU" : "GPUs") + (model.empty() ? "" : " (" + model + ")") +
+                 " in an NVLink fabric (" + fabric_state_counts(in_fabric) + ")";
+  out.why = why_switches_hidden(facts, out.nvlink5);
+  return out;
+}
+
+/// What to do when the GPUs are in an NVLink fabric but no switch is in sight: `then` (the fabric manager's own
+/// remedy, may be empty) after what makes the switches visible, and what a VM's owner does instead.
+std::string hidden_switches_remedy(const HiddenSwitches& hidden, const std::string& then = {}) {
+  const std::string vm =
+      "in a VM whose NVSwitches the hypervisor holds (shared NVSwitch virtualization) the provider's fabric manager "
+      "registers the GPUs instead: ask the provider";
+  if (!hidden.nvlink5)
+    return (then.empty() ? std::string() : then + "; ") + vm + " (this host sees no NVSwitch: " + hidden.why + ")";
+  return "this host sees none of the board's NVLink5 switches (" + hidden.why +
+         "), which an HGX B100/B200/B300 fabric manager manages with NVLSM (package nvlsm) through ConnectX bridges: "
+         "load mlx5_core and ib_umad first (`modprobe mlx5_core ib_umad`; NVIDIA's driver container waits for both "
+         "before it starts the fabric manager) and run doctor as root to see the bridges (their VPD says SW_MNG; "
+         "Fabric Manager user guide, fourth-generation NVSwitch sections)" +
+         (then.empty() ? std::string() : ", then " + then) + "; " + vm;
 }
 
 /// "8 NVSwitches (0000:…)" or, on NVLink5 boards, "NVLink5 switches managed through mlx5_10, mlx5_11 (VPD SW_MNG)".
@@ -66,13 +183,9 @@ std::string fabric_manager_elsewhere(const HostFacts& facts) {
   if (facts.fabric.manager.process_seen)
     return "an nv-fabricmanager process runs (" + facts.fabric.manager.process_evidence +
            "; the GPU Operator's driver container runs it without a host package)";
-  const auto& gpus = facts.gpus.gpus;
-  const bool all_completed = !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const GpuFacts& gpu) {
-    return gpu.fabric && gpu.fabric->state == GpuFabricInfo::State::completed && gpu.fabric->status_ok;
-  });
-  if (!all_completed) return {};
+  if (!all_fabric_completed(facts)) return {};
   return "every GPU's NVLink fabric state is Completed/Success, which the fabric manager sets: it runs outside the "
-         "host's view (the GPU Operator's driver container)";
+         "host's view (the GPU Operator's driver container, or the hypervisor of a VM)";
 }
 
 std::string fabric_install_hint(const std::string& driver) {
@@ -125,55 +238,98 @@ void check_fabric_state(const HostFacts& facts, Findings& out) {
 void check_fabric_manager(const HostFacts& facts, Findings& out) {
   const probe::FabricFacts& fabric = facts.fabric;
   const probe::FabricManagerFacts& manager = fabric.manager;
-  if (fabric.nvswitches.empty() && fabric.nvlink5_bridges.empty() && !fabric.vpd_unreadable.empty() &&
-      has_fourth_generation_nvswitch(facts)) {
-    // An HGX B200/B300 board manages its NVSwitches through a ConnectX bridge that only its VPD names.
-    out.push_back(make("fabric.manager", Status::skip,
-                       "cannot tell whether this board's NVLink5 switches need the fabric manager: the VPD of " +
-                           util::join(fabric.vpd_unreadable, ", ") +
-                           " (which names the switch-management bridges, SW_MNG) is readable by root only",
-                       "run `gpuenv doctor` as root (gpuenv-doctor.service does); fabric.state still shows whether "
-                       "each GPU registered with the fabric"));
-    return;
+  // No switch in sight is not "no switch": an HGX B200 shows its NVLink5 switches only through ConnectX bridges that
+  // need mlx5_core (and root, for their VPD), and a VM may get GPUs without the NVSwitches they are wired to. The GPUs
+  // themselves say whether they sit in an NVLink fabric (docs/fabric.md, "fabric.manager without a visible switch").
+  const bool switches_seen = !fabric.nvswitches.empty() || !fabric.nvlink5_bridges.empty();
+  std::string switches;
+  std::optional<HiddenSwitches> hidden;  // set when only the GPUs show the fabric (indirect evidence)
+  if (!switches_seen) {
+    hidden = hidden_switches(facts);
+    using Kind = HiddenSwitches::Kind;
+    if (hidden->kind == Kind::none) {
+      std::string message = fabric.pci_scanned ? "no NVSwitch on the PCI bus and no NVLink5 switch-management "
+                                                 "bridge: no fabric manager is needed"
+                                               : "the PCI devices could not be read (/sys/bus/pci/devices)";
+      if (manager.installed)
+        message += " (" + manager.package + " " + manager.version +
+                   " is installed; without NVSwitches it exits with NV_WARN_NOTHING_TO_DO)";
+      out.push_back(make("fabric.manager", Status::skip, message));
+      return;
+    }
+    if (hidden->kind == Kind::multi_node) {
+      out.push_back(make("fabric.manager", Status::skip,
+                         hidden->evidence +
+                             ": a Grace superchip node or compute tray holds no NVSwitch; in a multi-node NVLink rack "
+                             "(GH200 NVL32, GB200/GB300 NVL72) the switch trays manage the switches (NVLink management "
+                             "on NVOS), so no fabric manager runs on this host",
+                         "fabric.state shows whether each GPU registered with the NVLink domain; IMEX "
+                         "(nvidia-imex) is the compute tray's own service for multi-node NVLink",
+                         k_hidden_switch_source));
+      return;
+    }
+    if (hidden->kind == Kind::model_only) {
+      out.push_back(make("fabric.manager", Status::skip,
+                         "cannot tell whether this board's NVLink5 switches need the fabric manager: " +
+                             hidden->evidence + ", and no switch is visible (" + hidden->why + ")",
+                         !fabric.vpd_unreadable.empty()
+                             ? "run `gpuenv doctor` as root (gpuenv-doctor.service does); fabric.state still shows "
+                               "whether each GPU registered with the fabric"
+                             : hidden_switches_remedy(*hidden),
+                         k_hidden_switch_source));
+      return;
+    }
+    if (hidden->kind == Kind::single_gpu) {
+      out.push_back(make("fabric.manager", Status::skip,
+                         hidden->evidence + " and no switch is visible (" + hidden->why +
+                             "): one GPU has no NVLink peer on this host; whoever holds its switches (the "
+                             "hypervisor's fabric manager in a single-GPU VM) registers it",
+                         "fabric.state judges the GPU's registration", k_hidden_switch_source));
+      return;
+    }
+    switches = hidden->evidence + ", but no NVSwitch or NVLink5 switch-management bridge is visible (" + hidden->why +
+               "; indirect evidence)";
+  } else {
+    switches = describe_switches(fabric);
   }
-  if (fabric.nvswitches.empty() && fabric.nvlink5_bridges.empty()) {
-    std::string message = fabric.pci_scanned ? "no NVSwitch on the PCI bus and no NVLink5 switch-management bridge: "
-                                               "no fabric manager is needed"
-                                             : "the PCI devices could not be read (/sys/bus/pci/devices)";
-    if (manager.installed)
-      message += " (" + manager.package + " " + manager.version +
-                 " is installed; without NVSwitches it exits with NV_WARN_NOTHING_TO_DO)";
-    out.push_back(make("fabric.manager", Status::skip, message));
-    return;
-  }
-  const std::string switches = describe_switches(fabric);
+  const bool indirect = hidden.has_value();
+  const std::string source = indirect ? std::string(k_fabric_manager_source) + "; " + k_hidden_switch_source
+                                      : std::string(k_fabric_manager_source);
   const std::string driver = driver_version(facts);
   // The GPU Operator runs the fabric manager in its driver container: no host package or unit, yet a working fabric.
-  // A host unit that *failed* is no such case: NVML's fabric state stays Completed after the fabric manager that set
-  // it died, so only a visible process excuses it.
-  const bool host_unit_failed = manager.installed && manager.service_state == "failed" && !manager.process_seen;
+  // A host unit that *failed* is no such case where the switches are in sight: NVML's fabric state stays Completed
+  // after the fabric manager that set it died, so only a visible process excuses it. Where no switch is in sight, a
+  // host unit fails by design (NV_WARN_NOTHING_TO_DO) while the hypervisor's fabric manager does the work.
+  const bool host_unit_failed =
+      !indirect && manager.installed && manager.service_state == "failed" && !manager.process_seen;
   if ((!manager.installed || manager.running == false) && !host_unit_failed) {
     if (const std::string elsewhere = fabric_manager_elsewhere(facts); !elsewhere.empty()) {
       const bool host_unit_down = manager.installed;
+      const bool unit_left_down = host_unit_down && !manager.process_seen && !indirect;
       out.push_back(make(
-          "fabric.manager", host_unit_down && !manager.process_seen ? Status::warn : Status::pass,
+          "fabric.manager", unit_left_down ? Status::warn : Status::pass,
           switches + ": " +
               (host_unit_down ? "the host's nvidia-fabricmanager service is " +
                                     (manager.service_state.empty() ? std::string("not running") : manager.service_state)
                               : std::string("no fabric manager on the host")) +
               ", but " + elsewhere,
-          host_unit_down && !manager.process_seen
-              ? "if the GPU Operator runs the fabric manager, remove the host's package; else " +
-                    std::string(k_start_fabric_manager)
-              : std::string(),
-          k_fabric_manager_source));
+          unit_left_down ? "if the GPU Operator runs the fabric manager, remove the host's package; else " +
+                               std::string(k_start_fabric_manager)
+                         : std::string(),
+          source));
       return;
     }
   }
+  const auto with_hidden = [&](const std::string& remedy) {
+    return indirect ? hidden_switches_remedy(*hidden, remedy) : remedy;
+  };
   if (!manager.installed) {
     out.push_back(make("fabric.manager", Status::fail,
-                       switches + " but no fabric manager is installed: the GPUs cannot use NVLink through them",
-                       fabric_install_hint(driver), k_fabric_manager_source));
+                       switches + (indirect ? "; no fabric manager is installed: the GPUs cannot use NVLink until one "
+                                              "registers them"
+                                            : " but no fabric manager is installed: the GPUs cannot use NVLink "
+                                              "through them"),
+                       with_hidden(fabric_install_hint(driver)), source));
     return;
   }
   const std::string name = (manager.package.empty() ? std::string("nv-fabricmanager") : manager.package) +
@@ -187,7 +343,7 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
   if (manager.running == false) {
     problems.push_back("the nvidia-fabricmanager service is " +
                        (manager.service_state.empty() ? std::string("not running") : manager.service_state));
-    remedies.emplace_back(k_start_fabric_manager);
+    remedies.push_back(with_hidden(k_start_fabric_manager));
   }
   Status status = problems.empty() ? Status::pass : Status::fail;
   if (has_fourth_generation_nvswitch(facts) && !manager.nvlsm_installed) {
@@ -195,15 +351,23 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
     remedies.emplace_back("install the nvlsm package from NVIDIA's CUDA repository (the fabric manager starts it)");
     status = std::max(status, Status::warn);
   }
+  if (indirect && has_fourth_generation_nvswitch(facts) && !all_fabric_completed(facts) &&
+      (fabric.mlx5_core_loaded == false || fabric.ib_umad_loaded == false)) {
+    // NVIDIA's driver container starts the fabric manager on an NVLink5 board only once both modules are loaded.
+    problems.emplace_back(
+        "the kernel modules its NVLSM reaches the NVLink5 switches through (mlx5_core, ib_umad) are not both loaded");
+    remedies.push_back(hidden_switches_remedy(*hidden));
+    status = std::max(status, Status::warn);
+  }
   if (!problems.empty()) {
     out.push_back(make("fabric.manager", status, switches + ": " + util::join(problems, "; "),
-                       util::join(remedies, "; "), k_fabric_manager_source));
+                       util::join(remedies, "; "), source));
     return;
   }
   std::string message = switches + ": " + name + (driver.empty() ? "" : " matches the driver " + driver);
   message += manager.running ? ", service active" : " (service state unknown: " + manager.service_state + ")";
   if (manager.nvlsm_installed) message += "; NVLSM " + manager.nvlsm_version;
-  out.push_back(make("fabric.manager", Status::pass, message, {}, k_fabric_manager_source));
+  out.push_back(make("fabric.manager", Status::pass, message, {}, source));
 }
 
 void check_sxid(const HostFacts& facts, Findings& out) {

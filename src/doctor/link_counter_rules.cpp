@@ -1,7 +1,9 @@
 // Link error rates: how much the NVLink, PCIe replay and RDMA port counters grew between the start and the end of
-// doctor's run (probe/link_counters.hpp), judged by DCGM's health-watch limits (data/doctor/thresholds.toml).
+// doctor's run (probe/link_counters.hpp), judged by DCGM's health-watch limits and, for InfiniBand symbol errors, the
+// InfiniBand specification's bit error rate and ibcheckerrs' count (data/doctor/thresholds.toml).
 
 #include <cmath>
+#include <cstdio>
 
 #include "doctor/rules_detail.hpp"
 #include "probe/link_counters.hpp"
@@ -118,31 +120,109 @@ void check_pcie_growth(const probe::LinkCounterGrowth& growth, const Thresholds&
   }
 }
 
-void check_port_growth(const probe::LinkCounterGrowth& growth, const Thresholds& thresholds, Findings& out) {
+/// "4.6e-12".
+std::string ber_text(double ber) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1e", ber);
+  return text;
+}
+
+/// The widest value a port error counter of sysfs can hold: the kernel reads symbol_error and port_rcv_errors as the
+/// 16-bit and link_downed as the 8-bit fields of the PMA PortCounters (drivers/infiniband/core/sysfs.c
+/// PORT_PMA_ATTR(symbol_error, 0, 16, 32), (link_downed, 2, 8, 56)), and those counters stop at their maximum.
+constexpr std::uint64_t k_symbol_error_max = 0xffff;
+constexpr std::uint64_t k_link_downed_max = 0xff;
+
+/// The port's sysfs facts (rate, link layer) for a counter reading; nullptr when the port was not listed.
+const probe::RdmaPort* port_facts(const std::vector<probe::RdmaPort>& ports, const std::string& device, unsigned port) {
+  const auto it = std::find_if(ports.begin(), ports.end(), [&](const probe::RdmaPort& candidate) {
+    return candidate.device == device && candidate.port == port;
+  });
+  return it == ports.end() ? nullptr : &*it;
+}
+
+void check_port_growth(const probe::LinkCounterGrowth& growth, const probe::LinkCounterSnapshot& end,
+                       const std::vector<probe::RdmaPort>& ports, const Thresholds& thresholds, Findings& out) {
   if (growth.ports.empty()) {
     out.push_back(make("ib.errors", Status::skip, "no RDMA port counters"));
     return;
   }
   const Threshold& downed_t = thresholds.at("ib.link_downed");
+  const Threshold& symbols_t = thresholds.at("ib.symbol_errors_per_run");
+  const Threshold& ber_t = thresholds.at("ib.symbol_error_ber");
+  const std::string symbol_remedy =
+      "symbol errors on an HDR/NDR link are the errors left after forward error correction: run `ibdiagnet "
+      "--get_phy_info` (NVIDIA's BER check) on the port, reseat or replace its cable or transceiver, or open a ticket "
+      "with the provider";
   Problems problems;
+  std::vector<std::string> sources;  // of the limits the finding applied
+  const auto cite = [&sources](const std::string& source) {
+    if (std::find(sources.begin(), sources.end(), source) == sources.end()) sources.push_back(source);
+  };
   std::vector<std::string> notes;
+  unsigned symbol_ports = 0;
   for (const probe::PortGrowth& port : growth.ports) {
     const std::string where = port.device + ":" + std::to_string(port.port);
     if (port.link_downed && *port.link_downed >= *downed_t.warn_at) {
       problems.add(Status::warn, where + " went down " + std::to_string(*port.link_downed) + " time(s)",
                    "a link that flaps under load drops multi-node jobs: check `ibstat` and the switch port, reseat or "
                    "replace the cable");
+      cite(downed_t.source);
     }
-    if (port.symbol_error && *port.symbol_error > 0)
-      notes.push_back(where + ": " + std::to_string(*port.symbol_error) + " symbol errors");
+    if (port.symbol_error) ++symbol_ports;
+    const probe::RdmaPort* facts = port_facts(ports, port.device, port.port);
+    // The InfiniBand specification's bit error rate applies to InfiniBand links; RoCE ports are reported only.
+    const bool infiniband = facts == nullptr || facts->link_layer.empty() || facts->link_layer == "InfiniBand";
+    if (port.symbol_error && *port.symbol_error > 0) {
+      const std::uint64_t errors = *port.symbol_error;
+      std::optional<double> ber;  // a lower bound: every symbol error is at least one bit error
+      if (facts != nullptr && facts->rate_gbps && *facts->rate_gbps > 0 && growth.seconds > 0)
+        ber = static_cast<double>(errors) / (*facts->rate_gbps * 1e9 * growth.seconds);
+      std::string line = where + ": " + std::to_string(errors) + " symbol error" + (errors == 1 ? "" : "s");
+      const std::string rate_text =
+          ber ? "bit error rate at least " + ber_text(*ber) + " at " + number(*facts->rate_gbps, 0) + " Gb/s"
+              : std::string("no link rate to judge its bit error rate by");
+      if (!infiniband) {
+        notes.push_back(line + " (" + facts->link_layer + " link: reported, not judged)");
+      } else if (static_cast<double>(errors) >= *symbols_t.warn_at && ber && *ber >= *ber_t.fail_at) {
+        problems.add(
+            Status::fail,
+            line + " (" + rate_text + ", above the InfiniBand specification's " + ber_text(*ber_t.fail_at) + ")",
+            symbol_remedy);
+        cite(ber_t.source);
+        cite(symbols_t.source);
+      } else if (static_cast<double>(errors) >= *symbols_t.warn_at) {
+        problems.add(Status::warn,
+                     line + " (ibcheckerrs warns from " + number(*symbols_t.warn_at, 0) + "; " + rate_text + ")",
+                     symbol_remedy);
+        cite(symbols_t.source);
+      } else {
+        notes.push_back(line + " (below ibcheckerrs' " + number(*symbols_t.warn_at, 0) + "; " + rate_text + ")");
+      }
+    }
     if (port.port_rcv_errors && *port.port_rcv_errors > 0)
-      notes.push_back(where + ": " + std::to_string(*port.port_rcv_errors) + " receive errors");
+      notes.push_back(where + ": " + std::to_string(*port.port_rcv_errors) + " receive errors (reported, not judged)");
   }
-  std::string message = problems.lines.empty() ? std::to_string(growth.ports.size()) + " ports: no link went down"
-                                               : util::join(problems.lines, "; ");
+  // A counter at its maximum stops counting: growth from there is invisible, not zero.
+  for (const probe::PortCounters& counters : end.ports) {
+    const std::string where = counters.device + ":" + std::to_string(counters.port);
+    std::vector<std::string> stuck;
+    if (counters.symbol_error && *counters.symbol_error >= k_symbol_error_max) stuck.emplace_back("symbol_error");
+    if (counters.link_downed && *counters.link_downed >= k_link_downed_max) stuck.emplace_back("link_downed");
+    if (!stuck.empty())
+      notes.push_back(where + " " + util::join(stuck, " and ") +
+                      " at the counter's maximum: new errors cannot show until it is cleared (`perfquery -R`)");
+  }
+  std::string message = util::join(problems.lines, "; ");
+  if (problems.lines.empty()) {
+    message = std::to_string(growth.ports.size()) + " ports: no link went down";
+    if (symbol_ports > 0) message += ", symbol errors within the limits";
+    for (const Threshold* limit : {&downed_t, &symbols_t, &ber_t}) cite(limit->source);
+  }
   message += " " + window_text(growth.seconds);
-  if (!notes.empty()) message += " (reported, not judged: " + util::join(notes, "; ") + ")";
-  out.push_back(make("ib.errors", problems.status, message, util::join(problems.remedies, "; "), downed_t.source));
+  if (!notes.empty()) message += " (" + util::join(notes, "; ") + ")";
+  out.push_back(
+      make("ib.errors", problems.status, message, util::join(problems.remedies, "; "), util::join(sources, "; ")));
 }
 
 }  // namespace
@@ -157,7 +237,7 @@ void check_link_counters(const HostFacts& facts, const Thresholds& thresholds, F
     for (const char* id : {"nvlink.errors", "pcie.replay"})
       out.push_back(make(id, Status::skip, "GPU link counters not read: " + facts.counters_end->nvml_reason));
   }
-  check_port_growth(growth, thresholds, out);
+  check_port_growth(growth, *facts.counters_end, facts.rdma.ports, thresholds, out);
 }
 
 }  // namespace gpuenv::doctor::rules_detail

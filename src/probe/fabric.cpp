@@ -1,5 +1,8 @@
 #include "probe/fabric.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "probe/pci_bus_id.hpp"
 #include "probe/pci_devices.hpp"
 #include "util/strings.hpp"
@@ -132,6 +135,15 @@ void collect_gpudirect(system::System& system, bool live, FabricFacts& fabric) {
   fabric.efa_where = util::join(found, ", ");
 }
 
+/// The modules an NVLink5 board's fabric manager needs for its switches (NVIDIA/gpu-driver-container
+/// _ensure_nvlink5_prerequisites waits for mlx5_core and ib_umad). /sys/module/<name> exists for every loaded module
+/// (Documentation/ABI/stable/sysfs-module), so its absence, where /sys/module is readable, means not loaded.
+void collect_nvlink5_modules(system::System& system, bool live, FabricFacts& fabric) {
+  if (!live && !system.exists("/sys/module")) return;
+  fabric.mlx5_core_loaded = system.exists("/sys/module/mlx5_core");
+  fabric.ib_umad_loaded = system.exists("/sys/module/ib_umad");
+}
+
 void collect_gpu_numa(system::System& system, const GpuInventory& gpus, FabricFacts& fabric) {
   for (const GpuFacts& gpu : gpus.gpus) {
     const auto bus = canonical_pci_bus_id(gpu.pci_bus_id);
@@ -191,10 +203,39 @@ std::string fabric_manager_version_from_output(std::string_view output) {
   return {};
 }
 
+bool is_hgx_nvlink5_gpu(std::string_view name) {
+  if (util::contains(name, "GB")) return false;
+  return util::contains(name, "B100") || util::contains(name, "B200") || util::contains(name, "B300");
+}
+
+bool in_nvlink_fabric(const GpuFacts& gpu) {
+  return gpu.fabric && gpu.fabric->state != GpuFabricInfo::State::not_supported;
+}
+
+bool in_multi_node_nvlink_domain(const GpuFacts& gpu) {
+  if (!gpu.fabric) return false;
+  const std::string& uuid = gpu.fabric->cluster_uuid;
+  bool hex = !uuid.empty();
+  bool nonzero = false;
+  for (const char c : uuid) {
+    if (c == '-') continue;
+    if (!std::isxdigit(static_cast<unsigned char>(c))) hex = false;
+    if (c != '0') nonzero = true;
+  }
+  return hex && nonzero;
+}
+
 void collect_fabric(system::System& system, bool live, std::chrono::milliseconds timeout, HostFacts& facts) {
   collect_nvswitches(system, facts.fabric);
   const bool switched = !facts.fabric.nvswitches.empty() || !facts.fabric.nvlink5_bridges.empty();
-  collect_fabric_manager(system, live, live && switched, timeout, facts.fabric.manager);
+  // GPUs in an NVLink fabric, or HGX NVLink5 parts, with no switch in sight (mlx5_core not loaded, a container, a VM
+  // whose NVSwitches the hypervisor holds): fabric.manager still judges the fabric manager there, so ask for it.
+  const auto& gpus = facts.gpus.gpus;
+  const bool fabric_gpus = std::any_of(gpus.begin(), gpus.end(), [](const GpuFacts& gpu) {
+    return in_nvlink_fabric(gpu) || is_hgx_nvlink5_gpu(gpu.name);
+  });
+  collect_fabric_manager(system, live, live && (switched || fabric_gpus), timeout, facts.fabric.manager);
+  collect_nvlink5_modules(system, live, facts.fabric);
   collect_gpudirect(system, live, facts.fabric);
   collect_gpu_numa(system, facts.gpus, facts.fabric);
 }

@@ -19,6 +19,21 @@ namespace gpuenv::probe {
 /// systemd for the service state and (on RPM systems) rpm for the package; under --root only files are read.
 void collect_fabric(system::System& system, bool live, std::chrono::milliseconds timeout, HostFacts& facts);
 
+/// An HGX/DGX NVLink5 GPU by its name: a B100, B200 or B300 that is no Grace superchip (GB200, GB300: their switches
+/// sit in the rack's switch trays). Every such 8-GPU board is an NVSwitch board whose fabric manager works with NVLSM
+/// (Fabric Manager user guide 1.3.2, 1.6.4). Pure.
+bool is_hgx_nvlink5_gpu(std::string_view name);
+
+/// Whether NVML (or the report) places the GPU in an NVLink fabric: a fabric state other than Not Supported
+/// (nvml.h NVML_GPU_FABRIC_STATE_*; NVIDIA's nvloom and TransformerEngine read Not Supported as "no NVLink fabric").
+/// Pure.
+bool in_nvlink_fabric(const GpuFacts& gpu);
+
+/// Whether the GPU's fabric cluster UUID is set: go-nvlib's IsFabricAttached counts a GPU as attached to a
+/// multi-node NVLink fabric only when its state is Completed and its clusterUuid is not all zeros (NVIDIA/go-nvlib
+/// pkg/nvlib/device/device.go @ 0171eccd). Pure.
+bool in_multi_node_nvlink_domain(const GpuFacts& gpu);
+
 /// Sets manager.process_seen when a process named nv-fabricmanager runs: /proc/<pid>/comm holds the kernel's name of
 /// each task, 15 characters at most (TASK_COMM_LEN 16 with its NUL), so "nv-fabricmanage" (proc(5), /proc/pid/comm).
 void find_fabric_manager_process(system::System& system, FabricManagerFacts& manager);

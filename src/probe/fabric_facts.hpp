@@ -76,6 +76,12 @@ struct FabricFacts {
   std::vector<std::string> nvlink5_bridges;
   /// InfiniBand devices whose VPD could not be read (root only): whether they are such bridges is not known.
   std::vector<std::string> vpd_unreadable;
+  /// The kernel modules through which an NVLink5 board's fabric manager (its NVLSM) reaches the switches: without
+  /// mlx5_core no ConnectX bridge appears under /sys/class/infiniband, and NVIDIA's driver container waits for both
+  /// before it starts the fabric manager. Whether /sys/module/<name> exists; nullopt when /sys/module could not be
+  /// read (under --root without it).
+  std::optional<bool> mlx5_core_loaded;
+  std::optional<bool> ib_umad_loaded;
   FabricManagerFacts manager;
   /// A peer-memory module NCCL's GPUDirect RDMA check accepts is loaded (nvidia_peermem, or the legacy nv_peer_mem);
   /// nullopt when /sys/module could not be read (under --root without it).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -15,10 +16,13 @@
 #include "doctor/rule_rows.hpp"
 #include "doctor/rules.hpp"
 #include "doctor/thresholds.hpp"
+#include "probe/collect.hpp"
 #include "probe/fabric.hpp"
 #include "probe/facts.hpp"
+#include "probe/link_counters.hpp"
 #include "probe/pci_devices.hpp"
 #include "probe/rdma.hpp"
+#include "support/fake_nvml_library.hpp"
 #include "support/fake_system.hpp"
 #include "support/findings.hpp"
 
@@ -194,9 +198,10 @@ TEST_CASE("fabric.manager: missing, another version, stopped, NVLSM on B200, no 
   b200.fabric.manager.nvlsm_installed = true;
   CHECK(require_finding(evaluate(b200), "fabric.manager").status == Status::pass);
 
-  HostFacts pcie = hgx();  // no NVSwitch: nothing to manage, whatever is installed
+  HostFacts pcie = hgx();  // no NVSwitch and no GPU in an NVLink fabric: nothing to manage, whatever is installed
   pcie.fabric.nvswitches.clear();
   pcie.fabric.manager.running = false;
+  for (auto& gpu : pcie.gpus.gpus) gpu.fabric->state = GpuFabricInfo::State::not_supported;
   const Finding& none = require_finding(evaluate(pcie), "fabric.manager");
   CHECK(none.status == Status::skip);
   CHECK(none.message.find("NV_WARN_NOTHING_TO_DO") != std::string::npos);
@@ -227,24 +232,295 @@ TEST_CASE("fabric.manager: an HGX B200, whose NVSwitches are not on PCI, still n
 }
 
 // The bridges' VPD is root's only (mode 0600 in sysfs): as another user doctor sees InfiniBand devices but cannot tell
-// a switch-management bridge from a compute NIC, so "no fabric manager is needed" would be a guess on an HGX B200.
-TEST_CASE("fabric.manager: an HGX B200 read without root cannot tell, and does not say no fabric manager is needed",
-          "[doctor][fabric]") {
+// a switch-management bridge from a compute NIC. NVML's fabric state needs no root: GPUs it places in an NVLink fabric
+// need a fabric manager, judged as on a board whose switches are in sight (review 27 on 5b315f0: "the package, service
+// and version checks need no root"); only with no fabric state to go by is the board a "cannot tell".
+TEST_CASE("fabric.manager: an HGX B200 read without root is judged by NVML's fabric state", "[doctor][fabric]") {
   HostFacts b200 = hgx_b200();
   b200.fabric.nvlink5_bridges.clear();
   b200.fabric.vpd_unreadable = {"mlx5_0", "mlx5_10", "mlx5_11"};
-  const Finding& unknown = require_finding(evaluate(b200), "fabric.manager");
-  CHECK(unknown.status == Status::skip);
-  CHECK(unknown.message.find("cannot tell whether this board's NVLink5 switches need the fabric manager") !=
+  const Finding& judged = require_finding(evaluate(b200), "fabric.manager");
+  CHECK(judged.status == Status::warn);  // the fabric manager matches the driver and runs; NVLSM is missing
+  CHECK(judged.message.find("NVML places 8 of 8 GPUs (NVIDIA B200) in an NVLink fabric (8 Completed)") !=
         std::string::npos);
-  CHECK(unknown.remedy.find("as root") != std::string::npos);
-  // An H100 PCIe node read without root: no NVLink5 board, so the usual answer stands.
+  CHECK(judged.message.find("readable by root only") != std::string::npos);
+  CHECK(judged.message.find("no fabric manager is needed") == std::string::npos);
+  b200.fabric.manager.nvlsm_installed = true;
+  CHECK(require_finding(evaluate(b200), "fabric.manager").status == Status::pass);
+
+  HostFacts unknown = b200;  // a report without the fabric block: nothing but the model to go by
+  for (auto& gpu : unknown.gpus.gpus) gpu.fabric.reset();
+  const Finding& cannot = require_finding(evaluate(unknown), "fabric.manager");
+  CHECK(cannot.status == Status::skip);
+  CHECK(cannot.message.find("cannot tell whether this board's NVLink5 switches need the fabric manager") !=
+        std::string::npos);
+  CHECK(cannot.remedy.find("as root") != std::string::npos);
+
+  // An H100 PCIe node read without root: NVML places no GPU in a fabric (nvidia-smi prints N/A), no NVLink5 part.
   HostFacts pcie = hgx_b200();
-  for (auto& gpu : pcie.gpus.gpus) gpu.name = "NVIDIA H100 PCIe";
+  for (auto& gpu : pcie.gpus.gpus) {
+    gpu.name = "NVIDIA H100 PCIe";
+    gpu.fabric->state = GpuFabricInfo::State::not_supported;
+  }
   pcie.fabric.nvlink5_bridges.clear();
   pcie.fabric.vpd_unreadable = {"mlx5_0"};
   CHECK(require_finding(evaluate(pcie), "fabric.manager").message.find("no fabric manager is needed") !=
         std::string::npos);
+}
+
+namespace {
+
+/// An HGX B200 before mlx5_core is loaded (or seen from a container without /sys/class/infiniband): no NVSwitch on
+/// PCI, no InfiniBand device, so no SW_MNG bridge; /sys/module without mlx5_core and ib_umad; no fabric manager; the
+/// GPUs wait for one (Not Started).
+HostFacts no_switch_b200() {
+  HostFacts facts = hgx_b200();
+  facts.fabric.nvlink5_bridges.clear();
+  facts.fabric.mlx5_core_loaded = false;
+  facts.fabric.ib_umad_loaded = false;
+  facts.fabric.manager = {};
+  fabric_not_started(facts);
+  return facts;
+}
+
+/// A GB200 NVL72 compute tray: four GB200 GPUs registered with the rack's NVLink domain, as `nvidia-smi -q` showed one
+/// in kubernetes-sigs/dra-driver-nvidia-gpu#626 (State Completed, Status Success, CliqueId 2, ClusterUUID
+/// dc6e40c4-d722-4357-9ba6-5291dd461278); no NVSwitch, no bridge, no fabric manager on the tray.
+HostFacts gb200_tray() {
+  HostFacts facts = hgx();
+  facts.gpus.gpus.resize(4);
+  for (auto& gpu : facts.gpus.gpus) {
+    gpu.name = "NVIDIA GB200";
+    gpu.fabric->clique_id = 2;
+    gpu.fabric->cluster_uuid = "dc6e40c4-d722-4357-9ba6-5291dd461278";
+  }
+  facts.fabric.nvswitches.clear();
+  facts.fabric.manager = {};
+  return facts;
+}
+
+/// `facts` after `change`.
+HostFacts fabric_facts_with(HostFacts facts, const std::function<void(HostFacts&)>& change) {
+  change(facts);
+  return facts;
+}
+
+}  // namespace
+
+// No NVSwitch and no NVLink5 bridge in sight is not "no fabric manager is needed". Sources, per row below:
+// - NVIDIA/gpu-driver-container ubuntu24.04/nvidia-driver @ 09dc9546, _start_daemons: on an NVLink5 system (an
+//   InfiniBand device whose VPD says SW_MNG) it runs _ensure_nvlink5_prerequisites ("waiting for the mlx5_core and
+//   ib_umad kernel modules to be loaded") and then nvidia-fabricmanager-start.sh with the nvlsm config; otherwise it
+//   starts nv-fabricmanager only when /proc/driver/nvidia-nvswitch/devices lists NVSwitches. A GB200 compute tray has
+//   neither, so the driver container starts no fabric manager there.
+// - nvml.h (NVIDIA/go-nvml gen/nvml/nvml.h): NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2,
+//   COMPLETED 3; NVIDIA's nvloom reads Not Supported as "MNNVL fabric not available", TransformerEngine refuses
+//   multi-node NVLink on it.
+// - NVIDIA/go-nvlib pkg/nvlib/device/device.go @ 0171eccd, IsFabricAttached: a GPU is attached to a (multi-node)
+//   fabric only when its state is Completed and `info.ClusterUuid` is not all zeros.
+// - NVIDIA MNNVL user guide (https://docs.nvidia.com/multi-node-nvlink-systems/mnnvl-user-guide/overview.html): the
+//   rack's NVSwitches sit in 9 NVLink switch trays, compute trays hold the GPUs.
+// - Fabric Manager user guide, shared NVSwitch virtualization: "only GPUs [are] passed through to the guests", "the
+//   fabrics are not visible to guests" (quoted in NVIDIA/kubevirt-gpu-device-plugin#133): a guest sees GPUs in a
+//   fabric without an NVSwitch, and the service VM's fabric manager registers them.
+TEST_CASE("fabric.manager without a visible switch: the GPUs' fabric state decides, never a false alarm",
+          "[doctor][fabric]") {
+  struct Row {
+    std::string name;
+    std::function<HostFacts()> facts;
+    Status expected;
+    std::vector<std::string> says;
+    std::string remedy_says;  ///< "" when not checked
+  };
+  const std::vector<Row> rows = {
+      {"HGX B200, mlx5_core not loaded, no fabric manager: the same finding as with the bridges in sight",
+       [] { return no_switch_b200(); },
+       Status::fail,
+       {"NVML places 8 of 8 GPUs (NVIDIA B200) in an NVLink fabric (8 Not Started)",
+        "no InfiniBand device under /sys/class/infiniband; mlx5_core and ib_umad are not loaded", "indirect evidence",
+        "no fabric manager is installed"},
+       "modprobe mlx5_core ib_umad"},
+      {"HGX B200 without mlx5_core, its fabric manager unit failed",
+       [] {
+         return fabric_facts_with(no_switch_b200(), [](HostFacts& f) {
+           f.fabric.manager = hgx().fabric.manager;
+           f.fabric.manager.running = false;
+           f.fabric.manager.service_state = "failed";
+           f.fabric.manager.nvlsm_installed = true;
+         });
+       },
+       Status::fail,
+       {"the nvidia-fabricmanager service is failed"},
+       "modprobe mlx5_core ib_umad"},
+      {"HGX B200, fabric manager and NVLSM installed and active, but the modules for its switches not loaded",
+       [] {
+         return fabric_facts_with(no_switch_b200(), [](HostFacts& f) {
+           f.fabric.manager = hgx().fabric.manager;
+           f.fabric.manager.nvlsm_installed = true;
+         });
+       },
+       Status::warn,
+       {"(mlx5_core, ib_umad) are not both loaded"},
+       "modprobe mlx5_core ib_umad"},
+      {"HGX B200 seen from a container: the GPU Operator's fabric manager registered every GPU",
+       [] {
+         return fabric_facts_with(no_switch_b200(), [](HostFacts& f) {
+           f.fabric.mlx5_core_loaded.reset();
+           f.fabric.ib_umad_loaded.reset();
+           for (auto& gpu : f.gpus.gpus) gpu.fabric->state = GpuFabricInfo::State::completed;
+         });
+       },
+       Status::pass,
+       {"no fabric manager on the host, but every GPU's NVLink fabric state is Completed/Success"},
+       ""},
+      {"H100 VM under shared NVSwitch virtualization: the guest's fabric manager unit failed with nothing to do",
+       [] {
+         return fabric_facts_with(hgx(), [](HostFacts& f) {
+           f.fabric.nvswitches.clear();
+           f.fabric.manager.running = false;
+           f.fabric.manager.service_state = "failed";
+         });
+       },
+       Status::pass,
+       {"NVML places 8 of 8 GPUs (NVIDIA H100 80GB HBM3)", "service is failed", "hypervisor of a VM"},
+       ""},
+      {"H100 VM whose partition the hypervisor has not activated",
+       [] {
+         return fabric_facts_with(hgx(), [](HostFacts& f) {
+           f.fabric.nvswitches.clear();
+           f.fabric.manager = {};
+           fabric_not_started(f);
+         });
+       },
+       Status::fail,
+       {"8 Not Started"},
+       "shared NVSwitch virtualization"},
+      {"GB200 compute tray: its switches are managed in the switch trays",
+       [] { return gb200_tray(); },
+       Status::skip,
+       {"the GPUs are NVIDIA GB200 (a Grace superchip) in the NVLink cluster dc6e40c4-d722-4357-9ba6-5291dd461278",
+        "no fabric manager runs on this host"},
+       ""},
+      {"GB200 compute tray still registering with its domain",
+       [] { return fabric_facts_with(gb200_tray(), [](HostFacts& f) { fabric_not_started(f); }); },
+       Status::skip,
+       {"multi-node NVLink rack"},
+       ""},
+      {"a GPU of unknown name in a multi-node NVLink cluster",
+       [] {
+         return fabric_facts_with(gb200_tray(), [](HostFacts& f) {
+           for (auto& gpu : f.gpus.gpus) gpu.name = "NVIDIA Graphics Device";
+         });
+       },
+       Status::skip,
+       {"NVML places the GPUs in the multi-node NVLink cluster dc6e40c4"},
+       ""},
+      {"single-GPU VM with one B200",
+       [] { return fabric_facts_with(no_switch_b200(), [](HostFacts& f) { f.gpus.gpus.resize(1); }); },
+       Status::skip,
+       {"NVML places 1 of 1 GPU (NVIDIA B200)", "one GPU has no NVLink peer on this host"},
+       ""},
+      {"PCIe Blackwell (RTX PRO 6000): no NVLink fabric",
+       [] {
+         return fabric_facts_with(hgx(), [](HostFacts& f) {
+           f.fabric.nvswitches.clear();
+           for (auto& gpu : f.gpus.gpus) {
+             gpu.name = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
+             gpu.fabric->state = GpuFabricInfo::State::not_supported;
+           }
+         });
+       },
+       Status::skip,
+       {"no fabric manager is needed"},
+       ""},
+      {"B200 GPUs NVML places in no fabric: the model alone cannot tell",
+       [] {
+         return fabric_facts_with(no_switch_b200(), [](HostFacts& f) {
+           for (auto& gpu : f.gpus.gpus) gpu.fabric->state = GpuFabricInfo::State::not_supported;
+         });
+       },
+       Status::skip,
+       {"cannot tell", "NVML places none in an NVLink fabric (state Not Supported)", "mlx5_core"},
+       "modprobe mlx5_core ib_umad"},
+      {"B200 GPUs with no fabric state read at all",
+       [] {
+         return fabric_facts_with(no_switch_b200(), [](HostFacts& f) {
+           for (auto& gpu : f.gpus.gpus) gpu.fabric.reset();
+         });
+       },
+       Status::skip,
+       {"cannot tell", "no NVLink fabric state could be read"},
+       ""},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    const Finding& f = require_finding(evaluate(row.facts()), "fabric.manager");
+    INFO(f.message);
+    INFO(f.remedy);
+    CHECK(f.status == row.expected);
+    for (const std::string& text : row.says) CHECK(f.message.find(text) != std::string::npos);
+    if (!row.remedy_says.empty()) CHECK(f.remedy.find(row.remedy_says) != std::string::npos);
+    const bool nvlink = row.name.find("RTX PRO") == std::string::npos;
+    if (nvlink) CHECK(f.message.find("no fabric manager is needed") == std::string::npos);
+  }
+}
+
+// The same decisions on facts collected as doctor collects them: a constructed host tree (tests/fixtures/probe/
+// hgx-b200-no-mlx5, README there) read through FakeSystem, and the fake libnvidia-ml answering the fabric calls from
+// tests/fixtures/nvml/*.conf (keys fabric_state, fabric_status, fabric_clique: tests/fake_nvml/fake_nvml.cpp).
+TEST_CASE("fabric.manager on a host tree and the fake NVML: B200 without mlx5_core, with its bridges, GB200, PCIe",
+          "[doctor][fabric][nvml]") {
+  using namespace std::string_literals;  // the VPD holds NUL bytes
+  const auto with_bridges = [](gpuenv::testing::FakeSystem& system) {
+    system.files["/sys/module/mlx5_core/version"] = "24.10-1.1.4\n";
+    system.files["/sys/module/ib_umad/refcnt"] = "0\n";
+    for (const char* bridge : {"mlx5_10", "mlx5_11"}) {
+      const std::string base = std::string("/sys/class/infiniband/") + bridge;
+      system.files[base + "/device/uevent"] = "DRIVER=mlx5_core\n";
+      system.files[base + "/device/vpd"] =
+          "\x82\x10"
+          "ConnectX-7 bridge\x90\x20SMDL=SW_MNG\0\x78"s;
+    }
+  };
+  struct Row {
+    std::string name;
+    std::string conf;
+    std::function<void(gpuenv::testing::FakeSystem&)> change;
+    Status expected;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {"HGX B200, mlx5_core not loaded", "hgx-b200-not-registered.conf", nullptr, Status::fail,
+       "NVML places 8 of 8 GPUs (NVIDIA B200) in an NVLink fabric (8 Not Started), but no NVSwitch or NVLink5 "
+       "switch-management bridge is visible (no InfiniBand device under /sys/class/infiniband; mlx5_core and ib_umad "
+       "are not loaded; indirect evidence)"},
+      {"the same board with mlx5_core loaded and its bridges in sight", "hgx-b200-not-registered.conf", with_bridges,
+       Status::fail,
+       "NVLink5 switches managed through mlx5_10, mlx5_11 (VPD SW_MNG) but no fabric manager is installed"},
+      {"a GB200 compute tray", "gb200-tray.conf", nullptr, Status::skip, "no fabric manager runs on this host"},
+      {"PCIe Blackwell GPUs", "rtx-pro-6000-pcie.conf", nullptr, Status::skip, "no fabric manager is needed"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    gpuenv::testing::FakeSystem system;
+    system.add_tree(gpuenv::testing::fixture_path("probe/hgx-b200-no-mlx5"));
+    if (row.change) row.change(system);
+    const gpuenv::testing::ScopedEnv fixture("GPUENV_FAKE_NVML", gpuenv::testing::fixture_path("nvml/" + row.conf));
+    const gpuenv::testing::FakeNvmlCopy library;
+    system.real_libraries["libnvidia-ml.so.1"] = library.path();
+    gpuenv::probe::CollectOptions options;
+    options.live = true;
+    options.libcuda = false;
+    options.link_counters = false;
+    options.timeout = std::chrono::seconds(5);
+    const HostFacts facts = gpuenv::probe::collect_host_facts(system, options);
+    INFO(facts.gpus.availability.reason);
+    REQUIRE(facts.gpus.availability.available);
+    const Finding& f = require_finding(evaluate(facts), "fabric.manager");
+    INFO(f.message);
+    CHECK(f.status == row.expected);
+    CHECK(f.message.find(row.says) != std::string::npos);
+  }
 }
 
 TEST_CASE("fabric.manager: the GPU Operator's fabric manager, in its driver container, is not a missing one",
@@ -515,7 +791,7 @@ TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during
       {"a flap", [](LinkCounterSnapshot& s) { s.ports[0].link_downed = 3; }, "ib.errors", Status::warn,
        "mlx5_0:1 went down 1 time(s)"},
       {"symbol errors", [](LinkCounterSnapshot& s) { s.ports[0].symbol_error = 7; }, "ib.errors", Status::pass,
-       "reported, not judged: mlx5_0:1: 7 symbol errors"},
+       "(mlx5_0:1: 7 symbol errors (below ibcheckerrs' 10; no link rate to judge its bit error rate by)"},
   };
   for (const Row& row : rows) {
     INFO(row.name);
@@ -556,4 +832,79 @@ TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during
   REQUIRE(alone.size() == 3);
   CHECK(alone[0].id == "nvlink.errors");
   CHECK(alone[0].status == Status::fail);
+}
+
+// Symbol errors by their growth during the run, on a real 8x NDR node's /sys/class/infiniband (tests/fixtures/probe/
+// ib-h100-8x400: 400 Gb/s InfiniBand ports, mlx5_bond_0 an Ethernet port) read twice through FakeSystem, `seconds`
+// apart, with `errors` added to one port's symbol_error in between. The limits are rows of
+// data/doctor/thresholds.toml:
+// - rdma-core infiniband-diags/scripts/ibcheckerrs.in @ 41293e0e: "# Default thresholds SymbolErrorCounter=10", and
+//   `if (th[$1] > 0 && $2 >= th[$1]) warn = warn "#warn: counter " ...`: 10 or more is a warning;
+// - the InfiniBand specification "requires less than one-bit error per 10^12 bits transmitted" (NVIDIA DGX SuperPOD
+//   cabling design guide, "Bit Error Rate (BER)"), and NVIDIA's ibdiagnet: "For NDR/HDR/EDR links, symbol errors
+//   (NDR/HDR) or effective errors (EDR) are the actual errors seen by the application level after error correction"
+//   (IBUtils2 2.24.0, "Bit Error Rate (BER)"). Each symbol error is at least one bit error: errors / (400e9 x seconds)
+//   bounds the BER from below.
+// - the kernel reads symbol_error as the 16-bit and link_downed as the 8-bit PMA counter (drivers/infiniband/core/
+//   sysfs.c PORT_PMA_ATTR(symbol_error, 0, 16, 32), PORT_PMA_ATTR(link_downed, 2, 8, 56)); the capture's mlx5_1
+//   link_downed reads 255, at its maximum.
+TEST_CASE("ib.errors: symbol errors judged by ibcheckerrs' count and the InfiniBand bit error rate",
+          "[doctor][fabric]") {
+  struct Row {
+    std::string name;
+    std::string device;
+    unsigned errors;
+    double seconds;
+    Status expected;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {"quiet", "mlx5_4", 0, 60, Status::pass, "ports: no link went down, symbol errors within the limits in 60 s"},
+      {"a few, reported", "mlx5_4", 4, 60, Status::pass,
+       "mlx5_4:1: 4 symbol errors (below ibcheckerrs' 10; bit error rate at least 1.7e-13 at 400 Gb/s)"},
+      {"ibcheckerrs' count, within the BER", "mlx5_4", 12, 60, Status::warn,
+       "mlx5_4:1: 12 symbol errors (ibcheckerrs warns from 10; bit error rate at least 5.0e-13 at 400 Gb/s)"},
+      {"above the specification's BER", "mlx5_4", 36, 60, Status::fail,
+       "mlx5_4:1: 36 symbol errors (bit error rate at least 1.5e-12 at 400 Gb/s, above the InfiniBand "
+       "specification's 1.0e-12)"},
+      {"the same count over a longer run is within the BER", "mlx5_4", 36, 300, Status::warn,
+       "bit error rate at least 3.0e-13"},
+      {"a burst in a one-second window: too few to judge", "mlx5_4", 8, 1, Status::pass,
+       "mlx5_4:1: 8 symbol errors (below ibcheckerrs' 10; bit error rate at least 2.0e-11"},
+      {"an Ethernet (RoCE) port is reported only", "mlx5_bond_0", 500, 60, Status::pass,
+       "mlx5_bond_0:1: 500 symbol errors (Ethernet link: reported, not judged)"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    gpuenv::testing::FakeSystem system;
+    system.add_tree(gpuenv::testing::fixture_path("probe/ib-h100-8x400"));
+    HostFacts facts = hgx();
+    facts.rdma = gpuenv::probe::read_rdma_devices(system, true);
+    const gpuenv::probe::LinkCounterOptions ports_only{"", std::chrono::seconds(1)};
+    facts.counters_start = gpuenv::probe::read_link_counters(system, ports_only);
+    const std::string counter = "/sys/class/infiniband/" + row.device + "/ports/1/counters/symbol_error";
+    system.files[counter] = std::to_string(std::stoul(system.files[counter]) + row.errors) + "\n";
+    system.clock += std::chrono::milliseconds(static_cast<long>(row.seconds * 1000));
+    facts.counters_end = gpuenv::probe::read_link_counters(system, ports_only);
+    const Finding& f = require_finding(evaluate(facts), "ib.errors");
+    INFO(f.message);
+    CHECK(f.status == row.expected);
+    CHECK(f.message.find(row.says) != std::string::npos);
+    CHECK(f.message.find("mlx5_1:1 link_downed at the counter's maximum") != std::string::npos);
+    if (row.expected != Status::pass) CHECK(f.remedy.find("ibdiagnet --get_phy_info") != std::string::npos);
+    if (row.expected == Status::fail) CHECK(f.source.find("10^12 bits") != std::string::npos);
+  }
+  // A symbol_error counter already at its 16-bit maximum cannot grow: said, not passed over in silence.
+  gpuenv::testing::FakeSystem saturated;
+  saturated.add_tree(gpuenv::testing::fixture_path("probe/ib-h100-8x400"));
+  saturated.files["/sys/class/infiniband/mlx5_4/ports/1/counters/symbol_error"] = "65535\n";
+  HostFacts facts = hgx();
+  facts.rdma = gpuenv::probe::read_rdma_devices(saturated, true);
+  facts.counters_start = gpuenv::probe::read_link_counters(saturated, {"", std::chrono::seconds(1)});
+  saturated.clock += std::chrono::seconds(60);
+  facts.counters_end = gpuenv::probe::read_link_counters(saturated, {"", std::chrono::seconds(1)});
+  const Finding& stuck = require_finding(evaluate(facts), "ib.errors");
+  CHECK(stuck.status == Status::pass);
+  CHECK(stuck.message.find("mlx5_4:1 symbol_error at the counter's maximum: new errors cannot show") !=
+        std::string::npos);
 }

@@ -225,6 +225,74 @@ TEST_CASE("collect_fabric: without NVSwitches the fabric manager's commands are 
   CHECK(facts.fabric.manager.service_state == "not asked: no NVSwitch needs the fabric manager");
 }
 
+TEST_CASE("collect_fabric: GPUs in an NVLink fabric with no switch in sight still get the fabric manager asked for",
+          "[probe][fabric]") {
+  // An HGX B200 before mlx5_core is loaded: no NVSwitch on PCI, no /sys/class/infiniband, so no SW_MNG bridge; the GPUs
+  // wait for the fabric manager (NVML fabric state Not Started). doctor's fabric.manager judges the fabric manager
+  // there, so systemctl is asked as on a board whose switches are in sight. /sys/module/<name> exists for every loaded
+  // module (Documentation/ABI/stable/sysfs-module): mlx5_core and ib_umad are not loaded here.
+  FakeSystem system;
+  system.add_tree(fixture_path("probe/hgx-b200-no-mlx5"));
+  system.commands["systemctl is-active nvidia-fabricmanager"] = {3, false, false, "inactive\n", ""};
+  auto facts = one_gpu();
+  facts.gpus.gpus[0].name = "NVIDIA B200";
+  gpuenv::probe::collect_fabric(system, true, std::chrono::seconds(1), facts);
+  CHECK(facts.fabric.nvswitches.empty());
+  CHECK(facts.fabric.nvlink5_bridges.empty());
+  CHECK(facts.fabric.manager.service_state == "inactive");
+  CHECK(facts.fabric.manager.running == std::optional<bool>(false));
+  CHECK(facts.fabric.mlx5_core_loaded == std::optional<bool>(false));
+  CHECK(facts.fabric.ib_umad_loaded == std::optional<bool>(false));
+
+  system.files["/sys/module/mlx5_core/refcnt"] = "1\n";
+  system.files["/sys/module/ib_umad/refcnt"] = "0\n";
+  auto loaded = one_gpu();
+  GpuFabricInfo waiting;
+  waiting.state = GpuFabricInfo::State::not_started;
+  loaded.gpus.gpus[0].fabric = waiting;  // any GPU NVML places in a fabric, whatever its name
+  gpuenv::probe::collect_fabric(system, true, std::chrono::seconds(1), loaded);
+  CHECK(loaded.fabric.manager.service_state == "inactive");
+  CHECK(loaded.fabric.mlx5_core_loaded == std::optional<bool>(true));
+  CHECK(loaded.fabric.ib_umad_loaded == std::optional<bool>(true));
+
+  FakeSystem bare;  // under --root, a tree without /sys/module: unknown, not "not loaded"
+  auto rooted = one_gpu();
+  gpuenv::probe::collect_fabric(bare, false, std::chrono::seconds(1), rooted);
+  CHECK_FALSE(rooted.fabric.mlx5_core_loaded);
+  CHECK_FALSE(rooted.fabric.ib_umad_loaded);
+}
+
+TEST_CASE("NVLink fabric signals: HGX NVLink5 names, fabric state, a multi-node cluster UUID", "[probe][fabric]") {
+  using gpuenv::probe::in_multi_node_nvlink_domain;
+  using gpuenv::probe::in_nvlink_fabric;
+  using gpuenv::probe::is_hgx_nvlink5_gpu;
+  CHECK(is_hgx_nvlink5_gpu("NVIDIA B200"));
+  CHECK(is_hgx_nvlink5_gpu("NVIDIA B100"));
+  CHECK_FALSE(is_hgx_nvlink5_gpu("NVIDIA GB200"));  // a Grace superchip: its switches are in the switch trays
+  CHECK_FALSE(is_hgx_nvlink5_gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition"));
+  CHECK_FALSE(is_hgx_nvlink5_gpu("NVIDIA H100 80GB HBM3"));
+
+  gpuenv::probe::GpuFacts gpu;
+  CHECK_FALSE(in_nvlink_fabric(gpu));  // nothing read
+  gpu.fabric = GpuFabricInfo{};
+  CHECK_FALSE(in_nvlink_fabric(gpu));  // NVML_GPU_FABRIC_STATE_NOT_SUPPORTED
+  for (auto state :
+       {GpuFabricInfo::State::not_started, GpuFabricInfo::State::in_progress, GpuFabricInfo::State::completed}) {
+    gpu.fabric->state = state;
+    CHECK(in_nvlink_fabric(gpu));
+  }
+  // go-nvlib's IsFabricAttached (NVIDIA/go-nvlib pkg/nvlib/device/device.go @ 0171eccd): `if info.ClusterUuid ==
+  // [16]uint8{} { return false, nil }`. The set one is the GB200's of kubernetes-sigs/dra-driver-nvidia-gpu#626.
+  gpu.fabric->cluster_uuid = "00000000-0000-0000-0000-000000000000";
+  CHECK_FALSE(in_multi_node_nvlink_domain(gpu));
+  gpu.fabric->cluster_uuid = "dc6e40c4-d722-4357-9ba6-5291dd461278";
+  CHECK(in_multi_node_nvlink_domain(gpu));
+  gpu.fabric->cluster_uuid = "N/A";
+  CHECK_FALSE(in_multi_node_nvlink_domain(gpu));
+  gpu.fabric->cluster_uuid.clear();
+  CHECK_FALSE(in_multi_node_nvlink_domain(gpu));
+}
+
 TEST_CASE("nvidia-smi -q -x <fabric>: N/A on a real report, Completed as the -q text prints it", "[probe][fabric]") {
   // A real R595 report (shared/fixtures/nvidia-smi-xml/geforce-rtx-3080_driver-595.58.03_cuda-13.2.xml): every
   // fabric field N/A, health block included.
