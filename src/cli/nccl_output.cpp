@@ -115,7 +115,40 @@ std::string nccl_sweep_text(const nccl::SweepReport& sweep, const report::TextSt
   return out.str();
 }
 
+namespace {
+
+/// A setting NCCL ran with: name, value, where it came from and what it can do ("breaks_init", "lowers_bandwidth",
+/// "loads_code", "writes_file").
+nlohmann::json nccl_setting_json(const nccl::NcclSetting& setting) {
+  nlohmann::json effects = nlohmann::json::array();
+  for (const nccl::SettingNote& note : setting.notes) {
+    const char* name = "";
+    switch (note.effect) {
+      case nccl::SettingEffect::breaks_init:
+        name = "breaks_init";
+        break;
+      case nccl::SettingEffect::lowers_bandwidth:
+        name = "lowers_bandwidth";
+        break;
+      case nccl::SettingEffect::loads_code:
+        name = "loads_code";
+        break;
+      case nccl::SettingEffect::writes_file:
+        name = "writes_file";
+        break;
+    }
+    effects.push_back(name);
+  }
+  return {{"name", setting.name}, {"value", setting.value}, {"origin", setting.origin}, {"effects", effects}};
+}
+
+}  // namespace
+
 nlohmann::json nccl_sweep_json(const nccl::SweepReport& sweep) {
+  nlohmann::json settings = nlohmann::json::array();
+  for (const nccl::NcclSetting& setting : sweep.settings) settings.push_back(nccl_setting_json(setting));
+  nlohmann::json unset = nlohmann::json::array();
+  for (const nccl::NcclSetting& setting : sweep.unset) unset.push_back(nccl_setting_json(setting));
   nlohmann::json sizes = nlohmann::json::array();
   for (const nccl::SweepSize& size : sweep.sizes) {
     sizes.push_back({{"bytes", size.bytes},
@@ -129,6 +162,8 @@ nlohmann::json nccl_sweep_json(const nccl::SweepReport& sweep) {
           {"ranks", sweep.ranks},
           {"verdict", report::to_string(sweep.verdict)},
           {"sizes", sizes},
+          {"settings", settings},
+          {"unset", unset},
           {"findings", report::to_json(sweep.findings)}};
 }
 

@@ -20,6 +20,9 @@ using report::Finding;
 using report::Status;
 using smoke::CUresult;
 
+/// The call that initialises the communicators: a failure there is what a setting of the environment can cause.
+constexpr const char* k_comm_init_all = "ncclCommInitAll";
+
 constexpr const char* k_install_hint =
     "install NCCL (the libnccl2 package of NVIDIA's CUDA repository, or `pip install nvidia-nccl-cu12` and pass "
     "--python to use that environment's copy; GPUENV_NCCL_LIBRARY names a libnccl.so.2 directly)";
@@ -42,6 +45,8 @@ class Session {
   ~Session() { release(); }
 
   const std::string& error() const { return m_error; }
+  /// The call whose failure error() describes ("ncclCommInitAll", "cuMemAlloc (send buffer)", ...).
+  const std::string& failed_call() const { return m_failed_call; }
 
   /// Contexts, streams and events for `count` GPUs; the smallest free memory among them.
   bool open(int count, std::size_t& free_bytes) {
@@ -81,8 +86,7 @@ class Session {
     std::vector<int> devices;
     for (const Rank& r : m_ranks) devices.push_back(r.device);
     m_comms.assign(m_ranks.size(), nullptr);
-    if (!nc(m_nccl.comm_init_all(m_comms.data(), static_cast<int>(m_ranks.size()), devices.data()),
-            "ncclCommInitAll")) {
+    if (!nc(m_nccl.comm_init_all(m_comms.data(), static_cast<int>(m_ranks.size()), devices.data()), k_comm_init_all)) {
       m_comms.clear();
       return false;
     }
@@ -176,12 +180,18 @@ class Session {
 
   bool cu(CUresult result, const char* what) {
     if (result == smoke::cuda_success) return true;
-    if (m_error.empty()) m_error = std::string(what) + " failed: " + smoke::describe_cuda_error(m_cuda, result);
+    if (m_error.empty()) {
+      m_error = std::string(what) + " failed: " + smoke::describe_cuda_error(m_cuda, result);
+      m_failed_call = what;
+    }
     return false;
   }
   bool nc(ncclResult_t result, const char* what) {
     if (result == nccl_success) return true;
-    if (m_error.empty()) m_error = std::string(what) + " failed: " + describe_nccl_error(m_nccl, result);
+    if (m_error.empty()) {
+      m_error = std::string(what) + " failed: " + describe_nccl_error(m_nccl, result);
+      m_failed_call = what;
+    }
     return false;
   }
   /// Waits for every rank's stream. With cuStreamQuery the wait polls NCCL's asynchronous error too: a collective
@@ -243,16 +253,17 @@ class Session {
   std::vector<Rank> m_ranks;
   std::vector<ncclComm_t> m_comms;
   std::string m_error;
+  std::string m_failed_call;
 };
 
 /// What the worker thread found.
 struct Outcome {
-  std::string version;
   int ranks = 0;
   std::vector<SweepSize> sizes;
-  std::string error;     ///< a CUDA or NCCL call failed
-  std::string mismatch;  ///< a wrong sum
-  std::string skipped;   ///< why nothing ran (one GPU)
+  std::string error;        ///< a CUDA or NCCL call failed
+  std::string failed_call;  ///< which one (the Session's), "" for a failure outside the session
+  std::string mismatch;     ///< a wrong sum
+  std::string skipped;      ///< why nothing ran (one GPU)
 };
 
 /// The sizes that fit: both buffers within 90% of the smallest free memory.
@@ -268,8 +279,6 @@ std::vector<std::uint64_t> fitting_sizes(std::vector<std::uint64_t> sizes, std::
 Outcome sweep(const smoke::CudaApi& cuda, const NcclApi& nccl, const SweepOptions& options,
               std::vector<std::uint64_t> sizes) {
   Outcome outcome;
-  int version = 0;
-  if (nccl.get_version(&version) == nccl_success) outcome.version = nccl_version_text(version);
   if (const CUresult init = cuda.init(0); init != smoke::cuda_success) {
     outcome.error = "cuInit failed: " + smoke::describe_cuda_error(cuda, init);
     return outcome;
@@ -288,6 +297,7 @@ Outcome sweep(const smoke::CudaApi& cuda, const NcclApi& nccl, const SweepOption
   std::size_t free_bytes = 0;
   if (!session.open(count, free_bytes)) {
     outcome.error = session.error();
+    outcome.failed_call = session.failed_call();
     return outcome;
   }
   sizes = fitting_sizes(std::move(sizes), free_bytes);
@@ -298,6 +308,7 @@ Outcome sweep(const smoke::CudaApi& cuda, const NcclApi& nccl, const SweepOption
   }
   if (!session.prepare(sizes.back())) {
     outcome.error = session.error();
+    outcome.failed_call = session.failed_call();
     return outcome;
   }
   for (const std::uint64_t bytes : sizes) {
@@ -306,6 +317,7 @@ Outcome sweep(const smoke::CudaApi& cuda, const NcclApi& nccl, const SweepOption
     if (!session.time(bytes, options.warmup, options.iterations, size.seconds) ||
         !session.verify(bytes, options.verify_bytes, outcome.mismatch)) {
       outcome.error = session.error();
+      outcome.failed_call = session.failed_call();
       return outcome;
     }
     size.verified = outcome.mismatch.empty();
@@ -323,6 +335,55 @@ std::string one_decimal(double value) {
   return buffer;
 }
 
+/// The settings that can change the sweep's result: those that can break NCCL's initialisation or lower bandwidth.
+std::vector<const NcclSetting*> settings_that_matter(const std::vector<NcclSetting>& settings) {
+  std::vector<const NcclSetting*> out;
+  for (const NcclSetting& setting : settings) {
+    if (setting.has(SettingEffect::breaks_init) || setting.has(SettingEffect::lowers_bandwidth))
+      out.push_back(&setting);
+  }
+  return out;
+}
+
+/// "; NCCL settings in effect: NCCL_ALGO=Ring (environment)", or "" when none of `settings` is given.
+std::string in_effect(const std::vector<const NcclSetting*>& settings) {
+  return settings.empty() ? std::string() : "; NCCL settings in effect: " + describe_settings(settings, std::nullopt);
+}
+
+/// The sources of the rules of `effect` that `settings` matched, "; "-joined.
+std::string setting_sources(const std::vector<const NcclSetting*>& settings, SettingEffect effect) {
+  std::vector<std::string> sources;
+  for (const NcclSetting* setting : settings) {
+    for (const SettingNote& note : setting->notes) {
+      if (note.effect == effect) sources.push_back(setting->name + ": " + note.source);
+    }
+  }
+  return util::join(sources, "; ");
+}
+
+/// nccl.library's message once NCCL ran: the version and library, every setting in effect, what gpuenv unset, and
+/// what NCCL loads or writes because of a setting.
+std::string library_message(const SweepReport& report) {
+  std::string message = "NCCL " +
+                        (report.nccl_version.empty() ? std::string("(version unknown)") : report.nccl_version) + " (" +
+                        report.library + ")";
+  if (!report.settings.empty()) {
+    std::vector<const NcclSetting*> all;
+    for (const NcclSetting& setting : report.settings) all.push_back(&setting);
+    message += "; NCCL settings in effect: " + describe_settings(all, std::nullopt);
+    for (const SettingEffect effect : {SettingEffect::loads_code, SettingEffect::writes_file}) {
+      const auto named = settings_with(report.settings, effect);
+      if (!named.empty()) message += "; " + describe_settings(named, effect);
+    }
+  }
+  for (const NcclSetting& withdrawn : report.unset) {
+    message += "; unset before NCCL started: " + describe_settings({&withdrawn}, std::nullopt) +
+               ", the rendezvous address of a multi-process job, which this one-process communicator does not need "
+               "and NCCL would listen on";
+  }
+  return message;
+}
+
 }  // namespace
 
 Finding sweep_bandwidth_finding(const SweepReport& report, const Floor* floor, const std::string& instance_type) {
@@ -334,26 +395,40 @@ Finding sweep_bandwidth_finding(const SweepReport& report, const Floor* floor, c
   }
   const std::string message =
       "all-reduce bus bandwidth over " + std::to_string(report.ranks) + " GPUs (GB/s): " + util::join(measured, ", ");
+  const auto tuning = settings_with(report.settings, SettingEffect::lowers_bandwidth);
+  const std::string with = in_effect(tuning);
   if (floor == nullptr) {
     return {"nccl.busbw", Status::pass,
             message + "; reported, not judged: no floor for " +
-                (instance_type.empty() ? std::string("this node (no instance type known)") : instance_type),
+                (instance_type.empty() ? std::string("this node (no instance type known)") : instance_type) + with,
             "", ""};
   }
   const std::string versus = "floor " + one_decimal(floor->busbw_gbps) + " GB/s at " + size_text(floor->message_bytes);
   if (at_floor == nullptr)
-    return {"nccl.busbw", Status::pass, message + "; " + versus + " not judged: that size did not fit the GPUs' memory",
-            "", floor->source};
+    return {"nccl.busbw", Status::pass,
+            message + "; " + versus + " not judged: that size did not fit the GPUs' memory" + with, "", floor->source};
   if (!floor->judged)
-    return {"nccl.busbw", Status::pass, message + "; " + versus + " (" + floor->status + ": reported, not judged)", "",
-            floor->source};
+    return {"nccl.busbw", Status::pass,
+            message + "; " + versus + " (" + floor->status + ": reported, not judged)" + with, "", floor->source};
+  const std::string fabric_remedy =
+      "check the NVLink fabric (`gpuenv doctor`: gpu.nvlink, fabric.state, fabric.manager, nvlink.errors) and that no "
+      "other job uses the GPUs; rerun, then drain the node if it stays below";
   if (at_floor->busbw_gbps < floor->busbw_gbps) {
-    return {"nccl.busbw", Status::fail, message + "; below the " + versus + " for " + instance_type,
-            "check the NVLink fabric (`gpuenv doctor`: gpu.nvlink, fabric.state, fabric.manager, nvlink.errors) and "
-            "that no other job uses the GPUs; rerun, then drain the node if it stays below",
+    if (!tuning.empty()) {
+      // The floor was measured with NCCL's own choices; root's tuning for another workload is not a broken node.
+      return {"nccl.busbw", Status::warn,
+              message + "; below the " + versus + " for " + instance_type + ", with " +
+                  describe_settings(tuning, SettingEffect::lowers_bandwidth) + " in effect",
+              "rerun without it (" + without_settings(tuning) +
+                  ") to judge the node against the floor with NCCL's own choices; if it is still below, " +
+                  fabric_remedy,
+              floor->source + "; " + setting_sources(tuning, SettingEffect::lowers_bandwidth)};
+    }
+    return {"nccl.busbw", Status::fail, message + "; below the " + versus + " for " + instance_type, fabric_remedy,
             floor->source};
   }
-  return {"nccl.busbw", Status::pass, message + "; meets the " + versus + " for " + instance_type, "", floor->source};
+  return {"nccl.busbw", Status::pass, message + "; meets the " + versus + " for " + instance_type + with, "",
+          floor->source};
 }
 
 namespace {
@@ -373,6 +448,24 @@ std::shared_ptr<system::DynamicLibrary> load_first(system::System& system, const
 }
 
 void finish(SweepReport& report) { report.verdict = report::verdict_of(report.findings); }
+
+/// The settings NCCL will run with, after taking NCCL_COMM_ID out of the environment. ncclCommInitAll makes its
+/// unique id with ncclGetUniqueId, whose bootstrap takes NCCL_COMM_ID's address when it is set, and its first rank
+/// then starts the bootstrap root listening there (NVIDIA/nccl@5067397 src/init.cc:2625, src/bootstrap.cc:433,
+/// src/init.cc:2533); the interface is chosen by that address's subnet too (src/bootstrap.cc:109). A leftover address
+/// of another host (a multi-node job's) makes initialisation fail, and one process needs no rendezvous. NCCL reads it
+/// with getenv (src/plugin/env/default_env.cc), so the variable must leave this process's environment: through
+/// System, the one place gpuenv changes its own environment, before NCCL's first call and its threads. A value from
+/// ~/.nccl.conf or /etc/nccl.conf cannot be taken out so: NCCL adds the files' lines to the environment itself when
+/// it starts (src/misc/param.cc), so that one stays, is reported and, as a setting that can break initialisation,
+/// turns an ncclCommInitAll failure into a warning.
+std::vector<NcclSetting> prepare_environment(system::System& system, int version_code, SweepReport& report) {
+  if (const auto comm_id = system.environment("NCCL_COMM_ID")) {
+    system.unset_environment("NCCL_COMM_ID");
+    report.unset.push_back({"NCCL_COMM_ID", *comm_id, "environment", {}});
+  }
+  return read_nccl_settings(system, version_code);
+}
 
 }  // namespace
 
@@ -409,6 +502,12 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
   auto cuda = smoke::resolve_cuda_api(*cuda_library);
   if (!cuda) return util::Error::input(options.cuda_library + " is not a usable CUDA driver: " + cuda.error().message);
 
+  // ncclGetVersion only writes NCCL_VERSION_CODE (NVIDIA/nccl src/init.cc:176): safe before anything else.
+  int version_code = 0;
+  if (nccl->get_version(&version_code) != nccl_success) version_code = 0;
+  report.nccl_version = nccl_version_text(version_code);
+  report.settings = prepare_environment(system, version_code, report);
+
   const Floor* floor = options.instance_type.empty() ? nullptr : (*data)->floor_for(options.instance_type, 1);
   std::vector<std::uint64_t> sizes = options.sizes;
   if (floor != nullptr) sizes.push_back(floor->message_bytes);
@@ -419,12 +518,14 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
         return sweep(cuda, nccl, options, sizes);
       },
       options.timeout);
+  const std::string with = in_effect(settings_that_matter(report.settings));
   if (!outcome) {
     report.abandoned_work = true;
+    report.findings.push_back({"nccl.library", Status::pass, library_message(report), "", ""});
     report.findings.push_back(
         {"nccl.allreduce", Status::fail,
          "hang: the NCCL all-reduce did not finish within " +
-             one_decimal(static_cast<double>(options.timeout.count()) / 1000) + " s",
+             one_decimal(static_cast<double>(options.timeout.count()) / 1000) + " s" + with,
          "rerun with NCCL_DEBUG=INFO to see where it waits; a hang across GPUs points at the "
          "NVLink fabric (`gpuenv doctor`: fabric.state, fabric.manager, gpu.nvlink) or a GPU in a "
          "bad state (Xid errors)",
@@ -432,18 +533,23 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
     finish(report);
     return report;
   }
-  report.nccl_version = outcome->version;
   report.ranks = outcome->ranks;
   report.sizes = outcome->sizes;
-  report.findings.push_back(
-      {"nccl.library", Status::pass,
-       "NCCL " + (report.nccl_version.empty() ? std::string("(version unknown)") : report.nccl_version) + " (" +
-           report.library + ")",
-       "", ""});
+  report.findings.push_back({"nccl.library", Status::pass, library_message(report), "", ""});
+  const auto init_settings = settings_with(report.settings, SettingEffect::breaks_init);
   if (!outcome->skipped.empty()) {
     report.findings.push_back({"nccl.allreduce", Status::skip, outcome->skipped, "", ""});
+  } else if (!outcome->error.empty() && outcome->failed_call == k_comm_init_all && !init_settings.empty()) {
+    // An initialisation that a setting can break: root's configuration, not (yet) the node's fault.
+    report.findings.push_back(
+        {"nccl.allreduce", Status::warn,
+         outcome->error + "; with " + describe_settings(init_settings, SettingEffect::breaks_init) + " in effect",
+         "rerun without it (" + without_settings(init_settings) +
+             ") to test the node with NCCL's own choices; if initialisation still fails, rerun with NCCL_DEBUG=INFO "
+             "and check `gpuenv doctor` (driver, fabric manager, NVLink)",
+         setting_sources(init_settings, SettingEffect::breaks_init)});
   } else if (!outcome->error.empty()) {
-    report.findings.push_back({"nccl.allreduce", Status::fail, outcome->error,
+    report.findings.push_back({"nccl.allreduce", Status::fail, outcome->error + with,
                                "rerun with NCCL_DEBUG=INFO for NCCL's own account; check `gpuenv doctor` (driver, "
                                "fabric manager, NVLink) and that no other process holds the GPUs",
                                ""});
@@ -451,7 +557,7 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
     report.findings.push_back(
         {"nccl.allreduce", Status::fail,
          "wrong sum after the all-reduce of " + size_text(report.sizes.back().bytes) + " over " +
-             std::to_string(report.ranks) + " GPUs: " + outcome->mismatch,
+             std::to_string(report.ranks) + " GPUs: " + outcome->mismatch + with,
          "a collective that computes wrong sums corrupts training silently: drain the node, check "
          "`gpuenv doctor` (Xid, NVLink and PCIe errors), reset the GPUs and open a hardware "
          "ticket if it repeats",
@@ -460,7 +566,7 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
     report.findings.push_back({"nccl.allreduce", Status::pass,
                                std::to_string(report.ranks) + " GPUs, " + size_text(report.sizes.front().bytes) +
                                    (report.sizes.size() > 1 ? " to " + size_text(report.sizes.back().bytes) : "") +
-                                   ": every sum verified",
+                                   ": every sum verified" + with,
                                "", ""});
     report.findings.push_back(sweep_bandwidth_finding(report, floor, options.instance_type));
   }

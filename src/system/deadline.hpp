@@ -32,6 +32,10 @@ class DeadlineSystem final : public System {
   bool exists(const std::string& path) override { return m_inner.exists(path); }
   std::vector<std::string> list_directory(const std::string& path) override { return m_inner.list_directory(path); }
   std::optional<std::string> environment(const std::string& name) override { return m_inner.environment(name); }
+  std::vector<std::pair<std::string, std::string>> environment_variables() override {
+    return m_inner.environment_variables();
+  }
+  void unset_environment(const std::string& name) override { m_inner.unset_environment(name); }
   /// Runs with min(timeout, time left); after the deadline, returns timed_out without starting anything.
   CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
   LibraryResult load_library(const std::string& name) override { return m_inner.load_library(name); }

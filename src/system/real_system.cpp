@@ -201,6 +201,10 @@ class RealSystem final : public System {
     return std::string(value);
   }
 
+  std::vector<std::pair<std::string, std::string>> environment_variables() override { return process_environment(); }
+
+  void unset_environment(const std::string& name) override { ::unsetenv(name.c_str()); }
+
   CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override {
     CommandResult result;
     if (argv.empty() || !m_root.empty()) {

@@ -112,6 +112,13 @@ class System {
   virtual std::vector<std::string> list_directory(const std::string& path) = 0;
   /// The environment variable `name`, if set.
   virtual std::optional<std::string> environment(const std::string& name) = 0;
+  /// Every variable of the environment as NAME=value pairs, in order (a name given twice is listed twice;
+  /// environment(name) answers the first): what a library that reads variables by prefix (NCCL_*) sees.
+  virtual std::vector<std::pair<std::string, std::string>> environment_variables() = 0;
+  /// Removes `name` from this process's environment, so that a library reading it with getenv (NCCL) no longer sees
+  /// it. POSIX unsetenv is not safe while another thread reads the environment: call it before the library's
+  /// threads start (nccl/allreduce.cpp, NCCL_COMM_ID, is the one caller).
+  virtual void unset_environment(const std::string& name) = 0;
   /// Runs argv[0] with the rest as arguments; never through a shell. A name without a slash is looked up in the
   /// safe search path (`program_search_path`: PATH's absolute entries, then fixed system directories); the child
   /// starts in "/" with the scrubbed environment of `child_environment`, so neither the caller's working directory

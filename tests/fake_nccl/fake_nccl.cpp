@@ -8,7 +8,9 @@
 // max_ranks (ncclCommInitAll with more devices answers ncclInvalidUsage), allreduce_result (every ncclAllReduce's
 // result), async_error (ncclCommGetAsyncError reports it after the first collective), wrong_rank and wrong_element
 // (that rank's receive buffer gets element N one too high after each all-reduce: a wrong sum), hang_seconds
-// (ncclGroupEnd blocks that long: a collective stuck on a dead link; then it answers ncclSystemError).
+// (ncclGroupEnd blocks that long: a collective stuck on a dead link; then it answers ncclSystemError), comm_id_env
+// (1: ncclCommInitAll reads NCCL_COMM_ID from the process environment with getenv, as NCCL's bootstrap does, and
+// answers ncclInvalidArgument when it is set, as an address NCCL cannot listen on would end).
 // fake_nccl_allreduce_bytes(i) and fake_nccl_allreduce_count() let tests see the sizes the collectives ran with.
 
 #include <atomic>
@@ -125,6 +127,7 @@ int ncclCommInitAll(FakeComm** comms, int ndev, const int* devlist) {
   g_queue.clear();
   g_collective_done = false;
   if (const int result = static_cast<int>(number("init_result", 0)); result != k_success) return result;
+  if (number("comm_id_env", 0) != 0 && std::getenv("NCCL_COMM_ID") != nullptr) return k_invalid_argument;
   if (ndev < 1 || ndev > number("max_ranks", 64)) return k_invalid_usage;
   for (int i = 0; i < ndev; ++i) {
     if (devlist != nullptr && devlist[i] != i) return k_invalid_argument;  // the sweep passes devices 0..n-1

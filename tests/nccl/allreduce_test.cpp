@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <thread>
 
 #include "nccl/fake_nccl_fixture.hpp"
@@ -37,14 +38,22 @@ gpuenv::nccl::SweepOptions small() {
   return options;
 }
 
-gpuenv::nccl::SweepReport run(const std::string& cuda, const std::string& nccl,
-                              gpuenv::nccl::SweepOptions options = small()) {
+/// The sweep against the fakes configured as given, on `system` (its environment and files: the NCCL settings).
+gpuenv::nccl::SweepReport run_on(gpuenv::testing::FakeSystem& system, const std::string& cuda, const std::string& nccl,
+                                 const gpuenv::nccl::SweepOptions& options = small()) {
   const FakeCuda fake_cuda(cuda);
   const FakeNccl fake_nccl(nccl);
-  auto real = gpuenv::system::make_real_system();
-  auto report = gpuenv::nccl::run_allreduce_sweep(*real, options);
+  gpuenv::nccl::testing::open_fake_libraries(system);
+  auto report = gpuenv::nccl::run_allreduce_sweep(system, options);
   REQUIRE(report);
   return *report;
+}
+
+/// The same with no NCCL_* variable and no NCCL configuration file.
+gpuenv::nccl::SweepReport run(const std::string& cuda, const std::string& nccl,
+                              const gpuenv::nccl::SweepOptions& options = small()) {
+  gpuenv::testing::FakeSystem system;
+  return run_on(system, cuda, nccl, options);
 }
 
 /// A counter the fake libnccl exports; the library stays loaded for the process.
@@ -204,4 +213,183 @@ TEST_CASE("nccl_candidates: a wheel someone other than root can change is never 
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message.find("not trusted: /home/u is owned by uid 1000") != std::string::npos);
   CHECK(refused.error().remedy.find("GPUENV_NCCL_LIBRARY") != std::string::npos);
+}
+
+// NCCL reads its settings from the environment and from its configuration files ("Environment variables can also be
+// set statically in /etc/nccl.conf (for an administrator to set system-wide values) or in ${NCCL_CONF_FILE}",
+// https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html; NVIDIA/nccl@5067397 src/misc/param.cc): the
+// findings name the ones in effect, and a failure such a setting can cause is a warning naming it, not a broken node.
+TEST_CASE("all-reduce sweep: an initialisation a setting can break warns and names it", "[nccl]") {
+  // "NCCL_SOCKET_IFNAME ... specifies which IP interfaces to use for communication" (env.html#nccl-socket-ifname):
+  // even ncclCommInitAll's bootstrap needs one of them up ("Bootstrap : no socket interface found",
+  // src/bootstrap.cc:126, ncclInvalidUsage).
+  gpuenv::testing::FakeSystem from_env;
+  from_env.env = {{"NCCL_SOCKET_IFNAME", "=ens9"}, {"PATH", "/usr/bin"}};
+  const auto env_report = run_on(from_env, "device_count = 2\nfree_memory = 1073741824\n", "init_result = 5\n");
+  const Finding& init = require_finding(env_report.findings, "nccl.allreduce");
+  CHECK(init.status == Status::warn);
+  CHECK(init.message ==
+        "ncclCommInitAll failed: ncclInvalidUsage (5): invalid usage (run with NCCL_DEBUG=WARN for details); with "
+        "NCCL_SOCKET_IFNAME==ens9 (environment: names the interfaces NCCL's bootstrap may use, even for one process: "
+        "with none of them up, ncclCommInitAll fails (\"Bootstrap : no socket interface found\")) in effect");
+  CHECK(init.remedy.find("rerun without it (unset NCCL_SOCKET_IFNAME in the environment)") == 0);
+  CHECK(init.source.find("NCCL_SOCKET_IFNAME: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+                         "#nccl-socket-ifname") == 0);
+  CHECK(env_report.verdict == gpuenv::report::Verdict::degraded);
+  CHECK(require_finding(env_report.findings, "nccl.library").message ==
+        "NCCL 2.27.3 (" + std::string(GPUENV_FAKE_NCCL_LIBRARY) +
+            "); NCCL settings in effect: NCCL_SOCKET_IFNAME==ens9 (environment)");
+
+  // The same from /etc/nccl.conf (the documented example line, "NCCL_SOCKET_IFNAME==ens1f0"): the remedy names the
+  // file, since NCCL adds its lines to the environment itself.
+  gpuenv::testing::FakeSystem from_file;
+  from_file.files["/etc/nccl.conf"] = "NCCL_DEBUG=WARN\nNCCL_SOCKET_IFNAME==ens1f0\n";
+  const auto file_report = run_on(from_file, "device_count = 2\nfree_memory = 1073741824\n", "init_result = 5\n");
+  const Finding& file_init = require_finding(file_report.findings, "nccl.allreduce");
+  CHECK(file_init.status == Status::warn);
+  CHECK(file_init.message.find("NCCL_SOCKET_IFNAME==ens1f0 (/etc/nccl.conf: names the interfaces") !=
+        std::string::npos);
+  CHECK(file_init.remedy.find("rerun without it (remove NCCL_SOCKET_IFNAME from /etc/nccl.conf)") == 0);
+  CHECK(require_finding(file_report.findings, "nccl.library")
+            .message.find("NCCL settings in effect: NCCL_DEBUG=WARN (/etc/nccl.conf), NCCL_SOCKET_IFNAME==ens1f0 "
+                          "(/etc/nccl.conf)") != std::string::npos);
+
+  // A setting that cannot break initialisation leaves a failing one a failure, named beside it.
+  gpuenv::testing::FakeSystem tuned;
+  tuned.env = {{"NCCL_P2P_DISABLE", "1"}};
+  const auto tuned_report = run_on(tuned, "device_count = 2\nfree_memory = 1073741824\n", "init_result = 2\n");
+  const Finding& tuned_init = require_finding(tuned_report.findings, "nccl.allreduce");
+  CHECK(tuned_init.status == Status::fail);
+  CHECK(tuned_init.message ==
+        "ncclCommInitAll failed: ncclSystemError (2): unhandled system error (run with NCCL_DEBUG=INFO for details); "
+        "NCCL settings in effect: NCCL_P2P_DISABLE=1 (environment)");
+
+  // A failure after initialisation (a collective) is the node's, whatever the settings.
+  gpuenv::testing::FakeSystem collective;
+  collective.env = {{"NCCL_SOCKET_IFNAME", "eth0"}};
+  const auto collective_report =
+      run_on(collective, "device_count = 2\nfree_memory = 1073741824\n", "allreduce_result = 1\n");
+  CHECK(require_finding(collective_report.findings, "nccl.allreduce").status == Status::fail);
+
+  // Nothing set: a failing initialisation fails, as before (and the messages are unchanged).
+  const auto plain = run("device_count = 2\nfree_memory = 1073741824\n", "init_result = 5\n");
+  CHECK(require_finding(plain.findings, "nccl.allreduce").status == Status::fail);
+  CHECK(plain.settings.empty());
+}
+
+TEST_CASE("all-reduce sweep: the settings that can change the result are named in each finding", "[nccl]") {
+  gpuenv::testing::FakeSystem system;
+  // NCCL_P2P_DISABLE=1 "disable[s] direct GPU-to-GPU (P2P) communication" (env.html#nccl-p2p-disable); NCCL_IB_HCA
+  // chooses InfiniBand adapters, which a single-node all-reduce does not use: reported in nccl.library only.
+  system.env = {{"NCCL_IB_HCA", "mlx5_0"}, {"NCCL_P2P_DISABLE", "1"}, {"NCCL_VERSION", "2.16.2-1"}};
+  const auto report = run_on(system, "device_count = 2\nfree_memory = 1073741824\nelapsed_ms = 2\n", "");
+  CHECK(report.verdict == gpuenv::report::Verdict::ok);
+  CHECK(require_finding(report.findings, "nccl.library").message ==
+        "NCCL 2.27.3 (" + std::string(GPUENV_FAKE_NCCL_LIBRARY) +
+            "); NCCL settings in effect: NCCL_IB_HCA=mlx5_0 (environment), NCCL_P2P_DISABLE=1 (environment)");
+  CHECK(require_finding(report.findings, "nccl.allreduce").message ==
+        "2 GPUs, 64 KiB to 256 KiB: every sum verified; NCCL settings in effect: NCCL_P2P_DISABLE=1 (environment)");
+  const Finding& busbw = require_finding(report.findings, "nccl.busbw");
+  CHECK(busbw.status == Status::pass);
+  CHECK(busbw.message.find("no floor for this node (no instance type known); NCCL settings in effect: "
+                           "NCCL_P2P_DISABLE=1 (environment)") != std::string::npos);
+  REQUIRE(report.settings.size() == 2);  // NCCL_VERSION is the container image's package version, not NCCL's
+  CHECK(report.settings[1].has(gpuenv::nccl::SettingEffect::lowers_bandwidth));
+
+  // A plugin setting: NCCL loads it into this root process ("NCCL_NET_PLUGIN ... will cause NCCL to look for the net
+  // plugin library", env.html#nccl-net-plugin); reported, not judged.
+  gpuenv::testing::FakeSystem plugin;
+  plugin.env = {{"NCCL_NET_PLUGIN", "aws-ofi"}, {"NCCL_DEBUG_FILE", "/tmp/nccl.%h.%p"}};
+  const auto plugged = run_on(plugin, "device_count = 2\nfree_memory = 1073741824\n", "");
+  CHECK(plugged.verdict == gpuenv::report::Verdict::ok);
+  const std::string library = require_finding(plugged.findings, "nccl.library").message;
+  CHECK(library.find("; NCCL_NET_PLUGIN=aws-ofi (environment: makes NCCL load that network plugin") !=
+        std::string::npos);
+  CHECK(library.find("; NCCL_DEBUG_FILE=/tmp/nccl.%h.%p (environment: makes NCCL create or overwrite that file)") !=
+        std::string::npos);
+  CHECK(require_finding(plugged.findings, "nccl.allreduce").message == "2 GPUs, 64 KiB to 256 KiB: every sum verified");
+}
+
+TEST_CASE("all-reduce sweep: busbw below the floor with bandwidth tuning in effect warns and names it", "[nccl]") {
+  auto data = gpuenv::nccl::builtin_data();
+  REQUIRE(data);
+  const gpuenv::nccl::Floor* floor = (*data)->floor_for("Standard_ND96isr_H100_v5", 1);
+  REQUIRE(floor != nullptr);
+  gpuenv::nccl::SweepReport report;
+  report.ranks = 8;
+  report.sizes = {{17179869184ULL, 0.065, 264, 420, true}};
+  // The settings as the sweep reads them, through System: the environment, then /etc/nccl.conf.
+  gpuenv::testing::FakeSystem system;
+  system.env = {{"NCCL_P2P_DISABLE", "1"}};
+  system.files["/etc/nccl.conf"] = "NCCL_ALGO=Tree\n";
+  report.settings = gpuenv::nccl::read_nccl_settings(system, 22703);
+  const Finding tuned = gpuenv::nccl::sweep_bandwidth_finding(report, floor, "Standard_ND96isr_H100_v5");
+  CHECK(tuned.status == Status::warn);
+  CHECK(tuned.message ==
+        "all-reduce bus bandwidth over 8 GPUs (GB/s): 16 GiB 420.0; below the floor 460.0 GB/s at 16 GiB for "
+        "Standard_ND96isr_H100_v5, with NCCL_P2P_DISABLE=1 (environment: disables the P2P transport (NVLink or PCIe "
+        "directly between the GPUs)), NCCL_ALGO=Tree (/etc/nccl.conf: restricts the algorithms NCCL may choose) in "
+        "effect");
+  CHECK(tuned.remedy.find("rerun without it (unset NCCL_P2P_DISABLE in the environment; remove NCCL_ALGO from "
+                          "/etc/nccl.conf) to judge the node against the floor") == 0);
+  CHECK(tuned.source.find(floor->source) == 0);
+  CHECK(tuned.source.find("NCCL_P2P_DISABLE: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+                          "#nccl-p2p-disable") != std::string::npos);
+
+  // NCCL_P2P_DISABLE=0 disables nothing (NCCL disables P2P only when it reads 1, src/graph/paths.cc:250), and a
+  // setting that can only break initialisation does not explain low bandwidth: both leave the failure a failure.
+  report.settings = gpuenv::nccl::nccl_settings({{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SOCKET_IFNAME", "eth0"}}, {});
+  const Finding untuned = gpuenv::nccl::sweep_bandwidth_finding(report, floor, "Standard_ND96isr_H100_v5");
+  CHECK(untuned.status == Status::fail);
+  CHECK(untuned.message ==
+        "all-reduce bus bandwidth over 8 GPUs (GB/s): 16 GiB 420.0; below the floor 460.0 GB/s at 16 GiB for "
+        "Standard_ND96isr_H100_v5");
+
+  // Nothing set: a failure, as before.
+  report.settings.clear();
+  CHECK(gpuenv::nccl::sweep_bandwidth_finding(report, floor, "Standard_ND96isr_H100_v5").status == Status::fail);
+
+  // Above the floor with tuning: a pass that names it.
+  report.settings = gpuenv::nccl::nccl_settings({{"NCCL_PROTO", "Simple"}}, {});
+  report.sizes[0].busbw_gbps = 470;
+  const Finding meets = gpuenv::nccl::sweep_bandwidth_finding(report, floor, "Standard_ND96isr_H100_v5");
+  CHECK(meets.status == Status::pass);
+  CHECK(meets.message.find("meets the floor 460.0 GB/s at 16 GiB for Standard_ND96isr_H100_v5; NCCL settings in "
+                           "effect: NCCL_PROTO=Simple (environment)") != std::string::npos);
+}
+
+TEST_CASE("all-reduce sweep: NCCL_COMM_ID leaves the environment before NCCL reads it", "[nccl]") {
+  // ncclCommInitAll -> ncclGetUniqueId -> bootstrapGetUniqueId takes NCCL_COMM_ID's address when it is set, and rank 0
+  // starts the bootstrap root listening there (NVIDIA/nccl@5067397 src/init.cc:2625, src/bootstrap.cc:433,
+  // src/init.cc:2533): another host's address cannot be listened on. NCCL reads it with getenv
+  // (src/plugin/env/default_env.cc), so it must leave the process's real environment; the fake libnccl's
+  // ncclCommInitAll fails, as NCCL would, when it still sees it (comm_id_env = 1).
+  ::setenv("NCCL_COMM_ID", "10.11.12.13:29500", 1);
+  const FakeCuda fake_cuda("device_count = 2\nfree_memory = 1073741824\n");
+  const FakeNccl fake_nccl("comm_id_env = 1\n");
+  auto real = gpuenv::system::make_real_system();
+  auto report = gpuenv::nccl::run_allreduce_sweep(*real, small());
+  const bool still_set = std::getenv("NCCL_COMM_ID") != nullptr;
+  ::unsetenv("NCCL_COMM_ID");
+  REQUIRE(report);
+  CHECK_FALSE(still_set);
+  CHECK(require_finding(report->findings, "nccl.allreduce").status == Status::pass);
+  REQUIRE(report->unset.size() == 1);
+  CHECK(report->unset[0].value == "10.11.12.13:29500");
+  CHECK(require_finding(report->findings, "nccl.library")
+            .message.find("; unset before NCCL started: NCCL_COMM_ID=10.11.12.13:29500 (environment), the rendezvous "
+                          "address of a multi-process job, which this one-process communicator does not need and "
+                          "NCCL would listen on") != std::string::npos);
+
+  // Through the seam: FakeSystem's environment loses it too; one from /etc/nccl.conf cannot be taken out (NCCL adds
+  // the file's lines itself), so it is a setting in effect that can break initialisation.
+  gpuenv::testing::FakeSystem system;
+  system.env = {{"NCCL_COMM_ID", "10.0.0.1:1234"}};
+  system.files["/etc/nccl.conf"] = "NCCL_COMM_ID=10.0.0.2:1234\n";
+  const auto seam = run_on(system, "device_count = 2\nfree_memory = 1073741824\n", "init_result = 4\n");
+  CHECK_FALSE(system.env.contains("NCCL_COMM_ID"));
+  REQUIRE(seam.settings.size() == 1);
+  CHECK(seam.settings[0].origin == "/etc/nccl.conf");
+  CHECK(seam.settings[0].value == "10.0.0.2:1234");
+  CHECK(require_finding(seam.findings, "nccl.allreduce").status == Status::warn);
 }

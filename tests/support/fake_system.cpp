@@ -55,6 +55,10 @@ std::optional<std::string> FakeSystem::environment(const std::string& name) {
   return it->second;
 }
 
+std::vector<std::pair<std::string, std::string>> FakeSystem::environment_variables() {
+  return {env.begin(), env.end()};
+}
+
 system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   std::string key;
   for (const std::string& arg : argv) key += (key.empty() ? "" : " ") + arg;

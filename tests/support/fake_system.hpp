@@ -33,6 +33,10 @@ class FakeSystem : public system::System {
   bool exists(const std::string& path) override;
   std::vector<std::string> list_directory(const std::string& path) override;
   std::optional<std::string> environment(const std::string& name) override;
+  /// `env` in name order.
+  std::vector<std::pair<std::string, std::string>> environment_variables() override;
+  /// Erases the name from `env`.
+  void unset_environment(const std::string& name) override { env.erase(name); }
   system::CommandResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
   system::LibraryResult load_library(const std::string& name) override;
   using system::System::write_file_atomic;  // the 0644 form
