@@ -3,6 +3,7 @@
 
 #include "doctor/actions.hpp"
 #include "doctor/rules_detail.hpp"
+#include "probe/nvlink5.hpp"
 
 namespace gpuenv::doctor::rules_detail {
 
@@ -231,6 +232,14 @@ void check_nvlink(const HostFacts& facts, Findings& out) {
                           " replay, " + std::to_string(nv.recovery_errors.value_or(0)) + " recovery, " +
                           std::to_string(nv.crc_errors.value_or(0)) + " CRC errors");
     }
+    // NVLink5 (Blackwell): the counters of probe/nvlink5.hpp's table, shown as the older ones are.
+    std::vector<std::string> nvlink5;
+    for (const probe::NvLink5Counter& counter : nv.nvlink5) {
+      if (counter.value > 0)
+        nvlink5.push_back(std::to_string(counter.value) + " " + probe::nvlink5_counter_name(counter.field));
+    }
+    if (!nvlink5.empty())
+      links.note(gpu, state + "; NVLink5 counters since the driver loaded: " + util::join(nvlink5, ", "));
   }
   links.finish(out, "every NVLink of its model up", "no GPU reports NVLink (PCIe-only GPUs, or an old driver)");
 }

@@ -1,5 +1,6 @@
 // Link error rates: how much the NVLink, PCIe replay and RDMA port counters grew between the start and the end of
-// doctor's run (probe/link_counters.hpp), judged by DCGM's health-watch limits and, for InfiniBand symbol errors, the
+// doctor's run (probe/link_counters.hpp), judged by DCGM's health-watch limits (NVLink5's counters by
+// probe/nvlink5.hpp's table, which smoke and watch judge them by too) and, for InfiniBand symbol errors, the
 // InfiniBand specification's bit error rate and ibcheckerrs' count (data/doctor/thresholds.toml).
 
 #include <cmath>
@@ -7,6 +8,7 @@
 
 #include "doctor/rules_detail.hpp"
 #include "probe/link_counters.hpp"
+#include "probe/nvlink5.hpp"
 
 namespace gpuenv::doctor::rules_detail {
 
@@ -41,13 +43,15 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
       "failing link, NVSwitch or baseboard: drain the node, reset the GPUs (reboot) and open a hardware ticket if "
       "they come back";
   Problems problems;
-  unsigned links = 0;
+  unsigned links = 0, nvlink5_links = 0;
   for (const probe::GpuLinkGrowth& gpu : growth.gpus) {
     for (const probe::NvLinkGrowth& link : gpu.nvlinks) {
-      // A link none of whose counters read at both ends (NVLink5 reports other fields) is not "no error".
-      const bool read = link.replay || link.recovery || link.crc || (link.active_before && !link.active_after);
+      // A link none of whose counters read at both ends is not "no error".
+      const bool read = link.replay || link.recovery || link.crc || !link.nvlink5.empty() ||
+                        (link.active_before && !link.active_after);
       if (!read) continue;
       ++links;
+      if (!link.nvlink5.empty()) ++nvlink5_links;
       const std::string where = counter_gpu_label(gpu) + " link " + std::to_string(link.link);
       if (link.active_before && !link.active_after)
         problems.add(Status::fail, where + " went down during the run", remedy);
@@ -61,21 +65,32 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
                      where + ": " + std::to_string(*link.crc) + " CRC errors (" + number(per_second, 1) + "/s)",
                      remedy);
       }
+      // NVLink5 (Blackwell): the counters its links give instead, judged by probe's table as smoke.link_errors
+      // judges them (DCGM 4.6.0 MonitorNVLink5Fields and MonitorNVLinkErrorFields).
+      for (const bool warns : {false, true}) {
+        for (const std::string& rise : probe::nvlink5_rises(link.link, link.nvlink5, warns))
+          problems.add(warns ? Status::warn : Status::fail, counter_gpu_label(gpu) + " " + rise, remedy);
+      }
     }
+    for (const std::string& fault : probe::nvlink5_ber_faults(gpu.nvlink5_effective_ber, gpu.nvlink5_symbol_ber))
+      problems.add(Status::fail, counter_gpu_label(gpu) + ": " + fault + " at the end of the run", remedy);
   }
+  const std::string source =
+      nvlink5_links == 0 ? replay_t.source : replay_t.source + "; NVLink5: " + probe::k_nvlink5_source;
   if (links == 0) {
     out.push_back(make("nvlink.errors", Status::skip,
-                       "no GPU reported NVLink replay, recovery or CRC counters at both readings (Blackwell's NVLink5 "
-                       "reports other fields)"));
+                       "no GPU reported NVLink error counters (replay, recovery and CRC, or NVLink5's) at both "
+                       "readings"));
   } else if (problems.lines.empty()) {
-    out.push_back(
-        make("nvlink.errors", Status::pass,
-             std::to_string(links) + " NVLinks: no replay, recovery or CRC error " + window_text(growth.seconds), {},
-             replay_t.source));
+    const std::string kinds = nvlink5_links == links ? "no NVLink5 error counter rose"
+                              : nvlink5_links == 0   ? "no replay, recovery or CRC error"
+                                                     : "no replay, recovery, CRC or NVLink5 error";
+    out.push_back(make("nvlink.errors", Status::pass,
+                       std::to_string(links) + " NVLinks: " + kinds + " " + window_text(growth.seconds), {}, source));
   } else {
     out.push_back(make("nvlink.errors", problems.status,
                        util::join(problems.lines, "; ") + " " + window_text(growth.seconds),
-                       util::join(problems.remedies, "; "), replay_t.source));
+                       util::join(problems.remedies, "; "), source));
   }
 }
 

@@ -93,7 +93,16 @@ struct FabricFacts {
   std::vector<GpuNumaNode> gpu_numa;
 };
 
-/// One NVLink's error counters (nvml.h nvmlNvLinkErrorCounter_t), cumulative since the driver loaded.
+/// One NVLink5 (Blackwell) error counter as NVML gives it per link (nvmlDeviceGetFieldValues, nvml.h
+/// NVML_FI_DEV_NVLINK_COUNT_*, the link in scopeId), cumulative since the driver loaded; which counters, and how a rise
+/// of each is judged, is probe/nvlink5.hpp's table.
+struct NvLink5Counter {
+  unsigned field = 0;  ///< the NVML field id (221 symbol errors, 214 failed link recoveries, ...)
+  std::uint64_t value = 0;
+};
+
+/// One NVLink's error counters (nvml.h nvmlNvLinkErrorCounter_t), cumulative since the driver loaded. Blackwell's
+/// NVLink5 refuses those four ("unsupported for Blackwell+", nvml.h) and counts its errors in `nvlink5` instead.
 struct NvLinkCounters {
   unsigned link = 0;
   bool active = false;
@@ -101,6 +110,8 @@ struct NvLinkCounters {
   std::optional<std::uint64_t> recovery;  ///< NVML_NVLINK_ERROR_DL_RECOVERY
   std::optional<std::uint64_t> crc_flit;  ///< NVML_NVLINK_ERROR_DL_CRC_FLIT
   std::optional<std::uint64_t> crc_data;  ///< NVML_NVLINK_ERROR_DL_CRC_DATA
+  /// The NVLink5 counters NVML could read, read only on a link that refuses all four above (none before Blackwell).
+  std::vector<NvLink5Counter> nvlink5 = {};
 };
 
 /// One GPU's link counters at one moment.
@@ -112,6 +123,10 @@ struct GpuLinkCounters {
   std::optional<unsigned> pcie_gen;           ///< the current link, for the replay allowance per lane
   std::optional<unsigned> pcie_width;
   std::vector<NvLinkCounters> nvlinks;
+  /// NVLink5: the bit error rates over all links (nvml.h NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER and _SYMBOL_BER at
+  /// scopeId UINT_MAX), raw as NVML encodes them (probe::BitErrorRate); read when a link gave NVLink5 counters.
+  std::optional<std::uint64_t> nvlink5_effective_ber;
+  std::optional<std::uint64_t> nvlink5_symbol_ber;
 };
 
 /// One RDMA port's error counters (ports/<n>/counters/*), cumulative since the driver loaded.

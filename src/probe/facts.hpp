@@ -29,6 +29,9 @@ struct NvLinkFacts {
   std::optional<std::uint64_t> replay_errors;
   std::optional<std::uint64_t> recovery_errors;
   std::optional<std::uint64_t> crc_errors;  ///< flit + data CRC
+  /// NVLink5 (Blackwell, whose links refuse the three above): each counter of probe/nvlink5.hpp's table summed over
+  /// the active links that report it, since the driver loaded.
+  std::vector<NvLink5Counter> nvlink5 = {};
 };
 
 struct GpuFacts {

@@ -1,5 +1,6 @@
 #include "probe/link_counters.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -14,19 +15,6 @@ namespace {
 using nvml::Api;
 using nvml::Device;
 using nvml::k_success;
-
-// nvml.h nvmlNvLinkErrorCounter_t.
-constexpr int k_replay = 0;
-constexpr int k_recovery = 1;
-constexpr int k_crc_flit = 2;
-constexpr int k_crc_data = 3;
-
-std::optional<std::uint64_t> nvlink_counter(const Api& api, Device device, unsigned link, int counter) {
-  if (api.nvlink_error_counter == nullptr) return std::nullopt;
-  unsigned long long value = 0;
-  if (api.nvlink_error_counter(device, link, counter, &value) != k_success) return std::nullopt;
-  return value;
-}
 
 }  // namespace
 
@@ -46,11 +34,15 @@ GpuLinkCounters nvml::read_link_counters(const Api& api, unsigned index, Device 
     NvLinkCounters counters;
     counters.link = link;
     counters.active = state == 1;  // nvmlEnableState_t NVML_FEATURE_ENABLED
-    counters.replay = nvlink_counter(api, device, link, k_replay);
-    counters.recovery = nvlink_counter(api, device, link, k_recovery);
-    counters.crc_flit = nvlink_counter(api, device, link, k_crc_flit);
-    counters.crc_data = nvlink_counter(api, device, link, k_crc_data);
+    nvml::read_nvlink_errors(nvml::nvlink_error_calls(api), device, link, counters);
     gpu.nvlinks.push_back(counters);
+  }
+  const bool nvlink5 = std::any_of(gpu.nvlinks.begin(), gpu.nvlinks.end(),
+                                   [](const NvLinkCounters& link) { return !link.nvlink5.empty(); });
+  if (nvlink5) {
+    const nvml::NvLink5Rates rates = nvml::read_nvlink5_rates(nvml::nvlink_error_calls(api), device);
+    gpu.nvlink5_effective_ber = rates.effective_ber;
+    gpu.nvlink5_symbol_ber = rates.symbol_ber;
   }
   return gpu;
 }
@@ -132,6 +124,8 @@ GpuLinkGrowth gpu_growth(const GpuLinkCounters& before, const GpuLinkCounters& a
   out.pcie_replays = growth(before.pcie_replays, after.pcie_replays);
   out.pcie_gen = after.pcie_gen;
   out.pcie_width = after.pcie_width;
+  out.nvlink5_effective_ber = after.nvlink5_effective_ber;
+  out.nvlink5_symbol_ber = after.nvlink5_symbol_ber;
   for (const NvLinkCounters& link : after.nvlinks) {
     NvLinkGrowth g;
     g.link = link.link;
@@ -142,6 +136,7 @@ GpuLinkGrowth gpu_growth(const GpuLinkCounters& before, const GpuLinkCounters& a
       g.replay = growth(earlier.replay, link.replay);
       g.recovery = growth(earlier.recovery, link.recovery);
       g.crc = sum(growth(earlier.crc_flit, link.crc_flit), growth(earlier.crc_data, link.crc_data));
+      g.nvlink5 = nvlink5_growth(earlier.nvlink5, link.nvlink5);
     }
     out.nvlinks.push_back(g);
   }

@@ -1,8 +1,9 @@
 #pragma once
 // The node's link error counters at one moment, and the difference between two such moments: NVLink
-// replay/recovery/CRC counters and the PCIe replay counter of each GPU (NVML, dlopen'ed on an abandonable thread)
-// and the error counters of each RDMA port (/sys/class/infiniband/*/ports/*/counters). A count since boot says
-// little; a count that grew while doctor ran (or between two `gpuenv watch` samples) is a rate.
+// replay/recovery/CRC counters (NVLink5's field counters on Blackwell) and the PCIe replay counter of each GPU (NVML,
+// dlopen'ed on an abandonable thread) and the error counters of each RDMA port
+// (/sys/class/infiniband/*/ports/*/counters). A count since boot says little; a count that grew while doctor ran (or
+// between two `gpuenv watch` samples) is a rate.
 
 #include <chrono>
 #include <cstdint>
@@ -33,6 +34,8 @@ struct NvLinkGrowth {
   CounterGrowth replay;
   CounterGrowth recovery;
   CounterGrowth crc;  ///< flit + data
+  /// NVLink5 (a link that refuses the three above): each counter read at both ends, by how much it grew.
+  std::vector<NvLink5Counter> nvlink5 = {};
 };
 
 struct GpuLinkGrowth {
@@ -42,6 +45,9 @@ struct GpuLinkGrowth {
   std::optional<unsigned> pcie_gen;  ///< at the later reading
   std::optional<unsigned> pcie_width;
   std::vector<NvLinkGrowth> nvlinks;
+  /// NVLink5's bit error rates over all links at the later reading (raw: probe::BitErrorRate): a rate, not a count.
+  std::optional<std::uint64_t> nvlink5_effective_ber;
+  std::optional<std::uint64_t> nvlink5_symbol_ber;
 };
 
 struct PortGrowth {

@@ -1,5 +1,6 @@
 #include "probe/nvml.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -17,28 +18,35 @@ using nvml::k_success;
 using nvml::query;
 using nvml::query_string;
 
-// nvml.h: nvmlNvLinkErrorCounter_t 0 replay, 1 recovery, 2 CRC flit, 3 CRC data; nvmlEnableState_t 1 = enabled (the
-// link is active).
-
 /// The GPU's NVLinks: every link NVML answers for (a link number beyond the GPU's count, or a GPU without NVLink,
-/// returns an error and is left out), with error counters summed over the active links.
+/// returns an error and is left out), with error counters summed over the active links (nvmlEnableState_t 1 = enabled:
+/// the link is active); NVLink5's counters summed per field (probe/nvlink5.hpp).
 std::optional<NvLinkFacts> read_nvlinks(const Api& api, Device device) {
   if (api.nvlink_state == nullptr) return std::nullopt;
   NvLinkFacts links;
-  auto add = [&](std::optional<std::uint64_t>& total, unsigned link, int counter) {
-    if (api.nvlink_error_counter == nullptr) return;
-    unsigned long long value = 0;
-    if (api.nvlink_error_counter(device, link, counter, &value) == k_success) total = total.value_or(0) + value;
+  const auto add = [](std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& value) {
+    if (value) total = total.value_or(0) + *value;
   };
   for (unsigned link = 0; link < nvml::k_nvlink_max_links; ++link) {
     int state = 0;
     if (api.nvlink_state(device, link, &state) != k_success) continue;
     (state == 1 ? links.active : links.inactive).push_back(link);
     if (state != 1) continue;
-    add(links.replay_errors, link, 0);
-    add(links.recovery_errors, link, 1);
-    add(links.crc_errors, link, 2);
-    add(links.crc_errors, link, 3);
+    NvLinkCounters counters;
+    nvml::read_nvlink_errors(nvml::nvlink_error_calls(api), device, link, counters);
+    add(links.replay_errors, counters.replay);
+    add(links.recovery_errors, counters.recovery);
+    add(links.crc_errors, counters.crc_flit);
+    add(links.crc_errors, counters.crc_data);
+    for (const NvLink5Counter& counter : counters.nvlink5) {
+      const auto known = std::find_if(links.nvlink5.begin(), links.nvlink5.end(),
+                                      [&](const NvLink5Counter& total) { return total.field == counter.field; });
+      if (known == links.nvlink5.end()) {
+        links.nvlink5.push_back(counter);
+      } else {
+        known->value += counter.value;
+      }
+    }
   }
   if (links.active.empty() && links.inactive.empty()) return std::nullopt;
   return links;

@@ -55,6 +55,7 @@ Api resolve(system::DynamicLibrary& lib) {
   bind(lib, api.running_processes, "nvmlDeviceGetComputeRunningProcesses");
   bind(lib, api.nvlink_state, "nvmlDeviceGetNvLinkState");
   bind(lib, api.nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
+  bind(lib, api.field_values, "nvmlDeviceGetFieldValues");
   bind(lib, api.pcie_replay_counter, "nvmlDeviceGetPcieReplayCounter");
   bind(lib, api.gpu_fabric_info_v, "nvmlDeviceGetGpuFabricInfoV");
   bind(lib, api.gpu_fabric_info, "nvmlDeviceGetGpuFabricInfo");

@@ -2,19 +2,19 @@
 // Internal to probe: the subset of nvml.h gpuenv calls, declared here so that no NVIDIA header or library is needed at
 // build time, resolved from a dlopen'ed libnvidia-ml. Layouts and signatures follow nvml.h (NVIDIA/go-nvml
 // gen/nvml/nvml.h @ 2f9e261f, the header NVIDIA generates its Go bindings from). Shared by the inventory (nvml.cpp)
-// and the link-counter reader (link_counters.cpp).
+// and the link-counter reader (link_counters.cpp); the NVLink error counters of both are read by nvlink5.cpp.
 
 #include <cstddef>
 #include <optional>
 #include <string>
 
 #include "probe/fabric_facts.hpp"
+#include "probe/nvlink5.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::probe::nvml {
 
-using Return = int;
-using Device = struct nvmlDevice_st*;
+// Return and Device: probe/nvlink5.hpp.
 constexpr Return k_success = 0;
 constexpr Return k_invalid_argument = 2;
 constexpr Return k_not_supported = 3;
@@ -106,6 +106,8 @@ struct Api {
   Return (*running_processes)(Device, unsigned*, void*) = nullptr;
   Return (*nvlink_state)(Device, unsigned, int*) = nullptr;
   Return (*nvlink_error_counter)(Device, unsigned, int, unsigned long long*) = nullptr;
+  /// nvmlDeviceGetFieldValues (R550+): NVLink5's error counters and bit error rates (probe/nvlink5.hpp).
+  Return (*field_values)(Device, int, FieldValue*) = nullptr;
   /// nvmlDeviceGetPcieReplayCounter (Kepler and later).
   Return (*pcie_replay_counter)(Device, unsigned*) = nullptr;
   /// nvmlDeviceGetGpuFabricInfoV (versioned, R550+) and nvmlDeviceGetGpuFabricInfo (v1, deprecated in 13.0).
@@ -125,6 +127,9 @@ std::optional<T> query(F f, Args... args) {
   return value;
 }
 
+/// The calls an NVLink's error counters are read through (read_nvlink_errors).
+inline NvLinkErrorCalls nvlink_error_calls(const Api& api) { return {api.nvlink_error_counter, api.field_values}; }
+
 /// A string attribute (name, UUID) of `device`; empty when the call is absent or fails.
 std::string query_string(Return (*f)(Device, char*, unsigned), Device device);
 
@@ -132,7 +137,8 @@ std::string query_string(Return (*f)(Device, char*, unsigned), Device device);
 std::string error_text(const Api& api, Return code);
 
 /// One GPU's link counters now (link_counters.cpp): the PCIe replay counter and link, and every NVLink NVML answers
-/// for with its state and error counters (a counter whose read fails is absent).
+/// for with its state and error counters (a counter whose read fails is absent; NVLink5's counters on a link that
+/// refuses the older ones, and then its bit error rates).
 GpuLinkCounters read_link_counters(const Api& api, unsigned index, Device device);
 
 }  // namespace gpuenv::probe::nvml

@@ -21,28 +21,6 @@ using report::Status;
 using NvmlDevice = void*;
 using NvmlReturn = int;
 
-/// nvml.h nvmlFieldValue_t (40 bytes on LP64: the value union at offset 32) and nvmlValueType_t.
-struct NvmlFieldValue {
-  unsigned field_id;
-  unsigned scope_id;  ///< the NVLink for the NVML_FI_DEV_NVLINK_COUNT_* fields ("Link ID needs to be specified in
-                      ///< the scopeId field", nvml.h)
-  long long timestamp;
-  long long latency_usec;
-  int value_type;  ///< 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed long long, 5 int,
-                   ///< 6 unsigned short
-  NvmlReturn nvml_return;  ///< per value: nvmlDeviceGetFieldValues succeeds when any value was filled
-  union {
-    double d;
-    unsigned u;
-    unsigned long ul;
-    unsigned long long ull;
-    long long sll;
-    int si;
-    unsigned short us;
-  } value;
-};
-static_assert(sizeof(NvmlFieldValue) == 40 && offsetof(NvmlFieldValue, value) == 32, "nvml.h nvmlFieldValue_t");
-
 /// The few NVML entry points smoke reads (nvml.h); each may be absent from an older driver.
 struct NvmlMonitor::Api {
   NvmlReturn (*init)() = nullptr;
@@ -60,8 +38,9 @@ struct NvmlMonitor::Api {
   NvmlReturn (*utilization)(NvmlDevice, unsigned*) = nullptr;          ///< nvmlUtilization_t {gpu, memory}
   NvmlReturn (*pcie_replays)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*nvlink_state)(NvmlDevice, unsigned, int*) = nullptr;
-  NvmlReturn (*nvlink_errors)(NvmlDevice, unsigned, int, unsigned long long*) = nullptr;
-  NvmlReturn (*field_values)(NvmlDevice, int, NvmlFieldValue*) = nullptr;  ///< NVLink5 counters (R550+)
+  // The NVLink error counters, read by probe's reader (probe/nvlink5.hpp): its types.
+  decltype(probe::nvml::NvLinkErrorCalls::error_counter) nvlink_errors = nullptr;
+  decltype(probe::nvml::NvLinkErrorCalls::field_values) field_values = nullptr;  ///< NVLink5 counters (R550+)
   NvmlReturn (*mig_mode)(NvmlDevice, unsigned*, unsigned*) = nullptr;
   NvmlReturn (*max_mig_devices)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*mig_device)(NvmlDevice, unsigned, NvmlDevice*) = nullptr;
@@ -80,9 +59,6 @@ constexpr int nvml_invalid_argument = 2;
 /// nvml.h: NVML_NVLINK_MAX_LINKS (18 in older headers, 36 in NVML 13); a link past the GPU's last answers
 /// NVML_ERROR_INVALID_ARGUMENT.
 constexpr unsigned nvlink_max_links = 36;
-enum NvLinkErrorCounter { dl_replay = 0, dl_recovery = 1, dl_crc_flit = 2, dl_crc_data = 3 };  // nvml.h
-/// nvml.h NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER and _SYMBOL_BER (encoded: bits 0-7 exponent, 8-11 mantissa).
-constexpr unsigned fi_nvlink_effective_ber = 220, fi_nvlink_symbol_ber = 222;
 /// nvml.h nvmlProcessInfo_t (the _v2/_v3 calls) and nvmlProcessInfo_v1_t (the unversioned call): pid first.
 struct ProcessInfoV2 {
   unsigned pid;
@@ -112,61 +88,7 @@ std::string nvml_bus_id(const std::string& id) {
 
 std::string mhz(unsigned value) { return std::to_string(value) + " MHz"; }
 
-/// A field value as an unsigned count; nullopt when NVML could not read it or it is negative or fractional.
-std::optional<unsigned long long> as_unsigned(const NvmlFieldValue& field) {
-  if (field.nvml_return != nvml_success) return std::nullopt;
-  switch (field.value_type) {
-    case 1:
-      return field.value.u;
-    case 2:
-      return field.value.ul;
-    case 3:
-      return field.value.ull;
-    case 4:
-      return field.value.sll < 0 ? std::nullopt : std::optional<unsigned long long>(field.value.sll);
-    case 5:
-      return field.value.si < 0 ? std::nullopt : std::optional<unsigned long long>(field.value.si);
-    case 6:
-      return field.value.us;
-    default:
-      return std::nullopt;
-  }
-}
-
-// nvml.h NVML_FI_DEV_NVLINK_COUNT_* (NVML 13.3.29, as NVIDIA/go-nvml gen/nvml/nvml.h carries it): DCGM 4.6.0
-// MonitorNVLink5Fields' counters (its DCGM fields 1214, 1204-1209, 1219 map to these NVML ids in
-// dcgmlib/src/dcgm_fields.cpp), with the link recoveries as MonitorNVLinkErrorFields splits them (213 successful,
-// 214 failed) instead of their sum (215).
-constexpr NvLink5Field k_nvlink5_error_fields[] = {
-    {221, "symbol errors"},
-    {206, "malformed packet errors"},
-    {207, "buffer overrun errors"},
-    {208, "receive errors"},
-    {209, "remote receive errors"},
-    {210, "general receive errors"},
-    {211, "local link integrity errors"},
-    {213, "successful link recoveries"},
-    {214, "failed link recoveries"},
-    {219, "effective errors"},
-};
-
-/// Asks NVML for `fields` of `device` at `scope` (a link, or all links); the answers NVML could read, by field id.
-std::vector<std::pair<unsigned, unsigned long long>> field_values(const NvmlMonitor::Api& api, NvmlDevice device,
-                                                                  const std::vector<unsigned>& fields, unsigned scope) {
-  std::vector<std::pair<unsigned, unsigned long long>> out;
-  if (api.field_values == nullptr) return out;
-  std::vector<NvmlFieldValue> request;
-  for (const unsigned field : fields) request.push_back(NvmlFieldValue{field, scope, 0, 0, 0, -1, {}});
-  if (api.field_values(device, static_cast<int>(request.size()), request.data()) != nvml_success) return out;
-  for (const NvmlFieldValue& answer : request) {
-    if (const std::optional<unsigned long long> value = as_unsigned(answer)) out.emplace_back(answer.field_id, *value);
-  }
-  return out;
-}
-
 }  // namespace
-
-std::span<const NvLink5Field> nvlink5_error_fields() { return k_nvlink5_error_fields; }
 
 std::shared_ptr<NvmlMonitor> NvmlMonitor::open(system::System& system, const std::string& library) {
   if (library.empty()) return nullptr;
@@ -308,6 +230,8 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
   if (m_api->pcie_replays != nullptr && m_api->pcie_replays(device, &replays) == nvml_success)
     out.pcie_replays = replays;
   if (m_api->nvlink_state == nullptr) return out;
+  const probe::nvml::NvLinkErrorCalls calls{m_api->nvlink_errors, m_api->field_values};
+  const auto probe_device = static_cast<probe::nvml::Device>(device);
   for (unsigned link = 0; link < nvlink_max_links; ++link) {
     int active = 0;
     const NvmlReturn state = m_api->nvlink_state(device, link, &active);
@@ -316,25 +240,22 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
     NvLinkCounters counters;
     counters.link = link;
     counters.active = active != 0;
-    if (m_api->nvlink_errors != nullptr) {
-      for (const auto& [counter, field] :
-           {std::pair{dl_replay, &counters.replay}, std::pair{dl_recovery, &counters.recovery},
-            std::pair{dl_crc_flit, &counters.crc_flit}, std::pair{dl_crc_data, &counters.crc_data}}) {
-        unsigned long long value = 0;
-        if (m_api->nvlink_errors(device, link, counter, &value) == nvml_success) *field = value;
-      }
-    }
-    std::vector<unsigned> fields;
-    for (const NvLink5Field& field : k_nvlink5_error_fields) fields.push_back(field.id);
-    for (const auto& [field, value] : field_values(*m_api, device, fields, link))
-      counters.nvlink5.push_back(NvLink5Counter{field, value});
+    // probe's reader: the older counters, else (NVLink5) the NVML_FI_DEV_NVLINK_COUNT_* fields of probe's table.
+    probe::NvLinkCounters read;
+    probe::nvml::read_nvlink_errors(calls, probe_device, link, read);
+    counters.replay = read.replay;
+    counters.recovery = read.recovery;
+    counters.crc_flit = read.crc_flit;
+    counters.crc_data = read.crc_data;
+    counters.nvlink5 = std::move(read.nvlink5);
     out.nvlinks.push_back(counters);
   }
-  // "NVLink5+ requires scopeId = UINT_MAX for aggregate data" (DCGM dcgmlib/src/DcgmCacheManager.cpp, its BER path).
-  if (!out.nvlinks.empty()) {
-    for (const auto& [field, value] : field_values(*m_api, device, {fi_nvlink_effective_ber, fi_nvlink_symbol_ber},
-                                                   std::numeric_limits<unsigned>::max()))
-      (field == fi_nvlink_effective_ber ? out.nvlink5_effective_ber : out.nvlink5_symbol_ber) = value;
+  const bool nvlink5 = std::any_of(out.nvlinks.begin(), out.nvlinks.end(),
+                                   [](const NvLinkCounters& link) { return !link.nvlink5.empty(); });
+  if (nvlink5) {
+    const probe::nvml::NvLink5Rates rates = probe::nvml::read_nvlink5_rates(calls, probe_device);
+    out.nvlink5_effective_ber = rates.effective_ber;
+    out.nvlink5_symbol_ber = rates.symbol_ber;
   }
   return out;
 }

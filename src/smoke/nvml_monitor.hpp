@@ -14,11 +14,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "probe/nvlink5.hpp"
 #include "report/finding.hpp"
 #include "system/abandon.hpp"
 #include "system/system.hpp"
@@ -56,11 +56,9 @@ struct GpuUsage {
 };
 
 /// An NVLink5 (Blackwell) error counter NVML reads per link through nvmlDeviceGetFieldValues (nvml.h
-/// NVML_FI_DEV_NVLINK_COUNT_*: the link in scopeId), where the older counters below answer "not supported".
-struct NvLink5Counter {
-  unsigned field = 0;  ///< the NVML field id (221 symbol errors, 215 recovery events, ...)
-  unsigned long long value = 0;
-};
+/// NVML_FI_DEV_NVLINK_COUNT_*: the link in scopeId), where the older counters below answer "not supported": probe's,
+/// read by probe's reader and judged by its table (probe/nvlink5.hpp), as doctor and watch read and judge them.
+using NvLink5Counter = probe::NvLink5Counter;
 
 /// One NVLink's state and error counters (nvml.h nvmlNvLinkErrorCounter_t); nullopt where NVML cannot read one.
 struct NvLinkCounters {
@@ -69,15 +67,6 @@ struct NvLinkCounters {
   std::optional<unsigned long long> replay, recovery, crc_flit, crc_data;
   std::vector<NvLink5Counter> nvlink5 = {};  ///< the NVLink5 error counters NVML could read (none before Blackwell)
 };
-
-/// The NVLink5 error counters smoke reads, as DCGM's health watch does (modules/health/DcgmHealthWatch.cpp
-/// MonitorNVLink5Fields, DCGM 4.6.0): the NVML field id and what it counts, for messages.
-struct NvLink5Field {
-  unsigned id;
-  const char* what;
-};
-/// Those fields, in DCGM's order.
-std::span<const NvLink5Field> nvlink5_error_fields();
 
 /// The level-2 counters read around a run (issue 23 item 9): PCIe replays and every NVLink's state and errors.
 struct FabricCounters {

@@ -66,47 +66,10 @@ void rises(const FabricCounters& before, const FabricCounters& after, Field fiel
   }
 }
 
-/// An NVLink5 bit error rate as nvml.h encodes it (NVML_NVLINK_ERROR_COUNTER_BER_GET): mantissa x 10^-exponent.
-struct BitErrorRate {
-  unsigned mantissa;  ///< bits 8-11
-  unsigned exponent;  ///< bits 0-7
-  explicit BitErrorRate(unsigned long long raw)
-      : mantissa(static_cast<unsigned>((raw >> 8) & 0xf)), exponent(static_cast<unsigned>(raw & 0xff)) {}
-  std::string str() const { return std::to_string(mantissa) + "e-" + std::to_string(exponent); }
-};
-
-/// DCGM 4.6.0 common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded: above 1e-12 (15e-255 is NVML's "zero"). A
-/// mantissa of 0 is a zero rate too, as DCGM's symbol check reads it (its effective check would flag a raw 0).
-bool effective_ber_exceeded(const BitErrorRate& ber) {
-  if (ber.mantissa == 0 || (ber.mantissa == 15 && ber.exponent == 255)) return false;
-  return ber.exponent < 12 || (ber.exponent == 12 && ber.mantissa > 1) || (ber.exponent == 13 && ber.mantissa > 10);
-}
-
-/// DCGM 4.6.0 modules/health/DcgmHealthWatch.cpp IsSymbolBerThresholdExceeded with the Blackwell all-links floor
-/// 15e-238 (DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED, common/DcgmGPUHardwareLimits.h): a symbol error forward error
-/// correction could not fix ("Shouldn't see Symbol at all", MonitorNVLink5Fields).
-bool symbol_ber_exceeded(const BitErrorRate& ber) {
-  if (ber.mantissa == 0) return false;
-  if (ber.exponent == 238) return ber.mantissa > 15;
-  return ber.exponent < 238;
-}
-
-/// What NVLink5 counter `field` counts ("symbol errors").
-std::string nvlink5_counter_name(unsigned field) {
-  for (const NvLink5Field& known : nvlink5_error_fields())
-    if (known.id == field) return known.what;
-  return "errors (NVML field " + std::to_string(field) + ")";
-}
-
-/// NVLink5 counters that only warn when they rise: a successful link recovery (DCGM's MonitorNVLinkErrorFields warns
-/// on it and fails a failed one) and effective errors, which the effective bit error rate allows up to 1e-12 (DCGM's
-/// MonitorNVLink5Fields fails any rise of them, yet passes that rate: dozens of errors in a run on 18 links at
-/// 400 Gb/s; the rate is judged below).
-bool nvlink5_warns_only(unsigned field) { return field == 213 || field == 219; }
-
-/// NVLink5 (Blackwell), after DCGM 4.6.0's health watch: any rise of an error counter fails
-/// (MonitorNVLink5Fields, DCGM_LIMIT_MAX_NVLINK_ERROR 1, common/DcgmGPUHardwareLimits.h) but those of
-/// nvlink5_warns_only, which go to `warnings`; a bit error rate past its limit fails.
+/// NVLink5 (Blackwell), after DCGM 4.6.0's health watch as probe's table has it (probe/nvlink5.hpp, shared with doctor
+/// and watch): any rise of an error counter fails (MonitorNVLink5Fields, DCGM_LIMIT_MAX_NVLINK_ERROR 1,
+/// common/DcgmGPUHardwareLimits.h) but those whose rise only warns, which go to `warnings`; a bit error rate past its
+/// limit fails.
 std::vector<std::string> nvlink5_faults(const FabricCounters& before, const FabricCounters& after,
                                         std::vector<std::string>& warnings) {
   std::vector<std::string> out;
@@ -118,19 +81,13 @@ std::vector<std::string> nvlink5_faults(const FabricCounters& before, const Fabr
       const auto earlier = std::find_if(then->nvlink5.begin(), then->nvlink5.end(),
                                         [&](const NvLink5Counter& c) { return c.field == counter.field; });
       if (earlier == then->nvlink5.end() || counter.value <= earlier->value) continue;
-      (nvlink5_warns_only(counter.field) ? warnings : out)
+      (probe::nvlink5_warns_only(counter.field) ? warnings : out)
           .push_back("link " + std::to_string(now.link) + ": " + std::to_string(counter.value - earlier->value) + " " +
-                     nvlink5_counter_name(counter.field));
+                     probe::nvlink5_counter_name(counter.field));
     }
   }
-  if (after.nvlink5_effective_ber && effective_ber_exceeded(BitErrorRate(*after.nvlink5_effective_ber))) {
-    out.push_back("effective bit error rate " + BitErrorRate(*after.nvlink5_effective_ber).str() +
-                  " over all links (DCGM fails above 1e-12)");
-  }
-  if (after.nvlink5_symbol_ber && symbol_ber_exceeded(BitErrorRate(*after.nvlink5_symbol_ber))) {
-    out.push_back("symbol bit error rate " + BitErrorRate(*after.nvlink5_symbol_ber).str() +
-                  " over all links (errors forward error correction did not fix)");
-  }
+  for (std::string& fault : probe::nvlink5_ber_faults(after.nvlink5_effective_ber, after.nvlink5_symbol_ber))
+    out.push_back(std::move(fault));
   return out;
 }
 

@@ -16,16 +16,27 @@ std::optional<std::uint64_t> number_at(const json& array, std::size_t at) {
 }
 
 /// {"links": [[link, replay, recovery, crc flit, crc data], ...], "counts": [replay, recovery, crc]}, null for a
-/// value not read: compact, as the state is written with every interval.
+/// value not read: compact, as the state is written with every interval. NVLink5 adds to a link the pairs
+/// [[field, value], ...] of its counters as a sixth element, and to the counts its two sums (a state written before
+/// has neither: they read as not known).
 json baseline_json(const NvLinkBaseline& baseline) {
   json links = json::array();
   for (const probe::NvLinkCounters& link : baseline.links) {
-    links.push_back({link.link, optional_number(link.replay), optional_number(link.recovery),
-                     optional_number(link.crc_flit), optional_number(link.crc_data)});
+    json entry = {link.link, optional_number(link.replay), optional_number(link.recovery),
+                  optional_number(link.crc_flit), optional_number(link.crc_data)};
+    if (!link.nvlink5.empty()) {
+      json counters = json::array();
+      for (const probe::NvLink5Counter& counter : link.nvlink5) counters.push_back({counter.field, counter.value});
+      entry.push_back(counters);
+    }
+    links.push_back(entry);
   }
-  return {{"links", links},
-          {"counts",
-           {optional_number(baseline.replay), optional_number(baseline.recovery), optional_number(baseline.crc)}}};
+  json counts = {optional_number(baseline.replay), optional_number(baseline.recovery), optional_number(baseline.crc)};
+  if (baseline.nvlink5_errors || baseline.nvlink5_warnings) {
+    counts.push_back(optional_number(baseline.nvlink5_errors));
+    counts.push_back(optional_number(baseline.nvlink5_warnings));
+  }
+  return {{"links", links}, {"counts", counts}};
 }
 
 NvLinkBaseline baseline_from(const json& value) {
@@ -35,14 +46,27 @@ NvLinkBaseline baseline_from(const json& value) {
     for (const json& link : value["links"]) {
       const auto number = number_at(link, 0);
       if (!number) continue;
-      baseline.links.push_back(probe::NvLinkCounters{static_cast<unsigned>(*number), true, number_at(link, 1),
-                                                     number_at(link, 2), number_at(link, 3), number_at(link, 4)});
+      probe::NvLinkCounters read{static_cast<unsigned>(*number),
+                                 true,
+                                 number_at(link, 1),
+                                 number_at(link, 2),
+                                 number_at(link, 3),
+                                 number_at(link, 4)};
+      if (link.size() > 5 && link[5].is_array()) {
+        for (const json& pair : link[5]) {
+          const auto field = number_at(pair, 0), count = number_at(pair, 1);
+          if (field && count) read.nvlink5.push_back({static_cast<unsigned>(*field), *count});
+        }
+      }
+      baseline.links.push_back(std::move(read));
     }
   }
   if (value.contains("counts")) {
     baseline.replay = number_at(value["counts"], 0);
     baseline.recovery = number_at(value["counts"], 1);
     baseline.crc = number_at(value["counts"], 2);
+    baseline.nvlink5_errors = number_at(value["counts"], 3);
+    baseline.nvlink5_warnings = number_at(value["counts"], 4);
   }
   return baseline;
 }

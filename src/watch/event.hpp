@@ -34,8 +34,9 @@ struct Condition {
 /// What count_nvlink_errors compares the next reading of one GPU's NVLinks with: the last value read of each link's
 /// counters (a counter not read since keeps its older value) and the counts watch stored with it.
 struct NvLinkBaseline {
-  std::vector<probe::NvLinkCounters> links;
+  std::vector<probe::NvLinkCounters> links;  ///< NVLink5's counters (probe::NvLinkCounters::nvlink5) included
   std::optional<std::uint64_t> replay, recovery, crc;
+  std::optional<std::uint64_t> nvlink5_errors, nvlink5_warnings;
 };
 
 /// The conditions open now, keyed "<rule id>|<GPU UUID>" ("|" alone for the node), the highest GPU count of this

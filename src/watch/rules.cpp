@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "probe/nvlink5.hpp"
 #include "probe/pci_bus_id.hpp"
 #include "probe/sxid.hpp"
 #include "probe/xid.hpp"
@@ -232,7 +233,8 @@ constexpr const char* k_pcie_remedy =
     "open a hardware ticket if they keep growing (`nvidia-smi -q -d PCIE`)";
 
 // DCGM's health watches: a volatile uncorrectable ECC error fails (DcgmHealthWatch.cpp MonitorMem); NVLink replay and
-// recovery errors that grow by one fail, CRC errors warn (MonitorNVLink, DcgmGPUHardwareLimits.h).
+// recovery errors that grow by one fail, CRC errors warn (MonitorNVLink, DcgmGPUHardwareLimits.h); NVLink5's by
+// probe/nvlink5.hpp's table.
 constexpr CounterRule k_counters[] = {
     {"watch.ecc_uncorrected", &GpuSample::ecc_uncorrected, "uncorrectable ECC errors", Status::fail, "reset_gpu",
      k_memory_remedy},
@@ -246,6 +248,12 @@ constexpr CounterRule k_counters[] = {
      k_nvlink_remedy},
     {"watch.nvlink_errors", &GpuSample::nvlink_crc, "NVLink CRC errors", Status::warn, "drain_and_inspect",
      k_nvlink_remedy},
+    // NVLink5 (Blackwell): probe/nvlink5.hpp's table splits its counters into those whose rise fails and those whose
+    // rise warns (DCGM 4.6.0 MonitorNVLink5Fields, MonitorNVLinkErrorFields), as smoke and doctor judge them.
+    {"watch.nvlink_errors", &GpuSample::nvlink5_errors, "NVLink5 errors", Status::fail, "drain_and_inspect",
+     k_nvlink_remedy},
+    {"watch.nvlink_errors", &GpuSample::nvlink5_warnings, "NVLink5 successful link recoveries or effective errors",
+     Status::warn, "none", k_nvlink_remedy},
     {"watch.pcie_replays", &GpuSample::pcie_replays, "PCIe replays", Status::warn, "drain_and_inspect", k_pcie_remedy},
 };
 
@@ -291,6 +299,36 @@ std::uint64_t link_growth(const std::vector<probe::NvLinkCounters>& before,
   return total;
 }
 
+/// The growth of NVLink5's counters of one judgement (`warns`, probe/nvlink5.hpp) over the links read in both
+/// `before` and `now`, each counter only where it was read both times.
+std::uint64_t nvlink5_link_growth(const std::vector<probe::NvLinkCounters>& before,
+                                  const std::vector<probe::NvLinkCounters>& now, bool warns) {
+  std::uint64_t total = 0;
+  for (const probe::NvLinkCounters& link : now) {
+    const auto earlier =
+        std::find_if(before.begin(), before.end(), [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
+    if (earlier == before.end()) continue;
+    total += probe::nvlink5_sum(probe::nvlink5_growth(earlier->nvlink5, link.nvlink5), warns).value_or(0);
+  }
+  return total;
+}
+
+/// "link 3: 2 symbol errors, link 7: 1 failed link recoveries": which NVLink5 counters of one judgement rose between
+/// `before` and `gpu`, read per link at both ends ("" when a sample lacks its per-link readings: one read back from
+/// the database).
+std::string nvlink5_detail(const GpuSample& before, const GpuSample& gpu, bool warns) {
+  std::vector<std::string> parts;
+  for (const probe::NvLinkCounters& link : gpu.nvlink_links) {
+    const auto earlier = std::find_if(before.nvlink_links.begin(), before.nvlink_links.end(),
+                                      [&](const probe::NvLinkCounters& b) { return b.link == link.link; });
+    if (earlier == before.nvlink_links.end()) continue;
+    for (std::string& rise :
+         probe::nvlink5_rises(link.link, probe::nvlink5_growth(earlier->nvlink5, link.nvlink5), warns))
+      parts.push_back(std::move(rise));
+  }
+  return util::join(parts, ", ");
+}
+
 /// Whether the NVLink CRC errors between `before` and `gpu` reached DCGM's failing rate. DCGM rates flit and data CRC
 /// errors each on its own (DcgmHealthWatch.cpp MonitorNVLink4Fields: DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL, then
 /// ..._CRC_DATA_ERROR_TOTAL, each per second against DCGM_LIMIT_MAX_NVLINK_CRC_ERROR), so 60 + 60 a second is a
@@ -322,13 +360,27 @@ void check_counters(const History& history, const GpuSample& gpu, Emitter& emit)
     Status status = rule.status;
     const double per_second = seconds > 0 ? static_cast<double>(*grew) / seconds : 0;
     if (rule.field == &GpuSample::nvlink_crc && nvlink_crc_fails(*before, gpu, *grew, seconds)) status = Status::fail;
+    std::string what = rule.what;
+    if (rule.field == &GpuSample::nvlink5_errors || rule.field == &GpuSample::nvlink5_warnings) {
+      const std::string detail = nvlink5_detail(*before, gpu, rule.field == &GpuSample::nvlink5_warnings);
+      if (!detail.empty()) what += " (" + detail + ")";
+    }
     emit.hold(rule.rule, &gpu, status,
-              gpu_label(gpu) + ": " + std::to_string(*grew) + " " + rule.what + " in the last " +
+              gpu_label(gpu) + ": " + std::to_string(*grew) + " " + what + " in the last " +
                   duration_text(now_ms - previous->time_ms) + " (" + number(per_second, 2) + "/s; " +
                   std::to_string(hour.value_or(*grew)) + " in the last hour; " + std::to_string(*(gpu.*rule.field)) +
                   " in all)",
               rule.remedy, rule.action);
   }
+}
+
+/// NVLink5's bit error rates over all links past DCGM's limits fail as smoke and doctor fail them (probe/nvlink5.hpp:
+/// MonitorNVLink5Fields judges the latest value; so does each interval here).
+void check_nvlink5_rates(const GpuSample& gpu, Emitter& emit) {
+  const std::vector<std::string> faults = probe::nvlink5_ber_faults(gpu.nvlink5_effective_ber, gpu.nvlink5_symbol_ber);
+  if (faults.empty()) return;
+  emit.hold("watch.nvlink_errors", &gpu, Status::fail, gpu_label(gpu) + ": NVLink5 " + util::join(faults, "; "),
+            k_nvlink_remedy, "drain_and_inspect");
 }
 
 void check_memory_flags(const GpuSample& gpu, Emitter& emit) {
@@ -477,6 +529,7 @@ void check_gpu(const History& history, const GpuSample& gpu, const RuleSettings&
     return;
   }
   check_counters(history, gpu, emit);
+  check_nvlink5_rates(gpu, emit);
   check_memory_flags(gpu, emit);
   check_links_down(history, gpu, emit);
   check_temperature(gpu, settings, emit);
@@ -565,7 +618,40 @@ void remember_links(std::vector<probe::NvLinkCounters>& baseline, const std::vec
                              &probe::NvLinkCounters::crc_flit, &probe::NvLinkCounters::crc_data}) {
       if (link.*field) (*it).*field = link.*field;
     }
+    for (const probe::NvLink5Counter& counter : link.nvlink5) {
+      auto kept = std::find_if(it->nvlink5.begin(), it->nvlink5.end(),
+                               [&](const probe::NvLink5Counter& k) { return k.field == counter.field; });
+      if (kept == it->nvlink5.end()) {
+        it->nvlink5.push_back(counter);
+      } else {
+        kept->value = counter.value;
+      }
+    }
   }
+}
+
+/// How much one kind of NVLink count grew between the readings of a GPU's links, over the links read both times.
+using KindGrowth = std::uint64_t (*)(const std::vector<probe::NvLinkCounters>&,
+                                     const std::vector<probe::NvLinkCounters>&);
+std::uint64_t replay_growth(const std::vector<probe::NvLinkCounters>& before,
+                            const std::vector<probe::NvLinkCounters>& now) {
+  return link_growth(before, now, &probe::NvLinkCounters::replay, nullptr);
+}
+std::uint64_t recovery_growth(const std::vector<probe::NvLinkCounters>& before,
+                              const std::vector<probe::NvLinkCounters>& now) {
+  return link_growth(before, now, &probe::NvLinkCounters::recovery, nullptr);
+}
+std::uint64_t crc_growth(const std::vector<probe::NvLinkCounters>& before,
+                         const std::vector<probe::NvLinkCounters>& now) {
+  return link_growth(before, now, &probe::NvLinkCounters::crc_flit, &probe::NvLinkCounters::crc_data);
+}
+std::uint64_t nvlink5_error_growth(const std::vector<probe::NvLinkCounters>& before,
+                                   const std::vector<probe::NvLinkCounters>& now) {
+  return nvlink5_link_growth(before, now, false);
+}
+std::uint64_t nvlink5_warning_growth(const std::vector<probe::NvLinkCounters>& before,
+                                     const std::vector<probe::NvLinkCounters>& now) {
+  return nvlink5_link_growth(before, now, true);
 }
 
 }  // namespace
@@ -576,30 +662,26 @@ void count_nvlink_errors(NodeSample& sample, RuleState& state) {
     if (gpu.lost() || (gpu.nvlink_links.empty() && !gpu.nvlink_inactive)) continue;  // no NVLink read
     auto [it, first] = state.nvlink.try_emplace(gpu_key(gpu));
     NvLinkBaseline& baseline = it->second;
-    if (!first) {
-      const struct {
-        std::optional<std::uint64_t> GpuSample::*count;
-        std::optional<std::uint64_t> NvLinkBaseline::*stored;
-        LinkCounter field;
-        LinkCounter also;
-      } kinds[] = {
-          {&GpuSample::nvlink_replay, &NvLinkBaseline::replay, &probe::NvLinkCounters::replay, nullptr},
-          {&GpuSample::nvlink_recovery, &NvLinkBaseline::recovery, &probe::NvLinkCounters::recovery, nullptr},
-          {&GpuSample::nvlink_crc, &NvLinkBaseline::crc, &probe::NvLinkCounters::crc_flit,
-           &probe::NvLinkCounters::crc_data},
-      };
-      for (const auto& kind : kinds) {
-        // A kind first read now starts at NVML's sum; one known goes on from its stored count.
-        if (baseline.*kind.stored) {
-          gpu.*kind.count =
-              *(baseline.*kind.stored) + link_growth(baseline.links, gpu.nvlink_links, kind.field, kind.also);
-        }
-      }
+    const struct {
+      std::optional<std::uint64_t> GpuSample::*count;
+      std::optional<std::uint64_t> NvLinkBaseline::*stored;
+      KindGrowth grew;
+    } kinds[] = {
+        {&GpuSample::nvlink_replay, &NvLinkBaseline::replay, replay_growth},
+        {&GpuSample::nvlink_recovery, &NvLinkBaseline::recovery, recovery_growth},
+        {&GpuSample::nvlink_crc, &NvLinkBaseline::crc, crc_growth},
+        {&GpuSample::nvlink5_errors, &NvLinkBaseline::nvlink5_errors, nvlink5_error_growth},
+        {&GpuSample::nvlink5_warnings, &NvLinkBaseline::nvlink5_warnings, nvlink5_warning_growth},
+    };
+    for (const auto& kind : kinds) {
+      // A kind first read now starts at NVML's sum; one known goes on from its stored count.
+      if (!first && baseline.*kind.stored)
+        gpu.*kind.count = *(baseline.*kind.stored) + kind.grew(baseline.links, gpu.nvlink_links);
     }
     remember_links(baseline.links, gpu.nvlink_links);
-    if (gpu.nvlink_replay) baseline.replay = gpu.nvlink_replay;
-    if (gpu.nvlink_recovery) baseline.recovery = gpu.nvlink_recovery;
-    if (gpu.nvlink_crc) baseline.crc = gpu.nvlink_crc;
+    for (const auto& kind : kinds) {
+      if (gpu.*kind.count) baseline.*kind.stored = gpu.*kind.count;
+    }
   }
 }
 

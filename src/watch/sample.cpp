@@ -4,6 +4,8 @@
 #include <string_view>
 #include <utility>
 
+#include "probe/nvlink5.hpp"
+
 namespace gpuenv::watch {
 namespace {
 
@@ -20,6 +22,11 @@ template <typename T>
 std::optional<double> as_double(const std::optional<T>& value) {
   if (!value) return std::nullopt;
   return static_cast<double>(*value);
+}
+
+/// `total` plus `value` (unknown plus unknown stays unknown).
+void add_to_sum(std::optional<std::uint64_t>& total, const std::optional<std::uint64_t>& value) {
+  if (value) total = total.value_or(0) + *value;
 }
 
 GpuSample sample_gpu(const probe::GpuFacts& gpu) {
@@ -88,8 +95,14 @@ NodeSample sample_from_inventory(const probe::GpuInventory& inventory, const std
       if (counters.index != gpu.index) continue;
       out.pcie_replays = counters.pcie_replays;
       for (const probe::NvLinkCounters& link : counters.nvlinks) {
-        if (link.active) out.nvlink_links.push_back(link);  // the links NVML's sums are over
+        if (!link.active) continue;
+        out.nvlink_links.push_back(link);  // the links NVML's sums are over
+        // NVLink5: summed here over the same links, in the two judgements of probe's table.
+        add_to_sum(out.nvlink5_errors, probe::nvlink5_sum(link.nvlink5, false));
+        add_to_sum(out.nvlink5_warnings, probe::nvlink5_sum(link.nvlink5, true));
       }
+      out.nvlink5_effective_ber = counters.nvlink5_effective_ber;
+      out.nvlink5_symbol_ber = counters.nvlink5_symbol_ber;
     }
     sample.gpus.push_back(std::move(out));
   }

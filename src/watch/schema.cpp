@@ -105,6 +105,15 @@ CREATE TABLE state (
 ALTER TABLE sample ADD COLUMN pcie_replays INTEGER;
 ALTER TABLE hourly ADD COLUMN pcie_replays_growth INTEGER;
 )sql"},
+      // 3: NVLink5 (Blackwell), whose links refuse the replay/recovery/CRC counters above: its error counters summed
+      // over the active links in the two judgements of probe/nvlink5.hpp's table (a rise of the first fails, of the
+      // second warns), and their hourly growth.
+      {3, R"sql(
+ALTER TABLE sample ADD COLUMN nvlink5_errors INTEGER;
+ALTER TABLE sample ADD COLUMN nvlink5_warnings INTEGER;
+ALTER TABLE hourly ADD COLUMN nvlink5_errors_growth INTEGER;
+ALTER TABLE hourly ADD COLUMN nvlink5_warnings_growth INTEGER;
+)sql"},
   };
   return all;
 }

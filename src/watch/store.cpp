@@ -115,8 +115,8 @@ util::Expected<std::unique_ptr<Store::Statements>> prepare_statements(Database& 
       "INSERT OR REPLACE INTO sample (gpu, time_ms, gpu_index, access_error, utilization, memory_used_mib, "
       "memory_total_mib, temperature_c, power_w, sm_clock_mhz, throttle, processes, ecc_corrected, ecc_uncorrected, "
       "remapped_correctable, remapped_uncorrectable, remap_pending, remap_failure, nvlink_replay, nvlink_recovery, "
-      "nvlink_crc, nvlink_inactive, pcie_replays) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-      "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+      "nvlink_crc, nvlink_inactive, pcie_replays, nvlink5_errors, nvlink5_warnings) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+      "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
       "INSERT INTO kernel_record (time_ms, kind, code, pci_bus_id, message) VALUES (?1, ?2, ?3, ?4, ?5)",
       "INSERT INTO event (time_ms, rule, status, action, gpu_uuid, gpu_index, message, remedy, source) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -263,6 +263,8 @@ util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vect
     row.bind(21, gpu.nvlink_crc);
     row.bind(22, gpu.nvlink_inactive);
     row.bind(23, gpu.pcie_replays);
+    row.bind(24, gpu.nvlink5_errors);
+    row.bind(25, gpu.nvlink5_warnings);
     if (auto done = row.run(); !done) return done.error();
   }
   for (const KernelRecord& record : records) {
@@ -336,7 +338,8 @@ util::Expected<std::vector<NodeSample>> Store::samples_since(std::int64_t since_
       "SELECT s.time_ms, g.uuid, g.pci_bus_id, g.name, s.gpu_index, s.access_error, s.utilization, "
       "s.memory_used_mib, s.memory_total_mib, s.temperature_c, s.power_w, s.sm_clock_mhz, s.throttle, s.processes, "
       "s.ecc_corrected, s.ecc_uncorrected, s.remapped_correctable, s.remapped_uncorrectable, s.remap_pending, "
-      "s.remap_failure, s.nvlink_replay, s.nvlink_recovery, s.nvlink_crc, s.nvlink_inactive, s.pcie_replays "
+      "s.remap_failure, s.nvlink_replay, s.nvlink_recovery, s.nvlink_crc, s.nvlink_inactive, s.pcie_replays, "
+      "s.nvlink5_errors, s.nvlink5_warnings "
       "FROM gpu g JOIN sample s ON s.gpu = g.id AND s.time_ms >= ?1 ORDER BY s.time_ms, s.gpu_index");
   if (!samples) return samples.error();
   samples->bind(1, since_ms);
@@ -379,6 +382,8 @@ util::Expected<std::vector<NodeSample>> Store::samples_since(std::int64_t since_
     gpu.nvlink_crc = counter(22);
     if (auto inactive = samples->optional_integer(23)) gpu.nvlink_inactive = static_cast<unsigned>(*inactive);
     gpu.pcie_replays = counter(24);
+    gpu.nvlink5_errors = counter(25);
+    gpu.nvlink5_warnings = counter(26);
     out[at].gpus.push_back(std::move(gpu));
   }
   return out;
@@ -413,7 +418,8 @@ util::Expected<std::vector<HourlyRow>> Store::hourly_since(std::int64_t since_ms
   auto query = m_db->prepare(
       "SELECT h.hour_ms, g.uuid, h.samples, h.utilization_avg, h.utilization_max, h.temperature_max, h.power_avg, "
       "h.memory_used_max, h.busy_samples, h.throttled_samples, h.ecc_uncorrected_growth, h.remapped_growth, "
-      "h.nvlink_errors_growth, h.pcie_replays_growth FROM hourly h JOIN gpu g ON g.id = h.gpu "
+      "h.nvlink_errors_growth, h.pcie_replays_growth, h.nvlink5_errors_growth, h.nvlink5_warnings_growth "
+      "FROM hourly h JOIN gpu g ON g.id = h.gpu "
       "WHERE h.hour_ms >= ?1 ORDER BY h.hour_ms, g.gpu_index");
   if (!query) return query.error();
   query->bind(1, since_ms);
@@ -437,6 +443,8 @@ util::Expected<std::vector<HourlyRow>> Store::hourly_since(std::int64_t since_ms
     hour.remapped_growth = query->optional_integer(11);
     hour.nvlink_errors_growth = query->optional_integer(12);
     hour.pcie_replays_growth = query->optional_integer(13);
+    hour.nvlink5_errors_growth = query->optional_integer(14);
+    hour.nvlink5_warnings_growth = query->optional_integer(15);
     out.push_back(std::move(hour));
   }
   return out;

@@ -23,11 +23,11 @@ namespace gpuenv::watch {
 /// "GPUE": PRAGMA application_id of a gpuenv watch database (https://www.sqlite.org/fileformat.html, offset 68).
 inline constexpr std::int64_t k_application_id = 0x47505545;
 /// The schema version this gpuenv writes.
-inline constexpr int k_schema_version = 2;
+inline constexpr int k_schema_version = 3;
 
 /// What opening the store did besides opening it: messages for the journal.
 struct OpenNotes {
-  std::vector<std::string> lines;   ///< "moved the corrupt database aside to ...", "migrated schema 1 -> 2"
+  std::vector<std::string> lines;  ///< "moved the corrupt database aside to ...", "migrated schema 1 -> 2"
   bool moved_aside = false;
 };
 
@@ -62,6 +62,7 @@ struct HourlyRow {
   std::int64_t busy_samples = 0;       ///< at or above the idle line
   std::int64_t throttled_samples = 0;  ///< with a judged throttle reason
   std::optional<std::int64_t> ecc_uncorrected_growth, remapped_growth, nvlink_errors_growth, pcie_replays_growth;
+  std::optional<std::int64_t> nvlink5_errors_growth, nvlink5_warnings_growth;  ///< schema 3 (NVLink5)
 };
 
 class Store {

@@ -49,7 +49,7 @@ struct HourAggregate {
   std::int64_t power_count = 0;
   std::int64_t busy = 0;
   std::int64_t throttled = 0;
-  Growth ecc, remapped, nvlink, pcie;
+  Growth ecc, remapped, nvlink, pcie, nvlink5_errors, nvlink5_warnings;
 
   void add_row(const Statement& row, double idle_below_percent, unsigned throttle_bits) {
     ++samples;
@@ -76,12 +76,15 @@ struct HourAggregate {
     remapped.add(sum(row, {7, 8}));
     nvlink.add(sum(row, {9, 10, 11}));
     pcie.add(row.optional_integer(12));
+    nvlink5_errors.add(row.optional_integer(13));
+    nvlink5_warnings.add(row.optional_integer(14));
   }
 };
 
 constexpr const char* k_columns =
     "time_ms, utilization, temperature_c, power_w, memory_used_mib, throttle, ecc_uncorrected, remapped_correctable, "
-    "remapped_uncorrectable, nvlink_replay, nvlink_recovery, nvlink_crc, pcie_replays";
+    "remapped_uncorrectable, nvlink_replay, nvlink_recovery, nvlink_crc, pcie_replays, nvlink5_errors, "
+    "nvlink5_warnings";
 
 }  // namespace
 
@@ -119,8 +122,8 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
   auto insert = m_db->prepare(
       "INSERT OR REPLACE INTO hourly (gpu, hour_ms, samples, utilization_avg, utilization_max, temperature_max, "
       "power_avg, memory_used_max, busy_samples, throttled_samples, ecc_uncorrected_growth, remapped_growth, "
-      "nvlink_errors_growth, pcie_replays_growth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-      "?14)");
+      "nvlink_errors_growth, pcie_replays_growth, nvlink5_errors_growth, nvlink5_warnings_growth) VALUES (?1, ?2, ?3, "
+      "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   if (!hour_rows) return hour_rows.error();
   if (!previous_row) return previous_row.error();
   if (!insert) return insert.error();
@@ -164,6 +167,8 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
       out.bind(12, aggregate.remapped.total());
       out.bind(13, aggregate.nvlink.total());
       out.bind(14, aggregate.pcie.total());
+      out.bind(15, aggregate.nvlink5_errors.total());
+      out.bind(16, aggregate.nvlink5_warnings.total());
       if (auto inserted = out.run(); !inserted) return inserted.error();
     }
     ++done.hours_rolled_up;

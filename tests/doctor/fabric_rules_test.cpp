@@ -20,6 +20,7 @@
 #include "probe/fabric.hpp"
 #include "probe/facts.hpp"
 #include "probe/link_counters.hpp"
+#include "probe/nvlink5.hpp"
 #include "probe/pci_devices.hpp"
 #include "probe/rdma.hpp"
 #include "support/fake_nvml_library.hpp"
@@ -832,6 +833,98 @@ TEST_CASE("link rates: NVLink, PCIe replay and IB port counters that grow during
   REQUIRE(alone.size() == 3);
   CHECK(alone[0].id == "nvlink.errors");
   CHECK(alone[0].status == Status::fail);
+}
+
+// Blackwell (NVLink5): nvml.h marks the replay/recovery/CRC counters "unsupported for Blackwell+" (NVIDIA/go-nvml
+// gen/nvml/nvml.h @ 2f9e261f), so doctor's start and end readings carry the NVML_FI_DEV_NVLINK_COUNT_* counters
+// instead, judged by probe/nvlink5.hpp's table as smoke.link_errors judges them, after DCGM 4.6.0
+// (modules/health/DcgmHealthWatch.cpp MonitorNVLink5Fields: any rise of an error counter fails,
+// DCGM_LIMIT_MAX_NVLINK_ERROR 1; MonitorNVLinkErrorFields: a successful link recovery warns, a failed one fails;
+// common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded: an effective bit error rate above 1e-12 fails).
+TEST_CASE("link rates: NVLink5 counters that grow during the run, judged by probe's table", "[doctor][fabric]") {
+  using gpuenv::probe::LinkCounterSnapshot;
+  // Links 0 and 1 of GPU 0 read as a B200's: the older counters refused, every NVLink5 counter of the table read.
+  const auto blackwell = [](LinkCounterSnapshot& s) {
+    for (auto& link : s.gpus[0].nvlinks) {
+      link.replay = link.recovery = link.crc_flit = link.crc_data = std::nullopt;
+      link.nvlink5.clear();
+      for (const auto& field : gpuenv::probe::nvlink5_error_fields())
+        link.nvlink5.push_back({field.id, 100 * link.link + 7});  // each link its own counts
+    }
+    s.gpus[0].nvlink5_effective_ber = 0xfff;  // NVML's zero, 15e-255
+    s.gpus[0].nvlink5_symbol_ber = 73710;     // DCGM's healthy Blackwell aggregate
+  };
+  /// `field` of link `link` at the end reading, `by` more than at the start.
+  const auto rise = [](unsigned link, unsigned field, std::uint64_t by) {
+    return [=](LinkCounterSnapshot& s) {
+      for (auto& counter : s.gpus[0].nvlinks[link].nvlink5)
+        if (counter.field == field) counter.value += by;
+    };
+  };
+  struct Row {
+    std::string name;
+    std::function<void(LinkCounterSnapshot&)> change;
+    Status expected;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {"quiet", [](LinkCounterSnapshot&) {}, Status::pass, "2 NVLinks: no NVLink5 error counter rose in 20 s"},
+      {"symbol errors", rise(1, 221, 2), Status::fail, "GPU 0 (00000000:10:00.0) link 1: 2 symbol errors"},
+      {"malformed packets", rise(0, 206, 1), Status::fail, "link 0: 1 malformed packet errors"},
+      {"buffer overrun", rise(1, 207, 3), Status::fail, "link 1: 3 buffer overrun errors"},
+      {"receive errors", rise(0, 208, 1), Status::fail, "link 0: 1 receive errors"},
+      {"remote receive errors", rise(0, 209, 1), Status::fail, "link 0: 1 remote receive errors"},
+      {"general receive errors", rise(0, 210, 1), Status::fail, "link 0: 1 general receive errors"},
+      {"link integrity", rise(1, 211, 1), Status::fail, "link 1: 1 local link integrity errors"},
+      {"a failed link recovery", rise(1, 214, 1), Status::fail, "link 1: 1 failed link recoveries"},
+      {"a successful link recovery", rise(0, 213, 1), Status::warn, "link 0: 1 successful link recoveries"},
+      {"effective errors", rise(1, 219, 40), Status::warn, "link 1: 40 effective errors"},
+      {"effective BER above 1e-12", [](LinkCounterSnapshot& s) { s.gpus[0].nvlink5_effective_ber = (2u << 8) | 12; },
+       Status::fail, "GPU 0 (00000000:10:00.0): effective bit error rate 2e-12 over all links"},
+      {"symbol BER above the floor", [](LinkCounterSnapshot& s) { s.gpus[0].nvlink5_symbol_ber = (15u << 8) | 237; },
+       Status::fail, "symbol bit error rate 15e-237"},
+      {"a link down", [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[1].active = false; }, Status::fail,
+       "link 1 went down during the run"},
+  };
+  // Both readings are a B200's (with_counters changes only the end reading).
+  const auto b200_readings = [&blackwell] {
+    HostFacts facts = with_counters(20, [](LinkCounterSnapshot&) {});
+    blackwell(*facts.counters_start);
+    blackwell(*facts.counters_end);
+    return facts;
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    HostFacts facts = b200_readings();
+    row.change(*facts.counters_end);
+    const Finding& f = require_finding(evaluate(facts), "nvlink.errors");
+    CHECK(f.status == row.expected);
+    CHECK_THAT(f.message, Catch::Contains(row.says));
+    if (row.expected != Status::pass) CHECK_THAT(f.source, Catch::Contains("MonitorNVLink5Fields"));
+  }
+  // A warning and a failure together: the failure decides, both are named.
+  HostFacts both = b200_readings();
+  rise(0, 213, 1)(*both.counters_end);
+  rise(1, 221, 1)(*both.counters_end);
+  const Finding& f = require_finding(evaluate(both), "nvlink.errors");
+  CHECK(f.status == Status::fail);
+  CHECK_THAT(f.message, Catch::Contains("link 0: 1 successful link recoveries"));
+  CHECK_THAT(f.message, Catch::Contains("link 1: 1 symbol errors"));
+}
+
+TEST_CASE("gpu.nvlink: a B200's NVLink5 counters since the driver loaded are shown, not judged", "[doctor][fabric]") {
+  HostFacts facts = hgx();
+  for (auto& gpu : facts.gpus.gpus) {
+    gpuenv::probe::NvLinkFacts links;  // 18 links up; the older counters refused (unknown), NVLink5's read
+    for (unsigned link = 0; link < 18; ++link) links.active.push_back(link);
+    links.nvlink5 = {{221, 0}, {213, gpu.index == 5 ? 3U : 0U}, {219, gpu.index == 5 ? 120U : 0U}};
+    gpu.nvlink = links;
+  }
+  const Finding& f = require_finding(evaluate(facts), "gpu.nvlink");
+  CHECK(f.status == Status::pass);
+  CHECK_THAT(f.message, Catch::Contains("GPU 5 (00000000:15:00.0): 18 of 18 NVLinks active; NVLink5 counters since the "
+                                        "driver loaded: 3 successful link recoveries, 120 effective errors"));
+  CHECK_THAT(f.message, !Catch::Contains("GPU 4 (00000000:14:00.0): 18 of 18"));  // nothing counted: no note
 }
 
 // Symbol errors by their growth during the run, on a real 8x NDR node's /sys/class/infiniband (tests/fixtures/probe/

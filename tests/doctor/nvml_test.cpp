@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -14,10 +15,14 @@
 #include <optional>
 #include <string>
 
+#include "doctor/rule_rows.hpp"
+#include "doctor/rules.hpp"
 #include "probe/link_counters.hpp"
 #include "support/fake_nvml_library.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/temp_dir.hpp"
+#include "support/text_files.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -322,6 +327,77 @@ TEST_CASE("fake NVML: link counters read twice, each with its own nvmlInit, grow
   CHECK(growth.gpus[0].nvlinks[0].replay == std::optional<std::uint64_t>(0));
   CHECK(growth.gpus[6].nvlinks[11].active_before);
   CHECK_FALSE(growth.gpus[6].nvlinks[11].active_after);
+}
+
+// A B200 refuses the older NVLink counters (nvml.h NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY: "This is unsupported for
+// Blackwell+. Please use NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_*"; NVIDIA/go-nvml gen/nvml/nvml.h @ 2f9e261f): before
+// NVLink5's field values were read, doctor's readings of such a GPU held no error count at all. The fake's NVLink5
+// mode (smoke_nvlink5 = 1) with counters of their own per link (nvlink5_<name>_link<N>, growing per nvmlInit session),
+// so that a reader asking for link 0 everywhere, or putting one link's counts on another, fails here.
+TEST_CASE("fake NVML: a B200's NVLink5 counters per link, read at doctor's start and end, grow on their own links",
+          "[doctor][nvml][fabric]") {
+  const gpuenv::testing::TempDir dir("nvlink5");
+  std::string text = gpuenv::testing::read_text(fixture_path("nvml/fabric-8xh100.conf"));
+  const auto add_to_gpu = [&text](unsigned gpu, const std::string& keys) {
+    std::size_t at = 0;
+    for (unsigned i = 0; i <= gpu; ++i) at = text.find("[gpu]", at) + 5;
+    text.insert(at, "\n" + keys);
+  };
+  add_to_gpu(4, "smoke_nvlink5 = 1\nnvlink5_failed_recoveries_link17 = 0\nnvlink5_failed_recoveries_link17_rise = 1");
+  add_to_gpu(1,
+             "smoke_nvlink5 = 1\nnvlink5_symbol_errors_link3 = 4\nnvlink5_symbol_errors_link3_rise = 2\n"
+             "nvlink5_recoveries_link9 = 1\nnvlink5_recoveries_link9_rise = 1\nnvlink5_symbol_errors_link0 = 7");
+  const ScopedEnv fixture("GPUENV_FAKE_NVML", dir.write("b200.conf", text));
+  const FakeNvmlCopy library;
+  auto real = gpuenv::system::make_real_system();
+  // doctor's order: the inventory (nvmlInit 1), then the run's first and last readings (2 and 3).
+  const auto inventory = gpuenv::probe::read_nvml(*real, library.path(), 5s);
+  REQUIRE(inventory.gpus.size() == 8);
+  REQUIRE(inventory.gpus[1].nvlink);
+  CHECK_FALSE(inventory.gpus[1].nvlink->replay_errors);  // refused, as on a real B200: unknown, not 0
+  const auto summed = [](const std::vector<gpuenv::probe::NvLink5Counter>& counters, unsigned field) {
+    for (const auto& counter : counters)
+      if (counter.field == field) return std::optional<std::uint64_t>(counter.value);
+    return std::optional<std::uint64_t>();
+  };
+  CHECK(summed(inventory.gpus[1].nvlink->nvlink5, 221) == std::optional<std::uint64_t>(4 + 7));  // links 3 and 0
+  CHECK(summed(inventory.gpus[1].nvlink->nvlink5, 213) == std::optional<std::uint64_t>(1));
+  CHECK(inventory.gpus[0].nvlink->nvlink5.empty());  // an H100: the older counters, and no NVLink5 call
+  CHECK(inventory.gpus[0].nvlink->replay_errors == std::optional<std::uint64_t>(0));
+
+  const auto start = gpuenv::probe::read_link_counters(*real, {library.path(), 5s});
+  const auto end = gpuenv::probe::read_link_counters(*real, {library.path(), 5s});
+  REQUIRE(start.nvml);
+  REQUIRE(end.nvml);
+  REQUIRE(start.gpus.size() == 8);
+  REQUIRE(start.gpus[1].nvlinks.size() == 18);
+  CHECK(summed(start.gpus[1].nvlinks[3].nvlink5, 221) == std::optional<std::uint64_t>(4 + 2));
+  CHECK(summed(start.gpus[1].nvlinks[0].nvlink5, 221) == std::optional<std::uint64_t>(7));
+  CHECK(summed(start.gpus[1].nvlinks[5].nvlink5, 221) == std::optional<std::uint64_t>(0));
+  CHECK(start.gpus[1].nvlink5_symbol_ber == std::optional<std::uint64_t>(73710));  // over all links
+  CHECK_FALSE(start.gpus[0].nvlink5_symbol_ber);
+  const auto growth = gpuenv::probe::link_counter_growth(start, end);
+  REQUIRE(growth.gpus.size() == 8);
+  CHECK(summed(growth.gpus[1].nvlinks[3].nvlink5, 221) == std::optional<std::uint64_t>(2));
+  CHECK(summed(growth.gpus[1].nvlinks[0].nvlink5, 221) == std::optional<std::uint64_t>(0));
+  CHECK(summed(growth.gpus[1].nvlinks[9].nvlink5, 213) == std::optional<std::uint64_t>(1));
+  CHECK(summed(growth.gpus[4].nvlinks[17].nvlink5, 214) == std::optional<std::uint64_t>(1));
+  CHECK(summed(growth.gpus[4].nvlinks[16].nvlink5, 214) == std::optional<std::uint64_t>(0));
+
+  // doctor's judgement of the two readings, as it runs after its end reading.
+  gpuenv::probe::HostFacts facts;
+  facts.counters_start = start;
+  facts.counters_end = end;
+  const auto findings = gpuenv::doctor::evaluate_link_counters(facts, gpuenv::testing::doctor_rules::thresholds());
+  const auto errors = std::find_if(findings.begin(), findings.end(),
+                                   [](const gpuenv::report::Finding& f) { return f.id == "nvlink.errors"; });
+  REQUIRE(errors != findings.end());
+  INFO(errors->message);
+  CHECK(errors->status == gpuenv::report::Status::fail);
+  CHECK(errors->message.find("GPU 1 (00000000:2A:00.0) link 3: 2 symbol errors") != std::string::npos);
+  CHECK(errors->message.find("GPU 1 (00000000:2A:00.0) link 9: 1 successful link recoveries") != std::string::npos);
+  CHECK(errors->message.find("GPU 4 (00000000:9A:00.0) link 17: 1 failed link recoveries") != std::string::npos);
+  CHECK(errors->message.find("link 0: ") == std::string::npos);
 }
 
 TEST_CASE("doctor end to end on the fake NVML: fabric state and link rates in the JSON report",

@@ -37,7 +37,9 @@
 // remote_errors (209), general_errors (210), integrity_errors (211), recoveries (213), failed_recoveries (214),
 // effective_errors (219); the bit error rates over all links (scopeId UINT_MAX) from smoke_nvlink5_effective_ber (raw,
 // default 0xfff: NVML's zero, 15e-255) and smoke_nvlink5_symbol_ber (raw, default 73710 = 0x11fee: 15e-238 with bit 16
-// set, the healthy Blackwell aggregate in DCGM's own test, modules/health/tests/DcgmHealthWatchTests.cpp).
+// set, the healthy Blackwell aggregate in DCGM's own test, modules/health/tests/DcgmHealthWatchTests.cpp). With
+// smoke_nvlink5 = 1, nvlink5_<name>_link<N> (+ _rise) sets link N's own counter (same names), growing per nvmlInit
+// session as the nvlink_*_link<N> keys do: distinct per link, so a reader that asked for link 0 everywhere is seen.
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -179,8 +181,9 @@ const FakeGpu* gpu_of(void* device) {
 bool counts_sessions(const FakeState& loaded) {
   for (const FakeGpu& gpu : loaded.gpus) {
     for (const auto& [key, value] : gpu.values) {
-      const bool rising_link_counter = (key.rfind("nvlink_", 0) == 0 || key.rfind("pcie_replays", 0) == 0) &&
-                                       key.size() > 5 && key.compare(key.size() - 5, 5, "_rise") == 0;
+      const bool rising_link_counter =
+          (key.rfind("nvlink_", 0) == 0 || key.rfind("nvlink5_", 0) == 0 || key.rfind("pcie_replays", 0) == 0) &&
+          key.size() > 5 && key.compare(key.size() - 5, 5, "_rise") == 0;
       if (rising_link_counter || key == "nvlink_down_from_session") return true;
     }
   }
@@ -283,7 +286,10 @@ std::optional<unsigned long long> smoke_nvlink5_field(const FakeGpu& gpu, unsign
   for (const auto& [id, name] : counters) {
     if (id != field) continue;
     const std::string key = std::string("smoke_nvlink5_") + name;
-    return scope == 0 && gpu.has(key) ? rising_counter(gpu, key) : 0ULL;
+    const unsigned long long smoke = scope == 0 && gpu.has(key) ? rising_counter(gpu, key) : 0ULL;
+    // nvlink5_<name>_link<N>: link N's own counter, growing per nvmlInit session as doctor's link counters do.
+    const std::string link_key = std::string("nvlink5_") + name + "_link" + std::to_string(scope);
+    return smoke + (gpu.has(link_key) ? rising_per_session(gpu, link_key) : 0ULL);
   }
   return std::nullopt;
 }

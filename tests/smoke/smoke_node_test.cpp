@@ -266,6 +266,7 @@ TEST_CASE("smoke: NVLink5 counters and bit error rates, judged as DCGM's Monitor
   REQUIRE(errors != nullptr);
   CHECK(errors->status == Status::fail);
   CHECK(errors->message.find("NVLink link 0: 4 symbol errors") == 0);
+  CHECK(errors->message.find("link 1:") == std::string::npos);  // link 0's counter, read on link 0 only
   // The same GPU with nothing rising: the older counters answer "not supported", the NVLink5 ones judge it.
   const SmokeReport healthy =
       run_with_nvml("nvlinks = 18\nsmoke_nvlink5 = 1\n", "elapsed_ms = 0.001\n", small_options());

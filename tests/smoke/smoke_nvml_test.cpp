@@ -89,6 +89,45 @@ TEST_CASE("smoke: the clock sampler marks samples under load only while launches
   CHECK(judge_clocks(busy, 1980).status == Status::warn);
 }
 
+// smoke reads an NVLink's error counters through probe's one reader (probe/nvlink5.hpp), as doctor and watch do: on
+// a B200 (the fake's smoke_nvlink5 = 1: nvmlDeviceGetNvLinkErrorCounter answers "not supported", nvml.h "unsupported
+// for Blackwell+") the NVML_FI_DEV_NVLINK_COUNT_* fields of each link in scopeId; each link has its own values here
+// (nvlink5_<name>_link<N>), so a reader that asked for link 0 everywhere fails.
+TEST_CASE("smoke: a B200's NVLink5 counters are read link by link through probe's reader (fake NVML)",
+          "[smoke][nvml]") {
+  const FakeNvml nvml(
+      "nvlinks = 18\nsmoke_nvlink5 = 1\nnvlink5_symbol_errors_link5 = 3\n"
+      "nvlink5_failed_recoveries_link17 = 2\n");
+  auto real = gpuenv::system::make_real_system();
+  const std::shared_ptr<const NvmlMonitor> monitor = NvmlMonitor::open(*real, GPUENV_FAKE_NVML_LIBRARY);
+  REQUIRE(monitor != nullptr);
+  const FabricCounters counters = monitor->fabric_counters("00000000:1B:00.0");
+  REQUIRE(counters.nvlinks.size() == 18);
+  const auto value = [&](unsigned link, unsigned field) -> std::optional<unsigned long long> {
+    for (const auto& counter : counters.nvlinks[link].nvlink5)
+      if (counter.field == field) return counter.value;
+    return std::nullopt;
+  };
+  for (unsigned link = 0; link < 18; ++link) {
+    INFO("link " << link);
+    CHECK_FALSE(counters.nvlinks[link].replay);  // refused
+    CHECK(counters.nvlinks[link].nvlink5.size() == gpuenv::probe::nvlink5_error_fields().size());
+    CHECK(value(link, 221) == (link == 5 ? 3ULL : 0ULL));
+    CHECK(value(link, 214) == (link == 17 ? 2ULL : 0ULL));
+  }
+  CHECK(counters.nvlink5_effective_ber == 0xfffULL);  // over all links: NVML's zero
+  CHECK(counters.nvlink5_symbol_ber == 73710ULL);
+  // A GPU before Blackwell: the older counters, and no NVLink5 field asked for.
+  const FakeNvml hopper("nvlinks = 4\nsmoke_nvlink_replay = 6\n");
+  const std::shared_ptr<const NvmlMonitor> older = NvmlMonitor::open(*real, GPUENV_FAKE_NVML_LIBRARY);
+  REQUIRE(older != nullptr);
+  const FabricCounters h100 = older->fabric_counters("00000000:1B:00.0");
+  REQUIRE(h100.nvlinks.size() == 4);
+  CHECK(h100.nvlinks[0].replay == 6ULL);
+  CHECK(h100.nvlinks[0].nvlink5.empty());
+  CHECK_FALSE(h100.nvlink5_symbol_ber);
+}
+
 TEST_CASE("smoke: matmuls are timed over sustained windows and every launch is compared with the reference",
           "[smoke][system-test]") {
   // Issue 23 item 6: events around >= 200 ms of back-to-back launches (here 10 ms: elapsed_ms 2.5 per launch), the

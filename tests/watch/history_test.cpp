@@ -58,3 +58,35 @@ TEST_CASE("history.error_rates: PCIe replays are judged only above DCGM's 8 a mi
   const auto many = gpuenv::watch::history_error_rates({replays(0, 10), replays(hour, 10 + 600)}, hour);
   CHECK(many.status == Status::warn);  // 10 a minute
 }
+
+TEST_CASE("history.error_rates: NVLink5's counters by the judgement of probe's table", "[watch]") {
+  // probe/nvlink5.hpp after DCGM 4.6.0 (modules/health/DcgmHealthWatch.cpp MonitorNVLink5Fields: any rise of an error
+  // counter fails; MonitorNVLinkErrorFields: a successful link recovery warns).
+  constexpr std::int64_t hour = 3600 * 1000;
+  struct Row {
+    const char* name;
+    std::uint64_t errors_later, warnings_later;
+    Status expected;
+    const char* says;
+  };
+  const Row rows[] = {
+      {"quiet", 3, 40, Status::pass, "no error counter grew"},
+      {"NVLink5 errors", 5, 40, Status::fail, "GPU 4: 2 NVLink5 errors (2.00/h)"},
+      {"recoveries or effective errors", 3, 52, Status::warn,
+       "GPU 4: 12 NVLink5 successful link recoveries or effective errors"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    const auto nvlink5_sample = [](std::int64_t time_ms, std::uint64_t errors, std::uint64_t warnings) {
+      NodeSample sample = node(time_ms, 0, 0);
+      sample.gpus[0].nvlink_crc.reset();  // refused on Blackwell
+      sample.gpus[0].nvlink5_errors = errors;
+      sample.gpus[0].nvlink5_warnings = warnings;
+      return sample;
+    };
+    const auto found = gpuenv::watch::history_error_rates(
+        {nvlink5_sample(0, 3, 40), nvlink5_sample(hour, row.errors_later, row.warnings_later)}, hour);
+    CHECK(found.status == row.expected);
+    CHECK_THAT(found.message, Catch::Contains(row.says));
+  }
+}

@@ -159,6 +159,42 @@ TEST_CASE("monitor: NVLink counts per link through NVML, a link that goes down a
   h.monitor.stop(std::chrono::seconds(1));
 }
 
+// A B200 through the fake NVML's NVLink5 mode (smoke_nvlink5 = 1: nvmlDeviceGetNvLinkErrorCounter answers "not
+// supported", as nvml.h says of Blackwell; nvmlDeviceGetFieldValues answers per link): before this, watch read no
+// NVLink error at all on it. Each link's own counters (nvlink5_<name>_link<N>), so a reader of link 0 everywhere fails.
+TEST_CASE("monitor: a B200's NVLink5 counters are read per link through NVML and judged", "[watch]") {
+  const std::string b200_keys =
+      "nvlinks = 18\nsmoke_nvlink5 = 1\nnvlink5_symbol_errors_link7 = 3\n"
+      "nvlink5_recoveries_link2 = 1\nnvlink5_effective_errors_link11 = 50";
+  Harness h(fixture("reload_on_change = 1", 0, b200_keys));
+  h.start();
+  const Snapshot first = h.interval();
+  REQUIRE(first.sample.gpus.size() == 8);
+  const auto& blackwell = first.sample.gpus[0];
+  CHECK_FALSE(blackwell.nvlink_replay);  // refused, as on a real B200
+  CHECK(blackwell.nvlink5_errors == 3u);
+  CHECK(blackwell.nvlink5_warnings == 1u + 50u);
+  REQUIRE(blackwell.nvlink_links.size() == 18);
+  CHECK(blackwell.nvlink_links[7].nvlink5.at(0).field == 221);  // symbol errors first, as in probe's table
+  CHECK(blackwell.nvlink_links[7].nvlink5.at(0).value == 3);
+  CHECK(blackwell.nvlink_links[0].nvlink5.at(0).value == 0);
+  CHECK(blackwell.nvlink5_symbol_ber == 73710u);               // read over all links (scopeId UINT_MAX)
+  CHECK_FALSE(first.sample.gpus[1].nvlink5_errors);            // an H100: no NVLink5
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a new modification time
+  std::ofstream(h.conf) << fixture(
+      "reload_on_change = 1", 0,
+      b200_keys + "\nnvlink5_symbol_errors_link12 = 2\nnvlink5_failed_recoveries_link12 = 1");
+  const Snapshot second = h.interval();
+  CHECK(second.sample.gpus[0].nvlink5_errors == 6u);
+  CHECK(has(second.events, "watch.nvlink_errors", Status::fail));
+  const auto event = std::find_if(second.events.begin(), second.events.end(),
+                                  [](const Event& e) { return e.finding.id == "watch.nvlink_errors"; });
+  REQUIRE(event != second.events.end());
+  CHECK_THAT(event->finding.message, Catch::Contains("3 NVLink5 errors (link 12: 2 symbol errors, link 12: 1 failed "
+                                                     "link recoveries)"));
+  h.monitor.stop(std::chrono::seconds(1));
+}
+
 TEST_CASE("monitor: an NVML call that hangs is abandoned and the kernel log is still read and stored",
           "[watch][system-test]") {
   // The second nvmlDeviceGetCount (the second interval's read) blocks 2 s; reads are given 200 ms.

@@ -1,10 +1,14 @@
 // The event rules on hand-made histories: a rising counter raises one event with its rate and clears after a quiet
 // hour; temperature, throttling (gpud's 6-of-10-minutes rule), idle time, a lost GPU, a smaller GPU count and new
-// Xid records; the open conditions survive a restart through the state the store keeps.
+// Xid records; the open conditions survive a restart through the state the store keeps; NVLink5 (Blackwell) counters
+// judged by probe's table.
 
 #include "watch/rules.hpp"
 
 #include <catch2/catch.hpp>
+#include <map>
+
+#include "probe/nvlink5.hpp"
 
 using gpuenv::probe::NvLinkCounters;
 using gpuenv::report::Status;
@@ -538,4 +542,164 @@ TEST_CASE("the NVLink fabric: a GPU that leaves Completed or turns Unhealthy fai
   const auto failed = Run().step({with_fabric(State::completed, false, "")});
   REQUIRE(failed.size() == 1);
   CHECK_THAT(failed[0].finding.message, Catch::Contains("completed with status Insufficient Resources"));
+}
+
+// ------------------------------------------------------------------------------------------------ NVLink5 (Blackwell)
+
+namespace {
+
+/// One NVLink5 link as a B200 reads (nvml.h: the replay/recovery/CRC counters "unsupported for Blackwell+"): every
+/// counter of probe/nvlink5.hpp's table, the named ones set.
+NvLinkCounters b200_link(unsigned link, std::map<unsigned, std::uint64_t> set = {}) {
+  NvLinkCounters out{link, true, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  for (const gpuenv::probe::NvLink5Field& field : gpuenv::probe::nvlink5_error_fields())
+    out.nvlink5.push_back({field.id, set.count(field.id) != 0 ? set[field.id] : 0});
+  return out;
+}
+
+/// A B200 whose links read `links` (inactive ones too) and whose rates over all links read as given, sampled as the
+/// monitor samples NVML (sample_from_inventory: the NVLink5 sums over the active links).
+GpuSample b200(std::vector<NvLinkCounters> links, std::optional<std::uint64_t> effective_ber = 0xfff,
+               std::optional<std::uint64_t> symbol_ber = 73710) {
+  gpuenv::probe::GpuInventory inventory;
+  inventory.availability.available = true;
+  gpuenv::probe::GpuFacts facts;
+  facts.index = 0;
+  facts.uuid = "GPU-B200-0";
+  facts.name = "NVIDIA B200";
+  facts.utilization_percent = 95;
+  facts.temperature_c = 40;
+  facts.nvlink = gpuenv::probe::NvLinkFacts{};
+  gpuenv::probe::GpuLinkCounters read;
+  read.index = 0;
+  read.uuid = facts.uuid;
+  for (const NvLinkCounters& link : links) {
+    (link.active ? facts.nvlink->active : facts.nvlink->inactive).push_back(link.link);
+    read.nvlinks.push_back(link);
+  }
+  read.nvlink5_effective_ber = effective_ber;
+  read.nvlink5_symbol_ber = symbol_ber;
+  inventory.gpus.push_back(facts);
+  NodeSample sample = gpuenv::watch::sample_from_inventory(inventory, {read}, k_start);
+  return sample.gpus.at(0);
+}
+
+/// Links 0-17 of a B200, each with its own counts (a reader that took link 0's everywhere would count 18 x link 0's).
+std::vector<NvLinkCounters> b200_links(unsigned link, std::map<unsigned, std::uint64_t> set) {
+  std::vector<NvLinkCounters> out;
+  for (unsigned n = 0; n < 18; ++n) out.push_back(b200_link(n, {{221, 100 + n}, {213, n}}));
+  out[link] = b200_link(link, std::move(set));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("NVLink5: a B200's counters summed per judgement over its active links, as sampled", "[watch]") {
+  std::vector<NvLinkCounters> links = {b200_link(0, {{221, 5}, {213, 2}}), b200_link(1, {{214, 1}, {219, 70}}),
+                                       b200_link(2, {{221, 1000}})};
+  links[2].active = false;  // a link that is down: not in the sums, as NVML's own sums are over active links
+  const GpuSample sampled = b200(links);
+  CHECK(sampled.nvlink5_errors == std::optional<std::uint64_t>(5 + 1));     // symbol + failed recoveries
+  CHECK(sampled.nvlink5_warnings == std::optional<std::uint64_t>(2 + 70));  // successful recoveries + effective
+  CHECK_FALSE(sampled.nvlink_replay);                                       // refused on Blackwell: unknown, not zero
+  CHECK(sampled.nvlink_links.size() == 2);
+  CHECK(sampled.nvlink_inactive == 1u);
+  CHECK(sampled.nvlink5_symbol_ber == std::optional<std::uint64_t>(73710));
+  // An H100's sample has no NVLink5 sums.
+  CHECK_FALSE(gpu(0).nvlink5_errors);
+}
+
+// probe/nvlink5.hpp's table, after DCGM 4.6.0 (modules/health/DcgmHealthWatch.cpp): MonitorNVLink5Fields fails any
+// rise of its error counters (DCGM_LIMIT_MAX_NVLINK_ERROR 1), MonitorNVLinkErrorFields warns on successful link
+// recoveries and fails failed ones; effective errors warn (the effective BER allows them up to 1e-12).
+TEST_CASE("NVLink5: a rise is judged by probe's table and named by link and counter", "[watch]") {
+  struct Row {
+    const char* name;
+    unsigned link;
+    std::map<unsigned, std::uint64_t> later;  ///< the link's counters at the second reading (from 0)
+    Status expected;
+    const char* action;
+    const char* says;
+  };
+  const Row rows[] = {
+      {"symbol errors",
+       7,
+       {{221, 2}},
+       Status::fail,
+       "drain_and_inspect",
+       "GPU 0: 2 NVLink5 errors (link 7: 2 symbol errors) in the last 10 s"},
+      {"a failed link recovery",
+       3,
+       {{214, 1}},
+       Status::fail,
+       "drain_and_inspect",
+       "1 NVLink5 errors (link 3: 1 failed link recoveries)"},
+      {"malformed packets", 12, {{206, 4}}, Status::fail, "drain_and_inspect", "link 12: 4 malformed packet errors"},
+      {"buffer overruns", 1, {{207, 1}}, Status::fail, "drain_and_inspect", "link 1: 1 buffer overrun errors"},
+      {"receive errors",
+       0,
+       {{208, 1}, {209, 1}, {210, 1}},
+       Status::fail,
+       "drain_and_inspect",
+       "3 NVLink5 errors (link 0: 1 receive errors, link 0: 1 remote receive errors, link 0: 1 general receive "
+       "errors)"},
+      {"link integrity", 17, {{211, 1}}, Status::fail, "drain_and_inspect", "link 17: 1 local link integrity errors"},
+      {"a successful link recovery",
+       5,
+       {{213, 1}},
+       Status::warn,
+       "none",
+       "1 NVLink5 successful link recoveries or effective errors (link 5: 1 successful link recoveries)"},
+      {"effective errors", 9, {{219, 40}}, Status::warn, "none", "link 9: 40 effective errors"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    Run run;
+    CHECK(run.step({b200(b200_links(row.link, {}))}).empty());
+    CHECK(run.step({b200(b200_links(row.link, {}))}).empty());  // nothing rose: no event
+    const auto raised = run.step({b200(b200_links(row.link, row.later))});
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].finding.id == "watch.nvlink_errors");
+    CHECK(raised[0].finding.status == row.expected);
+    CHECK(raised[0].action == row.action);
+    CHECK_THAT(raised[0].finding.message, Catch::Contains(row.says));
+  }
+}
+
+TEST_CASE("NVLink5: counts compare like with like, survive a restart, and the rates over all links fail past DCGM's",
+          "[watch]") {
+  Run run;
+  const auto links = [](std::uint64_t l0, std::optional<std::uint64_t> l1) {
+    std::vector<NvLinkCounters> out{b200_link(0, {{221, l0}})};
+    if (l1) out.push_back(b200_link(1, {{221, *l1}}));
+    return out;
+  };
+  CHECK(run.step({b200(links(10, 10))}).empty());
+  // Link 1 goes down (its 10 symbol errors leave NVML's sum) and comes back: no NVLink5 error either way.
+  std::vector<NvLinkCounters> down = links(10, 10);
+  down[1].active = false;
+  CHECK(run.step({b200(down)}).size() == 1);           // watch.nvlink_down
+  CHECK(run.step({b200(links(10, 10))}).size() == 1);  // cleared
+  CHECK(run.count("watch.nvlink_errors", Status::fail) == 0);
+  CHECK(run.history.latest()->gpus[0].nvlink5_errors == 20u);
+  // The baseline survives a restart with the state; errors on link 1 since its last reading then count.
+  run.state = RuleState::from_json(run.state.to_json());
+  const auto raised = run.step({b200(links(10, 13))});
+  REQUIRE(raised.size() == 1);
+  CHECK(raised[0].finding.status == Status::fail);
+  CHECK_THAT(raised[0].finding.message, Catch::Contains("3 NVLink5 errors (link 1: 3 symbol errors)"));
+  CHECK(run.history.latest()->gpus[0].nvlink5_errors == 23u);
+
+  // DCGM's rate limits (common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded, 1e-12; the Blackwell symbol floor
+  // 15e-238): a rate past them fails while it lasts, with no counter rising.
+  Run rates;
+  CHECK(rates.step({b200(links(0, 0))}).empty());
+  const auto effective = rates.step({b200(links(0, 0), (2u << 8) | 12)});
+  REQUIRE(effective.size() == 1);
+  CHECK(effective[0].finding.status == Status::fail);
+  CHECK_THAT(effective[0].finding.message, Catch::Contains("GPU 0: NVLink5 effective bit error rate 2e-12"));
+  Run symbol;
+  const auto symbols = symbol.step({b200(links(0, 0), 0xfff, (15u << 8) | 237)});
+  REQUIRE(symbols.size() == 1);
+  CHECK_THAT(symbols[0].finding.message, Catch::Contains("symbol bit error rate 15e-237"));
 }

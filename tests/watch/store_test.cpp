@@ -1,6 +1,6 @@
 // The history database on the node's real SQLite (libsqlite3.so.0, dlopen'ed), checked from outside with the
 // sqlite3 command-line shell: schema and pragmas, an interval written and read back, the move aside of foreign,
-// corrupt and newer files, the migration of a schema-1 database, and the hourly rollup and retention.
+// corrupt and newer files, the migration of a schema-1 and a schema-2 database, and the hourly rollup and retention.
 
 #include "watch/store.hpp"
 
@@ -74,14 +74,14 @@ std::unique_ptr<Store> open_store(gpuenv::system::System& system, const std::str
 
 }  // namespace
 
-TEST_CASE("a new database: schema 2, WAL, gpuenv's application id, as the sqlite3 shell reads it", "[watch]") {
+TEST_CASE("a new database: schema 3, WAL, gpuenv's application id, as the sqlite3 shell reads it", "[watch]") {
   TempDir dir;
   auto system = gpuenv::system::make_real_system();
   OpenNotes notes;
   auto store = open_store(*system, file_in(dir, "watch.db"), notes);
   CHECK(notes.lines.size() == 1);
   CHECK_FALSE(notes.moved_aside);
-  CHECK(sqlite3(*system, file_in(dir, "watch.db"), "PRAGMA user_version") == "2");
+  CHECK(sqlite3(*system, file_in(dir, "watch.db"), "PRAGMA user_version") == "3");
   CHECK(sqlite3(*system, file_in(dir, "watch.db"), "PRAGMA application_id") == std::to_string(0x47505545));
   CHECK(sqlite3(*system, file_in(dir, "watch.db"), "PRAGMA journal_mode") == "wal");
   CHECK(sqlite3(*system, file_in(dir, "watch.db"),
@@ -100,6 +100,8 @@ TEST_CASE("an interval is written in one transaction and read back", "[watch]") 
   NodeSample sample = stored_node(k_store_start, {gpu(0, 97.5), gpu(1, 3), lost});
   sample.gpus[0].throttle = gpuenv::watch::k_hw_slowdown;
   sample.gpus[0].pcie_replays = 7;
+  sample.gpus[1].nvlink5_errors = 4;  // NVLink5 (schema 3)
+  sample.gpus[1].nvlink5_warnings = 9;
   gpuenv::watch::Event event;
   event.time_ms = k_store_start;
   event.finding = {"watch.gpu_lost", gpuenv::report::Status::fail, "GPU 2: GPU is lost", "reboot", "src"};
@@ -119,6 +121,9 @@ TEST_CASE("an interval is written in one transaction and read back", "[watch]") 
   CHECK(back.gpus[0].utilization_percent == 97.5);
   CHECK(back.gpus[0].throttle == gpuenv::watch::k_hw_slowdown);
   CHECK(back.gpus[0].pcie_replays == 7u);
+  CHECK_FALSE(back.gpus[0].nvlink5_errors);
+  CHECK(back.gpus[1].nvlink5_errors == 4u);
+  CHECK(back.gpus[1].nvlink5_warnings == 9u);
   CHECK(back.gpus[2].lost());
   CHECK(back.gpus[2].uuid.empty());
   auto events = store->events_since(k_store_start - 1);
@@ -238,7 +243,8 @@ TEST_CASE("a schema-1 database is migrated with its data", "[watch]") {
   auto store = open_store(*system, path, notes);
   CHECK_FALSE(notes.moved_aside);
   CHECK_THAT(gpuenv::util::join(notes.lines, "\n"), Catch::Contains("schema migrated from version 1 to 2"));
-  CHECK(sqlite3(*system, path, "PRAGMA user_version") == "2");
+  CHECK_THAT(gpuenv::util::join(notes.lines, "\n"), Catch::Contains("schema migrated from version 2 to 3"));
+  CHECK(sqlite3(*system, path, "PRAGMA user_version") == "3");
   CHECK(sqlite3(*system, path, "SELECT count(*) FROM sample") == "2");
   CHECK(sqlite3(*system, path, "SELECT count(*) FROM pragma_table_info('sample') WHERE name = 'pcie_replays'") == "1");
   auto samples = store->samples_since(0);
@@ -247,6 +253,72 @@ TEST_CASE("a schema-1 database is migrated with its data", "[watch]") {
   CHECK(samples->front().gpus.at(0).utilization_percent == 88.0);
   CHECK_FALSE(samples->front().gpus.at(0).pcie_replays);
   REQUIRE(store->record(stored_node(k_store_start, {gpu(0, 10)}), {}, {}, {}));
+}
+
+// Schema 3 adds NVLink5's two sums (sample) and their hourly growth, as schema 2 added the PCIe replay counter: a
+// schema-2 database (migrations 1 and 2 as gpuenv ran them, with a row) keeps its rows, the new columns NULL.
+TEST_CASE("a schema-2 database is migrated with its data: NVLink5's columns added, unknown in old rows", "[watch]") {
+  TempDir dir;
+  auto system = gpuenv::system::make_real_system();
+  const std::string path = file_in(dir, "watch.db");
+  const auto& all = gpuenv::watch::migrations();
+  REQUIRE(all.size() == 3);
+  REQUIRE(all[1].version == 2);
+  sqlite3(*system, path,
+          std::string(all[0].sql) + all[1].sql +
+              "INSERT INTO gpu VALUES (1, 'GPU-0', 0, '00000000:10:00.0', 'NVIDIA B200', 1, 1);"
+              "INSERT INTO interval VALUES (1767225600000, 1, '', 1);"
+              "INSERT INTO sample (gpu, time_ms, gpu_index, access_error, throttle, remap_pending, remap_failure, "
+              "pcie_replays) VALUES (1, 1767225600000, 0, '', 0, 0, 0, 5);"
+              "PRAGMA application_id = 1196447045; PRAGMA user_version = 2;");
+  OpenNotes notes;
+  auto store = open_store(*system, path, notes);
+  CHECK_FALSE(notes.moved_aside);
+  CHECK_THAT(gpuenv::util::join(notes.lines, "\n"), Catch::Contains("schema migrated from version 2 to 3"));
+  CHECK(sqlite3(*system, path, "PRAGMA user_version") == "3");
+  for (const char* column : {"nvlink5_errors", "nvlink5_warnings"})
+    CHECK(sqlite3(*system, path,
+                  std::string("SELECT count(*) FROM pragma_table_info('sample') WHERE name = '") + column + "'") ==
+          "1");
+  for (const char* column : {"nvlink5_errors_growth", "nvlink5_warnings_growth"})
+    CHECK(sqlite3(*system, path,
+                  std::string("SELECT count(*) FROM pragma_table_info('hourly') WHERE name = '") + column + "'") ==
+          "1");
+  auto samples = store->samples_since(0);
+  REQUIRE(samples);
+  REQUIRE(samples->size() == 1);
+  CHECK(samples->front().gpus.at(0).pcie_replays == 5u);
+  CHECK_FALSE(samples->front().gpus.at(0).nvlink5_errors);
+  GpuSample b200 = gpu(0, 10);
+  b200.nvlink5_errors = 2;
+  REQUIRE(store->record(stored_node(k_store_start + 10'000, {b200}), {}, {}, {}));
+  CHECK(sqlite3(*system, path,
+                "SELECT nvlink5_errors FROM sample WHERE time_ms = " + std::to_string(k_store_start + 10'000)) == "2");
+}
+
+TEST_CASE("the hourly rollup sums NVLink5's growth per judgement, a reset counted from zero", "[watch]") {
+  TempDir dir;
+  auto system = gpuenv::system::make_real_system();
+  const std::string path = file_in(dir, "watch.db");
+  OpenNotes notes;
+  auto store = open_store(*system, path, notes);
+  // One hour of a B200 sampled every 10 minutes: 2 NVLink5 errors a sample, a driver reload at the fourth (the count
+  // restarts at 1); successful recoveries 0, 0, 1, 1, 1, 3.
+  const std::uint64_t errors[] = {10, 12, 14, 1, 3, 5};
+  const std::uint64_t warnings[] = {0, 0, 1, 1, 1, 3};
+  for (int i = 0; i < 6; ++i) {
+    GpuSample b200 = gpu(0, 90);
+    b200.nvlink5_errors = errors[i];
+    b200.nvlink5_warnings = warnings[i];
+    REQUIRE(store->record(stored_node(k_store_start + i * 10 * 60 * 1000, {b200}), {}, {}, {}));
+  }
+  REQUIRE(store->maintain(k_store_start + k_hour, 7 * k_day, 90 * k_day, 60, 0));
+  auto rows = store->hourly_since(k_store_start);
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 1);
+  CHECK(rows->at(0).nvlink5_errors_growth == 2 + 2 + 1 + 2 + 2);
+  CHECK(rows->at(0).nvlink5_warnings_growth == 3);
+  CHECK_FALSE(rows->at(0).nvlink_errors_growth);  // the older counters, refused on Blackwell: unknown
 }
 
 TEST_CASE("retention: complete hours are rolled up, raw samples past 7 days and rollups past 90 days deleted",

@@ -1,0 +1,118 @@
+#pragma once
+// NVLink error counters as NVML reads them per link, and NVLink5's as DCGM judges them. nvml.h marks the older
+// counters (nvmlDeviceGetNvLinkErrorCounter: replay, recovery, CRC flit and data) "unsupported for Blackwell+";
+// Blackwell's NVLink5 counts its errors in the NVML_FI_DEV_NVLINK_COUNT_* field values instead
+// (nvmlDeviceGetFieldValues, the link in scopeId), with two bit error rates over all links (scopeId UINT_MAX). This is
+// the one reader of them (smoke, doctor's inventory and link counters, and watch's samples all read through
+// read_nvlink_errors) and the one table of how a rise of each NVLink5 counter is judged (smoke.link_errors,
+// nvlink.errors, watch.nvlink_errors), after DCGM 4.6.0's health watch.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "probe/fabric_facts.hpp"
+
+namespace gpuenv::probe {
+
+/// An NVLink5 error counter: its NVML field id, what it counts (for messages) and whether a rise only warns.
+struct NvLink5Field {
+  unsigned id;
+  const char* what;  ///< "symbol errors"
+  bool warns;        ///< a rise warns; the others' rise fails
+};
+
+/// The NVLink5 error counters gpuenv reads, in DCGM's order: DCGM 4.6.0 MonitorNVLink5Fields' counters
+/// (modules/health/DcgmHealthWatch.cpp: any rise fails, DCGM_LIMIT_MAX_NVLINK_ERROR 1), with the link recoveries as its
+/// MonitorNVLinkErrorFields splits them (213 successful: warn, 214 failed: fail) instead of their sum (215). Effective
+/// errors (219) warn: the effective bit error rate allows them up to 1e-12, and that rate is judged on its own.
+std::span<const NvLink5Field> nvlink5_error_fields();
+/// What NVLink5 counter `field` counts ("symbol errors"; "errors (NVML field N)" for one not in the table).
+std::string nvlink5_counter_name(unsigned field);
+/// Whether a rise of NVLink5 counter `field` only warns (a field not in the table fails).
+bool nvlink5_warns_only(unsigned field);
+
+/// The growth of each NVLink5 counter read in both `before` and `after` (a counter that went down was reset by a
+/// driver reload: its growth is its later value); counters read at one end only are left out.
+std::vector<NvLink5Counter> nvlink5_growth(const std::vector<NvLink5Counter>& before,
+                                           const std::vector<NvLink5Counter>& after);
+/// The sum of `counters` whose rise warns (`warns`) or fails (!`warns`); nullopt when none of them is there.
+std::optional<std::uint64_t> nvlink5_sum(const std::vector<NvLink5Counter>& counters, bool warns);
+/// "link 3: 2 symbol errors" for each counter of `growth` above 0 whose rise warns (`warns`) or fails.
+std::vector<std::string> nvlink5_rises(unsigned link, const std::vector<NvLink5Counter>& growth, bool warns);
+
+/// An NVLink5 bit error rate as nvml.h encodes it (NVML_NVLINK_ERROR_COUNTER_BER_GET): bits 0-7 the exponent, 8-11
+/// the mantissa: mantissa x 10^-exponent.
+struct BitErrorRate {
+  unsigned mantissa;
+  unsigned exponent;
+  explicit BitErrorRate(std::uint64_t raw)
+      : mantissa(static_cast<unsigned>((raw >> 8) & 0xf)), exponent(static_cast<unsigned>(raw & 0xff)) {}
+  std::string str() const { return std::to_string(mantissa) + "e-" + std::to_string(exponent); }
+};
+
+/// DCGM 4.6.0 common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded: above 1e-12 (15e-255 is NVML's "zero"). A
+/// mantissa of 0 is a zero rate too, as DCGM's symbol check reads it (its effective check would flag a raw 0).
+bool effective_ber_exceeded(const BitErrorRate& ber);
+/// DCGM 4.6.0 modules/health/DcgmHealthWatch.cpp IsSymbolBerThresholdExceeded with the Blackwell all-links floor
+/// 15e-238 (DCGM_SYMBOL_BER_FLOOR_EXP_AGGREGATED, common/DcgmGPUHardwareLimits.h): a symbol error forward error
+/// correction could not fix ("Shouldn't see Symbol at all", MonitorNVLink5Fields).
+bool symbol_ber_exceeded(const BitErrorRate& ber);
+/// The bit error rates of `gpu` past DCGM's limits, as message parts ("effective bit error rate 2e-12 over all links
+/// (DCGM fails above 1e-12)"); empty when neither was read or both are within them.
+std::vector<std::string> nvlink5_ber_faults(std::optional<std::uint64_t> effective,
+                                            std::optional<std::uint64_t> symbol);
+
+/// Where the NVLink5 judgement comes from, for findings' `source`.
+inline constexpr const char* k_nvlink5_source =
+    "NVIDIA/DCGM @ 72fa3fe (4.6.0) modules/health/DcgmHealthWatch.cpp MonitorNVLink5Fields, MonitorNVLinkErrorFields; "
+    "common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded";
+
+namespace nvml {
+
+using Return = int;
+using Device = struct nvmlDevice_st*;
+
+/// nvml.h nvmlFieldValue_t (40 bytes on LP64: the value union at offset 32).
+struct FieldValue {
+  unsigned field_id;
+  unsigned scope_id;  ///< the NVLink for the NVML_FI_DEV_NVLINK_COUNT_* fields ("Link ID needs to be specified in
+                      ///< the scopeId field", nvml.h); UINT_MAX for the NVLink5 rates over all links
+  long long timestamp;
+  long long latency_usec;
+  int value_type;      ///< nvmlValueType_t: 0 double, 1 unsigned int, 2 unsigned long, 3 unsigned long long, 4 signed
+                       ///< long long, 5 int, 6 unsigned short
+  Return nvml_return;  ///< per value: nvmlDeviceGetFieldValues succeeds when any value was filled
+  union {
+    double d;
+    unsigned u;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int si;
+    unsigned short us;
+  } value;
+};
+
+/// The two NVML entry points an NVLink's error counters are read through; either may be null (an old driver).
+struct NvLinkErrorCalls {
+  Return (*error_counter)(Device, unsigned, int, unsigned long long*) = nullptr;  ///< nvmlDeviceGetNvLinkErrorCounter
+  Return (*field_values)(Device, int, FieldValue*) = nullptr;                     ///< nvmlDeviceGetFieldValues (R550+)
+};
+
+/// Link `link`'s error counters into `into`: the four older ones NVML answers, and only on a link that refuses all
+/// four (NVLink5) the NVLink5 counters of nvlink5_error_fields (one nvmlDeviceGetFieldValues call).
+void read_nvlink_errors(const NvLinkErrorCalls& calls, Device device, unsigned link, NvLinkCounters& into);
+
+/// NVLink5's effective and symbol bit error rates over all links (scopeId UINT_MAX: "NVLink5+ requires scopeId =
+/// UINT_MAX for aggregate data", DCGM dcgmlib/src/DcgmCacheManager.cpp), raw; unknown when NVML cannot read them.
+struct NvLink5Rates {
+  std::optional<std::uint64_t> effective_ber;
+  std::optional<std::uint64_t> symbol_ber;
+};
+NvLink5Rates read_nvlink5_rates(const NvLinkErrorCalls& calls, Device device);
+
+}  // namespace nvml
+}  // namespace gpuenv::probe
