@@ -7,10 +7,10 @@
 namespace gpuenv::cli {
 namespace {
 
-using nlohmann::json;
+using Json = nlohmann::json;
 
-json finding_json(const report::Finding& finding) {
-  json out = {{"id", finding.id},
+Json finding_json(const report::Finding& finding) {
+  Json out = {{"id", finding.id},
               {"status", std::string(report::to_string(finding.status))},
               {"message", finding.message},
               {"remedy", finding.remedy}};
@@ -18,11 +18,11 @@ json finding_json(const report::Finding& finding) {
   return out;
 }
 
-json step_json(const install::Step& step, const install::StepReport* report) {
-  json files = json::array();
+Json step_json(const install::Step& step, const install::StepReport* report) {
+  Json files = Json::array();
   for (const install::FileToWrite& file : step.files)
     files.push_back({{"path", file.path}, {"mode", file.mode}, {"content", file.content}});
-  json out = {{"id", step.id},
+  Json out = {{"id", step.id},
               {"why", step.why},
               {"commands", step.commands},
               {"files", files},
@@ -35,7 +35,7 @@ json step_json(const install::Step& step, const install::StepReport* report) {
     out["done_if_match"] = std::string(install::to_string(step.done_if_match));
   }
   if (step.retries > 0) out["retries"] = {{"count", step.retries}, {"delay_s", step.retry_delay.count()}};
-  json checks = json::array();
+  Json checks = Json::array();
   for (const install::Check& check : step.checks)
     checks.push_back({{"argv", check.argv},
                       {"match", std::string(install::to_string(check.match))},
@@ -82,16 +82,16 @@ std::string expectation(const install::Step& step) {
 }  // namespace
 
 std::string install_json(const install::InstallPlan& plan, const std::optional<install::ApplyReport>& report) {
-  json refusals = json::array();
+  Json refusals = Json::array();
   for (const report::Finding& finding : plan.refusals) refusals.push_back(finding_json(finding));
-  json notes = json::array();
+  Json notes = Json::array();
   for (const report::Finding& finding : plan.notes) notes.push_back(finding_json(finding));
-  json steps = json::array();
+  Json steps = Json::array();
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const install::StepReport* step_report = report && i < report->steps.size() ? &report->steps[i] : nullptr;
     steps.push_back(step_json(plan.steps[i], step_report));
   }
-  json out = {
+  Json out = {
       {"schema", 1},
       {"mode", report ? "apply" : "dry-run"},
       {"profile", plan.profile},
@@ -116,7 +116,7 @@ std::string install_json(const install::InstallPlan& plan, const std::optional<i
       {"reboot_required", report ? report->reboot_required : false},
       {"outcome",
        report ? std::string(install::to_string(report->outcome)) : (plan.refusals.empty() ? "planned" : "refused")},
-      {"failed_step", report && !report->failed_step.empty() ? json(report->failed_step) : json()},
+      {"failed_step", report && !report->failed_step.empty() ? Json(report->failed_step) : Json()},
   };
   if (report) {
     out["message"] = report->message;

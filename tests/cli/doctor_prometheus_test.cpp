@@ -16,14 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gpuenv::testing::fleet;
 
-/// promtool's verdict on a metrics file: "" when it accepts it with no lint message, else what it said.
-std::string promtool_problems(const fs::path& file) {
-  // promtool reads the exposition from standard input only.
-  const auto run = run_tool({"sh", "-c", "promtool check metrics < \"$1\"", "sh", file.string()});
-  if (run.exit_code == 0 && run.out.empty() && run.err.empty()) return "";
-  return "exit " + std::to_string(run.exit_code) + ": " + run.out + run.err;
-}
-
 bool skip_without_promtool() {
   if (have_tool("promtool")) return false;
   WARN("SKIPPED: promtool not installed (Debian package prometheus; scripts/bootstrap installs it)");

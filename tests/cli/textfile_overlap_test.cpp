@@ -28,7 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using gpuenv::testing::read_text;
-using gpuenv::testing::write_text;
 using gpuenv::testing::fleet::have_tool;
 using gpuenv::testing::fleet::run_tool;
 using gpuenv::testing::fleet::TempDir;
@@ -155,13 +154,13 @@ TEST_CASE("textfiles: doctor --prometheus reads the gpuenv-watch.prom beside its
   };
   CHECK(doctor().find("# TYPE gpuenv_gpu_info gauge") != std::string::npos);  // no watch: doctor's own
   const long long now = static_cast<long long>(::time(nullptr));
-  REQUIRE(write_text(scratch.path() / "gpuenv-watch.prom",
-                     gpuenv::cli::watch_prometheus(watch_snapshot(now - 2), "0.1.0")));
+  REQUIRE(gpuenv::testing::write_text(scratch.path() / "gpuenv-watch.prom",
+                                      gpuenv::cli::watch_prometheus(watch_snapshot(now - 2), "0.1.0")));
   const std::string beside = doctor();
   CHECK(beside.find("# TYPE gpuenv_gpu_info gauge") == std::string::npos);
   CHECK(beside.find("# gpuenv: left to " + (scratch.path() / "gpuenv-watch.prom").string()) != std::string::npos);
-  REQUIRE(write_text(scratch.path() / "gpuenv-watch.prom",
-                     gpuenv::cli::watch_prometheus(watch_snapshot(now - 3600), "0.1.0")));
+  REQUIRE(gpuenv::testing::write_text(scratch.path() / "gpuenv-watch.prom",
+                                      gpuenv::cli::watch_prometheus(watch_snapshot(now - 3600), "0.1.0")));
   CHECK(doctor().find("# TYPE gpuenv_gpu_info gauge") != std::string::npos);  // a stopped watch: doctor's again
 }
 
@@ -187,8 +186,8 @@ TEST_CASE("textfiles: node_exporter serves doctor's and watch's files together w
     const fs::path dir = scratch.path() / "textfile";
     fs::remove_all(dir);
     fs::create_directories(dir);
-    REQUIRE(write_text(dir / "gpuenv.prom", doctor_text));
-    REQUIRE(write_text(dir / "gpuenv-watch.prom", watch));
+    REQUIRE(gpuenv::testing::write_text(dir / "gpuenv.prom", doctor_text));
+    REQUIRE(gpuenv::testing::write_text(dir / "gpuenv-watch.prom", watch));
     const auto run = run_tool(
         {"sh", "-c",
          "prometheus-node-exporter --collector.disable-defaults --collector.textfile "

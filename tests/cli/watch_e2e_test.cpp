@@ -29,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using gpuenv::testing::read_text;
 using gpuenv::testing::run_gpuenv;
+using gpuenv::testing::fleet::promtool_problems;
 using gpuenv::testing::fleet::run_tool;
 using gpuenv::testing::fleet::TempDir;
 
@@ -43,12 +44,6 @@ std::string sqlite3(const std::string& db, const std::string& sql) {
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   return std::string(gpuenv::util::trim(result.out));
-}
-
-std::string promtool_problems(const fs::path& file) {
-  const auto run = run_tool({"sh", "-c", "promtool check metrics < \"$1\"", "sh", file.string()});
-  if (run.exit_code == 0 && run.out.empty() && run.err.empty()) return "";
-  return "exit " + std::to_string(run.exit_code) + ": " + run.out + run.err;
 }
 
 /// `gpuenv watch ...` started in the background (posix_spawn, no shell), stderr to a file; killed if still running.

@@ -61,7 +61,7 @@ Version next_patch(const Version& v) { return Version({v.major(), v.minor(), v.c
 Version next_minor(const Version& v) { return Version({v.major(), v.minor() + 1, 0}); }
 Version next_major(const Version& v) { return Version({v.major() + 1, 0, 0}); }
 
-struct Row {
+struct HorizonRow {
   std::string what;
   Profile profile;
   std::string id;
@@ -69,8 +69,8 @@ struct Row {
   std::vector<std::string> excerpts;  ///< each in the message or remedy of the finding with `id`
 };
 
-void check_rows(const std::vector<Row>& rows) {
-  for (const Row& row : rows) {
+void check_rows(const std::vector<HorizonRow>& rows) {
+  for (const HorizonRow& row : rows) {
     const std::vector<Finding> findings = gpuenv::compat::check_profile(row.profile, kb());
     std::string all;
     for (const Finding& f : findings)

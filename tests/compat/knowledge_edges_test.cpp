@@ -13,7 +13,7 @@ using namespace gpuenv::testing::rule_rows;  // NOLINT: the tables below are wri
 
 namespace {
 
-const Field pytorch{"framework.name", "pytorch"};
+const Field pytorch_name{"framework.name", "pytorch"};
 const Field python311{"framework.python", "3.11"};
 const Field arm64{"os.arch", "arm64"};
 
@@ -91,10 +91,10 @@ TEST_CASE("issue 25 rule 2: drivers compared at the precision written", "[compat
       row("570.26 drives Blackwell", {cuda("12.8.1"), cc("10.0"), driver_min("570.26")}, "gpu.driver", Expect::absent),
       row("570.25 does not", {cuda("12.8.1"), cc("10.0"), driver_min("570.25")}, "gpu.driver", Expect::fail, "570.26"),
       // and the wheel's CUDA: cu130 needs the 13.x floor
-      row("580.65 runs a cu130 wheel", {pytorch, torch("2.9.1"), python311, cuda("13.0.0"), driver_min("580.65")},
+      row("580.65 runs a cu130 wheel", {pytorch_name, torch("2.9.1"), python311, cuda("13.0.0"), driver_min("580.65")},
           "pytorch.driver", Expect::pass),
-      row("580.64 cannot", {pytorch, torch("2.9.1"), python311, cuda("13.0.0"), driver_min("580.64")}, "pytorch.driver",
-          Expect::fail),
+      row("580.64 cannot", {pytorch_name, torch("2.9.1"), python311, cuda("13.0.0"), driver_min("580.64")},
+          "pytorch.driver", Expect::fail),
   });
 }
 
@@ -114,10 +114,10 @@ TEST_CASE("issue 25 rule 3: one answer for family-compatible GPUs", "[compat][is
       row("CUDA 12.9 has no code for Thor (11.0, a major of its own)", {cuda("12.9.1"), model("Thor")},
           "gpu.cuda_support", Expect::fail, "support starts with CUDA 13.0"),
       row("torch 2.9.1+cu128 on a B300: the 10.0 kernels",
-          {pytorch, torch("2.9.1"), python311, cuda1281, model("B300")}, "pytorch.compute_capability", Expect::pass,
-          "its 10.0 kernels run there"),
+          {pytorch_name, torch("2.9.1"), python311, cuda1281, model("B300")}, "pytorch.compute_capability",
+          Expect::pass, "its 10.0 kernels run there"),
       row("torch 2.6.0+cu126 on a B300: nothing of major 10",
-          {pytorch, torch("2.6.0"), python311, cuda("12.6.3"), model("B300")}, "pytorch.compute_capability",
+          {pytorch_name, torch("2.6.0"), python311, cuda("12.6.3"), model("B300")}, "pytorch.compute_capability",
           Expect::fail),
   });
 }
@@ -128,59 +128,61 @@ TEST_CASE("issue 25 rule 3: one answer for family-compatible GPUs", "[compat][is
 TEST_CASE("issue 25 rule 4: architecture-aware wheels", "[compat][issue25]") {
   const Field t241 = torch("2.4.1");
   check_rows({
-      row("2.4.1+cu124 on x86_64", {pytorch, t241, python311, cuda("12.4.1")}, "pytorch.variant", Expect::pass),
-      row("2.4.1+cu124 on arm64: no aarch64 CUDA wheel", {pytorch, t241, python311, cuda("12.4.1"), arm64},
+      row("2.4.1+cu124 on x86_64", {pytorch_name, t241, python311, cuda("12.4.1")}, "pytorch.variant", Expect::pass),
+      row("2.4.1+cu124 on arm64: no aarch64 CUDA wheel", {pytorch_name, t241, python311, cuda("12.4.1"), arm64},
           "pytorch.variant", Expect::fail,
           "publishes no Linux aarch64 cu124 wheel (its Linux aarch64 CUDA wheels: none)"),
-      row("the fix names a release that has them", {pytorch, t241, python311, cuda("12.4.1"), arm64}, "pytorch.variant",
-          Expect::fail, "use a release with Linux aarch64 CUDA wheels (torch 2.14"),
-      row("2.7.1+cu118 on x86_64", {pytorch, torch("2.7.1"), python311, cuda("11.8.0")}, "pytorch.variant",
+      row("the fix names a release that has them", {pytorch_name, t241, python311, cuda("12.4.1"), arm64},
+          "pytorch.variant", Expect::fail, "use a release with Linux aarch64 CUDA wheels (torch 2.14"),
+      row("2.7.1+cu118 on x86_64", {pytorch_name, torch("2.7.1"), python311, cuda("11.8.0")}, "pytorch.variant",
           Expect::pass),
-      row("2.7.1+cu118 on arm64: none", {pytorch, torch("2.7.1"), python311, cuda("11.8.0"), arm64}, "pytorch.variant",
-          Expect::fail, "no Linux aarch64 cu118 wheel"),
-      row("2.7.0+cu128 on arm64 (in the cu128 index)", {pytorch, torch("2.7.0"), python311, cuda("12.8.1"), arm64},
+      row("2.7.1+cu118 on arm64: none", {pytorch_name, torch("2.7.1"), python311, cuda("11.8.0"), arm64},
+          "pytorch.variant", Expect::fail, "no Linux aarch64 cu118 wheel"),
+      row("2.7.0+cu128 on arm64 (in the cu128 index)", {pytorch_name, torch("2.7.0"), python311, cuda("12.8.1"), arm64},
           "pytorch.variant", Expect::pass, "exists for Linux aarch64"),
       // pytorch/test-infra#6492: "Cuda 12.6 aarch is not supported in Release 2.7. We release 12.8 aarch".
-      row("2.7.0+cu126 on arm64: none", {pytorch, torch("2.7.0"), python311, cuda("12.6.3"), arm64}, "pytorch.variant",
-          Expect::fail, "no Linux aarch64 cu126 wheel (its Linux aarch64 CUDA wheels: cu128)"),
-      row("2.7.1+cu128 on arm64: not known either way", {pytorch, torch("2.7.1"), python311, cuda("12.8.1"), arm64},
-          "pytorch.variant", Expect::warn, "is not in gpuenv's data"),
+      row("2.7.0+cu126 on arm64: none", {pytorch_name, torch("2.7.0"), python311, cuda("12.6.3"), arm64},
+          "pytorch.variant", Expect::fail, "no Linux aarch64 cu126 wheel (its Linux aarch64 CUDA wheels: cu128)"),
+      row("2.7.1+cu128 on arm64: not known either way",
+          {pytorch_name, torch("2.7.1"), python311, cuda("12.8.1"), arm64}, "pytorch.variant", Expect::warn,
+          "is not in gpuenv's data"),
       // 2.8's aarch64 (sbsa) build was CUDA 12.9 only: pytorch/pytorch#155819 added it before the release,
       // pytorch/pytorch#162364 replaced it with 12.6 and 12.8 after; uv lists no aarch64 2.8.0+cu128 wheel
       // (OpenRAL/openral#88).
-      row("2.8.0+cu129 on arm64 (the 2.8 sbsa build)", {pytorch, torch("2.8.0"), python311, cuda("12.9.1"), arm64},
+      row("2.8.0+cu129 on arm64 (the 2.8 sbsa build)", {pytorch_name, torch("2.8.0"), python311, cuda("12.9.1"), arm64},
           "pytorch.variant", Expect::pass, "exists for Linux aarch64"),
-      row("2.8.0+cu128 on arm64: none", {pytorch, torch("2.8.0"), python311, cuda("12.8.1"), arm64}, "pytorch.variant",
-          Expect::fail, "no Linux aarch64 cu128 wheel (its Linux aarch64 CUDA wheels: cu129)"),
+      row("2.8.0+cu128 on arm64: none", {pytorch_name, torch("2.8.0"), python311, cuda("12.8.1"), arm64},
+          "pytorch.variant", Expect::fail, "no Linux aarch64 cu128 wheel (its Linux aarch64 CUDA wheels: cu129)"),
       // 2.9's aarch64 build matrix: CUDA_AARCH64_ARCHES = ["12.6-aarch64", "12.8-aarch64", "13.0-aarch64"].
-      row("2.9.1+cu126 on arm64", {pytorch, torch("2.9.1"), python311, cuda("12.6.3"), arm64}, "pytorch.variant",
+      row("2.9.1+cu126 on arm64", {pytorch_name, torch("2.9.1"), python311, cuda("12.6.3"), arm64}, "pytorch.variant",
           Expect::pass, "exists for Linux aarch64"),
       row("2.11.0+cu130 on arm64 (RELEASE.md's Linux aarch64 line for 13.0.2)",
-          {pytorch, torch("2.11.0"), python311, cuda("13.0.2"), arm64}, "pytorch.variant", Expect::pass,
+          {pytorch_name, torch("2.11.0"), python311, cuda("13.0.2"), arm64}, "pytorch.variant", Expect::pass,
           "exists for Linux aarch64"),
       // architecture lists per platform
       row("2.10.0+cu130 on Thor, arm64: built for 11.0",
-          {pytorch, torch("2.10.0"), python311, cuda("13.0.2"), arm64, model("Thor")}, "pytorch.compute_capability",
-          Expect::pass, "built for compute capability 11.0"),
+          {pytorch_name, torch("2.10.0"), python311, cuda("13.0.2"), arm64, model("Thor")},
+          "pytorch.compute_capability", Expect::pass, "built for compute capability 11.0"),
       row("2.10.0+cu130 on 11.0, x86_64: the x86 wheel has no 11.0",
-          {pytorch, torch("2.10.0"), python311, cuda("13.0.2"), cc("11.0")}, "pytorch.compute_capability", Expect::fail,
-          "built for 7.5, 8.0, 8.6, 9.0, 10.0, 12.0"),
-      row("2.10.0+cu128 on a T4, x86_64", {pytorch, torch("2.10.0"), python311, cuda("12.8.1"), model("T4")},
+          {pytorch_name, torch("2.10.0"), python311, cuda("13.0.2"), cc("11.0")}, "pytorch.compute_capability",
+          Expect::fail, "built for 7.5, 8.0, 8.6, 9.0, 10.0, 12.0"),
+      row("2.10.0+cu128 on a T4, x86_64", {pytorch_name, torch("2.10.0"), python311, cuda("12.8.1"), model("T4")},
           "pytorch.compute_capability", Expect::pass),
       row("2.10.0+cu128 on 7.5, arm64: the aarch64 wheel leaves Turing out",
-          {pytorch, torch("2.10.0"), python311, cuda("12.8.1"), arm64, cc("7.5")}, "pytorch.compute_capability",
+          {pytorch_name, torch("2.10.0"), python311, cuda("12.8.1"), arm64, cc("7.5")}, "pytorch.compute_capability",
           Expect::fail, "Linux aarch64 is not built for compute capability 7.5"),
       row("2.10.0+cu128 on a GH200, arm64",
-          {pytorch, torch("2.10.0"), python311, cuda("12.8.1"), arm64, model("GH200")}, "pytorch.compute_capability",
-          Expect::pass),
-      row("2.11.0+cu130 on Thor, arm64", {pytorch, torch("2.11.0"), python311, cuda("13.0.2"), arm64, model("Thor")},
+          {pytorch_name, torch("2.10.0"), python311, cuda("12.8.1"), arm64, model("GH200")},
+          "pytorch.compute_capability", Expect::pass),
+      row("2.11.0+cu130 on Thor, arm64",
+          {pytorch_name, torch("2.11.0"), python311, cuda("13.0.2"), arm64, model("Thor")},
           "pytorch.compute_capability", Expect::pass, "built for compute capability 11.0"),
       // 2.7's aarch64 cu128 build was 9.0;10.0;12.0 (no 8.0 until pytorch/pytorch#157843, CUDA 12.9, after 2.7).
       row("2.7.0+cu128 on an A100, arm64: the 2.7 aarch64 wheel has no 8.0",
-          {pytorch, torch("2.7.0"), python311, cuda("12.8.1"), arm64, cc("8.0")}, "pytorch.compute_capability",
+          {pytorch_name, torch("2.7.0"), python311, cuda("12.8.1"), arm64, cc("8.0")}, "pytorch.compute_capability",
           Expect::fail, "Linux aarch64 is not built for compute capability 8.0"),
       row("2.8.0+cu129, arm64: no aarch64 list, and the x86 one is not used",
-          {pytorch, torch("2.8.0"), python311, cuda("12.9.1"), arm64, cc("9.0")}, "pytorch.compute_capability",
+          {pytorch_name, torch("2.8.0"), python311, cuda("12.9.1"), arm64, cc("9.0")}, "pytorch.compute_capability",
           Expect::skip, "no Linux aarch64 architecture list"),
   });
 }
@@ -189,16 +191,16 @@ TEST_CASE("issue 25 rule 4: architecture-aware wheels", "[compat][issue25]") {
 // data.
 TEST_CASE("issue 25 rule 5: a known release's lists are complete", "[compat][issue25]") {
   check_rows({
-      row("torch 2.4.1+cu999 is no wheel of 2.4.1", {pytorch, torch("2.4.1"), python311, variant("cu999")},
+      row("torch 2.4.1+cu999 is no wheel of 2.4.1", {pytorch_name, torch("2.4.1"), python311, variant("cu999")},
           "pytorch.variant", Expect::fail, "torch 2.4.1 has no cu999 wheel (variants: cu118, cu121, cu124)"),
-      row("torch 2.4.1+cu124 is", {pytorch, torch("2.4.1"), python311, variant("cu124")}, "pytorch.variant",
+      row("torch 2.4.1+cu124 is", {pytorch_name, torch("2.4.1"), python311, variant("cu124")}, "pytorch.variant",
           Expect::pass),
       row("a series row's list is complete too: 2.14+cu134",
-          {pytorch, torch("2.14.0"), python311, cuda("13.2.1"), variant("cu134")}, "pytorch.variant", Expect::fail,
+          {pytorch_name, torch("2.14.0"), python311, cuda("13.2.1"), variant("cu134")}, "pytorch.variant", Expect::fail,
           "variants: cu126, cu130, cu132"),
-      row("a release newer than the data warns", {pytorch, torch("2.99.0"), python311}, "pytorch.release", Expect::warn,
-          "gpuenv's data ends at torch"),
-      row("2.4.1 with Python 3.13 is outside its range", {pytorch, torch("2.4.1"), {"framework.python", "3.13"}},
+      row("a release newer than the data warns", {pytorch_name, torch("2.99.0"), python311}, "pytorch.release",
+          Expect::warn, "gpuenv's data ends at torch"),
+      row("2.4.1 with Python 3.13 is outside its range", {pytorch_name, torch("2.4.1"), {"framework.python", "3.13"}},
           "pytorch.python", Expect::fail, "3.8-3.12"),
   });
 }
@@ -232,7 +234,7 @@ TEST_CASE("issue 25: driver 580.65 with CUDA 13.0 is one usable report", "[compa
 TEST_CASE("issue 25: a B300 on CUDA 12.8 gives one answer in one report", "[compat][issue25]") {
   for (const char* name : {"B300", "NVIDIA B300 SXM6 AC"}) {
     const auto findings =
-        report_of({cuda("12.8.1"), pytorch, torch("2.9.1"), python311, {"os.version", "24.04"}, model(name)});
+        report_of({cuda("12.8.1"), pytorch_name, torch("2.9.1"), python311, {"os.version", "24.04"}, model(name)});
     INFO(name << "\n" << describe(findings));
     CHECK(gpuenv::report::count_status(findings, gpuenv::report::Status::fail) == 0);
     CHECK(has(findings, "gpu.cuda_support", gpuenv::report::Status::pass));
@@ -241,18 +243,18 @@ TEST_CASE("issue 25: a B300 on CUDA 12.8 gives one answer in one report", "[comp
 }
 
 TEST_CASE("issue 25: torch 2.10 with Python 3.14 is supported", "[compat][issue25]") {
-  const auto findings = report_of({pytorch, torch("2.10.0"), {"framework.python", "3.14"}, cuda("12.8.1")});
+  const auto findings = report_of({pytorch_name, torch("2.10.0"), {"framework.python", "3.14"}, cuda("12.8.1")});
   INFO(describe(findings));
   CHECK(gpuenv::report::count_status(findings, gpuenv::report::Status::fail) == 0);
   CHECK(has(findings, "pytorch.python", gpuenv::report::Status::pass));
   check_rows({
-      row("2.10 with 3.14", {pytorch, torch("2.10.0"), {"framework.python", "3.14"}, cuda("12.8.1")}, "pytorch.python",
-          Expect::pass, "Python 3.14 is within torch 2.10's range 3.10-3.14"),
-      row("2.11 with 3.14", {pytorch, torch("2.11.0"), {"framework.python", "3.14"}, cuda("12.8.1")}, "pytorch.python",
-          Expect::pass),
-      row("2.10 with 3.15", {pytorch, torch("2.10.0"), {"framework.python", "3.15"}, cuda("12.8.1")}, "pytorch.python",
-          Expect::fail),
+      row("2.10 with 3.14", {pytorch_name, torch("2.10.0"), {"framework.python", "3.14"}, cuda("12.8.1")},
+          "pytorch.python", Expect::pass, "Python 3.14 is within torch 2.10's range 3.10-3.14"),
+      row("2.11 with 3.14", {pytorch_name, torch("2.11.0"), {"framework.python", "3.14"}, cuda("12.8.1")},
+          "pytorch.python", Expect::pass),
+      row("2.10 with 3.15", {pytorch_name, torch("2.10.0"), {"framework.python", "3.15"}, cuda("12.8.1")},
+          "pytorch.python", Expect::fail),
       row("2.9 with 3.14 stays experimental (torch.compile came with 2.10)",
-          {pytorch, torch("2.9.1"), {"framework.python", "3.14"}, cuda("12.8.1")}, "pytorch.python", Expect::warn),
+          {pytorch_name, torch("2.9.1"), {"framework.python", "3.14"}, cuda("12.8.1")}, "pytorch.python", Expect::warn),
   });
 }

@@ -22,7 +22,7 @@ using gpuenv::report::Status;
 using gpuenv::testing::find_finding;
 using gpuenv::testing::doctor_rules::kb;
 
-const std::vector<InstanceExpectation>& table() {
+const std::vector<InstanceExpectation>& instance_table() {
   static const auto* loaded = [] {
     auto t = gpuenv::doctor::builtin_instances();
     REQUIRE(t);
@@ -49,7 +49,7 @@ HostFacts node(unsigned count, const std::string& name, std::uint64_t mib) {
 }  // namespace
 
 TEST_CASE("instances.toml: the shipped table parses, every row has a source, the common types are there", "[doctor]") {
-  const auto& rows = table();
+  const auto& rows = instance_table();
   CHECK(rows.size() >= 60);
   for (const InstanceExpectation& row : rows) {
     INFO(row.instance_type);
@@ -125,8 +125,8 @@ TEST_CASE("is_gpu_model: the driver's GPU name against the type's model, exact n
 }
 
 TEST_CASE("check_instance: model, memory size and NVLink against the type, naming it when they fail", "[doctor]") {
-  const auto* p4de = gpuenv::doctor::find_instance(table(), "p4de.24xlarge");
-  const auto* p4d = gpuenv::doctor::find_instance(table(), "p4d.24xlarge");
+  const auto* p4de = gpuenv::doctor::find_instance(instance_table(), "p4de.24xlarge");
+  const auto* p4d = gpuenv::doctor::find_instance(instance_table(), "p4d.24xlarge");
   REQUIRE(p4de != nullptr);
   REQUIRE(p4d != nullptr);
 
@@ -170,7 +170,7 @@ TEST_CASE("check_instance: model, memory size and NVLink against the type, namin
 }
 
 TEST_CASE("gpu.count: the instance type's count unless --expect-gpus overrides it", "[doctor]") {
-  const auto* p4d = gpuenv::doctor::find_instance(table(), "p4d.24xlarge");
+  const auto* p4d = gpuenv::doctor::find_instance(instance_table(), "p4d.24xlarge");
   REQUIRE(p4d != nullptr);
   auto thresholds = gpuenv::doctor::builtin_thresholds();
   auto kb = gpuenv::compat::builtin_knowledge_base();
@@ -203,9 +203,9 @@ TEST_CASE("gpu.count: the instance type's count unless --expect-gpus overrides i
 }
 
 TEST_CASE("fabric.efa / fabric.infiniband: RDMA devices against the type, failing below it and naming it", "[doctor]") {
-  const auto* p5 = gpuenv::doctor::find_instance(table(), "p5.48xlarge");
-  const auto* nd = gpuenv::doctor::find_instance(table(), "Standard_ND96isr_H100_v5");
-  const auto* g5 = gpuenv::doctor::find_instance(table(), "g5.xlarge");
+  const auto* p5 = gpuenv::doctor::find_instance(instance_table(), "p5.48xlarge");
+  const auto* nd = gpuenv::doctor::find_instance(instance_table(), "Standard_ND96isr_H100_v5");
+  const auto* g5 = gpuenv::doctor::find_instance(instance_table(), "g5.xlarge");
   REQUIRE(p5 != nullptr);
   REQUIRE(nd != nullptr);
   REQUIRE(g5 != nullptr);

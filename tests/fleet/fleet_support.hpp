@@ -46,6 +46,14 @@ inline bool have_tool(const std::string& program) {
   return !run_tool({"sh", "-c", "command -v \"$1\"", "sh", program}, std::chrono::seconds(10)).out.empty();
 }
 
+/// promtool's verdict on a metrics file: "" when it accepts it with no lint message, else what it said.
+inline std::string promtool_problems(const std::filesystem::path& file) {
+  // promtool reads the exposition from standard input only.
+  const auto run = run_tool({"sh", "-c", "promtool check metrics < \"$1\"", "sh", file.string()});
+  if (run.exit_code == 0 && run.out.empty() && run.err.empty()) return "";
+  return "exit " + std::to_string(run.exit_code) + ": " + run.out + run.err;
+}
+
 inline void write_text(const std::filesystem::path& path, const std::string& text) {
   REQUIRE(gpuenv::testing::write_text(path, text));
 }
