@@ -8,8 +8,11 @@ namespace gpuenv::cli {
 
 util::Expected<util::Ok> add_boot_allreduce(system::System& system, const BootAllreduceOptions& options,
                                             doctor::DoctorReport& report) {
-  // A hung GPU's thread is still in the driver: NCCL would hang behind it. One GPU has nothing to all-reduce with.
-  if (!report.smoke || report.smoke->abandoned_work || report.smoke->devices.size() < 2) return util::Ok{};
+  // A hung GPU's thread is still in the driver: NCCL would hang behind it, and the sweep's unsetenv(NCCL_COMM_ID)
+  // would race that thread's getenv (glibc before 2.40). Any abandoned work of this process counts, not only smoke's.
+  // One GPU has nothing to all-reduce with.
+  if (!report.smoke || report.smoke->abandoned_work || system::work_was_abandoned() || report.smoke->devices.size() < 2)
+    return util::Ok{};
   nccl::SweepOptions sweep;
   sweep.cuda_library = options.cuda_library;
   sweep.nccl.library = options.nccl_library;

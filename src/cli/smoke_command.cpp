@@ -19,6 +19,7 @@
 #include "probe/collect.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/runner.hpp"
+#include "system/abandon.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::cli {
@@ -310,7 +311,9 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   auto report = smoke::run_smoke(context.system, request);
   if (!report) return report_error(context, report.error());
   std::optional<nccl::SweepReport> sweep;
-  if (options.nccl && !report->abandoned_work) {
+  // Not after a hang (smoke's, or any abandoned work): NCCL would wait behind the stuck thread, and unsetting
+  // NCCL_COMM_ID would race its getenv (glibc before 2.40).
+  if (options.nccl && !report->abandoned_work && !system::work_was_abandoned()) {
     auto ran = run_nccl_sweep(context, options, request.library, nccl_library);
     if (!ran) return report_error(context, ran.error());
     sweep = std::move(*ran);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "nccl/judge.hpp"
@@ -414,18 +416,18 @@ Finding sweep_bandwidth_finding(const SweepReport& report, const Floor* floor, c
       "check the NVLink fabric (`gpuenv doctor`: gpu.nvlink, fabric.state, fabric.manager, nvlink.errors) and that no "
       "other job uses the GPUs; rerun, then drain the node if it stays below";
   if (at_floor->busbw_gbps < floor->busbw_gbps) {
-    if (!tuning.empty()) {
-      // The floor was measured with NCCL's own choices; root's tuning for another workload is not a broken node.
-      return {"nccl.busbw", Status::warn,
-              message + "; below the " + versus + " for " + instance_type + ", with " +
-                  describe_settings(tuning, SettingEffect::lowers_bandwidth) + " in effect",
-              "rerun without it (" + without_settings(tuning) +
-                  ") to judge the node against the floor with NCCL's own choices; if it is still below, " +
-                  fabric_remedy,
-              floor->source + "; " + setting_sources(tuning, SettingEffect::lowers_bandwidth)};
+    // Below the floor fails whatever the settings: /etc/nccl.conf and root's environment apply to every NCCL job on
+    // the node, so a setting that lowers bandwidth is no excuse; the finding names it beside the number.
+    if (tuning.empty()) {
+      return {"nccl.busbw", Status::fail, message + "; below the " + versus + " for " + instance_type, fabric_remedy,
+              floor->source};
     }
-    return {"nccl.busbw", Status::fail, message + "; below the " + versus + " for " + instance_type, fabric_remedy,
-            floor->source};
+    return {"nccl.busbw", Status::fail,
+            message + "; below the " + versus + " for " + instance_type + ", with " +
+                describe_settings(tuning, SettingEffect::lowers_bandwidth) + " in effect",
+            fabric_remedy + "; the floor was measured with NCCL's own choices: rerun without these settings (" +
+                without_settings(tuning) + ") to tell the node's fault from theirs",
+            floor->source + "; " + setting_sources(tuning, SettingEffect::lowers_bandwidth)};
   }
   return {"nccl.busbw", Status::pass, message + "; meets the " + versus + " for " + instance_type + with, "",
           floor->source};
@@ -457,14 +459,42 @@ void finish(SweepReport& report) { report.verdict = report::verdict_of(report.fi
 /// with getenv (src/plugin/env/default_env.cc), so the variable must leave this process's environment: through
 /// System, the one place gpuenv changes its own environment, before NCCL's first call and its threads. A value from
 /// ~/.nccl.conf or /etc/nccl.conf cannot be taken out so: NCCL adds the files' lines to the environment itself when
-/// it starts (src/misc/param.cc), so that one stays, is reported and, as a setting that can break initialisation,
-/// turns an ncclCommInitAll failure into a warning.
+/// it starts (src/misc/param.cc), so that one stays and is named in the findings.
+/// Remaining race: libcuda or an NVML sampler of this process may already run threads that call getenv, and glibc
+/// before 2.40 does not make getenv safe against a concurrent unsetenv. The sweep is skipped once any work was
+/// abandoned (system::work_was_abandoned), which leaves threads that finished their calls; docs/fabric.md.
 std::vector<NcclSetting> prepare_environment(system::System& system, int version_code, SweepReport& report) {
   if (const auto comm_id = system.environment("NCCL_COMM_ID")) {
     system.unset_environment("NCCL_COMM_ID");
     report.unset.push_back({"NCCL_COMM_ID", *comm_id, "environment", {}});
   }
   return read_nccl_settings(system, version_code);
+}
+
+/// Why NCCL must not start in this (root) process with `settings`: a configuration file it reads (NCCL_CONF_FILE or
+/// ~/.nccl.conf, then /etc/nccl.conf) that someone other than root and the running user could change or create (the
+/// file, or its directory when it is absent: System::trust_problem), or a setting, from the environment or a file,
+/// that makes NCCL load a library or write a file that it names (SettingEffect::loads_code, writes_file). NCCL 2.30
+/// takes ~ from HOME (NVIDIA/nccl@5067397 src/misc/param.cc:24) and NCCL_CONF_FILE can name any path, so either can
+/// hand root's NCCL a user's file. nullopt when there is none.
+std::optional<std::string> untrusted_steering(system::System& system, int version_code,
+                                              const std::vector<NcclSetting>& settings) {
+  std::vector<std::string> problems;
+  for (const std::string& path :
+       nccl_config_paths(system.environment("NCCL_CONF_FILE"), system.environment("HOME"), version_code)) {
+    auto problem = system.trust_problem(path);
+    if (!problem) {
+      const std::size_t slash = path.rfind('/');
+      if (slash != std::string::npos && slash > 0) problem = system.trust_problem(path.substr(0, slash));
+    }
+    if (problem) problems.push_back("NCCL's configuration file " + path + " is not trusted: " + *problem);
+  }
+  for (const SettingEffect effect : {SettingEffect::loads_code, SettingEffect::writes_file}) {
+    const auto named = settings_with(settings, effect);
+    if (!named.empty()) problems.push_back(describe_settings(named, effect));
+  }
+  if (problems.empty()) return std::nullopt;
+  return util::join(problems, "; ");
 }
 
 }  // namespace
@@ -506,6 +536,21 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
   int version_code = 0;
   if (nccl->get_version(&version_code) != nccl_success) version_code = 0;
   report.nccl_version = nccl_version_text(version_code);
+  // Before anything that NCCL reads its settings for: a file or setting that could make root load or write what a
+  // user chose stops the sweep here (docs/security.md).
+  auto settings = read_nccl_settings(system, version_code);
+  if (const auto refused = untrusted_steering(system, version_code, settings)) {
+    report.settings = std::move(settings);
+    report.findings.push_back({"nccl.library", Status::pass, library_message(report), "", ""});
+    report.findings.push_back(
+        {"nccl.allreduce", Status::skip, "the all-reduce did not run: " + *refused,
+         "gpuenv will not let NCCL load code or write files named by settings it cannot trust: for this check, "
+         "unset or remove the plugin and *_FILE settings, and keep NCCL's configuration files (NCCL_CONF_FILE, "
+         "~/.nccl.conf under HOME, /etc/nccl.conf) where only root can change them",
+         ""});
+    finish(report);
+    return report;
+  }
   report.settings = prepare_environment(system, version_code, report);
 
   const Floor* floor = options.instance_type.empty() ? nullptr : (*data)->floor_for(options.instance_type, 1);
@@ -539,20 +584,23 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
   const auto init_settings = settings_with(report.settings, SettingEffect::breaks_init);
   if (!outcome->skipped.empty()) {
     report.findings.push_back({"nccl.allreduce", Status::skip, outcome->skipped, "", ""});
-  } else if (!outcome->error.empty() && outcome->failed_call == k_comm_init_all && !init_settings.empty()) {
-    // An initialisation that a setting can break: root's configuration, not (yet) the node's fault.
-    report.findings.push_back(
-        {"nccl.allreduce", Status::warn,
-         outcome->error + "; with " + describe_settings(init_settings, SettingEffect::breaks_init) + " in effect",
-         "rerun without it (" + without_settings(init_settings) +
-             ") to test the node with NCCL's own choices; if initialisation still fails, rerun with NCCL_DEBUG=INFO "
-             "and check `gpuenv doctor` (driver, fabric manager, NVLink)",
-         setting_sources(init_settings, SettingEffect::breaks_init)});
   } else if (!outcome->error.empty()) {
-    report.findings.push_back({"nccl.allreduce", Status::fail, outcome->error + with,
-                               "rerun with NCCL_DEBUG=INFO for NCCL's own account; check `gpuenv doctor` (driver, "
-                               "fabric manager, NVLink) and that no other process holds the GPUs",
-                               ""});
+    // A failure fails whatever the settings (a dead GPU's ncclUnhandledCudaError looks the same with
+    // NCCL_SOCKET_IFNAME set); an initialisation failure names the settings that can break it, and the remedy says
+    // how to rerun without them.
+    std::string message = outcome->error + with;
+    std::string remedy =
+        "rerun with NCCL_DEBUG=INFO for NCCL's own account; check `gpuenv doctor` (driver, fabric manager, NVLink) "
+        "and that no other process holds the GPUs";
+    std::string source;
+    if (outcome->failed_call == k_comm_init_all && !init_settings.empty()) {
+      message =
+          outcome->error + "; with " + describe_settings(init_settings, SettingEffect::breaks_init) + " in effect";
+      remedy += "; if NCCL's log blames a setting, rerun without it (" + without_settings(init_settings) +
+                ") to tell the node's fault from the setting's";
+      source = setting_sources(init_settings, SettingEffect::breaks_init);
+    }
+    report.findings.push_back({"nccl.allreduce", Status::fail, message, remedy, source});
   } else if (!outcome->mismatch.empty()) {
     report.findings.push_back(
         {"nccl.allreduce", Status::fail,

@@ -47,9 +47,9 @@ struct SweepReport {
   std::string nccl_version;  ///< ncclGetVersion, "2.27.3"
   int ranks = 0;             ///< GPUs in the communicator
   std::vector<SweepSize> sizes;
-  /// The NCCL_* settings NCCL ran with (environment.hpp), named in the findings: with one that can break NCCL's
-  /// initialisation, an ncclCommInitAll failure warns; with one that can lower bandwidth, so does a busbw below the
-  /// floor (a node is not broken by root's tuning).
+  /// The NCCL_* settings NCCL ran with (environment.hpp), named in the findings' messages (and remedies, on a
+  /// failure they can explain); they never change a finding's status: /etc/nccl.conf and root's environment apply to
+  /// every NCCL job on the node.
   std::vector<NcclSetting> settings;
   /// Variables gpuenv took out of its environment before NCCL read them: NCCL_COMM_ID, the rendezvous address of a
   /// multi-process job, which a one-process communicator does not need and NCCL would listen on.
@@ -60,14 +60,16 @@ struct SweepReport {
 };
 
 /// nccl.busbw for a finished sweep: every size's bus bandwidth, and `floor` judged at its own size when the sweep ran
-/// it and the row is verified (else reported beside the numbers). Below the floor is a fail, or a warn naming them
-/// when report.settings hold any that can lower bandwidth.
+/// it and the row is verified (else reported beside the numbers). Below the floor is a fail, naming the settings of
+/// report.settings that can lower bandwidth when there are any.
 report::Finding sweep_bandwidth_finding(const SweepReport& report, const Floor* floor,
                                         const std::string& instance_type);
 
 /// Runs the sweep. Machine problems (no NCCL: a skip with the install hint; CUDA or NCCL errors, a wrong sum, a hang,
 /// bandwidth below a verified floor) are findings; the Error is for bad input (--python) or broken embedded data.
-/// Before NCCL starts, NCCL_COMM_ID is unset in this process's environment (through System; report.unset).
+/// Before NCCL starts: when a configuration file NCCL would read is not trusted (System::trust_problem) or a setting
+/// makes NCCL load a library or write a file it names, nccl.allreduce is a skip naming it and NCCL never starts;
+/// else NCCL_COMM_ID is unset in this process's environment (through System; report.unset).
 util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const SweepOptions& options);
 
 }  // namespace gpuenv::nccl

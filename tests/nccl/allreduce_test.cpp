@@ -13,7 +13,10 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "nccl/fake_nccl_fixture.hpp"
 #include "smoke/fake_cuda_fixture.hpp"
@@ -218,8 +221,10 @@ TEST_CASE("nccl_candidates: a wheel someone other than root can change is never 
 // NCCL reads its settings from the environment and from its configuration files ("Environment variables can also be
 // set statically in /etc/nccl.conf (for an administrator to set system-wide values) or in ${NCCL_CONF_FILE}",
 // https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html; NVIDIA/nccl@5067397 src/misc/param.cc): the
-// findings name the ones in effect, and a failure such a setting can cause is a warning naming it, not a broken node.
-TEST_CASE("all-reduce sweep: an initialisation a setting can break warns and names it", "[nccl]") {
+// findings name the ones in effect, and a failure stays a failure whatever they are: /etc/nccl.conf and root's
+// environment apply to every NCCL job on the node, and a dead GPU fails initialisation with any of them set.
+TEST_CASE("all-reduce sweep: an initialisation failure fails whatever the settings, naming those that can break it",
+          "[nccl]") {
   // "NCCL_SOCKET_IFNAME ... specifies which IP interfaces to use for communication" (env.html#nccl-socket-ifname):
   // even ncclCommInitAll's bootstrap needs one of them up ("Bootstrap : no socket interface found",
   // src/bootstrap.cc:126, ncclInvalidUsage).
@@ -227,15 +232,17 @@ TEST_CASE("all-reduce sweep: an initialisation a setting can break warns and nam
   from_env.env = {{"NCCL_SOCKET_IFNAME", "=ens9"}, {"PATH", "/usr/bin"}};
   const auto env_report = run_on(from_env, "device_count = 2\nfree_memory = 1073741824\n", "init_result = 5\n");
   const Finding& init = require_finding(env_report.findings, "nccl.allreduce");
-  CHECK(init.status == Status::warn);
+  CHECK(init.status == Status::fail);
   CHECK(init.message ==
         "ncclCommInitAll failed: ncclInvalidUsage (5): invalid usage (run with NCCL_DEBUG=WARN for details); with "
         "NCCL_SOCKET_IFNAME==ens9 (environment: names the interfaces NCCL's bootstrap may use, even for one process: "
         "with none of them up, ncclCommInitAll fails (\"Bootstrap : no socket interface found\")) in effect");
-  CHECK(init.remedy.find("rerun without it (unset NCCL_SOCKET_IFNAME in the environment)") == 0);
+  CHECK(init.remedy.find("rerun with NCCL_DEBUG=INFO") == 0);
+  CHECK(init.remedy.find("rerun without it (unset NCCL_SOCKET_IFNAME in the environment) to tell the node's fault "
+                         "from the setting's") != std::string::npos);
   CHECK(init.source.find("NCCL_SOCKET_IFNAME: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
                          "#nccl-socket-ifname") == 0);
-  CHECK(env_report.verdict == gpuenv::report::Verdict::degraded);
+  CHECK(env_report.verdict == gpuenv::report::Verdict::not_ok);
   CHECK(require_finding(env_report.findings, "nccl.library").message ==
         "NCCL 2.27.3 (" + std::string(GPUENV_FAKE_NCCL_LIBRARY) +
             "); NCCL settings in effect: NCCL_SOCKET_IFNAME==ens9 (environment)");
@@ -246,10 +253,24 @@ TEST_CASE("all-reduce sweep: an initialisation a setting can break warns and nam
   from_file.files["/etc/nccl.conf"] = "NCCL_DEBUG=WARN\nNCCL_SOCKET_IFNAME==ens1f0\n";
   const auto file_report = run_on(from_file, "device_count = 2\nfree_memory = 1073741824\n", "init_result = 5\n");
   const Finding& file_init = require_finding(file_report.findings, "nccl.allreduce");
-  CHECK(file_init.status == Status::warn);
+  CHECK(file_init.status == Status::fail);
   CHECK(file_init.message.find("NCCL_SOCKET_IFNAME==ens1f0 (/etc/nccl.conf: names the interfaces") !=
         std::string::npos);
-  CHECK(file_init.remedy.find("rerun without it (remove NCCL_SOCKET_IFNAME from /etc/nccl.conf)") == 0);
+  CHECK(file_init.remedy.find("rerun without it (remove NCCL_SOCKET_IFNAME from /etc/nccl.conf)") != std::string::npos);
+  CHECK(file_report.verdict == gpuenv::report::Verdict::not_ok);
+
+  // A dead GPU (ncclUnhandledCudaError, 1) with the interface most clusters name, or with NCCL_ALGO/NCCL_PROTO set:
+  // the node's fault, never excused by the setting.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"NCCL_SOCKET_IFNAME", "eth0"}, {"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "Simple"}}) {
+    gpuenv::testing::FakeSystem dead;
+    dead.env = {{name, value}};
+    const auto dead_report = run_on(dead, "device_count = 2\nfree_memory = 1073741824\n", "init_result = 1\n");
+    const Finding& dead_init = require_finding(dead_report.findings, "nccl.allreduce");
+    CHECK(dead_init.status == Status::fail);
+    CHECK(dead_init.message.find(name + "=" + value + " (environment: ") != std::string::npos);
+    CHECK(dead_report.verdict == gpuenv::report::Verdict::not_ok);
+  }
   CHECK(require_finding(file_report.findings, "nccl.library")
             .message.find("NCCL settings in effect: NCCL_DEBUG=WARN (/etc/nccl.conf), NCCL_SOCKET_IFNAME==ens1f0 "
                           "(/etc/nccl.conf)") != std::string::npos);
@@ -295,22 +316,70 @@ TEST_CASE("all-reduce sweep: the settings that can change the result are named i
                            "NCCL_P2P_DISABLE=1 (environment)") != std::string::npos);
   REQUIRE(report.settings.size() == 2);  // NCCL_VERSION is the container image's package version, not NCCL's
   CHECK(report.settings[1].has(gpuenv::nccl::SettingEffect::lowers_bandwidth));
+}
 
-  // A plugin setting: NCCL loads it into this root process ("NCCL_NET_PLUGIN ... will cause NCCL to look for the net
-  // plugin library", env.html#nccl-net-plugin); reported, not judged.
+// NCCL loads its plugins into this root process ("NCCL_NET_PLUGIN ... will cause NCCL to look for the net plugin
+// library", env.html#nccl-net-plugin), writes NCCL_DEBUG_FILE (env.html#nccl-debug-file), and reads NCCL_CONF_FILE
+// (any path) or ~/.nccl.conf with ~ from HOME (NVIDIA/nccl@5067397 src/misc/param.cc:24): a user's file or a setting
+// naming code or a file must not steer root, so NCCL never starts (the fake's ncclCommInitAll would fail: never
+// reached) and nccl.allreduce is a skip naming it.
+TEST_CASE("all-reduce sweep: an untrusted NCCL configuration file or a plugin or *_FILE setting skips it", "[nccl]") {
+  const std::string cuda = "device_count = 2\nfree_memory = 1073741824\n";
+  const std::string failing_init = "init_result = 5\n";
+
   gpuenv::testing::FakeSystem plugin;
   plugin.env = {{"NCCL_NET_PLUGIN", "aws-ofi"}, {"NCCL_DEBUG_FILE", "/tmp/nccl.%h.%p"}};
-  const auto plugged = run_on(plugin, "device_count = 2\nfree_memory = 1073741824\n", "");
+  const auto plugged = run_on(plugin, cuda, failing_init);
   CHECK(plugged.verdict == gpuenv::report::Verdict::ok);
   const std::string library = require_finding(plugged.findings, "nccl.library").message;
   CHECK(library.find("; NCCL_NET_PLUGIN=aws-ofi (environment: makes NCCL load that network plugin") !=
         std::string::npos);
-  CHECK(library.find("; NCCL_DEBUG_FILE=/tmp/nccl.%h.%p (environment: makes NCCL create or overwrite that file)") !=
-        std::string::npos);
-  CHECK(require_finding(plugged.findings, "nccl.allreduce").message == "2 GPUs, 64 KiB to 256 KiB: every sum verified");
+  const Finding& skipped = require_finding(plugged.findings, "nccl.allreduce");
+  CHECK(skipped.status == Status::skip);
+  CHECK(skipped.message.find("the all-reduce did not run: NCCL_NET_PLUGIN=aws-ofi (environment: makes NCCL load") == 0);
+  CHECK(skipped.message.find("NCCL_DEBUG_FILE=/tmp/nccl.%h.%p (environment: makes NCCL create or overwrite that "
+                             "file)") != std::string::npos);
+  CHECK(skipped.remedy.find("gpuenv will not let NCCL load code or write files named by settings it cannot trust") ==
+        0);
+  CHECK(plugged.sizes.empty());
+
+  // The same from /etc/nccl.conf; "none" loads nothing and runs.
+  gpuenv::testing::FakeSystem from_file;
+  from_file.files["/etc/nccl.conf"] = "NCCL_TUNER_PLUGIN=/opt/tuner.so\n";
+  CHECK(require_finding(run_on(from_file, cuda, failing_init).findings, "nccl.allreduce")
+            .message.find("NCCL_TUNER_PLUGIN=/opt/tuner.so (/etc/nccl.conf: makes NCCL load") != std::string::npos);
+  gpuenv::testing::FakeSystem none;
+  none.env = {{"NCCL_NET_PLUGIN", "none"}};
+  CHECK(require_finding(run_on(none, cuda, "").findings, "nccl.allreduce").status == Status::pass);
+
+  // NCCL_CONF_FILE naming a file a user can change.
+  gpuenv::testing::FakeSystem conf;
+  conf.env = {{"NCCL_CONF_FILE", "/home/u/nccl.conf"}};
+  conf.files["/home/u/nccl.conf"] = "NCCL_DEBUG=WARN\n";
+  conf.untrusted["/home/u/nccl.conf"] = "/home/u is owned by uid 1000";
+  const Finding& conf_skip = require_finding(run_on(conf, cuda, failing_init).findings, "nccl.allreduce");
+  CHECK(conf_skip.status == Status::skip);
+  CHECK(conf_skip.message ==
+        "the all-reduce did not run: NCCL's configuration file /home/u/nccl.conf is not "
+        "trusted: /home/u is owned by uid 1000");
+
+  // HOME in a user's directory: ~/.nccl.conf is absent, but the user could create it before NCCL reads it.
+  gpuenv::testing::FakeSystem home;
+  home.env = {{"HOME", "/home/u"}};
+  home.untrusted["/home/u"] = "/home/u is owned by uid 1000";
+  const Finding& home_skip = require_finding(run_on(home, cuda, failing_init).findings, "nccl.allreduce");
+  CHECK(home_skip.status == Status::skip);
+  CHECK(home_skip.message.find("/home/u/.nccl.conf is not trusted") != std::string::npos);
+
+  // Root's own HOME and /etc/nccl.conf, trusted: it runs (and fails on the fake's failing initialisation).
+  gpuenv::testing::FakeSystem trusted;
+  trusted.env = {{"HOME", "/root"}};
+  trusted.files["/etc/nccl.conf"] = "NCCL_DEBUG=WARN\n";
+  CHECK(require_finding(run_on(trusted, cuda, failing_init).findings, "nccl.allreduce").status == Status::fail);
 }
 
-TEST_CASE("all-reduce sweep: busbw below the floor with bandwidth tuning in effect warns and names it", "[nccl]") {
+TEST_CASE("all-reduce sweep: busbw below the floor fails whatever the settings, naming those that can lower it",
+          "[nccl]") {
   auto data = gpuenv::nccl::builtin_data();
   REQUIRE(data);
   const gpuenv::nccl::Floor* floor = (*data)->floor_for("Standard_ND96isr_H100_v5", 1);
@@ -324,14 +393,15 @@ TEST_CASE("all-reduce sweep: busbw below the floor with bandwidth tuning in effe
   system.files["/etc/nccl.conf"] = "NCCL_ALGO=Tree\n";
   report.settings = gpuenv::nccl::read_nccl_settings(system, 22703);
   const Finding tuned = gpuenv::nccl::sweep_bandwidth_finding(report, floor, "Standard_ND96isr_H100_v5");
-  CHECK(tuned.status == Status::warn);
+  CHECK(tuned.status == Status::fail);
   CHECK(tuned.message ==
         "all-reduce bus bandwidth over 8 GPUs (GB/s): 16 GiB 420.0; below the floor 460.0 GB/s at 16 GiB for "
         "Standard_ND96isr_H100_v5, with NCCL_P2P_DISABLE=1 (environment: disables the P2P transport (NVLink or PCIe "
         "directly between the GPUs)), NCCL_ALGO=Tree (/etc/nccl.conf: restricts the algorithms NCCL may choose) in "
         "effect");
-  CHECK(tuned.remedy.find("rerun without it (unset NCCL_P2P_DISABLE in the environment; remove NCCL_ALGO from "
-                          "/etc/nccl.conf) to judge the node against the floor") == 0);
+  CHECK(tuned.remedy.find("check the NVLink fabric") == 0);
+  CHECK(tuned.remedy.find("rerun without these settings (unset NCCL_P2P_DISABLE in the environment; remove NCCL_ALGO "
+                          "from /etc/nccl.conf) to tell the node's fault from theirs") != std::string::npos);
   CHECK(tuned.source.find(floor->source) == 0);
   CHECK(tuned.source.find("NCCL_P2P_DISABLE: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
                           "#nccl-p2p-disable") != std::string::npos);
@@ -344,6 +414,13 @@ TEST_CASE("all-reduce sweep: busbw below the floor with bandwidth tuning in effe
   CHECK(untuned.message ==
         "all-reduce bus bandwidth over 8 GPUs (GB/s): 16 GiB 420.0; below the floor 460.0 GB/s at 16 GiB for "
         "Standard_ND96isr_H100_v5");
+
+  // NCCL_ALGO=Ring on a node whose NVLink is degraded: still a failure.
+  report.settings = gpuenv::nccl::nccl_settings({{"NCCL_ALGO", "Ring"}}, {});
+  const Finding ring = gpuenv::nccl::sweep_bandwidth_finding(report, floor, "Standard_ND96isr_H100_v5");
+  CHECK(ring.status == Status::fail);
+  CHECK(ring.message.find("with NCCL_ALGO=Ring (environment: restricts the algorithms NCCL may choose) in effect") !=
+        std::string::npos);
 
   // Nothing set: a failure, as before.
   report.settings.clear();
@@ -391,5 +468,5 @@ TEST_CASE("all-reduce sweep: NCCL_COMM_ID leaves the environment before NCCL rea
   REQUIRE(seam.settings.size() == 1);
   CHECK(seam.settings[0].origin == "/etc/nccl.conf");
   CHECK(seam.settings[0].value == "10.0.0.2:1234");
-  CHECK(require_finding(seam.findings, "nccl.allreduce").status == Status::warn);
+  CHECK(require_finding(seam.findings, "nccl.allreduce").status == Status::fail);
 }
