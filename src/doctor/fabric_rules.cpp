@@ -298,14 +298,20 @@ void check_fabric_manager(const HostFacts& facts, Findings& out) {
   const std::string driver = driver_version(facts);
   // The GPU Operator runs the fabric manager in its driver container: no host package or unit, yet a working fabric.
   // A host unit that *failed* is no such case where the switches are in sight: NVML's fabric state stays Completed
-  // after the fabric manager that set it died, so only a visible process excuses it. Where no switch is in sight, a
-  // host unit fails by design (NV_WARN_NOTHING_TO_DO) while the hypervisor's fabric manager does the work.
+  // after the fabric manager that set it died, so only a visible process excuses it. Where no switch is in sight only
+  // because of how doctor looks (an HGX B100/B200/B300 by name, whose switches hide behind mlx5_core and root-only
+  // VPD), the switches are the host's all the same: a failed unit fails there too (NVSentinel #889, a broken fabric
+  // manager unnoticed for 20 days). Only a VM-like case, GPUs in a fabric that are no NVLink5 HGX board and no hidden
+  // VPD, may run a host unit that exits by design (NV_WARN_NOTHING_TO_DO) while the hypervisor's fabric manager does
+  // the work; gpud excuses a failed unit only on that log line (components/accelerator/nvidia/fabric-manager/
+  // component.go), which doctor does not read, so there it is excused by the setting alone.
+  const bool unit_excused = indirect && !hidden->nvlink5 && fabric.vpd_unreadable.empty();
   const bool host_unit_failed =
-      !indirect && manager.installed && manager.service_state == "failed" && !manager.process_seen;
+      !unit_excused && manager.installed && manager.service_state == "failed" && !manager.process_seen;
   if ((!manager.installed || manager.running == false) && !host_unit_failed) {
     if (const std::string elsewhere = fabric_manager_elsewhere(facts); !elsewhere.empty()) {
       const bool host_unit_down = manager.installed;
-      const bool unit_left_down = host_unit_down && !manager.process_seen && !indirect;
+      const bool unit_left_down = host_unit_down && !manager.process_seen && !unit_excused;
       out.push_back(make(
           "fabric.manager", unit_left_down ? Status::warn : Status::pass,
           switches + ": " +

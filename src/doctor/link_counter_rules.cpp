@@ -1,7 +1,7 @@
 // Link error rates: how much the NVLink, PCIe replay and RDMA port counters grew between the start and the end of
 // doctor's run (probe/link_counters.hpp), judged by DCGM's health-watch limits (NVLink5's counters by
-// probe/nvlink5.hpp's table, which smoke and watch judge them by too) and, for InfiniBand symbol errors, the
-// InfiniBand specification's bit error rate and ibcheckerrs' count (data/doctor/thresholds.toml).
+// probe/nvlink5.hpp's table, which smoke and watch judge them by too) and, for InfiniBand symbol errors, ibcheckerrs'
+// count and the InfiniBand specification's bit error rate, which warn and never fail (data/doctor/thresholds.toml).
 
 #include <cmath>
 #include <cstdio>
@@ -148,6 +148,13 @@ std::string ber_text(double ber) {
 constexpr std::uint64_t k_symbol_error_max = 0xffff;
 constexpr std::uint64_t k_link_downed_max = 0xff;
 
+/// Whether a port's symbol errors are the errors left after forward error correction: on HDR and NDR links (sysfs
+/// rate "200 Gb/sec (4X HDR)", "400 Gb/sec (4X NDR)"), not on EDR or slower ones, whose symbol errors are counted
+/// before it (NVIDIA ibdiagnet 2.24.0, "Bit Error Rate (BER)": symbol errors on NDR/HDR, effective errors on EDR).
+bool symbol_errors_post_fec(const std::string& rate_text) {
+  return rate_text.find("HDR") != std::string::npos || rate_text.find("NDR") != std::string::npos;
+}
+
 /// The port's sysfs facts (rate, link layer) for a counter reading; nullptr when the port was not listed.
 const probe::RdmaPort* port_facts(const std::vector<probe::RdmaPort>& ports, const std::string& device, unsigned port) {
   const auto it = std::find_if(ports.begin(), ports.end(), [&](const probe::RdmaPort& candidate) {
@@ -164,11 +171,10 @@ void check_port_growth(const probe::LinkCounterGrowth& growth, const probe::Link
   }
   const Threshold& downed_t = thresholds.at("ib.link_downed");
   const Threshold& symbols_t = thresholds.at("ib.symbol_errors_per_run");
-  const Threshold& ber_t = thresholds.at("ib.symbol_error_ber");
+  const Threshold& ber_t = thresholds.at("ib.symbol_error_ber");  // warn_at only: never a failure
   const std::string symbol_remedy =
-      "symbol errors on an HDR/NDR link are the errors left after forward error correction: run `ibdiagnet "
-      "--get_phy_info` (NVIDIA's BER check) on the port, reseat or replace its cable or transceiver, or open a ticket "
-      "with the provider";
+      "run `ibdiagnet --get_phy_info` (NVIDIA's BER check) on the port; if its BER is past the limit, reseat or "
+      "replace the cable or transceiver, or open a ticket with the provider";
   Problems problems;
   std::vector<std::string> sources;  // of the limits the finding applied
   const auto cite = [&sources](const std::string& source) {
@@ -178,7 +184,8 @@ void check_port_growth(const probe::LinkCounterGrowth& growth, const probe::Link
   unsigned symbol_ports = 0;
   for (const probe::PortGrowth& port : growth.ports) {
     const std::string where = port.device + ":" + std::to_string(port.port);
-    if (port.link_downed && *port.link_downed >= *downed_t.warn_at) {
+    const bool went_down = port.link_downed && *port.link_downed >= *downed_t.warn_at;
+    if (went_down) {
       problems.add(Status::warn, where + " went down " + std::to_string(*port.link_downed) + " time(s)",
                    "a link that flaps under load drops multi-node jobs: check `ibstat` and the switch port, reseat or "
                    "replace the cable");
@@ -194,39 +201,63 @@ void check_port_growth(const probe::LinkCounterGrowth& growth, const probe::Link
       if (facts != nullptr && facts->rate_gbps && *facts->rate_gbps > 0 && growth.seconds > 0)
         ber = static_cast<double>(errors) / (*facts->rate_gbps * 1e9 * growth.seconds);
       std::string line = where + ": " + std::to_string(errors) + " symbol error" + (errors == 1 ? "" : "s");
-      const std::string rate_text =
-          ber ? "bit error rate at least " + ber_text(*ber) + " at " + number(*facts->rate_gbps, 0) + " Gb/s"
-              : std::string("no link rate to judge its bit error rate by");
+      // The bound is one of the post-FEC bit error rate on HDR/NDR only; on EDR and slower links the counter holds
+      // errors before forward error correction, and the specification's rate is no limit for them: reported only.
+      const bool post_fec = facts != nullptr && symbol_errors_post_fec(facts->rate_text);
+      std::string rate_text;
+      if (!ber) {
+        rate_text = "no link rate to judge its bit error rate by";
+      } else if (post_fec) {
+        rate_text =
+            "post-FEC bit error rate at least " + ber_text(*ber) + " at " + number(*facts->rate_gbps, 0) + " Gb/s";
+      } else {
+        rate_text = "bit error rate at least " + ber_text(*ber) + " at " +
+                    (facts->rate_text.empty() ? number(*facts->rate_gbps, 0) + " Gb/s" : facts->rate_text) +
+                    " (not HDR/NDR: symbol errors before forward error correction, reported, not judged)";
+      }
+      // A link that retrained during the run brings symbol errors with it: said, and judged no worse than a warning
+      // (which is as far as symbol errors go).
+      const std::string retrain =
+          went_down ? "; the link went down during the run, and a retrain brings symbol errors" : std::string();
       if (!infiniband) {
         notes.push_back(line + " (" + facts->link_layer + " link: reported, not judged)");
-      } else if (static_cast<double>(errors) >= *symbols_t.warn_at && ber && *ber >= *ber_t.fail_at) {
-        problems.add(
-            Status::fail,
-            line + " (" + rate_text + ", above the InfiniBand specification's " + ber_text(*ber_t.fail_at) + ")",
-            symbol_remedy);
+      } else if (static_cast<double>(errors) >= *symbols_t.warn_at && post_fec && ber && *ber >= *ber_t.warn_at) {
+        // An uncalibrated figure changes a verdict no further than a warning.
+        problems.add(Status::warn,
+                     line + " (" + rate_text + ", above the InfiniBand specification's " + ber_text(*ber_t.warn_at) +
+                         "; a lower bound, HDR/NDR only" + retrain + ")",
+                     symbol_remedy);
         cite(ber_t.source);
         cite(symbols_t.source);
       } else if (static_cast<double>(errors) >= *symbols_t.warn_at) {
-        problems.add(Status::warn,
-                     line + " (ibcheckerrs warns from " + number(*symbols_t.warn_at, 0) + "; " + rate_text + ")",
-                     symbol_remedy);
+        problems.add(
+            Status::warn,
+            line + " (ibcheckerrs warns from " + number(*symbols_t.warn_at, 0) + "; " + rate_text + retrain + ")",
+            symbol_remedy);
         cite(symbols_t.source);
       } else {
-        notes.push_back(line + " (below ibcheckerrs' " + number(*symbols_t.warn_at, 0) + "; " + rate_text + ")");
+        notes.push_back(line + " (below ibcheckerrs' " + number(*symbols_t.warn_at, 0) + "; " + rate_text + retrain +
+                        ")");
       }
     }
     if (port.port_rcv_errors && *port.port_rcv_errors > 0)
       notes.push_back(where + ": " + std::to_string(*port.port_rcv_errors) + " receive errors (reported, not judged)");
   }
-  // A counter at its maximum stops counting: growth from there is invisible, not zero.
+  // A counter at its maximum stops counting: growth from there is invisible, not zero. A saturated symbol_error
+  // leaves the port's symbol errors unjudged (a warning); a saturated link_downed is reported.
   for (const probe::PortCounters& counters : end.ports) {
     const std::string where = counters.device + ":" + std::to_string(counters.port);
-    std::vector<std::string> stuck;
-    if (counters.symbol_error && *counters.symbol_error >= k_symbol_error_max) stuck.emplace_back("symbol_error");
-    if (counters.link_downed && *counters.link_downed >= k_link_downed_max) stuck.emplace_back("link_downed");
-    if (!stuck.empty())
-      notes.push_back(where + " " + util::join(stuck, " and ") +
-                      " at the counter's maximum: new errors cannot show until it is cleared (`perfquery -R`)");
+    if (counters.symbol_error && *counters.symbol_error >= k_symbol_error_max) {
+      problems.add(Status::warn,
+                   where + " symbol_error at the counter's maximum (" + std::to_string(k_symbol_error_max) +
+                       "): its symbol errors cannot be judged",
+                   "clear the port's counters with `perfquery -R` and run doctor again");
+      cite(symbols_t.source);
+    }
+    if (counters.link_downed && *counters.link_downed >= k_link_downed_max)
+      notes.push_back(where +
+                      " link_downed at the counter's maximum: new errors cannot show until it is cleared "
+                      "(`perfquery -R`)");
   }
   std::string message = util::join(problems.lines, "; ");
   if (problems.lines.empty()) {
