@@ -43,6 +43,7 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
       "failing link, NVSwitch or baseboard: drain the node, reset the GPUs (reboot) and open a hardware ticket if "
       "they come back";
   Problems problems;
+  std::vector<std::string> shown;  // NVLink5 effective errors: listed, never judged
   unsigned links = 0, nvlink5_links = 0;
   for (const probe::GpuLinkGrowth& gpu : growth.gpus) {
     for (const probe::NvLinkGrowth& link : gpu.nvlinks) {
@@ -66,17 +67,22 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
                      remedy);
       }
       // NVLink5 (Blackwell): the counters its links give instead, judged by probe's table as smoke.link_errors
-      // judges them (DCGM 4.6.0 MonitorNVLink5Fields and MonitorNVLinkErrorFields).
+      // judges them (gpuenv's policy after DCGM 4.6.0 MonitorNVLink5Fields and MonitorNVLinkErrorFields).
       for (const bool warns : {false, true}) {
         for (const std::string& rise : probe::nvlink5_rises(link.link, link.nvlink5, warns))
           problems.add(warns ? Status::warn : Status::fail, counter_gpu_label(gpu) + " " + rise, remedy);
       }
+      // Effective errors are listed, not judged (the effective bit error rate below judges them).
+      for (const std::string& rise : probe::nvlink5_unjudged_rises(link.link, link.nvlink5))
+        shown.push_back(counter_gpu_label(gpu) + " " + rise);
     }
     for (const std::string& fault : probe::nvlink5_ber_faults(gpu.nvlink5_effective_ber, gpu.nvlink5_symbol_ber))
       problems.add(Status::fail, counter_gpu_label(gpu) + ": " + fault + " at the end of the run", remedy);
   }
   const std::string source =
       nvlink5_links == 0 ? replay_t.source : replay_t.source + "; NVLink5: " + probe::k_nvlink5_source;
+  const std::string shown_text =
+      shown.empty() ? "" : "; " + util::join(shown, ", ") + " (not judged: the effective bit error rate judges them)";
   if (links == 0) {
     out.push_back(make("nvlink.errors", Status::skip,
                        "no GPU reported NVLink error counters (replay, recovery and CRC, or NVLink5's) at both "
@@ -86,10 +92,11 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
                               : nvlink5_links == 0   ? "no replay, recovery or CRC error"
                                                      : "no replay, recovery, CRC or NVLink5 error";
     out.push_back(make("nvlink.errors", Status::pass,
-                       std::to_string(links) + " NVLinks: " + kinds + " " + window_text(growth.seconds), {}, source));
+                       std::to_string(links) + " NVLinks: " + kinds + " " + window_text(growth.seconds) + shown_text,
+                       {}, source));
   } else {
     out.push_back(make("nvlink.errors", problems.status,
-                       util::join(problems.lines, "; ") + " " + window_text(growth.seconds),
+                       util::join(problems.lines, "; ") + " " + window_text(growth.seconds) + shown_text,
                        util::join(problems.remedies, "; "), source));
   }
 }

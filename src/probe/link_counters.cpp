@@ -37,9 +37,9 @@ GpuLinkCounters nvml::read_link_counters(const Api& api, unsigned index, Device 
     nvml::read_nvlink_errors(nvml::nvlink_error_calls(api), device, link, counters);
     gpu.nvlinks.push_back(counters);
   }
-  const bool nvlink5 = std::any_of(gpu.nvlinks.begin(), gpu.nvlinks.end(),
-                                   [](const NvLinkCounters& link) { return !link.nvlink5.empty(); });
-  if (nvlink5) {
+  // The rates over all links whenever the GPU has a link (not only when a link gave NVLink5 counters): NVML answers
+  // NOT_SUPPORTED before NVLink5, which leaves them unknown.
+  if (!gpu.nvlinks.empty()) {
     const nvml::NvLink5Rates rates = nvml::read_nvlink5_rates(nvml::nvlink_error_calls(api), device);
     gpu.nvlink5_effective_ber = rates.effective_ber;
     gpu.nvlink5_symbol_ber = rates.symbol_ber;

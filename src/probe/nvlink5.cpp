@@ -13,7 +13,8 @@ namespace {
 // nvml.h NVML_FI_DEV_NVLINK_COUNT_* (NVIDIA/go-nvml gen/nvml/nvml.h @ 2f9e261f): DCGM 4.6.0 MonitorNVLink5Fields'
 // counters (its DCGM fields 1214, 1204-1209, 1219 map to these NVML ids in dcgmlib/src/dcgm_fields.cpp), with the link
 // recoveries as MonitorNVLinkErrorFields splits them (213 successful: DCGM_HEALTH_RESULT_WARN, 214 failed:
-// DCGM_HEALTH_RESULT_FAIL) instead of their sum (215). Effective errors warn (see nvlink5_error_fields).
+// DCGM_HEALTH_RESULT_FAIL) instead of their sum (215); effective errors are shown, not judged (gpuenv's own policy
+// where it differs from DCGM's: see nvlink5_error_fields).
 constexpr NvLink5Field k_nvlink5_fields[] = {
     {221, "symbol errors", false},
     {206, "malformed packet errors", false},
@@ -24,7 +25,7 @@ constexpr NvLink5Field k_nvlink5_fields[] = {
     {211, "local link integrity errors", false},
     {213, "successful link recoveries", true},
     {214, "failed link recoveries", false},
-    {219, "effective errors", true},
+    {219, "effective errors", false, false},
 };
 
 /// nvml.h NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER and _SYMBOL_BER.
@@ -86,6 +87,11 @@ bool nvlink5_warns_only(unsigned field) {
   return known != nullptr && known->warns;
 }
 
+bool nvlink5_judged(unsigned field) {
+  const NvLink5Field* known = known_field(field);
+  return known == nullptr || known->judged;
+}
+
 std::vector<NvLink5Counter> nvlink5_growth(const std::vector<NvLink5Counter>& before,
                                            const std::vector<NvLink5Counter>& after) {
   std::vector<NvLink5Counter> out;
@@ -101,7 +107,8 @@ std::vector<NvLink5Counter> nvlink5_growth(const std::vector<NvLink5Counter>& be
 std::optional<std::uint64_t> nvlink5_sum(const std::vector<NvLink5Counter>& counters, bool warns) {
   std::optional<std::uint64_t> total;
   for (const NvLink5Counter& counter : counters) {
-    if (nvlink5_warns_only(counter.field) == warns) total = total.value_or(0) + counter.value;
+    if (nvlink5_judged(counter.field) && nvlink5_warns_only(counter.field) == warns)
+      total = total.value_or(0) + counter.value;
   }
   return total;
 }
@@ -109,7 +116,17 @@ std::optional<std::uint64_t> nvlink5_sum(const std::vector<NvLink5Counter>& coun
 std::vector<std::string> nvlink5_rises(unsigned link, const std::vector<NvLink5Counter>& growth, bool warns) {
   std::vector<std::string> out;
   for (const NvLink5Counter& counter : growth) {
-    if (counter.value == 0 || nvlink5_warns_only(counter.field) != warns) continue;
+    if (counter.value == 0 || !nvlink5_judged(counter.field) || nvlink5_warns_only(counter.field) != warns) continue;
+    out.push_back("link " + std::to_string(link) + ": " + std::to_string(counter.value) + " " +
+                  nvlink5_counter_name(counter.field));
+  }
+  return out;
+}
+
+std::vector<std::string> nvlink5_unjudged_rises(unsigned link, const std::vector<NvLink5Counter>& growth) {
+  std::vector<std::string> out;
+  for (const NvLink5Counter& counter : growth) {
+    if (counter.value == 0 || nvlink5_judged(counter.field)) continue;
     out.push_back("link " + std::to_string(link) + ": " + std::to_string(counter.value) + " " +
                   nvlink5_counter_name(counter.field));
   }
@@ -152,9 +169,10 @@ void read_nvlink_errors(const NvLinkErrorCalls& calls, Device device, unsigned l
       if (calls.error_counter(device, link, counter++, &read) == k_nvml_success) *value = read;
     }
   }
-  // A link that answers any older counter is not NVLink5 (nvml.h: "This is unsupported for Blackwell+. Please use
-  // NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_*"): one call fewer per link on every GPU before Blackwell.
-  if (into.replay || into.recovery || into.crc_flit || into.crc_data) return;
+  // Asked on every link, whatever the older counters answered: nvml.h's "unsupported for Blackwell+" is on field ids
+  // 161-163 only, not on nvmlDeviceGetNvLinkErrorCounter, and newer GB200 drivers answer the older fields
+  // (NVIDIA/nvidia-resiliency-ext#302); DCGM reads both sets on every GPU and picks by architecture (DCGM 4.6.0
+  // modules/health/DcgmHealthWatch.cpp). A link before NVLink5 answers each value NOT_SUPPORTED: no NVLink5 counters.
   std::vector<unsigned> fields;
   for (const NvLink5Field& field : k_nvlink5_fields) fields.push_back(field.id);
   into.nvlink5 = field_values(calls, device, fields, link);

@@ -5,7 +5,8 @@
 // (nvmlDeviceGetFieldValues, the link in scopeId), with two bit error rates over all links (scopeId UINT_MAX). This is
 // the one reader of them (smoke, doctor's inventory and link counters, and watch's samples all read through
 // read_nvlink_errors) and the one table of how a rise of each NVLink5 counter is judged (smoke.link_errors,
-// nvlink.errors, watch.nvlink_errors), after DCGM 4.6.0's health watch.
+// nvlink.errors, watch.nvlink_errors and watch.nvlink_recoveries): gpuenv's own policy, after DCGM 4.6.0's health
+// watch but gentler where the table says so.
 
 #include <cstdint>
 #include <optional>
@@ -17,31 +18,40 @@
 
 namespace gpuenv::probe {
 
-/// An NVLink5 error counter: its NVML field id, what it counts (for messages) and whether a rise only warns.
+/// An NVLink5 error counter: its NVML field id, what it counts (for messages) and how a rise of it is judged.
 struct NvLink5Field {
   unsigned id;
-  const char* what;  ///< "symbol errors"
-  bool warns;        ///< a rise warns; the others' rise fails
+  const char* what;    ///< "symbol errors"
+  bool warns;          ///< a rise warns; the others' rise fails
+  bool judged = true;  ///< false: read and shown, a rise never judged (effective errors)
 };
 
 /// The NVLink5 error counters gpuenv reads, in DCGM's order: DCGM 4.6.0 MonitorNVLink5Fields' counters
-/// (modules/health/DcgmHealthWatch.cpp: any rise fails, DCGM_LIMIT_MAX_NVLINK_ERROR 1), with the link recoveries as its
-/// MonitorNVLinkErrorFields splits them (213 successful: warn, 214 failed: fail) instead of their sum (215). Effective
-/// errors (219) warn: the effective bit error rate allows them up to 1e-12, and that rate is judged on its own.
+/// (modules/health/DcgmHealthWatch.cpp: any rise fails, DCGM_LIMIT_MAX_NVLINK_ERROR 1). gpuenv's own policy differs
+/// from DCGM's in two places: the link recoveries are judged as MonitorNVLinkErrorFields splits them (213 successful:
+/// warn, 214 failed: fail) where MonitorNVLink5Fields fails any rise of their sum (215), which gpuenv does not read;
+/// and a rise of effective errors (219) is not judged at all (a healthy link under load at an effective bit error rate
+/// of 1e-15 counts some each hour): the effective bit error rate, judged against DCGM's 1e-12, is their judgement.
+/// DCGM's NVLink ECC counter (DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL) is not read.
 std::span<const NvLink5Field> nvlink5_error_fields();
 /// What NVLink5 counter `field` counts ("symbol errors"; "errors (NVML field N)" for one not in the table).
 std::string nvlink5_counter_name(unsigned field);
 /// Whether a rise of NVLink5 counter `field` only warns (a field not in the table fails).
 bool nvlink5_warns_only(unsigned field);
+/// Whether a rise of NVLink5 counter `field` is judged at all (false for effective errors; true for a field not in
+/// the table).
+bool nvlink5_judged(unsigned field);
 
 /// The growth of each NVLink5 counter read in both `before` and `after` (a counter that went down was reset by a
 /// driver reload: its growth is its later value); counters read at one end only are left out.
 std::vector<NvLink5Counter> nvlink5_growth(const std::vector<NvLink5Counter>& before,
                                            const std::vector<NvLink5Counter>& after);
-/// The sum of `counters` whose rise warns (`warns`) or fails (!`warns`); nullopt when none of them is there.
+/// The sum of the judged `counters` whose rise warns (`warns`) or fails (!`warns`); nullopt when none is there.
 std::optional<std::uint64_t> nvlink5_sum(const std::vector<NvLink5Counter>& counters, bool warns);
-/// "link 3: 2 symbol errors" for each counter of `growth` above 0 whose rise warns (`warns`) or fails.
+/// "link 3: 2 symbol errors" for each judged counter of `growth` above 0 whose rise warns (`warns`) or fails.
 std::vector<std::string> nvlink5_rises(unsigned link, const std::vector<NvLink5Counter>& growth, bool warns);
+/// "link 3: 26 effective errors" for each counter of `growth` above 0 whose rise is not judged (shown only).
+std::vector<std::string> nvlink5_unjudged_rises(unsigned link, const std::vector<NvLink5Counter>& growth);
 
 /// An NVLink5 bit error rate as nvml.h encodes it (NVML_NVLINK_ERROR_COUNTER_BER_GET): bits 0-7 the exponent, 8-11
 /// the mantissa: mantissa x 10^-exponent.
@@ -65,9 +75,11 @@ bool symbol_ber_exceeded(const BitErrorRate& ber);
 std::vector<std::string> nvlink5_ber_faults(std::optional<std::uint64_t> effective,
                                             std::optional<std::uint64_t> symbol);
 
-/// Where the NVLink5 judgement comes from, for findings' `source`.
+/// Where the NVLink5 judgement comes from, for findings' `source`: gpuenv's own policy where it differs from DCGM's.
 inline constexpr const char* k_nvlink5_source =
-    "NVIDIA/DCGM @ 72fa3fe (4.6.0) modules/health/DcgmHealthWatch.cpp MonitorNVLink5Fields, MonitorNVLinkErrorFields; "
+    "gpuenv's policy after NVIDIA/DCGM @ 72fa3fe (4.6.0) modules/health/DcgmHealthWatch.cpp MonitorNVLink5Fields "
+    "(gentler: successful link recoveries warn as MonitorNVLinkErrorFields has them, where DCGM fails any rise of the "
+    "recovery total; effective errors shown, not judged, the effective bit error rate judging them); "
     "common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded";
 
 namespace nvml {
@@ -102,8 +114,9 @@ struct NvLinkErrorCalls {
   Return (*field_values)(Device, int, FieldValue*) = nullptr;                     ///< nvmlDeviceGetFieldValues (R550+)
 };
 
-/// Link `link`'s error counters into `into`: the four older ones NVML answers, and only on a link that refuses all
-/// four (NVLink5) the NVLink5 counters of nvlink5_error_fields (one nvmlDeviceGetFieldValues call).
+/// Link `link`'s error counters into `into`: the four older ones NVML answers, and the NVLink5 counters of
+/// nvlink5_error_fields NVML answers (one nvmlDeviceGetFieldValues call on every link, whatever the older ones gave:
+/// DCGM reads both sets on every GPU; a link before NVLink5 answers each NVLink5 value NOT_SUPPORTED, left out).
 void read_nvlink_errors(const NvLinkErrorCalls& calls, Device device, unsigned link, NvLinkCounters& into);
 
 /// NVLink5's effective and symbol bit error rates over all links (scopeId UINT_MAX: "NVLink5+ requires scopeId =

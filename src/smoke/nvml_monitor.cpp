@@ -240,7 +240,7 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
     NvLinkCounters counters;
     counters.link = link;
     counters.active = active != 0;
-    // probe's reader: the older counters, else (NVLink5) the NVML_FI_DEV_NVLINK_COUNT_* fields of probe's table.
+    // probe's reader: the older counters and the NVML_FI_DEV_NVLINK_COUNT_* fields of probe's table, each as answered.
     probe::NvLinkCounters read;
     probe::nvml::read_nvlink_errors(calls, probe_device, link, read);
     counters.replay = read.replay;
@@ -250,9 +250,8 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
     counters.nvlink5 = std::move(read.nvlink5);
     out.nvlinks.push_back(counters);
   }
-  const bool nvlink5 = std::any_of(out.nvlinks.begin(), out.nvlinks.end(),
-                                   [](const NvLinkCounters& link) { return !link.nvlink5.empty(); });
-  if (nvlink5) {
+  // The rates whenever the GPU has a link, as smoke read them before probe's reader (NOT_SUPPORTED before NVLink5).
+  if (!out.nvlinks.empty()) {
     const probe::nvml::NvLink5Rates rates = probe::nvml::read_nvlink5_rates(calls, probe_device);
     out.nvlink5_effective_ber = rates.effective_ber;
     out.nvlink5_symbol_ber = rates.symbol_ber;

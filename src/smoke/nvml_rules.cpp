@@ -68,10 +68,11 @@ void rises(const FabricCounters& before, const FabricCounters& after, Field fiel
 
 /// NVLink5 (Blackwell), after DCGM 4.6.0's health watch as probe's table has it (probe/nvlink5.hpp, shared with doctor
 /// and watch): any rise of an error counter fails (MonitorNVLink5Fields, DCGM_LIMIT_MAX_NVLINK_ERROR 1,
-/// common/DcgmGPUHardwareLimits.h) but those whose rise only warns, which go to `warnings`; a bit error rate past its
-/// limit fails.
+/// common/DcgmGPUHardwareLimits.h) but those whose rise only warns, which go to `warnings`, and those shown, not judged
+/// (effective errors: the effective bit error rate judges them), which go to `shown`; a bit error rate past its limit
+/// fails. gpuenv's own policy where it is gentler than DCGM's (probe/nvlink5.hpp).
 std::vector<std::string> nvlink5_faults(const FabricCounters& before, const FabricCounters& after,
-                                        std::vector<std::string>& warnings) {
+                                        std::vector<std::string>& warnings, std::vector<std::string>& shown) {
   std::vector<std::string> out;
   for (const NvLinkCounters& now : after.nvlinks) {
     const auto then = std::find_if(before.nvlinks.begin(), before.nvlinks.end(),
@@ -81,7 +82,9 @@ std::vector<std::string> nvlink5_faults(const FabricCounters& before, const Fabr
       const auto earlier = std::find_if(then->nvlink5.begin(), then->nvlink5.end(),
                                         [&](const NvLink5Counter& c) { return c.field == counter.field; });
       if (earlier == then->nvlink5.end() || counter.value <= earlier->value) continue;
-      (probe::nvlink5_warns_only(counter.field) ? warnings : out)
+      (!probe::nvlink5_judged(counter.field)      ? shown
+       : probe::nvlink5_warns_only(counter.field) ? warnings
+                                                  : out)
           .push_back("link " + std::to_string(now.link) + ": " + std::to_string(counter.value - earlier->value) + " " +
                      probe::nvlink5_counter_name(counter.field));
     }
@@ -134,10 +137,13 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
         .push_back("NVLink " + util::join(crc_parts, ", ") + " (" + std::to_string(static_cast<long long>(rate)) +
                    " a second of one kind; DCGM fails at 100)");
   }
-  std::vector<std::string> nvlink5_warnings;
-  if (const std::vector<std::string> nvlink5 = nvlink5_faults(before, after, nvlink5_warnings); !nvlink5.empty())
+  std::vector<std::string> nvlink5_warnings, nvlink5_shown;
+  if (const std::vector<std::string> nvlink5 = nvlink5_faults(before, after, nvlink5_warnings, nvlink5_shown);
+      !nvlink5.empty())
     failing.push_back("NVLink " + util::join(nvlink5, ", "));
   if (!nvlink5_warnings.empty()) warning.push_back("NVLink " + util::join(nvlink5_warnings, ", "));
+  if (!nvlink5_shown.empty())
+    counted.push_back("NVLink " + util::join(nvlink5_shown, ", ") + " (not judged: the effective bit error rate is)");
   std::vector<std::string> went_down, inactive;
   for (const NvLinkCounters& now : after.nvlinks) {
     const auto then = std::find_if(before.nvlinks.begin(), before.nvlinks.end(),
@@ -172,14 +178,17 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
                    "reseat or replace the GPU or board if errors persist, and run `gpuenv doctor`",
                    "NVIDIA/DCGM nvvs/plugin_src/pcie (max_pcie_replays 80, NVLink recovery errors), "
                    "modules/health/DcgmHealthWatch.cpp (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100/s per field; NVLink5: "
-                   "MonitorNVLink5Fields, any counter rise, effective BER above 1e-12, any uncorrected symbol error); "
+                   "gpuenv's policy after MonitorNVLink5Fields: a counter rise fails but successful link recoveries "
+                   "warn and effective errors are not judged, effective BER above 1e-12 and any uncorrected symbol "
+                   "error fail); "
                    "Azure/azurehpc-health-checks azure_gpu_nvlink.nhc"};
   }
   if (!warning.empty()) {
     return Finding{"smoke.link_errors", Status::warn, message,
                    "watch the NVLink error counters (`nvidia-smi nvlink -e`); a rising rate points at a marginal link",
                    "NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp (NVLink CRC errors below 100 a second warn; "
-                   "NVLink5 successful link recoveries warn, MonitorNVLinkErrorFields)"};
+                   "NVLink5 successful link recoveries warn: gpuenv's policy after MonitorNVLinkErrorFields; DCGM's "
+                   "MonitorNVLink5Fields fails any rise of the recovery total)"};
   }
   return Finding{"smoke.link_errors", Status::pass, message.empty() ? "no counter rose" : message, {}, {}};
 }

@@ -36,7 +36,9 @@ json baseline_json(const NvLinkBaseline& baseline) {
     counts.push_back(optional_number(baseline.nvlink5_errors));
     counts.push_back(optional_number(baseline.nvlink5_warnings));
   }
-  return {{"links", links}, {"counts", counts}};
+  json out = {{"links", links}, {"counts", counts}};
+  if (!baseline.boot.empty()) out["boot"] = baseline.boot;
+  return out;
 }
 
 NvLinkBaseline baseline_from(const json& value) {
@@ -61,6 +63,7 @@ NvLinkBaseline baseline_from(const json& value) {
       baseline.links.push_back(std::move(read));
     }
   }
+  if (value.contains("boot") && value["boot"].is_string()) baseline.boot = value["boot"].get<std::string>();
   if (value.contains("counts")) {
     baseline.replay = number_at(value["counts"], 0);
     baseline.recovery = number_at(value["counts"], 1);

@@ -37,6 +37,7 @@ struct NvLinkBaseline {
   std::vector<probe::NvLinkCounters> links;  ///< NVLink5's counters (probe::NvLinkCounters::nvlink5) included
   std::optional<std::uint64_t> replay, recovery, crc;
   std::optional<std::uint64_t> nvlink5_errors, nvlink5_warnings;
+  std::string boot;  ///< the boot id `links` were read in ("" unknown): a reboot resets every counter (review L2)
 };
 
 /// The conditions open now, keyed "<rule id>|<GPU UUID>" ("|" alone for the node), the highest GPU count of this

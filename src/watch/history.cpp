@@ -30,10 +30,11 @@ constexpr Counter k_history_counters[] = {
     {&GpuSample::remapped_correctable, "rows remapped for correctable errors", Status::warn},
     {&GpuSample::nvlink_crc, "NVLink CRC errors", Status::warn},
     {&GpuSample::pcie_replays, "PCIe replays", Status::warn},
-    // NVLink5 (Blackwell): the two judgements of probe/nvlink5.hpp's table (DCGM 4.6.0 MonitorNVLink5Fields,
-    // MonitorNVLinkErrorFields), as watch.nvlink_errors judges them.
+    // NVLink5 (Blackwell): the two judgements of probe/nvlink5.hpp's table (gpuenv's policy after DCGM 4.6.0
+    // MonitorNVLink5Fields, MonitorNVLinkErrorFields), as watch.nvlink_errors and watch.nvlink_recoveries judge them;
+    // effective errors are in neither (not judged, and not stored per hour).
     {&GpuSample::nvlink5_errors, "NVLink5 errors", Status::fail},
-    {&GpuSample::nvlink5_warnings, "NVLink5 successful link recoveries or effective errors", Status::warn},
+    {&GpuSample::nvlink5_warnings, "NVLink5 successful link recoveries", Status::warn},
 };
 
 std::string per_hour(std::uint64_t count, double hours) {

@@ -61,6 +61,7 @@ constexpr RuleInfo k_rules[] = {
     {"watch.remap_pending", "row remap pending", false},
     {"watch.remap_failure", "row remap failure", false},
     {"watch.nvlink_errors", "NVLink errors growing", true},
+    {"watch.nvlink_recoveries", "NVLink5 successful link recoveries growing", true},
     {"watch.nvlink_down", "NVLinks down", false},
     {"watch.pcie_replays", "PCIe replays growing", true},
     {"watch.temperature", "temperature at or above the limit", true},
@@ -248,12 +249,14 @@ constexpr CounterRule k_counters[] = {
      k_nvlink_remedy},
     {"watch.nvlink_errors", &GpuSample::nvlink_crc, "NVLink CRC errors", Status::warn, "drain_and_inspect",
      k_nvlink_remedy},
-    // NVLink5 (Blackwell): probe/nvlink5.hpp's table splits its counters into those whose rise fails and those whose
-    // rise warns (DCGM 4.6.0 MonitorNVLink5Fields, MonitorNVLinkErrorFields), as smoke and doctor judge them.
+    // NVLink5 (Blackwell): probe/nvlink5.hpp's table splits its counters into those whose rise fails and the
+    // successful link recoveries, whose rise warns (gpuenv's policy after DCGM 4.6.0 MonitorNVLink5Fields and
+    // MonitorNVLinkErrorFields), as smoke and doctor judge them; effective errors are not judged (the effective bit
+    // error rate is). The recoveries warn under their own rule id, so that a warning never keeps a failure open.
     {"watch.nvlink_errors", &GpuSample::nvlink5_errors, "NVLink5 errors", Status::fail, "drain_and_inspect",
      k_nvlink_remedy},
-    {"watch.nvlink_errors", &GpuSample::nvlink5_warnings, "NVLink5 successful link recoveries or effective errors",
-     Status::warn, "none", k_nvlink_remedy},
+    {"watch.nvlink_recoveries", &GpuSample::nvlink5_warnings, "NVLink5 successful link recoveries", Status::warn,
+     "none", k_nvlink_remedy},
     {"watch.pcie_replays", &GpuSample::pcie_replays, "PCIe replays", Status::warn, "drain_and_inspect", k_pcie_remedy},
 };
 
@@ -673,6 +676,11 @@ void count_nvlink_errors(NodeSample& sample, RuleState& state) {
         {&GpuSample::nvlink5_errors, &NvLinkBaseline::nvlink5_errors, nvlink5_error_growth},
         {&GpuSample::nvlink5_warnings, &NvLinkBaseline::nvlink5_warnings, nvlink5_warning_growth},
     };
+    // After a reboot the driver counts every link from zero again: the links read in the older boot are no baseline (a
+    // lower reading would count as growth from zero, review L2). The counts go on from their stored values; growth
+    // counts again from this reading on. An unknown boot id on either side keeps the links.
+    if (!sample.boot_id.empty() && !baseline.boot.empty() && baseline.boot != sample.boot_id) baseline.links.clear();
+    if (!sample.boot_id.empty()) baseline.boot = sample.boot_id;
     for (const auto& kind : kinds) {
       // A kind first read now starts at NVML's sum; one known goes on from its stored count.
       if (!first && baseline.*kind.stored)

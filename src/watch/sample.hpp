@@ -59,14 +59,14 @@ struct GpuSample {
   std::optional<std::uint64_t> nvlink_replay;
   std::optional<std::uint64_t> nvlink_recovery;
   std::optional<std::uint64_t> nvlink_crc;  ///< flit + data
-  /// NVLink5 (Blackwell, whose links refuse the three counters above: nvml.h "unsupported for Blackwell+"): the
+  /// NVLink5 (Blackwell, read on every link beside the three counters above, which it may answer or not): the
   /// counters of probe/nvlink5.hpp's table summed over the active links in the table's two judgements, counted as
   /// the three above. Two sums, not one column per counter and not the three above: a symbol error is no replay and a
   /// successful link recovery no failed one, and the table (shared with smoke and doctor) decides what a rise means.
   std::optional<std::uint64_t> nvlink5_errors;    ///< counters whose rise fails (symbol, malformed packet, buffer
                                                   ///< overrun, receive and link integrity errors, failed recoveries)
-  std::optional<std::uint64_t> nvlink5_warnings;  ///< counters whose rise warns (successful link recoveries,
-                                                  ///< effective errors)
+  std::optional<std::uint64_t> nvlink5_warnings;  ///< counters whose rise warns (successful link recoveries;
+                                                  ///< effective errors are in neither sum: not judged)
   /// NVLink5's bit error rates over all links, raw (probe::BitErrorRate), as read now (not stored).
   std::optional<std::uint64_t> nvlink5_effective_ber;
   std::optional<std::uint64_t> nvlink5_symbol_ber;

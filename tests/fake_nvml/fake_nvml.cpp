@@ -40,6 +40,8 @@
 // set, the healthy Blackwell aggregate in DCGM's own test, modules/health/tests/DcgmHealthWatchTests.cpp). With
 // smoke_nvlink5 = 1, nvlink5_<name>_link<N> (+ _rise) sets link N's own counter (same names), growing per nvmlInit
 // session as the nvlink_*_link<N> keys do: distinct per link, so a reader that asked for link 0 everywhere is seen.
+// smoke_nvlink5_old_counters = 1 (with smoke_nvlink5 = 1): a Blackwell driver that answers the older counters too (0
+// unless set), as NVIDIA/nvidia-resiliency-ext#302 reports fields 161/162 answering on newer GB200 drivers.
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -508,7 +510,8 @@ int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* active) {
 int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter, unsigned long long* value) {
   const FakeGpu* gpu = gpu_of(device);
   if (!gpu->has("nvlinks") || link >= gpu->number("nvlinks")) return k_not_supported;
-  if (gpu->number("smoke_nvlink5") != 0) return k_not_supported;  // Blackwell: the NVLink5 fields instead
+  if (gpu->number("smoke_nvlink5") != 0 && gpu->number("smoke_nvlink5_old_counters") == 0)
+    return k_not_supported;  // Blackwell: the NVLink5 fields instead
   *value = link == 0 && counter == 1 ? gpu->number("nvlink_recovery_errors") : 0;
   *value += nvlink_counter(*gpu, link, counter);
   *value += smoke_nvlink_counter(*gpu, link, counter);

@@ -44,6 +44,7 @@ TEST_CASE("nvlink5 table: DCGM 4.6.0's counters, each judged as its health watch
     unsigned id;
     const char* what;
     bool warns;
+    bool judged = true;
   };
   // The NVML ids of DCGM's fields (dcgmlib/src/dcgm_fields.cpp) and nvml.h's names for them.
   const Row rows[] = {
@@ -56,7 +57,9 @@ TEST_CASE("nvlink5 table: DCGM 4.6.0's counters, each judged as its health watch
       {211, "local link integrity errors", false},  // ..._LOCAL_LINK_INTEGRITY_ERRORS
       {213, "successful link recoveries", true},    // MonitorNVLinkErrorFields: DCGM_HEALTH_RESULT_WARN
       {214, "failed link recoveries", false},       // MonitorNVLinkErrorFields: DCGM_HEALTH_RESULT_FAIL
-      {219, "effective errors", true},              // allowed up to the effective BER's 1e-12, judged there
+      // Not judged at all (gpuenv's policy; DCGM's MonitorNVLink5Fields fails any rise): a healthy link under load at
+      // an effective BER of 1e-15 counts some each hour; the effective BER (220), judged against 1e-12, judges them.
+      {219, "effective errors", false, false},
   };
   const auto table = gpuenv::probe::nvlink5_error_fields();
   REQUIRE(table.size() == std::size(rows));
@@ -67,11 +70,14 @@ TEST_CASE("nvlink5 table: DCGM 4.6.0's counters, each judged as its health watch
     CHECK(table[i].warns == rows[i].warns);
     CHECK(gpuenv::probe::nvlink5_counter_name(rows[i].id) == rows[i].what);
     CHECK(gpuenv::probe::nvlink5_warns_only(rows[i].id) == rows[i].warns);
+    CHECK(table[i].judged == rows[i].judged);
+    CHECK(gpuenv::probe::nvlink5_judged(rows[i].id) == rows[i].judged);
   }
   // 215 (recoveries of either outcome) is not read: DCGM judges its two halves apart. A field gpuenv does not know
   // fails, named by its id.
   CHECK(gpuenv::probe::nvlink5_counter_name(215) == "errors (NVML field 215)");
   CHECK_FALSE(gpuenv::probe::nvlink5_warns_only(215));
+  CHECK(gpuenv::probe::nvlink5_judged(215));
 }
 
 TEST_CASE("nvlink5 growth, sums and rises: counters read at both ends, a reset counted from zero", "[probe][nvlink5]") {
@@ -84,13 +90,16 @@ TEST_CASE("nvlink5 growth, sums and rises: counters read at both ends, a reset c
   const std::map<unsigned, std::uint64_t> expected = {{221, 3}, {213, 1}, {214, 1}, {219, 40}, {206, 2}};
   CHECK(by_field == expected);
   CHECK(gpuenv::probe::nvlink5_sum(grown, false) == std::optional<std::uint64_t>(3 + 1 + 2));  // 221, 214, 206
-  CHECK(gpuenv::probe::nvlink5_sum(grown, true) == std::optional<std::uint64_t>(1 + 40));      // 213, 219
+  CHECK(gpuenv::probe::nvlink5_sum(grown, true) == std::optional<std::uint64_t>(1));  // 213; 219 in neither sum
   CHECK_FALSE(gpuenv::probe::nvlink5_sum({}, false));
   CHECK(gpuenv::probe::nvlink5_rises(7, grown, false) == std::vector<std::string>{"link 7: 3 symbol errors",
                                                                                   "link 7: 1 failed link recoveries",
                                                                                   "link 7: 2 malformed packet errors"});
   CHECK(gpuenv::probe::nvlink5_rises(7, grown, true) ==
-        std::vector<std::string>{"link 7: 1 successful link recoveries", "link 7: 40 effective errors"});
+        std::vector<std::string>{"link 7: 1 successful link recoveries"});
+  CHECK(gpuenv::probe::nvlink5_unjudged_rises(7, grown) == std::vector<std::string>{"link 7: 40 effective errors"});
+  CHECK_FALSE(gpuenv::probe::nvlink5_sum({{219, 40}}, true));
+  CHECK_FALSE(gpuenv::probe::nvlink5_sum({{219, 40}}, false));
   CHECK(gpuenv::probe::nvlink5_rises(7, gpuenv::probe::nvlink5_growth(before, before), false).empty());
 }
 
@@ -130,22 +139,26 @@ TEST_CASE("nvlink5 bit error rates: DCGM's effective and symbol limits", "[probe
 
 namespace {
 
-// Stand-ins for nvmlDeviceGetNvLinkErrorCounter and nvmlDeviceGetFieldValues: a device is "blackwell" or not, each
-// link of a Blackwell GPU counts 100 x link + the field's place in a request, and every request is recorded.
+// Stand-ins for nvmlDeviceGetNvLinkErrorCounter and nvmlDeviceGetFieldValues: a device is Hopper (1: the older
+// counters, each NVLink5 value NOT_SUPPORTED), Blackwell (2: the older counters refused) or Blackwell on a newer driver
+// (3: the older counters answered with 0, as NVIDIA/nvidia-resiliency-ext#302 reports of fields 161/162 on GB200);
+// each link of a Blackwell GPU counts 100 x link + the field's place in a request, and every request is recorded.
 struct Nvlink5Request {
   unsigned field, scope;
 };
 std::vector<Nvlink5Request> g_nvlink5_requests;
 constexpr int k_nvlink5_not_supported = 3;
 
-gpuenv::probe::nvml::Device nvlink5_device(bool blackwell) {
-  return reinterpret_cast<gpuenv::probe::nvml::Device>(static_cast<std::uintptr_t>(blackwell ? 2 : 1));
+gpuenv::probe::nvml::Device nvlink5_device(bool blackwell, bool answers_old = false) {
+  return reinterpret_cast<gpuenv::probe::nvml::Device>(static_cast<std::uintptr_t>(!blackwell    ? 1
+                                                                                   : answers_old ? 3
+                                                                                                 : 2));
 }
-bool nvlink5_is_blackwell(gpuenv::probe::nvml::Device device) { return reinterpret_cast<std::uintptr_t>(device) == 2; }
+bool nvlink5_is_blackwell(gpuenv::probe::nvml::Device device) { return reinterpret_cast<std::uintptr_t>(device) >= 2; }
 
 int nvlink5_error_counter(gpuenv::probe::nvml::Device device, unsigned link, int counter, unsigned long long* value) {
-  if (nvlink5_is_blackwell(device)) return k_nvlink5_not_supported;  // "unsupported for Blackwell+"
-  *value = 10ULL * link + static_cast<unsigned long long>(counter);
+  if (reinterpret_cast<std::uintptr_t>(device) == 2) return k_nvlink5_not_supported;  // "unsupported for Blackwell+"
+  *value = nvlink5_is_blackwell(device) ? 0 : 10ULL * link + static_cast<unsigned long long>(counter);
   return 0;
 }
 
@@ -175,16 +188,31 @@ int nvlink5_field_values(gpuenv::probe::nvml::Device device, int count, gpuenv::
 
 }  // namespace
 
-TEST_CASE("read_nvlink_errors: the older counters, else NVLink5's fields of that very link", "[probe][nvlink5]") {
+TEST_CASE("read_nvlink_errors: the older counters and NVLink5's fields of that very link, each as answered",
+          "[probe][nvlink5]") {
   const gpuenv::probe::nvml::NvLinkErrorCalls calls{nvlink5_error_counter, nvlink5_field_values};
-  // Before Blackwell: the four counters of each link, and no field-value call at all.
+  // Before Blackwell: the four counters of each link; NVLink5's fields asked for too (DCGM reads both sets on every
+  // GPU), each answered NOT_SUPPORTED: no NVLink5 counters, so nothing for any rule to judge.
   g_nvlink5_requests.clear();
   NvLinkCounters hopper;
   gpuenv::probe::nvml::read_nvlink_errors(calls, nvlink5_device(false), 4, hopper);
   CHECK(hopper.replay == std::optional<std::uint64_t>(40));
   CHECK(hopper.crc_data == std::optional<std::uint64_t>(43));
   CHECK(hopper.nvlink5.empty());
-  CHECK(g_nvlink5_requests.empty());
+  CHECK(g_nvlink5_requests.size() == gpuenv::probe::nvlink5_error_fields().size());
+  const auto hopper_rates = gpuenv::probe::nvml::read_nvlink5_rates(calls, nvlink5_device(false));
+  CHECK_FALSE(hopper_rates.effective_ber);
+  CHECK_FALSE(hopper_rates.symbol_ber);
+
+  // Blackwell on a driver that answers the older counters (with 0): NVLink5's fields are still read (review H1: the
+  // old code skipped them, and with them every Blackwell fault).
+  g_nvlink5_requests.clear();
+  NvLinkCounters gb200;
+  gpuenv::probe::nvml::read_nvlink_errors(calls, nvlink5_device(true, true), 2, gb200);
+  CHECK(gb200.replay == std::optional<std::uint64_t>(0));
+  CHECK(gb200.crc_data == std::optional<std::uint64_t>(0));
+  CHECK(g_nvlink5_requests.size() == gpuenv::probe::nvlink5_error_fields().size());
+  CHECK(gb200.nvlink5.size() == 8);
 
   // Blackwell: the four refused, the table's fields asked for with the link in scopeId, for each link its own values.
   for (const unsigned link : {0U, 3U, 17U}) {

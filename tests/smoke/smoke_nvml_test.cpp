@@ -117,7 +117,21 @@ TEST_CASE("smoke: a B200's NVLink5 counters are read link by link through probe'
   }
   CHECK(counters.nvlink5_effective_ber == 0xfffULL);  // over all links: NVML's zero
   CHECK(counters.nvlink5_symbol_ber == 73710ULL);
-  // A GPU before Blackwell: the older counters, and no NVLink5 field asked for.
+  // A GB200 on a driver that answers the older counters (with 0): NVLink5's are read all the same (review H1).
+  const FakeNvml gb200(
+      "nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_old_counters = 1\n"
+      "nvlink5_symbol_errors_link5 = 3\n");
+  const std::shared_ptr<const NvmlMonitor> newer = NvmlMonitor::open(*real, GPUENV_FAKE_NVML_LIBRARY);
+  REQUIRE(newer != nullptr);
+  const FabricCounters both = newer->fabric_counters("00000000:1B:00.0");
+  REQUIRE(both.nvlinks.size() == 18);
+  CHECK(both.nvlinks[5].replay == 0ULL);
+  REQUIRE(both.nvlinks[5].nvlink5.size() == gpuenv::probe::nvlink5_error_fields().size());
+  CHECK(std::any_of(both.nvlinks[5].nvlink5.begin(), both.nvlinks[5].nvlink5.end(),
+                    [](const auto& counter) { return counter.field == 221 && counter.value == 3; }));
+  CHECK(both.nvlink5_symbol_ber == 73710ULL);
+  // A GPU before Blackwell: the older counters; NVLink5's fields asked for and each refused (NOT_SUPPORTED per value):
+  // none kept, so nothing is judged.
   const FakeNvml hopper("nvlinks = 4\nsmoke_nvlink_replay = 6\n");
   const std::shared_ptr<const NvmlMonitor> older = NvmlMonitor::open(*real, GPUENV_FAKE_NVML_LIBRARY);
   REQUIRE(older != nullptr);

@@ -599,9 +599,9 @@ TEST_CASE("NVLink5: a B200's counters summed per judgement over its active links
                                        b200_link(2, {{221, 1000}})};
   links[2].active = false;  // a link that is down: not in the sums, as NVML's own sums are over active links
   const GpuSample sampled = b200(links);
-  CHECK(sampled.nvlink5_errors == std::optional<std::uint64_t>(5 + 1));     // symbol + failed recoveries
-  CHECK(sampled.nvlink5_warnings == std::optional<std::uint64_t>(2 + 70));  // successful recoveries + effective
-  CHECK_FALSE(sampled.nvlink_replay);                                       // refused on Blackwell: unknown, not zero
+  CHECK(sampled.nvlink5_errors == std::optional<std::uint64_t>(5 + 1));  // symbol + failed recoveries
+  CHECK(sampled.nvlink5_warnings == std::optional<std::uint64_t>(2));    // successful recoveries; effective: neither
+  CHECK_FALSE(sampled.nvlink_replay);                                    // refused on Blackwell: unknown, not zero
   CHECK(sampled.nvlink_links.size() == 2);
   CHECK(sampled.nvlink_inactive == 1u);
   CHECK(sampled.nvlink5_symbol_ber == std::optional<std::uint64_t>(73710));
@@ -611,7 +611,9 @@ TEST_CASE("NVLink5: a B200's counters summed per judgement over its active links
 
 // probe/nvlink5.hpp's table, after DCGM 4.6.0 (modules/health/DcgmHealthWatch.cpp): MonitorNVLink5Fields fails any
 // rise of its error counters (DCGM_LIMIT_MAX_NVLINK_ERROR 1), MonitorNVLinkErrorFields warns on successful link
-// recoveries and fails failed ones; effective errors warn (the effective BER allows them up to 1e-12).
+// recoveries and fails failed ones. gpuenv's policy: successful recoveries warn under their own rule id
+// (watch.nvlink_recoveries), so that their warning never keeps a failure open; a rise of effective errors is not
+// judged (the effective BER, allowed up to 1e-12 by common/DcgmUtilities.cpp, is).
 TEST_CASE("NVLink5: a rise is judged by probe's table and named by link and counter", "[watch]") {
   struct Row {
     const char* name;
@@ -620,6 +622,7 @@ TEST_CASE("NVLink5: a rise is judged by probe's table and named by link and coun
     Status expected;
     const char* action;
     const char* says;
+    const char* id = "watch.nvlink_errors";
   };
   const Row rows[] = {
       {"symbol errors",
@@ -649,8 +652,9 @@ TEST_CASE("NVLink5: a rise is judged by probe's table and named by link and coun
        {{213, 1}},
        Status::warn,
        "none",
-       "1 NVLink5 successful link recoveries or effective errors (link 5: 1 successful link recoveries)"},
-      {"effective errors", 9, {{219, 40}}, Status::warn, "none", "link 9: 40 effective errors"},
+       "1 NVLink5 successful link recoveries (link 5: 1 successful link recoveries)",
+       "watch.nvlink_recoveries"},
+      {"effective errors: not judged", 9, {{219, 40}}, Status::pass, "", "", ""},
   };
   for (const Row& row : rows) {
     INFO(row.name);
@@ -658,12 +662,58 @@ TEST_CASE("NVLink5: a rise is judged by probe's table and named by link and coun
     CHECK(run.step({b200(b200_links(row.link, {}))}).empty());
     CHECK(run.step({b200(b200_links(row.link, {}))}).empty());  // nothing rose: no event
     const auto raised = run.step({b200(b200_links(row.link, row.later))});
+    if (row.expected == Status::pass) {
+      CHECK(raised.empty());
+      continue;
+    }
     REQUIRE(raised.size() == 1);
-    CHECK(raised[0].finding.id == "watch.nvlink_errors");
+    CHECK(raised[0].finding.id == row.id);
     CHECK(raised[0].finding.status == row.expected);
     CHECK(raised[0].action == row.action);
     CHECK_THAT(raised[0].finding.message, Catch::Contains(row.says));
   }
+}
+
+TEST_CASE("NVLink counts: a reboot (a new boot id) resets the links' last readings, not the counts", "[watch]") {
+  // Review L2: after a reboot the driver counts from zero; the older boot's link readings are no baseline.
+  RuleState state;
+  const auto count = [&](const char* boot, std::uint64_t symbol) {
+    NodeSample sample = node(0, {b200({b200_link(0, {{221, symbol}})})});
+    sample.boot_id = boot;
+    gpuenv::watch::count_nvlink_errors(sample, state);
+    return sample.gpus[0].nvlink5_errors;
+  };
+  CHECK(count("boot-a", 100) == 100u);            // the first reading: NVML's sum
+  CHECK(count("boot-a", 103) == 103u);            // 3 new
+  CHECK(count("boot-b", 2) == 103u);              // rebooted: 2 since the boot is no growth over the older boot's 103
+  CHECK(count("boot-b", 5) == 106u);              // 3 new in this boot
+  state = RuleState::from_json(state.to_json());  // the boot id survives a restart of watch
+  CHECK(count("boot-b", 6) == 107u);
+  CHECK(count("", 1) == 108u);  // an unknown boot id keeps the links: a lower reading counts from zero, as before
+}
+
+TEST_CASE("NVLink5: a trickle of successful recoveries or effective errors never keeps a failure open", "[watch]") {
+  // Review H2: a healthy B200 link under load counts effective errors every hour; successful recoveries warn under
+  // watch.nvlink_recoveries, so a failure of watch.nvlink_errors clears after its quiet hour while they go on.
+  Run run;
+  std::uint64_t recoveries = 0, effective = 0;
+  const auto links = [&](std::uint64_t symbol) {
+    std::vector<NvLinkCounters> out{b200_link(0, {{221, symbol}, {213, recoveries}, {219, effective}})};
+    return out;
+  };
+  CHECK(run.step({b200(links(0))}).empty());
+  const auto failed = run.step({b200(links(1))});
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].finding.id == "watch.nvlink_errors");
+  for (int i = 0; i < 400; ++i) {
+    ++recoveries;
+    effective += 3;
+    run.step({b200(links(1))});
+  }
+  CHECK(run.count("watch.nvlink_errors", Status::fail) == 1);
+  CHECK(run.count("watch.nvlink_errors", Status::pass) == 1);  // cleared after a quiet hour of failing counters
+  CHECK(run.count("watch.nvlink_recoveries", Status::warn) == 1);
+  CHECK(run.count("watch.nvlink_recoveries", Status::pass) == 0);  // still rising: still open
 }
 
 TEST_CASE("NVLink5: counts compare like with like, survive a restart, and the rates over all links fail past DCGM's",
