@@ -64,15 +64,11 @@ util::Expected<ActionTable> parse_actions(std::string_view text, const util::Ove
   return out;
 }
 
-namespace {
-
 util::Expected<ActionTable> load_actions(const util::Overlay& overlay) {
   const auto text = util::embedded_text(embedded_doctor_data(), "actions.toml");
   if (!text) return text.error();
   return parse_actions(*text, overlay);
 }
-
-}  // namespace
 
 util::Expected<const ActionTable*> builtin_actions() { return util::builtin_table<&load_actions>(); }
 

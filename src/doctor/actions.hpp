@@ -33,6 +33,8 @@ struct ActionTable {
 /// Parses actions.toml text with `overlay` merged; an Error names the row and key.
 util::Expected<ActionTable> parse_actions(std::string_view text, const util::Overlay& overlay = {});
 /// The embedded table with the installed overlay, parsed once; an Error only if the shipped data is broken.
+/// The embedded actions.toml with `overlay` merged (parsed at each call).
+util::Expected<ActionTable> load_actions(const util::Overlay& overlay);
 util::Expected<const ActionTable*> builtin_actions();
 /// How overlay rows of actions.toml are keyed (by `id`).
 std::vector<util::RowKey> action_row_keys();

@@ -222,15 +222,11 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
   return out;
 }
 
-namespace {
-
 util::Expected<std::vector<InstanceExpectation>> load_instances(const util::Overlay& overlay) {
   const auto text = util::embedded_text(embedded_doctor_data(), "instances.toml");
   if (!text) return text.error();
   return parse_instances(*text, overlay);
 }
-
-}  // namespace
 
 util::Expected<const std::vector<InstanceExpectation>*> builtin_instances() {
   return util::builtin_table<&load_instances>();

@@ -39,6 +39,8 @@ std::vector<util::RowKey> instance_row_keys();
 util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_view text,
                                                                  const util::Overlay& overlay = {});
 /// The table compiled into this binary.
+/// The embedded instances.toml with `overlay` merged (parsed at each call).
+util::Expected<std::vector<InstanceExpectation>> load_instances(const util::Overlay& overlay);
 util::Expected<const std::vector<InstanceExpectation>*> builtin_instances();
 /// The row for `instance_type` (exact match), or nullptr.
 const InstanceExpectation* find_instance(const std::vector<InstanceExpectation>& table,

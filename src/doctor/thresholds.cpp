@@ -45,15 +45,9 @@ std::vector<util::DataTable> data_tables() {
 }
 
 util::Expected<util::Ok> check_data(const util::Overlay& overlay) {
-  for (const util::EmbeddedFile& file : embedded_doctor_data()) {
-    if (file.name == "thresholds.toml") {
-      if (auto parsed = parse_thresholds(file.contents, overlay); !parsed) return parsed.error();
-    } else if (file.name == "actions.toml") {
-      if (auto parsed = parse_actions(file.contents, overlay); !parsed) return parsed.error();
-    } else if (auto parsed = parse_instances(file.contents, overlay); !parsed) {
-      return parsed.error();
-    }
-  }
+  if (auto parsed = load_thresholds(overlay); !parsed) return parsed.error();
+  if (auto parsed = load_actions(overlay); !parsed) return parsed.error();
+  if (auto parsed = load_instances(overlay); !parsed) return parsed.error();
   return util::Ok{};
 }
 

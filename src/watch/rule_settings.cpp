@@ -108,18 +108,20 @@ util::Expected<RuleSettings> parse_rule_settings(std::string_view toml_text, con
   return settings;
 }
 
-util::Expected<RuleSettings> builtin_rule_settings() {
-  for (const util::EmbeddedFile& file : embedded_watch_data()) {
-    if (file.name == "watch_rules.toml") return parse_rule_settings(file.contents, util::installed_overlay());
-  }
-  return util::Error::internal("watch_rules.toml is not embedded in this build");
+namespace {
+
+util::Expected<RuleSettings> load_rule_settings(const util::Overlay& overlay) {
+  const auto text = util::embedded_text(embedded_watch_data(), "watch_rules.toml");
+  if (!text) return text.error();
+  return parse_rule_settings(*text, overlay);
 }
 
+}  // namespace
+
+util::Expected<RuleSettings> builtin_rule_settings() { return load_rule_settings(util::installed_overlay()); }
+
 util::Expected<util::Ok> check_data(const util::Overlay& overlay) {
-  for (const util::EmbeddedFile& file : embedded_watch_data()) {
-    auto parsed = parse_rule_settings(file.contents, overlay);
-    if (!parsed) return parsed.error();
-  }
+  if (auto parsed = load_rule_settings(overlay); !parsed) return parsed.error();
   return util::Ok{};
 }
 
