@@ -60,6 +60,7 @@ std::vector<std::pair<std::string, std::string>> FakeSystem::environment_variabl
 }
 
 system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  const std::lock_guard<std::recursive_mutex> held(*m_run_lock);
   std::string key;
   for (const std::string& arg : argv) key += (key.empty() ? "" : " ") + arg;
   commands_run.push_back(key);

@@ -4,6 +4,8 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,10 @@ class FakeSystem : public system::System {
   std::vector<std::chrono::milliseconds> sleeps;
   /// The timeout each run() was given, in order (to check that a deadline cut them).
   std::vector<std::chrono::milliseconds> command_timeouts;
+
+ private:
+  /// run() may be called from several threads at once (watch's interruption flow runs on its own thread).
+  std::shared_ptr<std::recursive_mutex> m_run_lock = std::make_shared<std::recursive_mutex>();  // movable
 };
 
 /// The path of a file under tests/fixtures.
