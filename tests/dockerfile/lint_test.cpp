@@ -3,19 +3,16 @@
 // is blind. The files: dockerfiles/, the golden files, and every valid cell of the test matrices and the shipped
 // profiles, with and without --with-doctor.
 //
-// The linter is installed once per build tree (npm install --prefix <build>/npm, under a lock; later runs find
-// it there). Without node and npm the linter part is skipped with a visible warning; the structural checks
-// always run.
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
+// The linter is installed once per build tree from tests/dockerfile/lint's lock file (npm_ci_once, under a lock;
+// later runs find it there). Without node and npm, or offline, the linter part is skipped with a visible warning;
+// the structural checks always run.
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "dockerfile_support.hpp"
+#include "support/npm_packages.hpp"
 #include "support/source_tree.hpp"
 
 namespace {
@@ -25,52 +22,9 @@ using namespace gpuenv::testing::dockerfile_tests;
 using gpuenv::testing::run_gpuenv;
 using gpuenv::util::contains;
 
-constexpr const char* k_linter = "dockerfile-utils@0.16.3";
-
 using gpuenv::testing::k_source;
 /// GPUENV_BINARY is <build>/src/gpuenv.
 const fs::path k_build = fs::path(GPUENV_BINARY).parent_path().parent_path();
-
-/// Holds an exclusive flock on a file for its lifetime (concurrent test processes of one build tree).
-class FileLock {
- public:
-  explicit FileLock(const fs::path& path) : m_fd(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
-    if (m_fd >= 0) ::flock(m_fd, LOCK_EX);
-  }
-  ~FileLock() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int m_fd;
-};
-
-/// The node_modules directory holding the linter, installing it on first use; empty (with `why`) when it cannot be had.
-fs::path ensure_linter(std::string& why) {
-  auto system = gpuenv::system::make_real_system();
-  const auto node = system->run({"node", "--version"}, std::chrono::seconds(30));
-  const auto npm = system->run({"npm", "--version"}, std::chrono::seconds(60));
-  if (node.exit_code != 0 || npm.exit_code != 0) {
-    why = "node and npm are not both installed";
-    return {};
-  }
-  const fs::path prefix = k_build / "npm";
-  const fs::path modules = prefix / "node_modules";
-  fs::create_directories(prefix);
-  FileLock lock(prefix / ".install.lock");
-  const fs::path manifest = modules / "dockerfile-utils" / "package.json";
-  if (fs::exists(manifest) && contains(read_text(manifest), "\"version\": \"0.16.3\"")) return modules;
-  const auto install =
-      system->run({"npm", "install", "--prefix", prefix.string(), "--no-audit", "--no-fund", "--no-save", k_linter},
-                  std::chrono::seconds(300));
-  if (install.exit_code != 0 || !fs::exists(manifest)) {
-    why = "`npm install " + std::string(k_linter) + "` failed (offline?): " + install.err.substr(0, 400);
-    return {};
-  }
-  return modules;
-}
 
 /// Writes every valid cell of `profile` (a name or a path relative to the source tree) into a fresh subdirectory.
 std::vector<fs::path> all_cells(const fs::path& root, const std::string& profile, bool with_doctor) {
@@ -128,7 +82,7 @@ TEST_CASE(
   WARN("gpuenv structural checks: " << files.size() << " Dockerfiles, " << problems << " problems");
 
   std::string why;
-  const fs::path modules = ensure_linter(why);
+  const fs::path modules = gpuenv::testing::npm_ci_once(k_source / "tests/dockerfile/lint", k_build / "npm-lint", why);
   if (modules.empty()) {
     WARN("SKIPPED: dockerfile-utils lint not run: " << why);
     return;

@@ -93,10 +93,12 @@ class SlurmCluster {
             .exit_code != 0)
       return "munged did not start";
     // slurmd runs the program with only SLURMD_NODENAME set: no PATH (so `read`, a shell builtin, picks the tree).
-    // The wrapper names the test's slurm.conf, as a site with a non-default configuration would.
-    write_text(health_check_program(), "#!/bin/sh\nread -r tree <" + (m_dir / "tree").string() +
-                                           "\nSLURM_CONF=" + conf().string() + " exec " + GPUENV_BINARY +
-                                           " doctor --slurm --root \"$tree\"\n");
+    // The wrapper names the test's slurm.conf, as a site with a non-default configuration would. On the run a
+    // "boot" asked for (start_slurmd_rebooted) it first waits a second, for the reason given there.
+    write_text(health_check_program(), "#!/bin/sh\nif [ -e " + booting().string() + " ]; then /bin/rm -f " +
+                                           booting().string() + "; /bin/sleep 1.5; fi\nread -r tree <" +
+                                           (m_dir / "tree").string() + "\nSLURM_CONF=" + conf().string() + " exec " +
+                                           GPUENV_BINARY + " doctor --slurm --root \"$tree\"\n");
     fs::permissions(health_check_program(), fs::perms::owner_all);
     write_text(conf(), slurm_conf());
     if (start_daemon({"slurmctld", "-f", conf().string(), "-i"}).exit_code != 0) return "slurmctld did not start";
@@ -118,7 +120,15 @@ class SlurmCluster {
   /// Starts slurmd as if the machine had just booted: `-b` "Report node rebooted when daemon restarted. Used for
   /// testing purposes." (slurmd(8); get_mach_stat.c get_up_time counts the uptime from the daemon's start), so
   /// slurmctld sees a boot newer than the reboot it issued and completes it (node_mgr.c waiting_for_node_boot).
-  bool start_slurmd_rebooted() { return start_daemon({"slurmd", "-b", "-f", conf().string()}).exit_code == 0; }
+  /// The boot's first health check waits 1.5 s before it runs: `-b` counts the uptime in whole seconds from slurmd's
+  /// first reading in _read_config (get_mach_stat.c:221-227), the health check runs before the registration
+  /// (slurmd.c:395-397), and slurmctld keeps the old boot time when a registration says 0 s (node_mgr.c:3402
+  /// `if (reg_msg->up_time)`), so a slurmd that registered within the same second waited for its boot forever
+  /// (node_mgr.c:4536; 2 of ~25 runs here and one CI run failed so). A real node registers minutes after it booted.
+  bool start_slurmd_rebooted() {
+    write_text(booting(), "");
+    return start_daemon({"slurmd", "-b", "-f", conf().string()}).exit_code == 0;
+  }
   void stop_slurmd() { stop(m_dir / "slurmd.pid"); }
 
   /// Polls the node every 250 ms until `done` holds or `seconds` pass; the last state seen.
@@ -194,6 +204,8 @@ class SlurmCluster {
  private:
   fs::path socket() const { return m_dir / "munge" / "munge.socket"; }
   fs::path health_check_program() const { return m_dir / "health-check.sh"; }
+  /// Present from start_slurmd_rebooted until the boot's health check has run.
+  fs::path booting() const { return m_dir / "booting"; }
 
   std::string slurm_conf() const {
     // Ports in the dynamic range, different per run so parallel or leftover clusters do not collide.
