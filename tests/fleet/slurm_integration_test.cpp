@@ -459,8 +459,7 @@ TEST_CASE("slurm: an operator's FAIL and a maintenance reservation survive faili
   CHECK(cluster.scontrol({"delete", "reservation", "gpuenv_maint"}).exit_code == 0);
 }
 
-// [engine]: its subject is slurmctld's reboot and registration states; under ASan's slowdown the `nextstate=DOWN`
-// reboot did not register within the test's 60 s on a 2-CPU machine (the dev build's system stage runs it).
+// [engine]: its subject is slurmctld's reboot and registration states (the unsanitised build's engine stage runs it).
 TEST_CASE("slurm: a node back NOT READY from scontrol reboot stays drained, an operator's reboot reason is kept",
           "[fleet][slurm][integration][system-test][engine]") {
   // `scontrol reboot` makes the node REBOOT_REQUESTED and, once slurmctld sends the reboot, DOWN+REBOOT_ISSUED with
