@@ -1,6 +1,7 @@
 #include "profile/matrix.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "profile/fields.hpp"
 
@@ -146,6 +147,35 @@ std::vector<Cell> select_cells(const std::vector<Cell>& cells, const Assignments
     if (all) out.push_back(cell);
   }
   return out;
+}
+
+CellPick pick_cells(const ProfileDocument& document, const Assignments& assignments) {
+  const std::vector<Cell> cells = expand_matrix(document);
+  std::set<std::string> matrix_fields;
+  for (const Cell& cell : cells) {
+    for (const auto& [field, value] : cell.assignments) matrix_fields.insert(field);
+  }
+  CellPick pick;
+  Assignments axis_selectors;
+  for (const auto& assignment : assignments) {
+    if (matrix_fields.contains(assignment.first)) pick.selectors.push_back(assignment);
+    if (is_axis(document.matrix, assignment.first)) axis_selectors.push_back(assignment);
+  }
+  pick.cells = select_cells(cells, pick.selectors);
+  // A value only an include entry sets (a field of its own) must not hide the cells the axes name.
+  if (pick.cells.empty() && axis_selectors.size() < pick.selectors.size())
+    pick.cells = select_cells(cells, axis_selectors);
+  return pick;
+}
+
+util::Expected<Profile> resolve_cell(const ProfileDocument& document, const Assignments& assignments,
+                                     const std::string& name) {
+  const CellPick pick = pick_cells(document, assignments);
+  if (pick.cells.size() != 1) {
+    return util::Error::usage(name + ": " + std::to_string(pick.cells.size()) + " matrix cells match; a node is one",
+                              "pick one cell with --set FIELD=VALUE (see `gpuenv matrix " + name + "`)");
+  }
+  return apply_overrides(pick.cells.front().profile, assignments);
 }
 
 }  // namespace gpuenv::profile

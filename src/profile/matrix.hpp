@@ -1,6 +1,7 @@
 #pragma once
 // Matrix expansion with GitHub Actions semantics: the product of the axes, minus exclude, plus include.
 
+#include <string>
 #include <vector>
 
 #include "profile/profile.hpp"
@@ -21,5 +22,21 @@ util::Expected<Assignments> parse_assignments(const std::vector<std::string>& it
 
 /// The cells whose assignments include every override (used to pick a cell with --set).
 std::vector<Cell> select_cells(const std::vector<Cell>& cells, const Assignments& overrides);
+
+/// The cells `--set` picks, and the assignments that picked them.
+struct CellPick {
+  std::vector<Cell> cells;  ///< in matrix order; empty when no cell has the values asked for
+  Assignments selectors;    ///< the assignments to fields the matrix sets
+};
+
+/// The one matrix-cell rule of every command: an assignment to a field the matrix sets (an axis, or a field an
+/// include entry adds) picks the cells with that value, an assignment to any other field overrides (apply it after).
+/// When no cell has every picked value, the axis values alone pick. No assignments: every cell.
+CellPick pick_cells(const ProfileDocument& document, const Assignments& assignments);
+
+/// The one environment a node gets (doctor, cloud-init): the single cell `assignments` pick, with every assignment
+/// applied; a usage Error naming how many cells match when that is not one (`name` is the profile as given).
+util::Expected<Profile> resolve_cell(const ProfileDocument& document, const Assignments& assignments,
+                                     const std::string& name);
 
 }  // namespace gpuenv::profile

@@ -254,6 +254,71 @@ TEST_CASE("select_cells keeps the cells whose fields equal every override", "[pr
   }
 }
 
+TEST_CASE("pick_cells: fields the matrix sets pick cells, other fields are left to override", "[profile][matrix]") {
+  ProfileDocument document = two_axes();
+  document.matrix.include = {{{"cuda.version", "12.4.1"}, {"image.flavor", "devel"}}};
+  struct Row {
+    const char* what;
+    Assignments assignments;
+    std::vector<std::string> cells;
+    Assignments selectors;
+  };
+  const Row rows[] = {
+      {"no assignments: every cell", {}, labels(expand_matrix(document)), {}},
+      {"two axes: one cell",
+       {{"cuda.version", "12.1.1"}, {"framework.python", "3.10"}},
+       {"cuda.version=12.1.1,framework.python=3.10"},
+       {{"cuda.version", "12.1.1"}, {"framework.python", "3.10"}}},
+      {"a field no cell sets overrides and picks nothing",
+       {{"framework.python", "3.9"}, {"framework.version", "2.5.1"}},
+       {"cuda.version=12.1.1,framework.python=3.9", "cuda.version=12.4.1,framework.python=3.9,image.flavor=devel"},
+       {{"framework.python", "3.9"}}},
+      {"the include's own field picks its cells",
+       {{"image.flavor", "devel"}},
+       {"cuda.version=12.4.1,framework.python=3.9,image.flavor=devel",
+        "cuda.version=12.4.1,framework.python=3.10,image.flavor=devel",
+        "cuda.version=12.4.1,framework.python=3.11,image.flavor=devel"},
+       {{"image.flavor", "devel"}}},
+      {"no cell has both values: the axis values alone pick",
+       {{"cuda.version", "12.1.1"}, {"framework.python", "3.11"}, {"image.flavor", "devel"}},
+       {"cuda.version=12.1.1,framework.python=3.11"},
+       {{"cuda.version", "12.1.1"}, {"framework.python", "3.11"}, {"image.flavor", "devel"}}},
+      {"a value no cell has: none", {{"cuda.version", "11.8.0"}}, {}, {{"cuda.version", "11.8.0"}}},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    const auto pick = gpuenv::profile::pick_cells(document, row.assignments);
+    CHECK(labels(pick.cells) == row.cells);
+    CHECK(pick.selectors == row.selectors);
+  }
+}
+
+TEST_CASE("resolve_cell: a node gets the one picked cell with every assignment applied, or a usage error",
+          "[profile][matrix]") {
+  const ProfileDocument document = two_axes();
+  const auto one = gpuenv::profile::resolve_cell(
+      document, {{"cuda.version", "12.4.1"}, {"framework.python", "3.10"}, {"framework.version", "2.5.1"}}, "m.toml");
+  REQUIRE(one.has_value());
+  CHECK(one->cuda_version == "12.4.1");
+  CHECK(one->framework_python == "3.10");
+  CHECK(one->framework_version == "2.5.1");  // not a matrix field: overridden
+
+  const auto several = gpuenv::profile::resolve_cell(document, {{"cuda.version", "12.4.1"}}, "m.toml");
+  REQUIRE_FALSE(several.has_value());
+  CHECK(several.error().kind == ErrorKind::usage);
+  CHECK(several.error().message == "m.toml: 3 matrix cells match; a node is one");
+  CHECK(several.error().remedy == "pick one cell with --set FIELD=VALUE (see `gpuenv matrix m.toml`)");
+  const auto none = gpuenv::profile::resolve_cell(document, {{"cuda.version", "11.8.0"}}, "m.toml");
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().message == "m.toml: 0 matrix cells match; a node is one");
+
+  // Without a matrix the base profile is the one cell, and every assignment overrides.
+  const auto plain =
+      gpuenv::profile::resolve_cell(ProfileDocument{base_profile(), {}}, {{"cuda.version", "12.6.3"}}, "m.toml");
+  REQUIRE(plain.has_value());
+  CHECK(plain->cuda_version == "12.6.3");
+}
+
 TEST_CASE("parse_assignments reads FIELD=VALUE and refuses anything else as a usage error", "[profile][matrix]") {
   auto ok = gpuenv::profile::parse_assignments({"cuda.version=12.6.3", "framework.python=3.12", "description=a=b"});
   REQUIRE(ok.has_value());
