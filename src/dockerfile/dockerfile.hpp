@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,17 @@ std::vector<std::string> helper_images(const profile::Profile& profile, const Da
 /// The file name for one matrix cell in `--all` output: "<profile>.Dockerfile" for a profile without a matrix,
 /// otherwise "<profile>_<key>-<value>_....Dockerfile" with anything outside [A-Za-z0-9._-] replaced by '-'.
 std::string cell_file_name(const std::string& profile_name, const profile::Assignments& assignments);
+
+/// cell_file_name made unique among `taken` (two cells whose values differ only in unsafe characters get "-2",
+/// "-3", ... before ".Dockerfile"), and added to it.
+std::string unique_cell_file_name(const std::string& profile_name, const profile::Assignments& assignments,
+                                  std::set<std::string>& taken);
+
+/// How messages and the `--all` index name a cell: "key=value,key=value", or the profile's name for no assignments.
+std::string cell_label(const std::string& profile_name, const profile::Assignments& assignments);
+
+/// The `--set key=value` arguments that pick a cell, space-separated ("" for none).
+std::string set_arguments(const profile::Assignments& assignments);
 
 /// The `gpuenv dockerfile` arguments that regenerate a file: profile argument, --set pairs, --with-doctor, the
 /// digest option and --hashed-requirements.

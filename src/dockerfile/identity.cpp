@@ -56,6 +56,29 @@ std::string cell_file_name(const std::string& profile_name, const profile::Assig
   return out + ".Dockerfile";
 }
 
+std::string unique_cell_file_name(const std::string& profile_name, const profile::Assignments& assignments,
+                                  std::set<std::string>& taken) {
+  const std::string plain = cell_file_name(profile_name, assignments);
+  std::string file = plain;
+  const std::string stem = plain.substr(0, plain.size() - std::string_view(".Dockerfile").size());
+  for (int n = 2; !taken.insert(file).second; ++n) file = stem + "-" + std::to_string(n) + ".Dockerfile";
+  return file;
+}
+
+std::string cell_label(const std::string& profile_name, const profile::Assignments& assignments) {
+  if (assignments.empty()) return profile_name;
+  std::string out;
+  for (const auto& [key, value] : assignments) out += (out.empty() ? "" : ",") + key + "=" + value;
+  return out;
+}
+
+std::string set_arguments(const profile::Assignments& assignments) {
+  std::string out;
+  for (const auto& [key, value] : assignments)
+    out += (out.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+  return out;
+}
+
 std::string regenerate_arguments(const Options& options) {
   std::string out = one_line(options.profile_argument);
   for (const auto& [key, value] : options.selection) out += " --set " + one_line(key) + "=" + one_line(value);

@@ -450,6 +450,26 @@ TEST_CASE("dockerfile: cell file names are predictable and file-name safe", "[do
   CHECK(gpuenv::dockerfile::cell_file_name("m", {{"description", "a b/c"}}) == "m_description-a-b-c.Dockerfile");
 }
 
+TEST_CASE("dockerfile: --all names each cell's file once, labels it and repeats the --set that picks it",
+          "[dockerfile]") {
+  std::set<std::string> taken;
+  // "a b" and "a/b" both become "a-b": the second and third get a number.
+  CHECK(gpuenv::dockerfile::unique_cell_file_name("m", {{"description", "a b"}}, taken) ==
+        "m_description-a-b.Dockerfile");
+  CHECK(gpuenv::dockerfile::unique_cell_file_name("m", {{"description", "a/b"}}, taken) ==
+        "m_description-a-b-2.Dockerfile");
+  CHECK(gpuenv::dockerfile::unique_cell_file_name("m", {{"description", "a:b"}}, taken) ==
+        "m_description-a-b-3.Dockerfile");
+  CHECK(gpuenv::dockerfile::unique_cell_file_name("m", {}, taken) == "m.Dockerfile");
+  CHECK(taken.size() == 4);
+
+  const gpuenv::profile::Assignments cell{{"cuda.version", "12.6.3"}, {"framework.python", "3.10"}};
+  CHECK(gpuenv::dockerfile::cell_label("m", cell) == "cuda.version=12.6.3,framework.python=3.10");
+  CHECK(gpuenv::dockerfile::cell_label("m", {}) == "m");
+  CHECK(gpuenv::dockerfile::set_arguments(cell) == "--set cuda.version=12.6.3 --set framework.python=3.10");
+  CHECK(gpuenv::dockerfile::set_arguments({}).empty());
+}
+
 TEST_CASE("dockerfile: structural checks catch what dockerfile-utils does not", "[dockerfile][lint]") {
   const std::vector<std::string> allowed{"ghcr.io/astral-sh/uv:0.11.23"};
   const auto problems = [&allowed](const std::string& text) {
