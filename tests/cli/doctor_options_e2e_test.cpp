@@ -10,6 +10,7 @@
 #include "fleet/fleet_support.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 #include "util/strings.hpp"
 
 using gpuenv::testing::fixture_path;
@@ -164,10 +165,7 @@ TEST_CASE("doctor --boot-retry: a NOT READY node is tried again every 10 s while
   // code and the line are the last try's.
   const auto uptime =
       gpuenv::util::parse_double(gpuenv::util::split(gpuenv::testing::fleet::read_text("/proc/uptime"), ' ').front());
-  if (!uptime) {
-    WARN("SKIPPED: /proc/uptime is unreadable");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(uptime, "/proc/uptime is unreadable");
   const std::string limit = std::to_string(static_cast<long long>(*uptime) + 15);
   const auto run = run_gpuenv(
       {"doctor", "--root", fixture_path("hosts/no-driver"), "--oneline", "--watch-db", "none", "--boot-retry", limit});

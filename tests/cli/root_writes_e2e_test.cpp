@@ -12,15 +12,13 @@
 #include <string>
 
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 
 namespace fs = std::filesystem;
 
 TEST_CASE("doctor --prometheus as root refuses a job user's directory, their planted link redirects nothing",
           "[cli][e2e][security][system-test]") {
-  if (::geteuid() != 0) {
-    WARN("SKIPPED: needs root to act as a second, unprivileged user (setpriv --reuid=65534)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(::geteuid() == 0, "needs root to act as a second, unprivileged user (setpriv --reuid=65534)");
   const fs::path base = fs::temp_directory_path() / ("gpuenv-prom-" + std::to_string(::getpid()));
   fs::remove_all(base);
   fs::create_directories(base / "theirs");

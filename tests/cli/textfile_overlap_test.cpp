@@ -22,6 +22,7 @@
 #include "cli/watch_output.hpp"
 #include "fleet/fleet_support.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 #include "support/text_files.hpp"
 
 namespace {
@@ -166,10 +167,8 @@ TEST_CASE("textfiles: doctor --prometheus reads the gpuenv-watch.prom beside its
 
 TEST_CASE("textfiles: node_exporter serves doctor's and watch's files together without a collision",
           "[cli][prometheus][system-test][engine]") {
-  if (!have_tool("prometheus-node-exporter") || !have_tool("curl")) {
-    WARN("SKIPPED: prometheus-node-exporter or curl not installed (scripts/bootstrap installs both)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_tool("prometheus-node-exporter") && have_tool("curl"),
+                     "prometheus-node-exporter or curl not installed (scripts/bootstrap installs both)");
   TempDir scratch;
   const long long now = static_cast<long long>(::time(nullptr));
   const std::string watch = gpuenv::cli::watch_prometheus(watch_snapshot(now), "0.1.0");

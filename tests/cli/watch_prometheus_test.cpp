@@ -6,6 +6,7 @@
 
 #include "cli/watch_output.hpp"
 #include "fleet/fleet_support.hpp"
+#include "support/skip.hpp"
 #include "support/text_files.hpp"
 
 namespace {
@@ -84,10 +85,8 @@ TEST_CASE("watch exposition: promtool accepts every family, hostile label text i
   }
   CHECK(text.find("gpuenv_gpu_nvlink_errors_total{gpu=\"0\",UUID=\"GPU-00000000-0000-0000-0000-000000000000\",type="
                   "\"crc\"} 10\n") != std::string::npos);
-  if (!gpuenv::testing::fleet::have_tool("promtool")) {
-    WARN("SKIPPED: promtool not installed (Debian package prometheus; scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(gpuenv::testing::fleet::have_tool("promtool"),
+                     "promtool not installed (Debian package prometheus; scripts/bootstrap installs it)");
   TempDir dir;
   const auto file = dir.path() / "watch.prom";
   REQUIRE(gpuenv::testing::write_text(file, text));

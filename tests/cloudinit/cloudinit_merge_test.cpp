@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "support/text_files.hpp"
 #include "system/system.hpp"
@@ -83,10 +84,7 @@ const std::string k_merge_how =
 
 TEST_CASE("cloud-init: the merge_how in docs/cloud-init.md keeps gpuenv's files and the user's",
           "[cloudinit][system-test]") {
-  if (const std::string why = why_no_cloudinit(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(why_no_cloudinit());
   TempDir dir;
   // The user's part with the docs' merge_how after its #cloud-config line.
   const std::string with =

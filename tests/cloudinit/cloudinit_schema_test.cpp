@@ -15,6 +15,7 @@
 #include "profile/catalog.hpp"
 #include "profile/matrix.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "support/text_files.hpp"
 #include "system/system.hpp"
@@ -78,10 +79,7 @@ std::vector<std::string> first_usable_cell(const gpuenv::profile::ShippedProfile
 TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid",
           "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
-  if (const std::string why = schema_unavailable(*system); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(schema_unavailable(*system));
   TempDir dir;
   int validated = 0;
   for (const auto& shipped : gpuenv::profile::shipped_profiles()) {
@@ -121,10 +119,7 @@ TEST_CASE("cloud-init schema calls every shipped profile's user-data Valid",
 TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid",
           "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
-  if (const std::string why = schema_unavailable(*system); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(schema_unavailable(*system));
   TempDir dir;
   const std::vector<std::vector<std::string>> variants = {
       {"--gpuenv-deb", "https://example.com/gpuenv_0.1.0_amd64.deb", "--gpuenv-sha256", k_zero_sha},
@@ -150,10 +145,7 @@ TEST_CASE("cloud-init schema calls each gpuenv source and --doctor-only Valid",
 TEST_CASE("cloud-init schema rejects a broken user-data document (the check can fail)",
           "[cloudinit][integration][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
-  if (const std::string why = schema_unavailable(*system); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(schema_unavailable(*system));
   TempDir dir;
   const fs::path good = dir.path() / "good.yaml";
   const auto generated =

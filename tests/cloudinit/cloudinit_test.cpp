@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cloudinit/quoting.hpp"
+#include "support/skip.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 
@@ -270,10 +271,8 @@ TEST_CASE("yaml_content keeps the text exactly: literal block or base64", "[clou
 
 TEST_CASE("the rendered per-boot script passes shellcheck as POSIX sh", "[cloudinit][system-test][engine]") {
   auto system = gpuenv::system::make_real_system();
-  if (system->run({"shellcheck", "--version"}, std::chrono::seconds(30)).not_found) {
-    WARN("SKIPPED: shellcheck is not installed (scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!system->run({"shellcheck", "--version"}, std::chrono::seconds(30)).not_found,
+                     "shellcheck is not installed (scripts/bootstrap installs it)");
   Options options;
   options.source = url_source();
   options.selection = {{"framework.python", "3.11"}};

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "support/skip.hpp"
 #include "support/text_files.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
@@ -36,10 +37,8 @@ std::string shell_function(const std::string& script, const std::string& name) {
 TEST_CASE("per-boot: durable_move flushes the file, renames it, then flushes the directory",
           "[cloudinit][system-test]") {
   auto system = gpuenv::system::make_real_system();
-  if (system->run({"strace", "-V"}, std::chrono::seconds(10)).exit_code != 0) {
-    WARN("SKIPPED: strace is not installed (scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(system->run({"strace", "-V"}, std::chrono::seconds(10)).exit_code == 0,
+                     "strace is not installed (scripts/bootstrap installs it)");
   std::string pattern = (fs::temp_directory_path() / "gpuenv-durable-XXXXXX").string();
   REQUIRE(::mkdtemp(pattern.data()) != nullptr);
   const fs::path dir = pattern;
@@ -54,9 +53,8 @@ TEST_CASE("per-boot: durable_move flushes the file, renames it, then flushes the
   const std::string trace = gpuenv::testing::read_text(dir / "trace");
   INFO(run.out << run.err << trace);
   if (gpuenv::util::contains(run.err, "ptrace")) {
-    WARN("SKIPPED: strace cannot trace here: " << run.err);
     fs::remove_all(dir);
-    return;
+    GPUENV_SKIP("strace cannot trace here: " << run.err);
   }
   REQUIRE(run.exit_code == 0);
   CHECK(gpuenv::testing::read_text(dir / "ready") == "verdict=READY\n");

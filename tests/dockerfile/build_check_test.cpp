@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "dockerfile_support.hpp"
+#include "support/skip.hpp"
 #include "support/source_tree.hpp"
 #include "system/system.hpp"
 
@@ -138,15 +139,11 @@ TEST_CASE("build check: every committed Dockerfile with a framework fails on a C
 
 TEST_CASE("build check: the PyTorch check's Python fails on a CPU wheel, foreign or shadowing libraries",
           "[dockerfile][build-check]") {
-  if (!have_python()) {
-    WARN("SKIPPED: no python3 to run the check with");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_python(), "no python3 to run the check with");
 #if defined(__SANITIZE_ADDRESS__)
   // The stand-in libraries are copies of the fake libcuda, which this build instruments: python3 cannot load them
   // ("ASan runtime does not come first"). The dev build runs this test.
-  WARN("SKIPPED: the stand-in libraries are ASan-instrumented in this build; the dev build runs this test");
-  return;
+  GPUENV_SKIP("the stand-in libraries are ASan-instrumented in this build; the dev build runs this test");
 #endif
   TempDir dir;
   const fs::path venv = dir.path() / "venv";
@@ -199,10 +196,7 @@ TEST_CASE("build check: the PyTorch check's Python fails on a CPU wheel, foreign
 
 TEST_CASE("build check: the TensorFlow [and-cuda] check's Python fails on a CPU build, missing wheels, shadowing",
           "[dockerfile][build-check]") {
-  if (!have_python()) {
-    WARN("SKIPPED: no python3 to run the check with");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_python(), "no python3 to run the check with");
   TempDir dir;
   const fs::path site = dir.path() / "site";
   const fs::path shadow = dir.path() / "cuda-lib64";
@@ -235,10 +229,7 @@ TEST_CASE("build check: the TensorFlow [and-cuda] check's Python fails on a CPU 
 
 TEST_CASE("build check: the TensorFlow 2.10 check's Python fails on a CPU build and another CUDA line",
           "[dockerfile][build-check]") {
-  if (!have_python()) {
-    WARN("SKIPPED: no python3 to run the check with");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_python(), "no python3 to run the check with");
   TempDir dir;
   fs::create_directories(dir.path() / "tensorflow");
   write_text(dir.path() / "tensorflow/__init__.py", k_fake_tensorflow);

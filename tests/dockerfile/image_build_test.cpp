@@ -32,6 +32,7 @@
 
 #include "dockerfile/dockerfile.hpp"
 #include "dockerfile_support.hpp"
+#include "support/skip.hpp"
 #include "support/source_tree.hpp"
 #include "system/system.hpp"
 
@@ -266,10 +267,7 @@ void write_checks(const fs::path& dir, const std::string& dockerfile) {
 
 TEST_CASE("image: the generated pytorch-2.9-cu128 Dockerfile builds with podman and runs as any uid in group 0",
           "[dockerfile][image][system-test][engine]") {
-  if (const std::string why = missing_requirement(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(missing_requirement());
   const auto started = std::chrono::steady_clock::now();
   TempDir work;
   const fs::path context = work.path() / "context";
@@ -284,13 +282,10 @@ TEST_CASE("image: the generated pytorch-2.9-cu128 Dockerfile builds with podman 
   REQUIRE(std::regex_search(text, pin, std::regex(R"(-m pip install pip==(\S+))")));
 
   const auto root = run({(k_source / "scripts/ubuntu-root").string(), "noble", "python3-pip-whl"}, minutes(30));
-  if (root.exit_code != 0) {
-    WARN(
-        "SKIPPED: no Ubuntu 24.04 root for the stand-in of the file's nvidia/cuda:12.8.1-base-ubuntu24.04 (the "
-        "Ubuntu archive is not reachable?): "
-        << last_lines(root.err, 5));
-    return;
-  }
+  GPUENV_SKIP_UNLESS(root.exit_code == 0,
+                     "no Ubuntu 24.04 root for the stand-in of the file's nvidia/cuda:12.8.1-base-ubuntu24.04 (the "
+                     "Ubuntu archive is not reachable?): "
+                         << last_lines(root.err, 5));
   const fs::path cache(cache_root());
   fs::create_directories(cache);
   const std::string driver = storage_driver(cache);

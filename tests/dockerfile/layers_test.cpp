@@ -14,6 +14,7 @@
 #include "dockerfile_support.hpp"
 #include "profile/parser.hpp"
 #include "report/finding.hpp"
+#include "support/minimal_profile.hpp"
 
 namespace {
 
@@ -199,9 +200,7 @@ TEST_CASE("layers: --with-doctor downloads the portable binary with its SHA-256 
 }
 
 TEST_CASE("layers: image.compiler takes a TOML boolean, other fields still refuse one", "[dockerfile][layers]") {
-  const std::string base =
-      "schema = 1\nname = \"t\"\n[os]\ndistro = \"ubuntu\"\nversion = \"24.04\"\n"
-      "[cuda]\nversion = \"12.8.1\"\n[image]\n";
+  const std::string base = gpuenv::testing::minimal_profile("ubuntu", "24.04", "12.8.1") + "[image]\n";
   const auto off = gpuenv::profile::parse_profile(base + "compiler = false\nuser = \"root\"\n", "t.toml");
   REQUIRE(off.has_value());
   CHECK(off->base.image_compiler == "false");

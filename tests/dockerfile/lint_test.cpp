@@ -13,6 +13,7 @@
 
 #include "dockerfile_support.hpp"
 #include "support/npm_packages.hpp"
+#include "support/skip.hpp"
 #include "support/source_tree.hpp"
 
 namespace {
@@ -83,10 +84,7 @@ TEST_CASE(
 
   std::string why;
   const fs::path modules = gpuenv::testing::npm_ci_once(k_source / "tests/dockerfile/lint", k_build / "npm-lint", why);
-  if (modules.empty()) {
-    WARN("SKIPPED: dockerfile-utils lint not run: " << why);
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!modules.empty(), "dockerfile-utils lint not run: " << why);
   std::vector<std::string> argv{"node", (k_source / "tests/dockerfile/dockerfile_lint.js").string(), modules.string()};
   for (const fs::path& file : files) argv.push_back(file.string());
   auto system = gpuenv::system::make_real_system();

@@ -11,6 +11,7 @@
 
 #include "dockerfile_support.hpp"
 #include "support/npm_packages.hpp"
+#include "support/skip.hpp"
 #include "support/source_tree.hpp"
 #include "system/system.hpp"
 
@@ -261,10 +262,7 @@ TEST_CASE("workflow: @action-validator/cli accepts the workflow and rejects a br
           "[dockerfile][workflow][system-test][engine]") {
   std::string why;
   const fs::path validator = ensure_validator(why);
-  if (validator.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!validator.empty(), why);
   auto system = gpuenv::system::make_real_system();
   const auto good = system->run({validator.string(), k_workflow.string()}, std::chrono::seconds(120));
   INFO(good.out << good.err);

@@ -13,6 +13,7 @@
 
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
 
@@ -133,10 +134,7 @@ const nlohmann::json* finding(const nlohmann::json& report, const std::string& i
 
 TEST_CASE("doctor --frameworks: stand-in torch without sm_120 fails the arch check, a broken tensorflow fails import",
           "[doctor][e2e]") {
-  if (!fs::exists("/usr/bin/python3")) {
-    WARN("SKIPPED: python3 is not installed (scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(fs::exists("/usr/bin/python3"), "python3 is not installed (scripts/bootstrap installs it)");
   const StandInPackages packages("frameworks");
   packages.add("torch", k_stand_in_torch);
   packages.add("tensorflow", k_broken_tensorflow);
@@ -175,10 +173,7 @@ TEST_CASE("doctor --frameworks: stand-in torch without sm_120 fails the arch che
 
 TEST_CASE("doctor without --quick runs a tiny matmul per torch device: a wrong sum and an error fail, naming them",
           "[doctor][e2e]") {
-  if (!fs::exists("/usr/bin/python3")) {
-    WARN("SKIPPED: python3 is not installed (scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(fs::exists("/usr/bin/python3"), "python3 is not installed (scripts/bootstrap installs it)");
   const StandInPackages packages("matmul");
   packages.add("torch", k_stand_in_torch_matmul);
 
@@ -221,10 +216,7 @@ TEST_CASE("doctor --frameworks: a torch.py where root stands, or on PYTHONPATH, 
           "[doctor][e2e][security][system-test]") {
   // Issue 30 item 3: `python3 -c` puts the working directory first on sys.path, so an administrator who ran doctor
   // from a user's directory ran the user's torch.py as root.
-  if (!fs::exists("/usr/bin/python3")) {
-    WARN("SKIPPED: python3 is not installed (scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(fs::exists("/usr/bin/python3"), "python3 is not installed (scripts/bootstrap installs it)");
   const fs::path planted = fs::temp_directory_path() / ("gpuenv-planted-" + std::to_string(::getpid()));
   fs::remove_all(planted);
   fs::create_directories(planted);

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "fleet/fleet_support.hpp"
+#include "support/skip.hpp"
 #include "util/strings.hpp"
 
 namespace {
@@ -52,10 +53,8 @@ Play play(const fs::path& scratch, const std::vector<std::string>& environment,
 TEST_CASE(
     "ansible: the playbook passes the syntax check, plans in check mode, reports gpuenv's changed, fails NOT READY",
     "[fleet][ansible][system-test][engine]") {
-  if (!have_tool("ansible-playbook")) {
-    WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_tool("ansible-playbook"),
+                     "ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
   TempDir scratch;
   const auto syntax = run_tool({"ansible-playbook", "--syntax-check", "-i", "localhost,", k_playbook});
   INFO(syntax.out << syntax.err);
@@ -94,10 +93,8 @@ TEST_CASE(
 
 TEST_CASE("ansible: a reboot gpuenv asks for goes through Ansible, which the role refuses on the control node",
           "[fleet][ansible][system-test][engine]") {
-  if (!have_tool("ansible-playbook")) {
-    WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_tool("ansible-playbook"),
+                     "ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
   TempDir scratch;
   const auto reboot = play(scratch.path(), {"STANDIN_CHANGED=true", "STANDIN_REBOOT=true"}, {});
   INFO(reboot.run.out);
@@ -110,10 +107,8 @@ TEST_CASE("ansible: a reboot gpuenv asks for goes through Ansible, which the rol
 
 TEST_CASE("ansible: check mode on a fresh node, before the package put gpuenv there, says so and passes",
           "[fleet][ansible][system-test]") {
-  if (!have_tool("ansible-playbook")) {
-    WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_tool("ansible-playbook"),
+                     "ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
   TempDir scratch;
   const auto check = play(scratch.path(), {}, {"--check", "-e", "gpuenv_binary=" + (scratch.path() / "none").string()});
   INFO(check.run.out << check.run.err);
@@ -125,10 +120,8 @@ TEST_CASE("ansible: check mode on a fresh node, before the package put gpuenv th
 
 TEST_CASE("ansible: the Slurm rollout drains first and resumes through doctor --slurm only after doctor passed",
           "[fleet][ansible][system-test]") {
-  if (!have_tool("ansible-playbook")) {
-    WARN("SKIPPED: ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(have_tool("ansible-playbook"),
+                     "ansible-playbook not installed (Debian ansible-core; scripts/bootstrap installs it)");
   TempDir scratch;
   const auto good = play(scratch.path(), {"STANDIN_CHANGED=true"}, {"-e", "gpuenv_slurm_drain=true"});
   INFO(good.run.out << good.run.err);

@@ -9,6 +9,7 @@
 
 #include "fleet/fleet_support.hpp"
 #include "support/npm_packages.hpp"
+#include "support/skip.hpp"
 #include "support/source_tree.hpp"
 #include "util/strings.hpp"
 
@@ -42,10 +43,7 @@ TEST_CASE("kubernetes: the DaemonSet and the NPD plugin ConfigMap pass the Kuber
           "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
-  if (modules.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!modules.empty(), why);
   std::vector<fs::path> manifests;
   for (const auto& entry : fs::directory_iterator(k_source / "deploy/kubernetes"))
     if (entry.path().extension() == ".yaml") manifests.push_back(entry.path());
@@ -71,10 +69,7 @@ TEST_CASE("kubernetes: the DaemonSet mounts host paths read-only except the thre
           "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
-  if (modules.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!modules.empty(), why);
   const auto result = validate(modules, {k_source / "deploy/kubernetes/gpuenv-daemonset.yaml"});
   INFO(result.dump(2));
   REQUIRE(result.at("pods").size() == 1);
@@ -126,10 +121,7 @@ TEST_CASE("kubernetes: the DaemonSet names the image deploy/github/gpuenv-image.
           "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
-  if (modules.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!modules.empty(), why);
   const auto result = validate(modules, {k_source / "deploy/kubernetes/gpuenv-daemonset.yaml"});
   const std::string image = result.at("pods").at(0).at("containers").at(0).at("image");
   const std::string workflow = read_text(k_source / "deploy/github/gpuenv-image.yml");
@@ -142,10 +134,7 @@ TEST_CASE("kubernetes: the DaemonSet names the image deploy/github/gpuenv-image.
   const fs::path validator_modules =
       gpuenv::testing::npm_ci_once(k_source / "tests/dockerfile/workflow",
                                    fs::path(GPUENV_BINARY).parent_path().parent_path() / "npm-workflow", why);
-  if (validator_modules.empty()) {
-    WARN("SKIPPED: action-validator: " << why);
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!validator_modules.empty(), "action-validator: " << why);
   const auto checked = run_tool(
       {(validator_modules / ".bin/action-validator").string(), (k_source / "deploy/github/gpuenv-image.yml").string()});
   INFO(checked.out << checked.err);
@@ -156,10 +145,7 @@ TEST_CASE("kubernetes: the readiness taint covers a node found not ready and one
           "[fleet][kubernetes][system-test][engine]") {
   std::string why;
   const fs::path modules = ensure_validator(why);
-  if (modules.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!modules.empty(), why);
   const auto result = validate(modules, {k_source / "deploy/kubernetes/gpuenv-readiness-taint.yaml"});
   INFO(result.dump(2));
   CHECK(result.at("problems").empty());

@@ -16,6 +16,7 @@
 #include "fleet/fleet_support.hpp"
 #include "fleet/slurm.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 #include "util/strings.hpp"
 
 namespace {
@@ -273,17 +274,11 @@ HealthCheck health_check(const SlurmCluster& cluster, const std::string& tree) {
 
 TEST_CASE("slurm: doctor --slurm drains a real slurmd on NOT READY, resumes it when healthy, leaves operators alone",
           "[fleet][slurm][integration][system-test][engine]") {
-  if (const std::string why = why_no_slurm(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(why_no_slurm());
   const auto begin = Clock::now();
   TempDir dir;
   SlurmCluster cluster(dir.path());
-  if (const std::string why = cluster.start(); !why.empty()) {
-    WARN("SKIPPED: Slurm did not start: " << why);
-    return;
-  }
+  if (const std::string why = cluster.start(); !why.empty()) GPUENV_SKIP("Slurm did not start: " << why);
   const auto started = Clock::now();
 
   // slurmd ran doctor at start (HealthCheckProgram): NOT READY, so the node drained itself with gpuenv's reason.
@@ -368,17 +363,11 @@ TEST_CASE("slurm: a NOT READY node whose slurmd restarts stays drained under Ret
   // registers (slurmd.c: run_script_health_check, then send_registration_msg), and at registration
   // ReturnToService=1 returns a DOWN node to service when its reason is still "Not responding" (node_mgr.c
   // validate_node_specs). gpuenv must replace that reason with its own drain in the check, or the node takes jobs.
-  if (const std::string why = why_no_slurm(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(why_no_slurm());
   TempDir dir;
   SlurmCluster cluster(dir.path(), ClusterConfig{1, 6, ""});
   cluster.set_tree("healthy-8xh100");
-  if (const std::string why = cluster.start(); !why.empty()) {
-    WARN("SKIPPED: Slurm did not start: " << why);
-    return;
-  }
+  if (const std::string why = cluster.start(); !why.empty()) GPUENV_SKIP("Slurm did not start: " << why);
   REQUIRE(cluster.wait_for([](const auto& n) { return !gpuenv::fleet::is_unavailable(n); }, 10));
 
   cluster.set_tree("no-driver");
@@ -414,17 +403,11 @@ TEST_CASE("slurm: a NOT READY node whose slurmd restarts stays drained under Ret
 
 TEST_CASE("slurm: an operator's FAIL and a maintenance reservation survive failing and healthy checks",
           "[fleet][slurm][integration][system-test]") {
-  if (const std::string why = why_no_slurm(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(why_no_slurm());
   TempDir dir;
   SlurmCluster cluster(dir.path());
   cluster.set_tree("healthy-8xh100");
-  if (const std::string why = cluster.start(); !why.empty()) {
-    WARN("SKIPPED: Slurm did not start: " << why);
-    return;
-  }
+  if (const std::string why = cluster.start(); !why.empty()) GPUENV_SKIP("Slurm did not start: " << why);
   REQUIRE(cluster.update({"State=FAIL", "Reason=RMA ticket 42"}));
   auto node = cluster.show();
   REQUIRE(node);
@@ -472,18 +455,12 @@ TEST_CASE("slurm: a node back NOT READY from scontrol reboot stays drained, an o
   // is never "reboot timed out". Every wait polls the node's state with a bound; none sleeps. (The earlier version
   // compared the reason while the node could still move from REBOOT_REQUESTED to REBOOT_ISSUED, when Slurm appends
   // " : reboot issued": a race a slow run lost.)
-  if (const std::string why = why_no_slurm(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(why_no_slurm());
   TempDir dir;
   ClusterConfig config{1, 300, "/bin/true", 600};
   SlurmCluster cluster(dir.path(), config);
   cluster.set_tree("healthy-8xh100");
-  if (const std::string why = cluster.start(); !why.empty()) {
-    WARN("SKIPPED: Slurm did not start: " << why);
-    return;
-  }
+  if (const std::string why = cluster.start(); !why.empty()) GPUENV_SKIP("Slurm did not start: " << why);
   INFO(cluster.slurmctld_log());
 
   // A plain `scontrol reboot`: Slurm's own reason.
@@ -565,10 +542,7 @@ TEST_CASE("slurm: under --strict an application Xid an earlier job left does not
   // boot, so once that job has ended the node is idle and every later check still sees it; draining it there would
   // keep a healthy node out of service until a reboot. The line is a real one (tests/fixtures/probe/errors/
   // dmesg-decode-iso_xid-13-and-43.log, line 3) in the tree's syslog format.
-  if (const std::string why = why_no_slurm(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(why_no_slurm());
   TempDir dir;
   const fs::path tree = dir.path() / "xid13";
   fs::copy(gpuenv::testing::fixture_path("hosts/healthy-8xh100"), tree, fs::copy_options::recursive);
@@ -580,10 +554,7 @@ TEST_CASE("slurm: under --strict an application Xid an earlier job left does not
   fs::create_directories(dir.path() / "cluster");
   SlurmCluster cluster(dir.path() / "cluster");
   cluster.set_tree("healthy-8xh100");
-  if (const std::string why = cluster.start(); !why.empty()) {
-    WARN("SKIPPED: Slurm did not start: " << why);
-    return;
-  }
+  if (const std::string why = cluster.start(); !why.empty()) GPUENV_SKIP("Slurm did not start: " << why);
   REQUIRE(cluster.wait_for([](const auto& n) { return !gpuenv::fleet::is_unavailable(n); }, 10));
   const auto run = gpuenv::testing::run_gpuenv({"doctor", "--root", tree.string(), "--nvidia-smi-xml",
                                                 gpuenv::testing::fixture_path("hosts/healthy-8xh100.nvidia-smi.xml"),

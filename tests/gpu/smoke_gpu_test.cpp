@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "smoke/runner.hpp"
+#include "support/skip.hpp"
 
 TEST_CASE("smoke gpu: --quick on the real driver verifies copies and matmuls on every GPU", "[.gpu][smoke]") {
   auto real = gpuenv::system::make_real_system();
@@ -11,11 +12,9 @@ TEST_CASE("smoke gpu: --quick on the real driver verifies copies and matmuls on 
   options.quick = true;
   auto report = gpuenv::smoke::run_smoke(*real, options);
   REQUIRE(report);
-  if (!report->driver_loaded || report->devices.empty()) {
-    WARN("SKIPPED: no NVIDIA driver or GPU here (" +
-         (report->findings.empty() ? std::string("?") : report->findings.front().message) + ")");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(report->driver_loaded && !report->devices.empty(),
+                     "no NVIDIA driver or GPU here (" +
+                         (report->findings.empty() ? std::string("?") : report->findings.front().message) + ")");
   for (const auto& device : report->devices) {
     for (const auto& finding : device.findings) {
       CAPTURE(device.index, finding.id, finding.message);

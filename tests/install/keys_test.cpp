@@ -15,6 +15,7 @@
 #include "install/plan_support.hpp"
 #include "install/repository_url.hpp"
 #include "support/fake_system.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -119,10 +120,7 @@ TEST_CASE("install keys: a rogue keyring package fails the plan's SHA-256 check 
 
 TEST_CASE("install keys: a rogue key is not kept: only the pinned fingerprint is exported (real gpg)",
           "[install][keys][system-test]") {
-  if (!on_path("gpg")) {
-    WARN("SKIPPED: gpg is not installed");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(on_path("gpg"), "gpg is not installed");
   TempDir dir;
   const fs::path downloaded = dir.path() / "keys" / "3bf863cc.pub";
   fs::create_directories(downloaded.parent_path());
@@ -143,10 +141,7 @@ TEST_CASE("install keys: a rogue key is not kept: only the pinned fingerprint is
 
 TEST_CASE("install keys: curl with the plan's flags refuses anything but https (real curl)",
           "[install][keys][system-test]") {
-  if (!on_path("curl")) {
-    WARN("SKIPPED: curl is not installed");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(on_path("curl"), "curl is not installed");
   TempDir dir;
   const auto argv = gpuenv::install::https_download("http://127.0.0.1:9/cuda-keyring_1.1-1_all.deb",
                                                     (dir.path() / "out.deb").string());

@@ -9,6 +9,7 @@
 #include "compat/knowledge_base.hpp"
 #include "install/planner.hpp"
 #include "profile/parser.hpp"
+#include "support/minimal_profile.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::testing {
@@ -16,8 +17,7 @@ namespace gpuenv::testing {
 /// A profile with `[cuda] version = cuda` and the given extra TOML, for `os` (default Ubuntu 22.04).
 inline profile::Profile install_profile(const std::string& extra, const std::string& distro = "ubuntu",
                                         const std::string& version = "22.04", const std::string& cuda = "12.4.1") {
-  const std::string text = "schema = 1\nname = \"t\"\n[os]\ndistro = \"" + distro + "\"\nversion = \"" + version +
-                           "\"\n[cuda]\nversion = \"" + cuda + "\"\n" + extra;
+  const std::string text = minimal_profile(distro, version, cuda) + extra;
   auto parsed = profile::parse_profile(text, "t.toml");
   REQUIRE(parsed.has_value());
   return parsed->base;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nccl/data.hpp"
+#include "support/skip.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -69,10 +70,8 @@ TEST_CASE("job: the Slurm script runs all_reduce_perf with srun --mpi=pmix and j
 
 TEST_CASE("job: the Slurm script is valid bash and passes shellcheck", "[nccl][system-test]") {
   auto system = gpuenv::system::make_real_system();
-  if (system->run({"shellcheck", "--version"}, std::chrono::seconds(30)).not_found) {
-    WARN("SKIPPED: shellcheck is not installed (scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!system->run({"shellcheck", "--version"}, std::chrono::seconds(30)).not_found,
+                     "shellcheck is not installed (scripts/bootstrap installs it)");
   for (const char* network : {"efa", "infiniband", "default"}) {
     INFO(network);
     auto request = p5(gpuenv::nccl::Scheduler::slurm);
@@ -119,10 +118,7 @@ TEST_CASE("job: the Kubernetes MPIJob parses as YAML with the MPI Operator's v2b
   auto system = gpuenv::system::make_real_system();
   const auto result = system->run({"python3", "-c", check, path}, std::chrono::seconds(60));
   ::unlink(path.c_str());
-  if (result.not_found) {
-    WARN("SKIPPED: python3 is not installed");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!result.not_found, "python3 is not installed");
   INFO(result.err);
   CHECK(result.exit_code == 0);
 }

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "support/skip.hpp"
 #include "support/source_tree.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
@@ -247,10 +248,8 @@ TEST_CASE("the .deb installs with dpkg into a clean Debian 11 root and runs", "[
 TEST_CASE("lintian finds no error in the .deb", "[packaging][system-test][engine]") {
   const std::string deb = k_dist + "/gpuenv_" + GPUENV_PROJECT_VERSION + "_amd64.deb";
   if (!artifacts_present({deb})) return;
-  if (run({"lintian", "--version"}).exit_code != 0) {
-    WARN("SKIPPED: lintian is not installed (scripts/bootstrap installs it)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(run({"lintian", "--version"}).exit_code == 0,
+                     "lintian is not installed (scripts/bootstrap installs it)");
   const CommandResult lintian = run({"lintian", "--fail-on", "error", deb}, 300);
   INFO(lintian.out << lintian.err);
   CHECK(lintian.exit_code == 0);
@@ -345,10 +344,8 @@ std::string utc_time_of(const std::string& epoch) {
 // (export-subst in .gitattributes; gitattributes(5), "export-subst").
 TEST_CASE("scripts/package in a git archive export stamps every file with the commit's time",
           "[packaging][system-test][engine]") {
-  if (run({"git", "-C", k_source.string(), "rev-parse", "--is-inside-work-tree"}).exit_code != 0) {
-    WARN("SKIPPED: " << k_source.string() << " is not a git checkout (nothing to export)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(run({"git", "-C", k_source.string(), "rev-parse", "--is-inside-work-tree"}).exit_code == 0,
+                     k_source.string() << " is not a git checkout (nothing to export)");
   // The tracked files as they are now (`git stash create` records them without touching the checkout; it prints
   // nothing when nothing changed, and HEAD is then the same tree).
   std::string commit = trimmed(run({"git", "-C", k_source.string(), "stash", "create"}).out);

@@ -12,6 +12,7 @@
 
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 #include "support/source_tree.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
@@ -82,10 +83,7 @@ std::string why_no_verify() {
 
 TEST_CASE("systemd: gpuenv-doctor.service, .timer and gpuenv-ready.target pass systemd-analyze verify",
           "[packaging][systemd][system-test]") {
-  if (const std::string why = why_no_verify(); !why.empty()) {
-    WARN("SKIPPED: " << why);
-    return;
-  }
+  GPUENV_SKIP_IF_REASON(why_no_verify());
   UnitRoot root;
   const auto verified = root.verify({k_units[0], k_units[1], k_units[2], "slurmd.service", "kubelet.service"});
   INFO(verified.out << verified.err);
@@ -189,10 +187,8 @@ TEST_CASE("tmpfiles: the real systemd-tmpfiles removes the readiness marker at b
   // units/systemd-tmpfiles-setup.service); a package install runs `--create` only (debhelper's dh_installtmpfiles
   // postinst), which must not remove the marker of the boot in progress. tmpfiles.d(5): "r  Remove a file or
   // directory if it exists", processed with --remove.
-  if (run_command({"systemd-tmpfiles", "--version"}).exit_code != 0) {
-    WARN("SKIPPED: systemd-tmpfiles is not installed (systemd)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(run_command({"systemd-tmpfiles", "--version"}).exit_code == 0,
+                     "systemd-tmpfiles is not installed (systemd)");
   std::string pattern = (fs::temp_directory_path() / "gpuenv-tmpfiles-XXXXXX").string();
   REQUIRE(::mkdtemp(pattern.data()) != nullptr);
   const fs::path root = pattern;

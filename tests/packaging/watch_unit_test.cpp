@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/skip.hpp"
 #include "support/text_files.hpp"
 #include "system/system.hpp"
 #include "util/strings.hpp"
@@ -27,10 +28,8 @@ gpuenv::system::CommandResult run_tool(const std::vector<std::string>& argv) {
 }  // namespace
 
 TEST_CASE("systemd: gpuenv-watch.service passes systemd-analyze verify", "[packaging][systemd][system-test]") {
-  if (run_tool({"systemd-analyze", "--version"}).exit_code != 0) {
-    WARN("SKIPPED: systemd-analyze is not installed (scripts/bootstrap installs systemd)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(run_tool({"systemd-analyze", "--version"}).exit_code == 0,
+                     "systemd-analyze is not installed (scripts/bootstrap installs systemd)");
   std::string pattern = (fs::temp_directory_path() / "gpuenv-watch-unit-XXXXXX").string();
   REQUIRE(::mkdtemp(pattern.data()) != nullptr);
   const fs::path root = pattern;

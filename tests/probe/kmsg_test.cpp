@@ -12,6 +12,7 @@
 
 #include "probe/xid.hpp"
 #include "support/fake_system.hpp"
+#include "support/skip.hpp"
 #include "system/system.hpp"
 
 using gpuenv::probe::kmsg_message_lines;
@@ -97,15 +98,9 @@ TEST_CASE("kmsg: a message's lines split only at the kernel's escaped line break
 
 TEST_CASE("/dev/kmsg on this machine: a write asking for the kernel's facility is stored as a user's",
           "[probe][kmsg][security][system-test]") {
-  if (::geteuid() != 0) {
-    WARN("SKIPPED: writing to /dev/kmsg needs root");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(::geteuid() == 0, "writing to /dev/kmsg needs root");
   std::ofstream device("/dev/kmsg");
-  if (!device) {
-    WARN("SKIPPED: no /dev/kmsg to write to (a container)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(device, "no /dev/kmsg to write to (a container)");
   // A marker no reader of this shared machine's log mistakes for anything (no "NVRM"), with a line break in it.
   const std::string marker =
       "gpuenv-kmsg-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device()());
@@ -122,10 +117,7 @@ TEST_CASE("/dev/kmsg on this machine: a write asking for the kernel's facility i
   for (const auto& record : parsed.records) {
     if (record.text.find(marker) != std::string::npos) found = &record;
   }
-  if (found == nullptr) {
-    WARN("SKIPPED: the kernel dropped the write (printk.devkmsg=off or its rate limit)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(found != nullptr, "the kernel dropped the write (printk.devkmsg=off or its rate limit)");
   CHECK(found->facility == 1);  // LOG_USER: dev-kmsg, "not possible to inject ... LOG_KERN (0)"
   CHECK_FALSE(found->from_kernel());
   CHECK(found->level == 6);

@@ -4,19 +4,13 @@
 #include <string>
 
 #include "profile/parser.hpp"
+#include "support/minimal_profile.hpp"
 
 using gpuenv::profile::parse_profile;
 
 namespace {
 
-const std::string k_install_base = R"(schema = 1
-name = "t"
-[os]
-distro = "ubuntu"
-version = "22.04"
-[cuda]
-version = "12.4.1"
-)";
+const std::string k_install_base = gpuenv::testing::minimal_profile();
 
 }  // namespace
 

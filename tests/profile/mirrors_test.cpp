@@ -7,6 +7,7 @@
 
 #include "profile/fields.hpp"
 #include "profile/parser.hpp"
+#include "support/minimal_profile.hpp"
 
 using gpuenv::profile::parse_profile;
 using gpuenv::util::ErrorKind;
@@ -14,15 +15,7 @@ using gpuenv::util::ErrorKind;
 namespace {
 
 /// A minimal profile; the [mirrors] table starts on line 8, so its first key is on line 9.
-const std::string k_head = R"(schema = 1
-name = "t"
-[os]
-distro = "ubuntu"
-version = "22.04"
-[cuda]
-version = "12.4.1"
-[mirrors]
-)";
+const std::string k_head = gpuenv::testing::minimal_profile() + "[mirrors]\n";
 
 /// One value of one field and what parsing it must say.
 struct Case {

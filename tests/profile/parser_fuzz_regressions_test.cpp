@@ -6,14 +6,13 @@
 #include <string>
 
 #include "profile/parser.hpp"
+#include "support/minimal_profile.hpp"
 
 using gpuenv::profile::parse_profile;
 
 namespace {
 
-const std::string k_minimal_profile =
-    "schema = 1\nname = \"t\"\n[os]\ndistro = \"ubuntu\"\nversion = \"22.04\"\n"
-    "[cuda]\nversion = \"12.4.1\"\n";
+const std::string k_minimal_profile = gpuenv::testing::minimal_profile();
 
 }  // namespace
 

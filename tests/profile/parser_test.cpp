@@ -5,20 +5,15 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "support/minimal_profile.hpp"
+
 using gpuenv::profile::parse_profile;
 using gpuenv::util::ErrorKind;
 
 namespace {
 
 /// The smallest valid profile; tests append tables to it or replace lines in it.
-const std::string k_minimal = R"(schema = 1
-name = "t"
-[os]
-distro = "ubuntu"
-version = "22.04"
-[cuda]
-version = "12.4.1"
-)";
+const std::string k_minimal = gpuenv::testing::minimal_profile();
 
 /// Parses `text` as "t.toml" and returns the error message ("" when it parsed).
 std::string error_of(const std::string& text) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "smoke/runner.hpp"
+#include "support/skip.hpp"
 #include "system/system.hpp"
 
 using gpuenv::smoke::embedded_kernels_info;
@@ -132,10 +133,7 @@ TEST_CASE("smoke: cuobjdump output parsing counts LDGSTS and STL per arch and fu
 TEST_CASE("smoke: the tensor GEMM's SASS uses cp.async on sm_80+ and spills nothing (cuobjdump)",
           "[smoke][kernels][system-test][engine]") {
   const auto kernels = embedded_kernels_info();
-  if (!kernels.embedded) {
-    WARN("SKIPPED: this build carries no kernel image (no nvcc)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(kernels.embedded, "this build carries no kernel image (no nvcc)");
   auto system = gpuenv::system::make_real_system();
   int checked = 0;
   std::vector<std::string> unchecked;

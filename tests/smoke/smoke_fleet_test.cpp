@@ -18,6 +18,7 @@
 #include "smoke/step.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;
@@ -464,10 +465,8 @@ TEST_CASE("smoke: step threads run on the GPU's NUMA node (sysfs local_cpulist) 
 
   cpu_set_t allowed;
   REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  if (CPU_COUNT(&allowed) < 2) {
-    WARN("SKIPPED: this process may run on one CPU only, so placement on one CPU cannot be told apart");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(CPU_COUNT(&allowed) >= 2,
+                     "this process may run on one CPU only, so placement on one CPU cannot be told apart");
   int first = 0;
   while (!CPU_ISSET(first, &allowed)) ++first;
   const LinkSysfsTree sysfs("16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16", "16.0 GT/s PCIe x16");

@@ -10,6 +10,7 @@
 #include "smoke/fake_cuda_fixture.hpp"
 #include "smoke/runner.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;
@@ -121,10 +122,7 @@ TEST_CASE("smoke: the CUDA 13 image carries Thor (sm_110) SASS and --describe li
   for (const KernelImage& image : kernels.images) {
     if (image.file == cuda13_image && image.min_driver >= 13000) cuda13 = &image;  // built by a CUDA 13+ nvcc
   }
-  if (cuda13 == nullptr) {
-    WARN("SKIPPED: this build has no kernel image from a CUDA 13 nvcc");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(cuda13 != nullptr, "this build has no kernel image from a CUDA 13 nvcc");
   CHECK(std::find(cuda13->sass_archs.begin(), cuda13->sass_archs.end(), "sm_110") != cuda13->sass_archs.end());
   const auto text = gpuenv::testing::run_gpuenv({"smoke", "--describe"});
   CHECK(text.exit_code == 0);

@@ -14,6 +14,7 @@
 #include "smoke/fake_cuda_fixture.hpp"
 #include "smoke/runner.hpp"
 #include "support/run_binary.hpp"
+#include "support/skip.hpp"
 
 namespace fs = std::filesystem;
 using namespace gpuenv::smoke;
@@ -417,10 +418,8 @@ TEST_CASE("gpuenv smoke e2e: no driver on this machine exits 1 with a clear mess
 }
 
 TEST_CASE("gpuenv smoke e2e: the real default library name on this machine", "[smoke][e2e]") {
-  if (fs::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1") || fs::exists("/usr/lib64/libcuda.so.1")) {
-    WARN("SKIPPED: a libcuda.so.1 is installed here, so there is no driver-less run to check");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(!fs::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1") && !fs::exists("/usr/lib64/libcuda.so.1"),
+                     "a libcuda.so.1 is installed here, so there is no driver-less run to check");
   const auto result = gpuenv::testing::run_gpuenv({"smoke", "--quick"}, {{"GPUENV_CUDA_LIBRARY", std::nullopt}});
   CHECK(result.exit_code == 1);
   CHECK(result.out.find("no NVIDIA driver found: libcuda.so.1 cannot be loaded") != std::string::npos);

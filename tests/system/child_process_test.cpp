@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "support/skip.hpp"
 #include "system/system.hpp"
 
 namespace {
@@ -190,10 +191,8 @@ TEST_CASE("command runner: with no PATH at all (slurmd) system tools are still f
 
 TEST_CASE("command runner as root: a PATH directory another user can add programs to is never searched",
           "[system][security][system-test]") {
-  if (::geteuid() != 0) {
-    WARN("SKIPPED: needs root (the rule is root's; a user may run programs from their own directories)");
-    return;
-  }
+  GPUENV_SKIP_UNLESS(::geteuid() == 0,
+                     "needs root (the rule is root's; a user may run programs from their own directories)");
   // Root's PATH names a directory a job user owns (their ~/bin) or anyone can write (a sticky /tmp-like one): the
   // user puts a `dmesg` there, and root's doctor ran it. A directory only root can change is still searched.
   struct Row {
