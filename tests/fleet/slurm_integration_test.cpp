@@ -50,6 +50,14 @@ std::size_t count(const std::string& text, const std::string& needle) {
   return found;
 }
 
+/// The last line of `text` holding `needle`, trimmed ("" when none does).
+std::string last_line_with(const std::string& text, const std::string& needle) {
+  std::string found;
+  for (std::string_view line : gpuenv::util::split_lines(text))
+    if (gpuenv::util::contains(line, needle)) found = std::string(gpuenv::util::trim(line));
+  return found;
+}
+
 /// The error's message, or "" when there is none.
 std::string error_text(const gpuenv::util::Expected<gpuenv::fleet::SlurmNode>& node) {
   return node ? "" : node.error().message;
@@ -121,11 +129,14 @@ class SlurmCluster {
   /// Starts slurmd as if the machine had just booted: `-b` "Report node rebooted when daemon restarted. Used for
   /// testing purposes." (slurmd(8); get_mach_stat.c get_up_time counts the uptime from the daemon's start), so
   /// slurmctld sees a boot newer than the reboot it issued and completes it (node_mgr.c waiting_for_node_boot).
-  /// The boot's first health check waits 1.5 s before it runs: `-b` counts the uptime in whole seconds from slurmd's
-  /// first reading in _read_config (get_mach_stat.c:221-227), the health check runs before the registration
-  /// (slurmd.c:395-397), and slurmctld keeps the old boot time when a registration says 0 s (node_mgr.c:3402
-  /// `if (reg_msg->up_time)`), so a slurmd that registered within the same second waited for its boot forever
-  /// (node_mgr.c:4536; 2 of ~25 runs here and one CI run failed so). A real node registers minutes after it booted.
+  /// The boot's first health check waits 1.5 s, so the registration after it reports an uptime of at least 1 s
+  /// (`-b` counts whole seconds from slurmd's first reading in _read_config, slurmd.c:1114, get_mach_stat.c:222-227;
+  /// the check runs before the registration, slurmd.c:395-397). A registration reporting 0 s set the boot time to
+  /// that second (job_mgr.c:15161-15164 `boot_time = now - up_time`); a reboot issued within the same second then
+  /// looked booted already when its message was delivered (agent.c:815 node_did_resp, node_mgr.c:3596 and 3626), the
+  /// node went IDLE keeping REBOOT_ISSUED, which only a DOWN node's registration clears (node_mgr.c:3036-3043): it
+  /// stayed so for good (3 of 40 runs in a review, and one CI run). A real node registers minutes after it booted.
+  /// All line numbers: Slurm 22.05.8, the version Debian 12 ships.
   bool start_slurmd_rebooted() {
     write_text(booting(), "");
     return start_daemon({"slurmd", "-b", "-f", conf().string()}).exit_code == 0;
@@ -148,7 +159,7 @@ class SlurmCluster {
   /// 60 s, or an Error when the request fails or the reboot is not issued by then.
   /// Also waits until slurmd has taken the reboot request (its log says so): a slurmd restarted before that would be
   /// sent the request again after it registered, and slurmctld would wait for yet another boot.
-  gpuenv::util::Expected<gpuenv::fleet::SlurmNode> reboot(std::vector<std::string> args) const {
+  gpuenv::util::Expected<gpuenv::fleet::SlurmNode> reboot(std::vector<std::string> args) {
     const auto requests_taken = [this] { return count(slurmd_log(), "Node reboot request being processed"); };
     const std::size_t taken_before = requests_taken();
     args.insert(args.begin(), "reboot");
@@ -156,6 +167,7 @@ class SlurmCluster {
     if (const auto asked = scontrol(args); asked.exit_code != 0)
       return gpuenv::util::Error::input("scontrol reboot failed: " + asked.out + asked.err, "");
     auto node = wait_for([](const auto& n) { return has_flag(n, "REBOOT_ISSUED"); }, 60);
+    m_reboot_seen = Clock::now();
     if (node && !has_flag(*node, "REBOOT_ISSUED"))
       return gpuenv::util::Error::input("the reboot was not issued within 60 s: " + node->state, "");
     const auto deadline = Clock::now() + std::chrono::seconds(60);
@@ -170,17 +182,30 @@ class SlurmCluster {
   /// NOT_RESPONDING), polled for up to 60 s, or an Error.
   gpuenv::util::Expected<gpuenv::fleet::SlurmNode> come_back_rebooted() {
     stop_slurmd();
+    // slurmctld takes the boot time as the registration's time minus its whole-second uptime, so as early as the
+    // second before slurmd -b first read it; a boot time before the second the reboot was issued (boot_req_time,
+    // controller.c:1902) is "still waiting for boot" (node_mgr.c:4536) until ResumeTimeout. slurmd -b therefore
+    // starts more than a second after the reboot was seen issued (a review saw 2 of 20 fast restarts stuck).
+    std::this_thread::sleep_until(m_reboot_seen + std::chrono::milliseconds(1100));
     if (!start_slurmd_rebooted()) return gpuenv::util::Error::input("slurmd -b did not start", "");
     const auto registered = [](const gpuenv::fleet::SlurmNode& n) {
       return !has_flag(n, "REBOOT_ISSUED") && !has_flag(n, "REBOOT_REQUESTED") && !has_flag(n, "NOT_RESPONDING");
     };
     auto node = wait_for(registered, 60);
     if (node && !registered(*node))
-      return gpuenv::util::Error::input("the node did not register within 60 s: " + node->state, "");
+      return gpuenv::util::Error::input("the node did not register within 60 s: " + node->state + "; slurmd's last " +
+                                            last_line_with(slurmd_log(), "Uptime=") + "; boot times: " + boot_times(),
+                                        "");
     return node;
   }
 
   std::string slurmd_log() const { return read_text(m_dir / "log/slurmd.log"); }
+  /// `scontrol show node`'s BootTime and LastBusyTime line, for a message about a reboot that did not complete.
+  std::string boot_times() const {
+    const auto run = run_tool({"env", "SLURM_CONF=" + conf().string(), "scontrol", "show", "node", m_node},
+                              std::chrono::seconds(10));
+    return last_line_with(run.out, "BootTime=");
+  }
   std::string slurmctld_log() const { return read_text(m_dir / "log/slurmctld.log"); }
 
   gpuenv::util::Expected<gpuenv::fleet::SlurmNode> show() const {
@@ -248,6 +273,7 @@ class SlurmCluster {
   fs::path m_dir;
   std::string m_node;
   ClusterConfig m_config;
+  Clock::time_point m_reboot_seen{};  ///< when reboot() saw the reboot issued
 };
 
 /// Why this machine cannot run a Slurm cluster, or "".
@@ -461,7 +487,6 @@ TEST_CASE("slurm: a node back NOT READY from scontrol reboot stays drained, an o
   SlurmCluster cluster(dir.path(), config);
   cluster.set_tree("healthy-8xh100");
   if (const std::string why = cluster.start(); !why.empty()) GPUENV_SKIP("Slurm did not start: " << why);
-  INFO(cluster.slurmctld_log());
 
   // A plain `scontrol reboot`: Slurm's own reason.
   auto node = cluster.reboot({});
