@@ -71,17 +71,6 @@ util::Expected<cloudinit::Source> source_from(const CloudInitOptions& options) {
   return cloudinit::checked_source(std::move(source));
 }
 
-/// The one environment the node gets: the profile, or the matrix cell --set picks, with overrides applied.
-util::Expected<profile::Profile> node_profile(const profile::ProfileDocument& document,
-                                              const profile::Assignments& selection, const std::string& argument) {
-  const auto cells = profile::select_cells(profile::expand_matrix(document), selection);
-  if (cells.size() != 1) {
-    return util::Error::usage(argument + ": " + std::to_string(cells.size()) + " matrix cells match; a node is one",
-                              "pick one cell with --set FIELD=VALUE (see `gpuenv matrix " + argument + "`)");
-  }
-  return profile::apply_overrides(cells.front().profile, selection);
-}
-
 ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
   auto source = source_from(options);
   if (!source) return report_error(context, source.error());
@@ -93,7 +82,7 @@ ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
   if (!text) return report_error(context, text.error());
   auto selection = profile::parse_assignments(options.set);
   if (!selection) return report_error(context, selection.error());
-  auto node = node_profile(*document, *selection, options.profile);
+  auto node = profile::resolve_cell(*document, *selection, options.profile);
   if (!node) return report_error(context, node.error());
 
   // A node given an impossible environment would retry its install on every boot: refuse it here.

@@ -51,13 +51,6 @@ bool usable(const std::vector<report::Finding>& findings) {
   return report::verdict_of(findings) != report::Verdict::not_ok;
 }
 
-std::string cell_name(const profile::Profile& base, const profile::Assignments& assignments) {
-  if (assignments.empty()) return base.name;
-  std::string out;
-  for (const auto& [key, value] : assignments) out += (out.empty() ? "" : ",") + key + "=" + value;
-  return out;
-}
-
 void print_warnings(Context& context, const std::vector<report::Finding>& findings) {
   for (const report::Finding& f : findings) {
     if (f.status == report::Status::warn) context.err << "gpuenv: warning: " << f.id << ": " << f.message << "\n";
@@ -104,30 +97,14 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
   auto overrides = profile::parse_assignments(options.set);
   if (!overrides) return report_error(context, overrides.error());
   const profile::Profile& base = in.document.base;
-  const std::vector<profile::Cell> cells = profile::expand_matrix(in.document);
-
-  // --set FIELD=VALUE on a field the matrix sets (an axis, or a field an include entry adds) picks cells; on any
-  // other field it overrides. When no cell has every such value, the axis values alone pick; when no cell has
-  // those either, the base profile takes the overrides.
-  std::set<std::string> matrix_keys;
-  for (const profile::Cell& cell : cells) {
-    for (const auto& [key, value] : cell.assignments) matrix_keys.insert(key);
-  }
-  std::set<std::string> axis_keys;
-  for (const auto& [key, values] : in.document.matrix.axes) axis_keys.insert(key);
-  profile::Assignments selectors;
-  profile::Assignments axis_selectors;
-  for (const auto& pair : *overrides) {
-    if (matrix_keys.contains(pair.first)) selectors.push_back(pair);
-    if (axis_keys.contains(pair.first)) axis_selectors.push_back(pair);
-  }
-  std::vector<profile::Cell> candidates = selectors.empty() ? cells : profile::select_cells(cells, selectors);
-  if (candidates.empty() && axis_selectors.size() < selectors.size()) {
-    candidates = axis_selectors.empty() ? cells : profile::select_cells(cells, axis_selectors);
-  }
+  // profile::pick_cells: --set on a field the matrix sets picks cells, on any other field overrides; when no cell
+  // has the values, the base profile takes the overrides.
+  const profile::CellPick pick = profile::pick_cells(in.document, *overrides);
+  const profile::Assignments& selectors = pick.selectors;
+  std::vector<profile::Cell> candidates = pick.cells;
   if (candidates.empty()) {
-    context.err << "gpuenv: note: no matrix cell of " << base.name << " has " << cell_name(base, selectors)
-                << "; using the base profile with --set applied\n";
+    context.err << "gpuenv: note: no matrix cell of " << base.name << " has "
+                << dockerfile::cell_label(base.name, selectors) << "; using the base profile with --set applied\n";
     candidates.push_back(profile::Cell{{}, base, true});
   }
 
@@ -160,7 +137,7 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
   }
   if (candidates.size() > 1) {
     context.err << "gpuenv: note: " << candidates.size() << " cells of " << base.name
-                << " match; using the first valid one, " << cell_name(base, chosen->cell.assignments)
+                << " match; using the first valid one, " << dockerfile::cell_label(base.name, chosen->cell.assignments)
                 << " (pick one with --set, or write all with --all --out-dir)\n";
   }
   print_warnings(context, chosen->findings);
@@ -206,7 +183,7 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
   bool requested_invalid = false;
   for (const profile::Cell& cell : cells) {
     const std::vector<report::Finding> findings = dockerfile_findings(cell.profile, in);
-    const std::string label = cell_name(base, cell.assignments);
+    const std::string label = dockerfile::cell_label(base.name, cell.assignments);
     if (!usable(findings)) {
       std::vector<report::Finding> failing;
       for (const report::Finding& f : findings) {
@@ -227,18 +204,11 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
     if (!render) return report_error(context, render.error());
     auto text = dockerfile::render(cell.profile, *in.kb, *in.data, *render);
     if (!text) return report_error(context, text.error());
-    std::string file = dockerfile::cell_file_name(base.name, cell.assignments);
-    for (int n = 2; !names.insert(file).second; ++n) {
-      file = dockerfile::cell_file_name(base.name, cell.assignments);
-      file = file.substr(0, file.size() - 11) + "-" + std::to_string(n) + ".Dockerfile";
-    }
-    std::string set;
-    for (const auto& [key, value] : cell.assignments)
-      set += (set.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+    std::string file = dockerfile::unique_cell_file_name(base.name, cell.assignments, names);
     written.push_back({{"file", file},
                        {"label", label},
                        {"cell", assignments_json(cell.assignments)},
-                       {"set", set},
+                       {"set", dockerfile::set_arguments(cell.assignments)},
                        {"requested", cell.requested},
                        {"image", "nvidia/cuda:" + compat::derive(cell.profile, *in.kb).image_tag},
                        {"helper_images", dockerfile::helper_images(cell.profile, *in.data, options.with_doctor)},

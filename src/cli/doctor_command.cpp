@@ -93,22 +93,16 @@ struct DoctorOptions {
   std::vector<std::string> minimum;  ///< smoke's --minimum ID=VALUE
 };
 
-/// The profile to judge the node against; a matrix profile needs --set to pick one cell.
+/// The profile to judge the node against: the one cell --set picks (profile::resolve_cell).
 util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
   if (options.profile.empty()) return std::optional<profile::Profile>();
   auto document = load_trusted_profile(context.system, options.profile, "--profile");
   if (!document) return document.error();
-  auto overrides = profile::parse_assignments(options.set);
-  if (!overrides) return overrides.error();
-  const auto cells = profile::select_cells(profile::expand_matrix(*document), *overrides);
-  if (cells.size() != 1) {
-    return util::Error::usage(
-        "--profile " + options.profile + ": " + std::to_string(cells.size()) + " matrix cells match",
-        "pick one cell with --set FIELD=VALUE (see `gpuenv matrix " + options.profile + "`)");
-  }
-  auto with_overrides = profile::apply_overrides(cells.front().profile, *overrides);
-  if (!with_overrides) return with_overrides.error();
-  return std::optional<profile::Profile>(std::move(*with_overrides));
+  auto assignments = profile::parse_assignments(options.set);
+  if (!assignments) return assignments.error();
+  auto cell = profile::resolve_cell(*document, *assignments, options.profile);
+  if (!cell) return cell.error();
+  return std::optional<profile::Profile>(std::move(*cell));
 }
 
 /// Slurm kills a HealthCheckProgram after 60 s: under --slurm, each wait (NVML, libcuda, nvidia-smi, scontrol) is

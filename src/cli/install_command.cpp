@@ -20,6 +20,7 @@ struct InstallOptions {
   std::string profile;
   bool dry_run = false;
   bool json = false;
+  std::vector<std::string> set;
   std::string os;
   std::string arch;
   std::string root;
@@ -39,15 +40,20 @@ std::string this_machine_arch() {
 #endif
 }
 
-/// The profile to install; a matrix profile installs its first cell (and says so).
-util::Expected<profile::Profile> load_install_profile(Context& context, const std::string& name) {
+/// The profile to install: the one cell --set picks (profile::resolve_cell, as doctor and cloud-init), or, with no
+/// --set, a matrix profile's first cell (said so).
+util::Expected<profile::Profile> load_install_profile(Context& context, const std::string& name,
+                                                      const std::vector<std::string>& set) {
   auto document = load_trusted_profile(context.system, name, "profile");
   if (!document) return document.error();
+  auto assignments = profile::parse_assignments(set);
+  if (!assignments) return assignments.error();
+  if (!assignments->empty()) return profile::resolve_cell(*document, *assignments, name);
   if (document->matrix.empty()) return document->base;
-  const std::vector<profile::Cell> cells = profile::expand_matrix(*document);
+  const std::vector<profile::Cell> cells = profile::pick_cells(*document, {}).cells;
   if (cells.empty()) return util::Error::input(name + ": the matrix has no cells");
   context.err << "gpuenv: note: " << name << " is a matrix; installing its first cell, " << cells.front().label()
-              << "\n";
+              << " (pick one with --set)\n";
   return cells.front().profile;
 }
 
@@ -189,7 +195,7 @@ ExitCode run_install(Context& context, const InstallOptions& options) {
   if (!options.dry_run && (!options.os.empty() || !options.root.empty()))
     return report_error(context, util::Error::usage("--os and --root plan for another machine: use them with "
                                                     "--dry-run"));
-  auto profile = load_install_profile(context, options.profile);
+  auto profile = load_install_profile(context, options.profile, options.set);
   if (!profile) return report_error(context, profile.error());
   auto data = install::builtin_install_data();
   if (!data) return report_error(context, data.error());
@@ -239,6 +245,8 @@ void add_install_command(CLI::App& app, Action& action) {
   command->add_option("profile", options->profile, "a shipped profile name or a profile file")->required();
   command->add_flag("--dry-run", options->dry_run, "print the plan; change nothing (no root needed)");
   command->add_flag("--json", options->json, "the plan or the report as JSON (docs/install.md)");
+  command->add_option("--set", options->set, "Pick a matrix cell or override a field (FIELD=VALUE; repeatable)")
+      ->allow_extra_args(false);
   command->add_option("--os", options->os, "with --dry-run: plan for DISTRO:VERSION (e.g. rockylinux:9)");
   command
       ->add_option(

@@ -178,3 +178,29 @@ TEST_CASE("doctor --boot-retry: a NOT READY node is tried again every 10 s while
   // Refused with --from-report (it collects nothing), ignored under --slurm (slurmd kills the program at 60 s).
   CHECK(run_gpuenv({"doctor", "--from-report", "/nonexistent", "--boot-retry", "10"}).exit_code == 2);
 }
+
+TEST_CASE("doctor --profile --set: fields the matrix sets pick the one cell, other fields override it",
+          "[cli][doctor][matrix]") {
+  // profile::resolve_cell, the rule cloud-init shares. Before it, doctor compared every --set value with the cells
+  // and refused an override ("0 matrix cells match"), though --help says --set picks a cell or overrides a field.
+  const std::string tree = fixture_path("hosts/healthy-8xh100");
+  const std::vector<std::string> one_cell{"--set", "cuda.version=12.8.1", "--set", "framework.python=3.12",
+                                          "--set", "os.arch=x86_64"};
+  std::vector<std::string> args{"doctor", "--root", tree, "--profile", "pytorch-matrix", "--json"};
+  args.insert(args.end(), one_cell.begin(), one_cell.end());
+  args.insert(args.end(), {"--set", "framework.version=2.8.0"});
+  const auto overridden = run_gpuenv(args);
+  INFO(overridden.err);
+  CHECK(overridden.exit_code == 1);  // a verdict (this tree lacks the profile's CUDA), not bad usage
+  const auto report = nlohmann::json::parse(overridden.out);
+  CHECK(report.at("verdict") == "NOT READY");
+
+  const auto several =
+      run_gpuenv({"doctor", "--root", tree, "--profile", "pytorch-matrix", "--set", "cuda.version=12.8.1"});
+  CHECK(several.exit_code == 2);
+  CHECK(gpuenv::util::contains(several.err, "pytorch-matrix: 6 matrix cells match; a node is one"));
+  const auto none =
+      run_gpuenv({"doctor", "--root", tree, "--profile", "pytorch-matrix", "--set", "cuda.version=11.8.0"});
+  CHECK(none.exit_code == 2);
+  CHECK(gpuenv::util::contains(none.err, "0 matrix cells match"));
+}

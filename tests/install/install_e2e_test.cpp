@@ -322,3 +322,26 @@ TEST_CASE("install: usage errors exit 2, an unsupported OS is a refusal (exit 1)
   CHECK(refused.exit_code == 1);
   CHECK(refused.out.find("REFUSED install.os: gpuenv install does not support ubi 9") != std::string::npos);
 }
+
+TEST_CASE("install --set picks a matrix cell as doctor and cloud-init do; without it the first cell, said so",
+          "[install][matrix]") {
+  // cloud-init's per-boot script passes its --set to `gpuenv install` (data/cloudinit/per-boot.sh run_install);
+  // install refused the option before, so a node given a matrix profile never installed.
+  const auto picked =
+      gpuenv::testing::run_gpuenv({"install", "pytorch-matrix", "--dry-run", "--json", "--set", "cuda.version=13.0.2",
+                                   "--set", "framework.python=3.12", "--set", "os.arch=x86_64"});
+  INFO(picked.err);
+  REQUIRE(picked.exit_code == 0);
+  CHECK(gpuenv::util::contains(nlohmann::json::parse(picked.out).at("driver").at("how").get<std::string>(),
+                               "CUDA 13.0.2"));
+  CHECK_FALSE(gpuenv::util::contains(picked.err, "first cell"));
+
+  const auto several =
+      gpuenv::testing::run_gpuenv({"install", "pytorch-matrix", "--dry-run", "--set", "cuda.version=13.0.2"});
+  CHECK(several.exit_code == 2);
+  CHECK(gpuenv::util::contains(several.err, "matrix cells match; a node is one"));
+
+  const auto first = gpuenv::testing::run_gpuenv({"install", "pytorch-matrix", "--dry-run"});
+  CHECK(first.exit_code == 0);
+  CHECK(gpuenv::util::contains(first.err, "is a matrix; installing its first cell"));
+}
