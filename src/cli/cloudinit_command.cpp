@@ -82,23 +82,23 @@ util::Expected<profile::Profile> node_profile(const profile::ProfileDocument& do
   return profile::apply_overrides(cells.front().profile, selection);
 }
 
-ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
+util::Expected<ExitCode> run_cloud_init(Context& context, const CloudInitOptions& options) {
   auto source = source_from(options);
-  if (!source) return report_error(context, source.error());
+  if (!source) return source.error();
   for (const std::string& warning : cloudinit::source_warnings(*source))
     context.err << "gpuenv: warning: " << warning << "\n";
   auto document = profile::load_profile(options.profile, context.system);
-  if (!document) return report_error(context, document.error());
+  if (!document) return document.error();
   auto text = profile_text(options.profile, context.system);
-  if (!text) return report_error(context, text.error());
+  if (!text) return text.error();
   auto selection = profile::parse_assignments(options.set);
-  if (!selection) return report_error(context, selection.error());
+  if (!selection) return selection.error();
   auto node = node_profile(*document, *selection, options.profile);
-  if (!node) return report_error(context, node.error());
+  if (!node) return node.error();
 
   // A node given an impossible environment would retry its install on every boot: refuse it here.
   auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+  if (!kb) return kb.error();
   const std::vector<report::Finding> findings = compat::check_profile(*node, **kb);
   if (report::verdict_of(findings) == report::Verdict::not_ok) {
     context.err << "gpuenv: refusing to write user-data: " << node->name << " is not compatible:\n\n";
@@ -113,13 +113,13 @@ ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
   render.selection = std::move(*selection);
   render.gpuenv_version = gpuenv_version();
   auto user_data = cloudinit::render_user_data(*node, *text, render);
-  if (!user_data) return report_error(context, user_data.error());
+  if (!user_data) return user_data.error();
   if (options.output.empty()) {
     context.out << *user_data;
     return ExitCode::ok;
   }
   if (auto written = context.system.write_file_atomic(options.output, *user_data); !written) {
-    return report_error(context, util::Error::input(written.error().message, "check that -o names a writable path"));
+    return util::Error::input(written.error().message, "check that -o names a writable path");
   }
   return ExitCode::ok;
 }

@@ -160,17 +160,16 @@ util::Expected<util::Overlay> find_overlay(system::System& system, const std::st
   for (const auto& [directory, named_by] : directories) {
     // An overlay changes what doctor judges and what install runs as root: only root (or the user running gpuenv)
     // may be able to change it.
-    if (auto trusted = require_trusted(system, directory, named_by); !trusted) return trusted.error();
+    GPUENV_TRY(require_trusted(system, directory, named_by));
     auto files = read_overlay_directory(system, directory, tables);
     if (!files) return files.error();
     for (const util::OverlayFile& file : *files) {
-      if (auto trusted = require_trusted(system, file.path, named_by + ": " + file.path); !trusted)
-        return trusted.error();
+      GPUENV_TRY(require_trusted(system, file.path, named_by + ": " + file.path));
     }
     overlay.insert(overlay.end(), files->begin(), files->end());
   }
   if (!overlay.empty()) {
-    if (auto checked = check_install_locations(overlay); !checked) return checked.error();
+    GPUENV_TRY(check_install_locations(overlay));
   }
   return overlay;
 }

@@ -146,8 +146,8 @@ ExitCode exit_code_of(install::Outcome outcome) {
   }
 }
 
-ExitCode apply_install(Context& context, const InstallOptions& options, const profile::Profile& profile,
-                       const install::InstallPlan& plan) {
+util::Expected<ExitCode> apply_install(Context& context, const InstallOptions& options, const profile::Profile& profile,
+                                       const install::InstallPlan& plan) {
   install::ApplyOptions apply;
   apply.log_path = options.log;
   apply.state_dir = options.state_dir;
@@ -158,7 +158,7 @@ ExitCode apply_install(Context& context, const InstallOptions& options, const pr
     context.err << "gpuenv: warning: " << note.id << ": " << note.message << "\n";
   }
   auto report = install::apply_plan(context.system, plan, apply);
-  if (!report) return report_error(context, report.error());
+  if (!report) return report.error();
   context.out << (options.json ? install_json(plan, *report) : install_report_text(plan, *report));
   if (!options.json && !plan.refusals.empty()) context.err << install_plan_text(plan);
   return exit_code_of(report->outcome);
@@ -185,47 +185,47 @@ util::Expected<PlannedNode> planned_node(Context& context, const InstallOptions&
   return out;
 }
 
-ExitCode run_install(Context& context, const InstallOptions& options) {
+util::Expected<ExitCode> run_install(Context& context, const InstallOptions& options) {
   if (!options.dry_run && (!options.os.empty() || !options.root.empty()))
-    return report_error(context, util::Error::usage("--os and --root plan for another machine: use them with "
-                                                    "--dry-run"));
+    return util::Error::usage(
+        "--os and --root plan for another machine: use them with "
+        "--dry-run");
   auto profile = load_install_profile(context, options.profile);
-  if (!profile) return report_error(context, profile.error());
+  if (!profile) return profile.error();
   auto data = install::builtin_install_data();
-  if (!data) return report_error(context, data.error());
+  if (!data) return data.error();
   auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+  if (!kb) return kb.error();
   if (!options.dry_run && install::effective_uid(context.system).value_or(-1) != 0)
-    return report_error(context, util::Error::usage("install needs root", "run it with sudo, or use --dry-run"));
+    return util::Error::usage("install needs root", "run it with sudo, or use --dry-run");
 
   auto first_target = target_of(*profile, options, this_machine_arch());
-  if (!first_target) return report_error(context, first_target.error());
+  if (!first_target) return first_target.error();
   // Every repository URL is checked before anything is read from the node or done to it.
   auto request = repository_request(context, options, *profile, *first_target);
-  if (!request) return report_error(context, request.error());
+  if (!request) return request.error();
   if (!options.dry_run) {
     for (const std::string& url : {request->cuda_repo_url, request->toolkit_repo_url}) {
-      if (auto untrusted = install::check_local_repository(context.system, url))
-        return report_error(context, *untrusted);
+      if (auto untrusted = install::check_local_repository(context.system, url)) return *untrusted;
     }
   }
   const install::TargetRow* row = (*data)->find_target(first_target->distro, first_target->version);
   auto node = planned_node(context, options, row ? row->manager : "");
-  if (!node) return report_error(context, node.error());
+  if (!node) return node.error();
   auto arch = planned_arch(*profile, options, node->arch, !options.dry_run);
-  if (!arch) return report_error(context, arch.error());
+  if (!arch) return arch.error();
   auto target = target_of(*profile, options, *arch);
-  if (!target) return report_error(context, target.error());
+  if (!target) return target.error();
   profile->os_arch = *arch;  // --arch sets os.arch in the profile the plan and its verify see
   system::System& node_system = node->captured ? *node->captured : context.system;
   const bool on_a_node = options.root.empty() ? !options.dry_run : options.os.empty();
   if (on_a_node) {
-    if (auto wrong = install::check_node_os(node_system, *target)) return report_error(context, *wrong);
+    if (auto wrong = install::check_node_os(node_system, *target)) return *wrong;
   }
   request->target = *target;
   request->node = node->facts;
   auto plan = install::plan_install(*profile, *request, **data, **kb);
-  if (!plan) return report_error(context, plan.error());
+  if (!plan) return plan.error();
   if (options.dry_run) return print_plan(context, options, *plan);
   return apply_install(context, options, *profile, *plan);
 }

@@ -82,11 +82,11 @@ nlohmann::json render_github(const profile::Profile& base, const std::vector<com
   return {{"include", include}};
 }
 
-ExitCode run_matrix(Context& context, const MatrixOptions& options) {
+util::Expected<ExitCode> run_matrix(Context& context, const MatrixOptions& options) {
   auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+  if (!kb) return kb.error();
   auto document = profile::load_profile(options.profile, context.system);
-  if (!document) return report_error(context, document.error());
+  if (!document) return document.error();
   const auto verdicts = compat::check_cells(profile::expand_matrix(*document), **kb);
   if (options.format == "json") {
     context.out << render_json(document->base, verdicts).dump(2) << "\n";

@@ -22,12 +22,12 @@ struct ProfileOptions {
   bool all = false;  ///< check every shipped profile
 };
 
-ExitCode run_list(Context& context, bool json) {
+util::Expected<ExitCode> run_list(Context& context, bool json) {
   nlohmann::json rows = nlohmann::json::array();
   std::ostringstream table;
   for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) {
     auto document = profile::parse_profile(shipped.text, "builtin:" + shipped.name);
-    if (!document) return report_error(context, util::Error::internal(document.error().message));
+    if (!document) return util::Error::internal(document.error().message);
     const profile::Profile& p = document->base;
     const std::size_t cells = profile::expand_matrix(*document).size();
     std::string framework = p.framework_name.empty() ? "-" : p.framework_name + " " + p.framework_version;
@@ -50,11 +50,11 @@ ExitCode run_list(Context& context, bool json) {
   return ExitCode::ok;
 }
 
-ExitCode run_show(Context& context, const std::string& name, bool json) {
+util::Expected<ExitCode> run_show(Context& context, const std::string& name, bool json) {
   auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+  if (!kb) return kb.error();
   auto document = profile::load_profile(name, context.system);
-  if (!document) return report_error(context, document.error());
+  if (!document) return document.error();
   const std::vector<profile::Cell> cells = profile::expand_matrix(*document);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
@@ -66,15 +66,14 @@ ExitCode run_show(Context& context, const std::string& name, bool json) {
   return ExitCode::ok;
 }
 
-ExitCode run_check(Context& context, const ProfileOptions& options) {
+util::Expected<ExitCode> run_check(Context& context, const ProfileOptions& options) {
   auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+  if (!kb) return kb.error();
   std::vector<std::string> names = options.profiles;
   if (options.all) {
     for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) names.push_back(shipped.name);
   }
-  if (names.empty())
-    return report_error(context, util::Error::usage("profile check: name at least one profile", "or pass --all"));
+  if (names.empty()) return util::Error::usage("profile check: name at least one profile", "or pass --all");
   ExitCode worst = ExitCode::ok;
   nlohmann::json results = nlohmann::json::array();
   for (const std::string& name : names) {
