@@ -42,9 +42,8 @@ util::Expected<ExitCode> run_data_show(Context& context, const DataOptions& opti
     for (const util::DataTable& t : tables) names.emplace_back(t.name);
     return util::Error::usage("no data table " + name, "name one of " + util::join(names, ", "));
   }
-  auto merged = util::read_data_table(*table, util::installed_overlay());
-  if (!merged) return merged.error();
-  context.out << (options.json ? merged->to_json() : merged->to_toml());
+  GPUENV_TRY_ASSIGN(auto merged, util::read_data_table(*table, util::installed_overlay()));
+  context.out << (options.json ? merged.to_json() : merged.to_toml());
   return ExitCode::ok;
 }
 

@@ -139,9 +139,8 @@ util::Expected<ExitCode> run_one(Context& context, const DockerfileOptions& opti
   std::optional<Choice> chosen;
   std::optional<Choice> first;
   for (const profile::Cell& cell : candidates) {
-    auto resolved = profile::apply_overrides(cell.profile, *overrides);
-    if (!resolved) return resolved.error();
-    Choice choice{cell, *resolved, dockerfile_findings(*resolved, in)};
+    GPUENV_TRY_ASSIGN(auto resolved, profile::apply_overrides(cell.profile, *overrides));
+    Choice choice{cell, resolved, dockerfile_findings(resolved, in)};
     if (usable(choice.findings)) {
       chosen = std::move(choice);
       break;
@@ -174,13 +173,12 @@ util::Expected<ExitCode> run_one(Context& context, const DockerfileOptions& opti
   }
   auto render = render_options(options, in, chosen->resolved, std::move(selection));
   if (!render) return render.error();
-  auto text = dockerfile::render(chosen->resolved, *in.kb, *in.data, *render);
-  if (!text) return text.error();
+  GPUENV_TRY_ASSIGN(auto text, dockerfile::render(chosen->resolved, *in.kb, *in.data, *render));
   if (options.output.empty()) {
-    context.out << *text;
+    context.out << text;
     return ExitCode::ok;
   }
-  if (auto written = context.system.write_file_atomic(options.output, *text); !written) {
+  if (auto written = context.system.write_file_atomic(options.output, text); !written) {
     return util::Error::input(written.error().message, "check that -o names a writable path");
   }
   return ExitCode::ok;
@@ -225,8 +223,7 @@ util::Expected<ExitCode> run_all(Context& context, const DockerfileOptions& opti
     }
     auto render = render_options(options, in, cell.profile, cell.assignments);
     if (!render) return render.error();
-    auto text = dockerfile::render(cell.profile, *in.kb, *in.data, *render);
-    if (!text) return text.error();
+    GPUENV_TRY_ASSIGN(auto text, dockerfile::render(cell.profile, *in.kb, *in.data, *render));
     std::string file = dockerfile::cell_file_name(base.name, cell.assignments);
     for (int n = 2; !names.insert(file).second; ++n) {
       file = dockerfile::cell_file_name(base.name, cell.assignments);
@@ -244,7 +241,7 @@ util::Expected<ExitCode> run_all(Context& context, const DockerfileOptions& opti
                        {"helper_images", dockerfile::helper_images(cell.profile, *in.data, options.with_doctor)},
                        {"profile_hash", dockerfile::profile_hash(cell.profile)}});
     if (!render->base_digest.empty()) written.back()["digest"] = render->base_digest;
-    outputs.push_back({std::move(file), std::move(*text)});
+    outputs.push_back({std::move(file), std::move(text)});
   }
 
   // Everything is rendered before the first write; the index goes last, so a reader never sees an index
@@ -309,9 +306,8 @@ util::Expected<ExitCode> run_dockerfile(Context& context, const DockerfileOption
       return util::Error::input("--digest-lock " + options.digest_lock + ": " + text.error().message,
                                 "name a readable lock file");
     }
-    auto lock = dockerfile::parse_digest_lock(*text, options.digest_lock);
-    if (!lock) return lock.error();
-    in.digest_lock = std::move(*lock);
+    GPUENV_TRY_ASSIGN(auto lock, dockerfile::parse_digest_lock(*text, options.digest_lock));
+    in.digest_lock = std::move(lock);
   }
   if (!options.hashed_requirements.empty()) {
     auto text = context.system.read_file(options.hashed_requirements);
@@ -319,9 +315,8 @@ util::Expected<ExitCode> run_dockerfile(Context& context, const DockerfileOption
       return util::Error::input("--hashed-requirements " + options.hashed_requirements + ": " + text.error().message,
                                 "name a readable requirements file");
     }
-    auto requirements = dockerfile::parse_hashed_requirements(*text, options.hashed_requirements);
-    if (!requirements) return requirements.error();
-    in.hashed_requirements = std::move(*requirements);
+    GPUENV_TRY_ASSIGN(auto requirements, dockerfile::parse_hashed_requirements(*text, options.hashed_requirements));
+    in.hashed_requirements = std::move(requirements);
   }
   auto kb = compat::builtin_knowledge_base();
   if (!kb) return kb.error();

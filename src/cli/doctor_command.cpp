@@ -96,19 +96,16 @@ struct DoctorOptions {
 /// The profile to judge the node against; a matrix profile needs --set to pick one cell.
 util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
   if (options.profile.empty()) return std::optional<profile::Profile>();
-  auto document = load_trusted_profile(context.system, options.profile, "--profile");
-  if (!document) return document.error();
-  auto overrides = profile::parse_assignments(options.set);
-  if (!overrides) return overrides.error();
-  const auto cells = profile::select_cells(profile::expand_matrix(*document), *overrides);
+  GPUENV_TRY_ASSIGN(auto document, load_trusted_profile(context.system, options.profile, "--profile"));
+  GPUENV_TRY_ASSIGN(auto overrides, profile::parse_assignments(options.set));
+  const auto cells = profile::select_cells(profile::expand_matrix(document), overrides);
   if (cells.size() != 1) {
     return util::Error::usage(
         "--profile " + options.profile + ": " + std::to_string(cells.size()) + " matrix cells match",
         "pick one cell with --set FIELD=VALUE (see `gpuenv matrix " + options.profile + "`)");
   }
-  auto with_overrides = profile::apply_overrides(cells.front().profile, *overrides);
-  if (!with_overrides) return with_overrides.error();
-  return std::optional<profile::Profile>(std::move(*with_overrides));
+  GPUENV_TRY_ASSIGN(auto with_overrides, profile::apply_overrides(cells.front().profile, overrides));
+  return std::optional<profile::Profile>(std::move(with_overrides));
 }
 
 /// Slurm kills a HealthCheckProgram after 60 s: under --slurm, each wait (NVML, libcuda, nvidia-smi, scontrol) is
@@ -179,10 +176,10 @@ util::Expected<ExitCode> run_slurm_health_check(Context& context, const DoctorOp
   if (!node) return node.error();
   const std::string oneline = doctor_oneline(report);
   context.out << oneline;
-  auto outcome = fleet::run_slurm_health_check(context.system, *node, slurm_health(report, options.strict), oneline,
-                                               k_slurm_wait_limit);
-  if (!outcome) return outcome.error();
-  context.out << "slurm node " << *node << " (" << outcome->before.state << "): " << outcome->action.why << "\n";
+  GPUENV_TRY_ASSIGN(auto outcome,
+                    fleet::run_slurm_health_check(context.system, *node, slurm_health(report, options.strict), oneline,
+                                                  k_slurm_wait_limit));
+  context.out << "slurm node " << *node << " (" << outcome.before.state << "): " << outcome.action.why << "\n";
   return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
@@ -221,9 +218,8 @@ util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOption
   auto library = library_from_environment(context.system, "GPUENV_CUDA_LIBRARY", smoke.library);
   if (!library) return library.error();
   smoke.library = *library;
-  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
-  if (!cublas) return cublas.error();
-  smoke.cublas_library = *cublas;
+  GPUENV_TRY_ASSIGN(auto cublas, library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", ""));
+  smoke.cublas_library = cublas;
   smoke.memtest_fraction = options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, smoke.overrides); !read) return read;
   return read_smoke_overrides(options.minimum, "--minimum", true, smoke.overrides);
@@ -368,25 +364,23 @@ util::Expected<ExitCode> run_doctor_command(Context& context, const DoctorOption
         "name the inspected machine's type with --instance-type TYPE");
   }
   doctor::DoctorRequest request;
-  auto since = parse_since(options.since);
-  if (!since) return since.error();
-  request.collect.kernel_log_since = *since;
+  GPUENV_TRY_ASSIGN(auto since, parse_since(options.since));
+  request.collect.kernel_log_since = since;
   request.collect.now_unix = now;
   request.collect.live = options.root.empty();
-  auto nvml = library_from_environment(context.system, "GPUENV_NVML_LIBRARY", request.collect.nvml_library);
-  if (!nvml) return nvml.error();
-  request.collect.nvml_library = *nvml;
+  GPUENV_TRY_ASSIGN(auto nvml,
+                    library_from_environment(context.system, "GPUENV_NVML_LIBRARY", request.collect.nvml_library));
+  request.collect.nvml_library = nvml;
   GPUENV_TRY(read_smoke_options(context, options, request.smoke));
   const Tier* tier = find_tier(options.tier);
   GPUENV_TRY(apply_budget(options, tier, request));
   // The boot tier's all-reduce: GPUENV_NCCL_LIBRARY is checked before any GPU work, as smoke --nccl checks it.
   std::optional<BootAllreduceOptions> allreduce;
   if (tier != nullptr && tier->allreduce && options.root.empty()) {
-    auto nccl_library = library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", "");
-    if (!nccl_library) return nccl_library.error();
+    GPUENV_TRY_ASSIGN(auto nccl_library, library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", ""));
     // Only a --python that was given names a wheel to use: the default python3 need not have one.
     const std::string wheel_python = options.python == DoctorOptions{}.python ? std::string() : options.python;
-    allreduce = BootAllreduceOptions{request.smoke.library, *nccl_library, wheel_python, options.instance_type};
+    allreduce = BootAllreduceOptions{request.smoke.library, nccl_library, wheel_python, options.instance_type};
   }
   request.smoke.nvml_library = request.collect.nvml_library;
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
@@ -398,9 +392,9 @@ util::Expected<ExitCode> run_doctor_command(Context& context, const DoctorOption
   request.collect.python = options.python;
   request.collect.cloud_metadata = asks_metadata;
   if (!options.cloud_metadata_endpoint.empty()) {
-    auto endpoint = probe::parse_metadata_endpoint(options.cloud_metadata_endpoint, "--cloud-metadata-endpoint");
-    if (!endpoint) return endpoint.error();
-    request.collect.metadata_endpoint = *endpoint;
+    GPUENV_TRY_ASSIGN(auto endpoint,
+                      probe::parse_metadata_endpoint(options.cloud_metadata_endpoint, "--cloud-metadata-endpoint"));
+    request.collect.metadata_endpoint = endpoint;
   }
   if (!options.nvidia_smi_xml.empty()) {
     // The report is the user's file, read from this machine even under --root.
@@ -419,28 +413,26 @@ util::Expected<ExitCode> run_doctor_command(Context& context, const DoctorOption
   std::unique_ptr<system::System> rooted;
   system::System* target = &context.system;
   if (!options.root.empty()) {
-    auto tree = system::make_rooted_system(options.root);
-    if (!tree) return tree.error();
-    rooted = std::move(*tree);
+    GPUENV_TRY_ASSIGN(auto tree, system::make_rooted_system(options.root));
+    rooted = std::move(tree);
     target = rooted.get();
   }
-  auto report = run_doctor_at_boot(context, *target, request, options);
-  if (!report) return report.error();
+  GPUENV_TRY_ASSIGN(auto report, run_doctor_at_boot(context, *target, request, options));
   if (allreduce) {
-    GPUENV_TRY(add_boot_allreduce(context.system, *allreduce, *report));
+    GPUENV_TRY(add_boot_allreduce(context.system, *allreduce, report));
   }
   now = unix_now();  // the last try's time: --boot-retry may have taken minutes
 
-  GPUENV_TRY(write_outputs(context, options, *report, now));
-  if (options.slurm) return run_slurm_health_check(context, options, *report);
+  GPUENV_TRY(write_outputs(context, options, report, now));
+  if (options.slurm) return run_slurm_health_check(context, options, report);
   if (options.json) {
-    context.out << doctor_json(*report, gpuenv_version(), now);
+    context.out << doctor_json(report, gpuenv_version(), now);
   } else if (options.oneline) {
-    context.out << doctor_oneline(*report);
+    context.out << doctor_oneline(report);
   } else {
-    context.out << doctor_text(*report, context.style);
+    context.out << doctor_text(report, context.style);
   }
-  return exits_ok(report->verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
+  return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
 }  // namespace

@@ -37,16 +37,13 @@ util::Expected<ExitCode> run_events(Context& context, const EventsOptions& optio
                               "is `gpuenv watch` running (systemctl status gpuenv-watch)? "
                               "Name its database with --db");
   }
-  auto library = watch::sqlite::Library::load(context.system);
-  if (!library) return library.error();
-  auto store = watch::Store::open_read_only(*library, options.db);
-  if (!store) return store.error();
+  GPUENV_TRY_ASSIGN(auto library, watch::sqlite::Library::load(context.system));
+  GPUENV_TRY_ASSIGN(auto store, watch::Store::open_read_only(library, options.db));
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  auto events = (*store)->events_since(now - since->count());
-  if (!events) return events.error();
-  context.out << (options.json ? events_json(*events) : events_text(*events));
+  GPUENV_TRY_ASSIGN(auto events, store->events_since(now - since->count()));
+  context.out << (options.json ? events_json(events) : events_text(events));
   return ExitCode::ok;
 }
 

@@ -38,16 +38,14 @@ struct JobOptions {
 };
 
 util::Expected<ExitCode> run_judge(Context& context, const JudgeOptions& options) {
-  auto data = nccl::builtin_data();
-  if (!data) return data.error();
-  auto text = context.system.read_file(options.file, system::FileKind::report);
-  if (!text) return text.error();
-  auto output = nccl::parse_nccl_tests_output(*text);
+  GPUENV_TRY_ASSIGN(auto data, nccl::builtin_data());
+  GPUENV_TRY_ASSIGN(auto text, context.system.read_file(options.file, system::FileKind::report));
+  auto output = nccl::parse_nccl_tests_output(text);
   if (!output) return util::Error::input(options.file + ": " + output.error().message, output.error().remedy);
   nccl::JudgeRequest request;
   request.instance_type = options.instance_type;
   if (options.nodes > 0) request.nodes = options.nodes;
-  const nccl::JudgeReport judged = nccl::judge_nccl_tests(*output, request, **data);
+  const nccl::JudgeReport judged = nccl::judge_nccl_tests(*output, request, *data);
   if (!options.prometheus.empty()) {
     if (auto written =
             context.system.write_file_atomic(options.prometheus, nccl_judge_prometheus(judged, gpuenv_version()));
@@ -99,11 +97,10 @@ util::Expected<ExitCode> run_job(Context& context, const JobOptions& options) {
       request.max_bytes = std::max(request.max_bytes, floor->message_bytes);
   }
   if (options.gpus_per_node > 0) request.gpus_per_node = options.gpus_per_node;
-  auto job = nccl::write_job(request, **data);
-  if (!job) return job.error();
+  GPUENV_TRY_ASSIGN(auto job, nccl::write_job(request, **data));
   if (options.output.empty()) {
-    context.out << *job;
-  } else if (auto written = context.system.write_file_atomic(options.output, *job); !written) {
+    context.out << job;
+  } else if (auto written = context.system.write_file_atomic(options.output, job); !written) {
     return written.error();
   }
   return ExitCode::ok;

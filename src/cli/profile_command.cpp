@@ -51,24 +51,21 @@ util::Expected<ExitCode> run_list(Context& context, bool json) {
 }
 
 util::Expected<ExitCode> run_show(Context& context, const std::string& name, bool json) {
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return kb.error();
-  auto document = profile::load_profile(name, context.system);
-  if (!document) return document.error();
-  const std::vector<profile::Cell> cells = profile::expand_matrix(*document);
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
+  GPUENV_TRY_ASSIGN(auto document, profile::load_profile(name, context.system));
+  const std::vector<profile::Cell> cells = profile::expand_matrix(document);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const profile::Cell& cell : cells) out.push_back(resolved_json(cell, **kb));
+    for (const profile::Cell& cell : cells) out.push_back(resolved_json(cell, *kb));
     context.out << (cells.size() == 1 ? out[0] : out).dump(2) << "\n";
   } else {
-    for (const profile::Cell& cell : cells) context.out << resolved_text(cell, **kb) << (cells.size() > 1 ? "\n" : "");
+    for (const profile::Cell& cell : cells) context.out << resolved_text(cell, *kb) << (cells.size() > 1 ? "\n" : "");
   }
   return ExitCode::ok;
 }
 
 util::Expected<ExitCode> run_check(Context& context, const ProfileOptions& options) {
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return kb.error();
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
   std::vector<std::string> names = options.profiles;
   if (options.all) {
     for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) names.push_back(shipped.name);
@@ -82,7 +79,7 @@ util::Expected<ExitCode> run_check(Context& context, const ProfileOptions& optio
       worst = std::max(worst, report_error(context, document.error()));
       continue;
     }
-    const auto verdicts = compat::check_cells(profile::expand_matrix(*document), **kb);
+    const auto verdicts = compat::check_cells(profile::expand_matrix(*document), *kb);
     const bool all_valid = std::all_of(verdicts.begin(), verdicts.end(), [](const auto& v) { return v.valid; });
     if (!all_valid) worst = std::max(worst, ExitCode::not_ok);
     if (options.json) {

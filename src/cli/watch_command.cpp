@@ -42,17 +42,15 @@ util::Expected<ExitCode> run_watch(Context& context, const WatchOptions& options
       context.err << "gpuenv watch: " << clean << std::endl;
     }
   };
-  auto settings = watch::load_settings(context.system, options.overrides);
-  if (!settings) return settings.error();
-  auto rules = watch::builtin_rule_settings();
-  if (!rules) return rules.error();
+  GPUENV_TRY_ASSIGN(auto settings, watch::load_settings(context.system, options.overrides));
+  GPUENV_TRY_ASSIGN(auto rules, watch::builtin_rule_settings());
   watch::Publisher publisher(
       context.system, [](const watch::Snapshot& snapshot) { return watch_prometheus(snapshot, gpuenv_version()); });
-  GPUENV_TRY(publisher.configure(*settings));
+  GPUENV_TRY(publisher.configure(settings));
 
   watch::Monitor monitor(context.system, context.system, unix_ms_now, log);
-  GPUENV_TRY(monitor.start(*settings, *rules));
-  log(5, "watching every " + std::to_string(settings->interval.count()) + " ms");
+  GPUENV_TRY(monitor.start(settings, rules));
+  log(5, "watching every " + std::to_string(settings.interval.count()) + " ms");
   watch::DaemonCallbacks callbacks;
   callbacks.load_settings = [&]() -> util::Expected<watch::WatchSettings> {
     auto reloaded = watch::load_settings(context.system, options.overrides);
