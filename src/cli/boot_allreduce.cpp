@@ -28,9 +28,8 @@ util::Expected<util::Ok> add_boot_allreduce(system::System& system, const BootAl
     return util::Ok{};
   }
   if (ran->abandoned_work) system::note_abandoned_work();  // cli leaves with _Exit, as after smoke's hangs
-  auto actions = doctor::builtin_actions();
-  if (!actions) return actions.error();
-  doctor::assign_actions(ran->findings, **actions);
+  GPUENV_TRY_ASSIGN(auto actions, doctor::builtin_actions());
+  doctor::assign_actions(ran->findings, *actions);
   report.findings.insert(report.findings.end(), ran->findings.begin(), ran->findings.end());
   report.verdict = report::verdict_of(report.findings);
   return util::Ok{};

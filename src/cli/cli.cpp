@@ -75,7 +75,11 @@ int run(int argc, char** argv) {
     // `data check DIR` judges DIR on its own; every other command runs with this machine's overlay.
     const bool checking_a_directory = app.got_subcommand("data") && app.get_subcommand("data")->got_subcommand("check");
     code = install_data_overlay(context, data_dir, !checking_a_directory);
-    if (code == ExitCode::ok) code = action ? action(context) : ExitCode::usage;
+    if (code == ExitCode::ok && !action) code = ExitCode::usage;
+    if (code == ExitCode::ok) {
+      const util::Expected<ExitCode> ran = action(context);
+      code = ran ? *ran : report_error(context, ran.error());
+    }
   } catch (const std::exception& e) {
     std::cerr << "gpuenv: internal error: " << e.what() << "\n";
     code = ExitCode::internal;

@@ -71,24 +71,21 @@ util::Expected<cloudinit::Source> source_from(const CloudInitOptions& options) {
   return cloudinit::checked_source(std::move(source));
 }
 
-ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
+util::Expected<ExitCode> run_cloud_init(Context& context, const CloudInitOptions& options) {
   auto source = source_from(options);
-  if (!source) return report_error(context, source.error());
+  if (!source) return source.error();
   for (const std::string& warning : cloudinit::source_warnings(*source))
     context.err << "gpuenv: warning: " << warning << "\n";
-  auto document = profile::load_profile(options.profile, context.system);
-  if (!document) return report_error(context, document.error());
-  auto text = profile_text(options.profile, context.system);
-  if (!text) return report_error(context, text.error());
+  GPUENV_TRY_ASSIGN(auto document, profile::load_profile(options.profile, context.system));
+  GPUENV_TRY_ASSIGN(auto text, profile_text(options.profile, context.system));
   auto selection = profile::parse_assignments(options.set);
-  if (!selection) return report_error(context, selection.error());
-  auto node = profile::resolve_cell(*document, *selection, options.profile);
-  if (!node) return report_error(context, node.error());
+  if (!selection) return selection.error();
+  auto node = profile::resolve_cell(document, *selection, options.profile);
+  if (!node) return node.error();
 
   // A node given an impossible environment would retry its install on every boot: refuse it here.
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
-  const std::vector<report::Finding> findings = compat::check_profile(*node, **kb);
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
+  const std::vector<report::Finding> findings = compat::check_profile(*node, *kb);
   if (report::verdict_of(findings) == report::Verdict::not_ok) {
     context.err << "gpuenv: refusing to write user-data: " << node->name << " is not compatible:\n\n";
     context.err << check_text(*node, {compat::CellVerdict{profile::Cell{*selection, *node, false}, findings, false}},
@@ -101,14 +98,13 @@ ExitCode run_cloud_init(Context& context, const CloudInitOptions& options) {
   render.doctor_only = options.doctor_only;
   render.selection = std::move(*selection);
   render.gpuenv_version = gpuenv_version();
-  auto user_data = cloudinit::render_user_data(*node, *text, render);
-  if (!user_data) return report_error(context, user_data.error());
+  GPUENV_TRY_ASSIGN(auto user_data, cloudinit::render_user_data(*node, text, render));
   if (options.output.empty()) {
-    context.out << *user_data;
+    context.out << user_data;
     return ExitCode::ok;
   }
-  if (auto written = context.system.write_file_atomic(options.output, *user_data); !written) {
-    return report_error(context, util::Error::input(written.error().message, "check that -o names a writable path"));
+  if (auto written = context.system.write_file_atomic(options.output, user_data); !written) {
+    return util::Error::input(written.error().message, "check that -o names a writable path");
   }
   return ExitCode::ok;
 }

@@ -10,8 +10,9 @@
 
 namespace gpuenv::cli {
 
-/// The command chosen on the command line, to run after parsing.
-using Action = std::function<ExitCode(Context&)>;
+/// The command chosen on the command line, to run after parsing: its exit code, or the Error that stopped it (which
+/// cli::run reports, once, with report_error).
+using Action = std::function<util::Expected<ExitCode>(Context&)>;
 
 void add_profile_command(CLI::App& app, Action& action);
 void add_matrix_command(CLI::App& app, Action& action);

@@ -19,12 +19,11 @@ struct DataOptions {
   bool json = false;
 };
 
-ExitCode run_data_check(Context& context, const DataOptions& options) {
-  if (!context.system.exists(options.directory))
-    return report_error(context, util::Error::usage(options.directory + ": no such directory"));
+util::Expected<ExitCode> run_data_check(Context& context, const DataOptions& options) {
+  if (!context.system.exists(options.directory)) return util::Error::usage(options.directory + ": no such directory");
   auto overlay = read_overlay_directory(context.system, options.directory, all_data_tables());
-  if (!overlay) return report_error(context, overlay.error());
-  if (auto checked = check_overlay(*overlay); !checked) return report_error(context, checked.error());
+  if (!overlay) return overlay.error();
+  GPUENV_TRY(check_overlay(*overlay));
   std::vector<std::string> files;
   for (const util::OverlayFile& file : *overlay) files.push_back(file.table);
   context.out << options.directory << ": "
@@ -34,18 +33,17 @@ ExitCode run_data_check(Context& context, const DataOptions& options) {
   return ExitCode::ok;
 }
 
-ExitCode run_data_show(Context& context, const DataOptions& options) {
+util::Expected<ExitCode> run_data_show(Context& context, const DataOptions& options) {
   const std::string name = util::ends_with(options.table, ".toml") ? options.table : options.table + ".toml";
   const std::vector<util::DataTable> tables = all_data_tables();
   const util::DataTable* table = util::find_table(tables, name);
   if (table == nullptr) {
     std::vector<std::string> names;
     for (const util::DataTable& t : tables) names.emplace_back(t.name);
-    return report_error(context, util::Error::usage("no data table " + name, "name one of " + util::join(names, ", ")));
+    return util::Error::usage("no data table " + name, "name one of " + util::join(names, ", "));
   }
-  auto merged = util::read_data_table(*table, util::installed_overlay());
-  if (!merged) return report_error(context, merged.error());
-  context.out << (options.json ? merged->to_json() : merged->to_toml());
+  GPUENV_TRY_ASSIGN(auto merged, util::read_data_table(*table, util::installed_overlay()));
+  context.out << (options.json ? merged.to_json() : merged.to_toml());
   return ExitCode::ok;
 }
 

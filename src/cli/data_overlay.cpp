@@ -133,9 +133,8 @@ util::Expected<util::Overlay> read_overlay_directory(system::System& system, con
       if (auto near = util::closest_match(name, table_names(tables))) fix = "rename it to " + *near + " (" + fix + ")";
       return util::Error::input(path + ":1: `" + name + "` is not a gpuenv data table", fix);
     }
-    auto text = system.read_file(path);
-    if (!text) return text.error();
-    overlay.push_back({name, path, *text});
+    GPUENV_TRY_ASSIGN(auto text, system.read_file(path));
+    overlay.push_back({name, path, text});
   }
   return overlay;
 }
@@ -160,17 +159,15 @@ util::Expected<util::Overlay> find_overlay(system::System& system, const std::st
   for (const auto& [directory, named_by] : directories) {
     // An overlay changes what doctor judges and what install runs as root: only root (or the user running gpuenv)
     // may be able to change it.
-    if (auto trusted = require_trusted(system, directory, named_by); !trusted) return trusted.error();
-    auto files = read_overlay_directory(system, directory, tables);
-    if (!files) return files.error();
-    for (const util::OverlayFile& file : *files) {
-      if (auto trusted = require_trusted(system, file.path, named_by + ": " + file.path); !trusted)
-        return trusted.error();
+    GPUENV_TRY(require_trusted(system, directory, named_by));
+    GPUENV_TRY_ASSIGN(auto files, read_overlay_directory(system, directory, tables));
+    for (const util::OverlayFile& file : files) {
+      GPUENV_TRY(require_trusted(system, file.path, named_by + ": " + file.path));
     }
-    overlay.insert(overlay.end(), files->begin(), files->end());
+    overlay.insert(overlay.end(), files.begin(), files.end());
   }
   if (!overlay.empty()) {
-    if (auto checked = check_install_locations(overlay); !checked) return checked.error();
+    GPUENV_TRY(check_install_locations(overlay));
   }
   return overlay;
 }

@@ -93,9 +93,9 @@ util::Expected<dockerfile::Options> render_options(const DockerfileOptions& opti
   return out;
 }
 
-ExitCode run_one(Context& context, const DockerfileOptions& options, const Inputs& in) {
+util::Expected<ExitCode> run_one(Context& context, const DockerfileOptions& options, const Inputs& in) {
   auto overrides = profile::parse_assignments(options.set);
-  if (!overrides) return report_error(context, overrides.error());
+  if (!overrides) return overrides.error();
   const profile::Profile& base = in.document.base;
   // profile::pick_cells: --set on a field the matrix sets picks cells, on any other field overrides; when no cell
   // has the values, the base profile takes the overrides.
@@ -116,9 +116,8 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
   std::optional<Choice> chosen;
   std::optional<Choice> first;
   for (const profile::Cell& cell : candidates) {
-    auto resolved = profile::apply_overrides(cell.profile, *overrides);
-    if (!resolved) return report_error(context, resolved.error());
-    Choice choice{cell, *resolved, dockerfile_findings(*resolved, in)};
+    GPUENV_TRY_ASSIGN(auto resolved, profile::apply_overrides(cell.profile, *overrides));
+    Choice choice{cell, resolved, dockerfile_findings(resolved, in)};
     if (usable(choice.findings)) {
       chosen = std::move(choice);
       break;
@@ -150,23 +149,22 @@ ExitCode run_one(Context& context, const DockerfileOptions& options, const Input
     if (!present) selection.push_back(pair);
   }
   auto render = render_options(options, in, chosen->resolved, std::move(selection));
-  if (!render) return report_error(context, render.error());
-  auto text = dockerfile::render(chosen->resolved, *in.kb, *in.data, *render);
-  if (!text) return report_error(context, text.error());
+  if (!render) return render.error();
+  GPUENV_TRY_ASSIGN(auto text, dockerfile::render(chosen->resolved, *in.kb, *in.data, *render));
   if (options.output.empty()) {
-    context.out << *text;
+    context.out << text;
     return ExitCode::ok;
   }
-  if (auto written = context.system.write_file_atomic(options.output, *text); !written) {
-    return report_error(context, util::Error::input(written.error().message, "check that -o names a writable path"));
+  if (auto written = context.system.write_file_atomic(options.output, text); !written) {
+    return util::Error::input(written.error().message, "check that -o names a writable path");
   }
   return ExitCode::ok;
 }
 
-ExitCode run_all(Context& context, const DockerfileOptions& options, const Inputs& in) {
+util::Expected<ExitCode> run_all(Context& context, const DockerfileOptions& options, const Inputs& in) {
   if (!context.system.exists(options.out_dir)) {
-    return report_error(context, util::Error::usage("--out-dir " + options.out_dir + ": no such directory",
-                                                    "create it first (mkdir -p " + options.out_dir + ")"));
+    return util::Error::usage("--out-dir " + options.out_dir + ": no such directory",
+                              "create it first (mkdir -p " + options.out_dir + ")");
   }
   const profile::Profile& base = in.document.base;
   const std::vector<profile::Cell> cells = profile::expand_matrix(in.document);
@@ -201,9 +199,8 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
       continue;
     }
     auto render = render_options(options, in, cell.profile, cell.assignments);
-    if (!render) return report_error(context, render.error());
-    auto text = dockerfile::render(cell.profile, *in.kb, *in.data, *render);
-    if (!text) return report_error(context, text.error());
+    if (!render) return render.error();
+    GPUENV_TRY_ASSIGN(auto text, dockerfile::render(cell.profile, *in.kb, *in.data, *render));
     std::string file = dockerfile::unique_cell_file_name(base.name, cell.assignments, names);
     written.push_back({{"file", file},
                        {"label", label},
@@ -214,7 +211,7 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
                        {"helper_images", dockerfile::helper_images(cell.profile, *in.data, options.with_doctor)},
                        {"profile_hash", dockerfile::profile_hash(cell.profile)}});
     if (!render->base_digest.empty()) written.back()["digest"] = render->base_digest;
-    outputs.push_back({std::move(file), std::move(*text)});
+    outputs.push_back({std::move(file), std::move(text)});
   }
 
   // Everything is rendered before the first write; the index goes last, so a reader never sees an index
@@ -222,8 +219,7 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
   const std::string dir = options.out_dir.back() == '/' ? options.out_dir : options.out_dir + "/";
   for (const Output& output : outputs) {
     if (auto ok = context.system.write_file_atomic(dir + output.file, output.text); !ok) {
-      return report_error(context,
-                          util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
+      return util::Error::input(ok.error().message, "check that --out-dir is a writable directory");
     }
   }
   const nlohmann::json index = {{"schema", 1},
@@ -234,8 +230,7 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
                                 {"dockerfiles", written},
                                 {"skipped", skipped}};
   if (auto ok = context.system.write_file_atomic(dir + "index.json", index.dump(2) + "\n"); !ok) {
-    return report_error(context,
-                        util::Error::input(ok.error().message, "check that --out-dir is a writable directory"));
+    return util::Error::input(ok.error().message, "check that --out-dir is a writable directory");
   }
   context.err << "gpuenv: wrote " << outputs.size() << " Dockerfile" << (outputs.size() == 1 ? "" : "s")
               << " and index.json to " << options.out_dir;
@@ -246,69 +241,59 @@ ExitCode run_all(Context& context, const DockerfileOptions& options, const Input
   return outputs.empty() ? ExitCode::not_ok : ExitCode::ok;
 }
 
-ExitCode run_dockerfile(Context& context, const DockerfileOptions& options) {
+util::Expected<ExitCode> run_dockerfile(Context& context, const DockerfileOptions& options) {
   if (options.all && options.out_dir.empty()) {
-    return report_error(context,
-                        util::Error::usage("--all needs --out-dir DIR",
-                                           "e.g. gpuenv dockerfile " + options.profile + " --all --out-dir out/"));
+    return util::Error::usage("--all needs --out-dir DIR",
+                              "e.g. gpuenv dockerfile " + options.profile + " --all --out-dir out/");
   }
   if (!options.all && !options.out_dir.empty()) {
-    return report_error(
-        context, util::Error::usage("--out-dir is for --all", "add --all, or write one Dockerfile with -o FILE"));
+    return util::Error::usage("--out-dir is for --all", "add --all, or write one Dockerfile with -o FILE");
   }
   if (options.all && !options.output.empty()) {
-    return report_error(
-        context, util::Error::usage("-o writes one Dockerfile; --all writes one per cell into --out-dir", "drop -o"));
+    return util::Error::usage("-o writes one Dockerfile; --all writes one per cell into --out-dir", "drop -o");
   }
   if (options.all && !options.set.empty()) {
-    return report_error(context, util::Error::usage("--set picks one cell; --all writes every valid cell",
-                                                    "drop --set, or drop --all"));
+    return util::Error::usage("--set picks one cell; --all writes every valid cell", "drop --set, or drop --all");
   }
   if (!options.digest.empty() && !options.digest_lock.empty()) {
-    return report_error(context,
-                        util::Error::usage("--digest and --digest-lock both pin the base image", "pass one of them"));
+    return util::Error::usage("--digest and --digest-lock both pin the base image", "pass one of them");
   }
   if (options.all && !options.digest.empty()) {
-    return report_error(context, util::Error::usage("--digest pins one base image; --all writes one per cell",
-                                                    "use --digest-lock FILE with a digest per image"));
+    return util::Error::usage("--digest pins one base image; --all writes one per cell",
+                              "use --digest-lock FILE with a digest per image");
   }
   if (options.all && !options.hashed_requirements.empty()) {
-    return report_error(context,
-                        util::Error::usage("--hashed-requirements pins one set of wheels; --all writes every cell",
-                                           "write one cell with --set and its own hashed file"));
+    return util::Error::usage("--hashed-requirements pins one set of wheels; --all writes every cell",
+                              "write one cell with --set and its own hashed file");
   }
   Inputs in;
   if (!options.digest.empty()) {
-    if (auto digest = dockerfile::parse_digest(options.digest); !digest) return report_error(context, digest.error());
+    GPUENV_TRY(dockerfile::parse_digest(options.digest));
   }
   if (!options.digest_lock.empty()) {
     auto text = context.system.read_file(options.digest_lock);
     if (!text) {
-      return report_error(context,
-                          util::Error::input("--digest-lock " + options.digest_lock + ": " + text.error().message,
-                                             "name a readable lock file"));
+      return util::Error::input("--digest-lock " + options.digest_lock + ": " + text.error().message,
+                                "name a readable lock file");
     }
-    auto lock = dockerfile::parse_digest_lock(*text, options.digest_lock);
-    if (!lock) return report_error(context, lock.error());
-    in.digest_lock = std::move(*lock);
+    GPUENV_TRY_ASSIGN(auto lock, dockerfile::parse_digest_lock(*text, options.digest_lock));
+    in.digest_lock = std::move(lock);
   }
   if (!options.hashed_requirements.empty()) {
     auto text = context.system.read_file(options.hashed_requirements);
     if (!text) {
-      return report_error(context, util::Error::input("--hashed-requirements " + options.hashed_requirements + ": " +
-                                                          text.error().message,
-                                                      "name a readable requirements file"));
+      return util::Error::input("--hashed-requirements " + options.hashed_requirements + ": " + text.error().message,
+                                "name a readable requirements file");
     }
-    auto requirements = dockerfile::parse_hashed_requirements(*text, options.hashed_requirements);
-    if (!requirements) return report_error(context, requirements.error());
-    in.hashed_requirements = std::move(*requirements);
+    GPUENV_TRY_ASSIGN(auto requirements, dockerfile::parse_hashed_requirements(*text, options.hashed_requirements));
+    in.hashed_requirements = std::move(requirements);
   }
   auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+  if (!kb) return kb.error();
   auto data = dockerfile::builtin_data();
-  if (!data) return report_error(context, data.error());
+  if (!data) return data.error();
   auto document = profile::load_profile(options.profile, context.system);
-  if (!document) return report_error(context, document.error());
+  if (!document) return document.error();
   in.kb = *kb;
   in.data = *data;
   in.document = std::move(*document);

@@ -96,13 +96,10 @@ struct DoctorOptions {
 /// The profile to judge the node against: the one cell --set picks (profile::resolve_cell).
 util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
   if (options.profile.empty()) return std::optional<profile::Profile>();
-  auto document = load_trusted_profile(context.system, options.profile, "--profile");
-  if (!document) return document.error();
-  auto assignments = profile::parse_assignments(options.set);
-  if (!assignments) return assignments.error();
-  auto cell = profile::resolve_cell(*document, *assignments, options.profile);
-  if (!cell) return cell.error();
-  return std::optional<profile::Profile>(std::move(*cell));
+  GPUENV_TRY_ASSIGN(auto document, load_trusted_profile(context.system, options.profile, "--profile"));
+  GPUENV_TRY_ASSIGN(auto assignments, profile::parse_assignments(options.set));
+  GPUENV_TRY_ASSIGN(auto cell, profile::resolve_cell(document, assignments, options.profile));
+  return std::optional<profile::Profile>(std::move(cell));
 }
 
 /// Slurm kills a HealthCheckProgram after 60 s: under --slurm, each wait (NVML, libcuda, nvidia-smi, scontrol) is
@@ -167,15 +164,16 @@ fleet::NodeHealth slurm_health(const doctor::DoctorReport& report, bool strict) 
 }
 
 /// --slurm: drain this node on NOT READY, resume gpuenv's own drain when healthy (fleet/slurm.hpp).
-ExitCode run_slurm_health_check(Context& context, const DoctorOptions& options, const doctor::DoctorReport& report) {
+util::Expected<ExitCode> run_slurm_health_check(Context& context, const DoctorOptions& options,
+                                                const doctor::DoctorReport& report) {
   auto node = fleet::slurm_node_name(context.system, options.slurm_node);
-  if (!node) return report_error(context, node.error());
+  if (!node) return node.error();
   const std::string oneline = doctor_oneline(report);
   context.out << oneline;
-  auto outcome = fleet::run_slurm_health_check(context.system, *node, slurm_health(report, options.strict), oneline,
-                                               k_slurm_wait_limit);
-  if (!outcome) return report_error(context, outcome.error());
-  context.out << "slurm node " << *node << " (" << outcome->before.state << "): " << outcome->action.why << "\n";
+  GPUENV_TRY_ASSIGN(auto outcome,
+                    fleet::run_slurm_health_check(context.system, *node, slurm_health(report, options.strict), oneline,
+                                                  k_slurm_wait_limit));
+  context.out << "slurm node " << *node << " (" << outcome.before.state << "): " << outcome.action.why << "\n";
   return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
@@ -214,9 +212,8 @@ util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOption
   auto library = library_from_environment(context.system, "GPUENV_CUDA_LIBRARY", smoke.library);
   if (!library) return library.error();
   smoke.library = *library;
-  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
-  if (!cublas) return cublas.error();
-  smoke.cublas_library = *cublas;
+  GPUENV_TRY_ASSIGN(auto cublas, library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", ""));
+  smoke.cublas_library = cublas;
   smoke.memtest_fraction = options.memtest;
   if (auto read = read_smoke_overrides(options.expect, "--expect", false, smoke.overrides); !read) return read;
   return read_smoke_overrides(options.minimum, "--minimum", true, smoke.overrides);
@@ -224,28 +221,25 @@ util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOption
 
 /// --from-report: the one line and the exit code of a report another run wrote (the DaemonSet's), refused when older
 /// than --max-age (exit 2, which node-problem-detector shows as Unknown: the writer stopped).
-ExitCode run_from_report(Context& context, const DoctorOptions& options, long long now) {
+util::Expected<ExitCode> run_from_report(Context& context, const DoctorOptions& options, long long now) {
   auto text = context.system.read_file(options.from_report, system::FileKind::report);
   if (!text) {
-    return report_error(context, util::Error::input(text.error().message,
-                                                    "check that the gpuenv DaemonSet runs on this node and writes "
-                                                    "--report " +
-                                                        options.from_report));
+    return util::Error::input(text.error().message,
+                              "check that the gpuenv DaemonSet runs on this node and writes "
+                              "--report " +
+                                  options.from_report);
   }
   auto read = read_doctor_json(*text);
-  if (!read)
-    return report_error(context,
-                        util::Error::input(options.from_report + ": " + read.error().message, read.error().remedy));
+  if (!read) return util::Error::input(options.from_report + ": " + read.error().message, read.error().remedy);
   const long long age = now - read->time;
   if (age > static_cast<long long>(options.max_age_s)) {
-    return report_error(context,
-                        util::Error::input(options.from_report + " is " + std::to_string(age) +
-                                               " s old (more than "
-                                               "--max-age " +
-                                               std::to_string(static_cast<long long>(options.max_age_s)) +
-                                               "): the run that writes it stopped",
-                                           "check the gpuenv DaemonSet's pod on this node (kubectl -n gpuenv get pods "
-                                           "-o wide)"));
+    return util::Error::input(options.from_report + " is " + std::to_string(age) +
+                                  " s old (more than "
+                                  "--max-age " +
+                                  std::to_string(static_cast<long long>(options.max_age_s)) +
+                                  "): the run that writes it stopped",
+                              "check the gpuenv DaemonSet's pod on this node (kubectl -n gpuenv get pods "
+                              "-o wide)");
   }
   context.out << doctor_oneline(read->report);
   return exits_ok(read->report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
@@ -352,37 +346,35 @@ long long unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
+util::Expected<ExitCode> run_doctor_command(Context& context, const DoctorOptions& options) {
   long long now = unix_now();
   if (!options.from_report.empty()) return run_from_report(context, options, now);
   const bool asks_metadata = options.cloud_metadata || !options.cloud_metadata_endpoint.empty();
   if (asks_metadata && !options.root.empty()) {
     // The metadata service describes this machine, not the tree under --root: its answer would be wrong there.
-    return report_error(context, util::Error::usage("--cloud-metadata cannot be used with --root: the metadata service "
-                                                    "describes this machine, not the tree under --root",
-                                                    "name the inspected machine's type with --instance-type TYPE"));
+    return util::Error::usage(
+        "--cloud-metadata cannot be used with --root: the metadata service "
+        "describes this machine, not the tree under --root",
+        "name the inspected machine's type with --instance-type TYPE");
   }
   doctor::DoctorRequest request;
-  auto since = parse_since(options.since);
-  if (!since) return report_error(context, since.error());
-  request.collect.kernel_log_since = *since;
+  GPUENV_TRY_ASSIGN(auto since, parse_since(options.since));
+  request.collect.kernel_log_since = since;
   request.collect.now_unix = now;
   request.collect.live = options.root.empty();
-  auto nvml = library_from_environment(context.system, "GPUENV_NVML_LIBRARY", request.collect.nvml_library);
-  if (!nvml) return report_error(context, nvml.error());
-  request.collect.nvml_library = *nvml;
-  if (auto read = read_smoke_options(context, options, request.smoke); !read)
-    return report_error(context, read.error());
+  GPUENV_TRY_ASSIGN(auto nvml,
+                    library_from_environment(context.system, "GPUENV_NVML_LIBRARY", request.collect.nvml_library));
+  request.collect.nvml_library = nvml;
+  GPUENV_TRY(read_smoke_options(context, options, request.smoke));
   const Tier* tier = find_tier(options.tier);
-  if (auto budget = apply_budget(options, tier, request); !budget) return report_error(context, budget.error());
+  GPUENV_TRY(apply_budget(options, tier, request));
   // The boot tier's all-reduce: GPUENV_NCCL_LIBRARY is checked before any GPU work, as smoke --nccl checks it.
   std::optional<BootAllreduceOptions> allreduce;
   if (tier != nullptr && tier->allreduce && options.root.empty()) {
-    auto nccl_library = library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", "");
-    if (!nccl_library) return report_error(context, nccl_library.error());
+    GPUENV_TRY_ASSIGN(auto nccl_library, library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", ""));
     // Only a --python that was given names a wheel to use: the default python3 need not have one.
     const std::string wheel_python = options.python == DoctorOptions{}.python ? std::string() : options.python;
-    allreduce = BootAllreduceOptions{request.smoke.library, *nccl_library, wheel_python, options.instance_type};
+    allreduce = BootAllreduceOptions{request.smoke.library, nccl_library, wheel_python, options.instance_type};
   }
   request.smoke.nvml_library = request.collect.nvml_library;
   if (options.expect_gpus >= 0) request.expect_gpus = static_cast<unsigned>(options.expect_gpus);
@@ -390,57 +382,51 @@ ExitCode run_doctor_command(Context& context, const DoctorOptions& options) {
   // A Python named by path runs as root with its own site-packages (a venv's, which -I does not ignore): it must be
   // one only root or the user running gpuenv can change (docs/security.md, item 6).
   if (options.python.find('/') != std::string::npos)
-    if (auto trusted = require_trusted(context.system, options.python, "--python " + options.python); !trusted)
-      return report_error(context, trusted.error());
+    GPUENV_TRY(require_trusted(context.system, options.python, "--python " + options.python));
   request.collect.python = options.python;
   request.collect.cloud_metadata = asks_metadata;
   if (!options.cloud_metadata_endpoint.empty()) {
-    auto endpoint = probe::parse_metadata_endpoint(options.cloud_metadata_endpoint, "--cloud-metadata-endpoint");
-    if (!endpoint) return report_error(context, endpoint.error());
-    request.collect.metadata_endpoint = *endpoint;
+    GPUENV_TRY_ASSIGN(auto endpoint,
+                      probe::parse_metadata_endpoint(options.cloud_metadata_endpoint, "--cloud-metadata-endpoint"));
+    request.collect.metadata_endpoint = endpoint;
   }
   if (!options.nvidia_smi_xml.empty()) {
     // The report is the user's file, read from this machine even under --root.
     auto xml = context.system.read_file(options.nvidia_smi_xml, system::FileKind::report);
     if (!xml) {
       const std::string& remedy = xml.error().remedy;
-      return report_error(context, util::Error::input(xml.error().message,
-                                                      remedy.empty() ? "check the --nvidia-smi-xml path" : remedy));
+      return util::Error::input(xml.error().message, remedy.empty() ? "check the --nvidia-smi-xml path" : remedy);
     }
     request.collect.nvidia_smi_xml = std::move(*xml);
     request.collect.nvidia_smi_xml_origin = options.nvidia_smi_xml;
   }
   auto profile = load_profile_for(context, options);
-  if (!profile) return report_error(context, profile.error());
+  if (!profile) return profile.error();
   request.profile = std::move(*profile);
 
   std::unique_ptr<system::System> rooted;
   system::System* target = &context.system;
   if (!options.root.empty()) {
-    auto tree = system::make_rooted_system(options.root);
-    if (!tree) return report_error(context, tree.error());
-    rooted = std::move(*tree);
+    GPUENV_TRY_ASSIGN(auto tree, system::make_rooted_system(options.root));
+    rooted = std::move(tree);
     target = rooted.get();
   }
-  auto report = run_doctor_at_boot(context, *target, request, options);
-  if (!report) return report_error(context, report.error());
+  GPUENV_TRY_ASSIGN(auto report, run_doctor_at_boot(context, *target, request, options));
   if (allreduce) {
-    if (auto added = add_boot_allreduce(context.system, *allreduce, *report); !added)
-      return report_error(context, added.error());
+    GPUENV_TRY(add_boot_allreduce(context.system, *allreduce, report));
   }
   now = unix_now();  // the last try's time: --boot-retry may have taken minutes
 
-  if (auto written = write_outputs(context, options, *report, now); !written)
-    return report_error(context, written.error());
-  if (options.slurm) return run_slurm_health_check(context, options, *report);
+  GPUENV_TRY(write_outputs(context, options, report, now));
+  if (options.slurm) return run_slurm_health_check(context, options, report);
   if (options.json) {
-    context.out << doctor_json(*report, gpuenv_version(), now);
+    context.out << doctor_json(report, gpuenv_version(), now);
   } else if (options.oneline) {
-    context.out << doctor_oneline(*report);
+    context.out << doctor_oneline(report);
   } else {
-    context.out << doctor_text(*report, context.style);
+    context.out << doctor_text(report, context.style);
   }
-  return exits_ok(report->verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
+  return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
 }  // namespace

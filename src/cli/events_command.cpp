@@ -26,27 +26,24 @@ std::string gpu_text(const watch::Event& event) {
   return "GPU " + std::to_string(*event.gpu_index);
 }
 
-ExitCode run_events(Context& context, const EventsOptions& options) {
+util::Expected<ExitCode> run_events(Context& context, const EventsOptions& options) {
   const auto since = watch::parse_duration(options.since);
   if (!since) {
-    return report_error(context, util::Error::usage("--since " + options.since + ": not a duration",
-                                                    "e.g. --since 6h, --since 30m, --since 7d"));
+    return util::Error::usage("--since " + options.since + ": not a duration",
+                              "e.g. --since 6h, --since 30m, --since 7d");
   }
   if (!context.system.exists(options.db)) {
-    return report_error(context, util::Error::input(options.db + ": no such database",
-                                                    "is `gpuenv watch` running (systemctl status gpuenv-watch)? "
-                                                    "Name its database with --db"));
+    return util::Error::input(options.db + ": no such database",
+                              "is `gpuenv watch` running (systemctl status gpuenv-watch)? "
+                              "Name its database with --db");
   }
-  auto library = watch::sqlite::Library::load(context.system);
-  if (!library) return report_error(context, library.error());
-  auto store = watch::Store::open_read_only(*library, options.db);
-  if (!store) return report_error(context, store.error());
+  GPUENV_TRY_ASSIGN(auto library, watch::sqlite::Library::load(context.system));
+  GPUENV_TRY_ASSIGN(auto store, watch::Store::open_read_only(library, options.db));
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  auto events = (*store)->events_since(now - since->count());
-  if (!events) return report_error(context, events.error());
-  context.out << (options.json ? events_json(*events) : events_text(*events));
+  GPUENV_TRY_ASSIGN(auto events, store->events_since(now - since->count()));
+  context.out << (options.json ? events_json(events) : events_text(events));
   return ExitCode::ok;
 }
 

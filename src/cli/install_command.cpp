@@ -44,13 +44,11 @@ std::string this_machine_arch() {
 /// --set, a matrix profile's first cell (said so).
 util::Expected<profile::Profile> load_install_profile(Context& context, const std::string& name,
                                                       const std::vector<std::string>& set) {
-  auto document = load_trusted_profile(context.system, name, "profile");
-  if (!document) return document.error();
-  auto assignments = profile::parse_assignments(set);
-  if (!assignments) return assignments.error();
-  if (!assignments->empty()) return profile::resolve_cell(*document, *assignments, name);
-  if (document->matrix.empty()) return document->base;
-  const std::vector<profile::Cell> cells = profile::pick_cells(*document, {}).cells;
+  GPUENV_TRY_ASSIGN(auto document, load_trusted_profile(context.system, name, "profile"));
+  GPUENV_TRY_ASSIGN(auto assignments, profile::parse_assignments(set));
+  if (!assignments.empty()) return profile::resolve_cell(document, assignments, name);
+  if (document.matrix.empty()) return document.base;
+  const std::vector<profile::Cell> cells = profile::pick_cells(document, {}).cells;
   if (cells.empty()) return util::Error::input(name + ": the matrix has no cells");
   context.err << "gpuenv: note: " << name << " is a matrix; installing its first cell, " << cells.front().label()
               << " (pick one with --set)\n";
@@ -95,17 +93,15 @@ util::Expected<std::string> override_of(Context& context, const std::string& fla
 /// The repository bases: the flags, the environment, then the profile's [mirrors]; each checked.
 util::Expected<install::PlanRequest> repository_request(Context& context, const InstallOptions& options,
                                                         const profile::Profile& profile, install::Target target) {
-  auto cuda = override_of(context, options.repo_url, "--repo-url", "GPUENV_CUDA_REPO_URL");
-  if (!cuda) return cuda.error();
-  auto toolkit = override_of(context, options.toolkit_repo_url, "--toolkit-repo-url", "GPUENV_TOOLKIT_REPO_URL");
-  if (!toolkit) return toolkit.error();
-  install::PlanRequest request{std::move(target), {}, *cuda, *toolkit};
+  GPUENV_TRY_ASSIGN(auto cuda, override_of(context, options.repo_url, "--repo-url", "GPUENV_CUDA_REPO_URL"));
+  GPUENV_TRY_ASSIGN(auto toolkit,
+                    override_of(context, options.toolkit_repo_url, "--toolkit-repo-url", "GPUENV_TOOLKIT_REPO_URL"));
+  install::PlanRequest request{std::move(target), {}, cuda, toolkit};
   install::add_profile_mirrors(profile, request);  // after the flag and the environment
   for (std::string* url : {&request.cuda_repo_url, &request.toolkit_repo_url}) {
     if (url->empty()) continue;
-    auto checked = install::checked_repository_url(*url, "[mirrors]");
-    if (!checked) return checked.error();
-    *url = *checked;
+    GPUENV_TRY_ASSIGN(auto checked, install::checked_repository_url(*url, "[mirrors]"));
+    *url = checked;
   }
   return request;
 }
@@ -152,8 +148,8 @@ ExitCode exit_code_of(install::Outcome outcome) {
   }
 }
 
-ExitCode apply_install(Context& context, const InstallOptions& options, const profile::Profile& profile,
-                       const install::InstallPlan& plan) {
+util::Expected<ExitCode> apply_install(Context& context, const InstallOptions& options, const profile::Profile& profile,
+                                       const install::InstallPlan& plan) {
   install::ApplyOptions apply;
   apply.log_path = options.log;
   apply.state_dir = options.state_dir;
@@ -163,11 +159,10 @@ ExitCode apply_install(Context& context, const InstallOptions& options, const pr
   for (const report::Finding& note : plan.notes) {
     context.err << "gpuenv: warning: " << note.id << ": " << note.message << "\n";
   }
-  auto report = install::apply_plan(context.system, plan, apply);
-  if (!report) return report_error(context, report.error());
-  context.out << (options.json ? install_json(plan, *report) : install_report_text(plan, *report));
+  GPUENV_TRY_ASSIGN(auto report, install::apply_plan(context.system, plan, apply));
+  context.out << (options.json ? install_json(plan, report) : install_report_text(plan, report));
   if (!options.json && !plan.refusals.empty()) context.err << install_plan_text(plan);
-  return exit_code_of(report->outcome);
+  return exit_code_of(report.outcome);
 }
 
 /// The node the plan is for: this one (apply), a captured tree (--dry-run --root), or none (a plain dry run).
@@ -180,9 +175,8 @@ struct PlannedNode {
 util::Expected<PlannedNode> planned_node(Context& context, const InstallOptions& options, const std::string& manager) {
   PlannedNode out;
   if (!options.root.empty()) {
-    auto rooted = system::make_rooted_system(options.root);
-    if (!rooted) return rooted.error();
-    out.captured = std::move(*rooted);
+    GPUENV_TRY_ASSIGN(auto rooted, system::make_rooted_system(options.root));
+    out.captured = std::move(rooted);
     out.facts = install::observe_node(*out.captured, manager, true);
     out.arch = captured_arch(*out.captured, out.facts);
     return out;
@@ -191,49 +185,44 @@ util::Expected<PlannedNode> planned_node(Context& context, const InstallOptions&
   return out;
 }
 
-ExitCode run_install(Context& context, const InstallOptions& options) {
+util::Expected<ExitCode> run_install(Context& context, const InstallOptions& options) {
   if (!options.dry_run && (!options.os.empty() || !options.root.empty()))
-    return report_error(context, util::Error::usage("--os and --root plan for another machine: use them with "
-                                                    "--dry-run"));
+    return util::Error::usage(
+        "--os and --root plan for another machine: use them with "
+        "--dry-run");
   auto profile = load_install_profile(context, options.profile, options.set);
-  if (!profile) return report_error(context, profile.error());
-  auto data = install::builtin_install_data();
-  if (!data) return report_error(context, data.error());
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+  if (!profile) return profile.error();
+  GPUENV_TRY_ASSIGN(auto data, install::builtin_install_data());
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
   if (!options.dry_run && install::effective_uid(context.system).value_or(-1) != 0)
-    return report_error(context, util::Error::usage("install needs root", "run it with sudo, or use --dry-run"));
+    return util::Error::usage("install needs root", "run it with sudo, or use --dry-run");
 
-  auto first_target = target_of(*profile, options, this_machine_arch());
-  if (!first_target) return report_error(context, first_target.error());
+  GPUENV_TRY_ASSIGN(auto first_target, target_of(*profile, options, this_machine_arch()));
   // Every repository URL is checked before anything is read from the node or done to it.
-  auto request = repository_request(context, options, *profile, *first_target);
-  if (!request) return report_error(context, request.error());
+  GPUENV_TRY_ASSIGN(auto request, repository_request(context, options, *profile, first_target));
   if (!options.dry_run) {
-    for (const std::string& url : {request->cuda_repo_url, request->toolkit_repo_url}) {
-      if (auto untrusted = install::check_local_repository(context.system, url))
-        return report_error(context, *untrusted);
+    for (const std::string& url : {request.cuda_repo_url, request.toolkit_repo_url}) {
+      if (auto untrusted = install::check_local_repository(context.system, url)) return *untrusted;
     }
   }
-  const install::TargetRow* row = (*data)->find_target(first_target->distro, first_target->version);
+  const install::TargetRow* row = data->find_target(first_target.distro, first_target.version);
   auto node = planned_node(context, options, row ? row->manager : "");
-  if (!node) return report_error(context, node.error());
+  if (!node) return node.error();
   auto arch = planned_arch(*profile, options, node->arch, !options.dry_run);
-  if (!arch) return report_error(context, arch.error());
+  if (!arch) return arch.error();
   auto target = target_of(*profile, options, *arch);
-  if (!target) return report_error(context, target.error());
+  if (!target) return target.error();
   profile->os_arch = *arch;  // --arch sets os.arch in the profile the plan and its verify see
   system::System& node_system = node->captured ? *node->captured : context.system;
   const bool on_a_node = options.root.empty() ? !options.dry_run : options.os.empty();
   if (on_a_node) {
-    if (auto wrong = install::check_node_os(node_system, *target)) return report_error(context, *wrong);
+    if (auto wrong = install::check_node_os(node_system, *target)) return *wrong;
   }
-  request->target = *target;
-  request->node = node->facts;
-  auto plan = install::plan_install(*profile, *request, **data, **kb);
-  if (!plan) return report_error(context, plan.error());
-  if (options.dry_run) return print_plan(context, options, *plan);
-  return apply_install(context, options, *profile, *plan);
+  request.target = *target;
+  request.node = node->facts;
+  GPUENV_TRY_ASSIGN(auto plan, install::plan_install(*profile, request, *data, *kb));
+  if (options.dry_run) return print_plan(context, options, plan);
+  return apply_install(context, options, *profile, plan);
 }
 
 }  // namespace

@@ -82,16 +82,14 @@ nlohmann::json render_github(const profile::Profile& base, const std::vector<com
   return {{"include", include}};
 }
 
-ExitCode run_matrix(Context& context, const MatrixOptions& options) {
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
-  auto document = profile::load_profile(options.profile, context.system);
-  if (!document) return report_error(context, document.error());
-  const auto verdicts = compat::check_cells(profile::expand_matrix(*document), **kb);
+util::Expected<ExitCode> run_matrix(Context& context, const MatrixOptions& options) {
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
+  GPUENV_TRY_ASSIGN(auto document, profile::load_profile(options.profile, context.system));
+  const auto verdicts = compat::check_cells(profile::expand_matrix(document), *kb);
   if (options.format == "json") {
-    context.out << render_json(document->base, verdicts).dump(2) << "\n";
+    context.out << render_json(document.base, verdicts).dump(2) << "\n";
   } else if (options.format == "github") {
-    context.out << render_github(document->base, verdicts).dump() << "\n";
+    context.out << render_github(document.base, verdicts).dump() << "\n";
   } else {
     context.out << render_table(verdicts, context.style);
   }

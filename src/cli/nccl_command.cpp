@@ -37,24 +37,20 @@ struct JobOptions {
   std::string prometheus;
 };
 
-ExitCode run_judge(Context& context, const JudgeOptions& options) {
-  auto data = nccl::builtin_data();
-  if (!data) return report_error(context, data.error());
-  auto text = context.system.read_file(options.file, system::FileKind::report);
-  if (!text) return report_error(context, text.error());
-  auto output = nccl::parse_nccl_tests_output(*text);
-  if (!output)
-    return report_error(context,
-                        util::Error::input(options.file + ": " + output.error().message, output.error().remedy));
+util::Expected<ExitCode> run_judge(Context& context, const JudgeOptions& options) {
+  GPUENV_TRY_ASSIGN(auto data, nccl::builtin_data());
+  GPUENV_TRY_ASSIGN(auto text, context.system.read_file(options.file, system::FileKind::report));
+  auto output = nccl::parse_nccl_tests_output(text);
+  if (!output) return util::Error::input(options.file + ": " + output.error().message, output.error().remedy);
   nccl::JudgeRequest request;
   request.instance_type = options.instance_type;
   if (options.nodes > 0) request.nodes = options.nodes;
-  const nccl::JudgeReport judged = nccl::judge_nccl_tests(*output, request, **data);
+  const nccl::JudgeReport judged = nccl::judge_nccl_tests(*output, request, *data);
   if (!options.prometheus.empty()) {
     if (auto written =
             context.system.write_file_atomic(options.prometheus, nccl_judge_prometheus(judged, gpuenv_version()));
         !written)
-      return report_error(context, written.error());
+      return written.error();
   }
   context.out << (options.json ? nccl_judge_json(*output, judged, gpuenv_version())
                                : nccl_judge_text(*output, judged, context.style));
@@ -76,13 +72,12 @@ void apply_instance(const doctor::InstanceExpectation* instance, nccl::JobReques
   if (instance->gpu_memory_mib && *instance->gpu_memory_mib >= 48 * 1024) request.max_bytes = 16ULL << 30;
 }
 
-ExitCode run_job(Context& context, const JobOptions& options) {
-  if (options.slurm == options.kubernetes)
-    return report_error(context, util::Error::usage("name one scheduler: --slurm or --kubernetes"));
+util::Expected<ExitCode> run_job(Context& context, const JobOptions& options) {
+  if (options.slurm == options.kubernetes) return util::Error::usage("name one scheduler: --slurm or --kubernetes");
   auto data = nccl::builtin_data();
-  if (!data) return report_error(context, data.error());
+  if (!data) return data.error();
   auto instances = doctor::builtin_instances();
-  if (!instances) return report_error(context, instances.error());
+  if (!instances) return instances.error();
   nccl::JobRequest request;
   request.scheduler = options.slurm ? nccl::Scheduler::slurm : nccl::Scheduler::kubernetes;
   request.nodes = options.nodes;
@@ -93,22 +88,20 @@ ExitCode run_job(Context& context, const JobOptions& options) {
   if (!options.instance_type.empty()) {
     const doctor::InstanceExpectation* instance = doctor::find_instance(**instances, options.instance_type);
     if (instance == nullptr && (*data)->floor_for(options.instance_type, options.nodes) == nullptr) {
-      return report_error(
-          context, util::Error::usage("--instance-type " + options.instance_type + ": not in gpuenv's instance table",
-                                      "leave it out, or add the type with a data overlay "
-                                      "(instances.toml)"));
+      return util::Error::usage("--instance-type " + options.instance_type + ": not in gpuenv's instance table",
+                                "leave it out, or add the type with a data overlay "
+                                "(instances.toml)");
     }
     apply_instance(instance, request);
     if (const nccl::Floor* floor = (*data)->floor_for(options.instance_type, options.nodes))
       request.max_bytes = std::max(request.max_bytes, floor->message_bytes);
   }
   if (options.gpus_per_node > 0) request.gpus_per_node = options.gpus_per_node;
-  auto job = nccl::write_job(request, **data);
-  if (!job) return report_error(context, job.error());
+  GPUENV_TRY_ASSIGN(auto job, nccl::write_job(request, **data));
   if (options.output.empty()) {
-    context.out << *job;
-  } else if (auto written = context.system.write_file_atomic(options.output, *job); !written) {
-    return report_error(context, written.error());
+    context.out << job;
+  } else if (auto written = context.system.write_file_atomic(options.output, job); !written) {
+    return written.error();
   }
   return ExitCode::ok;
 }

@@ -22,12 +22,12 @@ struct ProfileOptions {
   bool all = false;  ///< check every shipped profile
 };
 
-ExitCode run_list(Context& context, bool json) {
+util::Expected<ExitCode> run_list(Context& context, bool json) {
   nlohmann::json rows = nlohmann::json::array();
   std::ostringstream table;
   for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) {
     auto document = profile::parse_profile(shipped.text, "builtin:" + shipped.name);
-    if (!document) return report_error(context, util::Error::internal(document.error().message));
+    if (!document) return util::Error::internal(document.error().message);
     const profile::Profile& p = document->base;
     const std::size_t cells = profile::expand_matrix(*document).size();
     std::string framework = p.framework_name.empty() ? "-" : p.framework_name + " " + p.framework_version;
@@ -50,31 +50,27 @@ ExitCode run_list(Context& context, bool json) {
   return ExitCode::ok;
 }
 
-ExitCode run_show(Context& context, const std::string& name, bool json) {
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
-  auto document = profile::load_profile(name, context.system);
-  if (!document) return report_error(context, document.error());
-  const std::vector<profile::Cell> cells = profile::expand_matrix(*document);
+util::Expected<ExitCode> run_show(Context& context, const std::string& name, bool json) {
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
+  GPUENV_TRY_ASSIGN(auto document, profile::load_profile(name, context.system));
+  const std::vector<profile::Cell> cells = profile::expand_matrix(document);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const profile::Cell& cell : cells) out.push_back(resolved_json(cell, **kb));
+    for (const profile::Cell& cell : cells) out.push_back(resolved_json(cell, *kb));
     context.out << (cells.size() == 1 ? out[0] : out).dump(2) << "\n";
   } else {
-    for (const profile::Cell& cell : cells) context.out << resolved_text(cell, **kb) << (cells.size() > 1 ? "\n" : "");
+    for (const profile::Cell& cell : cells) context.out << resolved_text(cell, *kb) << (cells.size() > 1 ? "\n" : "");
   }
   return ExitCode::ok;
 }
 
-ExitCode run_check(Context& context, const ProfileOptions& options) {
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return report_error(context, kb.error());
+util::Expected<ExitCode> run_check(Context& context, const ProfileOptions& options) {
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
   std::vector<std::string> names = options.profiles;
   if (options.all) {
     for (const profile::ShippedProfile& shipped : profile::shipped_profiles()) names.push_back(shipped.name);
   }
-  if (names.empty())
-    return report_error(context, util::Error::usage("profile check: name at least one profile", "or pass --all"));
+  if (names.empty()) return util::Error::usage("profile check: name at least one profile", "or pass --all");
   ExitCode worst = ExitCode::ok;
   nlohmann::json results = nlohmann::json::array();
   for (const std::string& name : names) {
@@ -83,7 +79,7 @@ ExitCode run_check(Context& context, const ProfileOptions& options) {
       worst = std::max(worst, report_error(context, document.error()));
       continue;
     }
-    const auto verdicts = compat::check_cells(profile::expand_matrix(*document), **kb);
+    const auto verdicts = compat::check_cells(profile::expand_matrix(*document), *kb);
     const bool all_valid = std::all_of(verdicts.begin(), verdicts.end(), [](const auto& v) { return v.valid; });
     if (!all_valid) worst = std::max(worst, ExitCode::not_ok);
     if (options.json) {

@@ -260,7 +260,7 @@ util::Expected<nccl::SweepReport> run_nccl_sweep(Context& context, const SmokeCo
   return nccl::run_allreduce_sweep(context.system, sweep);
 }
 
-ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options) {
+util::Expected<ExitCode> run_smoke_command(Context& context, const SmokeCommandOptions& options) {
   if (options.describe) {
     context.out << describe_kernels(options.json);
     return ExitCode::ok;
@@ -268,26 +268,23 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   smoke::SmokeOptions request;
   for (auto [name, library] :
        {std::pair{"GPUENV_CUDA_LIBRARY", &request.library}, std::pair{"GPUENV_NVML_LIBRARY", &request.nvml_library}}) {
-    auto named = library_from_environment(context.system, name, *library);
-    if (!named) return report_error(context, named.error());
-    *library = *named;
+    GPUENV_TRY_ASSIGN(auto named, library_from_environment(context.system, name, *library));
+    *library = named;
   }
   // GPUENV_NCCL_LIBRARY is checked before any GPU work, as the others are (docs/security.md, "Named files").
   std::string nccl_library;
   if (options.nccl) {
-    auto named = library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", "");
-    if (!named) return report_error(context, named.error());
-    nccl_library = *named;
+    GPUENV_TRY_ASSIGN(auto named, library_from_environment(context.system, "GPUENV_NCCL_LIBRARY", ""));
+    nccl_library = named;
     // --python's interpreter runs as root to find the wheel: the same rule as doctor's --python.
     if (options.python.find('/') != std::string::npos) {
-      if (auto trusted = require_trusted(context.system, options.python, "--python " + options.python); !trusted)
-        return report_error(context, trusted.error());
+      GPUENV_TRY(require_trusted(context.system, options.python, "--python " + options.python));
     }
   }
   request.quick = options.quick;
   if (options.device >= 0) request.device = options.device;
   if (options.fail_ratio > options.min_ratio) {
-    return report_error(context, util::Error::usage("--fail-ratio must not exceed --min-ratio"));
+    return util::Error::usage("--fail-ratio must not exceed --min-ratio");
   }
   request.thresholds.min_ratio = options.min_ratio;
   request.thresholds.fail_ratio = options.fail_ratio;
@@ -297,35 +294,28 @@ ExitCode run_smoke_command(Context& context, const SmokeCommandOptions& options)
   request.run_timeout = std::chrono::milliseconds(static_cast<long long>(options.budget_s * 1000));
   if (options.expect_gpus >= 0) request.expect_gpus = options.expect_gpus;
   request.cublas = !options.no_cublas;
-  auto cublas = library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", "");
-  if (!cublas) return report_error(context, cublas.error());
-  request.cublas_library = *cublas;
+  GPUENV_TRY_ASSIGN(auto cublas, library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", ""));
+  request.cublas_library = cublas;
   request.peer = !options.no_peer;
   request.memtest_fraction = options.no_memtest ? 0 : options.memtest;
-  if (auto read = read_smoke_overrides(options.expect, "--expect", false, request.overrides); !read) {
-    return report_error(context, read.error());
-  }
-  if (auto read = read_smoke_overrides(options.minimum, "--minimum", true, request.overrides); !read) {
-    return report_error(context, read.error());
-  }
+  GPUENV_TRY(read_smoke_overrides(options.expect, "--expect", false, request.overrides));
+  GPUENV_TRY(read_smoke_overrides(options.minimum, "--minimum", true, request.overrides));
   auto report = smoke::run_smoke(context.system, request);
-  if (!report) return report_error(context, report.error());
+  if (!report) return report.error();
   std::optional<nccl::SweepReport> sweep;
   // Not after a hang (smoke's, or any abandoned work): NCCL would wait behind the stuck thread, and unsetting
   // NCCL_COMM_ID would race its getenv (glibc before 2.40).
   if (options.nccl && !report->abandoned_work && !system::work_was_abandoned()) {
-    auto ran = run_nccl_sweep(context, options, request.library, nccl_library);
-    if (!ran) return report_error(context, ran.error());
-    sweep = std::move(*ran);
+    GPUENV_TRY_ASSIGN(auto ran, run_nccl_sweep(context, options, request.library, nccl_library));
+    sweep = std::move(ran);
   }
   // Each finding's action from data/doctor/actions.toml, as doctor gives them (docs/doctor-json.md "Actions").
-  auto actions = doctor::builtin_actions();
-  if (!actions) return report_error(context, actions.error());
-  doctor::assign_actions(report->findings, **actions);
-  for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, **actions);
-  doctor::assign_actions(report->peer_findings, **actions);
-  doctor::assign_actions(report->bidirectional_findings, **actions);
-  if (sweep) doctor::assign_actions(sweep->findings, **actions);
+  GPUENV_TRY_ASSIGN(auto actions, doctor::builtin_actions());
+  doctor::assign_actions(report->findings, *actions);
+  for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, *actions);
+  doctor::assign_actions(report->peer_findings, *actions);
+  doctor::assign_actions(report->bidirectional_findings, *actions);
+  if (sweep) doctor::assign_actions(sweep->findings, *actions);
   const report::Verdict verdict = sweep ? std::max(report->verdict, sweep->verdict) : report->verdict;
   if (options.json) {
     context.out << smoke_json(*report, verdict, sweep ? &*sweep : nullptr);

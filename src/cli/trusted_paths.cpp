@@ -18,7 +18,7 @@ util::Expected<std::string> library_from_environment(system::System& system, con
   const auto value = system.environment(name);
   if (!value || value->empty()) return fallback;
   if (value->find('/') != std::string::npos) {
-    if (auto trusted = require_trusted(system, *value, name + "=" + *value); !trusted) return trusted.error();
+    GPUENV_TRY(require_trusted(system, *value, name + "=" + *value));
   }
   return *value;
 }
@@ -26,8 +26,7 @@ util::Expected<std::string> library_from_environment(system::System& system, con
 util::Expected<profile::ProfileDocument> load_trusted_profile(system::System& system, const std::string& name_or_path,
                                                               const std::string& named_by) {
   if (profile::names_a_file(name_or_path) && system.exists(name_or_path)) {
-    if (auto trusted = require_trusted(system, name_or_path, named_by + " " + name_or_path); !trusted)
-      return trusted.error();
+    GPUENV_TRY(require_trusted(system, name_or_path, named_by + " " + name_or_path));
   }
   return profile::load_profile(name_or_path, system);
 }

@@ -27,7 +27,7 @@ std::int64_t unix_ms_now() {
       .count();
 }
 
-ExitCode run_watch(Context& context, const WatchOptions& options) {
+util::Expected<ExitCode> run_watch(Context& context, const WatchOptions& options) {
   // Before any thread starts (NVML's, the listener's, a hook's): they inherit the blocked signals.
   const std::unique_ptr<system::Wakeups> wakeups = system::make_signal_wakeups();
   const bool journal = context.system.environment("JOURNAL_STREAM").has_value();
@@ -42,22 +42,20 @@ ExitCode run_watch(Context& context, const WatchOptions& options) {
       context.err << "gpuenv watch: " << clean << std::endl;
     }
   };
-  auto settings = watch::load_settings(context.system, options.overrides);
-  if (!settings) return report_error(context, settings.error());
-  auto rules = watch::builtin_rule_settings();
-  if (!rules) return report_error(context, rules.error());
+  GPUENV_TRY_ASSIGN(auto settings, watch::load_settings(context.system, options.overrides));
+  GPUENV_TRY_ASSIGN(auto rules, watch::builtin_rule_settings());
   watch::Publisher publisher(
       context.system, [](const watch::Snapshot& snapshot) { return watch_prometheus(snapshot, gpuenv_version()); });
-  if (auto configured = publisher.configure(*settings); !configured) return report_error(context, configured.error());
+  GPUENV_TRY(publisher.configure(settings));
 
   watch::Monitor monitor(context.system, context.system, unix_ms_now, log);
-  if (auto started = monitor.start(*settings, *rules); !started) return report_error(context, started.error());
-  log(5, "watching every " + std::to_string(settings->interval.count()) + " ms");
+  GPUENV_TRY(monitor.start(settings, rules));
+  log(5, "watching every " + std::to_string(settings.interval.count()) + " ms");
   watch::DaemonCallbacks callbacks;
   callbacks.load_settings = [&]() -> util::Expected<watch::WatchSettings> {
     auto reloaded = watch::load_settings(context.system, options.overrides);
     if (!reloaded) return reloaded;
-    if (auto configured = publisher.configure(*reloaded); !configured) return configured.error();
+    GPUENV_TRY(publisher.configure(*reloaded));
     return reloaded;
   };
   callbacks.publish = [&](const watch::Snapshot& snapshot) { publisher.publish(snapshot, log); };

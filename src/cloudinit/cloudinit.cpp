@@ -183,10 +183,9 @@ util::Expected<Source> checked_source(Source source) {
     }
     return source;
   }
-  if (auto ok = check_url(source); !ok) return ok.error();
-  auto sha = check_sha256(source);
-  if (!sha) return sha.error();
-  source.sha256 = *sha;
+  GPUENV_TRY(check_url(source));
+  GPUENV_TRY_ASSIGN(auto sha, check_sha256(source));
+  source.sha256 = sha;
   if (!source.curl_config.empty() &&
       (source.curl_config.front() != '/' || comment_safe(source.curl_config) != source.curl_config ||
        source.curl_config.find_first_of("\"\\ ") != std::string::npos)) {
@@ -222,7 +221,7 @@ util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
 
 util::Expected<std::string> render_user_data(const profile::Profile& profile, std::string_view profile_text,
                                              const Options& options) {
-  if (auto ok = check_options(profile, options); !ok) return ok.error();
+  GPUENV_TRY(check_options(profile, options));
   auto script = render_per_boot_script(options);
   if (!script) return script.error();
 

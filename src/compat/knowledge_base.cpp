@@ -248,9 +248,8 @@ Expected<KnowledgeBase> parse_knowledge_base(std::span<const util::EmbeddedFile>
     const auto spec = std::find_if(table_specs().begin(), table_specs().end(),
                                    [&file](const TableSpec& s) { return s.name == file.name; });
     if (spec == table_specs().end()) return Error::internal("unexpected knowledge-base file " + std::string(file.name));
-    auto parsed = util::read_data_table({spec->name, file, spec->keys}, overlay);
-    if (!parsed) return parsed.error();
-    if (auto read = read_table(*spec, *parsed, kb); !read) return read.error();
+    GPUENV_TRY_ASSIGN(auto parsed, util::read_data_table({spec->name, file, spec->keys}, overlay));
+    GPUENV_TRY(read_table(*spec, parsed, kb));
   }
   std::sort(kb.cuda_releases.begin(), kb.cuda_releases.end(),
             [](const CudaRelease& a, const CudaRelease& b) { return a.version < b.version; });

@@ -70,13 +70,12 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
   bool have_uv = false;
   for (const util::EmbeddedFile& file : files) {
     const std::string name(file.name);
-    const auto parsed = util::read_data_table({file.name, file, row_keys(file.name)}, overlay);
-    if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key({"as_of", "os_python", "pip", "pip_advisory", "uv", "numpy",
-                                                 "torch_cudnn", "torch_compile", "require_cuda", "curl"})) {
+    GPUENV_TRY_ASSIGN(const auto parsed, util::read_data_table({file.name, file, row_keys(file.name)}, overlay));
+    if (const auto key = parsed.unexpected_key({"as_of", "os_python", "pip", "pip_advisory", "uv", "numpy",
+                                                "torch_cudnn", "torch_compile", "require_cuda", "curl"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
-    auto os_rows = parsed->append_rows("os_python", data.os_python, [](TomlRow& row) {
+    auto os_rows = parsed.append_rows("os_python", data.os_python, [](TomlRow& row) {
       OsPython out;
       out.os = row.text("os");
       out.python = row.version("python");
@@ -86,7 +85,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!os_rows) return os_rows.error();
-    auto numpy_rows = parsed->append_rows("numpy", data.numpy, [](TomlRow& row) {
+    auto numpy_rows = parsed.append_rows("numpy", data.numpy, [](TomlRow& row) {
       NumpyCap out;
       out.framework = row.text("framework");
       out.below = row.version("below");
@@ -95,7 +94,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!numpy_rows) return numpy_rows.error();
-    auto pip_rows = parsed->append_rows("pip", data.pip, [](TomlRow& row) {
+    auto pip_rows = parsed.append_rows("pip", data.pip, [](TomlRow& row) {
       PipPin out;
       out.python_min = row.version("python_min");
       out.python_max = row.version("python_max");
@@ -104,7 +103,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!pip_rows) return pip_rows.error();
-    auto cudnn_rows = parsed->append_rows("torch_cudnn", data.torch_cudnn, [](TomlRow& row) {
+    auto cudnn_rows = parsed.append_rows("torch_cudnn", data.torch_cudnn, [](TomlRow& row) {
       TorchCudnn out;
       out.torch = row.version("torch");
       out.variant = row.text("variant");
@@ -113,7 +112,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!cudnn_rows) return cudnn_rows.error();
-    auto compile_rows = parsed->append_rows("torch_compile", data.torch_compile, [](TomlRow& row) {
+    auto compile_rows = parsed.append_rows("torch_compile", data.torch_compile, [](TomlRow& row) {
       TorchCompileGap out;
       out.torch_min = row.version("torch_min");
       out.torch_max = row.version("torch_max");
@@ -122,7 +121,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!compile_rows) return compile_rows.error();
-    auto require_rows = parsed->append_rows("require_cuda", data.require_cuda, [](TomlRow& row) {
+    auto require_rows = parsed.append_rows("require_cuda", data.require_cuda, [](TomlRow& row) {
       RequireCuda out;
       out.cuda = row.version("cuda");
       out.x86_64 = row.text("x86_64");
@@ -135,16 +134,16 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       return out;
     });
     if (!require_rows) return require_rows.error();
-    if (parsed->contains("curl")) {
-      auto curl = parsed->read_table("curl", [&data](TomlRow& row) {
+    if (parsed.contains("curl")) {
+      auto curl = parsed.read_table("curl", [&data](TomlRow& row) {
         data.curl.image = row.text("image");
         data.curl.provenance = compat::read_provenance(row);
       });
       if (!curl) return curl.error();
     }
-    if (parsed->contains("pip_advisory")) {
+    if (parsed.contains("pip_advisory")) {
       PipAdvisory advisory;
-      auto read = parsed->read_table("pip_advisory", [&advisory](TomlRow& row) {
+      auto read = parsed.read_table("pip_advisory", [&advisory](TomlRow& row) {
         advisory.id = row.text("id");
         advisory.fixed = row.version("fixed");
         advisory.provenance = compat::read_provenance(row);
@@ -152,14 +151,14 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       if (!read) return read.error();
       data.pip_advisory = std::move(advisory);
     }
-    if (parsed->contains("as_of")) {
-      auto as_of = parsed->top_level_text("as_of");
+    if (parsed.contains("as_of")) {
+      auto as_of = parsed.top_level_text("as_of");
       if (!as_of) return as_of.error();
       data.as_of = *as_of;
     }
-    if (parsed->contains("uv")) {
+    if (parsed.contains("uv")) {
       if (have_uv) return Error::internal(name + ": [uv] must be one table");
-      auto uv = parsed->read_table("uv", [&data](TomlRow& row) {
+      auto uv = parsed.read_table("uv", [&data](TomlRow& row) {
         data.uv.version = row.text("version");
         data.uv.image = row.text("image");
         data.uv.python_min = row.version("python_min");

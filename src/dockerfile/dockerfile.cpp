@@ -343,12 +343,10 @@ util::Expected<Plan> make_plan(const profile::Profile& p, const compat::Knowledg
       return Error::usage("--hashed-requirements: profile " + p.name + " installs no framework",
                           "drop --hashed-requirements");
     }
-    const auto pinned = check_framework_pin(*options.hashed_requirements, plan.framework.package, plan.framework.pin,
-                                            plan.framework.variant, plan.framework.numpy_cap);
-    if (!pinned) return pinned.error();
-    auto pip = hashed_pip_requirement(*options.hashed_requirements);
-    if (!pip) return pip.error();
-    plan.hashed_pip = std::move(*pip);
+    GPUENV_TRY(check_framework_pin(*options.hashed_requirements, plan.framework.package, plan.framework.pin,
+                                   plan.framework.variant, plan.framework.numpy_cap));
+    GPUENV_TRY_ASSIGN(auto pip, hashed_pip_requirement(*options.hashed_requirements));
+    plan.hashed_pip = std::move(pip);
   }
   plan.manager = package_manager(p);
   plan.host = host_driver(p, kb, data, plan.derived, plan.framework);
@@ -359,13 +357,12 @@ util::Expected<Plan> make_plan(const profile::Profile& p, const compat::Knowledg
 
 util::Expected<std::string> render(const profile::Profile& p, const compat::KnowledgeBase& kb, const Data& data,
                                    const Options& options) {
-  const auto plan = make_plan(p, kb, data, options);
-  if (!plan) return plan.error();
+  GPUENV_TRY_ASSIGN(const auto plan, make_plan(p, kb, data, options));
   const PipPin* pip = p.framework_name.empty() ? nullptr : pip_for(data, *Version::parse(p.framework_python));
-  std::string out = header(*plan) + stages(*plan) + system_layer(*plan, pip);
-  if (pip != nullptr) out += python_layers(*plan, *pip);
+  std::string out = header(plan) + stages(plan) + system_layer(plan, pip);
+  if (pip != nullptr) out += python_layers(plan, *pip);
   if (options.with_doctor) out += doctor_install();
-  out += runtime_identity(p) + compile_check(p, data) + labels(*plan) + final_user(p);
+  out += runtime_identity(p) + compile_check(p, data) + labels(plan) + final_user(p);
 
   const std::vector<std::string> problems = structural_problems(out, {data.uv.image, data.curl.image}, stays_root(p));
   if (!problems.empty())

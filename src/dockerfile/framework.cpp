@@ -87,17 +87,16 @@ util::Expected<FrameworkSteps> pytorch_steps(const profile::Profile& p, const co
   steps.package = "torch";
   steps.pin = torch->str();
   steps.variant = variant;
-  auto source = torch_source(p, *release, derived, steps.requirements, steps.pin);
-  if (!source) return source.error();
+  GPUENV_TRY_ASSIGN(auto source, torch_source(p, *release, derived, steps.requirements, steps.pin));
   if (const std::optional<TorchMirror> mirror = torch_mirror(p, variant, release->install)) {
     steps.arg_lines = mirror->arg_line;
   }
-  steps.index = source->index;
+  steps.index = source.index;
   steps.numpy_cap = numpy_requirement(data, "pytorch", *torch);
   if (!steps.numpy_cap.empty()) steps.requirements.push_back("\"" + steps.numpy_cap + "\"");
 
   std::string text = "PyTorch " + steps.pin + ", " + variant + " wheel (it bundles its own CUDA " +
-                     major_minor(*wheel_cuda) + " runtime), " + source->how + ". ";
+                     major_minor(*wheel_cuda) + " runtime), " + source.how + ". ";
   if (release->torchvision.empty()) {
     text += "torchvision and torchaudio are not pinned: the knowledge base does not list torch " +
             release->version.str() + "'s companions.";

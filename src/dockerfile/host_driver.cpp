@@ -94,9 +94,8 @@ util::Expected<Requirement> parse_require_cuda(std::string_view text) {
     std::vector<RequireCondition> conditions;
     for (const std::string_view condition : util::split(alternative, ',')) {
       if (condition.empty()) continue;
-      auto parsed = parse_condition(condition);
-      if (!parsed) return parsed.error();
-      conditions.push_back(std::move(*parsed));
+      GPUENV_TRY_ASSIGN(auto parsed, parse_condition(condition));
+      conditions.push_back(std::move(parsed));
     }
     if (!conditions.empty()) out.push_back(std::move(conditions));
   }

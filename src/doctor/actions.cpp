@@ -48,10 +48,10 @@ std::optional<report::Action> ActionTable::action(std::string_view id, report::S
 }
 
 util::Expected<ActionTable> parse_actions(std::string_view text, const util::Overlay& overlay) {
-  const auto parsed = util::read_data_table({"actions.toml", {"actions.toml", text}, action_row_keys()}, overlay);
-  if (!parsed) return parsed.error();
+  GPUENV_TRY_ASSIGN(const auto parsed,
+                    util::read_data_table({"actions.toml", {"actions.toml", text}, action_row_keys()}, overlay));
   ActionTable out;
-  auto rows = parsed->read_rows("action", [&out](util::TomlRow& row) {
+  auto rows = parsed.read_rows("action", [&out](util::TomlRow& row) {
     ActionRow action;
     action.id = row.text("id");
     action.fail = read_action(row, "fail");
@@ -65,9 +65,8 @@ util::Expected<ActionTable> parse_actions(std::string_view text, const util::Ove
 }
 
 util::Expected<ActionTable> load_actions(const util::Overlay& overlay) {
-  const auto text = util::embedded_text(embedded_doctor_data(), "actions.toml");
-  if (!text) return text.error();
-  return parse_actions(*text, overlay);
+  GPUENV_TRY_ASSIGN(const auto text, util::embedded_text(embedded_doctor_data(), "actions.toml"));
+  return parse_actions(text, overlay);
 }
 
 util::Expected<const ActionTable*> builtin_actions() { return util::builtin_table<&load_actions>(); }

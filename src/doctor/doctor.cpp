@@ -93,12 +93,9 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   // Load gpuenv's own data first: a broken build should say so before touching the machine.
   auto thresholds = builtin_thresholds();
   if (!thresholds) return thresholds.error();
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return kb.error();
-  auto instances = builtin_instances();
-  if (!instances) return instances.error();
-  auto actions = builtin_actions();
-  if (!actions) return actions.error();
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
+  GPUENV_TRY_ASSIGN(auto instances, builtin_instances());
+  GPUENV_TRY_ASSIGN(auto actions, builtin_actions());
 
   DoctorReport report;
   // One deadline over every wait, when one is asked for: commands go through it, NVML and libcuda ask it.
@@ -116,9 +113,9 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   }
 
   // Judge them: thresholds, compatibility rules, and the profile when one was given.
-  const InstanceExpectation* instance = find_instance(**instances, report.facts.host.instance_type);
+  const InstanceExpectation* instance = find_instance(*instances, report.facts.host.instance_type);
   const Expectations expectations{request.expect_gpus, request.profile ? &*request.profile : nullptr, instance};
-  report.findings = evaluate(report.facts, **thresholds, **kb, expectations);
+  report.findings = evaluate(report.facts, **thresholds, *kb, expectations);
 
   // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.
   if (request.run_smoke) add_smoke_findings(target, bounded ? &*bounded : nullptr, request, instance, report);
@@ -127,7 +124,7 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   for (report::Finding& finding : evaluate_link_counters(report.facts, **thresholds))
     report.findings.push_back(std::move(finding));
   if (bounded) add_deadline_finding(*bounded, *request.deadline, report);
-  assign_actions(report.findings, **actions);
+  assign_actions(report.findings, *actions);
   report.verdict = report::verdict_of(report.findings);
   return report;
 }

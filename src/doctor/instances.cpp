@@ -180,13 +180,13 @@ std::string InstanceExpectation::describe() const {
 std::vector<util::RowKey> instance_row_keys() { return {{"instance", {"instance_type"}}}; }
 
 util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_view text, const util::Overlay& overlay) {
-  const auto parsed = util::read_data_table({"instances.toml", {"instances.toml", text}, instance_row_keys()}, overlay);
-  if (!parsed) return parsed.error();
-  if (const auto key = parsed->unexpected_key({"instance"}))
+  GPUENV_TRY_ASSIGN(const auto parsed,
+                    util::read_data_table({"instances.toml", {"instances.toml", text}, instance_row_keys()}, overlay));
+  if (const auto key = parsed.unexpected_key({"instance"}))
     return util::Error::internal("instances.toml: unknown top-level key `" + *key + "`");
   std::vector<InstanceExpectation> out;
   std::set<std::string> seen;
-  auto rows = parsed->read_rows("instance", [&](util::TomlRow& row) {
+  auto rows = parsed.read_rows("instance", [&](util::TomlRow& row) {
     InstanceExpectation e;
     e.cloud = row.one_of("cloud", {"aws", "gcp", "azure", "alibaba", "tencent", "huawei", "oracle", "openstack"});
     e.instance_type = row.text("instance_type");
@@ -223,9 +223,8 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
 }
 
 util::Expected<std::vector<InstanceExpectation>> load_instances(const util::Overlay& overlay) {
-  const auto text = util::embedded_text(embedded_doctor_data(), "instances.toml");
-  if (!text) return text.error();
-  return parse_instances(*text, overlay);
+  GPUENV_TRY_ASSIGN(const auto text, util::embedded_text(embedded_doctor_data(), "instances.toml"));
+  return parse_instances(text, overlay);
 }
 
 util::Expected<const std::vector<InstanceExpectation>*> builtin_instances() {

@@ -45,17 +45,17 @@ std::vector<util::DataTable> data_tables() {
 }
 
 util::Expected<util::Ok> check_data(const util::Overlay& overlay) {
-  if (auto parsed = load_thresholds(overlay); !parsed) return parsed.error();
-  if (auto parsed = load_actions(overlay); !parsed) return parsed.error();
-  if (auto parsed = load_instances(overlay); !parsed) return parsed.error();
+  GPUENV_TRY(load_thresholds(overlay));
+  GPUENV_TRY(load_actions(overlay));
+  GPUENV_TRY(load_instances(overlay));
   return util::Ok{};
 }
 
 util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::Overlay& overlay) {
-  const auto parsed = util::read_data_table({"thresholds.toml", {"thresholds.toml", text}, k_threshold_keys}, overlay);
-  if (!parsed) return parsed.error();
+  GPUENV_TRY_ASSIGN(const auto parsed,
+                    util::read_data_table({"thresholds.toml", {"thresholds.toml", text}, k_threshold_keys}, overlay));
   Thresholds out;
-  auto thresholds = parsed->read_rows("threshold", [&out](util::TomlRow& row) {
+  auto thresholds = parsed.read_rows("threshold", [&out](util::TomlRow& row) {
     const std::string id = row.text("id");
     Threshold threshold{row.optional_number("warn_below"), row.optional_number("warn_at"),
                         row.optional_number("fail_at"), read_source(row)};
@@ -65,7 +65,7 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::O
     out.values[id] = threshold;
   });
   if (!thresholds) return thresholds.error();
-  auto reasons = parsed->read_rows("throttle_reason", [&out](util::TomlRow& row) {
+  auto reasons = parsed.read_rows("throttle_reason", [&out](util::TomlRow& row) {
     const std::string name = row.text("name");
     const std::string status_on = row.one_of("status_on", {"warn", "fail"});
     out.throttle_reasons[name] = {status_on == "fail" ? report::Status::fail : report::Status::warn,
@@ -76,9 +76,8 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::O
 }
 
 util::Expected<Thresholds> load_thresholds(const util::Overlay& overlay) {
-  const auto text = util::embedded_text(embedded_doctor_data(), "thresholds.toml");
-  if (!text) return text.error();
-  return parse_thresholds(*text, overlay);
+  GPUENV_TRY_ASSIGN(const auto text, util::embedded_text(embedded_doctor_data(), "thresholds.toml"));
+  return parse_thresholds(text, overlay);
 }
 
 util::Expected<const Thresholds*> builtin_thresholds() { return util::builtin_table<&load_thresholds>(); }

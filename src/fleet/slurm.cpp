@@ -228,13 +228,11 @@ namespace {
 template <typename Decide>
 util::Expected<SlurmOutcome> read_decide_update(system::System& system, const std::string& node,
                                                 std::chrono::milliseconds timeout, Decide decide) {
-  auto shown = run_scontrol(system, {"scontrol", "show", "node", node}, timeout);
-  if (!shown) return shown.error();
-  auto parsed = parse_scontrol_show_node(shown->out);
-  if (!parsed) return parsed.error();
-  SlurmOutcome outcome{*parsed, decide(*parsed)};
+  GPUENV_TRY_ASSIGN(auto shown, run_scontrol(system, {"scontrol", "show", "node", node}, timeout));
+  GPUENV_TRY_ASSIGN(auto parsed, parse_scontrol_show_node(shown.out));
+  SlurmOutcome outcome{parsed, decide(parsed)};
   if (const auto argv = scontrol_update_argv(node, outcome.action); !argv.empty()) {
-    if (auto updated = run_scontrol(system, argv, timeout); !updated) return updated.error();
+    GPUENV_TRY(run_scontrol(system, argv, timeout));
   }
   return outcome;
 }

@@ -96,24 +96,22 @@ class Run {
     for (const Step& step : m_plan.steps) m_report.steps.push_back({step.id, StepResult::not_run, ""});
     if (!m_plan.refusals.empty())
       return finish(Outcome::refused, "the plan was refused: " + m_plan.refusals[0].message);
-    if (auto resumed = load(); !resumed) return resumed.error();
+    GPUENV_TRY(load());
     for (std::size_t i = 0; i < m_plan.steps.size(); ++i) {
       const Step& step = m_plan.steps[i];
       StepReport& report = m_report.steps[i];
       if (step.id == k_reboot) {
-        auto due = reboot(step, report);
-        if (!due) return due.error();
-        if (*due) return m_report;  // rebooting, waiting for one, or stopped: reboot() finished the report
+        GPUENV_TRY_ASSIGN(auto due, reboot(step, report));
+        if (due) return m_report;  // rebooting, waiting for one, or stopped: reboot() finished the report
         continue;
       }
       if (step.id == k_verify) {
-        if (auto verified = verify(report); !verified) return verified.error();
+        GPUENV_TRY(verify(report));
         if (report.result == StepResult::failed) return finish(Outcome::not_ready, report.detail);
         if (report.result == StepResult::ran) return finish(Outcome::verified, "doctor: " + report.detail);
         continue;
       }
-      auto ran = run_step(step, report);
-      if (!ran) return ran.error();
+      GPUENV_TRY(run_step(step, report));
       if (report.result == StepResult::failed && step.failure_stops) {
         m_report.failed_step = step.id;
         return finish(Outcome::failed, "step " + step.id + " failed (" + report.detail + "); see " +
@@ -128,19 +126,17 @@ class Run {
     for (const std::string& dir : {parent_of(m_options.log_path), m_options.state_dir}) {
       if (!m_system.exists(dir)) m_system.run({"mkdir", "-p", dir}, std::chrono::seconds(30));
     }
-    auto previous = load_state(m_system, m_report.state_path);
-    if (!previous) return previous.error();
-    const bool same_plan =
-        *previous && (*previous)->profile == m_state.profile && (*previous)->target == m_state.target;
+    GPUENV_TRY_ASSIGN(auto previous, load_state(m_system, m_report.state_path));
+    const bool same_plan = previous && previous->profile == m_state.profile && previous->target == m_state.target;
     // Reboots are counted on every run (a per-boot hook need not pass --resume): see reboot().
-    if (same_plan) m_state.reboots = (*previous)->reboots;
-    if (m_options.resume && *previous) {
-      if ((*previous)->profile != m_state.profile || (*previous)->target != m_state.target) {
-        return util::Error::input(m_report.state_path + " is for " + (*previous)->profile + " on " +
-                                      (*previous)->target + ", not " + m_state.profile + " on " + m_state.target,
+    if (same_plan) m_state.reboots = previous->reboots;
+    if (m_options.resume && previous) {
+      if (previous->profile != m_state.profile || previous->target != m_state.target) {
+        return util::Error::input(m_report.state_path + " is for " + previous->profile + " on " + previous->target +
+                                      ", not " + m_state.profile + " on " + m_state.target,
                                   "run without --resume to start over");
       }
-      m_state.completed = (*previous)->completed;
+      m_state.completed = previous->completed;
     }
     return m_log.line("-", "gpuenv install " + m_plan.profile + " on " + m_plan.target.label() +
                                (m_options.resume ? " (resume)" : ""));
@@ -166,12 +162,11 @@ class Run {
       m_report.changed = true;
     }
     for (const std::vector<std::string>& argv : step.commands) {
-      auto result = run_command(step, argv);
-      if (!result) return result.error();
-      if (result->exit_code != 0) {
+      GPUENV_TRY_ASSIGN(auto result, run_command(step, argv));
+      if (result.exit_code != 0) {
         report = {step.id, StepResult::failed,
-                  "`" + util::join(argv, " ") + "` exited " + std::to_string(result->exit_code) +
-                      (result->timed_out ? " after the timeout" : "") + explain(step)};
+                  "`" + util::join(argv, " ") + "` exited " + std::to_string(result.exit_code) +
+                      (result.timed_out ? " after the timeout" : "") + explain(step)};
         if (!step.failure_stops) {
           if (auto log = m_log.line(step.id, "failed; going on: a later step may repair it"); !log) return log;
         }
@@ -204,9 +199,9 @@ class Run {
   /// Runs one command of a step, logged; exit 100 (apt's "could not get lock") is retried step.retries times.
   util::Expected<system::CommandResult> run_command(const Step& step, const std::vector<std::string>& argv) {
     for (int attempt = 0;; ++attempt) {
-      if (auto log = m_log.line(step.id, "$ " + util::join(argv, " ")); !log) return log.error();
+      GPUENV_TRY(m_log.line(step.id, "$ " + util::join(argv, " ")));
       system::CommandResult result = m_system.run(argv, step.timeout);
-      if (auto log = m_log.result(step.id, result); !log) return log.error();
+      GPUENV_TRY(m_log.result(step.id, result));
       m_report.changed = m_report.changed || step.changes_node;
       if (result.exit_code != k_lock_held || attempt >= step.retries) return result;
       if (auto log = m_log.line(step.id, "retrying in " + std::to_string(step.retry_delay.count()) + " s (" +
@@ -256,7 +251,7 @@ class Run {
     if (!versions.loaded.empty() && versions.loaded == versions.installed) {
       report = {step.id, StepResult::done, "the loaded module is the installed one (" + versions.loaded + ")"};
       m_state.reboots.clear();  // the reboots worked: a later change (another branch) gets its own bound
-      if (auto saved = save(); !saved) return saved.error();
+      GPUENV_TRY(save());
       return false;
     }
     m_report.reboot_required = true;
@@ -273,7 +268,7 @@ class Run {
     if (history.size() >= k_max_reboots) {  // rebooted for this already: another reboot would loop
       report = {step.id, StepResult::failed, why + " after " + std::to_string(history.size()) + " reboot(s) by gpuenv"};
       m_report.failed_step = step.id;
-      if (auto saved = save_failed(step.id); !saved) return saved.error();
+      GPUENV_TRY(save_failed(step.id));
       (void)finish(Outcome::failed,
                    "the installed module is still not loaded after " + std::to_string(history.size()) +
                        " reboot(s) by gpuenv (" + why +
@@ -287,7 +282,7 @@ class Run {
       return true;
     }
     m_state.reboots.push_back(boot.empty() ? "unknown-boot-" + std::to_string(history.size()) : boot);
-    if (auto saved = save(); !saved) return saved.error();
+    GPUENV_TRY(save());
     if (auto ran = run_step(Step{step.id, step.why, step.commands, {}, {}, {}, OutputMatch::exact, step.timeout, true},
                             report);
         !ran)

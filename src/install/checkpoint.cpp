@@ -57,11 +57,9 @@ util::Expected<std::optional<InstallState>> load_state(system::System& system, c
                               "keep the state directory owned by root and not writable by group or others "
                               "(`chown root: DIR && chmod go-w DIR`), or give --state-dir one that is");
   }
-  auto text = system.read_file(path);
-  if (!text) return text.error();
-  auto state = parse_state(*text, path);
-  if (!state) return state.error();
-  return std::optional<InstallState>(std::move(*state));
+  GPUENV_TRY_ASSIGN(auto text, system.read_file(path));
+  GPUENV_TRY_ASSIGN(auto state, parse_state(text, path));
+  return std::optional<InstallState>(std::move(state));
 }
 
 util::Expected<util::Ok> save_state(system::System& system, const std::string& path, const InstallState& state) {

@@ -225,7 +225,7 @@ Expected<util::Ok> read_tables(const util::TomlFile& parsed, InstallData& data, 
   };
   for (const auto& [name, read] : tables) {
     if (!parsed.contains(name)) continue;
-    if (auto done = parsed.read_table(name, read); !done) return done.error();
+    GPUENV_TRY(parsed.read_table(name, read));
     once(name);
   }
   return util::Ok{};
@@ -295,19 +295,18 @@ Expected<InstallData> parse_install_data(std::span<const util::EmbeddedFile> fil
   std::vector<std::string> seen;
   for (const util::EmbeddedFile& file : files) {
     const std::string name(file.name);
-    const auto parsed = util::read_data_table({file.name, file, k_install_keys}, overlay);
-    if (!parsed) return parsed.error();
-    if (const auto key = parsed->unexpected_key(k_tables)) {
+    GPUENV_TRY_ASSIGN(const auto parsed, util::read_data_table({file.name, file, k_install_keys}, overlay));
+    if (const auto key = parsed.unexpected_key(k_tables)) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
-    if (auto rows = parsed->append_rows("target", data.targets, read_target); !rows) return rows.error();
-    if (auto rows = parsed->append_rows("driver", data.drivers, read_driver); !rows) return rows.error();
-    if (auto rows = parsed->append_rows("branch", data.branches, read_branch); !rows) return rows.error();
-    if (auto rows = parsed->append_rows("fabric", data.fabric, read_fabric); !rows) return rows.error();
-    if (auto rows = parsed->append_rows("key", data.keys, read_key); !rows) return rows.error();
-    if (auto rows = parsed->append_rows("keyring", data.keyrings, read_keyring); !rows) return rows.error();
-    if (auto rows = parsed->append_rows("gpu", data.gpus, read_gpu); !rows) return rows.error();
-    if (auto tables = read_tables(*parsed, data, seen); !tables) return tables.error();
+    GPUENV_TRY(parsed.append_rows("target", data.targets, read_target));
+    GPUENV_TRY(parsed.append_rows("driver", data.drivers, read_driver));
+    GPUENV_TRY(parsed.append_rows("branch", data.branches, read_branch));
+    GPUENV_TRY(parsed.append_rows("fabric", data.fabric, read_fabric));
+    GPUENV_TRY(parsed.append_rows("key", data.keys, read_key));
+    GPUENV_TRY(parsed.append_rows("keyring", data.keyrings, read_keyring));
+    GPUENV_TRY(parsed.append_rows("gpu", data.gpus, read_gpu));
+    GPUENV_TRY(read_tables(parsed, data, seen));
   }
   for (std::string_view required : {"as_of", "repository", "packages", "limits", "fabric_service"}) {
     if (std::find(seen.begin(), seen.end(), required) == seen.end())

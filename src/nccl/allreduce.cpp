@@ -500,13 +500,11 @@ std::optional<std::string> untrusted_steering(system::System& system, int versio
 }  // namespace
 
 util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const SweepOptions& options) {
-  auto data = builtin_data();
-  if (!data) return data.error();
-  auto candidates = nccl_candidates(system, options.nccl);
-  if (!candidates) return candidates.error();
+  GPUENV_TRY_ASSIGN(auto data, builtin_data());
+  GPUENV_TRY_ASSIGN(auto candidates, nccl_candidates(system, options.nccl));
   SweepReport report;
   std::string reasons;
-  auto nccl_library = load_first(system, *candidates, report.library, reasons);
+  auto nccl_library = load_first(system, candidates, report.library, reasons);
   if (nccl_library == nullptr) {
     report.findings.push_back({"nccl.library", Status::skip, "no NCCL to test with: " + reasons, k_install_hint, ""});
     finish(report);
@@ -553,7 +551,7 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
   }
   report.settings = prepare_environment(system, version_code, report);
 
-  const Floor* floor = options.instance_type.empty() ? nullptr : (*data)->floor_for(options.instance_type, 1);
+  const Floor* floor = options.instance_type.empty() ? nullptr : data->floor_for(options.instance_type, 1);
   std::vector<std::uint64_t> sizes = options.sizes;
   if (floor != nullptr) sizes.push_back(floor->message_bytes);
   // NCCL's init or a collective can hang on a broken fabric: the whole sweep runs on a thread abandoned at the limit.

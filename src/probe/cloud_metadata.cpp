@@ -84,17 +84,14 @@ util::Expected<std::string> query_instance_type(system::System& system, const st
     // IMDSv2: a session token first (PUT), then the request with it; IMDSv1-only instances are not asked.
     system::HttpRequest token{
         endpoint.host, endpoint.port, "PUT", "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "60"}}, {}};
-    auto answer = system.http_request(token, left(deadline));
-    if (!answer) return answer.error();
-    if (answer->status != 200)
-      return util::Error::input("the IMDSv2 token request answered HTTP " + std::to_string(answer->status));
-    request.headers.emplace_back("X-aws-ec2-metadata-token", std::string(util::trim(answer->body)));
+    GPUENV_TRY_ASSIGN(auto answer, system.http_request(token, left(deadline)));
+    if (answer.status != 200)
+      return util::Error::input("the IMDSv2 token request answered HTTP " + std::to_string(answer.status));
+    request.headers.emplace_back("X-aws-ec2-metadata-token", std::string(util::trim(answer.body)));
   }
-  auto answer = system.http_request(request, left(deadline));
-  if (!answer) return answer.error();
-  if (answer->status != 200)
-    return util::Error::input(request.path + " answered HTTP " + std::to_string(answer->status));
-  std::string type = instance_type_from_metadata(cloud, answer->body);
+  GPUENV_TRY_ASSIGN(auto answer, system.http_request(request, left(deadline)));
+  if (answer.status != 200) return util::Error::input(request.path + " answered HTTP " + std::to_string(answer.status));
+  std::string type = instance_type_from_metadata(cloud, answer.body);
   if (type.empty()) return util::Error::input(request.path + " answered no instance type");
   return type;
 }

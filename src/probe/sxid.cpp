@@ -82,12 +82,12 @@ std::optional<SxidEvent> headline(std::string_view text) {
 }  // namespace
 
 Expected<std::vector<SxidInfo>> parse_sxid_table(std::string_view toml_text, const util::Overlay& overlay) {
-  const auto parsed = util::read_data_table({"sxid.toml", {"sxid.toml", toml_text}, k_sxid_keys}, overlay);
-  if (!parsed) return parsed.error();
-  if (const auto key = parsed->unexpected_key({"sxid"}))
+  GPUENV_TRY_ASSIGN(const auto parsed,
+                    util::read_data_table({"sxid.toml", {"sxid.toml", toml_text}, k_sxid_keys}, overlay));
+  if (const auto key = parsed.unexpected_key({"sxid"}))
     return Error::internal("sxid.toml: unknown top-level key `" + *key + "`");
   std::vector<SxidInfo> out;
-  if (auto read = parsed->append_rows("sxid", out, read_sxid_row); !read) return read.error();
+  GPUENV_TRY(parsed.append_rows("sxid", out, read_sxid_row));
   std::set<int> seen;
   for (const SxidInfo& info : out) {
     if (!seen.insert(info.code).second)

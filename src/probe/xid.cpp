@@ -206,20 +206,19 @@ std::vector<util::DataTable> data_tables() {
 }
 
 Expected<std::vector<XidInfo>> load_xid_table(const util::Overlay& overlay) {
-  const auto text = util::embedded_text(embedded_xid_data(), "xid.toml");
-  if (!text) return text.error();
-  return parse_xid_table(*text, overlay);
+  GPUENV_TRY_ASSIGN(const auto text, util::embedded_text(embedded_xid_data(), "xid.toml"));
+  return parse_xid_table(text, overlay);
 }
 
 Expected<std::vector<XidInfo>> parse_xid_table(std::string_view toml_text, const util::Overlay& overlay) {
-  const auto parsed = util::read_data_table({"xid.toml", {"xid.toml", toml_text}, k_xid_keys}, overlay);
-  if (!parsed) return parsed.error();
-  if (const auto key = parsed->unexpected_key({"xid"})) {
+  GPUENV_TRY_ASSIGN(const auto parsed,
+                    util::read_data_table({"xid.toml", {"xid.toml", toml_text}, k_xid_keys}, overlay));
+  if (const auto key = parsed.unexpected_key({"xid"})) {
     return Error::internal("xid.toml: unknown top-level key `" + *key + "`");
   }
-  if (!parsed->contains("xid")) return Error::internal("xid.toml: no [[xid]] rows");
+  if (!parsed.contains("xid")) return Error::internal("xid.toml: no [[xid]] rows");
   std::vector<XidInfo> out;
-  if (auto read = parsed->append_rows("xid", out, read_xid_row); !read) return read.error();
+  GPUENV_TRY(parsed.append_rows("xid", out, read_xid_row));
   std::set<int> seen;
   for (const XidInfo& info : out) {
     if (!seen.insert(info.code).second) {

@@ -384,7 +384,7 @@ util::Expected<util::Ok> validate_field(std::string_view key, std::string_view v
 }
 
 util::Expected<util::Ok> set_field(Profile& profile, std::string_view key, std::string_view value) {
-  if (auto valid = validate_field(key, value); !valid) return valid.error();
+  GPUENV_TRY(validate_field(key, value));
   const FieldEntry* entry = find_entry(key);
   (entry->member != nullptr ? profile.*(entry->member) : profile.mirrors.*(entry->mirror_member)) = std::string(value);
   return util::Ok{};

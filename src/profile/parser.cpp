@@ -105,20 +105,18 @@ Expected<util::Ok> read_gpu(const Locator& where, Profile& profile, const toml::
     const std::string name(key.str());
     const std::string dotted = "gpu." + name;
     if (name != "compute_capabilities" && name != "models") return unknown_key(where, node, "gpu", name);
-    auto values = read_string_array(where, node, dotted);
-    if (!values) return values.error();
-    if (values->empty())
-      return where.at(node, "`" + dotted + "` is empty", "list at least one value or remove the key");
+    GPUENV_TRY_ASSIGN(auto values, read_string_array(where, node, dotted));
+    if (values.empty()) return where.at(node, "`" + dotted + "` is empty", "list at least one value or remove the key");
     if (name == "compute_capabilities") {
-      for (const std::string& cc : *values) {
+      for (const std::string& cc : values) {
         if (!is_compute_capability(cc)) {
           return where.at(node, "`gpu.compute_capabilities` holds \"" + cc + "\", which is not a compute capability",
                           "write X.Y, e.g. \"8.0\" or \"9.0\"");
         }
       }
-      profile.gpu_compute_capabilities = std::move(*values);
+      profile.gpu_compute_capabilities = std::move(values);
     } else {
-      profile.gpu_models = std::move(*values);
+      profile.gpu_models = std::move(values);
     }
   }
   return util::Ok{};
@@ -154,7 +152,7 @@ Expected<util::Ok> read_section(const Locator& where, Profile& profile, const st
     const std::vector<std::string> allowed = keys_in_section(section);
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
       return unknown_key(where, value, section, name);
-    if (auto read = read_scalar(where, profile, value, section + "." + name); !read) return read.error();
+    GPUENV_TRY(read_scalar(where, profile, value, section + "." + name));
   }
   if (section == "mirrors") return check_mirror_style(where, profile.mirrors, *table);
   return util::Ok{};
@@ -211,11 +209,9 @@ Expected<std::vector<std::map<std::string, std::string>>> read_cell_list(const L
     if (table->empty()) return where.at(item, "matrix." + what + " holds an empty entry", "name at least one field");
     std::map<std::string, std::string> cell;
     for (const auto& [key, value] : *table) {
-      auto field = matrix_key(where, value, key.str());
-      if (!field) return field.error();
-      auto text = matrix_value(where, value, *field);
-      if (!text) return text.error();
-      cell[*field] = *text;
+      GPUENV_TRY_ASSIGN(auto field, matrix_key(where, value, key.str()));
+      GPUENV_TRY_ASSIGN(auto text, matrix_value(where, value, field));
+      cell[field] = text;
     }
     cells.push_back(std::move(cell));
   }
@@ -229,13 +225,11 @@ Expected<Matrix> read_matrix(const Locator& where, const toml::node& node) {
   for (const auto& [key, value] : *table) {
     const std::string name(key.str());
     if (name == "exclude" || name == "include") {
-      auto cells = read_cell_list(where, value, name);
-      if (!cells) return cells.error();
-      (name == "exclude" ? matrix.exclude : matrix.include) = std::move(*cells);
+      GPUENV_TRY_ASSIGN(auto cells, read_cell_list(where, value, name));
+      (name == "exclude" ? matrix.exclude : matrix.include) = std::move(cells);
       continue;
     }
-    auto field = matrix_key(where, value, name);
-    if (!field) return field.error();
+    GPUENV_TRY_ASSIGN(auto field, matrix_key(where, value, name));
     const auto* array = value.as_array();
     if (array == nullptr) {
       return where.at(value, "matrix: `" + name + "` must be an array of values, not " + type_name(value),
@@ -245,14 +239,13 @@ Expected<Matrix> read_matrix(const Locator& where, const toml::node& node) {
     if (array->size() > k_max_matrix_cells) return too_many_cells(where, value, array->size());
     std::vector<std::string> values;
     for (const toml::node& item : *array) {
-      auto text = matrix_value(where, item, *field);
-      if (!text) return text.error();
-      if (std::find(values.begin(), values.end(), *text) != values.end()) {
-        return where.at(item, "matrix: `" + name + "` lists \"" + *text + "\" twice", "remove the duplicate");
+      GPUENV_TRY_ASSIGN(auto text, matrix_value(where, item, field));
+      if (std::find(values.begin(), values.end(), text) != values.end()) {
+        return where.at(item, "matrix: `" + name + "` lists \"" + text + "\" twice", "remove the duplicate");
       }
-      values.push_back(*text);
+      values.push_back(text);
     }
-    matrix.axes.emplace_back(*field, std::move(values));
+    matrix.axes.emplace_back(field, std::move(values));
   }
   std::size_t cells = matrix.axes.empty() ? 0 : 1;
   for (const auto& axis : matrix.axes) {
@@ -307,7 +300,7 @@ Expected<util::Ok> check_required(const Locator& where, const toml::table& root,
 
 Expected<ProfileDocument> parse_profile(std::string_view text, std::string_view origin) {
   const Locator where(origin);
-  if (auto depth = check_key_depth(text, origin); !depth) return depth.error();
+  GPUENV_TRY(check_key_depth(text, origin));
   toml::parse_result parsed = toml::parse(text, origin);
   if (!parsed) {
     const toml::parse_error& error = parsed.error();
@@ -326,19 +319,19 @@ Expected<ProfileDocument> parse_profile(std::string_view text, std::string_view 
                         "this gpuenv reads `schema = 1`");
       }
     } else if (name == "name" || name == "description") {
-      if (auto read = read_scalar(where, profile, node, name); !read) return read.error();
+      GPUENV_TRY(read_scalar(where, profile, node, name));
     } else if (name == "matrix") {
       auto matrix = read_matrix(where, node);
       if (!matrix) return matrix.error();
       document.matrix = std::move(*matrix);
     } else if (name == "os" || name == "cuda" || name == "cudnn" || name == "driver" || name == "image" ||
                name == "framework" || name == "gpu" || name == "mirrors" || name == "install") {
-      if (auto read = read_section(where, profile, name, node); !read) return read.error();
+      GPUENV_TRY(read_section(where, profile, name, node));
     } else {
       return unknown_key(where, node, "", name);
     }
   }
-  if (auto required = check_required(where, root, document); !required) return required.error();
+  GPUENV_TRY(check_required(where, root, document));
   return document;
 }
 

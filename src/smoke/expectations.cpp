@@ -55,9 +55,9 @@ util::Expected<Expectations> load_expectations(const util::Overlay& overlay) {
 
 util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin,
                                                 const util::Overlay& overlay) {
-  auto parsed = util::read_data_table({"expectations.toml", {origin, text}, k_expectation_keys}, overlay);
-  if (!parsed) return parsed.error();
-  const util::TomlFile& file = *parsed;
+  GPUENV_TRY_ASSIGN(auto parsed,
+                    util::read_data_table({"expectations.toml", {origin, text}, k_expectation_keys}, overlay));
+  const util::TomlFile& file = parsed;
   if (auto unknown = file.unexpected_key({"efficiency", "stream_efficiency", "kernel_efficiency", "tensor_vs_cublas",
                                           "dcgm", "pcie", "pcie_minimum", "gpu"})) {
     return util::Error::internal(origin + ": unknown table `" + *unknown + "`");

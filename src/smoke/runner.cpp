@@ -175,10 +175,9 @@ void finish_devices(std::vector<DeviceRun>& runs, const std::vector<std::shared_
 }  // namespace
 
 util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options) {
-  auto parsed = shipped_expectations();
-  if (!parsed) return parsed.error();
+  GPUENV_TRY_ASSIGN(auto parsed, shipped_expectations());
   // Shared with every step thread: a step abandoned at its deadline may still read it after run_smoke returns.
-  const auto expectations = std::make_shared<const Expectations>(std::move(*parsed));
+  const auto expectations = std::make_shared<const Expectations>(std::move(parsed));
   SmokeReport report;
   report.library = options.library;
   report.kernels = embedded_kernels_info();

@@ -181,9 +181,8 @@ Expected<util::Ok> write_file_atomically(const std::string& path, const std::str
   std::string directory = target.parent_path().string();
   if (directory.empty()) directory = ".";
   if (::geteuid() == 0) {
-    auto checked = root_output_directory(directory, name, path);
-    if (!checked) return checked.error();
-    directory = *checked;
+    GPUENV_TRY_ASSIGN(auto checked, root_output_directory(directory, name, path));
+    directory = checked;
   } else {
     // A user's own output directory may be reached through a link of theirs: open what it resolves to.
     std::error_code error;

@@ -125,7 +125,7 @@ util::Expected<std::unique_ptr<TextServer>> TextServer::start(const std::string&
   auto page = std::make_shared<Page>();
   page->content_type = std::move(content_type);
   auto server = std::make_unique<BeastServer>(page);
-  if (auto listening = server->listen(host, port); !listening) return listening.error();
+  GPUENV_TRY(server->listen(host, port));
   return std::unique_ptr<TextServer>(std::move(server));
 }
 

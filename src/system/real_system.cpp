@@ -170,10 +170,9 @@ class RealSystem final : public System {
   Expected<std::string> read_file(const std::string& path) override { return read_file(path, FileKind::host_text); }
 
   Expected<std::string> read_file(const std::string& path, FileKind kind) override {
-    auto full = under_root(path);
-    if (!full) return full.error();
+    GPUENV_TRY_ASSIGN(auto full, under_root(path));
     // Under a root the path is resolved already: a symlink in its place now is a race, refused by O_NOFOLLOW.
-    return read_bounded(*full, path, read_limit(kind), !m_root.empty());
+    return read_bounded(full, path, read_limit(kind), !m_root.empty());
   }
 
   bool exists(const std::string& path) override {

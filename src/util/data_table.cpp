@@ -32,7 +32,7 @@ Expected<TomlFile> read_data_table(const DataTable& table, const Overlay& overla
   if (!file) return file;
   for (const OverlayFile& extra : overlay) {
     if (extra.table != table.name) continue;
-    if (auto merged = file->merge(extra.text, extra.path, table.keys); !merged) return merged.error();
+    GPUENV_TRY(file->merge(extra.text, extra.path, table.keys));
   }
   return file;
 }

@@ -60,3 +60,23 @@ class [[nodiscard]] Expected {
 struct Ok {};
 
 }  // namespace gpuenv::util
+
+#define GPUENV_EXPECTED_CONCAT_INNER_(a, b) a##b
+#define GPUENV_EXPECTED_CONCAT_(a, b) GPUENV_EXPECTED_CONCAT_INNER_(a, b)
+
+/// GPUENV_TRY(expr): evaluates the Expected `expr` once; when it holds an Error, returns that Error from the enclosing
+/// function (whose return type must be constructible from util::Error).
+#define GPUENV_TRY(...)                                                 \
+  do {                                                                  \
+    if (auto&& gpuenv_try_result_ = (__VA_ARGS__); !gpuenv_try_result_) \
+      return ::gpuenv::util::Error(gpuenv_try_result_.error());         \
+  } while (false)
+
+/// GPUENV_TRY_ASSIGN(declaration, expr): evaluates the Expected `expr` once; returns its Error from the enclosing
+/// function when it failed, else declares `declaration` (e.g. `auto profile`) initialised with the moved value.
+#define GPUENV_TRY_ASSIGN(declaration, ...) \
+  GPUENV_TRY_ASSIGN_IMPL_(GPUENV_EXPECTED_CONCAT_(gpuenv_try_assign_, __COUNTER__), declaration, __VA_ARGS__)
+#define GPUENV_TRY_ASSIGN_IMPL_(temporary, declaration, ...)                       \
+  auto temporary = (__VA_ARGS__);                                                  \
+  if (!temporary) return ::gpuenv::util::Error(std::move(temporary).take_error()); \
+  declaration = std::move(temporary).value()

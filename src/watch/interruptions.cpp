@@ -208,11 +208,10 @@ util::Expected<system::HttpResponse> InterruptionWatcher::get(system::System& sy
                                 "/latest/api/token",
                                 {{"X-aws-ec2-metadata-token-ttl-seconds", std::to_string(k_aws_token_seconds)}},
                                 {}};
-      auto answer = system.http_request(token, timeout);
-      if (!answer) return answer.error();
-      if (answer->status != 200)
-        return util::Error::input("the IMDSv2 token request answered HTTP " + std::to_string(answer->status));
-      m_aws_token = std::string(util::trim(answer->body));
+      GPUENV_TRY_ASSIGN(auto answer, system.http_request(token, timeout));
+      if (answer.status != 200)
+        return util::Error::input("the IMDSv2 token request answered HTTP " + std::to_string(answer.status));
+      m_aws_token = std::string(util::trim(answer.body));
       // Renewed a minute early, so a request never carries a token that expires on its way.
       m_aws_token_expires = system.now() + std::chrono::seconds(k_aws_token_seconds - 60);
     }
@@ -230,17 +229,14 @@ util::Expected<std::vector<Notice>> InterruptionWatcher::poll(system::System& sy
     return get(system, system::HttpRequest{{}, 0, "GET", path, {}, {}}, timeout);
   };
   if (m_cloud == "aws") {
-    auto action = ask("/latest/meta-data/spot/instance-action");
-    if (!action) return action.error();
-    auto notice = parse_aws_instance_action(*action);
-    if (!notice) return notice.error();
-    if (*notice) out.push_back(**notice);
+    GPUENV_TRY_ASSIGN(auto action, ask("/latest/meta-data/spot/instance-action"));
+    GPUENV_TRY_ASSIGN(auto notice, parse_aws_instance_action(action));
+    if (notice) out.push_back(*notice);
     auto scheduled = ask("/latest/meta-data/events/maintenance/scheduled");
     if (!scheduled) return scheduled.error();
     if (scheduled->status == 200) {
-      auto events = parse_aws_scheduled_events(scheduled->body);
-      if (!events) return events.error();
-      out.insert(out.end(), events->begin(), events->end());
+      GPUENV_TRY_ASSIGN(auto events, parse_aws_scheduled_events(scheduled->body));
+      out.insert(out.end(), events.begin(), events.end());
     } else if (scheduled->status != 404) {
       return util::Error::input("events/maintenance/scheduled answered HTTP " + std::to_string(scheduled->status));
     }
@@ -275,13 +271,11 @@ util::Expected<std::vector<Notice>> InterruptionWatcher::poll(system::System& sy
         return util::Error::input("instance/compute/name answered HTTP " + std::to_string(name->status));
       m_azure_vm_name = std::string(util::trim(name->body));
     }
-    auto events = ask("/metadata/scheduledevents?api-version=2019-01-01");
-    if (!events) return events.error();
-    if (events->status != 200)
-      return util::Error::input("scheduledevents answered HTTP " + std::to_string(events->status));
-    auto notices = parse_azure_scheduled_events(events->body, m_azure_vm_name);
-    if (!notices) return notices.error();
-    out = std::move(*notices);
+    GPUENV_TRY_ASSIGN(auto events, ask("/metadata/scheduledevents?api-version=2019-01-01"));
+    if (events.status != 200)
+      return util::Error::input("scheduledevents answered HTTP " + std::to_string(events.status));
+    GPUENV_TRY_ASSIGN(auto notices, parse_azure_scheduled_events(events.body, m_azure_vm_name));
+    out = std::move(notices);
   }
   return out;
 }
@@ -292,11 +286,10 @@ util::Expected<util::Ok> InterruptionWatcher::acknowledge(system::System& system
   system::HttpRequest request{{}, 0, "POST", "/metadata/scheduledevents?api-version=2019-01-01", {}, {}};
   request.headers.emplace_back("Content-Type", "application/json");
   request.body = azure_start_request(notice.id);
-  auto answer = get(system, request, timeout);
-  if (!answer) return answer.error();
-  if (answer->status != 200)
+  GPUENV_TRY_ASSIGN(auto answer, get(system, request, timeout));
+  if (answer.status != 200)
     return util::Error::input("acknowledging Azure event " + notice.id + " answered HTTP " +
-                              std::to_string(answer->status));
+                              std::to_string(answer.status));
   return util::Ok{};
 }
 

@@ -43,7 +43,7 @@ Monitor::~Monitor() = default;
 // ------------------------------------------------------------------------------------------------ start
 
 util::Expected<util::Ok> Monitor::start(const WatchSettings& settings, const RuleSettings& rules) {
-  if (auto valid = validate(settings); !valid) return valid.error();
+  GPUENV_TRY(validate(settings));
   m_settings = settings;
   m_rules = rules;
   m_boot_id = read_boot_id(m_system);

@@ -11,10 +11,9 @@ util::Expected<util::Ok> Publisher::configure(const WatchSettings& settings) {
   m_server.reset();
   m_listen = settings.listen;
   if (m_listen.empty()) return util::Ok{};
-  auto address = parse_listen_address(m_listen);
-  if (!address) return address.error();
+  GPUENV_TRY_ASSIGN(auto address, parse_listen_address(m_listen));
   // Text format 0.0.4's content type (prometheus.io/docs/instrumenting/exposition_formats/).
-  auto server = system::TextServer::start(address->first, address->second, "text/plain; version=0.0.4");
+  auto server = system::TextServer::start(address.first, address.second, "text/plain; version=0.0.4");
   if (!server) {
     m_listen.clear();
     return server.error();

@@ -57,12 +57,12 @@ std::vector<util::DataTable> data_tables() {
 }
 
 util::Expected<RuleSettings> parse_rule_settings(std::string_view toml_text, const util::Overlay& overlay) {
-  const auto parsed = util::read_data_table({"watch_rules.toml", {"watch_rules.toml", toml_text}, k_keys}, overlay);
-  if (!parsed) return parsed.error();
-  if (const auto key = parsed->unexpected_key({"setting"}))
+  GPUENV_TRY_ASSIGN(const auto parsed,
+                    util::read_data_table({"watch_rules.toml", {"watch_rules.toml", toml_text}, k_keys}, overlay));
+  if (const auto key = parsed.unexpected_key({"setting"}))
     return util::Error::internal("watch_rules.toml: unknown top-level key `" + *key + "`");
   std::vector<Row> rows;
-  auto read = parsed->append_rows("setting", rows, [](util::TomlRow& row) {
+  auto read = parsed.append_rows("setting", rows, [](util::TomlRow& row) {
     Row out;
     out.id = row.text("id");
     const auto value = row.optional_number("value");
@@ -98,22 +98,20 @@ util::Expected<RuleSettings> parse_rule_settings(std::string_view toml_text, con
            {"retention.hourly_days", &retention,
             [&](double v) { settings.hourly_retention_ms = seconds_ms(v * 86400); }},
        }) {
-    auto value = take(id, *source);
-    if (!value) return value.error();
-    apply(*value);
+    GPUENV_TRY_ASSIGN(auto value, take(id, *source));
+    apply(value);
   }
   if (settings.throttle_fraction > 1)
     return util::Error::internal("watch_rules.toml: throttle.active_fraction must be at most 1");
-  if (auto added = add_doctor_thresholds(settings, overlay); !added) return added.error();
+  GPUENV_TRY(add_doctor_thresholds(settings, overlay));
   return settings;
 }
 
 namespace {
 
 util::Expected<RuleSettings> load_rule_settings(const util::Overlay& overlay) {
-  const auto text = util::embedded_text(embedded_watch_data(), "watch_rules.toml");
-  if (!text) return text.error();
-  return parse_rule_settings(*text, overlay);
+  GPUENV_TRY_ASSIGN(const auto text, util::embedded_text(embedded_watch_data(), "watch_rules.toml"));
+  return parse_rule_settings(text, overlay);
 }
 
 }  // namespace
@@ -121,7 +119,7 @@ util::Expected<RuleSettings> load_rule_settings(const util::Overlay& overlay) {
 util::Expected<RuleSettings> builtin_rule_settings() { return load_rule_settings(util::installed_overlay()); }
 
 util::Expected<util::Ok> check_data(const util::Overlay& overlay) {
-  if (auto parsed = load_rule_settings(overlay); !parsed) return parsed.error();
+  GPUENV_TRY(load_rule_settings(overlay));
   return util::Ok{};
 }
 

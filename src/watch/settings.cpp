@@ -106,7 +106,7 @@ util::Expected<util::Ok> validate(const WatchSettings& settings) {
                               "expose the metrics one way: a textfile for "
                               "node_exporter, or a loopback port");
   if (!settings.listen.empty()) {
-    if (auto address = parse_listen_address(settings.listen); !address) return address.error();
+    GPUENV_TRY(parse_listen_address(settings.listen));
   }
   if (!settings.on_interruption.empty() && !util::starts_with(settings.on_interruption.front(), "/")) {
     return util::Error::input(
@@ -130,9 +130,8 @@ util::Expected<WatchSettings> load_settings(system::System& system, const Settin
                                 "others (`chown root: FILE && chmod go-w FILE`)");
     auto text = system.read_file(overrides.config, system::FileKind::profile);
     if (!text) return util::Error::input(text.error().message, "check --config, or create " + overrides.config);
-    auto applied = apply_settings_file(settings, *text, overrides.config);
-    if (!applied) return applied.error();
-    settings = std::move(*applied);
+    GPUENV_TRY_ASSIGN(auto applied, apply_settings_file(settings, *text, overrides.config));
+    settings = std::move(applied);
   }
   for (const auto& [flag, text, into] : {std::tuple<const char*, const std::string*, std::chrono::milliseconds*>{
                                              "--interval", &overrides.interval, &settings.interval},
@@ -150,9 +149,9 @@ util::Expected<WatchSettings> load_settings(system::System& system, const Settin
   }
   if (overrides.cloud_metadata) settings.cloud_metadata = true;
   if (!overrides.metadata_endpoint.empty()) {
-    auto endpoint = probe::parse_metadata_endpoint(overrides.metadata_endpoint, "--cloud-metadata-endpoint");
-    if (!endpoint) return endpoint.error();
-    settings.metadata_endpoint = *endpoint;
+    GPUENV_TRY_ASSIGN(auto endpoint,
+                      probe::parse_metadata_endpoint(overrides.metadata_endpoint, "--cloud-metadata-endpoint"));
+    settings.metadata_endpoint = endpoint;
     settings.cloud_metadata = true;
   }
   if (auto library = system.environment("GPUENV_NVML_LIBRARY"); library && !library->empty()) {
@@ -167,8 +166,8 @@ util::Expected<WatchSettings> load_settings(system::System& system, const Settin
     }
     settings.nvml_library = *library;
   }
-  if (auto valid = validate(settings); !valid) return valid.error();
-  if (auto trusted = hook_trusted(system, settings.on_interruption); !trusted) return trusted.error();
+  GPUENV_TRY(validate(settings));
+  GPUENV_TRY(hook_trusted(system, settings.on_interruption));
   return settings;
 }
 

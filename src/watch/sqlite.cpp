@@ -154,19 +154,15 @@ util::Expected<Statement> Database::prepare(const std::string& sql) {
 }
 
 util::Expected<std::string> Database::query_text(const std::string& sql) {
-  auto statement = prepare(sql);
-  if (!statement) return statement.error();
-  auto row = statement->step();
-  if (!row) return row.error();
-  return *row ? statement->text(0) : std::string();
+  GPUENV_TRY_ASSIGN(auto statement, prepare(sql));
+  GPUENV_TRY_ASSIGN(auto row, statement.step());
+  return row ? statement.text(0) : std::string();
 }
 
 util::Expected<std::int64_t> Database::query_integer(const std::string& sql) {
-  auto statement = prepare(sql);
-  if (!statement) return statement.error();
-  auto row = statement->step();
-  if (!row) return row.error();
-  return *row ? statement->integer(0) : 0;
+  GPUENV_TRY_ASSIGN(auto statement, prepare(sql));
+  GPUENV_TRY_ASSIGN(auto row, statement.step());
+  return row ? statement.integer(0) : 0;
 }
 
 // ------------------------------------------------------------------------------------------------ statement

@@ -53,7 +53,7 @@ std::string reason_text(const std::string& reason) {
 util::Expected<std::string> move_aside(system::System& system, const std::string& path, const std::string& reason,
                                        std::int64_t now_ms) {
   const std::string aside = path + "." + reason + "-" + std::to_string(now_ms / 1000);
-  if (auto moved = system.rename_file(path, aside); !moved) return moved.error();
+  GPUENV_TRY(system.rename_file(path, aside));
   for (const char* suffix : {"-wal", "-shm"}) {
     if (system.exists(path + suffix)) (void)system.rename_file(path + suffix, aside + suffix);
   }
@@ -67,10 +67,10 @@ util::Expected<util::Ok> migrate(Database& db, OpenNotes& notes) {
     if (migration.version <= *version) continue;
     Transaction transaction(db);
     if (!transaction.begun()) return transaction.begun().error();
-    if (auto done = db.exec(migration.sql); !done) return done.error();
-    if (auto done = db.exec("PRAGMA user_version = " + std::to_string(migration.version)); !done) return done.error();
-    if (auto done = db.exec("PRAGMA application_id = " + std::to_string(k_application_id)); !done) return done.error();
-    if (auto committed = transaction.commit(); !committed) return committed.error();
+    GPUENV_TRY(db.exec(migration.sql));
+    GPUENV_TRY(db.exec("PRAGMA user_version = " + std::to_string(migration.version)));
+    GPUENV_TRY(db.exec("PRAGMA application_id = " + std::to_string(k_application_id)));
+    GPUENV_TRY(transaction.commit());
     if (*version > 0) {
       notes.lines.push_back(db.path() + ": schema migrated from version " + std::to_string(migration.version - 1) +
                             " to " + std::to_string(migration.version));
@@ -124,9 +124,8 @@ util::Expected<std::unique_ptr<Store::Statements>> prepare_statements(Database& 
   };
   std::vector<Statement> prepared;
   for (const char* text : sql) {
-    auto statement = db.prepare(text);
-    if (!statement) return statement.error();
-    prepared.push_back(std::move(*statement));
+    GPUENV_TRY_ASSIGN(auto statement, db.prepare(text));
+    prepared.push_back(std::move(statement));
   }
   return std::unique_ptr<Store::Statements>(new Store::Statements{
       std::move(prepared[0]), std::move(prepared[1]), std::move(prepared[2]), std::move(prepared[3]),
@@ -146,12 +145,11 @@ util::Expected<std::unique_ptr<Store>> Store::open(system::System& system,
                                                    std::shared_ptr<const sqlite::Library> library,
                                                    const std::string& path, std::int64_t now_ms, OpenNotes& notes) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto db = Database::open(library, path, Database::Mode::read_write_create);
-    if (!db) return db.error();
-    const auto judged = unusable(**db);
+    GPUENV_TRY_ASSIGN(auto db, Database::open(library, path, Database::Mode::read_write_create));
+    const auto judged = unusable(*db);
     if (!judged) return util::Error::input(judged.error().message, "gpuenv watch tries again each minute");
     if (const std::optional<std::string>& reason = *judged) {
-      db->reset();
+      db.reset();
       auto aside = move_aside(system, path, *reason, now_ms);
       if (!aside)
         return util::Error::input(path + " " + reason_text(*reason) +
@@ -164,17 +162,16 @@ util::Expected<std::unique_ptr<Store>> Store::open(system::System& system,
     // WAL: readers (`gpuenv events`) never block the writer; NORMAL: a commit is not fsync'ed, the WAL is at each
     // checkpoint, so a crash of gpuenv loses nothing committed and a power loss at most the last commits
     // (https://www.sqlite.org/pragma.html#pragma_synchronous, https://www.sqlite.org/wal.html).
-    auto mode = (*db)->query_text("PRAGMA journal_mode = WAL");
+    auto mode = db->query_text("PRAGMA journal_mode = WAL");
     if (!mode) return mode.error();
     if (*mode != "wal") notes.lines.push_back(path + ": WAL is not available here (journal mode " + *mode + ")");
     for (const char* pragma : {"PRAGMA synchronous = NORMAL", "PRAGMA journal_size_limit = 8388608"}) {
-      if (auto done = (*db)->exec(pragma); !done) return done.error();
+      GPUENV_TRY(db->exec(pragma));
     }
-    if (auto migrated = migrate(**db, notes); !migrated) return migrated.error();
-    std::unique_ptr<Store> store(new Store(std::move(*db)));
-    auto statements = prepare_statements(*store->m_db);
-    if (!statements) return statements.error();
-    store->m_statements = std::move(*statements);
+    GPUENV_TRY(migrate(*db, notes));
+    std::unique_ptr<Store> store(new Store(std::move(db)));
+    GPUENV_TRY_ASSIGN(auto statements, prepare_statements(*store->m_db));
+    store->m_statements = std::move(statements);
     return store;
   }
   return util::Error::input(path + ": the new database could not be used either");
@@ -184,9 +181,8 @@ util::Expected<std::unique_ptr<Store>> Store::open_read_only(std::shared_ptr<con
                                                              const std::string& path) {
   auto db = Database::open(std::move(library), path, Database::Mode::read_only);
   if (!db) return db.error();
-  const auto judged = unusable(**db);
-  if (!judged) return judged.error();
-  if (const std::optional<std::string>& reason = *judged)
+  GPUENV_TRY_ASSIGN(const auto judged, unusable(**db));
+  if (const std::optional<std::string>& reason = judged)
     return util::Error::input(path + " " + reason_text(*reason), "point --db at the database `gpuenv watch` writes");
   auto version = (*db)->query_integer("PRAGMA user_version");
   if (!version || *version < k_schema_version) {
@@ -214,7 +210,7 @@ util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vect
   s.insert_interval.bind(2, std::int64_t{sample.nvml ? 1 : 0});
   s.insert_interval.bind(3, sample.nvml_reason);
   s.insert_interval.bind(4, sample.attached_gpus);
-  if (auto done = s.insert_interval.run(); !done) return done.error();
+  GPUENV_TRY(s.insert_interval.run());
   for (const GpuSample& gpu : sample.gpus) {
     const std::string key = gpu_key(gpu);
     auto known = m_gpu_ids.find(key);
@@ -224,11 +220,10 @@ util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vect
       s.insert_gpu.bind(3, gpu.pci_bus_id);
       s.insert_gpu.bind(4, gpu.name);
       s.insert_gpu.bind(5, sample.time_ms);
-      if (auto done = s.insert_gpu.run(); !done) return done.error();
+      GPUENV_TRY(s.insert_gpu.run());
       s.select_gpu.bind(1, key);
-      auto row = s.select_gpu.step();
-      if (!row) return row.error();
-      const std::int64_t id = *row ? s.select_gpu.integer(0) : 0;
+      GPUENV_TRY_ASSIGN(auto row, s.select_gpu.step());
+      const std::int64_t id = row ? s.select_gpu.integer(0) : 0;
       s.select_gpu.reset();
       known = m_gpu_ids.emplace(key, id).first;
     }
@@ -238,7 +233,7 @@ util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vect
     s.update_gpu.bind(3, gpu.pci_bus_id);
     s.update_gpu.bind(4, gpu.name);
     s.update_gpu.bind(5, sample.time_ms);
-    if (auto done = s.update_gpu.run(); !done) return done.error();
+    GPUENV_TRY(s.update_gpu.run());
     Statement& row = s.insert_sample;
     row.bind(1, id);
     row.bind(2, sample.time_ms);
@@ -265,7 +260,7 @@ util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vect
     row.bind(23, gpu.pcie_replays);
     row.bind(24, gpu.nvlink5_errors);
     row.bind(25, gpu.nvlink5_warnings);
-    if (auto done = row.run(); !done) return done.error();
+    GPUENV_TRY(row.run());
   }
   for (const KernelRecord& record : records) {
     s.insert_record.bind(1, record.time_ms);
@@ -273,7 +268,7 @@ util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vect
     s.insert_record.bind(3, record.code);
     s.insert_record.bind(4, record.pci_bus_id);
     s.insert_record.bind(5, record.message);
-    if (auto done = s.insert_record.run(); !done) return done.error();
+    GPUENV_TRY(s.insert_record.run());
   }
   for (const Event& event : events) {
     s.insert_event.bind(1, event.time_ms);
@@ -285,21 +280,19 @@ util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vect
     s.insert_event.bind(7, event.finding.message);
     s.insert_event.bind(8, event.finding.remedy);
     s.insert_event.bind(9, event.finding.source);
-    if (auto done = s.insert_event.run(); !done) return done.error();
+    GPUENV_TRY(s.insert_event.run());
   }
   s.set_state.bind(1, std::string_view("rules"));
   s.set_state.bind(2, state.to_json());
-  if (auto done = s.set_state.run(); !done) return done.error();
+  GPUENV_TRY(s.set_state.run());
   return transaction.commit();
 }
 
 util::Expected<std::string> Store::state(const std::string& key) {
-  auto statement = m_db->prepare("SELECT value FROM state WHERE key = ?1");
-  if (!statement) return statement.error();
-  statement->bind(1, key);
-  auto row = statement->step();
-  if (!row) return row.error();
-  return *row ? statement->text(0) : std::string();
+  GPUENV_TRY_ASSIGN(auto statement, m_db->prepare("SELECT value FROM state WHERE key = ?1"));
+  statement.bind(1, key);
+  GPUENV_TRY_ASSIGN(auto row, statement.step());
+  return row ? statement.text(0) : std::string();
 }
 
 util::Expected<util::Ok> Store::set_state(const std::string& key, const std::string& value) {
@@ -310,77 +303,77 @@ util::Expected<util::Ok> Store::set_state(const std::string& key, const std::str
 }
 
 util::Expected<RuleState> Store::rule_state() {
-  auto text = state("rules");
-  if (!text) return text.error();
-  return RuleState::from_json(*text);
+  GPUENV_TRY_ASSIGN(auto text, state("rules"));
+  return RuleState::from_json(text);
 }
 
 // ------------------------------------------------------------------------------------------------ queries
 
 util::Expected<std::vector<NodeSample>> Store::samples_since(std::int64_t since_ms) {
   std::vector<NodeSample> out;
-  auto intervals = m_db->prepare(
-      "SELECT time_ms, nvml, nvml_reason, attached_gpus FROM interval WHERE time_ms >= ?1 ORDER BY time_ms");
-  if (!intervals) return intervals.error();
-  intervals->bind(1, since_ms);
+  GPUENV_TRY_ASSIGN(
+      auto intervals,
+      m_db->prepare(
+          "SELECT time_ms, nvml, nvml_reason, attached_gpus FROM interval WHERE time_ms >= ?1 ORDER BY time_ms"));
+  intervals.bind(1, since_ms);
   for (;;) {
-    auto row = intervals->step();
-    if (!row) return row.error();
-    if (!*row) break;
+    GPUENV_TRY_ASSIGN(auto row, intervals.step());
+    if (!row) break;
     NodeSample sample;
-    sample.time_ms = intervals->integer(0);
-    sample.nvml = intervals->integer(1) != 0;
-    sample.nvml_reason = intervals->text(2);
-    if (auto count = intervals->optional_integer(3)) sample.attached_gpus = static_cast<unsigned>(*count);
+    sample.time_ms = intervals.integer(0);
+    sample.nvml = intervals.integer(1) != 0;
+    sample.nvml_reason = intervals.text(2);
+    if (auto count = intervals.optional_integer(3)) sample.attached_gpus = static_cast<unsigned>(*count);
     out.push_back(std::move(sample));
   }
-  auto samples = m_db->prepare(
-      "SELECT s.time_ms, g.uuid, g.pci_bus_id, g.name, s.gpu_index, s.access_error, s.utilization, "
-      "s.memory_used_mib, s.memory_total_mib, s.temperature_c, s.power_w, s.sm_clock_mhz, s.throttle, s.processes, "
-      "s.ecc_corrected, s.ecc_uncorrected, s.remapped_correctable, s.remapped_uncorrectable, s.remap_pending, "
-      "s.remap_failure, s.nvlink_replay, s.nvlink_recovery, s.nvlink_crc, s.nvlink_inactive, s.pcie_replays, "
-      "s.nvlink5_errors, s.nvlink5_warnings "
-      "FROM gpu g JOIN sample s ON s.gpu = g.id AND s.time_ms >= ?1 ORDER BY s.time_ms, s.gpu_index");
-  if (!samples) return samples.error();
-  samples->bind(1, since_ms);
+  GPUENV_TRY_ASSIGN(
+      auto samples,
+      m_db->prepare(
+          "SELECT s.time_ms, g.uuid, g.pci_bus_id, g.name, s.gpu_index, s.access_error, s.utilization, "
+          "s.memory_used_mib, s.memory_total_mib, s.temperature_c, s.power_w, s.sm_clock_mhz, s.throttle, s.processes, "
+          "s.ecc_corrected, s.ecc_uncorrected, s.remapped_correctable, s.remapped_uncorrectable, s.remap_pending, "
+          "s.remap_failure, s.nvlink_replay, s.nvlink_recovery, s.nvlink_crc, s.nvlink_inactive, s.pcie_replays, "
+          "s.nvlink5_errors, s.nvlink5_warnings "
+          "FROM gpu g JOIN sample s ON s.gpu = g.id AND s.time_ms >= ?1 ORDER BY s.time_ms, s.gpu_index"));
+  samples.bind(1, since_ms);
   std::size_t at = 0;
   const auto counter = [&](int column) -> std::optional<std::uint64_t> {
-    auto value = samples->optional_integer(column);
+    auto value = samples.optional_integer(column);
     if (!value) return std::nullopt;
     return static_cast<std::uint64_t>(*value);
   };
   for (;;) {
-    auto row = samples->step();
+    auto row = samples.step();
     if (!row) return row.error();
     if (!*row) break;
-    const std::int64_t time = samples->integer(0);
+    const std::int64_t time = samples.integer(0);
     while (at < out.size() && out[at].time_ms < time) ++at;
     if (at == out.size() || out[at].time_ms != time) continue;  // a sample without its interval row
     GpuSample gpu;
-    const std::string key = samples->text(1);
+    const std::string key = samples.text(1);
     gpu.uuid = util::starts_with(key, "index-") ? std::string() : key;
-    gpu.pci_bus_id = samples->text(2);
-    gpu.name = samples->text(3);
-    gpu.index = static_cast<unsigned>(samples->integer(4));
-    gpu.access_error = samples->text(5);
-    gpu.utilization_percent = samples->optional_real(6);
-    gpu.memory_used_mib = samples->optional_real(7);
-    gpu.memory_total_mib = samples->optional_real(8);
-    gpu.temperature_c = samples->optional_real(9);
-    gpu.power_w = samples->optional_real(10);
-    gpu.sm_clock_mhz = samples->optional_real(11);
-    gpu.throttle = static_cast<unsigned>(samples->integer(12));
-    if (auto processes = samples->optional_integer(13)) gpu.processes = static_cast<unsigned>(*processes);
+    gpu.pci_bus_id = samples.text(2);
+    gpu.name = samples.text(3);
+    gpu.index = static_cast<unsigned>(samples.integer(4));
+    gpu.access_error = samples.text(5);
+    gpu.utilization_percent = samples.optional_real(6);
+    gpu.memory_used_mib = samples.optional_real(7);
+    gpu.memory_total_mib = samples.optional_real(8);
+    gpu.temperature_c = samples.optional_real(9);
+    gpu.power_w = samples.optional_real(10);
+    gpu.sm_clock_mhz = samples.optional_real(11);
+    gpu.throttle = static_cast<unsigned>(samples.integer(12));
+    if (auto processes = samples.optional_integer(13)) gpu.processes = static_cast<unsigned>(*processes);
     gpu.ecc_corrected = counter(14);
     gpu.ecc_uncorrected = counter(15);
     gpu.remapped_correctable = counter(16);
     gpu.remapped_uncorrectable = counter(17);
-    gpu.remap_pending = samples->integer(18) != 0;
-    gpu.remap_failure = samples->integer(19) != 0;
+    gpu.remap_pending = samples.integer(18) != 0;
+    gpu.remap_failure = samples.integer(19) != 0;
     gpu.nvlink_replay = counter(20);
     gpu.nvlink_recovery = counter(21);
     gpu.nvlink_crc = counter(22);
-    if (auto inactive = samples->optional_integer(23)) gpu.nvlink_inactive = static_cast<unsigned>(*inactive);
+    if (auto inactive = samples.optional_integer(23)) gpu.nvlink_inactive = static_cast<unsigned>(*inactive);
     gpu.pcie_replays = counter(24);
     gpu.nvlink5_errors = counter(25);
     gpu.nvlink5_warnings = counter(26);
@@ -390,61 +383,60 @@ util::Expected<std::vector<NodeSample>> Store::samples_since(std::int64_t since_
 }
 
 util::Expected<std::vector<StoredEvent>> Store::events_since(std::int64_t since_ms) {
-  auto query = m_db->prepare(
-      "SELECT id, time_ms, rule, status, action, gpu_uuid, gpu_index, message, remedy, source FROM event "
-      "WHERE time_ms >= ?1 ORDER BY time_ms, id");
-  if (!query) return query.error();
-  query->bind(1, since_ms);
+  GPUENV_TRY_ASSIGN(
+      auto query,
+      m_db->prepare("SELECT id, time_ms, rule, status, action, gpu_uuid, gpu_index, message, remedy, source FROM event "
+                    "WHERE time_ms >= ?1 ORDER BY time_ms, id"));
+  query.bind(1, since_ms);
   std::vector<StoredEvent> out;
   for (;;) {
-    auto row = query->step();
-    if (!row) return row.error();
-    if (!*row) break;
+    GPUENV_TRY_ASSIGN(auto row, query.step());
+    if (!row) break;
     StoredEvent stored;
-    stored.id = query->integer(0);
+    stored.id = query.integer(0);
     Event& event = stored.event;
-    event.time_ms = query->integer(1);
+    event.time_ms = query.integer(1);
     event.finding =
-        report::Finding{query->text(2), status_from(query->text(3)), query->text(7), query->text(8), query->text(9)};
-    event.action = query->text(4);
-    event.gpu_uuid = query->text(5);
-    if (auto index = query->optional_integer(6)) event.gpu_index = static_cast<unsigned>(*index);
+        report::Finding{query.text(2), status_from(query.text(3)), query.text(7), query.text(8), query.text(9)};
+    event.action = query.text(4);
+    event.gpu_uuid = query.text(5);
+    if (auto index = query.optional_integer(6)) event.gpu_index = static_cast<unsigned>(*index);
     out.push_back(std::move(stored));
   }
   return out;
 }
 
 util::Expected<std::vector<HourlyRow>> Store::hourly_since(std::int64_t since_ms) {
-  auto query = m_db->prepare(
-      "SELECT h.hour_ms, g.uuid, h.samples, h.utilization_avg, h.utilization_max, h.temperature_max, h.power_avg, "
-      "h.memory_used_max, h.busy_samples, h.throttled_samples, h.ecc_uncorrected_growth, h.remapped_growth, "
-      "h.nvlink_errors_growth, h.pcie_replays_growth, h.nvlink5_errors_growth, h.nvlink5_warnings_growth "
-      "FROM hourly h JOIN gpu g ON g.id = h.gpu "
-      "WHERE h.hour_ms >= ?1 ORDER BY h.hour_ms, g.gpu_index");
-  if (!query) return query.error();
-  query->bind(1, since_ms);
+  GPUENV_TRY_ASSIGN(
+      auto query,
+      m_db->prepare(
+          "SELECT h.hour_ms, g.uuid, h.samples, h.utilization_avg, h.utilization_max, h.temperature_max, h.power_avg, "
+          "h.memory_used_max, h.busy_samples, h.throttled_samples, h.ecc_uncorrected_growth, h.remapped_growth, "
+          "h.nvlink_errors_growth, h.pcie_replays_growth, h.nvlink5_errors_growth, h.nvlink5_warnings_growth "
+          "FROM hourly h JOIN gpu g ON g.id = h.gpu "
+          "WHERE h.hour_ms >= ?1 ORDER BY h.hour_ms, g.gpu_index"));
+  query.bind(1, since_ms);
   std::vector<HourlyRow> out;
   for (;;) {
-    auto row = query->step();
-    if (!row) return row.error();
-    if (!*row) break;
+    GPUENV_TRY_ASSIGN(auto row, query.step());
+    if (!row) break;
     HourlyRow hour;
-    hour.hour_ms = query->integer(0);
-    hour.gpu_uuid = query->text(1);
-    hour.samples = query->integer(2);
-    hour.utilization_avg = query->optional_real(3);
-    hour.utilization_max = query->optional_real(4);
-    hour.temperature_max = query->optional_real(5);
-    hour.power_avg = query->optional_real(6);
-    hour.memory_used_max = query->optional_real(7);
-    hour.busy_samples = query->integer(8);
-    hour.throttled_samples = query->integer(9);
-    hour.ecc_uncorrected_growth = query->optional_integer(10);
-    hour.remapped_growth = query->optional_integer(11);
-    hour.nvlink_errors_growth = query->optional_integer(12);
-    hour.pcie_replays_growth = query->optional_integer(13);
-    hour.nvlink5_errors_growth = query->optional_integer(14);
-    hour.nvlink5_warnings_growth = query->optional_integer(15);
+    hour.hour_ms = query.integer(0);
+    hour.gpu_uuid = query.text(1);
+    hour.samples = query.integer(2);
+    hour.utilization_avg = query.optional_real(3);
+    hour.utilization_max = query.optional_real(4);
+    hour.temperature_max = query.optional_real(5);
+    hour.power_avg = query.optional_real(6);
+    hour.memory_used_max = query.optional_real(7);
+    hour.busy_samples = query.integer(8);
+    hour.throttled_samples = query.integer(9);
+    hour.ecc_uncorrected_growth = query.optional_integer(10);
+    hour.remapped_growth = query.optional_integer(11);
+    hour.nvlink_errors_growth = query.optional_integer(12);
+    hour.pcie_replays_growth = query.optional_integer(13);
+    hour.nvlink5_errors_growth = query.optional_integer(14);
+    hour.nvlink5_warnings_growth = query.optional_integer(15);
     out.push_back(std::move(hour));
   }
   return out;

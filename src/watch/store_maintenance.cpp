@@ -95,25 +95,21 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
   sqlite::Transaction transaction(*m_db);
   if (!transaction.begun()) return transaction.begun().error();
   const std::int64_t complete_until = now_ms / k_hour_ms * k_hour_ms;
-  auto rolled_text = state("rolled_up_until_ms");
-  if (!rolled_text) return rolled_text.error();
-  std::int64_t rolled = util::parse_int(*rolled_text).value_or(0);
+  GPUENV_TRY_ASSIGN(auto rolled_text, state("rolled_up_until_ms"));
+  std::int64_t rolled = util::parse_int(rolled_text).value_or(0);
   if (rolled == 0) {
-    auto first = m_db->query_integer("SELECT coalesce(min(time_ms), 0) FROM interval");
-    if (!first) return first.error();
-    rolled = *first == 0 ? complete_until : *first / k_hour_ms * k_hour_ms;
+    GPUENV_TRY_ASSIGN(auto first, m_db->query_integer("SELECT coalesce(min(time_ms), 0) FROM interval"));
+    rolled = first == 0 ? complete_until : first / k_hour_ms * k_hour_ms;
   }
   // Hours older than the raw window have no samples left to roll up (a clock that jumped, a long shutdown).
   rolled = std::max(rolled, (now_ms - raw_retention_ms) / k_hour_ms * k_hour_ms);
 
-  auto gpus = m_db->prepare("SELECT id FROM gpu ORDER BY id");
-  if (!gpus) return gpus.error();
+  GPUENV_TRY_ASSIGN(auto gpus, m_db->prepare("SELECT id FROM gpu ORDER BY id"));
   std::vector<std::int64_t> gpu_ids;
   for (;;) {
-    auto row = gpus->step();
-    if (!row) return row.error();
-    if (!*row) break;
-    gpu_ids.push_back(gpus->integer(0));
+    GPUENV_TRY_ASSIGN(auto row, gpus.step());
+    if (!row) break;
+    gpu_ids.push_back(gpus.integer(0));
   }
   auto hour_rows = m_db->prepare(std::string("SELECT ") + k_columns +
                                  " FROM sample WHERE gpu = ?1 AND time_ms >= ?2 AND time_ms < ?3 ORDER BY time_ms");
@@ -132,17 +128,15 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
       HourAggregate aggregate;
       previous_row->bind(1, gpu);
       previous_row->bind(2, hour);
-      auto before = previous_row->step();
-      if (!before) return before.error();
-      if (*before) aggregate.add_counters(*previous_row);  // the reading the hour's growth starts from
+      GPUENV_TRY_ASSIGN(auto before, previous_row->step());
+      if (before) aggregate.add_counters(*previous_row);  // the reading the hour's growth starts from
       previous_row->reset();
       hour_rows->bind(1, gpu);
       hour_rows->bind(2, hour);
       hour_rows->bind(3, hour + k_hour_ms);
       for (;;) {
-        auto row = hour_rows->step();
-        if (!row) return row.error();
-        if (!*row) break;
+        GPUENV_TRY_ASSIGN(auto row, hour_rows->step());
+        if (!row) break;
         aggregate.add_row(*hour_rows, idle_below_percent, throttle_bits);
       }
       hour_rows->reset();
@@ -169,26 +163,23 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
       out.bind(14, aggregate.pcie.total());
       out.bind(15, aggregate.nvlink5_errors.total());
       out.bind(16, aggregate.nvlink5_warnings.total());
-      if (auto inserted = out.run(); !inserted) return inserted.error();
+      GPUENV_TRY(out.run());
     }
     ++done.hours_rolled_up;
   }
-  if (auto saved = set_state("rolled_up_until_ms", std::to_string(std::max(rolled, complete_until))); !saved)
-    return saved.error();
+  GPUENV_TRY(set_state("rolled_up_until_ms", std::to_string(std::max(rolled, complete_until))));
 
   // Deletes by primary key range per GPU (sample's key is (gpu, time_ms): no scan of the whole table).
   const std::int64_t raw_before = now_ms - raw_retention_ms;
   const std::int64_t hourly_before = now_ms - hourly_retention_ms;
   const auto remove = [this](const std::string& sql, std::initializer_list<std::int64_t> values,
                              std::int64_t& counted) -> util::Expected<util::Ok> {
-    auto statement = m_db->prepare(sql);
-    if (!statement) return statement.error();
+    GPUENV_TRY_ASSIGN(auto statement, m_db->prepare(sql));
     int index = 1;
-    for (const std::int64_t value : values) statement->bind(index++, value);
-    if (auto ran = statement->run(); !ran) return ran.error();
-    auto changes = m_db->query_integer("SELECT changes()");
-    if (!changes) return changes.error();
-    counted += *changes;
+    for (const std::int64_t value : values) statement.bind(index++, value);
+    GPUENV_TRY(statement.run());
+    GPUENV_TRY_ASSIGN(auto changes, m_db->query_integer("SELECT changes()"));
+    counted += changes;
     return util::Ok{};
   };
   for (const std::int64_t gpu : gpu_ids) {
@@ -203,9 +194,9 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
            {"DELETE FROM event WHERE time_ms < ?1", hourly_before, &done.events_deleted},
            {"DELETE FROM kernel_record WHERE time_ms < ?1", hourly_before, &ignored},
        }) {
-    if (auto r = remove(sql, {before}, *counter); !r) return r.error();
+    GPUENV_TRY(remove(sql, {before}, *counter));
   }
-  if (auto committed = transaction.commit(); !committed) return committed.error();
+  GPUENV_TRY(transaction.commit());
   return done;
 }
 
