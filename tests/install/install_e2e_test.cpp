@@ -323,7 +323,7 @@ TEST_CASE("install: usage errors exit 2, an unsupported OS is a refusal (exit 1)
   CHECK(refused.out.find("REFUSED install.os: gpuenv install does not support ubi 9") != std::string::npos);
 }
 
-TEST_CASE("install --set picks a matrix cell as doctor and cloud-init do; without it the first cell, said so",
+TEST_CASE("install --set picks a matrix cell as doctor and cloud-init do, without it the first cell is said",
           "[install][matrix]") {
   // cloud-init's per-boot script passes its --set to `gpuenv install` (data/cloudinit/per-boot.sh run_install);
   // install refused the option before, so a node given a matrix profile never installed.
