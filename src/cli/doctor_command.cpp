@@ -95,6 +95,8 @@ struct DoctorOptions {
 
 /// The profile to judge the node against: the one cell --set picks (profile::resolve_cell).
 util::Expected<std::optional<profile::Profile>> load_profile_for(Context& context, const DoctorOptions& options) {
+  if (options.profile.empty() && !options.set.empty())
+    return util::Error::usage("--set picks a cell of --profile, and no --profile was given", "add --profile NAME|FILE");
   if (options.profile.empty()) return std::optional<profile::Profile>();
   GPUENV_TRY_ASSIGN(auto document, load_trusted_profile(context.system, options.profile, "--profile"));
   GPUENV_TRY_ASSIGN(auto assignments, profile::parse_assignments(options.set));
@@ -479,7 +481,8 @@ void add_doctor_command(CLI::App& app, Action& action) {
   command->add_flag("--strict", options->strict, "Exit 1 when DEGRADED (warnings), not only when NOT READY");
   command->add_flag("--quick", options->quick, "Skip the on-device smoke tests (software and health checks only)");
   command->add_option("--profile", options->profile, "Judge the node against a profile (shipped name or .toml path)");
-  command->add_option("--set", options->set, "With --profile: pick a matrix cell or override a field (FIELD=VALUE)");
+  command->add_option("--set", options->set, "With --profile: pick a matrix cell or override a field (FIELD=VALUE)")
+      ->allow_extra_args(false);
   command->add_option("--expect-gpus", options->expect_gpus, "Fail unless exactly N GPUs are visible")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--root", options->root,

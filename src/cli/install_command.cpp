@@ -1,5 +1,6 @@
-// `gpuenv install NAME|FILE --dry-run [--json] [--os DISTRO:VERSION] [--arch x86_64|arm64] [--root DIR] [--repo-url
-// URL]` `gpuenv install NAME|FILE [--resume] [--reboot] [--json] [--log FILE] [--state-dir DIR] [--repo-url URL]`
+// `gpuenv install NAME|FILE --dry-run [--json] [--set FIELD=VALUE...] [--os DISTRO:VERSION] [--arch x86_64|arm64]
+// [--root DIR] [--repo-url URL]` `gpuenv install NAME|FILE [--set FIELD=VALUE...] [--resume] [--reboot] [--json]
+// [--log FILE] [--state-dir DIR] [--repo-url URL]`
 
 #include "cli/commands.hpp"
 #include "cli/install_output.hpp"
@@ -43,9 +44,14 @@ std::string this_machine_arch() {
 /// The profile to install: the one cell --set picks (profile::resolve_cell, as doctor and cloud-init), or, with no
 /// --set, a matrix profile's first cell (said so).
 util::Expected<profile::Profile> load_install_profile(Context& context, const std::string& name,
-                                                      const std::vector<std::string>& set) {
+                                                      const std::vector<std::string>& set, const std::string& arch) {
   GPUENV_TRY_ASSIGN(auto document, load_trusted_profile(context.system, name, "profile"));
   GPUENV_TRY_ASSIGN(auto assignments, profile::parse_assignments(set));
+  for (const auto& [field, value] : assignments) {
+    // --arch would replace the picked cell's os.arch afterwards: a plan for one architecture from another's cell.
+    if (field == "os.arch" && !arch.empty() && value != arch)
+      return util::Error::usage("--arch " + arch + " and --set os.arch=" + value + " disagree", "drop one of them");
+  }
   if (!assignments.empty()) return profile::resolve_cell(document, assignments, name);
   if (document.matrix.empty()) return document.base;
   const std::vector<profile::Cell> cells = profile::pick_cells(document, {}).cells;
@@ -190,7 +196,7 @@ util::Expected<ExitCode> run_install(Context& context, const InstallOptions& opt
     return util::Error::usage(
         "--os and --root plan for another machine: use them with "
         "--dry-run");
-  auto profile = load_install_profile(context, options.profile, options.set);
+  auto profile = load_install_profile(context, options.profile, options.set, options.arch);
   if (!profile) return profile.error();
   GPUENV_TRY_ASSIGN(auto data, install::builtin_install_data());
   GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());

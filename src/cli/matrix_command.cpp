@@ -18,14 +18,6 @@ struct MatrixOptions {
   std::string format = "table";
 };
 
-/// `--set` arguments that select this cell with `gpuenv dockerfile`.
-std::string set_arguments(const profile::Assignments& assignments) {
-  std::string out;
-  for (const auto& [key, value] : assignments)
-    out += (out.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
-  return out;
-}
-
 std::string render_table(const std::vector<compat::CellVerdict>& verdicts, const report::TextStyle& style) {
   std::string out;
   std::size_t index = 0;
@@ -69,7 +61,7 @@ nlohmann::json render_github(const profile::Profile& base, const std::vector<com
     nlohmann::json cell = assignments_json(v.cell.assignments);
     cell["profile"] = base.origin.rfind("builtin:", 0) == 0 ? base.name : base.origin;
     cell["label"] = v.cell.assignments.empty() ? base.name : v.cell.label();
-    cell["set"] = set_arguments(v.cell.assignments);
+    cell["set"] = dockerfile::set_arguments(v.cell.assignments);
     const BuildPlatform platform = build_platform(v.cell.profile);
     cell["platform"] = platform.platform;
     cell["runner"] = platform.runner;

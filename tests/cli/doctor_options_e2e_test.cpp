@@ -203,4 +203,8 @@ TEST_CASE("doctor --profile --set: fields the matrix sets pick the one cell, oth
       run_gpuenv({"doctor", "--root", tree, "--profile", "pytorch-matrix", "--set", "cuda.version=11.8.0"});
   CHECK(none.exit_code == 2);
   CHECK(gpuenv::util::contains(none.err, "0 matrix cells match"));
+  // --set without --profile was ignored: a check the user meant to constrain ran unconstrained.
+  const auto no_profile = run_gpuenv({"doctor", "--root", tree, "--set", "cuda.version=12.8.1"});
+  CHECK(no_profile.exit_code == 2);
+  CHECK(gpuenv::util::contains(no_profile.err, "no --profile was given"));
 }

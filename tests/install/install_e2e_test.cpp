@@ -341,6 +341,12 @@ TEST_CASE("install --set picks a matrix cell as doctor and cloud-init do, withou
   CHECK(several.exit_code == 2);
   CHECK(gpuenv::util::contains(several.err, "matrix cells match; a node is one"));
 
+  const auto disagree =
+      gpuenv::testing::run_gpuenv({"install", "pytorch-matrix", "--dry-run", "--set", "cuda.version=13.0.2", "--set",
+                                   "framework.python=3.12", "--set", "os.arch=x86_64", "--arch", "arm64"});
+  CHECK(disagree.exit_code == 2);
+  CHECK(gpuenv::util::contains(disagree.err, "--arch arm64 and --set os.arch=x86_64 disagree"));
+
   const auto first = gpuenv::testing::run_gpuenv({"install", "pytorch-matrix", "--dry-run"});
   CHECK(first.exit_code == 0);
   CHECK(gpuenv::util::contains(first.err, "is a matrix; installing its first cell"));
