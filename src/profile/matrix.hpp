@@ -34,8 +34,9 @@ struct CellPick {
 /// When no cell has every picked value, the axis values alone pick. No assignments: every cell.
 CellPick pick_cells(const ProfileDocument& document, const Assignments& assignments);
 
-/// The one environment a node gets (doctor, cloud-init, install with --set): the single cell `assignments` pick, with every assignment
-/// applied; a usage Error naming how many cells match when that is not one (`name` is the profile as given).
+/// The one environment a node gets (doctor, cloud-init, install with --set): the single cell `assignments` pick, with
+/// every assignment applied; a usage Error naming how many cells match when that is not one (`name` is the profile as
+/// given).
 util::Expected<Profile> resolve_cell(const ProfileDocument& document, const Assignments& assignments,
                                      const std::string& name);
 

@@ -227,8 +227,8 @@ Judgement judge(double observed, const Expectation& expectation, const Threshold
     out.fail_below = thresholds.fail_ratio * *expectation.expected;
   }
   // An anchor minimum above the warn line still fails; an uncalibrated estimate draws no warn line at all.
-  out.warn_below = judged_expected ? std::max(thresholds.min_ratio * *expectation.expected, out.fail_below)
-                                   : out.fail_below;
+  out.warn_below =
+      judged_expected ? std::max(thresholds.min_ratio * *expectation.expected, out.fail_below) : out.fail_below;
   std::string fail_text = "fail below " + format_number(out.fail_below) + " " + unit;
   if (expectation.minimum) {
     fail_text += " (anchor minimum)";

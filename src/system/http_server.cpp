@@ -55,11 +55,10 @@ class Session : public std::enable_shared_from_this<Session> {
       response->set(http::field::allow, "GET, HEAD");
     }
     response->prepare_payload();
-    http::async_write(m_stream, *response,
-                      [self = shared_from_this(), response](beast::error_code, std::size_t) {
-                        beast::error_code ignored;
-                        self->m_stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-                      });
+    http::async_write(m_stream, *response, [self = shared_from_this(), response](beast::error_code, std::size_t) {
+      beast::error_code ignored;
+      self->m_stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    });
   }
 
   beast::tcp_stream m_stream;

@@ -148,7 +148,8 @@ util::Expected<util::Ok> Database::exec(const std::string& sql) {
 
 util::Expected<Statement> Database::prepare(const std::string& sql) {
   sqlite3_stmt* statement = nullptr;
-  const int code = api().prepare_v2(handle_of(m_handle), sql.c_str(), static_cast<int>(sql.size()), &statement, nullptr);
+  const int code =
+      api().prepare_v2(handle_of(m_handle), sql.c_str(), static_cast<int>(sql.size()), &statement, nullptr);
   if (code != SQLITE_OK) return failure(code, "cannot prepare \"" + sql.substr(0, 60) + "\"");
   return Statement(*this, statement);
 }
