@@ -14,23 +14,6 @@
 
 namespace {
 
-using gpuenv::probe::GpuFabricInfo;
-using gpuenv::probe::HostFacts;
-using gpuenv::report::Finding;
-using gpuenv::report::Status;
-using gpuenv::testing::has_finding;
-using gpuenv::testing::require_finding;
-using gpuenv::testing::doctor_rules::thresholds;
-using gpuenv::testing::fabric_rules::evaluate;
-using gpuenv::testing::fabric_rules::fabric_not_started;
-using gpuenv::testing::fabric_rules::hgx;
-using gpuenv::testing::fabric_rules::hgx_b200;
-using gpuenv::testing::fabric_rules::instance;
-
-}  // namespace
-
-namespace {
-
 using gpuenv::probe::LinkCounterSnapshot;
 
 /// Start and end readings `seconds` apart: GPU 0 with links 0 and 1 at Gen5 x16, one port.

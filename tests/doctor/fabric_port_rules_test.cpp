@@ -12,23 +12,6 @@
 
 #include "doctor/fabric_rules_support.hpp"
 
-namespace {
-
-using gpuenv::probe::GpuFabricInfo;
-using gpuenv::probe::HostFacts;
-using gpuenv::report::Finding;
-using gpuenv::report::Status;
-using gpuenv::testing::has_finding;
-using gpuenv::testing::require_finding;
-using gpuenv::testing::doctor_rules::thresholds;
-using gpuenv::testing::fabric_rules::evaluate;
-using gpuenv::testing::fabric_rules::fabric_not_started;
-using gpuenv::testing::fabric_rules::hgx;
-using gpuenv::testing::fabric_rules::hgx_b200;
-using gpuenv::testing::fabric_rules::instance;
-
-}  // namespace
-
 TEST_CASE("fabric.sxid: fatal SXids fail, corrected ECC passes, an unknown code warns", "[doctor][fabric]") {
   // Severity per data/sxid.toml: the Fabric Manager user guide's SXid appendix (fatal vs non-fatal NVSwitch errors)
   // as leptonai/gpud copies it; the log lines are the real ones in tests/fixtures/probe/sxid-xid79-h100.log.

@@ -92,3 +92,21 @@ inline std::vector<Finding> evaluate(const HostFacts& facts,
 }
 
 }  // namespace gpuenv::testing::fabric_rules
+
+// The names each fabric rule test file uses unqualified (this header is included by those files only).
+namespace {
+
+using gpuenv::probe::GpuFabricInfo;
+using gpuenv::probe::HostFacts;
+using gpuenv::report::Finding;
+using gpuenv::report::Status;
+using gpuenv::testing::has_finding;
+using gpuenv::testing::require_finding;
+using gpuenv::testing::doctor_rules::thresholds;
+using gpuenv::testing::fabric_rules::evaluate;
+using gpuenv::testing::fabric_rules::fabric_not_started;
+using gpuenv::testing::fabric_rules::hgx;
+using gpuenv::testing::fabric_rules::hgx_b200;
+using gpuenv::testing::fabric_rules::instance;
+
+}  // namespace

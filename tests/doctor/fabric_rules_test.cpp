@@ -14,23 +14,6 @@
 
 #include "doctor/fabric_rules_support.hpp"
 
-namespace {
-
-using gpuenv::probe::GpuFabricInfo;
-using gpuenv::probe::HostFacts;
-using gpuenv::report::Finding;
-using gpuenv::report::Status;
-using gpuenv::testing::has_finding;
-using gpuenv::testing::require_finding;
-using gpuenv::testing::doctor_rules::thresholds;
-using gpuenv::testing::fabric_rules::evaluate;
-using gpuenv::testing::fabric_rules::fabric_not_started;
-using gpuenv::testing::fabric_rules::hgx;
-using gpuenv::testing::fabric_rules::hgx_b200;
-using gpuenv::testing::fabric_rules::instance;
-
-}  // namespace
-
 TEST_CASE("fabric: a healthy HGX H100 node passes every fabric check", "[doctor][fabric]") {
   const auto findings = evaluate(hgx());
   CHECK(require_finding(findings, "fabric.state").status == Status::pass);
