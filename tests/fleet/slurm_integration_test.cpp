@@ -201,17 +201,11 @@ class SlurmCluster {
 
   std::string slurmd_log() const { return read_text(m_dir / "log/slurmd.log"); }
   /// `scontrol show node`'s BootTime and LastBusyTime line, for a message about a reboot that did not complete.
-  std::string boot_times() const {
-    const auto run = run_tool({"env", "SLURM_CONF=" + conf().string(), "scontrol", "show", "node", m_node},
-                              std::chrono::seconds(10));
-    return last_line_with(run.out, "BootTime=");
-  }
+  std::string boot_times() const { return last_line_with(scontrol({"show", "node", m_node}).out, "BootTime="); }
   std::string slurmctld_log() const { return read_text(m_dir / "log/slurmctld.log"); }
 
   gpuenv::util::Expected<gpuenv::fleet::SlurmNode> show() const {
-    const auto run = run_tool({"env", "SLURM_CONF=" + conf().string(), "scontrol", "show", "node", m_node},
-                              std::chrono::seconds(10));
-    return gpuenv::fleet::parse_scontrol_show_node(run.out);
+    return gpuenv::fleet::parse_scontrol_show_node(scontrol({"show", "node", m_node}).out);
   }
 
   bool update(const std::vector<std::string>& fields) const {
