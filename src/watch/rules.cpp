@@ -55,6 +55,7 @@ constexpr RuleInfo k_rules[] = {
     {"watch.remap_failure", "row remap failure", false},
     {"watch.nvlink_errors", "NVLink errors growing", true},
     {"watch.nvlink_recoveries", "NVLink5 successful link recoveries growing", true},
+    {"watch.nvlink_crc", "NVLink CRC errors growing", true},
     {"watch.nvlink_down", "NVLinks down", false},
     {"watch.pcie_replays", "PCIe replays growing", true},
     {"watch.temperature", "temperature at or above the limit", true},
@@ -227,8 +228,10 @@ constexpr const char* k_pcie_remedy =
     "open a hardware ticket if they keep growing (`nvidia-smi -q -d PCIE`)";
 
 // DCGM's health watches: a volatile uncorrectable ECC error fails (DcgmHealthWatch.cpp MonitorMem); NVLink replay and
-// recovery errors that grow by one fail, CRC errors warn (MonitorNVLink, DcgmGPUHardwareLimits.h); NVLink5's by
-// probe/nvlink5.hpp's table.
+// recovery errors that grow by one fail, CRC errors warn (MonitorNVLink, DcgmGPUHardwareLimits.h) and fail at DCGM's
+// rate (check_counters: then under watch.nvlink_errors; the warning has a rule id of its own, so that CRC errors
+// trickling in on a healthy link never keep a replay or recovery failure open); NVLink5's by probe/nvlink5.hpp's
+// table.
 constexpr CounterRule k_counters[] = {
     {"watch.ecc_uncorrected", &GpuSample::ecc_uncorrected, "uncorrectable ECC errors", Status::fail, "reset_gpu",
      k_memory_remedy},
@@ -240,7 +243,7 @@ constexpr CounterRule k_counters[] = {
      k_nvlink_remedy},
     {"watch.nvlink_errors", &GpuSample::nvlink_recovery, "NVLink recovery errors", Status::fail, "drain_and_inspect",
      k_nvlink_remedy},
-    {"watch.nvlink_errors", &GpuSample::nvlink_crc, "NVLink CRC errors", Status::warn, "drain_and_inspect",
+    {"watch.nvlink_crc", &GpuSample::nvlink_crc, "NVLink CRC errors", Status::warn, "drain_and_inspect",
      k_nvlink_remedy},
     // NVLink5 (Blackwell): probe/nvlink5.hpp's table splits its counters into those whose rise fails and the
     // successful link recoveries, whose rise warns (gpuenv's policy after DCGM 4.6.0 MonitorNVLink5Fields and
@@ -323,14 +326,18 @@ void check_counters(const History& history, const GpuSample& gpu, Emitter& emit)
       continue;
     const auto hour = growth_since(history, gpu, rule.field, now_ms - k_hour_ms);
     Status status = rule.status;
+    std::string rule_id = rule.rule;
     const double per_second = seconds > 0 ? static_cast<double>(*grew) / seconds : 0;
-    if (rule.field == &GpuSample::nvlink_crc && nvlink_crc_fails(*before, gpu, *grew, seconds)) status = Status::fail;
+    if (rule.field == &GpuSample::nvlink_crc && nvlink_crc_fails(*before, gpu, *grew, seconds)) {
+      status = Status::fail;
+      rule_id = "watch.nvlink_errors";
+    }
     std::string what = rule.what;
     if (rule.field == &GpuSample::nvlink5_errors || rule.field == &GpuSample::nvlink5_warnings) {
       const std::string detail = nvlink5_detail(*before, gpu, rule.field == &GpuSample::nvlink5_warnings);
       if (!detail.empty()) what += " (" + detail + ")";
     }
-    emit.hold(rule.rule, &gpu, status,
+    emit.hold(rule_id, &gpu, status,
               gpu_label(gpu) + ": " + std::to_string(*grew) + " " + what + " in the last " +
                   duration_text(now_ms - previous->time_ms) + " (" + number(per_second, 2) + "/s; " +
                   std::to_string(hour.value_or(*grew)) + " in the last hour; " + std::to_string(*(gpu.*rule.field)) +

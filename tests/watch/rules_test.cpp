@@ -148,7 +148,7 @@ TEST_CASE("a counter reset (driver reload) counts the new value as growth, not a
   GpuSample after = with_crc(gpu(0), 3);
   const auto raised = run.step({after});
   REQUIRE(raised.size() == 1);
-  CHECK(raised[0].finding.id == "watch.nvlink_errors");
+  CHECK(raised[0].finding.id == "watch.nvlink_crc");
   CHECK(raised[0].finding.status == Status::warn);  // CRC errors warn (DCGM); 0.3/s is far under 100/s
   CHECK_THAT(raised[0].finding.message, Catch::Contains("3 NVLink CRC errors"));
 }
@@ -158,7 +158,30 @@ TEST_CASE("NVLink CRC errors at 100/s or more fail, as DCGM's health watch does"
   run.step({gpu(0)});
   const auto raised = run.step({with_crc(gpu(0), 2000)});  // 200/s over 10 s
   REQUIRE(raised.size() == 1);
+  CHECK(raised[0].finding.id == "watch.nvlink_errors");
   CHECK(raised[0].finding.status == Status::fail);
+}
+
+// A healthy NVLink may count a CRC error now and then (DCGM only warns on them below its rate); were the warning
+// under the id of the failures, each interval with one would hold a replay error's failure open for good.
+TEST_CASE("NVLink CRC errors trickling in warn under their own id and never keep a replay failure open", "[watch]") {
+  Run run;
+  run.step({gpu(0)});
+  const auto failed = run.step({with_links(gpu(0), {{0, true, 1, 0, 0, 0}})});  // one replay error
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].finding.id == "watch.nvlink_errors");
+  CHECK(failed[0].finding.status == Status::fail);
+  std::uint64_t crc = 0;
+  std::vector<Event> later;
+  for (int i = 0; i < 400; ++i) {  // 10 s apart: over an hour with one CRC error every interval
+    ++crc;
+    for (Event& event : run.step({with_links(gpu(0), {{0, true, 1, 0, crc, 0}})})) later.push_back(std::move(event));
+  }
+  REQUIRE(later.size() == 2);
+  CHECK(later[0].finding.id == "watch.nvlink_crc");
+  CHECK(later[0].finding.status == Status::warn);
+  CHECK(later[1].finding.id == "watch.nvlink_errors");
+  CHECK(later[1].finding.status == Status::pass);  // cleared: an hour without replay errors
 }
 
 // DCGM rates flit and data CRC errors each on its own (DcgmHealthWatch.cpp MonitorNVLink4Fields: the fields
