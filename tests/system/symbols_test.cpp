@@ -8,26 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "support/fake_library.hpp"
+
 namespace {
 
 int symbols_old_entry() { return 1; }
 int symbols_new_entry() { return 2; }
 int symbols_newest_entry() { return 3; }
-
-/// A library exporting `exports` (name -> function); records every name looked up, in order.
-class SymbolsFakeLibrary final : public gpuenv::system::DynamicLibrary {
- public:
-  explicit SymbolsFakeLibrary(std::map<std::string, int (*)()> exports) : m_exports(std::move(exports)) {}
-  void* symbol(const std::string& name) override {
-    asked.push_back(name);
-    const auto it = m_exports.find(name);
-    return it == m_exports.end() ? nullptr : reinterpret_cast<void*>(it->second);
-  }
-  std::vector<std::string> asked;
-
- private:
-  std::map<std::string, int (*)()> m_exports;
-};
 
 }  // namespace
 
@@ -84,7 +71,7 @@ TEST_CASE("symbols: each entry point binds by its names in order, and the requir
   };
   for (const Row& row : rows) {
     INFO(row.what);
-    SymbolsFakeLibrary library(row.exports);
+    gpuenv::testing::FakeLibrary library(row.exports);
     SymbolBinder binder(library);
     int (*pointer)() = symbols_old_entry;  // overwritten either way
     const char* bound = nullptr;
@@ -103,7 +90,7 @@ TEST_CASE("symbols: each entry point binds by its names in order, and the requir
 }
 
 TEST_CASE("symbols: the missing list keeps the order of binding, optional ones never in it", "[system][symbols]") {
-  SymbolsFakeLibrary library({{"cuDriverGetVersion", symbols_old_entry}});
+  gpuenv::testing::FakeLibrary library({{"cuDriverGetVersion", symbols_old_entry}});
   gpuenv::system::SymbolBinder binder(library);
   int (*init)() = nullptr;
   int (*version)() = nullptr;
@@ -120,7 +107,7 @@ TEST_CASE("symbols: the missing list keeps the order of binding, optional ones n
   CHECK(error_name == nullptr);
   CHECK(alloc == nullptr);
 
-  SymbolsFakeLibrary complete({{"cuInit", symbols_old_entry}});
+  gpuenv::testing::FakeLibrary complete({{"cuInit", symbols_old_entry}});
   gpuenv::system::SymbolBinder all_there(complete);
   all_there.require(init, "cuInit");
   CHECK(all_there.missing().empty());
