@@ -17,7 +17,7 @@
 #include "nccl/allreduce.hpp"
 #include "probe/cloud.hpp"
 #include "probe/collect.hpp"
-#include "smoke/cuda_api.hpp"
+#include "probe/cuda_api.hpp"
 #include "smoke/runner.hpp"
 #include "system/abandon.hpp"
 #include "util/strings.hpp"
@@ -201,7 +201,7 @@ std::string smoke_text(const smoke::SmokeReport& report, report::Verdict verdict
 std::string describe_kernels(bool json) {
   const smoke::KernelsInfo kernels = smoke::embedded_kernels_info();
   const std::string oldest =
-      kernels.embedded ? smoke::cuda_version_text(kernels.images.back().min_driver) : std::string();
+      kernels.embedded ? probe::cuda::cuda_version_text(kernels.images.back().min_driver) : std::string();
   const std::string uncovered =
       kernels.embedded ? "drivers older than CUDA " + oldest +
                              " get no image: smoke skips its own matmuls and memory test there (copies and cuBLAS "
@@ -215,7 +215,7 @@ std::string describe_kernels(bool json) {
                         {"toolkit", image.cuda_version},
                         {"sass", image.sass_archs},
                         {"ptx", image.ptx_arch},
-                        {"min_driver_cuda", smoke::cuda_version_text(image.min_driver)},
+                        {"min_driver_cuda", probe::cuda::cuda_version_text(image.min_driver)},
                         {"drivers", smoke::kernel_image_driver_range(kernels.images, i)},
                         {"bytes", image.bytes}});
     }

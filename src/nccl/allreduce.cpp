@@ -11,6 +11,7 @@
 
 #include "nccl/judge.hpp"
 #include "nccl/tests_output.hpp"
+#include "probe/cuda_api.hpp"
 #include "smoke/cuda_api.hpp"
 #include "system/abandon.hpp"
 #include "util/strings.hpp"
@@ -527,7 +528,7 @@ util::Expected<SweepReport> run_allreduce_sweep(system::System& system, const Sw
     return report;
   }
   auto cuda_library = std::shared_ptr<system::DynamicLibrary>(std::move(*cuda_loaded));
-  auto cuda = smoke::resolve_cuda_api(*cuda_library);
+  auto cuda = probe::cuda::resolve(*cuda_library);
   if (!cuda) return util::Error::input(options.cuda_library + " is not a usable CUDA driver: " + cuda.error().message);
 
   // ncclGetVersion only writes NCCL_VERSION_CODE (NVIDIA/nccl src/init.cc:176): safe before anything else.

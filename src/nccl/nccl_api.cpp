@@ -1,5 +1,6 @@
 #include "nccl/nccl_api.hpp"
 
+#include "system/symbols.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::nccl {
@@ -11,27 +12,21 @@ constexpr const char* k_find_wheel =
     "s = importlib.util.find_spec('nvidia.nccl')\n"
     "print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')\n";
 
-template <typename F>
-void bind(system::DynamicLibrary& library, F& target, const char* name, std::vector<std::string>& missing) {
-  target = reinterpret_cast<F>(library.symbol(name));
-  if (target == nullptr) missing.emplace_back(name);
-}
-
 }  // namespace
 
 util::Expected<NcclApi> resolve_nccl_api(system::DynamicLibrary& library) {
   NcclApi api;
-  std::vector<std::string> missing;
-  bind(library, api.get_version, "ncclGetVersion", missing);
-  bind(library, api.get_error_string, "ncclGetErrorString", missing);
-  bind(library, api.comm_init_all, "ncclCommInitAll", missing);
-  bind(library, api.comm_destroy, "ncclCommDestroy", missing);
-  bind(library, api.comm_abort, "ncclCommAbort", missing);
-  bind(library, api.comm_get_async_error, "ncclCommGetAsyncError", missing);
-  bind(library, api.all_reduce, "ncclAllReduce", missing);
-  bind(library, api.group_start, "ncclGroupStart", missing);
-  bind(library, api.group_end, "ncclGroupEnd", missing);
-  if (!missing.empty()) return util::Error::input("not a usable libnccl: it lacks " + util::join(missing, ", "));
+  system::SymbolBinder binder(library);
+  binder.require(api.get_version, "ncclGetVersion");
+  binder.require(api.get_error_string, "ncclGetErrorString");
+  binder.require(api.comm_init_all, "ncclCommInitAll");
+  binder.require(api.comm_destroy, "ncclCommDestroy");
+  binder.require(api.comm_abort, "ncclCommAbort");
+  binder.require(api.comm_get_async_error, "ncclCommGetAsyncError");
+  binder.require(api.all_reduce, "ncclAllReduce");
+  binder.require(api.group_start, "ncclGroupStart");
+  binder.require(api.group_end, "ncclGroupEnd");
+  if (!binder.missing().empty()) return util::Error::input("not a usable libnccl: it lacks " + binder.missing_text());
   return api;
 }
 

@@ -1,27 +1,20 @@
 #include "probe/cuda_driver.hpp"
 
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "probe/cuda_api.hpp"
 #include "system/abandon.hpp"
+#include "system/symbols.hpp"
 
 namespace gpuenv::probe {
 namespace {
 
-using CUresult = int;
-
-struct CudaApi {
-  CUresult (*init)(unsigned) = nullptr;
-  CUresult (*driver_get_version)(int*) = nullptr;
-  CUresult (*get_error_name)(CUresult, const char**) = nullptr;
-  CUresult (*get_error_string)(CUresult, const char**) = nullptr;
-};
-
 CudaDriver call_driver(system::DynamicLibrary& library) {
-  CudaApi api;
-  api.init = reinterpret_cast<decltype(api.init)>(library.symbol("cuInit"));
-  api.driver_get_version = reinterpret_cast<decltype(api.driver_get_version)>(library.symbol("cuDriverGetVersion"));
-  api.get_error_name = reinterpret_cast<decltype(api.get_error_name)>(library.symbol("cuGetErrorName"));
-  api.get_error_string = reinterpret_cast<decltype(api.get_error_string)>(library.symbol("cuGetErrorString"));
+  // The one libcuda table; this check needs only cuInit and cuDriverGetVersion of it (the rest may be missing).
+  std::vector<std::string> unused;
+  const cuda::Api api = cuda::bind_all(library, unused);
   CudaDriver out;
   out.availability.source = "libcuda.so.1";
   if (api.init == nullptr || api.driver_get_version == nullptr) {
@@ -30,10 +23,8 @@ CudaDriver call_driver(system::DynamicLibrary& library) {
   }
   out.availability.available = true;
   int version = 0;
-  if (api.driver_get_version(&version) == 0 && version > 0) {
-    out.driver_cuda_version = std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
-  }
-  const CUresult init = api.init(0);
+  if (api.driver_get_version(&version) == 0 && version > 0) out.driver_cuda_version = cuda::cuda_version_text(version);
+  const cuda::CUresult init = api.init(0);
   out.init_result = init;
   if (init != 0) {
     const char* name = nullptr;
@@ -78,8 +69,8 @@ std::string read_cudnn_runtime_version(system::System& system) {
   for (const char* name : {"libcudnn.so.9", "libcudnn.so.8"}) {
     auto loaded = system.load_library(name);
     if (!loaded) continue;
-    using GetVersion = std::size_t (*)();
-    const auto get_version = reinterpret_cast<GetVersion>((*loaded)->symbol("cudnnGetVersion"));
+    std::size_t (*get_version)() = nullptr;
+    system::SymbolBinder(**loaded).optional(get_version, "cudnnGetVersion");
     if (get_version != nullptr) return decode_cudnn_version(get_version());
   }
   return {};

@@ -3,62 +3,58 @@
 #include <cstring>
 
 #include "probe/nvml.hpp"
+#include "system/symbols.hpp"
 
 namespace gpuenv::probe::nvml {
-namespace {
-
-template <typename F>
-void bind(system::DynamicLibrary& library, F& target, const char* name) {
-  target = reinterpret_cast<F>(library.symbol(name));
-}
-
-}  // namespace
 
 Api resolve(system::DynamicLibrary& lib) {
   Api api;
-  bind(lib, api.init, "nvmlInit_v2");
-  if (api.init == nullptr) bind(lib, api.init, "nvmlInit");
-  bind(lib, api.shutdown, "nvmlShutdown");
-  bind(lib, api.error_string, "nvmlErrorString");
-  bind(lib, api.driver_version, "nvmlSystemGetDriverVersion");
-  bind(lib, api.nvml_version, "nvmlSystemGetNVMLVersion");
-  bind(lib, api.cuda_driver_version, "nvmlSystemGetCudaDriverVersion_v2");
-  if (api.cuda_driver_version == nullptr) bind(lib, api.cuda_driver_version, "nvmlSystemGetCudaDriverVersion");
-  bind(lib, api.device_count, "nvmlDeviceGetCount_v2");
-  if (api.device_count == nullptr) bind(lib, api.device_count, "nvmlDeviceGetCount");
-  bind(lib, api.handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
-  if (api.handle_by_index == nullptr) bind(lib, api.handle_by_index, "nvmlDeviceGetHandleByIndex");
-  bind(lib, api.name, "nvmlDeviceGetName");
-  bind(lib, api.uuid, "nvmlDeviceGetUUID");
-  bind(lib, api.pci_info, "nvmlDeviceGetPciInfo_v3");
-  bind(lib, api.memory_info, "nvmlDeviceGetMemoryInfo");
-  bind(lib, api.compute_capability, "nvmlDeviceGetCudaComputeCapability");
-  bind(lib, api.persistence_mode, "nvmlDeviceGetPersistenceMode");
-  bind(lib, api.mig_mode, "nvmlDeviceGetMigMode");
-  bind(lib, api.ecc_mode, "nvmlDeviceGetEccMode");
-  bind(lib, api.total_ecc_errors, "nvmlDeviceGetTotalEccErrors");
-  bind(lib, api.retired_pages, "nvmlDeviceGetRetiredPages");
-  bind(lib, api.retired_pages_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
-  bind(lib, api.remapped_rows, "nvmlDeviceGetRemappedRows");
-  bind(lib, api.temperature, "nvmlDeviceGetTemperature");
-  bind(lib, api.temperature_threshold, "nvmlDeviceGetTemperatureThreshold");
-  bind(lib, api.power_usage, "nvmlDeviceGetPowerUsage");
-  bind(lib, api.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
-  bind(lib, api.utilization, "nvmlDeviceGetUtilizationRates");
-  bind(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
-  if (api.throttle_reasons == nullptr) bind(lib, api.throttle_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
-  bind(lib, api.clock_info, "nvmlDeviceGetClockInfo");
-  bind(lib, api.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration");
-  bind(lib, api.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration");
-  bind(lib, api.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth");
-  bind(lib, api.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth");
-  bind(lib, api.running_processes, "nvmlDeviceGetComputeRunningProcesses");
-  bind(lib, api.nvlink_state, "nvmlDeviceGetNvLinkState");
-  bind(lib, api.nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
-  bind(lib, api.field_values, "nvmlDeviceGetFieldValues");
-  bind(lib, api.pcie_replay_counter, "nvmlDeviceGetPcieReplayCounter");
-  bind(lib, api.gpu_fabric_info_v, "nvmlDeviceGetGpuFabricInfoV");
-  bind(lib, api.gpu_fabric_info, "nvmlDeviceGetGpuFabricInfo");
+  system::SymbolBinder binder(lib);
+  api.init_name = binder.optional(api.init, {"nvmlInit_v2", "nvmlInit"});
+  binder.optional(api.shutdown, "nvmlShutdown");
+  binder.optional(api.error_string, "nvmlErrorString");
+  binder.optional(api.driver_version, "nvmlSystemGetDriverVersion");
+  binder.optional(api.nvml_version, "nvmlSystemGetNVMLVersion");
+  binder.optional(api.cuda_driver_version, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
+  binder.optional(api.device_count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+  binder.optional(api.handle_by_index, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+  binder.optional(api.handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
+  binder.optional(api.name, "nvmlDeviceGetName");
+  binder.optional(api.uuid, "nvmlDeviceGetUUID");
+  binder.optional(api.pci_info, "nvmlDeviceGetPciInfo_v3");
+  binder.optional(api.memory_info, "nvmlDeviceGetMemoryInfo");
+  binder.optional(api.compute_capability, "nvmlDeviceGetCudaComputeCapability");
+  binder.optional(api.persistence_mode, "nvmlDeviceGetPersistenceMode");
+  binder.optional(api.mig_mode, "nvmlDeviceGetMigMode");
+  binder.optional(api.max_mig_devices, "nvmlDeviceGetMaxMigDeviceCount");
+  binder.optional(api.mig_device, "nvmlDeviceGetMigDeviceHandleByIndex");
+  binder.optional(api.ecc_mode, "nvmlDeviceGetEccMode");
+  binder.optional(api.total_ecc_errors, "nvmlDeviceGetTotalEccErrors");
+  binder.optional(api.retired_pages, "nvmlDeviceGetRetiredPages");
+  binder.optional(api.retired_pages_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
+  binder.optional(api.remapped_rows, "nvmlDeviceGetRemappedRows");
+  binder.optional(api.temperature, "nvmlDeviceGetTemperature");
+  binder.optional(api.temperature_threshold, "nvmlDeviceGetTemperatureThreshold");
+  binder.optional(api.power_usage, "nvmlDeviceGetPowerUsage");
+  binder.optional(api.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+  binder.optional(api.utilization, "nvmlDeviceGetUtilizationRates");
+  binder.optional(api.throttle_reasons,
+                  {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  binder.optional(api.clock_info, "nvmlDeviceGetClockInfo");
+  binder.optional(api.max_clock_info, "nvmlDeviceGetMaxClockInfo");
+  binder.optional(api.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration");
+  binder.optional(api.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration");
+  binder.optional(api.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth");
+  binder.optional(api.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth");
+  binder.optional(api.running_processes, "nvmlDeviceGetComputeRunningProcesses");
+  binder.optional(api.running_processes_v2,
+                  {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  binder.optional(api.nvlink_state, "nvmlDeviceGetNvLinkState");
+  binder.optional(api.nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
+  binder.optional(api.field_values, "nvmlDeviceGetFieldValues");
+  binder.optional(api.pcie_replay_counter, "nvmlDeviceGetPcieReplayCounter");
+  binder.optional(api.gpu_fabric_info_v, "nvmlDeviceGetGpuFabricInfoV");
+  binder.optional(api.gpu_fabric_info, "nvmlDeviceGetGpuFabricInfo");
   return api;
 }
 

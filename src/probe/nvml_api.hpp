@@ -1,8 +1,9 @@
 #pragma once
-// Internal to probe: the subset of nvml.h gpuenv calls, declared here so that no NVIDIA header or library is needed at
-// build time, resolved from a dlopen'ed libnvidia-ml. Layouts and signatures follow nvml.h (NVIDIA/go-nvml
-// gen/nvml/nvml.h @ 2f9e261f, the header NVIDIA generates its Go bindings from). Shared by the inventory (nvml.cpp)
-// and the link-counter reader (link_counters.cpp); the NVLink error counters of both are read by nvlink5.cpp.
+// The one NVML table: the subset of nvml.h gpuenv calls, declared here so that no NVIDIA header or library is needed
+// at build time, resolved from a dlopen'ed libnvidia-ml through system::SymbolBinder. Layouts and signatures follow
+// nvml.h (NVIDIA/go-nvml gen/nvml/nvml.h @ 2f9e261f, the header NVIDIA generates its Go bindings from). Shared by the
+// inventory (nvml.cpp), the link-counter reader (link_counters.cpp) and smoke's NVML monitor; the NVLink error
+// counters of all three are read by nvlink5.cpp.
 
 #include <cstddef>
 #include <optional>
@@ -73,6 +74,7 @@ constexpr unsigned fabric_info_v2 = static_cast<unsigned>(offsetof(GpuFabricInfo
 /// Function pointers resolved from the library; any may be null on an old driver.
 struct Api {
   Return (*init)() = nullptr;
+  const char* init_name = nullptr;  ///< which entry point init is: "nvmlInit_v2", "nvmlInit" (or null)
   Return (*shutdown)() = nullptr;
   const char* (*error_string)(Return) = nullptr;
   Return (*driver_version)(char*, unsigned) = nullptr;
@@ -80,6 +82,7 @@ struct Api {
   Return (*cuda_driver_version)(int*) = nullptr;
   Return (*device_count)(unsigned*) = nullptr;
   Return (*handle_by_index)(unsigned, Device*) = nullptr;
+  Return (*handle_by_pci_bus_id)(const char*, Device*) = nullptr;  ///< nvmlDeviceGetHandleByPciBusId_v2
   Return (*name)(Device, char*, unsigned) = nullptr;
   Return (*uuid)(Device, char*, unsigned) = nullptr;
   Return (*pci_info)(Device, PciInfo*) = nullptr;
@@ -87,6 +90,8 @@ struct Api {
   Return (*compute_capability)(Device, int*, int*) = nullptr;
   Return (*persistence_mode)(Device, int*) = nullptr;
   Return (*mig_mode)(Device, unsigned*, unsigned*) = nullptr;
+  Return (*max_mig_devices)(Device, unsigned*) = nullptr;
+  Return (*mig_device)(Device, unsigned, Device*) = nullptr;  ///< nvmlDeviceGetMigDeviceHandleByIndex
   Return (*ecc_mode)(Device, int*, int*) = nullptr;
   Return (*total_ecc_errors)(Device, int, int, unsigned long long*) = nullptr;
   Return (*retired_pages)(Device, int, unsigned*, unsigned long long*) = nullptr;
@@ -99,11 +104,14 @@ struct Api {
   Return (*utilization)(Device, Utilization*) = nullptr;
   Return (*throttle_reasons)(Device, unsigned long long*) = nullptr;
   Return (*clock_info)(Device, int, unsigned*) = nullptr;
+  Return (*max_clock_info)(Device, int, unsigned*) = nullptr;
   Return (*pcie_gen_current)(Device, unsigned*) = nullptr;
   Return (*pcie_gen_max)(Device, unsigned*) = nullptr;
   Return (*pcie_width_current)(Device, unsigned*) = nullptr;
   Return (*pcie_width_max)(Device, unsigned*) = nullptr;
-  Return (*running_processes)(Device, unsigned*, void*) = nullptr;
+  Return (*running_processes)(Device, unsigned*, void*) = nullptr;  ///< unversioned: nvmlProcessInfo_v1_t (16 bytes)
+  /// nvmlDeviceGetComputeRunningProcesses_v3, else _v2: nvmlProcessInfo_t (24 bytes).
+  Return (*running_processes_v2)(Device, unsigned*, void*) = nullptr;
   Return (*nvlink_state)(Device, unsigned, int*) = nullptr;
   Return (*nvlink_error_counter)(Device, unsigned, int, unsigned long long*) = nullptr;
   /// nvmlDeviceGetFieldValues (R550+): NVLink5's error counters and bit error rates (probe/nvlink5.hpp).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "system/symbols.hpp"
 #include "util/version.hpp"
 
 namespace gpuenv::smoke {
@@ -11,15 +12,15 @@ namespace {
 
 util::Expected<CublasApi> resolve_cublas_api(system::DynamicLibrary& library) {
   CublasApi api;
-  SymbolBinder binder(library);
-  binder.bind(api.create, "cublasCreate_v2");
-  binder.bind(api.destroy, "cublasDestroy_v2");
-  binder.bind(api.set_stream, "cublasSetStream_v2");
-  binder.bind(api.get_property, "cublasGetProperty");
-  binder.bind(api.sgemm, "cublasSgemm_v2");
-  binder.bind(api.gemm_ex, "cublasGemmEx");
-  binder.bind(api.status_name, "cublasGetStatusName", false);
-  if (!binder.missing().empty()) return util::Error::internal("does not export " + binder.missing());
+  system::SymbolBinder binder(library);
+  binder.require(api.create, "cublasCreate_v2");
+  binder.require(api.destroy, "cublasDestroy_v2");
+  binder.require(api.set_stream, "cublasSetStream_v2");
+  binder.require(api.get_property, "cublasGetProperty");
+  binder.require(api.sgemm, "cublasSgemm_v2");
+  binder.require(api.gemm_ex, "cublasGemmEx");
+  binder.optional(api.status_name, "cublasGetStatusName");
+  if (!binder.missing().empty()) return util::Error::internal("does not export " + binder.missing_text());
   return api;
 }
 

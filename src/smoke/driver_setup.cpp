@@ -6,6 +6,8 @@
 #include <future>
 #include <thread>
 
+#include "probe/cuda_api.hpp"
+
 namespace gpuenv::smoke {
 
 using report::Finding;
@@ -61,7 +63,7 @@ std::shared_ptr<Gpu> open_driver(system::System& system, const SmokeOptions& opt
   }
   auto driver = std::make_shared<Gpu>();
   driver->library = std::shared_ptr<system::DynamicLibrary>(std::move(*loaded));
-  auto api = resolve_cuda_api(*driver->library);
+  auto api = probe::cuda::resolve(*driver->library);
   if (!api) {
     report.findings.push_back(Finding{"smoke.driver",
                                       Status::fail,

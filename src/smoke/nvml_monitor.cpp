@@ -6,10 +6,11 @@
 #include <cstdio>
 #include <future>
 #include <limits>
+#include <string_view>
 #include <thread>
 
 #include "probe/nvml.hpp"
-#include "smoke/cuda_api.hpp"
+#include "probe/nvml_api.hpp"
 #include "system/abandon.hpp"
 #include "util/strings.hpp"
 
@@ -18,34 +19,8 @@ namespace gpuenv::smoke {
 using report::Finding;
 using report::Status;
 
-using NvmlDevice = void*;
-using NvmlReturn = int;
-
-/// The few NVML entry points smoke reads (nvml.h); each may be absent from an older driver.
-struct NvmlMonitor::Api {
-  NvmlReturn (*init)() = nullptr;
-  NvmlReturn (*shutdown)() = nullptr;
-  NvmlReturn (*handle_by_pci_bus_id)(const char*, NvmlDevice*) = nullptr;
-  NvmlReturn (*clock_info)(NvmlDevice, int, unsigned*) = nullptr;
-  NvmlReturn (*max_clock_info)(NvmlDevice, int, unsigned*) = nullptr;
-  NvmlReturn (*reasons)(NvmlDevice, unsigned long long*) = nullptr;
-  NvmlReturn (*total_ecc_errors)(NvmlDevice, int, int, unsigned long long*) = nullptr;
-  NvmlReturn (*remapped_rows)(NvmlDevice, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
-  NvmlReturn (*retired_pages)(NvmlDevice, int, unsigned*, unsigned long long*) = nullptr;
-  // Issue 23: who else uses the GPU, level-2 counters, MIG instances (each optional).
-  NvmlReturn (*processes_v2)(NvmlDevice, unsigned*, void*) = nullptr;  ///< _v3 or _v2: nvmlProcessInfo_t (24 bytes)
-  NvmlReturn (*processes_v1)(NvmlDevice, unsigned*, void*) = nullptr;  ///< unversioned: nvmlProcessInfo_v1_t (16)
-  NvmlReturn (*utilization)(NvmlDevice, unsigned*) = nullptr;          ///< nvmlUtilization_t {gpu, memory}
-  NvmlReturn (*pcie_replays)(NvmlDevice, unsigned*) = nullptr;
-  NvmlReturn (*nvlink_state)(NvmlDevice, unsigned, int*) = nullptr;
-  // The NVLink error counters, read by probe's reader (probe/nvlink5.hpp): its types.
-  decltype(probe::nvml::NvLinkErrorCalls::error_counter) nvlink_errors = nullptr;
-  decltype(probe::nvml::NvLinkErrorCalls::field_values) field_values = nullptr;  ///< NVLink5 counters (R550+)
-  NvmlReturn (*mig_mode)(NvmlDevice, unsigned*, unsigned*) = nullptr;
-  NvmlReturn (*max_mig_devices)(NvmlDevice, unsigned*) = nullptr;
-  NvmlReturn (*mig_device)(NvmlDevice, unsigned, NvmlDevice*) = nullptr;
-  NvmlReturn (*uuid)(NvmlDevice, char*, unsigned) = nullptr;
-};
+using NvmlDevice = probe::nvml::Device;
+using NvmlReturn = probe::nvml::Return;
 
 namespace {
 
@@ -96,32 +71,12 @@ std::shared_ptr<NvmlMonitor> NvmlMonitor::open(system::System& system, const std
   if (!loaded) return nullptr;
   std::shared_ptr<NvmlMonitor> monitor(new NvmlMonitor());
   monitor->m_library = std::move(*loaded);
-  monitor->m_api = std::make_unique<Api>();
-  Api& api = *monitor->m_api;
-  SymbolBinder binder(*monitor->m_library);
-  binder.bind(api.init, "nvmlInit_v2");
-  binder.bind(api.shutdown, "nvmlShutdown");
-  binder.bind(api.handle_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
-  binder.bind(api.clock_info, "nvmlDeviceGetClockInfo", false);
-  binder.bind(api.max_clock_info, "nvmlDeviceGetMaxClockInfo", false);
-  binder.bind(api.reasons, "nvmlDeviceGetCurrentClocksEventReasons", false);
-  if (api.reasons == nullptr) binder.bind(api.reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", false);
-  binder.bind(api.total_ecc_errors, "nvmlDeviceGetTotalEccErrors", false);
-  binder.bind(api.remapped_rows, "nvmlDeviceGetRemappedRows", false);
-  binder.bind(api.retired_pages, "nvmlDeviceGetRetiredPages", false);
-  binder.bind(api.processes_v2, "nvmlDeviceGetComputeRunningProcesses_v3", false);
-  if (api.processes_v2 == nullptr) binder.bind(api.processes_v2, "nvmlDeviceGetComputeRunningProcesses_v2", false);
-  binder.bind(api.processes_v1, "nvmlDeviceGetComputeRunningProcesses", false);
-  binder.bind(api.utilization, "nvmlDeviceGetUtilizationRates", false);
-  binder.bind(api.pcie_replays, "nvmlDeviceGetPcieReplayCounter", false);
-  binder.bind(api.nvlink_state, "nvmlDeviceGetNvLinkState", false);
-  binder.bind(api.nvlink_errors, "nvmlDeviceGetNvLinkErrorCounter", false);
-  binder.bind(api.field_values, "nvmlDeviceGetFieldValues", false);
-  binder.bind(api.mig_mode, "nvmlDeviceGetMigMode", false);
-  binder.bind(api.max_mig_devices, "nvmlDeviceGetMaxMigDeviceCount", false);
-  binder.bind(api.mig_device, "nvmlDeviceGetMigDeviceHandleByIndex", false);
-  binder.bind(api.uuid, "nvmlDeviceGetUUID", false);
-  if (!binder.missing().empty()) return nullptr;
+  monitor->m_api = std::make_unique<probe::nvml::Api>(probe::nvml::resolve(*monitor->m_library));
+  const probe::nvml::Api& api = *monitor->m_api;
+  // The three calls the monitor cannot do without, by the names it has always required (not the unversioned init).
+  const bool usable = api.init != nullptr && std::string_view(api.init_name) == "nvmlInit_v2" &&
+                      api.shutdown != nullptr && api.handle_by_pci_bus_id != nullptr;
+  if (!usable) return nullptr;
   // nvmlInit on a wedged driver can block: give it a deadline, and leave the thread (it co-owns the monitor) if it
   // misses it.
   auto done = std::make_shared<std::promise<NvmlReturn>>();
@@ -140,7 +95,7 @@ NvmlMonitor::~NvmlMonitor() {
   if (m_api && m_api->shutdown != nullptr) m_api->shutdown();
 }
 
-void* NvmlMonitor::handle(const std::string& pci_bus_id) const {
+NvmlDevice NvmlMonitor::handle(const std::string& pci_bus_id) const {
   NvmlDevice device = nullptr;
   // NVML wants its own form of the bus id ("00000000:1B:00.0"); cuDeviceGetPCIBusId may give "0000:1b:00.0".
   for (const std::string& id : {pci_bus_id, nvml_bus_id(pci_bus_id)}) {
@@ -157,7 +112,8 @@ std::optional<ClockSample> NvmlMonitor::clocks(const std::string& pci_bus_id) co
   unsigned max = 0;
   if (m_api->max_clock_info != nullptr && m_api->max_clock_info(device, nvml_clock_sm, &max) == nvml_success)
     sample.sm_max_mhz = max;
-  if (m_api->reasons != nullptr && m_api->reasons(device, &sample.reasons) != nvml_success) sample.reasons = 0;
+  if (m_api->throttle_reasons != nullptr && m_api->throttle_reasons(device, &sample.reasons) != nvml_success)
+    sample.reasons = 0;
   return sample;
 }
 
@@ -215,10 +171,10 @@ GpuUsage NvmlMonitor::usage(const std::string& pci_bus_id) const {
   GpuUsage out;
   NvmlDevice device = handle(pci_bus_id);
   if (device == nullptr) return out;
-  out.pids = m_api->processes_v2 != nullptr ? process_ids<ProcessInfoV2>(m_api->processes_v2, device)
-                                            : process_ids<ProcessInfoV1>(m_api->processes_v1, device);
-  unsigned rates[2] = {0, 0};  // nvmlUtilization_t {gpu, memory}
-  if (m_api->utilization != nullptr && m_api->utilization(device, rates) == nvml_success) out.utilization = rates[0];
+  out.pids = m_api->running_processes_v2 != nullptr ? process_ids<ProcessInfoV2>(m_api->running_processes_v2, device)
+                                                    : process_ids<ProcessInfoV1>(m_api->running_processes, device);
+  probe::nvml::Utilization rates{};
+  if (m_api->utilization != nullptr && m_api->utilization(device, &rates) == nvml_success) out.utilization = rates.gpu;
   return out;
 }
 
@@ -227,11 +183,10 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
   NvmlDevice device = handle(pci_bus_id);
   if (device == nullptr) return out;
   unsigned replays = 0;
-  if (m_api->pcie_replays != nullptr && m_api->pcie_replays(device, &replays) == nvml_success)
+  if (m_api->pcie_replay_counter != nullptr && m_api->pcie_replay_counter(device, &replays) == nvml_success)
     out.pcie_replays = replays;
   if (m_api->nvlink_state == nullptr) return out;
-  const probe::nvml::NvLinkErrorCalls calls{m_api->nvlink_errors, m_api->field_values};
-  const auto probe_device = static_cast<probe::nvml::Device>(device);
+  const probe::nvml::NvLinkErrorCalls calls = probe::nvml::nvlink_error_calls(*m_api);
   for (unsigned link = 0; link < nvlink_max_links; ++link) {
     int active = 0;
     const NvmlReturn state = m_api->nvlink_state(device, link, &active);
@@ -242,7 +197,7 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
     counters.active = active != 0;
     // probe's reader: the older counters and the NVML_FI_DEV_NVLINK_COUNT_* fields of probe's table, each as answered.
     probe::NvLinkCounters read;
-    probe::nvml::read_nvlink_errors(calls, probe_device, link, read);
+    probe::nvml::read_nvlink_errors(calls, device, link, read);
     counters.replay = read.replay;
     counters.recovery = read.recovery;
     counters.crc_flit = read.crc_flit;
@@ -252,7 +207,7 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
   }
   // The rates whenever the GPU has a link, as smoke read them before probe's reader (NOT_SUPPORTED before NVLink5).
   if (!out.nvlinks.empty()) {
-    const probe::nvml::NvLink5Rates rates = probe::nvml::read_nvlink5_rates(calls, probe_device);
+    const probe::nvml::NvLink5Rates rates = probe::nvml::read_nvlink5_rates(calls, device);
     out.nvlink5_effective_ber = rates.effective_ber;
     out.nvlink5_symbol_ber = rates.symbol_ber;
   }

@@ -23,6 +23,10 @@
 #include "system/abandon.hpp"
 #include "system/system.hpp"
 
+namespace gpuenv::probe::nvml {
+struct Api;  // probe/nvml_api.hpp
+}  // namespace gpuenv::probe::nvml
+
 namespace gpuenv::smoke {
 
 /// One reading of a GPU's clocks (MHz) and its clocks-event (throttle) reason mask.
@@ -105,13 +109,11 @@ class NvmlMonitor {
   /// The MIG instances of the GPU at `pci_bus_id` (its parent's bus id: a MIG instance's is its GPU's).
   MigInstances mig_instances(const std::string& pci_bus_id) const;
 
-  struct Api;
-
  private:
   NvmlMonitor() = default;
-  void* handle(const std::string& pci_bus_id) const;
+  probe::nvml::Device handle(const std::string& pci_bus_id) const;
   std::unique_ptr<system::DynamicLibrary> m_library;
-  std::unique_ptr<Api> m_api;
+  std::unique_ptr<probe::nvml::Api> m_api;
 };
 
 /// Runs `read(*nvml)` on its own thread and waits at most `limit`: an NVML call on a wedged driver may never return,

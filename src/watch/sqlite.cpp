@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "system/symbols.hpp"
+
 namespace gpuenv::watch::sqlite {
 
 // The entry points gpuenv calls, typed by sqlite3.h (so a signature mismatch fails the build) and resolved at run time.
@@ -33,13 +35,6 @@ struct Api {
 };
 
 namespace {
-
-/// Binds `target` to `name`; records the first missing name.
-template <typename F>
-void bind_symbol(system::DynamicLibrary& library, F& target, const char* name, std::string& missing) {
-  target = reinterpret_cast<F>(library.symbol(name));
-  if (target == nullptr && missing.empty()) missing = name;
-}
 
 sqlite3* handle_of(void* handle) { return static_cast<sqlite3*>(handle); }
 sqlite3_stmt* statement_of(void* statement) { return static_cast<sqlite3_stmt*>(statement); }
@@ -78,29 +73,30 @@ util::Expected<std::shared_ptr<const Library>> Library::load(system::System& sys
   library->m_api = std::make_unique<Api>();
   Api& api = *library->m_api;
   system::DynamicLibrary& lib = *library->m_library;
-  std::string missing;
-  bind_symbol(lib, api.libversion_number, "sqlite3_libversion_number", missing);
-  bind_symbol(lib, api.libversion, "sqlite3_libversion", missing);
-  bind_symbol(lib, api.open_v2, "sqlite3_open_v2", missing);
-  bind_symbol(lib, api.close_v2, "sqlite3_close_v2", missing);
-  bind_symbol(lib, api.errmsg, "sqlite3_errmsg", missing);
-  bind_symbol(lib, api.errstr, "sqlite3_errstr", missing);
-  bind_symbol(lib, api.exec, "sqlite3_exec", missing);
-  bind_symbol(lib, api.busy_timeout, "sqlite3_busy_timeout", missing);
-  bind_symbol(lib, api.prepare_v2, "sqlite3_prepare_v2", missing);
-  bind_symbol(lib, api.step, "sqlite3_step", missing);
-  bind_symbol(lib, api.reset, "sqlite3_reset", missing);
-  bind_symbol(lib, api.finalize, "sqlite3_finalize", missing);
-  bind_symbol(lib, api.bind_int64, "sqlite3_bind_int64", missing);
-  bind_symbol(lib, api.bind_double, "sqlite3_bind_double", missing);
-  bind_symbol(lib, api.bind_text, "sqlite3_bind_text", missing);
-  bind_symbol(lib, api.bind_null, "sqlite3_bind_null", missing);
-  bind_symbol(lib, api.column_type, "sqlite3_column_type", missing);
-  bind_symbol(lib, api.column_int64, "sqlite3_column_int64", missing);
-  bind_symbol(lib, api.column_double, "sqlite3_column_double", missing);
-  bind_symbol(lib, api.column_text, "sqlite3_column_text", missing);
-  bind_symbol(lib, api.column_bytes, "sqlite3_column_bytes", missing);
-  if (!missing.empty()) return util::Error::input(name + " does not export " + missing + " (not SQLite 3?)");
+  system::SymbolBinder binder(lib);
+  binder.require(api.libversion_number, "sqlite3_libversion_number");
+  binder.require(api.libversion, "sqlite3_libversion");
+  binder.require(api.open_v2, "sqlite3_open_v2");
+  binder.require(api.close_v2, "sqlite3_close_v2");
+  binder.require(api.errmsg, "sqlite3_errmsg");
+  binder.require(api.errstr, "sqlite3_errstr");
+  binder.require(api.exec, "sqlite3_exec");
+  binder.require(api.busy_timeout, "sqlite3_busy_timeout");
+  binder.require(api.prepare_v2, "sqlite3_prepare_v2");
+  binder.require(api.step, "sqlite3_step");
+  binder.require(api.reset, "sqlite3_reset");
+  binder.require(api.finalize, "sqlite3_finalize");
+  binder.require(api.bind_int64, "sqlite3_bind_int64");
+  binder.require(api.bind_double, "sqlite3_bind_double");
+  binder.require(api.bind_text, "sqlite3_bind_text");
+  binder.require(api.bind_null, "sqlite3_bind_null");
+  binder.require(api.column_type, "sqlite3_column_type");
+  binder.require(api.column_int64, "sqlite3_column_int64");
+  binder.require(api.column_double, "sqlite3_column_double");
+  binder.require(api.column_text, "sqlite3_column_text");
+  binder.require(api.column_bytes, "sqlite3_column_bytes");
+  if (!binder.missing().empty())
+    return util::Error::input(name + " does not export " + binder.missing().front() + " (not SQLite 3?)");
   if (api.libversion_number() < k_minimum_version) {
     return util::Error::input("SQLite " + library->version() + " is older than 3.22.0, the oldest gpuenv watch uses",
                               "update the distribution's SQLite library, or run without a history (--db none)");

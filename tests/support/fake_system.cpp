@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
+
+#include "support/fake_library.hpp"
 
 namespace gpuenv::testing {
 
@@ -86,6 +89,9 @@ system::CommandResult FakeSystem::run(const std::vector<std::string>& argv, std:
 system::LibraryResult FakeSystem::load_library(const std::string& name) {
   if (const auto it = real_libraries.find(name); it != real_libraries.end()) {
     return system::make_real_system()->load_library(it->second);
+  }
+  if (const auto it = memory_libraries.find(name); it != memory_libraries.end()) {
+    return std::unique_ptr<system::DynamicLibrary>(std::make_unique<FakeLibrary>(it->second));
   }
   return util::Error::input(name + ": cannot open shared object file: No such file or directory");
 }

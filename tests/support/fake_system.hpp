@@ -26,6 +26,8 @@ class FakeSystem : public system::System {
   std::map<std::string, std::deque<system::CommandResult>> command_queue;
   /// Libraries opened for real, by the name asked for -> the path dlopen'ed (a fake libcuda under test).
   std::map<std::string, std::string> real_libraries;
+  /// Libraries in memory, by name -> the symbols they export (support/fake_library.hpp; each entry point returns 0).
+  std::map<std::string, std::vector<std::string>> memory_libraries;
   std::vector<std::string> files_read;
   std::vector<std::string> commands_run;
   std::map<std::string, std::string> written;
