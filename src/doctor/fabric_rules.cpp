@@ -16,6 +16,18 @@ namespace {
 
 using probe::GpuFabricInfo;
 
+Status sxid_status(probe::SxidJudgement judgement) {
+  switch (judgement) {
+    case probe::SxidJudgement::fail:
+      return Status::fail;
+    case probe::SxidJudgement::warn:
+      return Status::warn;
+    case probe::SxidJudgement::pass:
+      break;
+  }
+  return Status::pass;
+}
+
 constexpr const char* k_nvml_fabric_source =
     "nvml.h nvmlGpuFabricInfo_v3_t / NVML_GPU_FABRIC_STATE_* (\"status must be checked only if state returns "
     "complete\"; NVIDIA/go-nvml gen/nvml/nvml.h @ 2f9e261f)";
@@ -405,23 +417,21 @@ void check_sxid(const HostFacts& facts, Findings& out) {
   std::string source;
   for (const auto& [key, count] : groups) {
     const auto& [code, bus] = key;
+    const bool driver_fatal = printed_fatal.count(key) != 0;
+    const std::optional<probe::SxidInfo> info = probe::sxid_info(code);
+    const Status status = sxid_status(probe::judge_sxid(info, driver_fatal));
     std::string line = "SXid " + std::to_string(code) + " on " + bus + (count > 1 ? " x" + std::to_string(count) : "");
-    Status status = Status::warn;
     std::string remedy = "look up SXid " + std::to_string(code) + " in the Fabric Manager user guide";
-    if (auto info = probe::sxid_info(code)) {
+    if (info) {
       line += ": " + info->name;
-      using probe::XidSeverity;
-      status = info->severity >= XidSeverity::error     ? Status::fail
-               : info->severity == XidSeverity::warning ? Status::warn
-                                                        : Status::pass;
+      if (!driver_fatal && info->severity >= probe::XidSeverity::error && status != Status::fail)
+        line += " (gpuenv's table, from a secondary source, calls it an error; the driver printed Non-fatal)";
       remedy = info->action == "-" ? std::string() : "SXid " + std::to_string(code) + ": " + info->action;
       source = info->source;
-    } else if (printed_fatal.count(key) != 0) {
+    } else if (driver_fatal) {
       // The driver's own word for a code the table lacks: the guide's fatal SXids are recovered only by a restart
-      // (its "fatal" section says restart the guest VM, "always fatal" the host: data/sxid.toml's header), which is
-      // what table rows of category fatal already map to (severity error).
+      // (its "fatal" section says restart the guest VM, "always fatal" the host: data/sxid.toml's header).
       line += " (Fatal, not in gpuenv's SXid table)";
-      status = Status::fail;
       remedy =
           "the driver called SXid " + std::to_string(code) +
           " fatal: drain the node and reset the GPUs and NVSwitches (reboot); open a hardware ticket if it returns";

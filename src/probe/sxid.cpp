@@ -29,7 +29,7 @@ SxidInfo read_sxid_row(util::TomlRow& row) {
   out.action = row.text("action");
   out.recovery = row.text("recovery");
   out.gpud_fatal = row.one_of("gpud", {"fatal", "warning"}) == "fatal";
-  row.one_of("status", {"verified", "secondary", "unverified"});
+  out.verified = row.one_of("status", {"verified", "secondary", "unverified"}) == "verified";
   out.source = row.text("source");
   return out;
 }
@@ -114,6 +114,13 @@ std::optional<SxidInfo> sxid_info(int code) {
     if (info.code == code) return info;
   }
   return std::nullopt;
+}
+
+SxidJudgement judge_sxid(const std::optional<SxidInfo>& info, bool driver_fatal) {
+  if (driver_fatal) return SxidJudgement::fail;
+  if (!info) return SxidJudgement::warn;
+  if (info->severity >= XidSeverity::error) return info->verified ? SxidJudgement::fail : SxidJudgement::warn;
+  return info->severity == XidSeverity::warning ? SxidJudgement::warn : SxidJudgement::pass;
 }
 
 std::vector<SxidEvent> parse_sxid_events(std::string_view log_text) {

@@ -23,6 +23,7 @@ struct SxidInfo {
   std::string action;       ///< gpuenv's remedy; "-" when none is needed
   std::string recovery;     ///< the guide's recovery text; "-" when it gives none
   bool gpud_fatal = false;  ///< leptonai/gpud treats it as fatal
+  bool verified = false;    ///< status "verified": read in NVIDIA's guide itself (every row today is "secondary")
   std::string source;
 };
 
@@ -34,6 +35,14 @@ std::vector<util::DataTable> sxid_data_tables();
 util::Expected<std::vector<SxidInfo>> load_sxid_table(const util::Overlay& overlay);
 /// The row for `code` in the compiled-in table (with the installed overlay), or nullopt.
 std::optional<SxidInfo> sxid_info(int code);
+
+/// What an SXid headline does to a verdict.
+enum class SxidJudgement { pass, warn, fail };
+/// How doctor's fabric.sxid and watch.sxid judge one SXid headline: the driver's own "Fatal" fails; otherwise the row's
+/// severity (`info`; none: a code the table lacks warns) — info passes, warning warns, error or critical fails only
+/// on a verified row: a secondary row's severity (gpud's copy of the guide, gpud's own "fatal" for three non-fatal
+/// codes) warns at most, as no unverified figure changes a verdict (docs/fabric.md).
+SxidJudgement judge_sxid(const std::optional<SxidInfo>& info, bool driver_fatal);
 
 /// One SXid line of a kernel log. The driver prints a headline ("12028, Non-fatal, Link 32 ...") and, for some
 /// errors, detail lines with the same code ("20034, Severity 1 Engine instance ...", "20034, Data {...}"): only

@@ -512,18 +512,17 @@ void check_gpu(const History& history, const GpuSample& gpu, const RuleSettings&
 
 // ------------------------------------------------------------------------------------------------ kernel log
 
-/// An NVSwitch SXid judged as doctor's fabric.sxid judges it: by the severity of its row in data/sxid.toml (error or
-/// critical fails, warning warns, info passes); an SXid the table does not know warns. The actions are doctor's for
-/// fabric.sxid (data/doctor/actions.toml): a failing SXid needs a person to follow the table's recovery.
+/// An NVSwitch SXid judged as doctor's fabric.sxid judges it (probe::judge_sxid: the driver's "Fatal" fails, else the
+/// severity of its row in data/sxid.toml, a secondary row's warning at most). The actions are doctor's for fabric.sxid
+/// (data/doctor/actions.toml): a failing SXid needs a person to follow the table's recovery.
 void check_sxid_record(const KernelRecord& record, Emitter& emit) {
   const int code = record.code.value_or(0);
   const std::optional<probe::SxidInfo> info = probe::sxid_info(code);
-  Status status = Status::warn;
-  if (info) {
-    status = info->severity >= probe::XidSeverity::error     ? Status::fail
-             : info->severity == probe::XidSeverity::warning ? Status::warn
-                                                             : Status::pass;
-  }
+  // record_of (kernel_log.cpp) keeps the driver's word first: "Fatal, Link 48 LTSSM Fault Up".
+  const probe::SxidJudgement judgement = probe::judge_sxid(info, util::starts_with(record.message, "Fatal, "));
+  const Status status = judgement == probe::SxidJudgement::fail   ? Status::fail
+                        : judgement == probe::SxidJudgement::warn ? Status::warn
+                                                                  : Status::pass;
   const std::string where = record.pci_bus_id.empty() ? "an NVSwitch" : "NVSwitch " + record.pci_bus_id;
   emit.emit("watch.sxid", nullptr, status,
             where + ": SXid " + std::to_string(code) +

@@ -36,6 +36,16 @@ TEST_CASE("fabric.sxid: fatal SXids fail, corrected ECC passes, an unknown code 
         std::string::npos);
   CHECK(unknown_fatal.remedy.find("reset the GPUs and NVSwitches") != std::string::npos);
 
+  // data/sxid.toml's rows are secondary (gpud's copy of the guide): its "error" for 12028, which the driver prints
+  // Non-fatal ("12028, Non-fatal, Link 32 egress non-posted PRIV error (First)", probe/sxid.hpp), only warns.
+  HostFacts secondary = hgx();
+  secondary.sxid_events.push_back({12028, "nvidia-nvswitch3", "0000:05:00.0", false, "Link 32 egress", "", 1});
+  const Finding& gpud_fatal = require_finding(evaluate(secondary), "fabric.sxid");
+  CHECK(gpud_fatal.status == Status::warn);
+  CHECK(gpud_fatal.message.find("the driver printed Non-fatal") != std::string::npos);
+  secondary.sxid_events.push_back({12028, "nvidia-nvswitch3", "0000:05:00.0", true, "Link 33 egress", "", 2});
+  CHECK(require_finding(evaluate(secondary), "fabric.sxid").status == Status::fail);  // once printed Fatal
+
   HostFacts unreadable = hgx();
   unreadable.kernel_log_source = "unreadable: dmesg is not allowed";
   CHECK(require_finding(evaluate(unreadable), "fabric.sxid").status == Status::skip);

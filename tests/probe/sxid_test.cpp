@@ -3,6 +3,7 @@
 #include "probe/sxid.hpp"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -124,4 +125,43 @@ TEST_CASE("SXid table: a duplicate code or an unknown category is an error namin
   auto unknown = gpuenv::probe::parse_sxid_table(bad);
   REQUIRE_FALSE(unknown);
   CHECK(unknown.error().message.find("category") != std::string::npos);
+}
+
+TEST_CASE("judge_sxid: the driver's Fatal fails; a secondary row's error severity warns at most", "[probe][sxid]") {
+  using gpuenv::probe::judge_sxid;
+  using gpuenv::probe::SxidInfo;
+  using gpuenv::probe::SxidJudgement;
+  const auto row = [](XidSeverity severity, bool verified) {
+    SxidInfo info;
+    info.code = 12028;
+    info.severity = severity;
+    info.verified = verified;
+    return std::optional<SxidInfo>(info);
+  };
+  const struct {
+    std::optional<SxidInfo> info;
+    bool driver_fatal;
+    SxidJudgement expected;
+  } cases[] = {
+      {row(XidSeverity::critical, false), true, SxidJudgement::fail},
+      {row(XidSeverity::critical, false), false, SxidJudgement::warn},  // secondary: the table alone never fails
+      {row(XidSeverity::error, false), false, SxidJudgement::warn},
+      {row(XidSeverity::error, true), false, SxidJudgement::fail},  // a verified row's error fails
+      {row(XidSeverity::warning, true), false, SxidJudgement::warn},
+      {row(XidSeverity::info, false), false, SxidJudgement::pass},
+      {row(XidSeverity::info, false), true, SxidJudgement::fail},  // the driver's own word wins
+      {std::nullopt, false, SxidJudgement::warn},
+      {std::nullopt, true, SxidJudgement::fail},
+  };
+  for (const auto& c : cases) {
+    INFO("severity " << (c.info ? static_cast<int>(c.info->severity) : -1) << ", fatal " << c.driver_fatal);
+    CHECK(judge_sxid(c.info, c.driver_fatal) == c.expected);
+  }
+  // Every row of the shipped table is secondary (gpud's copy of the guide): none fails a node on its own.
+  for (int code : {11004, 12028, 19084, 20034}) {
+    INFO("SXid " << code);
+    const auto info = gpuenv::probe::sxid_info(code);
+    REQUIRE(info);
+    CHECK_FALSE(info->verified);
+  }
 }

@@ -506,20 +506,27 @@ TEST_CASE("the open conditions survive a restart through the stored state", "[wa
   CHECK(RuleState::from_json("not json").open.empty());
 }
 
-TEST_CASE("a new NVSwitch SXid is judged by data/sxid.toml's severity, as doctor's fabric.sxid", "[watch]") {
-  // data/sxid.toml (NVIDIA's Fabric Manager guide through gpud's copy): 20034 LTSSM Fault Up is fatal (severity
-  // error), 11012 single-bit ECC errors is info; a code the table does not know warns, as doctor's.
+TEST_CASE("a new NVSwitch SXid is judged as doctor's fabric.sxid: the driver's Fatal, else data/sxid.toml", "[watch]") {
+  // The driver's own headline word ("20034, Fatal, Link 63 LTSSM Fault Up", tests/fixtures/probe/sxid-xid79-h100.log)
+  // fails; otherwise data/sxid.toml's severity (NVIDIA's Fabric Manager guide through gpud's copy, every row
+  // secondary): 11012 single-bit ECC is info, 12028 egress PRIV error is an error only by gpud's word, so it warns
+  // ("12028, Non-fatal, Link 32 egress non-posted PRIV error (First)", the probe's documented example); a code the
+  // table does not know warns, or fails when the driver printed Fatal.
   const struct {
     int code;
+    const char* message;
     Status status;
     const char* action;
-  } rows[] = {{20034, Status::fail, "drain_and_inspect"}, {11012, Status::pass, "none"}, {4242, Status::warn, "none"}};
+  } rows[] = {{20034, "Fatal, Link 63 text", Status::fail, "drain_and_inspect"},
+              {11012, "Non-fatal, Link 2 text", Status::pass, "none"},
+              {12028, "Non-fatal, Link 32 text (First)", Status::warn, "none"},
+              {4242, "Non-fatal, Link 1 text", Status::warn, "none"},
+              {4243, "Fatal, Link 1 text", Status::fail, "drain_and_inspect"}};
   for (const auto& row : rows) {
     INFO("SXid " << row.code);
     Run run;
     run.step({gpu(0)});
-    const auto raised =
-        run.step({gpu(0)}, {KernelRecord{k_start, "sxid", row.code, "0000:05:00.0", "Fatal, Link 63 text"}});
+    const auto raised = run.step({gpu(0)}, {KernelRecord{k_start, "sxid", row.code, "0000:05:00.0", row.message}});
     REQUIRE(raised.size() == 1);
     CHECK(raised[0].finding.id == "watch.sxid");
     CHECK(raised[0].finding.status == row.status);
