@@ -1,5 +1,6 @@
 #include "compat/derive.hpp"
 
+#include "compat/mirrors.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::compat {
@@ -79,7 +80,7 @@ Derived derive(const profile::Profile& profile, const KnowledgeBase& kb) {
   if (!out.image_os.empty() && cuda) out.image_tag = profile.cuda_version + "-" + out.image_flavor + "-" + out.image_os;
   if (profile.framework_name == "pytorch" && cuda) {
     out.torch_variant = profile.framework_variant.empty() ? torch_variant_for(*cuda) : profile.framework_variant;
-    out.wheel_index_url = "https://download.pytorch.org/whl/" + out.torch_variant;
+    out.wheel_index_url = std::string(upstream::pytorch) + "/" + out.torch_variant;
   }
   out.driver_floor = driver_floor(profile, kb);
   if (!profile.driver_branch.empty()) {

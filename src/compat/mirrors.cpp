@@ -29,8 +29,6 @@ std::string container_toolkit_base(const profile::Profile& profile) {
   return base_of(profile.mirrors.container_toolkit, upstream::container_toolkit);
 }
 
-std::string container_toolkit_gpgkey_url() { return std::string(upstream::container_toolkit) + "/gpgkey"; }
-
 std::string pypi_index(const profile::Profile& profile) {
   return profile.mirrors.pypi.empty() ? std::string(upstream::pypi) : profile.mirrors.pypi;
 }
@@ -46,10 +44,6 @@ WheelSource torch_wheels(const profile::Profile& profile, std::string_view varia
   // A flat listing is a directory page; Aliyun's and the projects that use it spell it with the trailing '/'.
   if (out.style == WheelStyle::find_links) out.url += "/";
   return out;
-}
-
-std::string image_registry(const profile::Profile& profile) {
-  return profile.mirrors.registry.empty() ? std::string(upstream::registry) : profile.mirrors.registry;
 }
 
 std::string cuda_image_reference(const profile::Profile& profile, std::string_view tag) {

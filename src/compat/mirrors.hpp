@@ -49,11 +49,8 @@ std::string cuda_repo_url(const profile::Profile& profile, std::string_view repo
 
 /// The libnvidia-container base, no trailing '/': the mirror or https://nvidia.github.io/libnvidia-container.
 /// Append "/stable/deb/..." or "/stable/rpm/..."; its repository list files name the upstream host, so a mirror
-/// means rewriting them (docs/mirrors.md). The GPG key stays upstream's (gpgkey_url).
+/// means rewriting them (docs/mirrors.md).
 std::string container_toolkit_base(const profile::Profile& profile);
-/// The container toolkit's signing key, always https://nvidia.github.io/libnvidia-container/gpgkey: USTC, the one
-/// verified mirror, documents fetching the key from upstream.
-std::string container_toolkit_gpgkey_url();
 
 /// The PyPI simple index for everything but the framework wheels: the mirror or https://pypi.org/simple.
 std::string pypi_index(const profile::Profile& profile);
@@ -65,8 +62,6 @@ bool pypi_mirrored(const profile::Profile& profile);
 /// upstream's https://download.pytorch.org/whl/<variant> index.
 WheelSource torch_wheels(const profile::Profile& profile, std::string_view variant);
 
-/// The registry the base image is pulled from: the mirror's registry[/path] or "docker.io".
-std::string image_registry(const profile::Profile& profile);
 /// The base image reference: "nvidia/cuda:<tag>" upstream (Docker Hub), "<registry>/nvidia/cuda:<tag>" with a mirror.
 std::string cuda_image_reference(const profile::Profile& profile, std::string_view tag);
 

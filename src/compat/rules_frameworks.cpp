@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "compat/horizon.hpp"
+#include "compat/mirrors.hpp"
 #include "compat/rules_internal.hpp"
 
 namespace gpuenv::compat::rules_detail {
@@ -318,8 +319,8 @@ void check_torch_variant(const Context& c, TorchWheel& w, Findings& out) {
     out.push_back(make("pytorch.variant", Status::warn,
                        "whether " + wheel_name + " is published for Linux aarch64 is not in gpuenv's data " +
                            as_of_note(c.kb, "pytorch.toml"),
-                       "look for a manylinux aarch64 " + w.variant + " wheel at https://download.pytorch.org/whl/" +
-                           w.variant +
+                       "look for a manylinux aarch64 " + w.variant + " wheel at " + std::string(upstream::pytorch) +
+                           "/" + w.variant +
                            "/torch/, or add aarch64_variants to the pytorch.toml row in a data overlay "
                            "(docs/knowledge-base.md)",
                        release.aarch64_source.empty() ? release.provenance.source : release.aarch64_source));

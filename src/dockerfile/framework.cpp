@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "compat/derive.hpp"
+#include "compat/mirrors.hpp"
 #include "dockerfile/layers.hpp"
 #include "dockerfile/sources.hpp"
 #include "dockerfile/text.hpp"
@@ -57,7 +58,7 @@ util::Expected<TorchSource> torch_source(const profile::Profile& p, const compat
       out.how = "+" + variant + " wheels from PyTorch's " + variant +
                 " index added to PyPI (--extra-index-url, as PyTorch documents for 1.11-1.13)";
     } else {
-      out.index = "--find-links https://download.pytorch.org/whl/torch_stable.html";
+      out.index = "--find-links " + std::string(compat::upstream::pytorch) + "/torch_stable.html";
       out.how =
           "+" + variant + " wheels found through PyTorch's torch_stable.html page (as PyTorch documents for 1.9-1.10)";
     }

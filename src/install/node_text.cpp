@@ -6,7 +6,9 @@
 #include "install/node_text.hpp"
 
 #include <regex>
+#include <string_view>
 
+#include "compat/mirrors.hpp"
 #include "install/choice.hpp"
 #include "install/planner.hpp"
 #include "util/strings.hpp"
@@ -18,7 +20,8 @@ namespace {
 constexpr const char* k_guide =
     "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/ (Handle Conflicting "
     "Installation Methods)";
-constexpr const char* k_cuda_repository = "developer.download.nvidia.com/compute/cuda/repos";
+/// NVIDIA's CUDA repository without its scheme: an apt source may name it over http or https.
+constexpr std::string_view k_cuda_repository = compat::upstream::cuda_repo.substr(std::string_view("https://").size());
 
 bool is_kernel_image(const std::string& name) {
   static const std::regex versioned("linux-image-(unsigned-)?[0-9]+\\.[0-9]+\\.[0-9]+-[0-9].*");

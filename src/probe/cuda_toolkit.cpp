@@ -214,27 +214,6 @@ Expected<Version> parse_cuda_version_txt(std::string_view text) {
   return Error::input("CUDA version.txt has no \"CUDA Version <x.y.z>\" line");
 }
 
-Expected<NvccVersion> parse_nvcc_version(std::string_view text) {
-  for (const std::string_view raw : util::split_lines(text)) {
-    const std::string_view line = util::trim(raw);
-    const std::size_t at = line.find("release ");
-    if (!util::starts_with(line, "Cuda compilation tools") || at == std::string_view::npos) continue;
-    // "Cuda compilation tools, release 12.4, V12.4.131"
-    const std::vector<std::string_view> fields = util::split(line.substr(at + 8), ',');
-    const auto release = Version::parse(util::trim(fields[0]));
-    if (!release) break;
-    NvccVersion out{*release, *release};
-    if (fields.size() > 1) {
-      const std::string_view full = util::trim(fields[1]);
-      if (util::starts_with(full, "V")) {
-        if (const auto parsed = Version::parse(full.substr(1))) out.full = *parsed;
-      }
-    }
-    return out;
-  }
-  return Error::input("nvcc --version output has no \"Cuda compilation tools, release X.Y\" line");
-}
-
 Expected<Version> parse_cudnn_header(std::string_view header) {
   return header_version(header, {"CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"}, "cuDNN header");
 }

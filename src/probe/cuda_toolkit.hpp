@@ -31,15 +31,6 @@ util::Expected<CudaVersionJson> parse_cuda_version_json(std::string_view json);
 /// Parses the old version.txt ("CUDA Version 10.2.89", CUDA 11.0 and earlier).
 util::Expected<util::Version> parse_cuda_version_txt(std::string_view text);
 
-/// What `nvcc --version` says.
-struct NvccVersion {
-  util::Version release;  ///< "release 12.4" -> 12.4
-  util::Version full;     ///< "V12.4.131" -> 12.4.131; equals `release` when the V field is missing
-};
-
-/// Parses `nvcc --version` output ("Cuda compilation tools, release 12.4, V12.4.131").
-util::Expected<NvccVersion> parse_nvcc_version(std::string_view text);
-
 /// Parses a cuDNN header's CUDNN_MAJOR / CUDNN_MINOR / CUDNN_PATCHLEVEL defines (cudnn_version.h for cuDNN 8+,
 /// cudnn.h before); an Error when any of the three is missing.
 util::Expected<util::Version> parse_cudnn_header(std::string_view header);

@@ -99,48 +99,6 @@ LoadedModules parse_proc_modules(std::string_view text) {
   return out;
 }
 
-bool KernelCmdline::has(std::string_view key) const {
-  for (const std::string& argument : arguments) {
-    if (argument == key ||
-        (util::starts_with(argument, key) && argument.size() > key.size() && argument[key.size()] == '=')) {
-      return true;
-    }
-  }
-  return false;
-}
-
-std::optional<std::string> KernelCmdline::value(std::string_view key) const {
-  std::optional<std::string> found;
-  for (const std::string& argument : arguments) {
-    if (util::starts_with(argument, key) && argument.size() > key.size() && argument[key.size()] == '=') {
-      found = argument.substr(key.size() + 1);
-    }
-  }
-  return found;
-}
-
-KernelCmdline parse_proc_cmdline(std::string_view text) {
-  KernelCmdline out;
-  std::string current;
-  bool quoted = false;
-  bool in_argument = false;
-  for (const char c : text) {
-    if (c == '"') {
-      quoted = !quoted;
-      in_argument = true;
-    } else if (!quoted && is_space(c)) {
-      if (in_argument) out.arguments.push_back(std::move(current));
-      current.clear();
-      in_argument = false;
-    } else {
-      current += c;
-      in_argument = true;
-    }
-  }
-  if (in_argument) out.arguments.push_back(std::move(current));
-  return out;
-}
-
 Expected<bool> parse_secure_boot_efivar(std::string_view bytes) {
   if (bytes.size() != 5) {
     return Error::input("SecureBoot efivar has " + std::to_string(bytes.size()) +

@@ -43,19 +43,6 @@ struct LoadedModules {
 /// Parses /proc/modules (proc(5): "name size refcount dependencies state address [taint]" per line).
 LoadedModules parse_proc_modules(std::string_view text);
 
-/// /proc/cmdline as arguments.
-struct KernelCmdline {
-  std::vector<std::string> arguments;  ///< whitespace-separated, double quotes removed ("a=\"b c\"" -> "a=b c")
-
-  /// True when `key` is present bare ("quiet") or as key=value.
-  bool has(std::string_view key) const;
-  /// The value of the last `key=value` ("modprobe.blacklist=nouveau" -> "nouveau"); nullopt when absent or bare.
-  std::optional<std::string> value(std::string_view key) const;
-};
-
-/// Parses /proc/cmdline.
-KernelCmdline parse_proc_cmdline(std::string_view text);
-
 /// Secure Boot state from the bytes of /sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c:
 /// 4 attribute bytes, then one value byte (1 enabled, 0 disabled). An Error for any other length or value.
 util::Expected<bool> parse_secure_boot_efivar(std::string_view bytes);

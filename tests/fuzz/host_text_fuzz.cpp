@@ -1,5 +1,5 @@
-// Fuzz target: the small host texts doctor reads: /etc/os-release, /proc/meminfo, /proc/modules, /proc/cmdline,
-// the SecureBoot efivar bytes, the node Python's framework report and the cloud metadata services' answers.
+// Fuzz target: the small host texts doctor reads: /etc/os-release, /proc/meminfo, /proc/modules, the SecureBoot
+// efivar bytes, the node Python's framework report and the cloud metadata services' answers.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,8 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)gpuenv::probe::parse_os_release(text);
   (void)gpuenv::probe::parse_meminfo_total_kib(text);
   (void)gpuenv::probe::parse_proc_modules(text).nvidia();
-  const auto cmdline = gpuenv::probe::parse_proc_cmdline(text);
-  (void)cmdline.value("modprobe.blacklist");
   (void)gpuenv::probe::parse_secure_boot_efivar(text);
   (void)gpuenv::probe::parse_framework_report(text);
   const std::string body(text);

@@ -76,25 +76,6 @@ TEST_CASE("/proc/modules: nvidia and nouveau", "[probe][host]") {
   CHECK_FALSE(parse_proc_modules("nvidia_drm 1 0 - Live 0x0\n").nvidia());
 }
 
-TEST_CASE("/proc/cmdline arguments", "[probe][host]") {
-  const KernelCmdline cmdline = parse_proc_cmdline(
-      "BOOT_IMAGE=/vmlinuz-6.8.0-45-generic root=UUID=1234 ro quiet splash modprobe.blacklist=nouveau "
-      "nouveau.modeset=0 dyndbg=\"module nvidia +p\" iommu=pt\n");
-  CHECK(cmdline.arguments.size() == 9);
-  CHECK(cmdline.has("quiet"));
-  CHECK(cmdline.has("iommu"));
-  CHECK_FALSE(cmdline.has("qui"));
-  CHECK(cmdline.value("modprobe.blacklist") == "nouveau");
-  CHECK(cmdline.value("nouveau.modeset") == "0");
-  CHECK(cmdline.value("dyndbg") == "module nvidia +p");
-  CHECK(cmdline.value("root") == "UUID=1234");
-  CHECK_FALSE(cmdline.value("quiet").has_value());
-  CHECK_FALSE(cmdline.value("nvidia-drm.modeset").has_value());
-  CHECK(parse_proc_cmdline("").arguments.empty());
-  CHECK(parse_proc_cmdline("  \n").arguments.empty());
-  CHECK(parse_proc_cmdline("a=\"unterminated b").arguments.size() == 1);
-}
-
 TEST_CASE("Secure Boot efivar bytes", "[probe][host]") {
   using namespace std::string_literals;
   // Attributes 0x06 0x00 0x00 0x00 (boot-service and runtime access), then the value byte.

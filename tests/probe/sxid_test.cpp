@@ -127,7 +127,7 @@ TEST_CASE("SXid table: a duplicate code or an unknown category is an error namin
   CHECK(unknown.error().message.find("category") != std::string::npos);
 }
 
-TEST_CASE("judge_sxid: the driver's Fatal fails; a secondary row's error severity warns at most", "[probe][sxid]") {
+TEST_CASE("judge_sxid: the driver's Fatal fails, a secondary row's error severity warns at most", "[probe][sxid]") {
   using gpuenv::probe::judge_sxid;
   using gpuenv::probe::SxidInfo;
   using gpuenv::probe::SxidJudgement;
