@@ -11,7 +11,7 @@
 #include "probe/sxid.hpp"
 #include "probe/xid.hpp"
 #include "profile/fields.hpp"
-#include "smoke/expectations.hpp"
+#include "smoke/internal/expectations.hpp"
 #include "util/strings.hpp"
 #include "watch/rules.hpp"
 

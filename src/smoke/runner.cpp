@@ -1,4 +1,4 @@
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "smoke/device_run.hpp"
-#include "smoke/driver_setup.hpp"
-#include "smoke/step.hpp"
-#include "smoke/xid_watch.hpp"
+#include "smoke/internal/device_run.hpp"
+#include "smoke/internal/driver_setup.hpp"
+#include "smoke/internal/step.hpp"
+#include "smoke/internal/xid_watch.hpp"
 #include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 

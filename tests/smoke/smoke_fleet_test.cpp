@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/runner.hpp"
-#include "smoke/step.hpp"
+#include "smoke/smoke.hpp"
+#include "smoke/internal/step.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
 #include "support/skip.hpp"

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "smoke/step.hpp"
+#include "smoke/internal/step.hpp"
 
 namespace gpuenv::smoke {
 

@@ -1,4 +1,4 @@
-#include "smoke/xid_watch.hpp"
+#include "smoke/internal/xid_watch.hpp"
 
 #include "probe/collect.hpp"
 #include "probe/pci_bus_id.hpp"

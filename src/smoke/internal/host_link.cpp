@@ -1,7 +1,7 @@
 // The host side of a GPU's place: PCIe link speeds and widths from sysfs, the upstream port above the GPU, and the
 // CPUs of its NUMA node.
 
-#include "smoke/host_link.hpp"
+#include "smoke/internal/host_link.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -7,7 +7,7 @@
 #include <map>
 #include <thread>
 
-#include "smoke/step.hpp"
+#include "smoke/internal/step.hpp"
 
 namespace gpuenv::smoke {
 

@@ -9,10 +9,10 @@
 #include <shared_mutex>
 #include <span>
 
-#include "smoke/device_check.hpp"
-#include "smoke/device_run.hpp"
-#include "smoke/device_steps.hpp"
-#include "smoke/host_link.hpp"
+#include "smoke/internal/device_check.hpp"
+#include "smoke/internal/device_run.hpp"
+#include "smoke/internal/device_steps.hpp"
+#include "smoke/internal/host_link.hpp"
 
 namespace gpuenv::smoke {
 

@@ -18,10 +18,10 @@
 #include "report/finding.hpp"
 #include "smoke/cublas_api.hpp"
 #include "smoke/cuda_api.hpp"
-#include "smoke/expectations.hpp"
-#include "smoke/nvml_monitor.hpp"
-#include "smoke/runner.hpp"
-#include "smoke/verify.hpp"
+#include "smoke/internal/expectations.hpp"
+#include "smoke/internal/nvml_monitor.hpp"
+#include "smoke/smoke.hpp"
+#include "smoke/internal/verify.hpp"
 
 namespace gpuenv::smoke {
 

@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "smoke/device_run.hpp"
+#include "smoke/internal/device_run.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::smoke {

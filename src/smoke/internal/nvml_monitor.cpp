@@ -1,4 +1,4 @@
-#include "smoke/nvml_monitor.hpp"
+#include "smoke/internal/nvml_monitor.hpp"
 
 #include <algorithm>
 #include <cctype>

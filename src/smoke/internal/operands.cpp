@@ -3,7 +3,7 @@
 
 #include <future>
 
-#include "smoke/step.hpp"
+#include "smoke/internal/step.hpp"
 
 namespace gpuenv::smoke {
 

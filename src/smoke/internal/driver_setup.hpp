@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "smoke/step.hpp"
+#include "smoke/internal/step.hpp"
 
 namespace gpuenv::smoke {
 

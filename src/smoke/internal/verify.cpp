@@ -1,4 +1,4 @@
-#include "smoke/verify.hpp"
+#include "smoke/internal/verify.hpp"
 
 #include <cmath>
 #include <cstdio>

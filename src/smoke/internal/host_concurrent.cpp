@@ -12,8 +12,8 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "smoke/device_check.hpp"
-#include "smoke/step.hpp"
+#include "smoke/internal/device_check.hpp"
+#include "smoke/internal/step.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::smoke {

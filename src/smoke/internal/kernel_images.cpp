@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "smoke/cuda_api.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "util/embedded_file.hpp"
 
 namespace gpuenv::smoke {

@@ -1,7 +1,7 @@
 // Buffers filled and checked on the GPU: the copy pattern written by smoke_fill_words and compared by
 // smoke_check_words, two buffers compared word for word by smoke_compare_words (kernels/smoke_kernels.cu).
 
-#include "smoke/device_check.hpp"
+#include "smoke/internal/device_check.hpp"
 
 #include <algorithm>
 #include <vector>

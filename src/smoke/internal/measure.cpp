@@ -1,4 +1,4 @@
-#include "smoke/measure.hpp"
+#include "smoke/internal/measure.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "smoke/device_run.hpp"
+#include "smoke/internal/device_run.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,9 +6,9 @@
 #include <tuple>
 
 #include "smoke/cuda_api.hpp"
-#include "smoke/device_steps.hpp"
-#include "smoke/host_link.hpp"
-#include "smoke/verify.hpp"
+#include "smoke/internal/device_steps.hpp"
+#include "smoke/internal/host_link.hpp"
+#include "smoke/internal/verify.hpp"
 #include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 

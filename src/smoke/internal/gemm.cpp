@@ -10,8 +10,8 @@
 #include <cstring>
 #include <shared_mutex>
 
-#include "smoke/device_check.hpp"
-#include "smoke/step.hpp"
+#include "smoke/internal/device_check.hpp"
+#include "smoke/internal/step.hpp"
 
 namespace gpuenv::smoke {
 

@@ -1,4 +1,4 @@
-#include "smoke/expectations.hpp"
+#include "smoke/internal/expectations.hpp"
 
 #include <algorithm>
 #include <cctype>

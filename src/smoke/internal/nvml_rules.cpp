@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "smoke/nvml_monitor.hpp"
+#include "smoke/internal/nvml_monitor.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::smoke {

@@ -1,7 +1,7 @@
 // Opening the driver and cuBLAS for a smoke run: libcuda through System, cuInit on a worker thread with a deadline
 // (its errors mapped to their causes), and the node's cuBLAS.
 
-#include "smoke/driver_setup.hpp"
+#include "smoke/internal/driver_setup.hpp"
 
 #include <future>
 #include <thread>

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "smoke/device_check.hpp"
-#include "smoke/step.hpp"
+#include "smoke/internal/device_check.hpp"
+#include "smoke/internal/step.hpp"
 
 namespace gpuenv::smoke {
 

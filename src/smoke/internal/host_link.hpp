@@ -1,6 +1,6 @@
 #pragma once
 // Internal to smoke: what the host's sysfs says about a GPU's place, its PCIe link (the GPU's and its upstream
-// port's) and the CPUs of its NUMA node. The pure parsers are declared in runner.hpp.
+// port's) and the CPUs of its NUMA node. The pure parsers are declared in smoke.hpp.
 
 #include <atomic>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::smoke {

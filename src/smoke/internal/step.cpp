@@ -1,4 +1,4 @@
-#include "smoke/step.hpp"
+#include "smoke/internal/step.hpp"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,11 +1,11 @@
-#include "smoke/device_steps.hpp"
+#include "smoke/internal/device_steps.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "smoke/cuda_api.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "util/strings.hpp"
 
 namespace gpuenv::smoke {

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "smoke/step.hpp"
-#include "smoke/verify.hpp"
+#include "smoke/internal/step.hpp"
+#include "smoke/internal/verify.hpp"
 
 namespace gpuenv::smoke {
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "smoke/expectations.hpp"
-#include "smoke/host_link.hpp"
-#include "smoke/nvml_monitor.hpp"
-#include "smoke/runner.hpp"
-#include "smoke/step.hpp"
+#include "smoke/internal/expectations.hpp"
+#include "smoke/internal/host_link.hpp"
+#include "smoke/internal/nvml_monitor.hpp"
+#include "smoke/smoke.hpp"
+#include "smoke/internal/step.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::smoke {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "report/finding.hpp"
-#include "smoke/expectations.hpp"
-#include "smoke/measure.hpp"
+#include "smoke/internal/expectations.hpp"
+#include "smoke/internal/measure.hpp"
 #include "system/system.hpp"
 #include "util/expected.hpp"
 
