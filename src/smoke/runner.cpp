@@ -1,5 +1,3 @@
-#include "smoke/smoke.hpp"
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -9,8 +7,10 @@
 
 #include "smoke/internal/device_run.hpp"
 #include "smoke/internal/driver_setup.hpp"
+#include "smoke/internal/kernel_images.hpp"
 #include "smoke/internal/step.hpp"
 #include "smoke/internal/xid_watch.hpp"
+#include "smoke/smoke.hpp"
 #include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 

@@ -3,6 +3,9 @@
 // embedded fatbin). Each GPU: device query, host<->device and device<->device copies, FP32 and tensor-core matmuls
 // (our kernels and the node's cuBLAS), an optional memory test; then peer copies between every pair of GPUs. Each
 // step has a deadline, each result is verified and judged against data/smoke/expectations.toml.
+//
+// smoke's public face: what doctor, cli and nccl use (the run's options and results, its entry point, the kernel
+// images the binary carries, the data table and its overlay check). How the steps work lives in smoke/internal/.
 
 #include <chrono>
 #include <cstdint>
@@ -13,12 +16,30 @@
 #include <vector>
 
 #include "report/finding.hpp"
-#include "smoke/internal/expectations.hpp"
-#include "smoke/internal/measure.hpp"
 #include "system/system.hpp"
+#include "util/data_table.hpp"
 #include "util/expected.hpp"
 
 namespace gpuenv::smoke {
+
+/// The median, minimum and maximum of a set of samples (all zero for none).
+struct Summary {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  std::size_t count = 0;
+  /// Copy timing: samples left out because the spin kernel timed out before the host released it (the copies then
+  /// started while the host was still queueing them, so launch gaps were timed too).
+  std::size_t discarded = 0;
+  /// Every sample timed out: the statistics are of those samples, a lower bound only, and are not judged.
+  bool invalid = false;
+};
+
+/// Ratios applied to an expected value (flags --min-ratio and --fail-ratio).
+struct Thresholds {
+  double min_ratio = 0.75;  ///< below min_ratio × expected: warn (DCGM's 0.75 × measured convention)
+  double fail_ratio = 0.5;  ///< below fail_ratio × expected (when no anchor minimum): fail
+};
 
 /// An operator's own numbers for one metric (`--expect ID=V`, `--minimum ID=V`), e.g. for a cloud shape with fewer
 /// PCIe lanes or NVLinks than the datasheet: they replace the data's expected value and fail floor.
@@ -140,16 +161,6 @@ struct KernelImage {
   std::string_view contents;  ///< the fatbin (empty from parse_kernel_manifest)
 };
 
-/// Parses the build's manifest, one image a line: "file cuda_version min_driver ptx_arch sass_arch...", newest
-/// toolkit first; malformed lines are skipped.
-std::vector<KernelImage> parse_kernel_manifest(std::string_view text);
-/// The images embedded in this binary, newest toolkit first (none when built without nvcc).
-std::vector<KernelImage> embedded_kernel_images();
-/// The embedded file `file` ("" when absent).
-std::string_view kernel_image_contents(const std::string& file);
-/// The order to try images on a driver of `driver_version` (cuDriverGetVersion): the newest whose min_driver it
-/// meets first, then older ones, then those it does not meet.
-std::vector<const KernelImage*> kernel_images_for(const std::vector<KernelImage>& images, int driver_version);
 /// "drivers supporting CUDA 12.0 or newer, below CUDA 13.0": the drivers that get images[index] first.
 std::string kernel_image_driver_range(const std::vector<KernelImage>& images, std::size_t index);
 
@@ -187,20 +198,10 @@ struct SmokeReport {
 /// the Error is only for internal problems (bad compiled-in data).
 util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions& options);
 
-/// "32.0 GT/s PCIe" -> 5 (2.5->1, 5->2, 8->3, 16->4, 32->5, 64->6); nullopt when unrecognised.
-std::optional<int> pcie_generation_from_speed(std::string_view text);
-/// "0-3,8,10-11\n" -> {0,1,2,3,8,10,11} (the kernel's cpulist format); empty when malformed.
-std::vector<int> parse_cpu_list(std::string_view text);
-
-/// "00000000:1B:00.0" -> "0000:1b:00.0" (the sysfs name under /sys/bus/pci/devices).
-std::string sysfs_bus_id(std::string_view driver_bus_id);
-
-/// The link a healthy slot trains to: min(the GPU's maximum, the upstream port's maximum) per generation and width,
-/// each falling back to the other when one side is unknown; nullopt when neither is known.
-struct CapableLink {
-  int generation = 0;
-  int width = 0;
-};
-std::optional<CapableLink> capable_pcie_link(const DeviceInfo& info);
+/// Smoke's table (expectations.toml, compiled in) and how overlay rows replace its rows.
+std::vector<util::DataTable> data_tables();
+/// Whether the compiled-in expectations with `overlay` merged parse (`gpuenv data check`, the overlay's load): the
+/// Error names the overlay file and line.
+util::Expected<util::Ok> check_data(const util::Overlay& overlay);
 
 }  // namespace gpuenv::smoke

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/smoke.hpp"
 #include "smoke/internal/step.hpp"
+#include "smoke/smoke.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;

@@ -6,9 +6,10 @@
 
 #include "smoke/cublas_api.hpp"
 #include "smoke/internal/expectations.hpp"
+#include "smoke/internal/host_link.hpp"
 #include "smoke/internal/measure.hpp"
-#include "smoke/smoke.hpp"
 #include "smoke/internal/verify.hpp"
+#include "smoke/smoke.hpp"
 #include "support/fake_system.hpp"
 
 using namespace gpuenv::smoke;

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "smoke/internal/expectations.hpp"
 #include "smoke/fake_cuda_fixture.hpp"
+#include "smoke/internal/expectations.hpp"
 #include "smoke/smoke.hpp"
 
 using namespace gpuenv::smoke;

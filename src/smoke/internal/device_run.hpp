@@ -13,8 +13,8 @@
 #include "smoke/internal/expectations.hpp"
 #include "smoke/internal/host_link.hpp"
 #include "smoke/internal/nvml_monitor.hpp"
-#include "smoke/smoke.hpp"
 #include "smoke/internal/step.hpp"
+#include "smoke/smoke.hpp"
 #include "system/system.hpp"
 
 namespace gpuenv::smoke {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "smoke/cuda_api.hpp"
+#include "smoke/internal/kernel_images.hpp"
 #include "smoke/smoke.hpp"
 #include "util/strings.hpp"
 

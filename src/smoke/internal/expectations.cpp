@@ -53,6 +53,11 @@ util::Expected<Expectations> load_expectations(const util::Overlay& overlay) {
   return util::Error::internal("data/smoke/expectations.toml is not compiled in");
 }
 
+util::Expected<util::Ok> check_data(const util::Overlay& overlay) {
+  GPUENV_TRY(load_expectations(overlay));
+  return util::Ok{};
+}
+
 util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin,
                                                 const util::Overlay& overlay) {
   GPUENV_TRY_ASSIGN(auto parsed,

@@ -1,5 +1,6 @@
 #pragma once
-// What a healthy GPU should measure (data/smoke/expectations.toml, compiled in) and the pass/warn/fail rule.
+// Internal to smoke: what a healthy GPU should measure (data/smoke/expectations.toml, compiled in) and the
+// pass/warn/fail rule.
 
 #include <optional>
 #include <span>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "report/finding.hpp"
+#include "smoke/smoke.hpp"
 #include "util/data_table.hpp"
 #include "util/embedded_file.hpp"
 #include "util/expected.hpp"
@@ -117,8 +119,6 @@ struct Expectations {
 util::Expected<Expectations> parse_expectations(std::string_view text, const std::string& origin,
                                                 const util::Overlay& overlay = {});
 
-/// Smoke's table (expectations.toml, compiled in) and how overlay rows replace its rows.
-std::vector<util::DataTable> data_tables();
 /// The compiled-in expectations with `overlay` merged (for `gpuenv data check`).
 util::Expected<Expectations> load_expectations(const util::Overlay& overlay);
 /// The compiled-in data/smoke/expectations.toml.
@@ -140,12 +140,6 @@ struct PcieExpectation {
   std::string source;
 };
 std::optional<PcieExpectation> pcie_expectation(const Expectations& expectations, int generation, int width);
-
-/// Ratios applied to an expected value (flags --min-ratio and --fail-ratio).
-struct Thresholds {
-  double min_ratio = 0.75;  ///< below min_ratio × expected: warn (DCGM's 0.75 × measured convention)
-  double fail_ratio = 0.5;  ///< below fail_ratio × expected (when no anchor minimum): fail
-};
 
 /// What one measured number is judged against.
 struct Expectation {

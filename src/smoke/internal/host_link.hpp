@@ -1,6 +1,6 @@
 #pragma once
 // Internal to smoke: what the host's sysfs says about a GPU's place, its PCIe link (the GPU's and its upstream
-// port's) and the CPUs of its NUMA node. The pure parsers are declared in smoke.hpp.
+// port's) and the CPUs of its NUMA node.
 
 #include <atomic>
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,22 @@
 #include "system/system.hpp"
 
 namespace gpuenv::smoke {
+
+/// "32.0 GT/s PCIe" -> 5 (2.5->1, 5->2, 8->3, 16->4, 32->5, 64->6); nullopt when unrecognised.
+std::optional<int> pcie_generation_from_speed(std::string_view text);
+/// "0-3,8,10-11\n" -> {0,1,2,3,8,10,11} (the kernel's cpulist format); empty when malformed.
+std::vector<int> parse_cpu_list(std::string_view text);
+
+/// "00000000:1B:00.0" -> "0000:1b:00.0" (the sysfs name under /sys/bus/pci/devices).
+std::string sysfs_bus_id(std::string_view driver_bus_id);
+
+/// The link a healthy slot trains to: min(the GPU's maximum, the upstream port's maximum) per generation and width,
+/// each falling back to the other when one side is unknown; nullopt when neither is known.
+struct CapableLink {
+  int generation = 0;
+  int width = 0;
+};
+std::optional<CapableLink> capable_pcie_link(const DeviceInfo& info);
 
 /// Reads the GPU's current and maximum link and the upstream port's maximum into `info` (under `sysfs_root`).
 void read_pcie_link(system::System& system, const std::string& sysfs_root, DeviceInfo& info);

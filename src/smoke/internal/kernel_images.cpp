@@ -1,6 +1,8 @@
 // The embedded kernel images (fatbins, one per toolkit) and which one a driver gets: the build writes a manifest
 // (images.txt) beside them; the runner loads the newest image whose toolkit's CUDA major the driver supports.
 
+#include "smoke/internal/kernel_images.hpp"
+
 #include <algorithm>
 #include <sstream>
 

@@ -1,23 +1,12 @@
 #pragma once
-// Pure arithmetic of the smoke tests: summaries of repeated timings, and byte/FLOP accounting.
+// Internal to smoke: pure arithmetic of the smoke tests: summaries of repeated timings, and byte/FLOP accounting.
 
 #include <cstddef>
 #include <vector>
 
-namespace gpuenv::smoke {
+#include "smoke/smoke.hpp"
 
-/// The median, minimum and maximum of a set of samples (all zero for none).
-struct Summary {
-  double median = 0;
-  double min = 0;
-  double max = 0;
-  std::size_t count = 0;
-  /// Copy timing: samples left out because the spin kernel timed out before the host released it (the copies then
-  /// started while the host was still queueing them, so launch gaps were timed too).
-  std::size_t discarded = 0;
-  /// Every sample timed out: the statistics are of those samples, a lower bound only, and are not judged.
-  bool invalid = false;
-};
+namespace gpuenv::smoke {
 
 /// Median (mean of the middle two for an even count), min and max.
 Summary summarize(std::vector<double> samples);

@@ -19,9 +19,10 @@
 #include "smoke/cublas_api.hpp"
 #include "smoke/cuda_api.hpp"
 #include "smoke/internal/expectations.hpp"
+#include "smoke/internal/measure.hpp"
 #include "smoke/internal/nvml_monitor.hpp"
-#include "smoke/smoke.hpp"
 #include "smoke/internal/verify.hpp"
+#include "smoke/smoke.hpp"
 
 namespace gpuenv::smoke {
 
