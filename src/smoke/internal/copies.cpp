@@ -42,7 +42,10 @@ StepOutcome device_to_host(Gpu& g, bool pinned, RoundTrip& trip) {
   std::fill(host.begin(), host.end(), 0u);
   trip.d2h = time_copies(
       g, pinned, static_cast<double>(g.host_bytes),
-      [&] { check(g.api.memcpy_dtoh_async(host.data(), g.device_a, g.host_bytes, g.stream), "cuMemcpyDtoHAsync_v2"); },
+      [&] {
+        check(g.api.memcpy_dtoh_async(host.data(), g.device_a.get(), g.host_bytes, g.stream.get()),
+              "cuMemcpyDtoHAsync_v2");
+      },
       &g.host_link->samples);
   trip.d2h_done = true;
   return {};
@@ -55,12 +58,12 @@ StepOutcome host_to_device(Gpu& g, bool pinned, RoundTrip& trip) {
   const std::size_t words = g.host_bytes / 4;
   if (!trip.d2h_done) fill_pattern(host, copy_seed);  // the D2H step failed: start from the right pattern
   auto upload = [&] {
-    check(g.api.memcpy_htod_async(g.device_b, host.data(), g.host_bytes, g.stream), "cuMemcpyHtoDAsync_v2");
+    check(g.api.memcpy_htod_async(g.device_b.get(), host.data(), g.host_bytes, g.stream.get()), "cuMemcpyHtoDAsync_v2");
   };
-  check(g.api.memset_d32_async(g.device_b, 0, words, g.stream), "cuMemsetD32Async");
+  check(g.api.memset_d32_async(g.device_b.get(), 0, words, g.stream.get()), "cuMemsetD32Async");
   trip.h2d = time_copies(g, pinned, static_cast<double>(g.host_bytes), upload, &g.host_link->samples);
   trip.h2d_done = true;
-  trip.h2d_data = check_words(g, g.device_b, words, copy_seed);
+  trip.h2d_data = check_words(g, g.device_b.get(), words, copy_seed);
   if (trip.h2d_data.ok()) {
     if (trip.d2h_done) trip.d2h_data = trip.h2d_data;
     return {};
@@ -68,9 +71,9 @@ StepOutcome host_to_device(Gpu& g, bool pinned, RoundTrip& trip) {
   trip.d2h_data = check_pattern(host, copy_seed);
   if (!trip.d2h_done || trip.d2h_data.ok()) return {};  // the host buffer was right: the H2D was wrong
   fill_pattern(host, copy_seed);
-  check(g.api.memset_d32_async(g.device_b, 0, words, g.stream), "cuMemsetD32Async");
+  check(g.api.memset_d32_async(g.device_b.get(), 0, words, g.stream.get()), "cuMemsetD32Async");
   upload();
-  trip.h2d_data = check_words(g, g.device_b, words, copy_seed);
+  trip.h2d_data = check_words(g, g.device_b.get(), words, copy_seed);
   return {};
 }
 
@@ -83,8 +86,8 @@ void DeviceRun::copies() {
   }
   // The source of every copy, written by the GPU.
   step("smoke.copy_buffers", [](Gpu& g) {
-    fill_words(g, g.device_a, g.bytes / 4, copy_seed);
-    check(g.api.stream_synchronize(g.stream), "cuStreamSynchronize (copy pattern)");
+    fill_words(g, g.device_a.get(), g.bytes / 4, copy_seed);
+    check(g.api.stream_synchronize(g.stream.get()), "cuStreamSynchronize (copy pattern)");
     return StepOutcome{};
   });
   device_copies();
@@ -147,12 +150,13 @@ void DeviceRun::device_copies() {
                                   " (copy engines saturate near 66% of HBM: NVIDIA/cccl#1672); " + m_model->source};
   }
   step("smoke.d2d", [bytes, copy_engine](Gpu& g) {
-    check(g.api.memset_d32_async(g.device_b, 0, g.bytes / 4, g.stream), "cuMemsetD32Async");
+    check(g.api.memset_d32_async(g.device_b.get(), 0, g.bytes / 4, g.stream.get()), "cuMemsetD32Async");
     // A device-to-device copy reads and writes every byte: count both.
     const Summary rates = time_copies(g, true, 2 * bytes, [&] {
-      check(g.api.memcpy_dtod_async(g.device_b, g.device_a, g.bytes, g.stream), "cuMemcpyDtoDAsync_v2");
+      check(g.api.memcpy_dtod_async(g.device_b.get(), g.device_a.get(), g.bytes, g.stream.get()),
+            "cuMemcpyDtoDAsync_v2");
     });
-    const PatternCheck data = check_words(g, g.device_b, g.bytes / 4, copy_seed);
+    const PatternCheck data = check_words(g, g.device_b.get(), g.bytes / 4, copy_seed);
     return copy_outcome(g, "d2d", "copy-engine device->device", rates, 2 * bytes, g.bytes, data, copy_engine);
   });
   if (m_gpu->stopped) return;
@@ -168,15 +172,16 @@ void DeviceRun::device_copies() {
     // Whole 16-byte vectors; the copy buffers are at least 4 x the L2 each (copy_bytes), so the L2 serves neither.
     const std::size_t vectors = g.bytes / 16;
     const double counted = 2.0 * 16 * static_cast<double>(vectors);  // read + write
-    check(g.api.memset_d32_async(g.device_b, 0, g.bytes / 4, g.stream), "cuMemsetD32Async");
-    CUdeviceptr in = g.device_a, out = g.device_b;
+    check(g.api.memset_d32_async(g.device_b.get(), 0, g.bytes / 4, g.stream.get()), "cuMemsetD32Async");
+    CUdeviceptr in = g.device_a.get(), out = g.device_b.get();
     unsigned long long count = vectors;
     void* params[] = {&in, &out, &count};
     const Summary rates = time_copies(g, true, counted, [&] {
-      check(g.api.launch_kernel(g.stream_copy, grid_stride_blocks(g), 1, 1, 256, 1, 1, 0, g.stream, params, nullptr),
+      check(g.api.launch_kernel(g.stream_copy, grid_stride_blocks(g), 1, 1, 256, 1, 1, 0, g.stream.get(), params,
+                                nullptr),
             "cuLaunchKernel(smoke_stream_copy)");
     });
-    const PatternCheck data = check_words(g, g.device_b, vectors * 4, copy_seed);
+    const PatternCheck data = check_words(g, g.device_b.get(), vectors * 4, copy_seed);
     return copy_outcome(g, "memory_bandwidth", "SM stream copy (read + write)", rates, counted, vectors * 16, data,
                         expectation);
   });

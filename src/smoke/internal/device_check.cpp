@@ -14,14 +14,15 @@ void fill_words(Gpu& gpu, CUdeviceptr buffer, std::size_t words, std::uint32_t s
   if (gpu.fill_words == nullptr) {  // no kernels: make the pattern here and upload it (synchronously)
     std::vector<std::uint32_t> host(words);
     fill_pattern(host, seed);
-    check(gpu.api.memcpy_htod_async(buffer, host.data(), words * 4, gpu.stream), "cuMemcpyHtoDAsync_v2 (pattern)");
-    check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize (pattern)");
+    check(gpu.api.memcpy_htod_async(buffer, host.data(), words * 4, gpu.stream.get()),
+          "cuMemcpyHtoDAsync_v2 (pattern)");
+    check(gpu.api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize (pattern)");
     return;
   }
   unsigned long long count = words;
   unsigned pattern_seed = seed;
   void* params[] = {&buffer, &count, &pattern_seed};
-  check(gpu.api.launch_kernel(gpu.fill_words, grid_stride_blocks(gpu), 1, 1, 256, 1, 1, 0, gpu.stream, params,
+  check(gpu.api.launch_kernel(gpu.fill_words, grid_stride_blocks(gpu), 1, 1, 256, 1, 1, 0, gpu.stream.get(), params,
                               nullptr),
         "cuLaunchKernel(smoke_fill_words)");
 }
@@ -29,22 +30,22 @@ void fill_words(Gpu& gpu, CUdeviceptr buffer, std::size_t words, std::uint32_t s
 PatternCheck check_words(Gpu& gpu, CUdeviceptr buffer, std::size_t words, std::uint32_t seed) {
   if (gpu.check_words == nullptr) {  // no kernels: read it back and check it here
     std::vector<std::uint32_t> host(words);
-    check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize (verification)");
+    check(gpu.api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize (verification)");
     check(gpu.api.memcpy_dtoh(host.data(), buffer, words * 4), "cuMemcpyDtoH_v2 (verification)");
     return check_pattern(host, seed);
   }
   const DeviceBuffer result(gpu, 2 * sizeof(unsigned long long), "cuMemAlloc_v2 (verification counters)");
   const unsigned long long initial[2] = {0, ~0ull};
-  check(gpu.api.memcpy_htod_async(result.get(), initial, sizeof initial, gpu.stream),
+  check(gpu.api.memcpy_htod_async(result.get(), initial, sizeof initial, gpu.stream.get()),
         "cuMemcpyHtoDAsync_v2 (verification counters)");
   unsigned long long count = words;
   unsigned pattern_seed = seed;
   CUdeviceptr counters = result.get();
   void* params[] = {&buffer, &count, &pattern_seed, &counters};
-  check(gpu.api.launch_kernel(gpu.check_words, grid_stride_blocks(gpu), 1, 1, 256, 1, 1, 0, gpu.stream, params,
+  check(gpu.api.launch_kernel(gpu.check_words, grid_stride_blocks(gpu), 1, 1, 256, 1, 1, 0, gpu.stream.get(), params,
                               nullptr),
         "cuLaunchKernel(smoke_check_words)");
-  check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize (verification)");
+  check(gpu.api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize (verification)");
   WordCount found;
   check(gpu.api.memcpy_dtoh(&found, result.get(), sizeof found), "cuMemcpyDtoH_v2 (verification counters)");
   PatternCheck out;
@@ -61,7 +62,7 @@ void queue_compare_words(Gpu& gpu, CUdeviceptr observed, CUdeviceptr expected, s
                          CUdeviceptr result) {
   unsigned long long count = words;
   void* params[] = {&observed, &expected, &count, &result};
-  check(gpu.api.launch_kernel(gpu.compare_words, grid_stride_blocks(gpu), 1, 1, 256, 1, 1, 0, gpu.stream, params,
+  check(gpu.api.launch_kernel(gpu.compare_words, grid_stride_blocks(gpu), 1, 1, 256, 1, 1, 0, gpu.stream.get(), params,
                               nullptr),
         "cuLaunchKernel(smoke_compare_words)");
 }

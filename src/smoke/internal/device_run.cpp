@@ -61,14 +61,12 @@ void DeviceRun::release() {
   if (m_gpu->hung || m_gpu->context == nullptr) return;
   run_step(m_gpu, "smoke.release", [](Gpu& g) {
     release_cublas(g);
-    if (g.module != nullptr) g.api.module_unload(g.module);
-    if (g.start != nullptr) g.api.event_destroy(g.start);
-    if (g.stop != nullptr) g.api.event_destroy(g.stop);
-    for (CUevent event : g.timing_events) g.api.event_destroy(event);
-    g.timing_events.clear();
-    if (g.stream != nullptr) g.api.stream_destroy(g.stream);
+    g.module.reset();
+    g.start.reset();
+    g.stop.reset();
+    g.timing_events.clear();  // each destroyed, in order
+    g.stream.reset();
     g.api.primary_ctx_release(g.device);
-    g.module = nullptr;
     g.context = nullptr;
     return StepOutcome{};
   });
@@ -142,7 +140,7 @@ int DeviceRun::tensor_size() const {
 
 void DeviceRun::matmuls() {
   if (m_gpu->stopped) return;
-  const bool kernels = m_gpu->module != nullptr;
+  const bool kernels = static_cast<bool>(m_gpu->module.get());
   if (!kernels) {
     m_result.findings.push_back(Finding{
         "smoke.matmul", Status::skip, "matmul tests skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
@@ -198,7 +196,7 @@ std::optional<double> DeviceRun::measured(const std::string& id) const {
 
 void DeviceRun::memtest() {
   if (m_gpu->stopped || m_gpu->options.memtest_fraction == 0) return;
-  if (m_gpu->module == nullptr) {
+  if (!m_gpu->module.get()) {
     m_result.findings.push_back(Finding{
         "smoke.memtest", Status::skip, "memtest skipped: the kernels are not loaded (see smoke.kernels)", {}, {}});
     return;

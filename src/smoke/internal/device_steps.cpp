@@ -46,9 +46,9 @@ StepOutcome create_context(Gpu& gpu) {
   check(api.primary_ctx_retain(&gpu.context, gpu.device), "cuDevicePrimaryCtxRetain");
   set_current_gpu(gpu.ordinal);
   check(api.ctx_set_current(gpu.context), "cuCtxSetCurrent");
-  check(api.stream_create(&gpu.stream, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
-  check(api.event_create(&gpu.start, 0), "cuEventCreate");
-  check(api.event_create(&gpu.stop, 0), "cuEventCreate");
+  check(create_stream(api, 1 /* CU_STREAM_NON_BLOCKING */, gpu.stream), "cuStreamCreate");
+  check(create_event(api, 0, gpu.start), "cuEventCreate");
+  check(create_event(api, 0, gpu.stop), "cuEventCreate");
   out.findings.push_back(
       Finding{"smoke.device",
               Status::pass,
@@ -100,7 +100,7 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver
     // cuModuleLoadData reads the fatbin header with 8-byte loads: give it an aligned copy.
     std::vector<std::uint64_t> aligned((image->bytes + 7) / 8 + 1, 0);
     std::memcpy(aligned.data(), image->contents.data(), image->bytes);
-    last = gpu.api.module_load_data(&gpu.module, aligned.data());
+    last = load_module(gpu.api, aligned.data(), gpu.module);
     tried += (tried.empty() ? "" : "; ") + image->file + " (CUDA " + image->cuda_version + ": " +
              describe_cuda_error(gpu.api, last) + ")";
     if (last == cuda_success) {
@@ -110,8 +110,7 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver
     if (!image_cannot_run(last)) break;
   }
   const std::string cc = std::to_string(gpu.info.cc_major) + "." + std::to_string(gpu.info.cc_minor);
-  if (loaded_image == nullptr && image_cannot_run(last)) {
-    gpu.module = nullptr;
+  if (loaded_image == nullptr && image_cannot_run(last)) {  // gpu.module stays empty
     // Not a fault of the GPU or the node (a build without the image for this driver, or a container without the PTX
     // JIT): our own matmuls and memory test are not run, said as a skip so that a healthy node is not DEGRADED by it.
     out.findings.push_back(
@@ -133,25 +132,26 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver
   }
   check(last, "cuModuleLoadData");
   gpu.info.kernel_image = loaded_image->file;
-  check(gpu.api.module_get_function(&gpu.sgemm, gpu.module, "smoke_sgemm"), "cuModuleGetFunction(smoke_sgemm)");
-  check(gpu.api.module_get_function(&gpu.hgemm, gpu.module, "smoke_hgemm_wmma"),
+  check(gpu.api.module_get_function(&gpu.sgemm, gpu.module.get(), "smoke_sgemm"), "cuModuleGetFunction(smoke_sgemm)");
+  check(gpu.api.module_get_function(&gpu.hgemm, gpu.module.get(), "smoke_hgemm_wmma"),
         "cuModuleGetFunction(smoke_hgemm_wmma)");
-  check(gpu.api.module_get_function(&gpu.bf16gemm, gpu.module, "smoke_bf16gemm_wmma"),
+  check(gpu.api.module_get_function(&gpu.bf16gemm, gpu.module.get(), "smoke_bf16gemm_wmma"),
         "cuModuleGetFunction(smoke_bf16gemm_wmma)");
-  check(gpu.api.module_get_function(&gpu.memtest_fill, gpu.module, "smoke_fill_pattern"),
+  check(gpu.api.module_get_function(&gpu.memtest_fill, gpu.module.get(), "smoke_fill_pattern"),
         "cuModuleGetFunction(smoke_fill_pattern)");
-  check(gpu.api.module_get_function(&gpu.memtest_check, gpu.module, "smoke_check_pattern"),
+  check(gpu.api.module_get_function(&gpu.memtest_check, gpu.module.get(), "smoke_check_pattern"),
         "cuModuleGetFunction(smoke_check_pattern)");
-  check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module, "smoke_move_inversion"),
+  check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module.get(), "smoke_move_inversion"),
         "cuModuleGetFunction(smoke_move_inversion)");
   for (const auto& [function, name] : {std::pair{&gpu.fill_words, "smoke_fill_words"},
                                        std::pair{&gpu.check_words, "smoke_check_words"},
                                        std::pair{&gpu.compare_words, "smoke_compare_words"},
                                        std::pair{&gpu.stream_copy, "smoke_stream_copy"}}) {
-    check(gpu.api.module_get_function(function, gpu.module, name), std::string("cuModuleGetFunction(") + name + ")");
+    check(gpu.api.module_get_function(function, gpu.module.get(), name),
+          std::string("cuModuleGetFunction(") + name + ")");
   }
   // Optional: without it copies are timed one per event pair.
-  if (gpu.api.module_get_function(&gpu.spin_wait, gpu.module, "smoke_spin_wait") != cuda_success)
+  if (gpu.api.module_get_function(&gpu.spin_wait, gpu.module.get(), "smoke_spin_wait") != cuda_success)
     gpu.spin_wait = nullptr;
   out.findings.push_back(Finding{"smoke.kernels",
                                  Status::pass,
@@ -169,8 +169,8 @@ StepOutcome allocate_copy_buffers(Gpu& gpu) {
   const CudaApi& api = gpu.api;
   gpu.bytes = copy_bytes(gpu.options, gpu.info.l2_bytes);
   gpu.host_bytes = std::min(gpu.bytes, host_copy_bytes(gpu.options));
-  check(api.mem_alloc(&gpu.device_a, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
-  check(api.mem_alloc(&gpu.device_b, gpu.bytes), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
+  check(allocate_device_memory(api, gpu.bytes, gpu.device_a), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
+  check(allocate_device_memory(api, gpu.bytes, gpu.device_b), "cuMemAlloc_v2(" + size_text(gpu.bytes) + ")");
   void* host = nullptr;
   check(api.mem_alloc_host(&host, gpu.host_bytes), "cuMemAllocHost_v2(" + size_text(gpu.host_bytes) + ")");
   gpu.pinned = static_cast<std::uint32_t*>(host);
@@ -180,11 +180,10 @@ StepOutcome allocate_copy_buffers(Gpu& gpu) {
 }
 
 void free_copy_buffers(Gpu& gpu) {
-  if (gpu.device_a != 0) gpu.api.mem_free(gpu.device_a);
-  if (gpu.device_b != 0) gpu.api.mem_free(gpu.device_b);
+  gpu.device_a.reset();
+  gpu.device_b.reset();
   if (gpu.pinned != nullptr) gpu.api.mem_free_host(gpu.pinned);
   free_spin_flag(gpu);
-  gpu.device_a = gpu.device_b = 0;
   gpu.pinned = nullptr;
   gpu.pageable = {};
 }

@@ -60,12 +60,12 @@ void launch_gemm(Gpu& gpu, const GemmPlan& plan, CUdeviceptr a, CUdeviceptr b, C
   void* params[] = {&a, &b, &c, &m_arg, &n_arg, &k_arg};
   if (plan.precision == Precision::fp32) {
     const unsigned grid = static_cast<unsigned>(n / 64);  // 64x64 tiles, 16x16 threads
-    check(gpu.api.launch_kernel(gpu.sgemm, grid, grid, 1, 16, 16, 1, 0, gpu.stream, params, nullptr),
+    check(gpu.api.launch_kernel(gpu.sgemm, grid, grid, 1, 16, 16, 1, 0, gpu.stream.get(), params, nullptr),
           "cuLaunchKernel(smoke_sgemm)");
   } else {
     const unsigned grid = static_cast<unsigned>(n / 128);  // 128x128 tiles, 8 warps
     CUfunction function = plan.precision == Precision::bf16 ? gpu.bf16gemm : gpu.hgemm;
-    check(gpu.api.launch_kernel(function, grid, grid, 1, 256, 1, 1, 0, gpu.stream, params, nullptr),
+    check(gpu.api.launch_kernel(function, grid, grid, 1, 256, 1, 1, 0, gpu.stream.get(), params, nullptr),
           "cuLaunchKernel(" + what + ")");
   }
 }
@@ -176,33 +176,34 @@ void run_windows(Gpu& gpu, const GemmPlan& plan, const GemmBuffers& buffers, int
   out.launches_per_window = window_launches(gpu.options, one_ms);
   const auto launches = static_cast<std::size_t>(out.launches_per_window);
   while (gpu.timing_events.size() < 2 * launches) {
-    CUevent event = nullptr;
-    check(api.event_create(&event, 0), "cuEventCreate");
-    gpu.timing_events.push_back(event);
+    CudaEvent event;
+    check(create_event(api, 0, event), "cuEventCreate");
+    gpu.timing_events.push_back(std::move(event));
   }
   const bool on_gpu = gpu.compare_words != nullptr;
   std::vector<unsigned long long> counters(2 * launches);
   for (int window = 1; window <= window_count(gpu.options); ++window) {
     for (std::size_t i = 0; i < launches; ++i) counters[2 * i] = 0, counters[2 * i + 1] = ~0ull;
     if (on_gpu) {
-      check(api.memcpy_htod_async(buffers.counters, counters.data(), counters.size() * 8, gpu.stream),
+      check(api.memcpy_htod_async(buffers.counters, counters.data(), counters.size() * 8, gpu.stream.get()),
             "cuMemcpyHtoDAsync_v2 (comparison counters)");
     }
     {
       const InFlight busy(*gpu.launches_in_flight);  // the clock sampler's load: the whole window
       for (std::size_t i = 0; i < launches; ++i) {
-        check(api.memset_d32_async(buffers.c, 0x7FC00000u, count, gpu.stream), "cuMemsetD32Async");
-        check(api.event_record(gpu.timing_events[2 * i], gpu.stream), "cuEventRecord");
+        check(api.memset_d32_async(buffers.c, 0x7FC00000u, count, gpu.stream.get()), "cuMemsetD32Async");
+        check(api.event_record(gpu.timing_events[2 * i].get(), gpu.stream.get()), "cuEventRecord");
         launch_gemm(gpu, plan, buffers.a, buffers.b, buffers.c, n, what);
-        check(api.event_record(gpu.timing_events[2 * i + 1], gpu.stream), "cuEventRecord");
+        check(api.event_record(gpu.timing_events[2 * i + 1].get(), gpu.stream.get()), "cuEventRecord");
         if (on_gpu) queue_compare_words(gpu, buffers.c, buffers.reference, count, buffers.counters + 16 * i);
       }
-      check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ", window)");
+      check(api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize (" + what + ", window)");
     }
     double ms = 0;
     for (std::size_t i = 0; i < launches; ++i) {
       float one = 0;
-      check(api.event_elapsed_time(&one, gpu.timing_events[2 * i], gpu.timing_events[2 * i + 1]), "cuEventElapsedTime");
+      check(api.event_elapsed_time(&one, gpu.timing_events[2 * i].get(), gpu.timing_events[2 * i + 1].get()),
+            "cuEventElapsedTime");
       ms += one;
     }
     out.rates.push_back(teraflops(n, n, n, ms / 1e3) * static_cast<double>(launches));
@@ -233,17 +234,17 @@ double time_one_launch(Gpu& gpu, const GemmPlan& plan, const GemmBuffers& buffer
   const bool on_gpu = gpu.compare_words != nullptr;
   unsigned long long counters[2] = {0, ~0ull};
   if (on_gpu) {
-    check(api.memcpy_htod_async(buffers.counters, counters, sizeof counters, gpu.stream),
+    check(api.memcpy_htod_async(buffers.counters, counters, sizeof counters, gpu.stream.get()),
           "cuMemcpyHtoDAsync_v2 (comparison counters)");
   }
-  check(api.memset_d32_async(buffers.c, 0x7FC00000u, count, gpu.stream), "cuMemsetD32Async");
-  check(api.event_record(gpu.start, gpu.stream), "cuEventRecord");
+  check(api.memset_d32_async(buffers.c, 0x7FC00000u, count, gpu.stream.get()), "cuMemsetD32Async");
+  check(api.event_record(gpu.start.get(), gpu.stream.get()), "cuEventRecord");
   launch_gemm(gpu, plan, buffers.a, buffers.b, buffers.c, n, what);
-  check(api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+  check(api.event_record(gpu.stop.get(), gpu.stream.get()), "cuEventRecord");
   if (on_gpu) queue_compare_words(gpu, buffers.c, buffers.reference, count, buffers.counters);
-  check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
+  check(api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize (" + what + ")");
   float ms = 0;
-  check(api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
+  check(api.event_elapsed_time(&ms, gpu.start.get(), gpu.stop.get()), "cuEventElapsedTime");
   if (on_gpu) {
     check(api.memcpy_dtoh(counters, buffers.counters, sizeof counters), "cuMemcpyDtoH_v2 (comparison counters)");
     note_launch(out, counters[0], counters[1], n, "the sizing launch");
@@ -363,19 +364,20 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   // samples lock, bulk_transfer), never for its whole turn, and finish before this GPU lets go of the link.
   {
     const std::shared_lock<std::shared_timed_mutex> bulk = bulk_transfer(*gpu.host_link);
-    check(api.memcpy_htod_async(buffers.a, operands.upload_a(), count * operands.element, gpu.stream),
+    check(api.memcpy_htod_async(buffers.a, operands.upload_a(), count * operands.element, gpu.stream.get()),
           "cuMemcpyHtoDAsync_v2");
-    check(api.memcpy_htod_async(buffers.b, operands.upload_b(), count * operands.element, gpu.stream),
+    check(api.memcpy_htod_async(buffers.b, operands.upload_b(), count * operands.element, gpu.stream.get()),
           "cuMemcpyHtoDAsync_v2");
-    check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + " operands)");
+    check(api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize (" + what + " operands)");
   }
-  check(api.memset_d32_async(buffers.c, 0x7FC00000u /* NaN: unwritten elements fail verification */, count, gpu.stream),
+  check(api.memset_d32_async(buffers.c, 0x7FC00000u /* NaN: unwritten elements fail verification */, count,
+                             gpu.stream.get()),
         "cuMemsetD32Async");
 
   // The reference: the first launch's whole result checked exactly on the host (Freivalds from both sides) and its
   // sampled elements against the CPU; every later launch is compared with it, bit for bit, on the GPU.
   launch_gemm(gpu, plan, buffers.a, buffers.b, buffers.c, n, what);  // also cuBLAS's heuristics
-  check(api.stream_synchronize(gpu.stream), "cuStreamSynchronize (" + what + ")");
+  check(api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize (" + what + ")");
   std::vector<float> c(count);
   {
     const std::shared_lock<std::shared_timed_mutex> bulk = bulk_transfer(*gpu.host_link);
@@ -387,7 +389,7 @@ StepOutcome run_gemm(Gpu& gpu, const GemmPlan& plan, const GpuExpectation* model
   c = {};
   WindowResults windows;
   if (whole.ok() && sampled.ok()) {
-    check(api.memcpy_dtod_async(buffers.reference, buffers.c, count * 4, gpu.stream), "cuMemcpyDtoDAsync_v2");
+    check(api.memcpy_dtod_async(buffers.reference, buffers.c, count * 4, gpu.stream.get()), "cuMemcpyDtoDAsync_v2");
     const double one_ms = time_one_launch(gpu, plan, buffers, n, what, windows);
     run_windows(gpu, plan, buffers, n, one_ms, what, windows);
   }
@@ -410,7 +412,7 @@ StepOutcome prepare_cublas(Gpu& gpu, const std::string& driver_version) {
         {}});
     return out;
   }
-  check_cublas(gpu, cublas.api.set_stream(gpu.cublas_handle, gpu.stream), "cublasSetStream_v2");
+  check_cublas(gpu, cublas.api.set_stream(gpu.cublas_handle, gpu.stream.get()), "cublasSetStream_v2");
   out.findings.push_back(
       Finding{"smoke.cublas", Status::pass, "cuBLAS " + cublas.version + " (" + cublas.path + ") initialised", {}, {}});
   return out;

@@ -102,9 +102,9 @@ StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, ConcurrentTiming& timing) 
   const PinnedBuffer host(gpu, bytes);
   // The pattern made by the GPU and brought to the host buffer (untimed); the copies below move it back.
   fill_words(gpu, device.get(), bytes / 4, 3);
-  check(gpu.api.memcpy_dtoh_async(host.get(), device.get(), bytes, gpu.stream), "cuMemcpyDtoHAsync_v2");
-  check(gpu.api.memset_d32_async(device.get(), 0, bytes / 4, gpu.stream), "cuMemsetD32Async");
-  check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
+  check(gpu.api.memcpy_dtoh_async(host.get(), device.get(), bytes, gpu.stream.get()), "cuMemcpyDtoHAsync_v2");
+  check(gpu.api.memset_d32_async(device.get(), 0, bytes / 4, gpu.stream.get()), "cuMemsetD32Async");
+  check(gpu.api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize");
   allocate_spin_flag(gpu);
   struct FreeFlag {
     Gpu& gpu;
@@ -114,7 +114,7 @@ StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, ConcurrentTiming& timing) 
   int copies = 0;
   timing.begin_s = steady_seconds();
   timing.rates = time_copies(gpu, true, static_cast<double>(bytes), [&] {
-    check(gpu.api.memcpy_htod_async(device.get(), host.get(), bytes, gpu.stream), "cuMemcpyHtoDAsync_v2");
+    check(gpu.api.memcpy_htod_async(device.get(), host.get(), bytes, gpu.stream.get()), "cuMemcpyHtoDAsync_v2");
     ++copies;
   });
   timing.end_s = steady_seconds();  // time_copies returns after its last sample's copies completed

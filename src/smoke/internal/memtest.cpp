@@ -125,7 +125,7 @@ class MemtestPasses {
   }
 
   void launch(CUfunction function, void** params, const std::string& name) {
-    check(m_gpu.api.launch_kernel(function, m_blocks, 1, 1, 256, 1, 1, 0, m_gpu.stream, params, nullptr),
+    check(m_gpu.api.launch_kernel(function, m_blocks, 1, 1, 256, 1, 1, 0, m_gpu.stream.get(), params, nullptr),
           "cuLaunchKernel(" + name + ")");
   }
 
@@ -136,12 +136,12 @@ class MemtestPasses {
     for_each_chunk([&](CUdeviceptr pointer, unsigned long long words, std::size_t offset) {
       CUdeviceptr counts = m_counters;
       const unsigned long long initial[2] = {0, ~0ull};
-      check(api.memcpy_htod_async(counts, initial, sizeof initial, m_gpu.stream),
+      check(api.memcpy_htod_async(counts, initial, sizeof initial, m_gpu.stream.get()),
             "cuMemcpyHtoDAsync_v2 (memtest counters)");
       unsigned seed = pass.seed, mode = pass.mode;
       void* params[] = {&pointer, &words, &seed, &invert, &counts, &mode};
       launch(function, params, name);
-      check(api.stream_synchronize(m_gpu.stream), "cuStreamSynchronize (memtest verify)");
+      check(api.stream_synchronize(m_gpu.stream.get()), "cuStreamSynchronize (memtest verify)");
       unsigned long long result[2] = {0, 0};
       check(api.memcpy_dtoh(result, counts, sizeof result), "cuMemcpyDtoH_v2 (memtest counters)");
       const std::uint64_t first = result[1] >> 32;

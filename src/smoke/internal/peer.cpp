@@ -204,10 +204,11 @@ StepOutcome copy_between(Gpu& destination, Gpu& source, const std::string& pair,
     // The source pattern is written by the source GPU (complete before the copies: its stream is synchronised).
     const CurrentContext on_source(source, destination);
     fill_words(source, from.get(), bytes / 4, seed);
-    check(api.stream_synchronize(source.stream), "cuStreamSynchronize (peer copy source)");
+    check(api.stream_synchronize(source.stream.get()), "cuStreamSynchronize (peer copy source)");
   }
   const Summary rates = time_copies(destination, true, static_cast<double>(bytes), [&] {
-    check(api.memcpy_peer_async(to.get(), destination.context, from.get(), source.context, bytes, destination.stream),
+    check(api.memcpy_peer_async(to.get(), destination.context, from.get(), source.context, bytes,
+                                destination.stream.get()),
           "cuMemcpyPeerAsync");
   });
   const PatternCheck data = check_words(destination, to.get(), bytes / 4, seed);  // on the destination GPU
@@ -278,18 +279,18 @@ StepOutcome copy_both_ways(Gpu& a, Gpu& b, const std::string& pair, PeerResult& 
   const std::uint32_t seed_to_a = 300 + static_cast<std::uint32_t>(b.ordinal * 16 + a.ordinal);
   // Each source written by its own GPU.
   fill_words(a, from_a.get(), bytes / 4, seed_to_b);
-  check(api.stream_synchronize(a.stream), "cuStreamSynchronize");
+  check(api.stream_synchronize(a.stream.get()), "cuStreamSynchronize");
   {
     const CurrentContext on_b(b, a);
     fill_words(b, from_b.get(), bytes / 4, seed_to_a);
-    check(api.stream_synchronize(b.stream), "cuStreamSynchronize");
+    check(api.stream_synchronize(b.stream.get()), "cuStreamSynchronize");
   }
   auto copy_to_b = [&] {
-    check(api.memcpy_peer_async(into_b.get(), b.context, from_a.get(), a.context, bytes, b.stream),
+    check(api.memcpy_peer_async(into_b.get(), b.context, from_a.get(), a.context, bytes, b.stream.get()),
           "cuMemcpyPeerAsync (bidirectional)");
   };
   auto copy_to_a = [&] {
-    check(api.memcpy_peer_async(into_a.get(), a.context, from_b.get(), b.context, bytes, a.stream),
+    check(api.memcpy_peer_async(into_a.get(), a.context, from_b.get(), b.context, bytes, a.stream.get()),
           "cuMemcpyPeerAsync (bidirectional)");
   };
   // Warm-up, one each way.
@@ -297,9 +298,9 @@ StepOutcome copy_both_ways(Gpu& a, Gpu& b, const std::string& pair, PeerResult& 
   {
     const CurrentContext on_b(b, a);
     copy_to_b();
-    check(api.stream_synchronize(b.stream), "cuStreamSynchronize");
+    check(api.stream_synchronize(b.stream.get()), "cuStreamSynchronize");
   }
-  check(api.stream_synchronize(a.stream), "cuStreamSynchronize");
+  check(api.stream_synchronize(a.stream.get()), "cuStreamSynchronize");
 
   std::vector<double> valid_to_b, valid_to_a, timed_out_to_b, timed_out_to_a;
   const double queued_bytes = static_cast<double>(bytes) * copies_per_sample;
@@ -312,21 +313,21 @@ StepOutcome copy_both_ways(Gpu& a, Gpu& b, const std::string& pair, PeerResult& 
       {
         const CurrentContext on_b(b, a);
         hold_b.emplace(b);
-        check(api.event_record(b.start, b.stream), "cuEventRecord");
+        check(api.event_record(b.start.get(), b.stream.get()), "cuEventRecord");
         for (int c = 0; c < copies_per_sample; ++c) copy_to_b();
-        check(api.event_record(b.stop, b.stream), "cuEventRecord");
+        check(api.event_record(b.stop.get(), b.stream.get()), "cuEventRecord");
       }
-      check(api.event_record(a.start, a.stream), "cuEventRecord");
+      check(api.event_record(a.start.get(), a.stream.get()), "cuEventRecord");
       for (int c = 0; c < copies_per_sample; ++c) copy_to_a();
-      check(api.event_record(a.stop, a.stream), "cuEventRecord");
+      check(api.event_record(a.stop.get(), a.stream.get()), "cuEventRecord");
       hold_b->release();  // together: both queues start within a few host instructions
       hold_a.release();
-      check(api.event_synchronize(a.stop), "cuEventSynchronize");
-      check(api.event_elapsed_time(&ms_to_a, a.start, a.stop), "cuEventElapsedTime");
+      check(api.event_synchronize(a.stop.get()), "cuEventSynchronize");
+      check(api.event_elapsed_time(&ms_to_a, a.start.get(), a.stop.get()), "cuEventElapsedTime");
       {
         const CurrentContext on_b(b, a);
-        check(api.event_synchronize(b.stop), "cuEventSynchronize");
-        check(api.event_elapsed_time(&ms_to_b, b.start, b.stop), "cuEventElapsedTime");
+        check(api.event_synchronize(b.stop.get()), "cuEventSynchronize");
+        check(api.event_elapsed_time(&ms_to_b, b.start.get(), b.stop.get()), "cuEventElapsedTime");
       }
       timed_out = hold_a.timed_out() || hold_b->timed_out();
     }

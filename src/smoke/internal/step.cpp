@@ -108,6 +108,17 @@ std::shared_ptr<HostLink> HostLinks::for_node(const std::string& local_cpulist) 
 }
 void set_current_gpu(int ordinal) { t_current_gpu = ordinal; }
 
+Gpu::~Gpu() {
+  if (!hung) return;  // the handles still held are destroyed by their owners (release() has destroyed the rest)
+  stream.leak();
+  start.leak();
+  stop.leak();
+  module.leak();
+  for (CudaEvent& event : timing_events) event.leak();
+  device_a.leak();
+  device_b.leak();
+}
+
 RunBudget::Clock::time_point RunBudget::deadline_for(Clock::time_point start) const {
   const std::lock_guard<std::mutex> lock(m_mutex);
   Clock::time_point deadline = start + m_step_timeout;
@@ -276,7 +287,7 @@ void free_spin_flag(Gpu& gpu) {
   // A spin kernel may still be polling the flag (a step that threw after launching one: its hold released it, the
   // kernel ends within moments). Freeing mapped memory under it is not documented to wait: the stream does first.
   if (gpu.spin_flag != nullptr) {
-    gpu.api.stream_synchronize(gpu.stream);  // its error, if any, the next step reports
+    gpu.api.stream_synchronize(gpu.stream.get());  // its error, if any, the next step reports
     gpu.api.mem_free_host(const_cast<std::uint32_t*>(gpu.spin_flag));
   }
   gpu.spin_flag = nullptr;
@@ -291,7 +302,7 @@ StreamHold::StreamHold(Gpu& gpu) : m_gpu(gpu) {
   CUdeviceptr timed_out = gpu.spin_flag_device + sizeof(std::uint32_t);
   unsigned long long timeout_ns = 2'000'000'000ull;  // released long before; bounds a lost release
   void* params[] = {&release, &timed_out, &timeout_ns};
-  check(gpu.api.launch_kernel(gpu.spin_wait, 1, 1, 1, 1, 1, 1, 0, gpu.stream, params, nullptr),
+  check(gpu.api.launch_kernel(gpu.spin_wait, 1, 1, 1, 1, 1, 1, 0, gpu.stream.get(), params, nullptr),
         "cuLaunchKernel(smoke_spin_wait)");
 }
 

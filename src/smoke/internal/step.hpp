@@ -18,6 +18,7 @@
 #include "report/finding.hpp"
 #include "smoke/cublas_api.hpp"
 #include "smoke/cuda_api.hpp"
+#include "smoke/internal/cuda_handles.hpp"
 #include "smoke/internal/expectations.hpp"
 #include "smoke/internal/measure.hpp"
 #include "smoke/internal/nvml_monitor.hpp"
@@ -120,19 +121,26 @@ class HostLinks {
   std::map<std::string, std::shared_ptr<HostLink>> m_links;
 };
 
-/// Everything one GPU's steps share./// Everything one GPU's steps share. Owned jointly by the main thread and the step
+/// Everything one GPU's steps share. Owned jointly by the main thread and the step
 /// threads, so an abandoned (hung) step keeps it, and the libraries, alive.
 struct Gpu {
+  Gpu() = default;
+  /// DeviceRun::release destroys the CUDA handles in order on a step thread with the context current; a hung GPU's
+  /// are never destroyed (its driver may never answer, and its abandoned step may still use them): left to the exit.
+  ~Gpu();
+  Gpu(const Gpu&) = delete;
+  Gpu& operator=(const Gpu&) = delete;
+
   std::shared_ptr<system::DynamicLibrary> library;
   CudaApi api;
   SmokeOptions options;
   int ordinal = 0;
   CUdevice device = 0;
   CUcontext context = nullptr;
-  CUstream stream = nullptr;
-  CUevent start = nullptr;
-  CUevent stop = nullptr;
-  CUmodule module = nullptr;
+  CudaStream stream;
+  CudaEvent start;
+  CudaEvent stop;
+  CudaModule module;  ///< the loaded kernel image (empty when none could be loaded)
   CUfunction sgemm = nullptr;
   CUfunction hgemm = nullptr;
   CUfunction bf16gemm = nullptr;
@@ -149,7 +157,7 @@ struct Gpu {
   CublasHandle cublas_handle = nullptr;
   /// Shared by the run's GPUs (run_smoke); dropped once this GPU's matmuls are done.
   std::shared_ptr<OperandCache> operand_cache = std::make_shared<OperandCache>();
-  std::vector<CUevent> timing_events;  ///< a pair per launch of a matmul's sustained window (made as needed)
+  std::vector<CudaEvent> timing_events;  ///< a pair per launch of a matmul's sustained window (made as needed)
   /// Above 0 while timed GEMMs are queued or running (run_gemm); the clock sampler co-owns it and keeps only samples
   /// taken while it is up, so host work between launches (operands, readback, checks) is not sampled as load.
   std::shared_ptr<std::atomic<int>> launches_in_flight = std::make_shared<std::atomic<int>>(0);
@@ -169,8 +177,8 @@ struct Gpu {
   // copy buffers
   std::size_t bytes = 0;       ///< each device buffer: at least 4 x the L2 (copy_bytes)
   std::size_t host_bytes = 0;  ///< each host buffer and host<->device copy (host_copy_bytes), at most `bytes`
-  CUdeviceptr device_a = 0;
-  CUdeviceptr device_b = 0;
+  DeviceMemory device_a;
+  DeviceMemory device_b;
   std::uint32_t* pinned = nullptr;
   /// Mapped pinned host words of smoke_spin_wait: [0] releases it, [1] records that it timed out (allocate_spin_flag).
   volatile std::uint32_t* spin_flag = nullptr;
@@ -354,7 +362,7 @@ template <typename Copy>
 Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy,
                     std::shared_timed_mutex* sample_exclusive = nullptr) {
   copy();
-  check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
+  check(gpu.api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize");
   const bool queued = events && gpu.spin_wait != nullptr && gpu.spin_flag != nullptr;
   std::vector<double> rates, timed_out;
   for (int i = 0; i < repetitions(gpu.options); ++i) {
@@ -367,20 +375,20 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy,
       const int copies = queued ? copies_per_sample : 1;
       std::optional<StreamHold> hold;
       if (queued) hold.emplace(gpu);
-      check(gpu.api.event_record(gpu.start, gpu.stream), "cuEventRecord");
+      check(gpu.api.event_record(gpu.start.get(), gpu.stream.get()), "cuEventRecord");
       for (int c = 0; c < copies; ++c) copy();
-      check(gpu.api.event_record(gpu.stop, gpu.stream), "cuEventRecord");
+      check(gpu.api.event_record(gpu.stop.get(), gpu.stream.get()), "cuEventRecord");
       if (hold) hold->release();  // the queue runs
-      check(gpu.api.event_synchronize(gpu.stop), "cuEventSynchronize");
+      check(gpu.api.event_synchronize(gpu.stop.get()), "cuEventSynchronize");
       spin_timed_out = hold && hold->timed_out();
       float ms = 0;
-      check(gpu.api.event_elapsed_time(&ms, gpu.start, gpu.stop), "cuEventElapsedTime");
+      check(gpu.api.event_elapsed_time(&ms, gpu.start.get(), gpu.stop.get()), "cuEventElapsedTime");
       seconds = ms / 1e3 / copies;  // per copy
     } else {
       const InFlight busy(*gpu.copies_in_flight);
       const auto begin = std::chrono::steady_clock::now();
       copy();
-      check(gpu.api.stream_synchronize(gpu.stream), "cuStreamSynchronize");
+      check(gpu.api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize");
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     }
     (spin_timed_out ? timed_out : rates).push_back(gigabytes_per_second(bytes_counted, seconds));
