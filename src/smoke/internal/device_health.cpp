@@ -13,7 +13,7 @@ using report::Finding;
 using report::Status;
 
 void DeviceRun::read_nvml_before() {
-  m_started = std::chrono::steady_clock::now();
+  m_started = m_system.now();
   const std::string bus_id = m_gpu->info.pci_bus_id;
   if (m_gpu->nvml == nullptr || bus_id.empty()) return;
   m_usage_before = read_bounded<GpuUsage>(m_gpu->nvml, [bus_id](const NvmlMonitor& nvml) {
@@ -111,7 +111,7 @@ void DeviceRun::finish(int board_gpus) {
   const std::optional<FabricCounters> after = read_bounded<FabricCounters>(
       m_gpu->nvml, [bus_id](const NvmlMonitor& nvml) { return nvml.fabric_counters(bus_id); });
   if (!after) return;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
+  const double seconds = seconds_between(m_started, m_system.now());
   // An inactive link fails where Azure's aznhc runs check_nvlink_status with a verified NVLink floor: an 8-GPU
   // NVSwitch board of an SXM model (elsewhere, e.g. NVL bridges with 12 of 18 links, it is only counted).
   const GpuExpectation* model =

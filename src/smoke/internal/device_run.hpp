@@ -108,7 +108,7 @@ class DeviceRun {
   bool m_host_copies_done = false;
   GpuUsage m_usage_before;
   FabricCounters m_fabric_before;
-  std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point m_started{};  ///< read_nvml_before (System::now)
   std::optional<std::string> m_busy;
 };
 

@@ -90,8 +90,9 @@ struct ConcurrentTiming {
   double begin_s = 0, end_s = 0;
 };
 
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+/// The run's clock (RunClock: System's) in seconds since its epoch.
+double clock_seconds(const Gpu& gpu) {
+  return std::chrono::duration<double>(gpu.clock->now().time_since_epoch()).count();
 }
 
 /// One GPU's part: allocate, wait for the others, time the copies, verify the last one.
@@ -112,12 +113,12 @@ StepOutcome concurrent_h2d(Gpu& gpu, StartLine& line, ConcurrentTiming& timing) 
   } free_flag{gpu};
   timing.start_line_timed_out = !ticket.arrive_and_wait(gpu.options.step_timeout / 2);
   int copies = 0;
-  timing.begin_s = steady_seconds();
+  timing.begin_s = clock_seconds(gpu);
   timing.rates = time_copies(gpu, true, static_cast<double>(bytes), [&] {
     check(gpu.api.memcpy_htod_async(device.get(), host.get(), bytes, gpu.stream.get()), "cuMemcpyHtoDAsync_v2");
     ++copies;
   });
-  timing.end_s = steady_seconds();  // time_copies returns after its last sample's copies completed
+  timing.end_s = clock_seconds(gpu);  // time_copies returns after its last sample's copies completed
   timing.bytes = static_cast<double>(copies) * static_cast<double>(bytes);
   StepOutcome out;
   if (const PatternCheck data = check_words(gpu, device.get(), bytes / 4, 3); !data.ok()) {

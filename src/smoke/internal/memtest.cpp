@@ -224,9 +224,9 @@ StepOutcome run_memtest(Gpu& gpu) {
                                    {}});
     return out;
   }
-  const auto begin = std::chrono::steady_clock::now();
+  const auto begin = gpu.clock->now();
   const MemtestErrors errors = MemtestPasses(gpu, chunks, counters.get()).run();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  const double seconds = seconds_between(begin, gpu.clock->now());
   // Each pass writes and reads every word; moving inversions also read and write it twice more.
   const double moved = static_cast<double>(allocated) * 2 * (std::size(passes) + 2);
   out.metrics.push_back(Metric{"memtest", "GB/s", summarize({gigabytes_per_second(moved, seconds)}), std::nullopt,

@@ -108,6 +108,16 @@ std::shared_ptr<HostLink> HostLinks::for_node(const std::string& local_cpulist) 
 }
 void set_current_gpu(int ordinal) { t_current_gpu = ordinal; }
 
+std::chrono::steady_clock::time_point RunClock::now() const {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  return m_system != nullptr ? m_system->now() : std::chrono::steady_clock::now();
+}
+
+void RunClock::detach() {
+  const std::lock_guard<std::mutex> lock(m_mutex);
+  m_system = nullptr;
+}
+
 Gpu::~Gpu() {
   if (!hung) return;  // the handles still held are destroyed by their owners (release() has destroyed the rest)
   stream.leak();

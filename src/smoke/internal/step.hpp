@@ -63,6 +63,28 @@ class OperandCache {
   std::map<std::pair<int, int>, std::shared_future<std::shared_ptr<const GemmOperands>>> m_made;
 };
 
+/// The clock steps read for what they measure and report (host-timed copies, the memory test's duration, the concurrent
+/// copies' start and end): System::now while run_smoke runs, so the time a step reports comes through System as every
+/// other reading of the outside world does; once run_smoke has returned (a step abandoned on its deadline may still be
+/// running, and the System may be gone) the steady clock System::now reads by default. Deadlines (RunBudget) stay on
+/// the steady clock: they are waited for with std::future::wait_until and try_lock_until, which wait on that clock.
+class RunClock {
+ public:
+  explicit RunClock(system::System* system = nullptr) : m_system(system) {}
+  std::chrono::steady_clock::time_point now() const;
+  /// run_smoke returns: read the steady clock from now on (waits for a now() in progress).
+  void detach();
+
+ private:
+  mutable std::mutex m_mutex;
+  system::System* m_system = nullptr;
+};
+
+/// Seconds from `begin` to `end`.
+inline double seconds_between(std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration<double>(end - begin).count();
+}
+
 /// One wall-clock budget for the whole run (issue 23 item 11), shared by every GPU's steps: each step may take
 /// options.step_timeout, none may end after the run's deadline, and once a step has hung (Xid 79, a wedged GPU: its
 /// abandoned thread often holds the driver lock, so every later call would wait its full deadline) every step still
@@ -167,6 +189,7 @@ struct Gpu {
   DeviceInfo info;
   std::shared_ptr<RunBudget> budget = std::make_shared<RunBudget>(std::chrono::seconds(120), std::chrono::seconds(10));
   std::shared_ptr<HostLinks> host_links = std::make_shared<HostLinks>();  ///< shared by the run's GPUs
+  std::shared_ptr<RunClock> clock = std::make_shared<RunClock>();         ///< shared by the run's GPUs (run_smoke)
   std::shared_ptr<HostLink> host_link = std::make_shared<HostLink>();  ///< this GPU's NUMA node's (place_on_local_cpus)
   bool stopped = false;         ///< a sticky error or a hang: no more steps on this GPU
   std::vector<int> local_cpus;  ///< the GPU's NUMA node's CPUs: step threads are placed there (empty: anywhere)
@@ -386,10 +409,10 @@ Summary time_copies(Gpu& gpu, bool events, double bytes_counted, Copy copy,
       seconds = ms / 1e3 / copies;  // per copy
     } else {
       const InFlight busy(*gpu.copies_in_flight);
-      const auto begin = std::chrono::steady_clock::now();
+      const auto begin = gpu.clock->now();
       copy();
       check(gpu.api.stream_synchronize(gpu.stream.get()), "cuStreamSynchronize");
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      seconds = seconds_between(begin, gpu.clock->now());
     }
     (spin_timed_out ? timed_out : rates).push_back(gigabytes_per_second(bytes_counted, seconds));
   }
@@ -442,7 +465,7 @@ struct ConcurrentRate {
   double concurrent = 0;
   std::optional<double> alone;
   double bytes = 0;    ///< every byte the GPU copied between begin_s and end_s (warm-up included)
-  double begin_s = 0;  ///< steady_clock, seconds
+  double begin_s = 0;  ///< the run's clock (RunClock), seconds
   double end_s = 0;
 };
 /// The smoke.h2d_concurrent finding: each GPU's rate and its ratio to its solo rate, and a warning when all together
