@@ -11,7 +11,7 @@
 #include "probe/sxid.hpp"
 #include "probe/xid.hpp"
 #include "profile/fields.hpp"
-#include "smoke/expectations.hpp"
+#include "smoke/smoke.hpp"
 #include "util/strings.hpp"
 #include "watch/rules.hpp"
 
@@ -178,7 +178,7 @@ util::Expected<util::Ok> check_overlay(const util::Overlay& overlay) {
   if (auto r = checked(probe::load_sxid_table(overlay)); !r) return r;
   if (auto r = checked(nccl::load_data(overlay)); !r) return r;
   if (auto r = doctor::check_data(overlay); !r) return r;
-  if (auto r = checked(smoke::load_expectations(overlay)); !r) return r;
+  if (auto r = smoke::check_data(overlay); !r) return r;
   if (auto r = checked(dockerfile::load_data(overlay)); !r) return r;
   if (auto r = checked(install::load_install_data(overlay)); !r) return r;
   return watch::check_data(overlay);

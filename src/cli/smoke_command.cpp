@@ -18,7 +18,7 @@
 #include "probe/cloud.hpp"
 #include "probe/collect.hpp"
 #include "probe/cuda_api.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "system/abandon.hpp"
 #include "util/strings.hpp"
 

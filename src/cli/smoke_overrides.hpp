@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "util/expected.hpp"
 
 namespace gpuenv::cli {

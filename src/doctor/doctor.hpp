@@ -11,7 +11,7 @@
 #include "probe/facts.hpp"
 #include "profile/profile.hpp"
 #include "report/finding.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "system/system.hpp"
 #include "util/expected.hpp"
 

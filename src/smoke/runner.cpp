@@ -1,5 +1,3 @@
-#include "smoke/runner.hpp"
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -7,10 +5,12 @@
 #include <thread>
 #include <vector>
 
-#include "smoke/device_run.hpp"
-#include "smoke/driver_setup.hpp"
-#include "smoke/step.hpp"
-#include "smoke/xid_watch.hpp"
+#include "smoke/internal/device_run.hpp"
+#include "smoke/internal/driver_setup.hpp"
+#include "smoke/internal/kernel_images.hpp"
+#include "smoke/internal/step.hpp"
+#include "smoke/internal/xid_watch.hpp"
+#include "smoke/smoke.hpp"
 #include "util/gpu_name.hpp"
 #include "util/strings.hpp"
 
@@ -213,6 +213,11 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
   const auto budget = std::make_shared<RunBudget>(options.step_timeout, options.blocked_timeout, deadline);
   const auto host_links = std::make_shared<HostLinks>();
   const auto operands = std::make_shared<OperandCache>();
+  const auto run_clock = std::make_shared<RunClock>(&system);
+  struct DetachClock {  // on every return: a step left running must not read a System that may be gone
+    RunClock& run_clock;
+    ~DetachClock() { run_clock.detach(); }
+  } const detach_clock{*run_clock};
   std::vector<std::shared_ptr<Gpu>> gpus;
   std::vector<DeviceRun> runs;
   report.devices.reserve(static_cast<std::size_t>(report.device_count));  // DeviceRun keeps a reference
@@ -230,6 +235,7 @@ util::Expected<SmokeReport> run_smoke(system::System& system, const SmokeOptions
     gpu->host_links = host_links;
     gpu->host_link = host_links->for_node("");  // until place_on_local_cpus knows the GPU's NUMA node
     gpu->operand_cache = operands;
+    gpu->clock = run_clock;
     DeviceResult& result = report.devices.emplace_back();
     result.index = ordinal;
     runs.emplace_back(system, gpu, expectations, report.driver_cuda_version, driver_version, result);

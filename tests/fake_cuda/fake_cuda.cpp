@@ -364,7 +364,7 @@ float half_to_float(unsigned short bits) {
   return value;
 }
 
-// The copy pattern of src/smoke/verify.cpp (the library under test is not linked into its own fake).
+// The copy pattern of src/smoke/internal/verify.cpp (the library under test is not linked into its own fake).
 unsigned pattern_word(unsigned long long index, unsigned seed) {
   unsigned long long x = index * 0x9E3779B97F4A7C15ull + seed;
   x ^= x >> 31;

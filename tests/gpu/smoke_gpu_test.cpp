@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "support/skip.hpp"
 
 TEST_CASE("smoke gpu: --quick on the real driver verifies copies and matmuls on every GPU", "[.gpu][smoke]") {

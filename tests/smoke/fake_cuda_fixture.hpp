@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "support/scoped_config_file.hpp"
 #include "system/system.hpp"
 

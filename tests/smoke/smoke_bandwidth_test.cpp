@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/runner.hpp"
-#include "smoke/step.hpp"
+#include "smoke/internal/step.hpp"
+#include "smoke/smoke.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;

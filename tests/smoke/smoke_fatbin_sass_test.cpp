@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "support/skip.hpp"
 #include "system/system.hpp"
 

@@ -14,8 +14,10 @@
 #include <thread>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/runner.hpp"
-#include "smoke/step.hpp"
+#include "smoke/internal/host_link.hpp"
+#include "smoke/internal/kernel_images.hpp"
+#include "smoke/internal/step.hpp"
+#include "smoke/smoke.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
 #include "support/skip.hpp"

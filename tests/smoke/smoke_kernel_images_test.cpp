@@ -8,7 +8,7 @@
 #include <string>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "support/run_binary.hpp"
 #include "support/skip.hpp"
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "smoke/verify.hpp"
+#include "smoke/internal/verify.hpp"
 
 namespace memtest_emulation {
 

@@ -9,8 +9,8 @@
 #include <cstdlib>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/nvml_monitor.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/internal/nvml_monitor.hpp"
+#include "smoke/smoke.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;

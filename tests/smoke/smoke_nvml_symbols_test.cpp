@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "smoke/nvml_monitor.hpp"
+#include "smoke/internal/nvml_monitor.hpp"
 #include "support/fake_system.hpp"
 
 TEST_CASE("smoke: the NVML monitor requires nvmlInit_v2, nvmlShutdown and the handle by PCI bus id",

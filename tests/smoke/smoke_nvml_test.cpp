@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/nvml_monitor.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/internal/nvml_monitor.hpp"
+#include "smoke/smoke.hpp"
 #include "support/fake_system.hpp"
 #include "support/run_binary.hpp"
 

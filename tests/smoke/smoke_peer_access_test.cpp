@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;

@@ -5,10 +5,11 @@
 #include <vector>
 
 #include "smoke/cublas_api.hpp"
-#include "smoke/expectations.hpp"
-#include "smoke/measure.hpp"
-#include "smoke/runner.hpp"
-#include "smoke/verify.hpp"
+#include "smoke/internal/expectations.hpp"
+#include "smoke/internal/host_link.hpp"
+#include "smoke/internal/measure.hpp"
+#include "smoke/internal/verify.hpp"
+#include "smoke/smoke.hpp"
 #include "support/fake_system.hpp"
 
 using namespace gpuenv::smoke;

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/smoke.hpp"
 #include "support/run_binary.hpp"
 #include "support/skip.hpp"
 

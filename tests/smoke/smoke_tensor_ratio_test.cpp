@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "smoke/expectations.hpp"
 #include "smoke/fake_cuda_fixture.hpp"
-#include "smoke/runner.hpp"
+#include "smoke/internal/expectations.hpp"
+#include "smoke/smoke.hpp"
 
 using namespace gpuenv::smoke;
 using namespace gpuenv::smoke::testing;

@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "probe/xid.hpp"
-#include "smoke/runner.hpp"
-#include "smoke/xid_watch.hpp"
+#include "smoke/internal/xid_watch.hpp"
+#include "smoke/smoke.hpp"
 #include "support/fake_system.hpp"
 
 using namespace gpuenv::smoke;
