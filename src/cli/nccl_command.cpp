@@ -45,6 +45,11 @@ util::Expected<ExitCode> run_judge(Context& context, const JudgeOptions& options
   nccl::JudgeRequest request;
   request.instance_type = options.instance_type;
   if (options.nodes > 0) request.nodes = options.nodes;
+  if (!options.instance_type.empty()) {
+    GPUENV_TRY_ASSIGN(auto instances, doctor::builtin_instances());
+    const doctor::InstanceExpectation* instance = doctor::find_instance(*instances, options.instance_type);
+    if (instance != nullptr && instance->gpus > 0) request.gpus_per_node = instance->gpus;
+  }
   const nccl::JudgeReport judged = nccl::judge_nccl_tests(*output, request, *data);
   if (!options.prometheus.empty()) {
     if (auto written =

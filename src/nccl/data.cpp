@@ -1,5 +1,6 @@
 #include "nccl/data.hpp"
 
+#include <algorithm>
 #include <span>
 
 #include "util/data_table.hpp"
@@ -32,15 +33,24 @@ Floor read_floor(util::TomlRow& row) {
   return floor;
 }
 
+/// Fails the row when `field`'s text holds a control character: the name and source are written into the job's
+/// comments, where a newline would start a shell line of the Slurm script (or a YAML line of the manifest).
+void require_one_line(util::TomlRow& row, std::string_view field, const std::string& text) {
+  if (std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    row.fail("`" + std::string(field) + "` must not contain control characters (a newline, tab or escape)");
+}
+
 Network read_network(util::TomlRow& row) {
   Network network;
   network.name = row.text("name");
+  require_one_line(row, "name", network.name);
   network.env = row.optional_texts("env");
   for (const std::string& entry : network.env) {
     const std::size_t equals = entry.find('=');
     if (equals == 0 || equals == std::string::npos) row.fail("`env` entries must be NAME=value, not `" + entry + "`");
   }
   network.kubernetes_resource = row.optional_text("kubernetes_resource");
+  require_one_line(row, "kubernetes_resource", network.kubernetes_resource);
   network.kubernetes_limits = row.optional_texts("kubernetes_limits");
   for (const std::string& entry : network.kubernetes_limits) {
     const std::size_t equals = entry.find('=');
@@ -49,6 +59,7 @@ Network read_network(util::TomlRow& row) {
   }
   row.one_of("status", {"verified", "secondary", "unverified", "policy"});
   network.source = row.text("source");
+  require_one_line(row, "source", network.source);
   return network;
 }
 

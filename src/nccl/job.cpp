@@ -86,9 +86,14 @@ std::string yaml_list(const std::vector<std::string>& items) {
 }
 
 std::string kubernetes_manifest(const JobRequest& request, const Network& network) {
+  // -x PATH -x LD_LIBRARY_PATH: the ranks mpirun starts over ssh do not inherit the container's ENV, so without them
+  // libraries the image adds there (aws-ofi-nccl, libfabric, MPI under /opt) are not found (aws-samples/
+  // awsome-distributed-training micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml passes both).
   std::vector<std::string> command = {"mpirun",    "--allow-run-as-root",
                                       "-np",       std::to_string(request.nodes * request.gpus_per_node),
-                                      "--bind-to", "none"};
+                                      "--bind-to", "none",
+                                      "-x",        "PATH",
+                                      "-x",        "LD_LIBRARY_PATH"};
   for (const auto* entries : {&transport_logging(), &network.env}) {
     for (const std::string& entry : *entries) {
       command.emplace_back("-x");
@@ -108,9 +113,15 @@ std::string kubernetes_manifest(const JobRequest& request, const Network& networ
   text += "    Launcher:\n      replicas: 1\n      template:\n        spec:\n          containers:\n";
   text += "            - name: launcher\n              image: \"" + request.image + "\"\n";
   text += "              command: " + yaml_list(command) + "\n";
-  text += "    Worker:\n      replicas: " + std::to_string(request.nodes) +
-          "\n      template:\n        spec:\n          containers:\n";
+  // /dev/shm: a container's is 64 MiB, too small for NCCL's shared-memory segments between the ranks of one pod
+  // ("failed to extend /dev/shm/nccl-...: No space left on device", NVIDIA/nccl#525); a memory-backed emptyDir
+  // replaces it, as kubeflow/mpi-operator's examples/v2beta1/nccl-tests/nccl-tests.yaml does. Its pages count
+  // against the worker's memory limit (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir).
+  text += "    Worker:\n      replicas: " + std::to_string(request.nodes) + "\n      template:\n        spec:\n";
+  text += "          volumes:\n            - name: dshm\n              emptyDir:\n                medium: Memory\n";
+  text += "          containers:\n";
   text += "            - name: worker\n              image: \"" + request.image + "\"\n";
+  text += "              volumeMounts:\n                - name: dshm\n                  mountPath: /dev/shm\n";
   text += "              resources:\n                limits:\n";
   text += "                  nvidia.com/gpu: " + std::to_string(request.gpus_per_node) + "\n";
   if (!network.kubernetes_resource.empty() && request.nics_per_node > 0)

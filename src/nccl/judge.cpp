@@ -137,17 +137,75 @@ Finding busbw_finding(const NcclTestsOutput& output, const JudgeRequest& request
           floor->source};
 }
 
-Finding ranks_finding(const NcclTestsOutput& output, const JudgeRequest& request, unsigned nodes) {
+/// True when every row's bus bandwidth, out-of-place and in-place, is 0: what a 1-rank all-reduce prints (its busbw
+/// factor 2*(n-1)/n is 0; NVIDIA/nccl-tests doc/PERFORMANCE.md, "AllReduce").
+bool busbw_all_zero(const NcclTestsOutput& output) {
+  return std::all_of(output.rows.begin(), output.rows.end(), [](const NcclTestsRow& row) {
+    return row.out_of_place.busbw_gbps == 0 && row.in_place.busbw_gbps == 0;
+  });
+}
+
+/// The distinct rank numbers of the device list, in order of first appearance.
+std::vector<int> distinct_ranks(const NcclTestsOutput& output) {
+  std::vector<int> out;
+  for (const NcclTestsRank& rank : output.ranks) {
+    if (std::find(out.begin(), out.end(), rank.rank) == out.end()) out.push_back(rank.rank);
+  }
+  return out;
+}
+
+Finding ranks_finding(const NcclTestsOutput& output, const JudgeRequest& request) {
   const std::vector<std::string> hosts = output.hosts();
   if (output.ranks.empty())
     return {"nccl.ranks", Status::skip, "the output has no device list (it starts at the table)", "", ""};
   std::string message = std::to_string(output.ranks.size()) + " ranks on " + std::to_string(hosts.size()) +
                         (hosts.size() == 1 ? " node" : " nodes") + " (" + util::join(hosts, ", ") + ")";
+  // nccl-tests without MPI support starts one independent test per process: each prints its own device list from
+  // rank 0 and its 1-rank all-reduce moves nothing (busbw 0). With MPI the root prints every rank's line once
+  // (NVIDIA/nccl-tests README, "NCCL tests rely on MPI to work on multiple processes, hence multiple nodes ...
+  // set MPI=1"; src/common.cu: the device lines are gathered to rank 0 under #if MPI_SUPPORT).
+  const std::string one_communicator_remedy =
+      "the processes did not form one communicator: build nccl-tests with `make MPI=1 MPI_HOME=...` and launch it "
+      "with srun --mpi=pmix or mpirun (gpuenv nccl job writes such a job)";
+  const std::vector<int> distinct = distinct_ranks(output);
+  // Every process calling itself rank 0, or ranks repeated and no data moved: each process ran its own test. Ranks
+  // repeated beside real bandwidth are several complete runs in one log (a script running one test after another).
+  if (distinct.size() < output.ranks.size() && (distinct.size() == 1 || busbw_all_zero(output))) {
+    return {"nccl.ranks", Status::fail,
+            message + "; rank " + std::to_string(distinct.front()) + " is listed " +
+                std::to_string(std::count_if(output.ranks.begin(), output.ranks.end(),
+                                             [&](const NcclTestsRank& r) { return r.rank == distinct.front(); })) +
+                " times: each process ran its own test (nccl-tests built without MPI=1?)",
+            one_communicator_remedy, ""};
+  }
+  if (distinct.size() < output.ranks.size()) {
+    return {"nccl.ranks", Status::warn,
+            message + "; the device list repeats (" + std::to_string(distinct.size()) +
+                " distinct ranks): several runs in one log are judged as one",
+            "judge each run's output on its own", ""};
+  }
+  if (output.ranks.size() > 1 && busbw_all_zero(output)) {
+    return {"nccl.ranks", Status::fail,
+            message +
+                ", and bus bandwidth is 0 at every size: no rank exchanged data with another (nccl-tests "
+                "built without MPI=1?)",
+            one_communicator_remedy, ""};
+  }
   if (request.nodes && hosts.size() != *request.nodes) {
     return {"nccl.ranks", Status::warn, message + ", not the " + std::to_string(*request.nodes) + " of --nodes",
             "check the job's node list and that every node started its ranks", ""};
   }
-  (void)nodes;
+  // Fewer ranks than the nodes' GPUs may be a deliberate partial run (--gpus-per-node), so it warns, never fails.
+  if (request.nodes && request.gpus_per_node &&
+      output.ranks.size() != static_cast<std::size_t>(*request.nodes) * *request.gpus_per_node) {
+    return {"nccl.ranks", Status::warn,
+            message + ", not the " + std::to_string(*request.nodes * *request.gpus_per_node) + " of " +
+                std::to_string(*request.nodes) + " nodes x " + std::to_string(*request.gpus_per_node) + " GPUs of " +
+                request.instance_type,
+            "run one rank per GPU (gpuenv nccl job does); a run on part of the GPUs is not comparable with the "
+            "instance type's floor",
+            ""};
+  }
   return {"nccl.ranks", Status::pass, message, "", ""};
 }
 
@@ -176,7 +234,7 @@ JudgeReport judge_nccl_tests(const NcclTestsOutput& output, const JudgeRequest& 
       request.instance_type.empty() || !nodes_known ? nullptr : data.floor_for(request.instance_type, report.nodes);
   report.findings.push_back(results_finding(output));
   report.findings.push_back(busbw_finding(output, request, report.nodes, report.floor, report));
-  report.findings.push_back(ranks_finding(output, request, report.nodes));
+  report.findings.push_back(ranks_finding(output, request));
   // NCCL prints "NET/Socket : Using" at start-up on any node without IB or EFA, a one-node NVLink run included: only
   // a run across nodes can have used the sockets between them.
   if (output.socket_transport && report.nodes > 1) {

@@ -15,6 +15,8 @@ namespace gpuenv::nccl {
 struct JudgeRequest {
   std::string instance_type;      ///< --instance-type ("" when unknown: bandwidth reported, not judged)
   std::optional<unsigned> nodes;  ///< --nodes (else the hosts of the device list)
+  /// The instance type's GPUs per node, when its row is known: with --nodes, the ranks a full run has
+  std::optional<unsigned> gpus_per_node;
 };
 
 struct JudgeReport {

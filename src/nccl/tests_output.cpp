@@ -8,7 +8,17 @@
 namespace gpuenv::nccl {
 namespace {
 
+/// How many decimal digits `line` has from `at` (at most 6).
+std::size_t digits_at(std::string_view line, std::size_t at) {
+  std::size_t n = 0;
+  while (at + n < line.size() && n < 6 && std::isdigit(static_cast<unsigned char>(line[at + n])) != 0) ++n;
+  return n;
+}
+
 /// The line without a launcher's prefix: mpirun --tag-output "[1,0]<stdout>:" / "<stderr>:", srun --label "12: ".
+/// srun pads the task id with blanks to the widest one (" 0: " beside "15: ") and labels a heterogeneous job's
+/// components "P0  3: " (SchedMD/slurm @ 284c3b95f08a2dc2478499837b03355e1b9c5c75
+/// src/common/write_labelled_message.c:136-143, _build_label: "%*d: ", "P%u %*d: "); older Slurm padded with zeros.
 std::string_view strip_launcher_prefix(std::string_view line) {
   if (!line.empty() && line.front() == '[') {
     const std::size_t tag = line.find("]<");
@@ -16,10 +26,15 @@ std::string_view strip_launcher_prefix(std::string_view line) {
     if (tag != std::string_view::npos && colon != std::string_view::npos && tag < colon && colon < 48)
       return line.substr(colon + 2);
   }
-  std::size_t digits = 0;
-  while (digits < line.size() && digits < 6 && std::isdigit(static_cast<unsigned char>(line[digits])) != 0) ++digits;
-  if (digits > 0 && line.size() > digits + 1 && line[digits] == ':' && line[digits + 1] == ' ')
-    return line.substr(digits + 2);
+  std::size_t at = 0;
+  if (!line.empty() && line.front() == 'P') {
+    const std::size_t component = digits_at(line, 1);
+    if (component > 0 && line.size() > component + 1 && line[component + 1] == ' ') at = component + 2;
+  }
+  while (at < line.size() && at < 16 && line[at] == ' ') ++at;
+  const std::size_t digits = digits_at(line, at);
+  if (digits > 0 && line.size() > at + digits + 1 && line[at + digits] == ':' && line[at + digits + 1] == ' ')
+    return line.substr(at + digits + 2);
   return line;
 }
 

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "fleet/fleet_support.hpp"
+#include "nccl/data.hpp"
+#include "nccl/job.hpp"
 #include "support/npm_packages.hpp"
 #include "support/skip.hpp"
 #include "support/source_tree.hpp"
@@ -163,4 +165,37 @@ TEST_CASE("kubernetes: the readiness taint covers a node found not ready and one
     ops.insert(rule.at("matchFeatures").at(1).at("matchExpressions").at("gpuenv.io/ready").at("op").get<std::string>());
   }
   CHECK(ops == std::set<std::string>{"In", "DoesNotExist"});
+}
+
+TEST_CASE("kubernetes: gpuenv nccl job's MPIJob pod templates pass the Kubernetes API schemas",
+          "[fleet][kubernetes][nccl][system-test][engine]") {
+  std::string why;
+  const fs::path modules = ensure_validator(why);
+  GPUENV_SKIP_UNLESS(!modules.empty(), why);
+  auto data = gpuenv::nccl::builtin_data();
+  REQUIRE(data);
+  gpuenv::nccl::JobRequest request;
+  request.scheduler = gpuenv::nccl::Scheduler::kubernetes;
+  request.nodes = 2;
+  request.instance_type = "p5.48xlarge";
+  request.network = "efa";
+  request.nics_per_node = 32;
+  request.image = "public.ecr.aws/hpc-cloud/nccl-tests:latest";
+  auto manifest = gpuenv::nccl::write_job(request, **data);
+  REQUIRE(manifest);
+  TempDir scratch;
+  write_text(scratch.path() / "mpijob.yaml", *manifest);
+  const auto result = validate(modules, {scratch.path() / "mpijob.yaml"});
+  INFO(result.dump(2));
+  CHECK(result.at("problems").empty());
+  CHECK(result.at("kinds") == nlohmann::json::array({"v1/PodTemplate", "v1/PodTemplate"}));
+  // The validator sees the worker's /dev/shm mount: without its mountPath it is rejected.
+  std::string broken = *manifest;
+  const std::string mount_path = "                  mountPath: /dev/shm\n";
+  REQUIRE(broken.find(mount_path) != std::string::npos);
+  broken.erase(broken.find(mount_path), mount_path.size());
+  write_text(scratch.path() / "broken.yaml", broken);
+  const std::string problems = validate(modules, {scratch.path() / "broken.yaml"}).at("problems").dump();
+  CHECK(gpuenv::util::contains(problems, "gpuenv-nccl-worker"));
+  CHECK(gpuenv::util::contains(problems, "must have required property mountPath"));
 }

@@ -93,7 +93,8 @@ TEST_CASE("parse: a table without a device list, not nccl-tests at all", "[nccl]
   REQUIRE(ring->rows.size() == 5);
   CHECK(ring->rows[4].in_place.busbw_gbps == Approx(94.80));
   // Without a device list or --nodes the node count is unknown: no floor judges it, whatever the instance type.
-  const auto unjudged = gpuenv::nccl::judge_nccl_tests(*ring, {"Standard_ND96isr_H100_v5", std::nullopt}, nccl_data());
+  const auto unjudged =
+      gpuenv::nccl::judge_nccl_tests(*ring, {"Standard_ND96isr_H100_v5", std::nullopt, std::nullopt}, nccl_data());
   const Finding& unknown_nodes = require_finding(unjudged.findings, "nccl.busbw");
   CHECK(unknown_nodes.status == Status::pass);
   CHECK(unknown_nodes.message.find("the number of nodes is unknown") != std::string::npos);
@@ -161,7 +162,7 @@ TEST_CASE("parse: a row whose size or count is past 64 bits is not a row (std::s
 TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node count", "[nccl]") {
   auto right = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt"));
   REQUIRE(right);
-  const auto judged = gpuenv::nccl::judge_nccl_tests(*right, {"a3-megagpu-8g", 2}, nccl_data());
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*right, {"a3-megagpu-8g", 2, std::nullopt}, nccl_data());
   CHECK(judged.verdict == gpuenv::report::Verdict::ok);
   CHECK(require_finding(judged.findings, "nccl.results").status == Status::pass);
   const Finding& busbw = require_finding(judged.findings, "nccl.busbw");
@@ -179,7 +180,7 @@ TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node
   CHECK(results.status == Status::fail);
   CHECK(results.message.find("256 MiB out-of-place: 4096 wrong elements") != std::string::npos);
 
-  const auto counted = gpuenv::nccl::judge_nccl_tests(*right, {"", 4}, nccl_data());
+  const auto counted = gpuenv::nccl::judge_nccl_tests(*right, {"", 4, std::nullopt}, nccl_data());
   CHECK(require_finding(counted.findings, "nccl.ranks").status == Status::warn);
 
   // A verified floor (Azure ND H100 v5: 460 GB/s at 16 GiB, one node) on a synthetic one-size run at that size.
@@ -190,26 +191,28 @@ TEST_CASE("judge: a right run, a wrong sum, a floor met and missed, a wrong node
   row.in_place = {70000, 245.4, 429.5, 0};
   one.rows = {row};
   one.out_of_bounds = 0;
-  const auto slow = gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, nccl_data());
+  const auto slow = gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1, std::nullopt}, nccl_data());
   const Finding& below = require_finding(slow.findings, "nccl.busbw");
   CHECK(below.status == Status::fail);
   CHECK(below.message.find("is below the floor 460.0 GB/s at 16 GiB") != std::string::npos);
   CHECK(below.source.find("conf/nd96isr_h100_v5.conf:52") != std::string::npos);
   one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 466.0;
-  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, nccl_data()).findings,
-                        "nccl.busbw")
+  CHECK(require_finding(
+            gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1, std::nullopt}, nccl_data()).findings,
+            "nccl.busbw")
             .status == Status::pass);
   // The floor's size missing from the run: reported, not judged.
   one.rows[0].bytes = 8589934592ULL;
   one.rows[0].out_of_place.busbw_gbps = one.rows[0].in_place.busbw_gbps = 100.0;
   const Finding& unjudged = require_finding(
-      gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1}, nccl_data()).findings, "nccl.busbw");
+      gpuenv::nccl::judge_nccl_tests(one, {"Standard_ND96isr_H100_v5", 1, std::nullopt}, nccl_data()).findings,
+      "nccl.busbw");
   CHECK(unjudged.status == Status::pass);
   CHECK(unjudged.message.find("not judged: the run has no 16 GiB row") != std::string::npos);
   // An unverified multi-node row (AWS's advisory numbers) is reported beside the measurement, never judged.
   one.rows[0].bytes = 134217728ULL;
-  const Finding& advisory =
-      require_finding(gpuenv::nccl::judge_nccl_tests(one, {"p5.48xlarge", 2}, nccl_data()).findings, "nccl.busbw");
+  const Finding& advisory = require_finding(
+      gpuenv::nccl::judge_nccl_tests(one, {"p5.48xlarge", 2, std::nullopt}, nccl_data()).findings, "nccl.busbw");
   CHECK(advisory.status == Status::pass);
   CHECK(advisory.message.find("unverified: reported, not judged") != std::string::npos);
 }
@@ -224,7 +227,7 @@ TEST_CASE("judge: a run that died part-way is not judged on the sizes it left", 
                           "ztan-mig-gq73:1234:1300 [3] NCCL WARN NET/IB : Got completion with error 12, opcode 0\n";
   auto died = parse_nccl_tests_output(cut);
   REQUIRE(died);
-  const auto judged = gpuenv::nccl::judge_nccl_tests(*died, {"a3-megagpu-8g", 2}, nccl_data());
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*died, {"a3-megagpu-8g", 2, std::nullopt}, nccl_data());
   const Finding& results = require_finding(judged.findings, "nccl.results");
   CHECK(results.status == Status::fail);
   CHECK(results.message.find("before nccl-tests' closing \"# Out of bounds values\" line") != std::string::npos);
@@ -243,11 +246,165 @@ TEST_CASE("nccl data: floors and networks parse, every row sourced, judged rows 
   CHECK(nccl_data().floor_for("Standard_ND96isr_H100_v5", 1)->busbw_gbps == 460.0);
   CHECK(nccl_data().floor_for("Standard_ND96isr_H100_v5", 2) == nullptr);
   CHECK(nccl_data().floor_for("p5.48xlarge", 16)->min_nodes == 2);
-  CHECK(nccl_data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa", "FI_EFA_USE_DEVICE_RDMA=1"});
+  // No FI_EFA_USE_DEVICE_RDMA: p3dn.24xlarge's EFA has no RDMA read, and libfabric aborts when it is 1 there
+  // (ofiwg/libfabric @ a309bc2896765423e048d7d204a24f5332e211df prov/efa/src/rdm/efa_rdm_util.c,
+  // efa_rdm_get_use_device_rdma: "FI_EFA_USE_DEVICE_RDMA=1 was set by user, but EFA device has no rdma-read
+  // capability. Application will abort()"; unset, "default_val = hw_support" for API >= 1.18). aws/aws-ofi-nccl @
+  // 2daf7d303aa139a03140aa530957d10521e4478d doc/efa-env-var.md:29-31: "Do not set for libfabric>=1.18.0 and
+  // aws-ofi-nccl>=1.7.0".
+  CHECK(nccl_data().network("efa")->env == std::vector<std::string>{"FI_PROVIDER=efa"});
+  // aws-samples/awsome-distributed-training @ 0162aacd5da07d424e13f44bef8dd2c4cfcc66e4
+  // micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml, the worker: "hugepages-2Mi: 5120Mi",
+  // "memory: 32000Mi".
   CHECK(nccl_data().network("efa")->kubernetes_limits ==
-        std::vector<std::string>{"hugepages-2Mi=5120Mi", "memory=8000Mi"});
+        std::vector<std::string>{"hugepages-2Mi=5120Mi", "memory=32000Mi"});
   CHECK(nccl_data().network("no-such")->name == "default");
   CHECK(gpuenv::nccl::size_text(17179869184ULL) == "16 GiB");
   CHECK(gpuenv::nccl::size_text(8) == "8 B");
   CHECK(gpuenv::nccl::size_text(1000) == "1000 B");
+}
+
+namespace {
+
+/// `text` with `label` before every line, as srun --label writes a task's output.
+std::string labelled(const std::string& text, const std::string& label) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::size_t stop = end == std::string::npos ? text.size() : end + 1;
+    out += label + text.substr(start, stop - start);
+    start = stop;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("parse: srun --label pads task ids with blanks to the widest (\" 0: \", \"15: \") and labels het jobs",
+          "[nccl]") {
+  // SchedMD/slurm @ 284c3b95f08a2dc2478499837b03355e1b9c5c75 src/common/write_labelled_message.c:136-143
+  // (_build_label): xstrfmtcat(buf, "%*d: ", task_id_width, task_id), and for a heterogeneous job's component
+  // "P%u %*d: ". With 16 tasks the width is 2: " 0: " beside "15: ".
+  const std::string plain = read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt");
+  auto expected = parse_nccl_tests_output(plain);
+  REQUIRE(expected);
+  for (const std::string label : {" 0: ", "P0  0: ", "  0: ", "00: "}) {
+    INFO('"' << label << '"');
+    const std::string text =
+        labelled(plain, label) + "15: ztan-mig-gq73:2210:2290 [7] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n";
+    auto output = parse_nccl_tests_output(text);
+    REQUIRE(output);
+    CHECK(output->ranks.size() == expected->ranks.size());
+    CHECK(output->hosts() == expected->hosts());
+    REQUIRE(output->rows.size() == expected->rows.size());
+    CHECK(output->rows.back().out_of_place.busbw_gbps == Approx(338.82));
+    CHECK(output->out_of_bounds == std::optional<long long>(0));
+    CHECK(output->avg_busbw_gbps == std::optional<double>(70.742));
+    CHECK(output->socket_transport);  // the "15: " line, stripped
+  }
+}
+
+namespace {
+
+/// What srun prints for two tasks of an all_reduce_perf built without MPI=1: each process is a 1-rank test that
+/// calls itself rank 0, and a 1-rank all-reduce's bus bandwidth is 0 (busbw = algbw * 2*(n-1)/n, NVIDIA/nccl-tests
+/// doc/PERFORMANCE.md "AllReduce"). The lines follow nccl-tests' format (src/common.cu "#  Rank %2d Group %2d Pid %6d
+/// on %10s device %2d [0x%02x] %s").
+std::string non_mpi_task(const std::string& label, const std::string& host) {
+  return labelled(
+      "# nccl-tests version 2.13.10 nccl-headers=21903 nccl-library=21903\n"
+      "# Collective test starting: all_reduce_perf\n"
+      "# Using devices\n"
+      "#  Rank  0 Group  0 Pid  12345 on " +
+          host +
+          " device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+          "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+          "busbw #wrong\n"
+          "     8388608       2097152     float     sum      -1    35.21  238.25    0.00      0    12.02  697.89    "
+          "0.00      0\n"
+          "    16777216       4194304     float     sum      -1    61.40  273.24    0.00      0    12.10  1386.5    "
+          "0.00      0\n"
+          "# Out of bounds values : 0 OK\n"
+          "# Avg bus bandwidth    : 0 \n",
+      label);
+}
+
+}  // namespace
+
+TEST_CASE("judge: processes that never formed one communicator (nccl-tests without MPI=1) fail nccl.ranks", "[nccl]") {
+  auto split = parse_nccl_tests_output(non_mpi_task("0: ", "node-a") + non_mpi_task("1: ", "node-b"));
+  REQUIRE(split);
+  REQUIRE(split->ranks.size() == 2);
+  const auto judged = gpuenv::nccl::judge_nccl_tests(*split, {"p5.48xlarge", 2, 8}, nccl_data());
+  const Finding& ranks = require_finding(judged.findings, "nccl.ranks");
+  CHECK(ranks.status == Status::fail);
+  CHECK(ranks.message.find("rank 0 is listed 2 times") != std::string::npos);
+  CHECK(ranks.message.find("nccl-tests built without MPI=1?") != std::string::npos);
+  CHECK(ranks.remedy.find("make MPI=1") != std::string::npos);
+  CHECK(judged.verdict == gpuenv::report::Verdict::not_ok);
+
+  // Distinct ranks, but no data moved at any size: no rank exchanged data with another.
+  auto distinct = *split;
+  distinct.ranks[1].rank = 1;
+  const Finding& zero =
+      require_finding(gpuenv::nccl::judge_nccl_tests(distinct, {}, nccl_data()).findings, "nccl.ranks");
+  CHECK(zero.status == Status::fail);
+  CHECK(zero.message.find("bus bandwidth is 0 at every size") != std::string::npos);
+
+  // One process, one rank: a 1-rank run's busbw is 0 by definition, not a fault.
+  auto single = parse_nccl_tests_output(non_mpi_task("", "node-a"));
+  REQUIRE(single);
+  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(*single, {}, nccl_data()).findings, "nccl.ranks").status ==
+        Status::pass);
+
+  // Two complete runs in one log (a script running one test after another): the device list repeats beside real
+  // bandwidth; a warning, not a failure.
+  const std::string run = read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt");
+  auto twice = parse_nccl_tests_output(run + run);
+  REQUIRE(twice);
+  const Finding& repeated = require_finding(
+      gpuenv::nccl::judge_nccl_tests(*twice, {"a3-megagpu-8g", 2, std::nullopt}, nccl_data()).findings, "nccl.ranks");
+  CHECK(repeated.status == Status::warn);
+  CHECK(repeated.message.find("16 distinct ranks") != std::string::npos);
+}
+
+TEST_CASE("judge: a rank count other than nodes x the instance type's GPUs warns", "[nccl]") {
+  auto full = parse_nccl_tests_output(read_fixture("nccl/a3mega-2x8xh100-tcpxo.txt"));
+  REQUIRE(full);
+  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(*full, {"a3-megagpu-8g", 2, 8}, nccl_data()).findings,
+                        "nccl.ranks")
+            .status == Status::pass);
+  auto part = *full;
+  part.ranks.erase(part.ranks.begin() + 4, part.ranks.begin() + 8);  // node one ran 4 of its 8 GPUs
+  const Finding& fewer = require_finding(
+      gpuenv::nccl::judge_nccl_tests(part, {"a3-megagpu-8g", 2, 8}, nccl_data()).findings, "nccl.ranks");
+  CHECK(fewer.status == Status::warn);
+  CHECK(fewer.message.find("not the 16 of 2 nodes x 8 GPUs of a3-megagpu-8g") != std::string::npos);
+  // Without the instance type's GPU count nothing is compared.
+  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(part, {"", 2, std::nullopt}, nccl_data()).findings, "nccl.ranks")
+            .status == Status::pass);
+}
+
+TEST_CASE("nccl data: an overlay network row with a control character in a field written into the job is refused",
+          "[nccl]") {
+  // name and source go into the Slurm script's comments: a newline there would start a shell line.
+  for (const std::string field : {"source", "name", "kubernetes_resource"}) {
+    INFO(field);
+    std::string row =
+        "[[network]]\nname = \"efa\"\nenv = []\nkubernetes_resource = \"\"\nstatus = \"policy\"\n"
+        "source = \"local\"\n";
+    const std::size_t at = row.find("\n" + field + " = \"") + field.size() + 5;
+    row.insert(at, "x\\nrm -rf /tmp/x\\n");
+    auto loaded = gpuenv::nccl::load_data({{"networks.toml", "/etc/gpuenv/data/networks.toml", row}});
+    REQUIRE_FALSE(loaded);
+    INFO(loaded.error().message);
+    CHECK(loaded.error().message.find("`" + field + "` must not contain control characters") != std::string::npos);
+    CHECK(loaded.error().message.find("networks.toml") != std::string::npos);
+  }
+  auto clean = gpuenv::nccl::load_data({{"networks.toml", "/etc/gpuenv/data/networks.toml",
+                                         "[[network]]\nname = \"efa\"\nenv = []\nkubernetes_resource = \"\"\nstatus = "
+                                         "\"policy\"\nsource = \"local\"\n"}});
+  REQUIRE(clean);
+  CHECK(clean->network("efa")->source == "local");
 }

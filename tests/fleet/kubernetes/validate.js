@@ -83,43 +83,63 @@ function podSummary(object) {
   };
 }
 
+/// A Kubeflow MPIJob (kubeflow.org/v2beta1) has no schema here; each of its replicas' pod templates is a core
+/// PodTemplateSpec (kubeflow/mpi-operator @ 013fa15b22a60180c99f5111a904b60099828f89 pkg/apis/kubeflow/v2beta1/types.go:
+/// MPIReplicaSpecs map[MPIReplicaType]*common.ReplicaSpec, kubeflow/common ReplicaSpec.Template), validated as a v1
+/// PodTemplate named <job>-<replica>. Other objects are validated as they are.
+function objectsToValidate(object) {
+  if (object.apiVersion !== 'kubeflow.org/v2beta1' || object.kind !== 'MPIJob') return [object];
+  const specs = (object.spec && object.spec.mpiReplicaSpecs) || {};
+  return Object.entries(specs).map(([replica, spec]) => ({
+    apiVersion: 'v1',
+    kind: 'PodTemplate',
+    metadata: { name: `${object.metadata.name}-${replica.toLowerCase()}` },
+    template: spec.template,
+  }));
+}
+
 const result = { objects: 0, kinds: [], problems: [], pods: [], custom: [] };
+
+function validateObject(file, object) {
+  result.objects++;
+  result.kinds.push(`${object.apiVersion}/${object.kind}`);
+  const custom = crdProblems(object);
+  if (custom !== null) {
+    for (const problem of custom) result.problems.push(`${file}: ${object.kind} ${object.metadata.name}: ${problem}`);
+    result.custom.push(object);
+    return;
+  }
+  let Model;
+  try {
+    Model = modelClass(object.apiVersion, object.kind);
+  } catch (e) {
+    Model = undefined;
+  }
+  if (!Model) {
+    result.problems.push(`${file}: no schema for ${object.apiVersion} ${object.kind}`);
+    return;
+  }
+  try {
+    new Model(object).validate();
+  } catch (e) {
+    result.problems.push(`${file}: ${object.kind} ${object.metadata && object.metadata.name}: ${e.message}`);
+  }
+  if (object.kind === 'DaemonSet') result.pods.push(podSummary(object));
+  if (object.kind === 'ConfigMap') {
+    for (const [key, text] of Object.entries(object.data || {}))
+      if (key.endsWith('.json')) checkNpdPlugin(`${file}: ${key}`, text, result.problems);
+  }
+}
+
 for (const file of process.argv.slice(3)) {
   for (const doc of YAML.parseAllDocuments(fs.readFileSync(file, 'utf8'))) {
     if (doc.errors.length) {
       result.problems.push(`${file}: YAML: ${doc.errors[0].message}`);
       continue;
     }
-    const object = doc.toJS();
-    if (object === null) continue;
-    result.objects++;
-    result.kinds.push(`${object.apiVersion}/${object.kind}`);
-    const custom = crdProblems(object);
-    if (custom !== null) {
-      for (const problem of custom) result.problems.push(`${file}: ${object.kind} ${object.metadata.name}: ${problem}`);
-      result.custom.push(object);
-      continue;
-    }
-    let Model;
-    try {
-      Model = modelClass(object.apiVersion, object.kind);
-    } catch (e) {
-      Model = undefined;
-    }
-    if (!Model) {
-      result.problems.push(`${file}: no schema for ${object.apiVersion} ${object.kind}`);
-      continue;
-    }
-    try {
-      new Model(object).validate();
-    } catch (e) {
-      result.problems.push(`${file}: ${object.kind} ${object.metadata && object.metadata.name}: ${e.message}`);
-    }
-    if (object.kind === 'DaemonSet') result.pods.push(podSummary(object));
-    if (object.kind === 'ConfigMap') {
-      for (const [key, text] of Object.entries(object.data || {}))
-        if (key.endsWith('.json')) checkNpdPlugin(`${file}: ${key}`, text, result.problems);
-    }
+    const parsed = doc.toJS();
+    if (parsed === null) continue;
+    for (const object of objectsToValidate(parsed)) validateObject(file, object);
   }
 }
 process.stdout.write(JSON.stringify(result) + '\n');
