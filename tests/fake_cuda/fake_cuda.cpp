@@ -228,6 +228,27 @@ std::size_t g_alias_bytes = 0;
 std::map<unsigned long long, std::size_t>& g_mappings =
     *new std::map<unsigned long long, std::size_t>();  // mmap'ed allocations, unmapped on free
 std::atomic<int> g_live_allocations{0};                // device and pinned host memory not yet freed
+// The live malloc'ed allocations, in a registry that is never destroyed. Memory smoke leaves allocated on a GPU it
+// abandoned (a hung step's buffers are never freed: its thread may still use them) belongs to the driver, which frees
+// it with the context or at exit; it is no leak of the process, so LeakSanitizer must find it reachable even after
+// the abandoned thread ended and dropped the last pointer to it (a test process that runs on long enough: the asan
+// preset runs a test file's tests in one process). Leaks of smoke's own are counted by g_live_allocations.
+std::mutex& g_heap_mutex = *new std::mutex;
+std::set<void*>& g_heap_allocations = *new std::set<void*>;
+
+void* heap_allocate(std::size_t bytes) {
+  void* pointer = std::malloc(bytes);
+  const std::lock_guard<std::mutex> lock(g_heap_mutex);
+  g_heap_allocations.insert(pointer);
+  return pointer;
+}
+void heap_free(void* pointer) {
+  {
+    const std::lock_guard<std::mutex> lock(g_heap_mutex);
+    g_heap_allocations.erase(pointer);
+  }
+  std::free(pointer);
+}
 std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
 std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
 std::atomic<int> g_spin_launches{0};                   // smoke_spin_wait launches (copies queued behind it)
@@ -725,7 +746,7 @@ int cuMemAlloc_v2(unsigned long long* pointer, std::size_t bytes) {
     g_mappings[*pointer] = bytes;
     return 0;
   }
-  *pointer = reinterpret_cast<unsigned long long>(std::malloc(bytes));
+  *pointer = reinterpret_cast<unsigned long long>(heap_allocate(bytes));
   return 0;
 }
 int cuMemFree_v2(unsigned long long pointer) {
@@ -735,7 +756,7 @@ int cuMemFree_v2(unsigned long long pointer) {
     g_mappings.erase(mapping);
     return 0;
   }
-  std::free(reinterpret_cast<void*>(pointer));
+  heap_free(reinterpret_cast<void*>(pointer));
   return 0;
 }
 int cuMemAllocHost_v2(void** pointer, std::size_t bytes) {
@@ -745,7 +766,7 @@ int cuMemAllocHost_v2(void** pointer, std::size_t bytes) {
   cpu_set_t cpus;  // where the allocating thread may run: pinned memory lands on that NUMA node
   if (sched_getaffinity(0, sizeof cpus, &cpus) == 0) g_alloc_host_cpus = CPU_COUNT(&cpus);
   ++g_live_allocations;
-  *pointer = std::malloc(bytes);
+  *pointer = heap_allocate(bytes);
   return 0;
 }
 int cuMemHostAlloc(void** pointer, std::size_t bytes, unsigned flags) {
@@ -773,7 +794,7 @@ int cuMemFreeHost(void* pointer) {
     g_aliases.erase(address + device_alias_offset);
   }
   --g_live_allocations;
-  std::free(pointer);
+  heap_free(pointer);
   return 0;
 }
 int cuMemcpyHtoD_v2(unsigned long long destination, const void* source, std::size_t bytes) {
