@@ -249,13 +249,13 @@ void heap_free(void* pointer) {
   }
   std::free(pointer);
 }
-std::atomic<int> g_live_contexts{0};                   // primary contexts retained and not released
-std::atomic<int> g_alloc_host_cpus{0};                 // CPUs the last cuMemAllocHost caller could run on
-std::atomic<int> g_spin_launches{0};                   // smoke_spin_wait launches (copies queued behind it)
-std::atomic<int> g_fill_words_launches{0};             // smoke_fill_words launches (buffers written by the GPU)
-std::atomic<int> g_check_words_launches{0};            // smoke_check_words launches (copies verified by the GPU)
-std::atomic<int> g_spin_mapped_launches{0};            // ... with both words addressed by device aliases
-std::atomic<int> g_spin_launches_since_init{0};        // for spin_timeouts
+std::atomic<int> g_live_contexts{0};             // primary contexts retained and not released
+std::atomic<int> g_alloc_host_cpus{0};           // CPUs the last cuMemAllocHost caller could run on
+std::atomic<int> g_spin_launches{0};             // smoke_spin_wait launches (copies queued behind it)
+std::atomic<int> g_fill_words_launches{0};       // smoke_fill_words launches (buffers written by the GPU)
+std::atomic<int> g_check_words_launches{0};      // smoke_check_words launches (copies verified by the GPU)
+std::atomic<int> g_spin_mapped_launches{0};      // ... with both words addressed by device aliases
+std::atomic<int> g_spin_launches_since_init{0};  // for spin_timeouts
 // Peer access: (current device, peer device) pairs enabled, and the most connections one device had at once.
 std::mutex g_peer_mutex;
 std::vector<std::pair<int, int>>& g_peer_connections = *new std::vector<std::pair<int, int>>();
