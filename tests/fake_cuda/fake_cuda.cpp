@@ -44,19 +44,19 @@
 // lasts that long on the host): fake_cuda_parallel_peer_copies() counts peer copies started while another pair's was in
 // flight, fake_cuda_peer_gpu_conflicts() those started while another pair sharing a GPU with them was in flight.
 // Per GPU (issue 23 items 11 and 14; a key with "_gpu<N>" applies to calls made with device N's context current):
-// launch_hang_seconds_gpu<N>; launch_hang_kernel (a name prefix: only those launches hang, so a test can hang a GEMM
-// rather than the fill kernel that runs first); hang_holds_driver_lock (1: while a launch hangs, every other kernel
-// launch and allocation waits for it, as an abandoned thread inside the driver holds its lock); retain_delay_ms_gpu<N>
-// (cuDevicePrimaryCtxRetain of device N takes that long); alloc_host_fail_after_gpu<N> (cuMemAllocHost fails with out
-// of memory once N allocations of device N succeeded); fault_kernel_gpu<N> = name with fault_kernel_after_gpu<N> = k
-// (the launches of that kernel on device N after the k-th return fault_result, default 700 CUDA_ERROR_ILLEGAL_ADDRESS).
-// host_link_shared (1: the GPUs share one host link: a pinned or pageable host<->device copy of 64 KiB or more queued
-// while another GPU's such copies are in flight (until that GPU's next synchronisation) makes the event interval it
-// ends that many times longer; fake_cuda_host_copy_overlaps() counts such copies); pcie_speed_file (a sysfs
-// current_link_speed file the fake rewrites: pcie_speed_busy from a host copy until the next synchronisation,
-// pcie_speed_idle after it, as an idle link trains down).
-// host_gbs, device_gbs, peer_gbs (GB/s: an event interval that ends after copies is their bytes at these rates,
-// host<->device, device<->device and smoke_stream_copy, peer; cuEventSynchronize with event_sleep sleeps it: the
+// ctx_release_hang_seconds (cuDevicePrimaryCtxRelease blocks that long); launch_hang_seconds_gpu<N>; launch_hang_kernel
+// (a name prefix: only those launches hang, so a test can hang a GEMM rather than the fill kernel that runs first);
+// hang_holds_driver_lock (1: while a launch hangs, every other kernel launch and allocation waits for it, as an
+// abandoned thread inside the driver holds its lock); retain_delay_ms_gpu<N> (cuDevicePrimaryCtxRetain of device N
+// takes that long); alloc_host_fail_after_gpu<N> (cuMemAllocHost fails with out of memory once N allocations of device
+// N succeeded); fault_kernel_gpu<N> = name with fault_kernel_after_gpu<N> = k (the launches of that kernel on device N
+// after the k-th return fault_result, default 700 CUDA_ERROR_ILLEGAL_ADDRESS). host_link_shared (1: the GPUs share one
+// host link: a pinned or pageable host<->device copy of 64 KiB or more queued while another GPU's such copies are in
+// flight (until that GPU's next synchronisation) makes the event interval it ends that many times longer;
+// fake_cuda_host_copy_overlaps() counts such copies); pcie_speed_file (a sysfs current_link_speed file the fake
+// rewrites: pcie_speed_busy from a host copy until the next synchronisation, pcie_speed_idle after it, as an idle link
+// trains down). host_gbs, device_gbs, peer_gbs (GB/s: an event interval that ends after copies is their bytes at these
+// rates, host<->device, device<->device and smoke_stream_copy, peer; cuEventSynchronize with event_sleep sleeps it: the
 // bench's model of copy time), gemm_memoize (1: a GEMM launched again on the same operands copies its first result
 // instead of computing it on the CPU again), model_only (a comma-separated list of kernel names, and "memset": those
 // kernels, and memsets of 16 KiB and more, are not emulated: their results read "all right"; the bench's GPU work
@@ -548,6 +548,9 @@ int cuDevicePrimaryCtxRetain(void** context, int device) {
   return 0;
 }
 int cuDevicePrimaryCtxRelease_v2(int) {
+  // ctx_release_hang_seconds: the release blocks that long (a context that cannot be torn down on a wedged GPU).
+  if (const long long hang = number("ctx_release_hang_seconds", 0); hang > 0)
+    std::this_thread::sleep_for(std::chrono::seconds(hang));
   --g_live_contexts;
   return 0;
 }

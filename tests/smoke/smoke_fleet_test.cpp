@@ -65,6 +65,21 @@ TEST_CASE("smoke: GPUs that hang in a peer copy are reported hung, not only thei
   std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // the abandoned copy finishes inside this test
 }
 
+// The release of a GPU's context runs as a step with its deadline too: when it misses it, its thread is still inside
+// the driver, so the GPU counts as hung (its handles are left to that thread) and the process must leave with _Exit.
+TEST_CASE("smoke: a context release that misses its deadline leaves the run's work abandoned",
+          "[smoke][deadline][system-test]") {
+  SmokeOptions options = small_options();
+  options.step_timeout = std::chrono::milliseconds(1500);
+  options.cublas = false;
+  {
+    const SmokeReport report = run_fake("ctx_release_hang_seconds = 3\n", options);
+    REQUIRE(report.devices.size() == 1);
+    CHECK(report.abandoned_work);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // the abandoned release finishes inside this test
+}
+
 TEST_CASE("gpuenv smoke e2e: after a hang the process leaves at once with its exit code, output flushed",
           "[smoke][deadline][e2e][system-test]") {
   // The fake's teardown at exit waits for the hung launch (120 s), as libcuda's may: only _Exit avoids it. The 3 s

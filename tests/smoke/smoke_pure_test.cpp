@@ -249,8 +249,31 @@ TEST_CASE("smoke: PCIe link speed text and driver bus ids map to sysfs", "[smoke
   CHECK(pcie_generation_from_speed("8.0 GT/s") == 3);
   CHECK(pcie_generation_from_speed("2.5 GT/s PCIe") == 1);
   CHECK_FALSE(pcie_generation_from_speed("Unknown"));
+  CHECK_FALSE(pcie_generation_from_speed(""));
   CHECK(sysfs_bus_id("00000000:1B:00.0") == "0000:1b:00.0");
   CHECK(sysfs_bus_id("0000:C1:00.0") == "0000:c1:00.0");
+}
+
+// The kernel's cpulist format (Documentation/admin-guide/cgroup-v2.rst "cpuset.cpus": "0-4,6,8-10"); anything else,
+// a number out of int's range included, is no list (read as nothing, never as a wrapped number).
+TEST_CASE("smoke: a NUMA node's cpulist from sysfs, and what is no cpulist", "[smoke]") {
+  const struct {
+    const char* text;
+    std::vector<int> cpus;
+  } cases[] = {
+      {"0-4,6,8-10\n", {0, 1, 2, 3, 4, 6, 8, 9, 10}},
+      {"7", {7}},
+      {"", {}},
+      {"3-1", {}},
+      {"0-3x", {}},
+      {"-1", {}},
+      {"99999999999", {}},
+      {"0,,2", {}},
+  };
+  for (const auto& c : cases) {
+    INFO('"' << c.text << '"');
+    CHECK(parse_cpu_list(c.text) == c.cpus);
+  }
 }
 
 TEST_CASE("smoke: shipped expectations carry DCGM SGEMM targets, peer floors and uncalibrated kernel factors",
@@ -290,16 +313,17 @@ TEST_CASE("smoke: shipped expectations carry DCGM SGEMM targets, peer floors and
   CHECK(h200_nvl->verified.empty());  // DCGM names its SKUs "H200", not "H200 NVL": shown, not judged
   CHECK(find_gpu(*shipped, "NVIDIA H100 PCIe")->verified.empty());  // DCGM's "Nvidia P1010"
   const GpuExpectation* b200 = find_gpu(*shipped, "NVIDIA B200");
-  CHECK(b200->p2p_read_minimum == 335);  // issue 23 item 9: a B200 peer floor
+  CHECK(b200->p2p_read_minimum == 335);            // issue 23 item 9: a B200 peer floor
   CHECK(b200->dcgm_sgemm_target_gflops == 12375);  // the lowest of DCGM's B200 SKUs (2901199b)
   CHECK(b200->memory_bandwidth_minimum == Approx(2558.124));
 }
 
 TEST_CASE("smoke: a [[gpu]] row's `verified` list names only anchor figures the row gives", "[smoke]") {
-  const std::string head = "[efficiency]\nd2d_copy = 0.8\npcie = 0.8\nstatus = \"secondary\"\nsource = \"s\"\n"
-                           "[kernel_efficiency]\nsgemm = 0.3\ntensor = 0.15\ncublas_tensor = 0.5\nstatus = "
-                           "\"unverified\"\nsource = \"s\"\n[[gpu]]\nmodel = \"X\"\nmatch = [\"X\"]\n"
-                           "tensor_precision = \"bf16\"\nstatus = \"secondary\"\nsource = \"s\"\n";
+  const std::string head =
+      "[efficiency]\nd2d_copy = 0.8\npcie = 0.8\nstatus = \"secondary\"\nsource = \"s\"\n"
+      "[kernel_efficiency]\nsgemm = 0.3\ntensor = 0.15\ncublas_tensor = 0.5\nstatus = "
+      "\"unverified\"\nsource = \"s\"\n[[gpu]]\nmodel = \"X\"\nmatch = [\"X\"]\n"
+      "tensor_precision = \"bf16\"\nstatus = \"secondary\"\nsource = \"s\"\n";
   CHECK(parse_expectations(head + "p2p_read_minimum = 300\nverified = [\"p2p_read_minimum\"]\n", "t.toml"));
   auto unknown = parse_expectations(head + "verified = [\"memory_bandwidth\"]\n", "t.toml");
   REQUIRE_FALSE(unknown);

@@ -59,7 +59,7 @@ void DeviceRun::run() {
 
 void DeviceRun::release() {
   if (m_gpu->hung || m_gpu->context == nullptr) return;
-  run_step(m_gpu, "smoke.release", [](Gpu& g) {
+  const auto released = run_step(m_gpu, "smoke.release", [](Gpu& g) {
     release_cublas(g);
     g.module.reset();
     g.start.reset();
@@ -70,6 +70,7 @@ void DeviceRun::release() {
     g.context = nullptr;
     return StepOutcome{};
   });
+  if (!released) m_gpu->stopped = m_gpu->hung = true;  // as in free_copy_buffers_unless_hung
 }
 
 void DeviceRun::place_on_local_cpus() {
@@ -122,10 +123,12 @@ void DeviceRun::absorb(StepOutcome outcome) {
 
 void DeviceRun::free_copy_buffers_unless_hung() {
   if (m_gpu->hung) return;
-  run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
+  const auto freed = run_step(m_gpu, "smoke.copy_buffers", [](Gpu& g) {
     free_copy_buffers(g);
     return StepOutcome{};
   });
+  // Its thread is still inside the driver: ~Gpu must leave the handles to it, and cli must leave with _Exit.
+  if (!freed) m_gpu->stopped = m_gpu->hung = true;
 }
 
 int DeviceRun::sgemm_size() const {

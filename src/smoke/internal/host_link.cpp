@@ -6,16 +6,33 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
+
+#include "util/strings.hpp"
 
 namespace gpuenv::smoke {
 
+namespace {
+
+/// The highest CPU number a cpulist may name: Linux's NR_CPUS is at most 8192 (arch/x86/Kconfig), so a larger one
+/// is not a CPU list.
+constexpr long long k_max_cpu = 1 << 20;
+
+/// A link width file's number ("16\n"); PCIe links are x1 to x32 (widths above are no link).
+std::optional<int> pcie_width(std::string_view text) {
+  const auto width = util::parse_int(text, 1, 64);
+  return width ? std::optional<int>(static_cast<int>(*width)) : std::nullopt;
+}
+
+}  // namespace
+
 std::optional<int> pcie_generation_from_speed(std::string_view text) {
-  double rate = 0;
-  if (std::sscanf(std::string(text).c_str(), "%lf", &rate) != 1) return std::nullopt;
+  // "16.0 GT/s PCIe" (older kernels "8 GT/s", "2.5 GT/s"); "Unknown" is no speed.
+  text = util::trim(text);
+  const auto rate = util::parse_double(text.substr(0, text.find(' ')));
+  if (!rate) return std::nullopt;
   const std::pair<double, int> table[] = {{2.5, 1}, {5.0, 2}, {8.0, 3}, {16.0, 4}, {32.0, 5}, {64.0, 6}};
   for (const auto& [speed, generation] : table) {
-    if (std::fabs(rate - speed) < 0.01) return generation;
+    if (std::fabs(*rate - speed) < 0.01) return generation;
   }
   return std::nullopt;
 }
@@ -39,17 +56,12 @@ std::vector<int> parse_cpu_list(std::string_view text) {
   while (at < list.size()) {
     std::size_t end = list.find(',', at);
     if (end == std::string::npos) end = list.size();
-    const std::string range = list.substr(at, end - at);
-    int first = -1, last = -1;
-    char extra = 0;
-    if (std::sscanf(range.c_str(), "%d-%d%c", &first, &last, &extra) == 2 ||
-        std::sscanf(range.c_str(), "%d%c", &first, &extra) == 1) {
-      if (last < 0) last = first;
-    } else {
-      return {};
-    }
-    if (first < 0 || last < first || last - first > 65536) return {};
-    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+    const std::string_view range = std::string_view(list).substr(at, end - at);
+    const std::size_t dash = range.find('-');
+    const auto first = util::parse_int(range.substr(0, dash), 0, k_max_cpu);
+    const auto last = dash == std::string_view::npos ? first : util::parse_int(range.substr(dash + 1), 0, k_max_cpu);
+    if (!first || !last || *last < *first || *last - *first > 65536) return {};
+    for (long long cpu = *first; cpu <= *last; ++cpu) cpus.push_back(static_cast<int>(cpu));
     at = end + 1;
   }
   return cpus;
@@ -70,9 +82,7 @@ void read_pcie_link(system::System& system, const std::string& sysfs_root, Devic
   const std::string base = sysfs_root + "/bus/pci/devices/" + sysfs_bus_id(info.pci_bus_id) + "/";
   auto number = [&](const std::string& file) -> std::optional<int> {
     auto text = system.read_file(base + file);
-    if (!text) return std::nullopt;
-    int value = 0;
-    return std::sscanf(text->c_str(), "%d", &value) == 1 && value > 0 ? std::optional<int>(value) : std::nullopt;
+    return text ? pcie_width(*text) : std::nullopt;
   };
   auto generation = [&](const std::string& file) -> std::optional<int> {
     auto text = system.read_file(base + file);
@@ -99,10 +109,7 @@ LinkSampler::LinkSampler(system::System& system, const std::string& sysfs_root, 
       std::optional<int> generation, width;
       if (busy_before) {
         if (auto text = system.read_file(base + "current_link_speed")) generation = pcie_generation_from_speed(*text);
-        if (auto text = system.read_file(base + "current_link_width")) {
-          int value = 0;
-          if (std::sscanf(text->c_str(), "%d", &value) == 1 && value > 0) width = value;
-        }
+        if (auto text = system.read_file(base + "current_link_width")) width = pcie_width(*text);
       }
       const bool under_load = busy_before && in_flight->load() > 0;
       lock.lock();
