@@ -310,28 +310,23 @@ TEST_CASE("smoke: a rise of NVLink5's ECC data error total fails smoke.link_erro
     if (c.part != nullptr) CHECK(judged.message.find(c.part) == 0);
   }
 
-  // Through the runner and the fake NVML: a B200 whose ECC data error total rises by 2 during the run fails ...
-  const SmokeReport rising = run_with_nvml(
-      "nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_ecc_errors = 5\nsmoke_nvlink5_ecc_errors_rise = 2\n",
-      "elapsed_ms = 0.001\n", small_options());
-  const Finding* failed = find(rising.devices.at(0).findings, "smoke.link_errors");
-  REQUIRE(failed != nullptr);
-  CHECK(failed->status == Status::fail);
-  CHECK(failed->message.find("2 NVLink ECC data errors (all links)") == 0);
-  // ... one whose total stands still passes ...
-  const SmokeReport steady = run_with_nvml("nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_ecc_errors = 5\n",
-                                           "elapsed_ms = 0.001\n", small_options());
-  const Finding* passed = find(steady.devices.at(0).findings, "smoke.link_errors");
-  REQUIRE(passed != nullptr);
-  CHECK(passed->status == Status::pass);
-  // ... and a GPU before NVLink5 that answers field 160 and sees it rise is not judged by it (no rate read).
-  const SmokeReport hopper =
-      run_with_nvml("nvlinks = 4\nsmoke_nvlink5_ecc_errors = 5\nsmoke_nvlink5_ecc_errors_rise = 2\n",
-                    "elapsed_ms = 0.001\n", small_options());
-  const Finding* older = find(hopper.devices.at(0).findings, "smoke.link_errors");
-  REQUIRE(older != nullptr);
-  CHECK(older->status == Status::pass);
-  CHECK(older->message.find("ECC") == std::string::npos);
+  // Through the runner and the fake NVML (smoke.link_errors of its one GPU): a B200 whose ECC data error total rises
+  // by 2 during the run fails, one whose total stands still passes, and a GPU before NVLink5 that answers field 160
+  // and sees it rise is not judged by it (no rate read).
+  const auto link_finding = [](const char* fake_nvml) {
+    const SmokeReport report = run_with_nvml(fake_nvml, "elapsed_ms = 0.001\n", small_options());
+    const Finding* finding = find(report.devices.at(0).findings, "smoke.link_errors");
+    REQUIRE(finding != nullptr);
+    return *finding;
+  };
+  const Finding rising = link_finding(
+      "nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_ecc_errors = 5\nsmoke_nvlink5_ecc_errors_rise = 2\n");
+  CHECK(rising.status == Status::fail);
+  CHECK(rising.message.find("2 NVLink ECC data errors (all links)") == 0);
+  CHECK(link_finding("nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_ecc_errors = 5\n").status == Status::pass);
+  const Finding hopper = link_finding("nvlinks = 4\nsmoke_nvlink5_ecc_errors = 5\nsmoke_nvlink5_ecc_errors_rise = 2\n");
+  CHECK(hopper.status == Status::pass);
+  CHECK(hopper.message.find("ECC") == std::string::npos);
 }
 
 TEST_CASE("smoke: fewer GPUs than expected fail, and the board's peer floor still applies", "[smoke]") {
