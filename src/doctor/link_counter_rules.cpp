@@ -78,6 +78,10 @@ void check_nvlink_growth(const probe::LinkCounterGrowth& growth, const Threshold
     }
     for (const std::string& fault : probe::nvlink5_ber_faults(gpu.nvlink5_effective_ber, gpu.nvlink5_symbol_ber))
       problems.add(Status::fail, counter_gpu_label(gpu) + ": " + fault + " at the end of the run", remedy);
+    // NVLink5's ECC data error total over all links (NVML field 160, read on NVLink5 GPUs only): any rise fails, as
+    // DCGM 4.6.0 MonitorNVLink5Fields fails DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL's.
+    if (const std::optional<std::string> rise = probe::nvlink_ecc_rise(gpu.nvlink5_ecc_errors))
+      problems.add(Status::fail, counter_gpu_label(gpu) + ": " + *rise, remedy);
   }
   const std::string source =
       nvlink5_links == 0 ? replay_t.source : replay_t.source + "; NVLink5: " + probe::k_nvlink5_source;

@@ -127,6 +127,9 @@ struct GpuLinkCounters {
   /// scopeId UINT_MAX), raw as NVML encodes them (probe::BitErrorRate); read when a link gave NVLink5 counters.
   std::optional<std::uint64_t> nvlink5_effective_ber;
   std::optional<std::uint64_t> nvlink5_symbol_ber;
+  /// NVLink5: the NVLink ECC data error total (NVML field 160), read with the rates and kept only when one of them was
+  /// (probe::nvml::NvLink5Rates::ecc_errors).
+  std::optional<std::uint64_t> nvlink5_ecc_errors;
 };
 
 /// One RDMA port's error counters (ports/<n>/counters/*), cumulative since the driver loaded.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "probe/nvlink5.hpp"
 #include "probe/nvml_api.hpp"
 #include "probe/rdma.hpp"
 #include "system/abandon.hpp"
@@ -43,6 +44,7 @@ GpuLinkCounters nvml::read_link_counters(const Api& api, unsigned index, Device 
     const nvml::NvLink5Rates rates = nvml::read_nvlink5_rates(nvml::nvlink_error_calls(api), device);
     gpu.nvlink5_effective_ber = rates.effective_ber;
     gpu.nvlink5_symbol_ber = rates.symbol_ber;
+    gpu.nvlink5_ecc_errors = rates.ecc_errors;
   }
   return gpu;
 }
@@ -126,6 +128,7 @@ GpuLinkGrowth gpu_growth(const GpuLinkCounters& before, const GpuLinkCounters& a
   out.pcie_width = after.pcie_width;
   out.nvlink5_effective_ber = after.nvlink5_effective_ber;
   out.nvlink5_symbol_ber = after.nvlink5_symbol_ber;
+  out.nvlink5_ecc_errors = nvlink_ecc_growth(before.nvlink5_ecc_errors, after.nvlink5_ecc_errors);
   for (const NvLinkCounters& link : after.nvlinks) {
     NvLinkGrowth g;
     g.link = link.link;

@@ -48,6 +48,9 @@ struct GpuLinkGrowth {
   /// NVLink5's bit error rates over all links at the later reading (raw: probe::BitErrorRate): a rate, not a count.
   std::optional<std::uint64_t> nvlink5_effective_ber;
   std::optional<std::uint64_t> nvlink5_symbol_ber;
+  /// NVLink5's ECC data error total over all links: its growth (probe::nvlink_ecc_growth), unknown when either
+  /// reading lacks it.
+  CounterGrowth nvlink5_ecc_errors;
 };
 
 struct PortGrowth {

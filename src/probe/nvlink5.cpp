@@ -59,13 +59,21 @@ std::optional<std::uint64_t> as_count(const nvml::FieldValue& field) {
   }
 }
 
-/// Asks NVML for `fields` of `device` at `scope` (a link, or all links); the answers it could read, in order.
+/// A field id and the scopeId it is asked at.
+struct ScopedField {
+  unsigned field;
+  unsigned scope;
+};
+
+/// Asks NVML for `fields` of `device`, each at its scope (a link, all links, or 0 for a GPU total), in one call; the
+/// answers it could read, in order.
 std::vector<NvLink5Counter> field_values(const nvml::NvLinkErrorCalls& calls, nvml::Device device,
-                                         const std::vector<unsigned>& fields, unsigned scope) {
+                                         const std::vector<ScopedField>& fields) {
   std::vector<NvLink5Counter> out;
   if (calls.field_values == nullptr) return out;
   std::vector<nvml::FieldValue> request;
-  for (const unsigned field : fields) request.push_back(nvml::FieldValue{field, scope, 0, 0, 0, -1, {}});
+  for (const ScopedField& field : fields)
+    request.push_back(nvml::FieldValue{field.field, field.scope, 0, 0, 0, -1, {}});
   if (calls.field_values(device, static_cast<int>(request.size()), request.data()) != k_nvml_success) return out;
   for (const nvml::FieldValue& answer : request) {
     if (const std::optional<std::uint64_t> value = as_count(answer)) out.push_back({answer.field_id, *value});
@@ -123,6 +131,17 @@ std::vector<std::string> nvlink5_rises(unsigned link, const std::vector<NvLink5C
   return out;
 }
 
+std::optional<std::uint64_t> nvlink_ecc_growth(std::optional<std::uint64_t> before,
+                                               std::optional<std::uint64_t> after) {
+  if (!before || !after) return std::nullopt;
+  return *after >= *before ? *after - *before : *after;
+}
+
+std::optional<std::string> nvlink_ecc_rise(std::optional<std::uint64_t> growth) {
+  if (!growth || *growth == 0) return std::nullopt;
+  return std::to_string(*growth) + " " + k_nvlink_ecc_name;
+}
+
 std::vector<std::string> nvlink5_unjudged_rises(unsigned link, const std::vector<NvLink5Counter>& growth) {
   std::vector<std::string> out;
   for (const NvLink5Counter& counter : growth) {
@@ -173,16 +192,24 @@ void read_nvlink_errors(const NvLinkErrorCalls& calls, Device device, unsigned l
   // 161-163 only, not on nvmlDeviceGetNvLinkErrorCounter, and newer GB200 drivers answer the older fields
   // (NVIDIA/nvidia-resiliency-ext#302); DCGM reads both sets on every GPU and picks by architecture (DCGM 4.6.0
   // modules/health/DcgmHealthWatch.cpp). A link before NVLink5 answers each value NOT_SUPPORTED: no NVLink5 counters.
-  std::vector<unsigned> fields;
-  for (const NvLink5Field& field : k_nvlink5_fields) fields.push_back(field.id);
-  into.nvlink5 = field_values(calls, device, fields, link);
+  std::vector<ScopedField> fields;
+  for (const NvLink5Field& field : k_nvlink5_fields) fields.push_back({field.id, link});
+  into.nvlink5 = field_values(calls, device, fields);
 }
 
 NvLink5Rates read_nvlink5_rates(const NvLinkErrorCalls& calls, Device device) {
+  constexpr unsigned all_links = std::numeric_limits<unsigned>::max();
   NvLink5Rates out;
-  for (const NvLink5Counter& value :
-       field_values(calls, device, {k_effective_ber_field, k_symbol_ber_field}, std::numeric_limits<unsigned>::max()))
-    (value.field == k_effective_ber_field ? out.effective_ber : out.symbol_ber) = value.value;
+  std::optional<std::uint64_t> ecc;
+  for (const NvLink5Counter& value : field_values(
+           calls, device,
+           {{k_effective_ber_field, all_links}, {k_symbol_ber_field, all_links}, {k_nvlink_ecc_total_field, 0}})) {
+    if (value.field == k_effective_ber_field) out.effective_ber = value.value;
+    if (value.field == k_symbol_ber_field) out.symbol_ber = value.value;
+    if (value.field == k_nvlink_ecc_total_field) ecc = value.value;
+  }
+  // Only on an NVLink5 GPU (one of the rates read): an older GPU answering it is not judged by it.
+  if (out.effective_ber || out.symbol_ber) out.ecc_errors = ecc;
   return out;
 }
 

@@ -32,7 +32,7 @@ struct NvLink5Field {
 /// warn, 214 failed: fail) where MonitorNVLink5Fields fails any rise of their sum (215), which gpuenv does not read;
 /// and a rise of effective errors (219) is not judged at all (a healthy link under load at an effective bit error rate
 /// of 1e-15 counts some each hour): the effective bit error rate, judged against DCGM's 1e-12, is their judgement.
-/// DCGM's NVLink ECC counter (DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL) is not read.
+/// MonitorNVLink5Fields' NVLink ECC counter, a GPU-level total, is read with the rates (NvLink5Rates::ecc_errors).
 std::span<const NvLink5Field> nvlink5_error_fields();
 /// What NVLink5 counter `field` counts ("symbol errors"; "errors (NVML field N)" for one not in the table).
 std::string nvlink5_counter_name(unsigned field);
@@ -75,11 +75,26 @@ bool symbol_ber_exceeded(const BitErrorRate& ber);
 std::vector<std::string> nvlink5_ber_faults(std::optional<std::uint64_t> effective,
                                             std::optional<std::uint64_t> symbol);
 
+/// nvml.h NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL (160, "NVLink data ECC Error Counter total for all Links";
+/// NVIDIA/go-nvml gen/nvml/nvml.h @ 2f9e261f:2642): DCGM 4.6.0's DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL (1220, a GPU field,
+/// dcgmlib/src/dcgm_fields.cpp), the last counter of MonitorNVLink5Fields, whose rise by 1 fails
+/// (DCGM_LIMIT_MAX_NVLINK_ERROR).
+inline constexpr unsigned k_nvlink_ecc_total_field = 160;
+/// What it counts, for messages.
+inline constexpr const char* k_nvlink_ecc_name = "NVLink ECC data errors (all links)";
+/// The growth of the NVLink ECC data error total between two readings: nullopt when either is missing; a counter that
+/// went down (a driver reload) counts its later value, as nvlink5_growth does.
+std::optional<std::uint64_t> nvlink_ecc_growth(std::optional<std::uint64_t> before, std::optional<std::uint64_t> after);
+/// "3 NVLink ECC data errors (all links)" for a `growth` (nvlink_ecc_growth) above 0, whose rise fails; nullopt for
+/// none or an unknown one.
+std::optional<std::string> nvlink_ecc_rise(std::optional<std::uint64_t> growth);
+
 /// Where the NVLink5 judgement comes from, for findings' `source`: gpuenv's own policy where it differs from DCGM's.
 inline constexpr const char* k_nvlink5_source =
     "gpuenv's policy after NVIDIA/DCGM @ 72fa3fe (4.6.0) modules/health/DcgmHealthWatch.cpp MonitorNVLink5Fields "
     "(gentler: successful link recoveries warn as MonitorNVLinkErrorFields has them, where DCGM fails any rise of the "
-    "recovery total; effective errors shown, not judged, the effective bit error rate judging them); "
+    "recovery total; effective errors shown, not judged, the effective bit error rate judging them; the NVLink ECC "
+    "data error total, DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL, judged on NVLink5 GPUs only); "
     "common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded";
 
 namespace nvml {
@@ -121,9 +136,15 @@ void read_nvlink_errors(const NvLinkErrorCalls& calls, Device device, unsigned l
 
 /// NVLink5's effective and symbol bit error rates over all links (scopeId UINT_MAX: "NVLink5+ requires scopeId =
 /// UINT_MAX for aggregate data", DCGM dcgmlib/src/DcgmCacheManager.cpp), raw; unknown when NVML cannot read them.
+/// In the same nvmlDeviceGetFieldValues call, the NVLink ECC data error total (field 160) at scopeId 0, as DCGM asks
+/// for it: NvmlFieldRequiresNvLinkAggregate (dcgmlib/src/DcgmCMUtils.cpp) does not list it, so
+/// ActuallyUpdateGpuFieldValues leaves its scopeId at the 0 of its memset. It is kept only when one of the two rates
+/// was read (an NVLink5 GPU): DCGM reads it in MonitorNVLink5Fields, the Blackwell counters, and gpuenv starts no
+/// judgement of it on an older GPU that answers it.
 struct NvLink5Rates {
   std::optional<std::uint64_t> effective_ber;
   std::optional<std::uint64_t> symbol_ber;
+  std::optional<std::uint64_t> ecc_errors;  ///< NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL, cumulative
 };
 NvLink5Rates read_nvlink5_rates(const NvLinkErrorCalls& calls, Device device);
 

@@ -355,6 +355,22 @@ void check_nvlink5_rates(const GpuSample& gpu, Emitter& emit) {
             k_nvlink_remedy, "drain_and_inspect");
 }
 
+/// NVLink5's ECC data error total over all links rising between the previous sample and this one fails, as DCGM 4.6.0
+/// MonitorNVLink5Fields fails any rise of DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL and smoke and doctor fail it. Unread in
+/// either sample (an older GPU, or a sample read back from the database, which does not store it) is no growth.
+void check_nvlink_ecc(const History& history, const GpuSample& gpu, Emitter& emit) {
+  const NodeSample* previous = history.previous();
+  const GpuSample* before = previous != nullptr ? find_gpu(*previous, gpu) : nullptr;
+  if (before == nullptr) return;
+  const std::optional<std::string> rise =
+      probe::nvlink_ecc_rise(probe::nvlink_ecc_growth(before->nvlink5_ecc_errors, gpu.nvlink5_ecc_errors));
+  if (!rise) return;
+  emit.hold("watch.nvlink_errors", &gpu, Status::fail,
+            gpu_label(gpu) + ": " + *rise + " in the last " + duration_text(emit.now().time_ms - previous->time_ms) +
+                " (" + std::to_string(*gpu.nvlink5_ecc_errors) + " in all)",
+            k_nvlink_remedy, "drain_and_inspect");
+}
+
 void check_memory_flags(const GpuSample& gpu, Emitter& emit) {
   if (gpu.remap_failure) {
     emit.hold("watch.remap_failure", &gpu, Status::fail,
@@ -502,6 +518,7 @@ void check_gpu(const History& history, const GpuSample& gpu, const RuleSettings&
   }
   check_counters(history, gpu, emit);
   check_nvlink5_rates(gpu, emit);
+  check_nvlink_ecc(history, gpu, emit);
   check_memory_flags(gpu, emit);
   check_links_down(history, gpu, emit);
   check_temperature(gpu, settings, emit);

@@ -103,6 +103,7 @@ NodeSample sample_from_inventory(const probe::GpuInventory& inventory, const std
       }
       out.nvlink5_effective_ber = counters.nvlink5_effective_ber;
       out.nvlink5_symbol_ber = counters.nvlink5_symbol_ber;
+      out.nvlink5_ecc_errors = counters.nvlink5_ecc_errors;
     }
     sample.gpus.push_back(std::move(out));
   }

@@ -70,6 +70,9 @@ struct GpuSample {
   /// NVLink5's bit error rates over all links, raw (probe::BitErrorRate), as read now (not stored).
   std::optional<std::uint64_t> nvlink5_effective_ber;
   std::optional<std::uint64_t> nvlink5_symbol_ber;
+  /// NVLink5's ECC data error total over all links (NVML field 160, read with the rates on NVLink5 GPUs only), as
+  /// read now (not stored: a sample read back from the database has none, and nothing is judged from it).
+  std::optional<std::uint64_t> nvlink5_ecc_errors;
   std::optional<unsigned> nvlink_inactive;          ///< links that exist but are down
   std::vector<probe::NvLinkCounters> nvlink_links;  ///< each active link's counters as NVML read them (not stored)
   std::optional<std::uint64_t> pcie_replays;        ///< nvmlDeviceGetPcieReplayCounter

@@ -134,6 +134,7 @@ TEST_CASE("link rates: NVLink5 counters that grow during the run, judged by prob
     }
     s.gpus[0].nvlink5_effective_ber = 0xfff;  // NVML's zero, 15e-255
     s.gpus[0].nvlink5_symbol_ber = 73710;     // DCGM's healthy Blackwell aggregate
+    s.gpus[0].nvlink5_ecc_errors = 5;         // the NVLink ECC data error total over all links (field 160)
   };
   /// `field` of link `link` at the end reading, `by` more than at the start.
   const auto rise = [](unsigned link, unsigned field, std::uint64_t by) {
@@ -168,6 +169,16 @@ TEST_CASE("link rates: NVLink5 counters that grow during the run, judged by prob
        Status::fail, "symbol bit error rate 15e-237"},
       {"a link down", [](LinkCounterSnapshot& s) { s.gpus[0].nvlinks[1].active = false; }, Status::fail,
        "link 1 went down during the run"},
+      // The ECC data error total (DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL): any rise fails (MonitorNVLink5Fields,
+      // DCGM_LIMIT_MAX_NVLINK_ERROR 1); unread at one end is no growth; a drop (driver reload) counts its later value.
+      {"NVLink ECC data errors", [](LinkCounterSnapshot& s) { s.gpus[0].nvlink5_ecc_errors = 6; }, Status::fail,
+       "GPU 0 (00000000:10:00.0): 1 NVLink ECC data errors (all links)"},
+      {"NVLink ECC total unread at the end", [](LinkCounterSnapshot& s) { s.gpus[0].nvlink5_ecc_errors.reset(); },
+       Status::pass, "2 NVLinks: no NVLink5 error counter rose"},
+      {"NVLink ECC total reset by a driver reload", [](LinkCounterSnapshot& s) { s.gpus[0].nvlink5_ecc_errors = 2; },
+       Status::fail, "GPU 0 (00000000:10:00.0): 2 NVLink ECC data errors (all links)"},
+      {"NVLink ECC total reset to 0", [](LinkCounterSnapshot& s) { s.gpus[0].nvlink5_ecc_errors = 0; }, Status::pass,
+       "2 NVLinks: no NVLink5 error counter rose"},
   };
   // Both readings are a B200's (with_counters changes only the end reading).
   const auto b200_readings = [&blackwell] {

@@ -344,6 +344,10 @@ TEST_CASE("fake NVML: a B200's NVLink5 counters per link, read at doctor's start
     text.insert(at, "\n" + keys);
   };
   add_to_gpu(4, "smoke_nvlink5 = 1\nnvlink5_failed_recoveries_link17 = 0\nnvlink5_failed_recoveries_link17_rise = 1");
+  // The NVLink ECC data error total (field 160): rising on the B200 (GPU 4) and on an H100 (GPU 0) that answers it
+  // too, which is not judged (no NVLink5 rate read).
+  add_to_gpu(4, "nvlink_ecc_errors = 2\nnvlink_ecc_errors_rise = 1");
+  add_to_gpu(0, "nvlink_ecc_errors = 2\nnvlink_ecc_errors_rise = 3");
   add_to_gpu(1,
              "smoke_nvlink5 = 1\nnvlink5_symbol_errors_link3 = 4\nnvlink5_symbol_errors_link3_rise = 2\n"
              "nvlink5_recoveries_link9 = 1\nnvlink5_recoveries_link9_rise = 1\nnvlink5_symbol_errors_link0 = 7");
@@ -376,6 +380,9 @@ TEST_CASE("fake NVML: a B200's NVLink5 counters per link, read at doctor's start
   CHECK(summed(start.gpus[1].nvlinks[5].nvlink5, 221) == std::optional<std::uint64_t>(0));
   CHECK(start.gpus[1].nvlink5_symbol_ber == std::optional<std::uint64_t>(73710));  // over all links
   CHECK_FALSE(start.gpus[0].nvlink5_symbol_ber);
+  CHECK(start.gpus[4].nvlink5_ecc_errors == std::optional<std::uint64_t>(2 + 1));  // session 2: one rise
+  CHECK(start.gpus[1].nvlink5_ecc_errors == std::optional<std::uint64_t>(0));      // a B200 with none
+  CHECK_FALSE(start.gpus[0].nvlink5_ecc_errors);                                   // answered by the H100, dropped
   const auto growth = gpuenv::probe::link_counter_growth(start, end);
   REQUIRE(growth.gpus.size() == 8);
   CHECK(summed(growth.gpus[1].nvlinks[3].nvlink5, 221) == std::optional<std::uint64_t>(2));
@@ -383,6 +390,9 @@ TEST_CASE("fake NVML: a B200's NVLink5 counters per link, read at doctor's start
   CHECK(summed(growth.gpus[1].nvlinks[9].nvlink5, 213) == std::optional<std::uint64_t>(1));
   CHECK(summed(growth.gpus[4].nvlinks[17].nvlink5, 214) == std::optional<std::uint64_t>(1));
   CHECK(summed(growth.gpus[4].nvlinks[16].nvlink5, 214) == std::optional<std::uint64_t>(0));
+  CHECK(growth.gpus[4].nvlink5_ecc_errors == std::optional<std::uint64_t>(1));
+  CHECK(growth.gpus[1].nvlink5_ecc_errors == std::optional<std::uint64_t>(0));
+  CHECK_FALSE(growth.gpus[0].nvlink5_ecc_errors);
 
   // doctor's judgement of the two readings, as it runs after its end reading.
   gpuenv::probe::HostFacts facts;
@@ -398,6 +408,8 @@ TEST_CASE("fake NVML: a B200's NVLink5 counters per link, read at doctor's start
   CHECK(errors->message.find("GPU 1 (00000000:2A:00.0) link 9: 1 successful link recoveries") != std::string::npos);
   CHECK(errors->message.find("GPU 4 (00000000:9A:00.0) link 17: 1 failed link recoveries") != std::string::npos);
   CHECK(errors->message.find("link 0: ") == std::string::npos);
+  CHECK(errors->message.find("GPU 4 (00000000:9A:00.0): 1 NVLink ECC data errors (all links)") != std::string::npos);
+  CHECK(errors->message.find("GPU 0 ") == std::string::npos);  // the H100's rising field 160: not judged
 }
 
 TEST_CASE("doctor end to end on the fake NVML: fabric state and link rates in the JSON report",

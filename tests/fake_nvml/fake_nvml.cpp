@@ -42,6 +42,11 @@
 // session as the nvlink_*_link<N> keys do: distinct per link, so a reader that asked for link 0 everywhere is seen.
 // smoke_nvlink5_old_counters = 1 (with smoke_nvlink5 = 1): a Blackwell driver that answers the older counters too (0
 // unless set), as NVIDIA/nvidia-resiliency-ext#302 reports fields 161/162 answering on newer GB200 drivers.
+// The NVLink ECC data error total (field 160, NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL, answered at scopeId 0
+// only, as DCGM asks for it): 0 on smoke_nvlink5 GPUs unless set; smoke_nvlink5_ecc_errors (+ _rise: after the first
+// read in a session, as the smoke_ counters) and nvlink_ecc_errors (+ _rise: per nvmlInit session, as doctor's link
+// counters) set it, added together; either key makes a GPU without smoke_nvlink5 answer it too (an older GPU that
+// answers 160, which gpuenv must not judge).
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -278,6 +283,12 @@ std::optional<unsigned long long> smoke_nvlink5_field(const FakeGpu& gpu, unsign
       {221, "symbol_errors"},     {206, "malformed"},       {207, "buffer_overrun"},   {208, "rcv_errors"},
       {209, "remote_errors"},     {210, "general_errors"},  {211, "integrity_errors"}, {213, "recoveries"},
       {214, "failed_recoveries"}, {219, "effective_errors"}};
+  if (field == 160) {
+    const bool set = gpu.has("smoke_nvlink5_ecc_errors") || gpu.has("nvlink_ecc_errors");
+    if (scope != 0 || (!set && gpu.number("smoke_nvlink5") == 0)) return std::nullopt;
+    return (gpu.has("smoke_nvlink5_ecc_errors") ? rising_counter(gpu, "smoke_nvlink5_ecc_errors") : 0ULL) +
+           (gpu.has("nvlink_ecc_errors") ? rising_per_session(gpu, "nvlink_ecc_errors") : 0ULL);
+  }
   if (gpu.number("smoke_nvlink5") == 0) return std::nullopt;
   constexpr unsigned all_links = 0xffffffffU;
   if (field == 220 || field == 222) {

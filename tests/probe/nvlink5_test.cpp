@@ -168,6 +168,14 @@ int nvlink5_field_values(gpuenv::probe::nvml::Device device, int count, gpuenv::
     gpuenv::probe::nvml::FieldValue& value = values[i];
     g_nvlink5_requests.push_back({value.field_id, value.scope_id});
     value.nvml_return = k_nvlink5_not_supported;
+    if (value.field_id == 160) {  // the NVLink ECC data error total: every GPU answers it here, at scopeId 0 only
+      if (value.scope_id != 0) continue;
+      value.nvml_return = 0;
+      value.value_type = 3;  // NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+      value.value.ull = nvlink5_is_blackwell(device) ? 7 : 5;
+      any = true;
+      continue;
+    }
     if (!nvlink5_is_blackwell(device)) continue;
     if (value.field_id == 219) continue;  // one field NVML cannot read on this link: left out, not zero
     value.nvml_return = 0;
@@ -203,6 +211,8 @@ TEST_CASE("read_nvlink_errors: the older counters and NVLink5's fields of that v
   const auto hopper_rates = gpuenv::probe::nvml::read_nvlink5_rates(calls, nvlink5_device(false));
   CHECK_FALSE(hopper_rates.effective_ber);
   CHECK_FALSE(hopper_rates.symbol_ber);
+  // It answers the NVLink ECC data error total (160), which is dropped: no rate read, no NVLink5 GPU, nothing judged.
+  CHECK_FALSE(hopper_rates.ecc_errors);
 
   // Blackwell on a driver that answers the older counters (with 0): NVLink5's fields are still read (review H1: the
   // old code skipped them, and with them every Blackwell fault).
@@ -243,14 +253,52 @@ TEST_CASE("read_nvlink_errors: the older counters and NVLink5's fields of that v
   const auto rates = gpuenv::probe::nvml::read_nvlink5_rates(calls, nvlink5_device(true));
   CHECK(rates.effective_ber == std::optional<std::uint64_t>(nvlink5_ber(15, 255)));
   CHECK(rates.symbol_ber == std::optional<std::uint64_t>(73710));
-  REQUIRE(g_nvlink5_requests.size() == 2);
+  // In the same call, the NVLink ECC data error total (160) at scopeId 0: DCGM 4.6.0 dcgmlib/src/DcgmCacheManager.cpp
+  // ActuallyUpdateGpuFieldValues zeroes its requests ("memset(&values[0], 0, ...)") and sets scopeId UINT_MAX only
+  // "if (isNvLink5OrNewer && NvmlFieldRequiresNvLinkAggregate(fieldMeta[i]->nvmlFieldId))", a list
+  // (dcgmlib/src/DcgmCMUtils.cpp) without 160.
+  CHECK(rates.ecc_errors == std::optional<std::uint64_t>(7));
+  REQUIRE(g_nvlink5_requests.size() == 3);
   CHECK(g_nvlink5_requests[0].scope == std::numeric_limits<unsigned>::max());
   CHECK(g_nvlink5_requests[0].field == 220);
   CHECK(g_nvlink5_requests[1].field == 222);
+  CHECK(g_nvlink5_requests[1].scope == std::numeric_limits<unsigned>::max());
+  CHECK(g_nvlink5_requests[2].field == 160);
+  CHECK(g_nvlink5_requests[2].scope == 0);
 
   // An old driver without nvmlDeviceGetFieldValues: nothing read, nothing called.
   NvLinkCounters old_driver;
   gpuenv::probe::nvml::read_nvlink_errors({nvlink5_error_counter, nullptr}, nvlink5_device(true), 1, old_driver);
   CHECK(old_driver.nvlink5.empty());
   CHECK_FALSE(gpuenv::probe::nvml::read_nvlink5_rates({nullptr, nullptr}, nvlink5_device(true)).effective_ber);
+  CHECK_FALSE(gpuenv::probe::nvml::read_nvlink5_rates({nullptr, nullptr}, nvlink5_device(true)).ecc_errors);
+}
+
+TEST_CASE("nvlink_ecc_growth and nvlink_ecc_rise: the NVLink ECC data error total between two readings",
+          "[probe][nvlink5]") {
+  // DCGM 4.6.0 modules/health/DcgmHealthWatch.cpp MonitorNVLink5Fields: DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL among its
+  // fields, "if (nvLinkError >= DCGM_LIMIT_MAX_NVLINK_ERROR)" FAIL, DCGM_LIMIT_MAX_NVLINK_ERROR 1
+  // (common/DcgmGPUHardwareLimits.h); a value missing at either end is skipped ("continue").
+  using Reading = std::optional<std::uint64_t>;
+  struct Case {
+    const char* name;
+    Reading before, after, growth;
+    const char* rise;  // nullptr: none
+  } const cases[] = {
+      {"equal: no rise", 4, 4, 0, nullptr},
+      {"a rise of one fails", 4, 5, 1, "1 NVLink ECC data errors (all links)"},
+      {"a rise of many", 0, 12, 12, "12 NVLink ECC data errors (all links)"},
+      {"went down (driver reload): its later value", 9, 2, 2, "2 NVLink ECC data errors (all links)"},
+      {"went down to 0", 9, 0, 0, nullptr},
+      {"unread before: no growth", std::nullopt, 5, std::nullopt, nullptr},
+      {"unread after: no growth", 5, std::nullopt, std::nullopt, nullptr},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const Reading growth = gpuenv::probe::nvlink_ecc_growth(c.before, c.after);
+    CHECK(growth == c.growth);
+    const std::optional<std::string> rise = gpuenv::probe::nvlink_ecc_rise(growth);
+    CHECK(rise.has_value() == (c.rise != nullptr));
+    if (rise && c.rise != nullptr) CHECK(*rise == c.rise);
+  }
 }

@@ -278,6 +278,57 @@ TEST_CASE("smoke: NVLink5 counters and bit error rates, judged as DCGM's Monitor
   CHECK(quiet->status == Status::pass);
 }
 
+// NVLink5's ECC data error total over all links (NVML field 160, DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL): DCGM 4.6.0
+// MonitorNVLink5Fields fails any rise (DCGM_LIMIT_MAX_NVLINK_ERROR 1) and skips a value missing at either end.
+TEST_CASE("smoke: a rise of NVLink5's ECC data error total fails smoke.link_errors", "[smoke][nvml]") {
+  FabricCounters base;
+  base.nvlinks.push_back(NvLinkCounters{0, true, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  base.nvlinks[0].nvlink5 = {{221, 0}};
+  base.nvlink5_effective_ber = 0xfff;
+  base.nvlink5_symbol_ber = 73710;
+  using Reading = std::optional<unsigned long long>;
+  struct Case {
+    const char* what;
+    Reading before, after;
+    Status expected;
+    const char* part;  // in the message; nullptr: no ECC part
+  } const cases[] = {
+      {"equal", 3, 3, Status::pass, nullptr},
+      {"a rise of one", 3, 4, Status::fail, "1 NVLink ECC data errors (all links)"},
+      {"went down (driver reload): its later value", 8, 2, Status::fail, "2 NVLink ECC data errors (all links)"},
+      {"unread before", std::nullopt, 9, Status::pass, nullptr},
+      {"unread after", 9, std::nullopt, Status::pass, nullptr},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    FabricCounters before = base, after = base;
+    before.nvlink5_ecc_errors = c.before;
+    after.nvlink5_ecc_errors = c.after;
+    const Finding judged = judge_link_errors(before, after, 10, true);
+    CHECK(judged.status == c.expected);
+    CHECK((judged.message.find("NVLink ECC data errors") != std::string::npos) == (c.part != nullptr));
+    if (c.part != nullptr) CHECK(judged.message.find(c.part) == 0);
+  }
+
+  // Through the runner and the fake NVML (smoke.link_errors of its one GPU): a B200 whose ECC data error total rises
+  // by 2 during the run fails, one whose total stands still passes, and a GPU before NVLink5 that answers field 160
+  // and sees it rise is not judged by it (no rate read).
+  const auto link_finding = [](const char* fake_nvml) {
+    const SmokeReport report = run_with_nvml(fake_nvml, "elapsed_ms = 0.001\n", small_options());
+    const Finding* finding = find(report.devices.at(0).findings, "smoke.link_errors");
+    REQUIRE(finding != nullptr);
+    return *finding;
+  };
+  const Finding rising = link_finding(
+      "nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_ecc_errors = 5\nsmoke_nvlink5_ecc_errors_rise = 2\n");
+  CHECK(rising.status == Status::fail);
+  CHECK(rising.message.find("2 NVLink ECC data errors (all links)") == 0);
+  CHECK(link_finding("nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_ecc_errors = 5\n").status == Status::pass);
+  const Finding hopper = link_finding("nvlinks = 4\nsmoke_nvlink5_ecc_errors = 5\nsmoke_nvlink5_ecc_errors_rise = 2\n");
+  CHECK(hopper.status == Status::pass);
+  CHECK(hopper.message.find("ECC") == std::string::npos);
+}
+
 TEST_CASE("smoke: fewer GPUs than expected fail, and the board's peer floor still applies", "[smoke]") {
   SmokeOptions options = small_options();
   options.cublas = false;

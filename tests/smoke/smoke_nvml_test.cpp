@@ -117,6 +117,7 @@ TEST_CASE("smoke: a B200's NVLink5 counters are read link by link through probe'
   }
   CHECK(counters.nvlink5_effective_ber == 0xfffULL);  // over all links: NVML's zero
   CHECK(counters.nvlink5_symbol_ber == 73710ULL);
+  CHECK(counters.nvlink5_ecc_errors == 0ULL);  // the NVLink ECC data error total (field 160) with them
   // A GB200 on a driver that answers the older counters (with 0): NVLink5's are read all the same (review H1).
   const FakeNvml gb200(
       "nvlinks = 18\nsmoke_nvlink5 = 1\nsmoke_nvlink5_old_counters = 1\n"
@@ -132,7 +133,7 @@ TEST_CASE("smoke: a B200's NVLink5 counters are read link by link through probe'
   CHECK(both.nvlink5_symbol_ber == 73710ULL);
   // A GPU before Blackwell: the older counters; NVLink5's fields asked for and each refused (NOT_SUPPORTED per value):
   // none kept, so nothing is judged.
-  const FakeNvml hopper("nvlinks = 4\nsmoke_nvlink_replay = 6\n");
+  const FakeNvml hopper("nvlinks = 4\nsmoke_nvlink_replay = 6\nsmoke_nvlink5_ecc_errors = 3\n");
   const std::shared_ptr<const NvmlMonitor> older = NvmlMonitor::open(*real, GPUENV_FAKE_NVML_LIBRARY);
   REQUIRE(older != nullptr);
   const FabricCounters h100 = older->fabric_counters("00000000:1B:00.0");
@@ -140,6 +141,7 @@ TEST_CASE("smoke: a B200's NVLink5 counters are read link by link through probe'
   CHECK(h100.nvlinks[0].replay == 6ULL);
   CHECK(h100.nvlinks[0].nvlink5.empty());
   CHECK_FALSE(h100.nvlink5_symbol_ber);
+  CHECK_FALSE(h100.nvlink5_ecc_errors);  // field 160 answered (3), dropped: no NVLink5 rate was read
 }
 
 TEST_CASE("smoke: matmuls are timed over sustained windows and every launch is compared with the reference",

@@ -24,8 +24,8 @@ using gpuenv::watch::Notice;
 using gpuenv::watch::parse_notice_time;
 
 TEST_CASE("notice times in the three clouds' formats", "[watch]") {
-  CHECK(parse_notice_time("2017-09-18T08:22:00Z") == 1505722920);  // AWS spot "time"
-  CHECK(parse_notice_time("21 Jan 2019 09:00:43 GMT") == 1548061243);  // AWS scheduled NotBefore
+  CHECK(parse_notice_time("2017-09-18T08:22:00Z") == 1505722920);           // AWS spot "time"
+  CHECK(parse_notice_time("21 Jan 2019 09:00:43 GMT") == 1548061243);       // AWS scheduled NotBefore
   CHECK(parse_notice_time("Mon, 19 Sep 2016 18:29:47 GMT") == 1474309787);  // Azure NotBefore
   CHECK_FALSE(parse_notice_time("soon"));
   CHECK_FALSE(parse_notice_time("21 Foo 2019 09:00:43 GMT"));
@@ -35,8 +35,8 @@ TEST_CASE("AWS: spot/instance-action is a notice only when it answers 200", "[wa
   auto none = gpuenv::watch::parse_aws_instance_action(HttpResponse{404, "<html>Not Found</html>"});
   REQUIRE(none);
   CHECK_FALSE(*none);
-  auto notice =
-      gpuenv::watch::parse_aws_instance_action(HttpResponse{200, R"({"action": "terminate", "time": "2017-09-18T08:22:00Z"})"});
+  auto notice = gpuenv::watch::parse_aws_instance_action(
+      HttpResponse{200, R"({"action": "terminate", "time": "2017-09-18T08:22:00Z"})"});
   REQUIRE(notice);
   REQUIRE(*notice);
   CHECK((*notice)->kind == "terminate");
@@ -113,8 +113,9 @@ TEST_CASE("the watcher asks AWS with an IMDSv2 token, through the real client", 
   REQUIRE(notices->size() == 1);
   CHECK(notices->front().kind == "stop");
   const auto requests = server.requests();
-  CHECK(std::count_if(requests.begin(), requests.end(), [](const auto& r) { return r.line == "PUT /latest/api/token"; }) ==
-        1);  // the token is kept for its life
+  CHECK(std::count_if(requests.begin(), requests.end(), [](const auto& r) {
+          return r.line == "PUT /latest/api/token";
+        }) == 1);  // the token is kept for its life
   for (const auto& request : requests) {
     if (request.line.rfind("GET", 0) == 0) CHECK(request.header("x-aws-ec2-metadata-token") == "TOKEN-1");
   }

@@ -165,7 +165,7 @@ TEST_CASE("monitor: NVLink counts per link through NVML, a link that goes down a
 TEST_CASE("monitor: a B200's NVLink5 counters are read per link through NVML and judged", "[watch]") {
   const std::string b200_keys =
       "nvlinks = 18\nsmoke_nvlink5 = 1\nnvlink5_symbol_errors_link7 = 3\n"
-      "nvlink5_recoveries_link2 = 1\nnvlink5_effective_errors_link11 = 50";
+      "nvlink5_recoveries_link2 = 1\nnvlink5_effective_errors_link11 = 50\nnvlink_ecc_errors = 4";
   Harness h(fixture("reload_on_change = 1", 0, b200_keys));
   h.start();
   const Snapshot first = h.interval();
@@ -180,6 +180,7 @@ TEST_CASE("monitor: a B200's NVLink5 counters are read per link through NVML and
   CHECK(blackwell.nvlink_links[7].nvlink5.at(0).value == 3);
   CHECK(blackwell.nvlink_links[0].nvlink5.at(0).value == 0);
   CHECK(blackwell.nvlink5_symbol_ber == 73710u);               // read over all links (scopeId UINT_MAX)
+  CHECK(blackwell.nvlink5_ecc_errors == 4u);                   // field 160 with the rates (scopeId 0)
   CHECK_FALSE(first.sample.gpus[1].nvlink5_errors);            // an H100: no NVLink5
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a new modification time
   std::ofstream(h.conf) << fixture(

@@ -590,7 +590,7 @@ NvLinkCounters b200_link(unsigned link, std::map<unsigned, std::uint64_t> set = 
 /// A B200 whose links read `links` (inactive ones too) and whose rates over all links read as given, sampled as the
 /// monitor samples NVML (sample_from_inventory: the NVLink5 sums over the active links).
 GpuSample b200(std::vector<NvLinkCounters> links, std::optional<std::uint64_t> effective_ber = 0xfff,
-               std::optional<std::uint64_t> symbol_ber = 73710) {
+               std::optional<std::uint64_t> symbol_ber = 73710, std::optional<std::uint64_t> ecc_errors = 0) {
   gpuenv::probe::GpuInventory inventory;
   inventory.availability.available = true;
   gpuenv::probe::GpuFacts facts;
@@ -609,6 +609,7 @@ GpuSample b200(std::vector<NvLinkCounters> links, std::optional<std::uint64_t> e
   }
   read.nvlink5_effective_ber = effective_ber;
   read.nvlink5_symbol_ber = symbol_ber;
+  read.nvlink5_ecc_errors = ecc_errors;
   inventory.gpus.push_back(facts);
   NodeSample sample = gpuenv::watch::sample_from_inventory(inventory, {read}, k_start);
   return sample.gpus.at(0);
@@ -700,6 +701,39 @@ TEST_CASE("NVLink5: a rise is judged by probe's table and named by link and coun
     CHECK(raised[0].finding.id == row.id);
     CHECK(raised[0].finding.status == row.expected);
     CHECK(raised[0].action == row.action);
+    CHECK_THAT(raised[0].finding.message, Catch::Contains(row.says));
+  }
+}
+
+// NVLink5's ECC data error total over all links (NVML field 160, DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL): DCGM 4.6.0
+// MonitorNVLink5Fields fails any rise (DCGM_LIMIT_MAX_NVLINK_ERROR 1) and skips a value missing at either end. watch
+// judges it between consecutive samples; it is not stored, so a sample read back from the database has none.
+TEST_CASE("NVLink5: a rise of the ECC data error total fails watch.nvlink_errors", "[watch]") {
+  using Reading = std::optional<std::uint64_t>;
+  struct Row {
+    const char* name;
+    Reading before, after;
+    const char* says;  // nullptr: no event
+  } const rows[] = {
+      {"equal", 4, 4, nullptr},
+      {"a rise of one", 4, 5, "GPU 0: 1 NVLink ECC data errors (all links) in the last 10 s (5 in all)"},
+      {"went down (driver reload): its later value", 9, 3, "GPU 0: 3 NVLink ECC data errors (all links)"},
+      {"unread before (a sample read back from the database)", std::nullopt, 5, nullptr},
+      {"unread now", 5, std::nullopt, nullptr},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    Run run;
+    CHECK(run.step({b200(b200_links(0, {}), 0xfff, 73710, row.before)}).empty());
+    const auto raised = run.step({b200(b200_links(0, {}), 0xfff, 73710, row.after)});
+    if (row.says == nullptr) {
+      CHECK(raised.empty());
+      continue;
+    }
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].finding.id == "watch.nvlink_errors");
+    CHECK(raised[0].finding.status == Status::fail);
+    CHECK(raised[0].action == "drain_and_inspect");
     CHECK_THAT(raised[0].finding.message, Catch::Contains(row.says));
   }
 }

@@ -210,6 +210,7 @@ FabricCounters NvmlMonitor::fabric_counters(const std::string& pci_bus_id) const
     const probe::nvml::NvLink5Rates rates = probe::nvml::read_nvlink5_rates(calls, device);
     out.nvlink5_effective_ber = rates.effective_ber;
     out.nvlink5_symbol_ber = rates.symbol_ber;
+    out.nvlink5_ecc_errors = rates.ecc_errors;
   }
   return out;
 }

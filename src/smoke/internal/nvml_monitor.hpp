@@ -79,6 +79,9 @@ struct FabricCounters {
   /// NVLink5: the bit error rates over all links (scopeId UINT_MAX, as DCGM reads them on Blackwell), encoded as
   /// nvml.h says: bits 0-7 the exponent, 8-11 the mantissa (mantissa x 10^-exponent).
   std::optional<unsigned long long> nvlink5_effective_ber, nvlink5_symbol_ber;
+  /// NVLink5: the NVLink ECC data error total over all links (NVML field 160), cumulative; read with the rates and kept
+  /// only when one of them was (probe::nvml::NvLink5Rates::ecc_errors).
+  std::optional<unsigned long long> nvlink5_ecc_errors;
   bool any() const { return pcie_replays.has_value() || !nvlinks.empty(); }
 };
 

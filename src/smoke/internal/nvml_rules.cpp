@@ -141,6 +141,12 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
   if (const std::vector<std::string> nvlink5 = nvlink5_faults(before, after, nvlink5_warnings, nvlink5_shown);
       !nvlink5.empty())
     failing.push_back("NVLink " + util::join(nvlink5, ", "));
+  // NVLink5's ECC data error total over all links (read on NVLink5 GPUs only): any rise fails (DCGM 4.6.0
+  // MonitorNVLink5Fields, DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL); a counter that went down counts its later value, as
+  // probe's growth has it; unread at either end is no growth.
+  if (std::optional<std::string> rise =
+          probe::nvlink_ecc_rise(probe::nvlink_ecc_growth(before.nvlink5_ecc_errors, after.nvlink5_ecc_errors)))
+    failing.push_back(std::move(*rise));
   if (!nvlink5_warnings.empty()) warning.push_back("NVLink " + util::join(nvlink5_warnings, ", "));
   if (!nvlink5_shown.empty())
     counted.push_back("NVLink " + util::join(nvlink5_shown, ", ") + " (not judged: the effective bit error rate is)");
@@ -180,7 +186,7 @@ Finding judge_link_errors(const FabricCounters& before, const FabricCounters& af
                    "modules/health/DcgmHealthWatch.cpp (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR 100/s per field; NVLink5: "
                    "gpuenv's policy after MonitorNVLink5Fields: a counter rise fails but successful link recoveries "
                    "warn and effective errors are not judged, effective BER above 1e-12 and any uncorrected symbol "
-                   "error fail); "
+                   "error fail, as does any NVLink ECC data error (DCGM_FI_DEV_NVLINK_ECC_ERROR_TOTAL)); "
                    "Azure/azurehpc-health-checks azure_gpu_nvlink.nhc"};
   }
   if (!warning.empty()) {
