@@ -72,33 +72,30 @@ util::Expected<cloudinit::Source> source_from(const CloudInitOptions& options) {
 }
 
 util::Expected<ExitCode> run_cloud_init(Context& context, const CloudInitOptions& options) {
-  auto source = source_from(options);
-  if (!source) return source.error();
-  for (const std::string& warning : cloudinit::source_warnings(*source))
+  GPUENV_TRY_ASSIGN(auto source, source_from(options));
+  for (const std::string& warning : cloudinit::source_warnings(source))
     context.err << "gpuenv: warning: " << warning << "\n";
   GPUENV_TRY_ASSIGN(auto document, profile::load_profile(options.profile, context.system));
   GPUENV_TRY_ASSIGN(auto text, profile_text(options.profile, context.system));
-  auto selection = profile::parse_assignments(options.set);
-  if (!selection) return selection.error();
-  auto node = profile::resolve_cell(document, *selection, options.profile);
-  if (!node) return node.error();
+  GPUENV_TRY_ASSIGN(auto selection, profile::parse_assignments(options.set));
+  GPUENV_TRY_ASSIGN(auto node, profile::resolve_cell(document, selection, options.profile));
 
   // A node given an impossible environment would retry its install on every boot: refuse it here.
   GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
-  const std::vector<report::Finding> findings = compat::check_profile(*node, *kb);
+  const std::vector<report::Finding> findings = compat::check_profile(node, *kb);
   if (report::verdict_of(findings) == report::Verdict::not_ok) {
-    context.err << "gpuenv: refusing to write user-data: " << node->name << " is not compatible:\n\n";
-    context.err << check_text(*node, {compat::CellVerdict{profile::Cell{*selection, *node, false}, findings, false}},
+    context.err << "gpuenv: refusing to write user-data: " << node.name << " is not compatible:\n\n";
+    context.err << check_text(node, {compat::CellVerdict{profile::Cell{selection, node, false}, findings, false}},
                               report::TextStyle{});
     return ExitCode::not_ok;
   }
 
   cloudinit::Options render;
-  render.source = std::move(*source);
+  render.source = std::move(source);
   render.doctor_only = options.doctor_only;
-  render.selection = std::move(*selection);
+  render.selection = std::move(selection);
   render.gpuenv_version = gpuenv_version();
-  GPUENV_TRY_ASSIGN(auto user_data, cloudinit::render_user_data(*node, text, render));
+  GPUENV_TRY_ASSIGN(auto user_data, cloudinit::render_user_data(node, text, render));
   if (options.output.empty()) {
     context.out << user_data;
     return ExitCode::ok;

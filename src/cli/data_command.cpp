@@ -21,11 +21,10 @@ struct DataOptions {
 
 util::Expected<ExitCode> run_data_check(Context& context, const DataOptions& options) {
   if (!context.system.exists(options.directory)) return util::Error::usage(options.directory + ": no such directory");
-  auto overlay = read_overlay_directory(context.system, options.directory, all_data_tables());
-  if (!overlay) return overlay.error();
-  GPUENV_TRY(check_overlay(*overlay));
+  GPUENV_TRY_ASSIGN(auto overlay, read_overlay_directory(context.system, options.directory, all_data_tables()));
+  GPUENV_TRY(check_overlay(overlay));
   std::vector<std::string> files;
-  for (const util::OverlayFile& file : *overlay) files.push_back(file.table);
+  for (const util::OverlayFile& file : overlay) files.push_back(file.table);
   context.out << options.directory << ": "
               << (files.empty() ? std::string("no overlay files (*.toml named after a table)")
                                 : std::to_string(files.size()) + " overlay file(s) valid: " + util::join(files, ", "))

@@ -28,7 +28,7 @@ std::vector<std::string> table_names(const std::vector<util::DataTable>& tables)
 /// Turns a module's parse result into Ok or its Error.
 template <typename T>
 util::Expected<util::Ok> checked(const util::Expected<T>& parsed) {
-  if (!parsed) return parsed.error();
+  GPUENV_TRY(parsed);
   return util::Ok{};
 }
 
@@ -173,14 +173,14 @@ util::Expected<util::Overlay> find_overlay(system::System& system, const std::st
 }
 
 util::Expected<util::Ok> check_overlay(const util::Overlay& overlay) {
-  if (auto r = checked(compat::load_knowledge_base(overlay)); !r) return r;
-  if (auto r = checked(probe::load_xid_table(overlay)); !r) return r;
-  if (auto r = checked(probe::load_sxid_table(overlay)); !r) return r;
-  if (auto r = checked(nccl::load_data(overlay)); !r) return r;
-  if (auto r = doctor::check_data(overlay); !r) return r;
-  if (auto r = smoke::check_data(overlay); !r) return r;
-  if (auto r = checked(dockerfile::load_data(overlay)); !r) return r;
-  if (auto r = checked(install::load_install_data(overlay)); !r) return r;
+  GPUENV_TRY(checked(compat::load_knowledge_base(overlay)));
+  GPUENV_TRY(checked(probe::load_xid_table(overlay)));
+  GPUENV_TRY(checked(probe::load_sxid_table(overlay)));
+  GPUENV_TRY(checked(nccl::load_data(overlay)));
+  GPUENV_TRY(doctor::check_data(overlay));
+  GPUENV_TRY(smoke::check_data(overlay));
+  GPUENV_TRY(checked(dockerfile::load_data(overlay)));
+  GPUENV_TRY(checked(install::load_install_data(overlay)));
   return watch::check_data(overlay);
 }
 

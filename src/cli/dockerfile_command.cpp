@@ -94,12 +94,11 @@ util::Expected<dockerfile::Options> render_options(const DockerfileOptions& opti
 }
 
 util::Expected<ExitCode> run_one(Context& context, const DockerfileOptions& options, const Inputs& in) {
-  auto overrides = profile::parse_assignments(options.set);
-  if (!overrides) return overrides.error();
+  GPUENV_TRY_ASSIGN(auto overrides, profile::parse_assignments(options.set));
   const profile::Profile& base = in.document.base;
   // profile::pick_cells: --set on a field the matrix sets picks cells, on any other field overrides; when no cell
   // has the values, the base profile takes the overrides.
-  const profile::CellPick pick = profile::pick_cells(in.document, *overrides);
+  const profile::CellPick pick = profile::pick_cells(in.document, overrides);
   const profile::Assignments& selectors = pick.selectors;
   std::vector<profile::Cell> candidates = pick.cells;
   if (candidates.empty()) {
@@ -116,7 +115,7 @@ util::Expected<ExitCode> run_one(Context& context, const DockerfileOptions& opti
   std::optional<Choice> chosen;
   std::optional<Choice> first;
   for (const profile::Cell& cell : candidates) {
-    GPUENV_TRY_ASSIGN(auto resolved, profile::apply_overrides(cell.profile, *overrides));
+    GPUENV_TRY_ASSIGN(auto resolved, profile::apply_overrides(cell.profile, overrides));
     Choice choice{cell, resolved, dockerfile_findings(resolved, in)};
     if (usable(choice.findings)) {
       chosen = std::move(choice);
@@ -143,14 +142,13 @@ util::Expected<ExitCode> run_one(Context& context, const DockerfileOptions& opti
 
   // The selection repeated in the file: the cell's assignments, then overrides of other fields.
   profile::Assignments selection = chosen->cell.assignments;
-  for (const auto& pair : *overrides) {
+  for (const auto& pair : overrides) {
     const bool present =
         std::any_of(selection.begin(), selection.end(), [&pair](const auto& s) { return s.first == pair.first; });
     if (!present) selection.push_back(pair);
   }
-  auto render = render_options(options, in, chosen->resolved, std::move(selection));
-  if (!render) return render.error();
-  GPUENV_TRY_ASSIGN(auto text, dockerfile::render(chosen->resolved, *in.kb, *in.data, *render));
+  GPUENV_TRY_ASSIGN(auto render, render_options(options, in, chosen->resolved, std::move(selection)));
+  GPUENV_TRY_ASSIGN(auto text, dockerfile::render(chosen->resolved, *in.kb, *in.data, render));
   if (options.output.empty()) {
     context.out << text;
     return ExitCode::ok;
@@ -198,9 +196,8 @@ util::Expected<ExitCode> run_all(Context& context, const DockerfileOptions& opti
       requested_invalid = requested_invalid || cell.requested;
       continue;
     }
-    auto render = render_options(options, in, cell.profile, cell.assignments);
-    if (!render) return render.error();
-    GPUENV_TRY_ASSIGN(auto text, dockerfile::render(cell.profile, *in.kb, *in.data, *render));
+    GPUENV_TRY_ASSIGN(auto render, render_options(options, in, cell.profile, cell.assignments));
+    GPUENV_TRY_ASSIGN(auto text, dockerfile::render(cell.profile, *in.kb, *in.data, render));
     std::string file = dockerfile::unique_cell_file_name(base.name, cell.assignments, names);
     written.push_back({{"file", file},
                        {"label", label},
@@ -210,7 +207,7 @@ util::Expected<ExitCode> run_all(Context& context, const DockerfileOptions& opti
                        {"image", "nvidia/cuda:" + compat::derive(cell.profile, *in.kb).image_tag},
                        {"helper_images", dockerfile::helper_images(cell.profile, *in.data, options.with_doctor)},
                        {"profile_hash", dockerfile::profile_hash(cell.profile)}});
-    if (!render->base_digest.empty()) written.back()["digest"] = render->base_digest;
+    if (!render.base_digest.empty()) written.back()["digest"] = render.base_digest;
     outputs.push_back({std::move(file), std::move(text)});
   }
 
@@ -288,15 +285,12 @@ util::Expected<ExitCode> run_dockerfile(Context& context, const DockerfileOption
     GPUENV_TRY_ASSIGN(auto requirements, dockerfile::parse_hashed_requirements(*text, options.hashed_requirements));
     in.hashed_requirements = std::move(requirements);
   }
-  auto kb = compat::builtin_knowledge_base();
-  if (!kb) return kb.error();
-  auto data = dockerfile::builtin_data();
-  if (!data) return data.error();
-  auto document = profile::load_profile(options.profile, context.system);
-  if (!document) return document.error();
-  in.kb = *kb;
-  in.data = *data;
-  in.document = std::move(*document);
+  GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
+  GPUENV_TRY_ASSIGN(auto data, dockerfile::builtin_data());
+  GPUENV_TRY_ASSIGN(auto document, profile::load_profile(options.profile, context.system));
+  in.kb = kb;
+  in.data = data;
+  in.document = std::move(document);
   return options.all ? run_all(context, options, in) : run_one(context, options, in);
 }
 

@@ -168,14 +168,13 @@ fleet::NodeHealth slurm_health(const doctor::DoctorReport& report, bool strict) 
 /// --slurm: drain this node on NOT READY, resume gpuenv's own drain when healthy (fleet/slurm.hpp).
 util::Expected<ExitCode> run_slurm_health_check(Context& context, const DoctorOptions& options,
                                                 const doctor::DoctorReport& report) {
-  auto node = fleet::slurm_node_name(context.system, options.slurm_node);
-  if (!node) return node.error();
+  GPUENV_TRY_ASSIGN(auto node, fleet::slurm_node_name(context.system, options.slurm_node));
   const std::string oneline = doctor_oneline(report);
   context.out << oneline;
   GPUENV_TRY_ASSIGN(auto outcome,
-                    fleet::run_slurm_health_check(context.system, *node, slurm_health(report, options.strict), oneline,
+                    fleet::run_slurm_health_check(context.system, node, slurm_health(report, options.strict), oneline,
                                                   k_slurm_wait_limit));
-  context.out << "slurm node " << *node << " (" << outcome.before.state << "): " << outcome.action.why << "\n";
+  context.out << "slurm node " << node << " (" << outcome.before.state << "): " << outcome.action.why << "\n";
   return exits_ok(report.verdict, options.strict) ? ExitCode::ok : ExitCode::not_ok;
 }
 
@@ -211,13 +210,12 @@ util::Expected<std::optional<std::chrono::seconds>> parse_since(const std::strin
 /// The smoke tests' own options, as `gpuenv smoke` takes them.
 util::Expected<util::Ok> read_smoke_options(Context& context, const DoctorOptions& options,
                                             smoke::SmokeOptions& smoke) {
-  auto library = library_from_environment(context.system, "GPUENV_CUDA_LIBRARY", smoke.library);
-  if (!library) return library.error();
-  smoke.library = *library;
+  GPUENV_TRY_ASSIGN(auto library, library_from_environment(context.system, "GPUENV_CUDA_LIBRARY", smoke.library));
+  smoke.library = library;
   GPUENV_TRY_ASSIGN(auto cublas, library_from_environment(context.system, "GPUENV_CUBLAS_LIBRARY", ""));
   smoke.cublas_library = cublas;
   smoke.memtest_fraction = options.memtest;
-  if (auto read = read_smoke_overrides(options.expect, "--expect", false, smoke.overrides); !read) return read;
+  GPUENV_TRY(read_smoke_overrides(options.expect, "--expect", false, smoke.overrides));
   return read_smoke_overrides(options.minimum, "--minimum", true, smoke.overrides);
 }
 
@@ -301,22 +299,16 @@ util::Expected<util::Ok> write_outputs(Context& context, const DoctorOptions& op
   constexpr unsigned k_readable = 0644;
   if (!options.prometheus.empty()) {
     const PrometheusOptions prometheus = prometheus_options(context, options, now);
-    if (auto written = context.system.write_file_atomic(
-            options.prometheus, doctor_prometheus(report, gpuenv_version(), now, prometheus), k_readable);
-        !written)
-      return written.error();
+    GPUENV_TRY(context.system.write_file_atomic(
+        options.prometheus, doctor_prometheus(report, gpuenv_version(), now, prometheus), k_readable));
   }
   if (!options.nfd.empty()) {
-    if (auto written = fleet::write_nfd_feature_file(context.system, options.nfd,
-                                                     fleet::nfd_feature_file(node_features(report, options, now)));
-        !written)
-      return written.error();
+    GPUENV_TRY(fleet::write_nfd_feature_file(context.system, options.nfd,
+                                             fleet::nfd_feature_file(node_features(report, options, now))));
   }
   if (!options.report_file.empty()) {
-    if (auto written = context.system.write_file_atomic(options.report_file, doctor_json(report, gpuenv_version(), now),
-                                                        k_readable);
-        !written)
-      return written.error();
+    GPUENV_TRY(
+        context.system.write_file_atomic(options.report_file, doctor_json(report, gpuenv_version(), now), k_readable));
   }
   return util::Ok{};
 }
@@ -402,9 +394,8 @@ util::Expected<ExitCode> run_doctor_command(Context& context, const DoctorOption
     request.collect.nvidia_smi_xml = std::move(*xml);
     request.collect.nvidia_smi_xml_origin = options.nvidia_smi_xml;
   }
-  auto profile = load_profile_for(context, options);
-  if (!profile) return profile.error();
-  request.profile = std::move(*profile);
+  GPUENV_TRY_ASSIGN(auto profile, load_profile_for(context, options));
+  request.profile = std::move(profile);
 
   std::unique_ptr<system::System> rooted;
   system::System* target = &context.system;

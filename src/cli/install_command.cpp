@@ -196,39 +196,35 @@ util::Expected<ExitCode> run_install(Context& context, const InstallOptions& opt
     return util::Error::usage(
         "--os and --root plan for another machine: use them with "
         "--dry-run");
-  auto profile = load_install_profile(context, options.profile, options.set, options.arch);
-  if (!profile) return profile.error();
+  GPUENV_TRY_ASSIGN(auto profile, load_install_profile(context, options.profile, options.set, options.arch));
   GPUENV_TRY_ASSIGN(auto data, install::builtin_install_data());
   GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
   if (!options.dry_run && install::effective_uid(context.system).value_or(-1) != 0)
     return util::Error::usage("install needs root", "run it with sudo, or use --dry-run");
 
-  GPUENV_TRY_ASSIGN(auto first_target, target_of(*profile, options, this_machine_arch()));
+  GPUENV_TRY_ASSIGN(auto first_target, target_of(profile, options, this_machine_arch()));
   // Every repository URL is checked before anything is read from the node or done to it.
-  GPUENV_TRY_ASSIGN(auto request, repository_request(context, options, *profile, first_target));
+  GPUENV_TRY_ASSIGN(auto request, repository_request(context, options, profile, first_target));
   if (!options.dry_run) {
     for (const std::string& url : {request.cuda_repo_url, request.toolkit_repo_url}) {
       if (auto untrusted = install::check_local_repository(context.system, url)) return *untrusted;
     }
   }
   const install::TargetRow* row = data->find_target(first_target.distro, first_target.version);
-  auto node = planned_node(context, options, row ? row->manager : "");
-  if (!node) return node.error();
-  auto arch = planned_arch(*profile, options, node->arch, !options.dry_run);
-  if (!arch) return arch.error();
-  auto target = target_of(*profile, options, *arch);
-  if (!target) return target.error();
-  profile->os_arch = *arch;  // --arch sets os.arch in the profile the plan and its verify see
-  system::System& node_system = node->captured ? *node->captured : context.system;
+  GPUENV_TRY_ASSIGN(auto node, planned_node(context, options, row ? row->manager : ""));
+  GPUENV_TRY_ASSIGN(auto arch, planned_arch(profile, options, node.arch, !options.dry_run));
+  GPUENV_TRY_ASSIGN(auto target, target_of(profile, options, arch));
+  profile.os_arch = arch;  // --arch sets os.arch in the profile the plan and its verify see
+  system::System& node_system = node.captured ? *node.captured : context.system;
   const bool on_a_node = options.root.empty() ? !options.dry_run : options.os.empty();
   if (on_a_node) {
-    if (auto wrong = install::check_node_os(node_system, *target)) return *wrong;
+    if (auto wrong = install::check_node_os(node_system, target)) return *wrong;
   }
-  request.target = *target;
-  request.node = node->facts;
-  GPUENV_TRY_ASSIGN(auto plan, install::plan_install(*profile, request, *data, *kb));
+  request.target = target;
+  request.node = node.facts;
+  GPUENV_TRY_ASSIGN(auto plan, install::plan_install(profile, request, *data, *kb));
   if (options.dry_run) return print_plan(context, options, plan);
-  return apply_install(context, options, *profile, plan);
+  return apply_install(context, options, profile, plan);
 }
 
 }  // namespace

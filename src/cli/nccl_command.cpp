@@ -79,10 +79,8 @@ void apply_instance(const doctor::InstanceExpectation* instance, nccl::JobReques
 
 util::Expected<ExitCode> run_job(Context& context, const JobOptions& options) {
   if (options.slurm == options.kubernetes) return util::Error::usage("name one scheduler: --slurm or --kubernetes");
-  auto data = nccl::builtin_data();
-  if (!data) return data.error();
-  auto instances = doctor::builtin_instances();
-  if (!instances) return instances.error();
+  GPUENV_TRY_ASSIGN(auto data, nccl::builtin_data());
+  GPUENV_TRY_ASSIGN(auto instances, doctor::builtin_instances());
   nccl::JobRequest request;
   request.scheduler = options.slurm ? nccl::Scheduler::slurm : nccl::Scheduler::kubernetes;
   request.nodes = options.nodes;
@@ -91,22 +89,22 @@ util::Expected<ExitCode> run_job(Context& context, const JobOptions& options) {
   request.all_reduce_perf = options.all_reduce_perf;
   request.prometheus = options.prometheus;
   if (!options.instance_type.empty()) {
-    const doctor::InstanceExpectation* instance = doctor::find_instance(**instances, options.instance_type);
-    if (instance == nullptr && (*data)->floor_for(options.instance_type, options.nodes) == nullptr) {
+    const doctor::InstanceExpectation* instance = doctor::find_instance(*instances, options.instance_type);
+    if (instance == nullptr && data->floor_for(options.instance_type, options.nodes) == nullptr) {
       return util::Error::usage("--instance-type " + options.instance_type + ": not in gpuenv's instance table",
                                 "leave it out, or add the type with a data overlay "
                                 "(instances.toml)");
     }
     apply_instance(instance, request);
-    if (const nccl::Floor* floor = (*data)->floor_for(options.instance_type, options.nodes))
+    if (const nccl::Floor* floor = data->floor_for(options.instance_type, options.nodes))
       request.max_bytes = std::max(request.max_bytes, floor->message_bytes);
   }
   if (options.gpus_per_node > 0) request.gpus_per_node = options.gpus_per_node;
-  GPUENV_TRY_ASSIGN(auto job, nccl::write_job(request, **data));
+  GPUENV_TRY_ASSIGN(auto job, nccl::write_job(request, *data));
   if (options.output.empty()) {
     context.out << job;
-  } else if (auto written = context.system.write_file_atomic(options.output, job); !written) {
-    return written.error();
+  } else {
+    GPUENV_TRY(context.system.write_file_atomic(options.output, job));
   }
   return ExitCode::ok;
 }

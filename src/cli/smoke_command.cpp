@@ -300,31 +300,30 @@ util::Expected<ExitCode> run_smoke_command(Context& context, const SmokeCommandO
   request.memtest_fraction = options.no_memtest ? 0 : options.memtest;
   GPUENV_TRY(read_smoke_overrides(options.expect, "--expect", false, request.overrides));
   GPUENV_TRY(read_smoke_overrides(options.minimum, "--minimum", true, request.overrides));
-  auto report = smoke::run_smoke(context.system, request);
-  if (!report) return report.error();
+  GPUENV_TRY_ASSIGN(auto report, smoke::run_smoke(context.system, request));
   std::optional<nccl::SweepReport> sweep;
   // Not after a hang (smoke's, or any abandoned work): NCCL would wait behind the stuck thread, and unsetting
   // NCCL_COMM_ID would race its getenv (glibc before 2.40).
-  if (options.nccl && !report->abandoned_work && !system::work_was_abandoned()) {
+  if (options.nccl && !report.abandoned_work && !system::work_was_abandoned()) {
     GPUENV_TRY_ASSIGN(auto ran, run_nccl_sweep(context, options, request.library, nccl_library));
     sweep = std::move(ran);
   }
   // Each finding's action from data/doctor/actions.toml, as doctor gives them (docs/doctor-json.md "Actions").
   GPUENV_TRY_ASSIGN(auto actions, doctor::builtin_actions());
-  doctor::assign_actions(report->findings, *actions);
-  for (smoke::DeviceResult& device : report->devices) doctor::assign_actions(device.findings, *actions);
-  doctor::assign_actions(report->peer_findings, *actions);
-  doctor::assign_actions(report->bidirectional_findings, *actions);
+  doctor::assign_actions(report.findings, *actions);
+  for (smoke::DeviceResult& device : report.devices) doctor::assign_actions(device.findings, *actions);
+  doctor::assign_actions(report.peer_findings, *actions);
+  doctor::assign_actions(report.bidirectional_findings, *actions);
   if (sweep) doctor::assign_actions(sweep->findings, *actions);
-  const report::Verdict verdict = sweep ? std::max(report->verdict, sweep->verdict) : report->verdict;
+  const report::Verdict verdict = sweep ? std::max(report.verdict, sweep->verdict) : report.verdict;
   if (options.json) {
-    context.out << smoke_json(*report, verdict, sweep ? &*sweep : nullptr);
+    context.out << smoke_json(report, verdict, sweep ? &*sweep : nullptr);
   } else {
-    context.out << smoke_text(*report, verdict, context.style);
+    context.out << smoke_text(report, verdict, context.style);
     if (sweep) context.out << nccl_sweep_text(*sweep, context.style);
   }
   const ExitCode code = verdict == report::Verdict::not_ok ? ExitCode::not_ok : ExitCode::ok;
-  if (report->abandoned_work || (sweep && sweep->abandoned_work)) leave_now(context, code);
+  if (report.abandoned_work || (sweep && sweep->abandoned_work)) leave_now(context, code);
   return code;
 }
 

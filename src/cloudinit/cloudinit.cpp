@@ -205,10 +205,9 @@ std::vector<std::string> source_warnings(const Source& source) {
 }
 
 util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
-  auto source = checked_source(unchecked.source);
-  if (!source) return source.error();
+  GPUENV_TRY_ASSIGN(auto source, checked_source(unchecked.source));
   Options options = unchecked;
-  options.source = std::move(*source);
+  options.source = std::move(source);
   const auto files = embedded_cloudinit_data();
   const auto file = std::find_if(files.begin(), files.end(), [](const auto& f) { return f.name == "per-boot.sh"; });
   if (file == files.end()) return util::Error::internal("embedded data/cloudinit/per-boot.sh is missing");
@@ -222,8 +221,7 @@ util::Expected<std::string> render_per_boot_script(const Options& unchecked) {
 util::Expected<std::string> render_user_data(const profile::Profile& profile, std::string_view profile_text,
                                              const Options& options) {
   GPUENV_TRY(check_options(profile, options));
-  auto script = render_per_boot_script(options);
-  if (!script) return script.error();
+  GPUENV_TRY_ASSIGN(auto script, render_per_boot_script(options));
 
   std::string out = header(profile, options);
   out += "write_files:\n";
@@ -236,7 +234,7 @@ util::Expected<std::string> render_user_data(const profile::Profile& profile, st
   out += file_entry(k_profile_path, "0644", profile_text);
   // write_files runs in cloud-init's init stage, before the final stage runs the per-boot scripts. 0700: the script
   // holds the download URL (cloud-init's scripts_per_boot runs it as root and needs only the owner's bits).
-  out += file_entry(k_per_boot_path, "0700", *script);
+  out += file_entry(k_per_boot_path, "0700", script);
   return out;
 }
 

@@ -118,7 +118,7 @@ Expected<util::Ok> read_pytorch(const TomlFile& file, KnowledgeBase& kb) {
           });
       !r)
     return r;
-  if (auto r = file.append_rows("release", kb.torch_releases, read_torch_release); !r) return r;
+  GPUENV_TRY(file.append_rows("release", kb.torch_releases, read_torch_release));
   if (auto r =
           file.append_rows("arch", kb.torch_archs, [](TomlRow& row) { return read_torch_arch(row, k_wheel_x86_64); });
       !r)
@@ -216,9 +216,8 @@ const std::vector<TableSpec>& table_specs() {
 Expected<util::Ok> read_table(const TableSpec& spec, const TomlFile& file, KnowledgeBase& kb) {
   if (const auto key = file.unexpected_key(spec.top_level))
     return Error::internal(std::string(spec.name) + ": unexpected top-level key `" + *key + "`");
-  auto as_of = file.top_level_text("as_of");
-  if (!as_of) return as_of.error();
-  kb.as_of[std::string(spec.name)] = *as_of;
+  GPUENV_TRY_ASSIGN(auto as_of, file.top_level_text("as_of"));
+  kb.as_of[std::string(spec.name)] = as_of;
   return spec.read(file, kb);
 }
 

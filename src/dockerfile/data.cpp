@@ -75,7 +75,7 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
                                                 "torch_cudnn", "torch_compile", "require_cuda", "curl"})) {
       return Error::internal(name + ": unexpected table `" + *key + "`");
     }
-    auto os_rows = parsed.append_rows("os_python", data.os_python, [](TomlRow& row) {
+    GPUENV_TRY(parsed.append_rows("os_python", data.os_python, [](TomlRow& row) {
       OsPython out;
       out.os = row.text("os");
       out.python = row.version("python");
@@ -83,45 +83,40 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       out.interpreter = row.text("interpreter");
       out.provenance = compat::read_provenance(row);
       return out;
-    });
-    if (!os_rows) return os_rows.error();
-    auto numpy_rows = parsed.append_rows("numpy", data.numpy, [](TomlRow& row) {
+    }));
+    GPUENV_TRY(parsed.append_rows("numpy", data.numpy, [](TomlRow& row) {
       NumpyCap out;
       out.framework = row.text("framework");
       out.below = row.version("below");
       out.requirement = row.text("requirement");
       out.provenance = compat::read_provenance(row);
       return out;
-    });
-    if (!numpy_rows) return numpy_rows.error();
-    auto pip_rows = parsed.append_rows("pip", data.pip, [](TomlRow& row) {
+    }));
+    GPUENV_TRY(parsed.append_rows("pip", data.pip, [](TomlRow& row) {
       PipPin out;
       out.python_min = row.version("python_min");
       out.python_max = row.version("python_max");
       out.version = row.text("version");
       out.provenance = compat::read_provenance(row);
       return out;
-    });
-    if (!pip_rows) return pip_rows.error();
-    auto cudnn_rows = parsed.append_rows("torch_cudnn", data.torch_cudnn, [](TomlRow& row) {
+    }));
+    GPUENV_TRY(parsed.append_rows("torch_cudnn", data.torch_cudnn, [](TomlRow& row) {
       TorchCudnn out;
       out.torch = row.version("torch");
       out.variant = row.text("variant");
       out.cudnn = row.text("cudnn");
       out.provenance = compat::read_provenance(row);
       return out;
-    });
-    if (!cudnn_rows) return cudnn_rows.error();
-    auto compile_rows = parsed.append_rows("torch_compile", data.torch_compile, [](TomlRow& row) {
+    }));
+    GPUENV_TRY(parsed.append_rows("torch_compile", data.torch_compile, [](TomlRow& row) {
       TorchCompileGap out;
       out.torch_min = row.version("torch_min");
       out.torch_max = row.version("torch_max");
       out.python_from = row.version("python_from");
       out.provenance = compat::read_provenance(row);
       return out;
-    });
-    if (!compile_rows) return compile_rows.error();
-    auto require_rows = parsed.append_rows("require_cuda", data.require_cuda, [](TomlRow& row) {
+    }));
+    GPUENV_TRY(parsed.append_rows("require_cuda", data.require_cuda, [](TomlRow& row) {
       RequireCuda out;
       out.cuda = row.version("cuda");
       out.x86_64 = row.text("x86_64");
@@ -132,40 +127,35 @@ Expected<Data> parse_data(std::span<const util::EmbeddedFile> files, const util:
       }
       out.provenance = compat::read_provenance(row);
       return out;
-    });
-    if (!require_rows) return require_rows.error();
+    }));
     if (parsed.contains("curl")) {
-      auto curl = parsed.read_table("curl", [&data](TomlRow& row) {
+      GPUENV_TRY(parsed.read_table("curl", [&data](TomlRow& row) {
         data.curl.image = row.text("image");
         data.curl.provenance = compat::read_provenance(row);
-      });
-      if (!curl) return curl.error();
+      }));
     }
     if (parsed.contains("pip_advisory")) {
       PipAdvisory advisory;
-      auto read = parsed.read_table("pip_advisory", [&advisory](TomlRow& row) {
+      GPUENV_TRY(parsed.read_table("pip_advisory", [&advisory](TomlRow& row) {
         advisory.id = row.text("id");
         advisory.fixed = row.version("fixed");
         advisory.provenance = compat::read_provenance(row);
-      });
-      if (!read) return read.error();
+      }));
       data.pip_advisory = std::move(advisory);
     }
     if (parsed.contains("as_of")) {
-      auto as_of = parsed.top_level_text("as_of");
-      if (!as_of) return as_of.error();
-      data.as_of = *as_of;
+      GPUENV_TRY_ASSIGN(auto as_of, parsed.top_level_text("as_of"));
+      data.as_of = as_of;
     }
     if (parsed.contains("uv")) {
       if (have_uv) return Error::internal(name + ": [uv] must be one table");
-      auto uv = parsed.read_table("uv", [&data](TomlRow& row) {
+      GPUENV_TRY(parsed.read_table("uv", [&data](TomlRow& row) {
         data.uv.version = row.text("version");
         data.uv.image = row.text("image");
         data.uv.python_min = row.version("python_min");
         data.uv.python_max = row.version("python_max");
         data.uv.provenance = compat::read_provenance(row);
-      });
-      if (!uv) return uv.error();
+      }));
       have_uv = true;
     }
   }

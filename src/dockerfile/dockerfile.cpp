@@ -335,9 +335,8 @@ util::Expected<Plan> make_plan(const profile::Profile& p, const compat::Knowledg
     if (pip_for(data, *python) == nullptr)
       return Error::internal("no pinned pip for Python " + p.framework_python + " in data/dockerfile/python.toml");
   }
-  auto framework = framework_steps(p, kb, data);
-  if (!framework) return framework.error();
-  plan.framework = std::move(*framework);
+  GPUENV_TRY_ASSIGN(auto framework, framework_steps(p, kb, data));
+  plan.framework = std::move(framework);
   if (options.hashed_requirements) {
     if (p.framework_name.empty()) {
       return Error::usage("--hashed-requirements: profile " + p.name + " installs no framework",

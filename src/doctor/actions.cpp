@@ -51,7 +51,7 @@ util::Expected<ActionTable> parse_actions(std::string_view text, const util::Ove
   GPUENV_TRY_ASSIGN(const auto parsed,
                     util::read_data_table({"actions.toml", {"actions.toml", text}, action_row_keys()}, overlay));
   ActionTable out;
-  auto rows = parsed.read_rows("action", [&out](util::TomlRow& row) {
+  GPUENV_TRY(parsed.read_rows("action", [&out](util::TomlRow& row) {
     ActionRow action;
     action.id = row.text("id");
     action.fail = read_action(row, "fail");
@@ -59,8 +59,7 @@ util::Expected<ActionTable> parse_actions(std::string_view text, const util::Ove
     action.status = row.one_of("status", {"verified", "secondary", "unverified", "policy"});
     action.source = row.text("source");
     out.rows.push_back(std::move(action));
-  });
-  if (!rows) return rows.error();
+  }));
   return out;
 }
 

@@ -91,8 +91,7 @@ void add_deadline_finding(const system::DeadlineSystem& deadline, std::chrono::m
 
 util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequest& request) {
   // Load gpuenv's own data first: a broken build should say so before touching the machine.
-  auto thresholds = builtin_thresholds();
-  if (!thresholds) return thresholds.error();
+  GPUENV_TRY_ASSIGN(auto thresholds, builtin_thresholds());
   GPUENV_TRY_ASSIGN(auto kb, compat::builtin_knowledge_base());
   GPUENV_TRY_ASSIGN(auto instances, builtin_instances());
   GPUENV_TRY_ASSIGN(auto actions, builtin_actions());
@@ -115,13 +114,13 @@ util::Expected<DoctorReport> run_doctor(system::System& system, const DoctorRequ
   // Judge them: thresholds, compatibility rules, and the profile when one was given.
   const InstanceExpectation* instance = find_instance(*instances, report.facts.host.instance_type);
   const Expectations expectations{request.expect_gpus, request.profile ? &*request.profile : nullptr, instance};
-  report.findings = evaluate(report.facts, **thresholds, *kb, expectations);
+  report.findings = evaluate(report.facts, *thresholds, *kb, expectations);
 
   // Prove the GPUs work: smoke tests, unless --quick or there is nothing to run them on.
   if (request.run_smoke) add_smoke_findings(target, bounded ? &*bounded : nullptr, request, instance, report);
   // The link counters' second reading, after any load the smoke tests put on the links: their growth is a rate.
   probe::collect_link_counters_end(target, collect, report.facts);
-  for (report::Finding& finding : evaluate_link_counters(report.facts, **thresholds))
+  for (report::Finding& finding : evaluate_link_counters(report.facts, *thresholds))
     report.findings.push_back(std::move(finding));
   if (bounded) add_deadline_finding(*bounded, *request.deadline, report);
   assign_actions(report.findings, *actions);

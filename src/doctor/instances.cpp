@@ -186,7 +186,7 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
     return util::Error::internal("instances.toml: unknown top-level key `" + *key + "`");
   std::vector<InstanceExpectation> out;
   std::set<std::string> seen;
-  auto rows = parsed.read_rows("instance", [&](util::TomlRow& row) {
+  GPUENV_TRY(parsed.read_rows("instance", [&](util::TomlRow& row) {
     InstanceExpectation e;
     e.cloud = row.one_of("cloud", {"aws", "gcp", "azure", "alibaba", "tencent", "huawei", "oracle", "openstack"});
     e.instance_type = row.text("instance_type");
@@ -217,8 +217,7 @@ util::Expected<std::vector<InstanceExpectation>> parse_instances(std::string_vie
     e.source = row.text("source");
     if (!seen.insert(e.instance_type).second) row.fail(e.instance_type + " appears twice");
     out.push_back(std::move(e));
-  });
-  if (!rows) return rows.error();
+  }));
   return out;
 }
 

@@ -55,7 +55,7 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::O
   GPUENV_TRY_ASSIGN(const auto parsed,
                     util::read_data_table({"thresholds.toml", {"thresholds.toml", text}, k_threshold_keys}, overlay));
   Thresholds out;
-  auto thresholds = parsed.read_rows("threshold", [&out](util::TomlRow& row) {
+  GPUENV_TRY(parsed.read_rows("threshold", [&out](util::TomlRow& row) {
     const std::string id = row.text("id");
     Threshold threshold{row.optional_number("warn_below"), row.optional_number("warn_at"),
                         row.optional_number("fail_at"), read_source(row)};
@@ -63,15 +63,13 @@ util::Expected<Thresholds> parse_thresholds(std::string_view text, const util::O
       row.fail(id + " has no warn_below, warn_at or fail_at");
     }
     out.values[id] = threshold;
-  });
-  if (!thresholds) return thresholds.error();
-  auto reasons = parsed.read_rows("throttle_reason", [&out](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(parsed.read_rows("throttle_reason", [&out](util::TomlRow& row) {
     const std::string name = row.text("name");
     const std::string status_on = row.one_of("status_on", {"warn", "fail"});
     out.throttle_reasons[name] = {status_on == "fail" ? report::Status::fail : report::Status::warn,
                                   row.text("meaning"), read_source(row)};
-  });
-  if (!reasons) return reasons.error();
+  }));
   return out;
 }
 

@@ -154,7 +154,7 @@ class Run {
     for (const FileToWrite& file : step.files) {
       if (auto existing = m_system.read_file(file.path); existing && *existing == file.content) continue;
       if (!m_system.exists(parent_of(file.path))) m_system.run({"mkdir", "-p", parent_of(file.path)}, step.timeout);
-      if (auto log = m_log.line(step.id, "write " + file.path); !log) return log;
+      GPUENV_TRY(m_log.line(step.id, "write " + file.path));
       if (auto written = m_system.write_file_atomic(file.path, file.content, file_mode(file.mode)); !written) {
         report = {step.id, StepResult::failed, "cannot write " + file.path + ": " + written.error().message};
         return save_failed(step.id);
@@ -176,9 +176,7 @@ class Run {
     for (const Check& check : step.checks) {
       const system::CommandResult result = m_system.run(check.argv, step.timeout);
       const bool held = result.exit_code == 0 && output_matches(result.out, check.match, check.text);
-      if (auto log = m_log.line(step.id, "check `" + util::join(check.argv, " ") + "`: " + (held ? "ok" : "FAILED"));
-          !log)
-        return log;
+      GPUENV_TRY(m_log.line(step.id, "check `" + util::join(check.argv, " ") + "`: " + (held ? "ok" : "FAILED")));
       if (!held) {
         report = {step.id, StepResult::failed, check.meaning};
         return save_failed(step.id);
@@ -204,10 +202,8 @@ class Run {
       GPUENV_TRY(m_log.result(step.id, result));
       m_report.changed = m_report.changed || step.changes_node;
       if (result.exit_code != k_lock_held || attempt >= step.retries) return result;
-      if (auto log = m_log.line(step.id, "retrying in " + std::to_string(step.retry_delay.count()) + " s (" +
-                                             std::to_string(step.retries - attempt) + " more)");
-          !log)
-        return log.error();
+      GPUENV_TRY(m_log.line(step.id, "retrying in " + std::to_string(step.retry_delay.count()) + " s (" +
+                                         std::to_string(step.retries - attempt) + " more)"));
       m_system.sleep_for(step.retry_delay);
     }
   }
@@ -283,10 +279,8 @@ class Run {
     }
     m_state.reboots.push_back(boot.empty() ? "unknown-boot-" + std::to_string(history.size()) : boot);
     GPUENV_TRY(save());
-    if (auto ran = run_step(Step{step.id, step.why, step.commands, {}, {}, {}, OutputMatch::exact, step.timeout, true},
-                            report);
-        !ran)
-      return ran.error();
+    GPUENV_TRY(
+        run_step(Step{step.id, step.why, step.commands, {}, {}, {}, OutputMatch::exact, step.timeout, true}, report));
     (void)finish(Outcome::reboot_required, "rebooting (" + why + "); run `gpuenv install --resume` after the boot");
     return true;
   }
@@ -299,7 +293,7 @@ class Run {
     const Verification result = m_options.verify();
     const bool ok = result.verdict != report::Verdict::not_ok;
     report = {k_verify, ok ? StepResult::ran : StepResult::failed, result.summary};
-    if (auto log = m_log.line(k_verify, "doctor: " + result.summary); !log) return log;
+    GPUENV_TRY(m_log.line(k_verify, "doctor: " + result.summary));
     return ok ? mark_completed(k_verify) : save_failed(k_verify);
   }
 

@@ -170,9 +170,8 @@ const std::vector<std::string_view> k_tables = {"as_of",  "repository",     "tar
 Expected<util::Ok> read_tables(const util::TomlFile& parsed, InstallData& data, std::vector<std::string>& seen) {
   const auto once = [&seen](std::string_view name) { seen.emplace_back(name); };
   if (parsed.contains("as_of")) {
-    auto as_of = parsed.top_level_text("as_of");
-    if (!as_of) return as_of.error();
-    data.as_of = *as_of;
+    GPUENV_TRY_ASSIGN(auto as_of, parsed.top_level_text("as_of"));
+    data.as_of = as_of;
     once("as_of");
   }
   const std::vector<std::pair<std::string_view, std::function<void(TomlRow&)>>> tables = {

@@ -102,17 +102,17 @@ std::vector<util::DataTable> data_tables() {
 util::Expected<NcclData> load_data(const util::Overlay& overlay) {
   NcclData data;
   GPUENV_TRY_ASSIGN(auto floors_text, embedded("floors.toml"));
-  auto floors = util::read_data_table({"floors.toml", {"floors.toml", floors_text}, k_floor_keys}, overlay);
-  if (!floors) return floors.error();
-  if (const auto key = floors->unexpected_key({"floor"}))
+  GPUENV_TRY_ASSIGN(auto floors,
+                    util::read_data_table({"floors.toml", {"floors.toml", floors_text}, k_floor_keys}, overlay));
+  if (const auto key = floors.unexpected_key({"floor"}))
     return util::Error::internal("floors.toml: unknown top-level key `" + *key + "`");
-  GPUENV_TRY(floors->append_rows("floor", data.floors, read_floor));
+  GPUENV_TRY(floors.append_rows("floor", data.floors, read_floor));
   GPUENV_TRY_ASSIGN(auto networks_text, embedded("networks.toml"));
-  auto networks = util::read_data_table({"networks.toml", {"networks.toml", networks_text}, k_network_keys}, overlay);
-  if (!networks) return networks.error();
-  if (const auto key = networks->unexpected_key({"network"}))
+  GPUENV_TRY_ASSIGN(auto networks, util::read_data_table(
+                                       {"networks.toml", {"networks.toml", networks_text}, k_network_keys}, overlay));
+  if (const auto key = networks.unexpected_key({"network"}))
     return util::Error::internal("networks.toml: unknown top-level key `" + *key + "`");
-  GPUENV_TRY(networks->append_rows("network", data.networks, read_network));
+  GPUENV_TRY(networks.append_rows("network", data.networks, read_network));
   if (data.network("default") == nullptr) return util::Error::internal("networks.toml: no `default` network");
   return data;
 }

@@ -321,9 +321,8 @@ Expected<ProfileDocument> parse_profile(std::string_view text, std::string_view 
     } else if (name == "name" || name == "description") {
       GPUENV_TRY(read_scalar(where, profile, node, name));
     } else if (name == "matrix") {
-      auto matrix = read_matrix(where, node);
-      if (!matrix) return matrix.error();
-      document.matrix = std::move(*matrix);
+      GPUENV_TRY_ASSIGN(auto matrix, read_matrix(where, node));
+      document.matrix = std::move(matrix);
     } else if (name == "os" || name == "cuda" || name == "cudnn" || name == "driver" || name == "image" ||
                name == "framework" || name == "gpu" || name == "mirrors" || name == "install") {
       GPUENV_TRY(read_section(where, profile, name, node));

@@ -232,32 +232,29 @@ util::Expected<std::vector<Notice>> InterruptionWatcher::poll(system::System& sy
     GPUENV_TRY_ASSIGN(auto action, ask("/latest/meta-data/spot/instance-action"));
     GPUENV_TRY_ASSIGN(auto notice, parse_aws_instance_action(action));
     if (notice) out.push_back(*notice);
-    auto scheduled = ask("/latest/meta-data/events/maintenance/scheduled");
-    if (!scheduled) return scheduled.error();
-    if (scheduled->status == 200) {
-      GPUENV_TRY_ASSIGN(auto events, parse_aws_scheduled_events(scheduled->body));
+    GPUENV_TRY_ASSIGN(auto scheduled, ask("/latest/meta-data/events/maintenance/scheduled"));
+    if (scheduled.status == 200) {
+      GPUENV_TRY_ASSIGN(auto events, parse_aws_scheduled_events(scheduled.body));
       out.insert(out.end(), events.begin(), events.end());
-    } else if (scheduled->status != 404) {
-      return util::Error::input("events/maintenance/scheduled answered HTTP " + std::to_string(scheduled->status));
+    } else if (scheduled.status != 404) {
+      return util::Error::input("events/maintenance/scheduled answered HTTP " + std::to_string(scheduled.status));
     }
   } else if (m_cloud == "gcp") {
-    auto preempted = ask("/computeMetadata/v1/instance/preempted");
-    if (!preempted) return preempted.error();
-    if (preempted->status != 200)
-      return util::Error::input("instance/preempted answered HTTP " + std::to_string(preempted->status));
+    GPUENV_TRY_ASSIGN(auto preempted, ask("/computeMetadata/v1/instance/preempted"));
+    if (preempted.status != 200)
+      return util::Error::input("instance/preempted answered HTTP " + std::to_string(preempted.status));
     // The 30 s count from when watch first saw TRUE, not from each poll.
-    if (util::trim(preempted->body) != "TRUE") {
+    if (util::trim(preempted.body) != "TRUE") {
       m_gcp_preempted_since_ms.reset();
     } else if (!m_gcp_preempted_since_ms) {
       m_gcp_preempted_since_ms = now_ms;
     }
-    if (auto notice = parse_gcp_preempted(preempted->body, m_gcp_preempted_since_ms.value_or(now_ms)))
+    if (auto notice = parse_gcp_preempted(preempted.body, m_gcp_preempted_since_ms.value_or(now_ms)))
       out.push_back(*notice);
-    auto maintenance = ask("/computeMetadata/v1/instance/maintenance-event");
-    if (!maintenance) return maintenance.error();
-    if (maintenance->status != 200)
-      return util::Error::input("instance/maintenance-event answered HTTP " + std::to_string(maintenance->status));
-    const std::string value(util::trim(maintenance->body));
+    GPUENV_TRY_ASSIGN(auto maintenance, ask("/computeMetadata/v1/instance/maintenance-event"));
+    if (maintenance.status != 200)
+      return util::Error::input("instance/maintenance-event answered HTTP " + std::to_string(maintenance.status));
+    const std::string value(util::trim(maintenance.body));
     if (value != m_gcp_maintenance) {
       m_gcp_maintenance = value;
       m_gcp_maintenance_since_ms = now_ms;
@@ -265,11 +262,10 @@ util::Expected<std::vector<Notice>> InterruptionWatcher::poll(system::System& sy
     if (auto notice = parse_gcp_maintenance_event(value, m_gcp_maintenance_since_ms)) out.push_back(*notice);
   } else if (m_cloud == "azure") {
     if (m_azure_vm_name.empty()) {
-      auto name = ask("/metadata/instance/compute/name?api-version=2021-02-01&format=text");
-      if (!name) return name.error();
-      if (name->status != 200 || util::trim(name->body).empty())
-        return util::Error::input("instance/compute/name answered HTTP " + std::to_string(name->status));
-      m_azure_vm_name = std::string(util::trim(name->body));
+      GPUENV_TRY_ASSIGN(auto name, ask("/metadata/instance/compute/name?api-version=2021-02-01&format=text"));
+      if (name.status != 200 || util::trim(name.body).empty())
+        return util::Error::input("instance/compute/name answered HTTP " + std::to_string(name.status));
+      m_azure_vm_name = std::string(util::trim(name.body));
     }
     GPUENV_TRY_ASSIGN(auto events, ask("/metadata/scheduledevents?api-version=2019-01-01"));
     if (events.status != 200)

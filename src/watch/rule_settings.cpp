@@ -29,16 +29,15 @@ constexpr std::int64_t seconds_ms(double seconds) { return static_cast<std::int6
 /// doctor's thresholds with the same `overlay` as watch's rules: checking an overlay directory must not read (and
 /// so cache) the built-in table before the overlay is installed (util::builtin_table).
 util::Expected<util::Ok> add_doctor_thresholds(RuleSettings& settings, const util::Overlay& overlay) {
-  const auto thresholds = doctor::load_thresholds(overlay);
-  if (!thresholds) return thresholds.error();
-  const doctor::Threshold& temperature = thresholds->at("gpu.temperature_c");
+  GPUENV_TRY_ASSIGN(const auto thresholds, doctor::load_thresholds(overlay));
+  const doctor::Threshold& temperature = thresholds.at("gpu.temperature_c");
   if (!temperature.warn_at) return util::Error::internal("thresholds.toml: gpu.temperature_c has no warn_at");
   settings.temperature_warn_c = *temperature.warn_at;
   settings.sources["watch.temperature"] = temperature.source;
-  settings.sources["watch.ecc_uncorrected"] = thresholds->at("gpu.ecc_uncorrected_volatile").source;
-  settings.sources["watch.remapped_rows"] = thresholds->at("gpu.row_remap_uncorrectable").source;
+  settings.sources["watch.ecc_uncorrected"] = thresholds.at("gpu.ecc_uncorrected_volatile").source;
+  settings.sources["watch.remapped_rows"] = thresholds.at("gpu.row_remap_uncorrectable").source;
   std::string throttle_sources;
-  for (const auto& [name, reason] : thresholds->throttle_reasons) {
+  for (const auto& [name, reason] : thresholds.throttle_reasons) {
     const unsigned bit = throttle_bits({name});
     if (reason.status_on == report::Status::fail) settings.throttle_fail_bits |= bit;
     if (reason.status_on == report::Status::warn) settings.throttle_warn_bits |= bit;
@@ -62,7 +61,7 @@ util::Expected<RuleSettings> parse_rule_settings(std::string_view toml_text, con
   if (const auto key = parsed.unexpected_key({"setting"}))
     return util::Error::internal("watch_rules.toml: unknown top-level key `" + *key + "`");
   std::vector<Row> rows;
-  auto read = parsed.append_rows("setting", rows, [](util::TomlRow& row) {
+  GPUENV_TRY(parsed.append_rows("setting", rows, [](util::TomlRow& row) {
     Row out;
     out.id = row.text("id");
     const auto value = row.optional_number("value");
@@ -71,8 +70,7 @@ util::Expected<RuleSettings> parse_rule_settings(std::string_view toml_text, con
     row.one_of("status", {"verified", "secondary", "unverified", "policy"});
     out.source = row.text("source");
     return out;
-  });
-  if (!read) return read.error();
+  }));
   RuleSettings settings;
   const auto take = [&rows](const std::string& id, std::string& source) -> util::Expected<double> {
     for (const Row& row : rows) {

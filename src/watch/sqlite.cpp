@@ -195,7 +195,7 @@ util::Expected<bool> Statement::step() {
 util::Expected<util::Ok> Statement::run() {
   auto done = step();
   reset();
-  if (!done) return done.error();
+  GPUENV_TRY(done);
   return util::Ok{};
 }
 
@@ -232,7 +232,7 @@ Transaction::~Transaction() {
 }
 
 util::Expected<util::Ok> Transaction::commit() {
-  if (!m_begun) return m_begun.error();
+  GPUENV_TRY(m_begun);
   auto committed = m_database.exec("COMMIT");
   m_done = static_cast<bool>(committed);
   return committed;

@@ -61,22 +61,21 @@ util::Expected<std::string> move_aside(system::System& system, const std::string
 }
 
 util::Expected<util::Ok> migrate(Database& db, OpenNotes& notes) {
-  auto version = db.query_integer("PRAGMA user_version");
-  if (!version) return version.error();
+  GPUENV_TRY_ASSIGN(auto version, db.query_integer("PRAGMA user_version"));
   for (const Migration& migration : migrations()) {
-    if (migration.version <= *version) continue;
+    if (migration.version <= version) continue;
     Transaction transaction(db);
-    if (!transaction.begun()) return transaction.begun().error();
+    GPUENV_TRY(transaction.begun());
     GPUENV_TRY(db.exec(migration.sql));
     GPUENV_TRY(db.exec("PRAGMA user_version = " + std::to_string(migration.version)));
     GPUENV_TRY(db.exec("PRAGMA application_id = " + std::to_string(k_application_id)));
     GPUENV_TRY(transaction.commit());
-    if (*version > 0) {
+    if (version > 0) {
       notes.lines.push_back(db.path() + ": schema migrated from version " + std::to_string(migration.version - 1) +
                             " to " + std::to_string(migration.version));
     }
   }
-  if (*version == 0)
+  if (version == 0)
     notes.lines.push_back(db.path() + ": new database, schema version " + std::to_string(k_schema_version));
   return util::Ok{};
 }
@@ -162,9 +161,8 @@ util::Expected<std::unique_ptr<Store>> Store::open(system::System& system,
     // WAL: readers (`gpuenv events`) never block the writer; NORMAL: a commit is not fsync'ed, the WAL is at each
     // checkpoint, so a crash of gpuenv loses nothing committed and a power loss at most the last commits
     // (https://www.sqlite.org/pragma.html#pragma_synchronous, https://www.sqlite.org/wal.html).
-    auto mode = db->query_text("PRAGMA journal_mode = WAL");
-    if (!mode) return mode.error();
-    if (*mode != "wal") notes.lines.push_back(path + ": WAL is not available here (journal mode " + *mode + ")");
+    GPUENV_TRY_ASSIGN(auto mode, db->query_text("PRAGMA journal_mode = WAL"));
+    if (mode != "wal") notes.lines.push_back(path + ": WAL is not available here (journal mode " + mode + ")");
     for (const char* pragma : {"PRAGMA synchronous = NORMAL", "PRAGMA journal_size_limit = 8388608"}) {
       GPUENV_TRY(db->exec(pragma));
     }
@@ -179,18 +177,17 @@ util::Expected<std::unique_ptr<Store>> Store::open(system::System& system,
 
 util::Expected<std::unique_ptr<Store>> Store::open_read_only(std::shared_ptr<const sqlite::Library> library,
                                                              const std::string& path) {
-  auto db = Database::open(std::move(library), path, Database::Mode::read_only);
-  if (!db) return db.error();
-  GPUENV_TRY_ASSIGN(const auto judged, unusable(**db));
+  GPUENV_TRY_ASSIGN(auto db, Database::open(std::move(library), path, Database::Mode::read_only));
+  GPUENV_TRY_ASSIGN(const auto judged, unusable(*db));
   if (const std::optional<std::string>& reason = judged)
     return util::Error::input(path + " " + reason_text(*reason), "point --db at the database `gpuenv watch` writes");
-  auto version = (*db)->query_integer("PRAGMA user_version");
+  auto version = db->query_integer("PRAGMA user_version");
   if (!version || *version < k_schema_version) {
     return util::Error::input(path + " has schema version " + std::to_string(version ? *version : 0) +
                                   " (this gpuenv reads " + std::to_string(k_schema_version) + ")",
                               "run `gpuenv watch` once to migrate it");
   }
-  return std::unique_ptr<Store>(new Store(std::move(*db)));
+  return std::unique_ptr<Store>(new Store(std::move(db)));
 }
 
 bool Store::corrupt() const {
@@ -204,7 +201,7 @@ const std::string& Store::path() const { return m_db->path(); }
 util::Expected<util::Ok> Store::record(const NodeSample& sample, const std::vector<KernelRecord>& records,
                                        const std::vector<Event>& events, const RuleState& state) {
   Transaction transaction(*m_db);
-  if (!transaction.begun()) return transaction.begun().error();
+  GPUENV_TRY(transaction.begun());
   Statements& s = *m_statements;
   s.insert_interval.bind(1, sample.time_ms);
   s.insert_interval.bind(2, std::int64_t{sample.nvml ? 1 : 0});
@@ -343,9 +340,8 @@ util::Expected<std::vector<NodeSample>> Store::samples_since(std::int64_t since_
     return static_cast<std::uint64_t>(*value);
   };
   for (;;) {
-    auto row = samples.step();
-    if (!row) return row.error();
-    if (!*row) break;
+    GPUENV_TRY_ASSIGN(auto row, samples.step());
+    if (!row) break;
     const std::int64_t time = samples.integer(0);
     while (at < out.size() && out[at].time_ms < time) ++at;
     if (at == out.size() || out[at].time_ms != time) continue;  // a sample without its interval row

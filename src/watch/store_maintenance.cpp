@@ -93,7 +93,7 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
                                             unsigned throttle_bits) {
   Maintenance done;
   sqlite::Transaction transaction(*m_db);
-  if (!transaction.begun()) return transaction.begun().error();
+  GPUENV_TRY(transaction.begun());
   const std::int64_t complete_until = now_ms / k_hour_ms * k_hour_ms;
   GPUENV_TRY_ASSIGN(auto rolled_text, state("rolled_up_until_ms"));
   std::int64_t rolled = util::parse_int(rolled_text).value_or(0);
@@ -120,9 +120,9 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
       "power_avg, memory_used_max, busy_samples, throttled_samples, ecc_uncorrected_growth, remapped_growth, "
       "nvlink_errors_growth, pcie_replays_growth, nvlink5_errors_growth, nvlink5_warnings_growth) VALUES (?1, ?2, ?3, "
       "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
-  if (!hour_rows) return hour_rows.error();
-  if (!previous_row) return previous_row.error();
-  if (!insert) return insert.error();
+  GPUENV_TRY(hour_rows);
+  GPUENV_TRY(previous_row);
+  GPUENV_TRY(insert);
   for (std::int64_t hour = rolled; hour < complete_until; hour += k_hour_ms) {
     for (const std::int64_t gpu : gpu_ids) {
       HourAggregate aggregate;
@@ -183,9 +183,7 @@ util::Expected<Maintenance> Store::maintain(std::int64_t now_ms, std::int64_t ra
     return util::Ok{};
   };
   for (const std::int64_t gpu : gpu_ids) {
-    if (auto r = remove("DELETE FROM sample WHERE gpu = ?1 AND time_ms < ?2", {gpu, raw_before}, done.raw_rows_deleted);
-        !r)
-      return r.error();
+    GPUENV_TRY(remove("DELETE FROM sample WHERE gpu = ?1 AND time_ms < ?2", {gpu, raw_before}, done.raw_rows_deleted));
   }
   std::int64_t ignored = 0;
   for (const auto& [sql, before, counter] : std::initializer_list<std::tuple<const char*, std::int64_t, std::int64_t*>>{

@@ -71,20 +71,18 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     if (!file.contains(required)) return util::Error::internal(origin + ": missing [" + required + "]");
   }
   Expectations out;
-  auto efficiency = file.read_table("efficiency", [&out](util::TomlRow& row) {
+  GPUENV_TRY(file.read_table("efficiency", [&out](util::TomlRow& row) {
     out.efficiency.d2d_copy = required_number(row, "d2d_copy");
     out.efficiency.pcie = required_number(row, "pcie");
     out.efficiency.status = read_status(row);
     out.efficiency.source = row.text("source");
-  });
-  if (!efficiency) return efficiency.error();
-  auto stream = file.read_table("stream_efficiency", [&out](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(file.read_table("stream_efficiency", [&out](util::TomlRow& row) {
     out.stream_efficiency.memory_bandwidth = required_number(row, "memory_bandwidth");
     out.stream_efficiency.status = read_status(row);
     out.stream_efficiency.source = row.text("source");
-  });
-  if (!stream) return stream.error();
-  auto kernels = file.read_table("kernel_efficiency", [&out](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(file.read_table("kernel_efficiency", [&out](util::TomlRow& row) {
     out.kernel_efficiency.sgemm = required_number(row, "sgemm");
     out.kernel_efficiency.tensor = required_number(row, "tensor");
     out.kernel_efficiency.cublas_tensor = required_number(row, "cublas_tensor");
@@ -92,9 +90,8 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
         row.optional_number("sgemm_vs_cublas").value_or(out.kernel_efficiency.sgemm_vs_cublas);
     out.kernel_efficiency.status = read_status(row);
     out.kernel_efficiency.source = row.text("source");
-  });
-  if (!kernels) return kernels.error();
-  auto floors = file.append_rows("tensor_vs_cublas", out.tensor_vs_cublas, [](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(file.append_rows("tensor_vs_cublas", out.tensor_vs_cublas, [](util::TomlRow& row) {
     TensorRatioFloor floor;
     floor.cc_major = static_cast<int>(row.integer_in("cc_major", 1, 99, "a compute capability major"));
     floor.cc_minor = static_cast<int>(row.integer_in("cc_minor", 0, 9, "a compute capability minor"));
@@ -103,24 +100,21 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     floor.status = read_status(row);
     floor.source = row.text("source");
     return floor;
-  });
-  if (!floors) return floors.error();
-  auto dcgm = file.read_table("dcgm", [&out](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(file.read_table("dcgm", [&out](util::TomlRow& row) {
     out.dcgm_target_perf_min_ratio = required_number(row, "target_perf_min_ratio");
     out.dcgm_status = read_status(row);
     row.text("source");
-  });
-  if (!dcgm) return dcgm.error();
-  auto lanes = file.append_rows("pcie", out.pcie, [](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(file.append_rows("pcie", out.pcie, [](util::TomlRow& row) {
     PcieLane lane;
     lane.generation = static_cast<int>(row.integer("generation"));
     lane.per_lane_gbs = required_number(row, "per_lane_gbs");
     lane.status = read_status(row);
     lane.source = row.text("source");
     return lane;
-  });
-  if (!lanes) return lanes.error();
-  auto minimums = file.append_rows("pcie_minimum", out.pcie_minimum, [](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(file.append_rows("pcie_minimum", out.pcie_minimum, [](util::TomlRow& row) {
     PcieMinimum minimum;
     minimum.generation = static_cast<int>(row.integer("generation"));
     minimum.width = static_cast<int>(row.integer("width"));
@@ -128,9 +122,8 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     minimum.status = read_status(row);
     minimum.source = row.text("source");
     return minimum;
-  });
-  if (!minimums) return minimums.error();
-  auto gpus = file.append_rows("gpu", out.gpus, [](util::TomlRow& row) {
+  }));
+  GPUENV_TRY(file.append_rows("gpu", out.gpus, [](util::TomlRow& row) {
     GpuExpectation gpu;
     gpu.model = row.text("model");
     gpu.match = row.texts("match");
@@ -158,8 +151,7 @@ util::Expected<Expectations> parse_expectations(std::string_view text, const std
     }
     gpu.source = row.text("source");
     return gpu;
-  });
-  if (!gpus) return gpus.error();
+  }));
   return out;
 }
 
