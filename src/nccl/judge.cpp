@@ -139,10 +139,16 @@ Finding busbw_finding(const NcclTestsOutput& output, const JudgeRequest& request
 
 /// True when every row's bus bandwidth, out-of-place and in-place, is 0: what a 1-rank all-reduce prints (its busbw
 /// factor 2*(n-1)/n is 0; NVIDIA/nccl-tests doc/PERFORMANCE.md, "AllReduce").
+/// Whether no row moved data: bus bandwidth 0.00 at every size of a sweep that reaches 1 MiB. nccl-tests prints GB/s
+/// with two decimals, so a latency sweep of a few bytes reads 0.00 on a healthy fabric (64 B in 10 us is 0.006
+/// GB/s); a MiB in under a millisecond is more than 1 GB/s.
 bool busbw_all_zero(const NcclTestsOutput& output) {
-  return std::all_of(output.rows.begin(), output.rows.end(), [](const NcclTestsRow& row) {
-    return row.out_of_place.busbw_gbps == 0 && row.in_place.busbw_gbps == 0;
-  });
+  constexpr std::uint64_t k_telling_size = 1 << 20;
+  const bool telling = std::any_of(output.rows.begin(), output.rows.end(),
+                                   [](const NcclTestsRow& row) { return row.bytes >= k_telling_size; });
+  return telling && std::all_of(output.rows.begin(), output.rows.end(), [](const NcclTestsRow& row) {
+           return row.out_of_place.busbw_gbps == 0 && row.in_place.busbw_gbps == 0;
+         });
 }
 
 /// The distinct rank numbers of the device list, in order of first appearance.

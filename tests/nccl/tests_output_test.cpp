@@ -352,6 +352,13 @@ TEST_CASE("judge: processes that never formed one communicator (nccl-tests witho
   CHECK(zero.status == Status::fail);
   CHECK(zero.message.find("bus bandwidth is 0 at every size") != std::string::npos);
 
+  // A latency sweep of small sizes only (all_reduce_perf -b 8 -e 64) prints busbw 0.00 on a healthy fabric: nccl-tests
+  // prints GB/s with two decimals, and 64 B in 10 us is 0.006 GB/s. No evidence that nothing moved.
+  auto latency = distinct;
+  for (auto& row : latency.rows) row.bytes = 64;
+  CHECK(require_finding(gpuenv::nccl::judge_nccl_tests(latency, {}, nccl_data()).findings, "nccl.ranks").status ==
+        Status::pass);
+
   // One process, one rank: a 1-rank run's busbw is 0 by definition, not a fault.
   auto single = parse_nccl_tests_output(non_mpi_task("", "node-a"));
   REQUIRE(single);
