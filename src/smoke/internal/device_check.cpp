@@ -58,8 +58,7 @@ PatternCheck check_words(Gpu& gpu, CUdeviceptr buffer, std::size_t words, std::u
   return out;
 }
 
-void queue_compare_words(Gpu& gpu, CUdeviceptr observed, CUdeviceptr expected, std::size_t words,
-                         CUdeviceptr result) {
+void queue_compare_words(Gpu& gpu, CUdeviceptr observed, CUdeviceptr expected, std::size_t words, CUdeviceptr result) {
   unsigned long long count = words;
   void* params[] = {&observed, &expected, &count, &result};
   check(gpu.api.launch_kernel(gpu.compare_words, grid_stride_blocks(gpu), 1, 1, 256, 1, 1, 0, gpu.stream.get(), params,

@@ -143,10 +143,9 @@ StepOutcome load_kernels(Gpu& gpu, const std::string& driver_version, int driver
         "cuModuleGetFunction(smoke_check_pattern)");
   check(gpu.api.module_get_function(&gpu.memtest_move, gpu.module.get(), "smoke_move_inversion"),
         "cuModuleGetFunction(smoke_move_inversion)");
-  for (const auto& [function, name] : {std::pair{&gpu.fill_words, "smoke_fill_words"},
-                                       std::pair{&gpu.check_words, "smoke_check_words"},
-                                       std::pair{&gpu.compare_words, "smoke_compare_words"},
-                                       std::pair{&gpu.stream_copy, "smoke_stream_copy"}}) {
+  for (const auto& [function, name] :
+       {std::pair{&gpu.fill_words, "smoke_fill_words"}, std::pair{&gpu.check_words, "smoke_check_words"},
+        std::pair{&gpu.compare_words, "smoke_compare_words"}, std::pair{&gpu.stream_copy, "smoke_stream_copy"}}) {
     check(gpu.api.module_get_function(function, gpu.module.get(), name),
           std::string("cuModuleGetFunction(") + name + ")");
   }
@@ -195,8 +194,8 @@ StepOutcome copy_outcome(const Gpu& gpu, const std::string& id, const std::strin
   Metric metric{id, "GB/s", rates, expectation.expected, bytes, data.ok()};
   out.metrics.push_back(metric);
   const std::string observed = label + " " + rate_text(rates.median) + " GB/s (median of " +
-                               std::to_string(rates.count) + ", " + size_text(size) + ", min " +
-                               rate_text(rates.min) + ", max " + rate_text(rates.max) + ")";
+                               std::to_string(rates.count) + ", " + size_text(size) + ", min " + rate_text(rates.min) +
+                               ", max " + rate_text(rates.max) + ")";
   if (!data.ok()) {
     out.findings.push_back(
         Finding{"smoke." + id,

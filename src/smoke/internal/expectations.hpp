@@ -135,7 +135,7 @@ const TensorRatioFloor* find_tensor_ratio_floor(const Expectations& expectations
 struct PcieExpectation {
   double theoretical_gbs = 0;
   double expected_gbs = 0;
-  bool expected_calibrated = false;  ///< the lane table and the efficiency are both verified
+  bool expected_calibrated = false;   ///< the lane table and the efficiency are both verified
   std::optional<double> minimum_gbs;  ///< a verified [[pcie_minimum]] row only
   std::string source;
 };

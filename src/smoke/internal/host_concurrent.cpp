@@ -86,7 +86,7 @@ class PinnedBuffer {
 struct ConcurrentTiming {
   Summary rates;
   bool start_line_timed_out = false;  ///< the others did not all arrive within the limit: the start was not aligned
-  double bytes = 0;  ///< every copy in the batch, warm-up included
+  double bytes = 0;                   ///< every copy in the batch, warm-up included
   double begin_s = 0, end_s = 0;
 };
 

@@ -83,7 +83,8 @@ constexpr double default_fraction = 0.05;
 /// allocate.
 std::size_t memtest_target(std::size_t free_bytes, double fraction, std::uint64_t l2_bytes) {
   const std::size_t reserve = std::min<std::size_t>(1024 * mib, free_bytes / 10);
-  auto wanted = static_cast<std::size_t>(static_cast<double>(free_bytes) * (fraction < 0 ? default_fraction : fraction));
+  auto wanted =
+      static_cast<std::size_t>(static_cast<double>(free_bytes) * (fraction < 0 ? default_fraction : fraction));
   if (fraction < 0) wanted = std::max<std::size_t>(wanted, static_cast<std::size_t>(8 * l2_bytes));
   return std::min(wanted, free_bytes - reserve) / 4 * 4;
 }
@@ -213,15 +214,15 @@ StepOutcome run_memtest(Gpu& gpu) {
     allocated += bytes;
   }
   if (chunks.empty()) {
-    out.findings.push_back(Finding{"smoke.memtest",
-                                   Status::skip,
-                                   "memtest skipped: " +
-                                       (gpu.options.memtest_fraction < 0
-                                            ? std::string("the default share")
-                                            : format("%.2g", gpu.options.memtest_fraction)) +
-                                       " of " + size_text(free_bytes) + " free is too little to test",
-                                   {},
-                                   {}});
+    out.findings.push_back(
+        Finding{"smoke.memtest",
+                Status::skip,
+                "memtest skipped: " +
+                    (gpu.options.memtest_fraction < 0 ? std::string("the default share")
+                                                      : format("%.2g", gpu.options.memtest_fraction)) +
+                    " of " + size_text(free_bytes) + " free is too little to test",
+                {},
+                {}});
     return out;
   }
   const auto begin = gpu.clock->now();

@@ -41,8 +41,8 @@ Expectation peer_expectation(const GpuExpectation* source, const GpuExpectation*
         out.calibrated = false;
       }
       out.source = source->model + " peer read minimum " + rate_text(*source->p2p_read_minimum) +
-                   " GB/s, measured on " + std::to_string(board) + "-GPU NVSwitch boards (this node: " +
-                   std::to_string(device_count) + " GPUs); " + source->source;
+                   " GB/s, measured on " + std::to_string(board) +
+                   "-GPU NVSwitch boards (this node: " + std::to_string(device_count) + " GPUs); " + source->source;
     } else {
       basis = "no floor: " + source->model + "'s " + rate_text(*source->p2p_read_minimum) + " GB/s floor is for " +
               std::to_string(board) + "-GPU NVSwitch boards and the driver reports " + std::to_string(device_count) +
@@ -117,7 +117,8 @@ class PeerAccess {
   }
   PeerAccess(const PeerAccess&) = delete;
   PeerAccess& operator=(const PeerAccess&) = delete;
-  /// CUDA_ERROR_TOO_MANY_PEERS: no fault of either GPU (the node's peer connections are used up), so the pair is a skip.
+  /// CUDA_ERROR_TOO_MANY_PEERS: no fault of either GPU (the node's peer connections are used up), so the pair is a
+  /// skip.
   bool too_many_peers() const { return m_result == cuda_error_too_many_peers; }
   /// Throws CudaFailure for any other refusal (already enabled counts as enabled).
   void check_enabled() const {
@@ -136,9 +137,10 @@ class PeerAccess {
 Finding too_many_peers_finding(const std::string& id, const std::string& pair) {
   return Finding{id,
                  Status::skip,
-                 pair + "not measured: cuCtxEnablePeerAccess returned CUDA_ERROR_TOO_MANY_PEERS (711): the node's peer "
-                        "connections are used up (without NVSwitch each GPU has at most eight, system-wide), which "
-                        "says nothing about these GPUs",
+                 pair +
+                     "not measured: cuCtxEnablePeerAccess returned CUDA_ERROR_TOO_MANY_PEERS (711): the node's peer "
+                     "connections are used up (without NVSwitch each GPU has at most eight, system-wide), which "
+                     "says nothing about these GPUs",
                  "other processes may hold peer connections to these GPUs: rerun on an idle node to measure the pair",
                  {}};
 }
@@ -212,8 +214,12 @@ StepOutcome copy_between(Gpu& destination, Gpu& source, const std::string& pair,
           "cuMemcpyPeerAsync");
   });
   const PatternCheck data = check_words(destination, to.get(), bytes / 4, seed);  // on the destination GPU
-  result.metric = Metric{"p2p_" + std::to_string(source.ordinal) + "_" + std::to_string(destination.ordinal), "GB/s",
-                         rates, std::nullopt, static_cast<double>(bytes), data.ok()};
+  result.metric = Metric{"p2p_" + std::to_string(source.ordinal) + "_" + std::to_string(destination.ordinal),
+                         "GB/s",
+                         rates,
+                         std::nullopt,
+                         static_cast<double>(bytes),
+                         data.ok()};
 
   StepOutcome out;
   const std::string observed =
@@ -416,9 +422,8 @@ void one_way(const std::shared_ptr<Gpu>& source, const std::shared_ptr<Gpu>& des
   result->destination = destination->ordinal;
   const std::string pair =
       "GPU " + std::to_string(source->ordinal) + " -> GPU " + std::to_string(destination->ordinal) + ": ";
-  std::optional<StepOutcome> outcome = run_step(destination, "smoke.p2p", [source, result, pair](Gpu& gpu) {
-    return copy_between(gpu, *source, pair, *result);
-  });
+  std::optional<StepOutcome> outcome = run_step(
+      destination, "smoke.p2p", [source, result, pair](Gpu& gpu) { return copy_between(gpu, *source, pair, *result); });
   if (!outcome) {
     findings.push_back(pair_hung(*destination, *source, "smoke.p2p", pair));
     return;
@@ -466,14 +471,13 @@ void both_ways(const std::shared_ptr<Gpu>& a, const std::shared_ptr<Gpu>& b, con
   }
   std::string basis;
   // The floor of the one-way copies between these two (either direction: the same models and board).
-  const Expectation expectation = peer_expectation(whole_gpu_model(expectations, a->info),
-                                                   whole_gpu_model(expectations, b->info), board_gpus, a->options,
-                                                   basis);
+  const Expectation expectation = peer_expectation(
+      whole_gpu_model(expectations, a->info), whole_gpu_model(expectations, b->info), board_gpus, a->options, basis);
   const double one_way_floor = judge(0, expectation, a->options.thresholds, "GB/s").fail_below;
   const double alone_sum = alone_to_b.metric.summary.median + alone_to_a.metric.summary.median;
   for (Finding& finding : outcome->findings) {
-    if (finding.status == Status::skip && !to_b->metric.id.empty() && to_b->metric.verified &&
-        to_a->metric.verified && !to_b->metric.summary.invalid && !to_a->metric.summary.invalid) {
+    if (finding.status == Status::skip && !to_b->metric.id.empty() && to_b->metric.verified && to_a->metric.verified &&
+        !to_b->metric.summary.invalid && !to_a->metric.summary.invalid) {
       // Shown, not judged: full duplex gives about 1 x (each direction keeps its one-way rate).
       if (alone_sum > 0) {
         finding.message += "; " +

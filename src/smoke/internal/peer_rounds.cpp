@@ -39,15 +39,15 @@ void run_peer_pairs(const std::vector<std::shared_ptr<Gpu>>& gpus, const Expecta
     std::vector<PairCopies> copies(round.size());
     std::vector<std::thread> threads;
     for (std::size_t i = 0; i < round.size(); ++i) {
-      threads.emplace_back([&, i] {
-        copies[i] = copy_pair(gpus[round[i].first], gpus[round[i].second], expectations, board_gpus);
-      });
+      threads.emplace_back(
+          [&, i] { copies[i] = copy_pair(gpus[round[i].first], gpus[round[i].second], expectations, board_gpus); });
     }
     for (std::thread& thread : threads) thread.join();  // each pair waits only for steps with deadlines
     for (std::size_t i = 0; i < round.size(); ++i) done[round[i]] = std::move(copies[i]);
   }
   // The report in pair order, whatever round each pair ran in: one-way copies by (source, destination).
-  for (auto& [pair, copies] : done) report.peers.insert(report.peers.end(), copies.one_way.begin(), copies.one_way.end());
+  for (auto& [pair, copies] : done)
+    report.peers.insert(report.peers.end(), copies.one_way.begin(), copies.one_way.end());
   std::sort(report.peers.begin(), report.peers.end(), [](const PeerResult& x, const PeerResult& y) {
     return std::pair{x.source, x.destination} < std::pair{y.source, y.destination};
   });

@@ -59,10 +59,10 @@ GemmCheck check_gemm_samples(std::span<const float> a, std::span<const float> b,
 /// that every partial sum of a GEMM with K <= 2^18 is exact in FP32 whatever the summation order.
 float operand_value(std::uint64_t index, std::uint32_t seed);
 
-/// Freivalds' check of a whole result, from both sides: vectors x, y (integers ±1…±7) with A·(B·x) and (yᵀ·A)·B, computed
-/// once in double (exact for operand_value operands). C·x and yᵀ·C must then equal them exactly, row by row and column
-/// by column. One side alone misses a permutation: two swapped columns j, k leave C·x unchanged whenever x_j = x_k, two
-/// swapped rows leave yᵀ·C unchanged whenever y_i = y_k; each side catches what the other misses.
+/// Freivalds' check of a whole result, from both sides: vectors x, y (integers ±1…±7) with A·(B·x) and (yᵀ·A)·B,
+/// computed once in double (exact for operand_value operands). C·x and yᵀ·C must then equal them exactly, row by row
+/// and column by column. One side alone misses a permutation: two swapped columns j, k leave C·x unchanged whenever x_j
+/// = x_k, two swapped rows leave yᵀ·C unchanged whenever y_i = y_k; each side catches what the other misses.
 struct FreivaldsVector {
   std::size_t n = 0;                  ///< columns of C
   std::vector<double> x;              ///< n entries
