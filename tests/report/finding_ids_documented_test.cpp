@@ -21,6 +21,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using gpuenv::testing::files_under;
 using gpuenv::testing::k_source;
 using gpuenv::testing::read_text;
 
@@ -35,15 +36,6 @@ const std::map<std::string, std::string> k_not_findings = {
     {"tensorflow.cuda_available", "a key the framework probe's Python prints (probe/frameworks.cpp)"},
     {"tensorflow.device_count", "a key the framework probe's Python prints (probe/frameworks.cpp)"},
 };
-
-std::vector<fs::path> files_under(const fs::path& root, const std::set<std::string>& extensions) {
-  std::vector<fs::path> out;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file() && extensions.count(entry.path().extension().string()) != 0)
-      out.push_back(entry.path());
-  }
-  return out;
-}
 
 /// The ids the documentation lists: `a.b` in backticks on a table row of docs/*.md; a row's `install.conflict.*`
 /// documents every id that starts with "install.conflict.".

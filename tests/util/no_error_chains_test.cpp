@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/source_tree.hpp"
 #include "support/text_files.hpp"
 
 namespace {
@@ -87,13 +88,11 @@ TEST_CASE("no source file under src/ spells out if (!x) return x.error(): GPUENV
   std::vector<std::string> offenders;
   std::vector<bool> used(allowed_error_chains().size(), false);
   std::size_t files = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "src")) {
-    const std::string extension = entry.path().extension().string();
-    if (!entry.is_regular_file() || (extension != ".cpp" && extension != ".hpp" && extension != ".h")) continue;
+  for (const std::filesystem::path& file : gpuenv::testing::files_under(root / "src", {".cpp", ".hpp", ".h"})) {
     ++files;
-    const std::string text = gpuenv::testing::read_text(entry.path());
+    const std::string text = gpuenv::testing::read_text(file);
     if (text.find("error();") == std::string::npos) continue;
-    const std::string relative = std::filesystem::relative(entry.path(), root).generic_string();
+    const std::string relative = std::filesystem::relative(file, root).generic_string();
     for (const auto& [line, source] : error_chains_in(text)) {
       bool allowed = false;
       for (std::size_t i = 0; i < allowed_error_chains().size(); ++i) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/source_tree.hpp"
 #include "support/text_files.hpp"
 
 namespace {
@@ -54,14 +55,10 @@ TEST_CASE("no source file under src/ parses numbers with std::sto*, strto*/ato* 
   const fs::path root = GPUENV_SOURCE_DIR;
   std::vector<std::string> offenders;
   std::size_t files = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(root / "src")) {
-    const std::string extension = entry.path().extension().string();
-    if (!entry.is_regular_file() ||
-        (extension != ".cpp" && extension != ".hpp" && extension != ".h" && extension != ".cu" && extension != ".cuh"))
-      continue;
+  for (const fs::path& source : gpuenv::testing::files_under(root / "src", {".cpp", ".hpp", ".h", ".cu", ".cuh"})) {
     ++files;
-    const std::string relative = fs::relative(entry.path(), root).generic_string();
-    const std::string text = gpuenv::testing::read_text(entry.path());
+    const std::string relative = fs::relative(source, root).generic_string();
+    const std::string text = gpuenv::testing::read_text(source);
     std::size_t line = 1, start = 0;
     while (start < text.size()) {
       const std::size_t end = std::min(text.find('\n', start), text.size());
