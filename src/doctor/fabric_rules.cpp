@@ -16,18 +16,6 @@ namespace {
 
 using probe::GpuFabricInfo;
 
-Status sxid_status(probe::SxidJudgement judgement) {
-  switch (judgement) {
-    case probe::SxidJudgement::fail:
-      return Status::fail;
-    case probe::SxidJudgement::warn:
-      return Status::warn;
-    case probe::SxidJudgement::pass:
-      break;
-  }
-  return Status::pass;
-}
-
 constexpr const char* k_nvml_fabric_source =
     "nvml.h nvmlGpuFabricInfo_v3_t / NVML_GPU_FABRIC_STATE_* (\"status must be checked only if state returns "
     "complete\"; NVIDIA/go-nvml gen/nvml/nvml.h @ 2f9e261f)";
@@ -419,7 +407,7 @@ void check_sxid(const HostFacts& facts, Findings& out) {
     const auto& [code, bus] = key;
     const bool driver_fatal = printed_fatal.count(key) != 0;
     const std::optional<probe::SxidInfo> info = probe::sxid_info(code);
-    const Status status = sxid_status(probe::judge_sxid(info, driver_fatal));
+    const Status status = sxid_status(info, driver_fatal);
     std::string line = "SXid " + std::to_string(code) + " on " + bus + (count > 1 ? " x" + std::to_string(count) : "");
     std::string remedy = "look up SXid " + std::to_string(code) + " in the Fabric Manager user guide";
     if (info) {
@@ -593,3 +581,19 @@ void check_ib_ports(const HostFacts& facts, const InstanceExpectation* instance,
 }
 
 }  // namespace gpuenv::doctor::rules_detail
+
+namespace gpuenv::doctor {
+
+report::Status sxid_status(const std::optional<probe::SxidInfo>& info, bool driver_fatal) {
+  switch (probe::judge_sxid(info, driver_fatal)) {
+    case probe::SxidJudgement::fail:
+      return report::Status::fail;
+    case probe::SxidJudgement::warn:
+      return report::Status::warn;
+    case probe::SxidJudgement::pass:
+      break;
+  }
+  return report::Status::pass;
+}
+
+}  // namespace gpuenv::doctor

@@ -29,4 +29,8 @@ std::vector<report::Finding> evaluate(const probe::HostFacts& facts, const Thres
 /// is taken after evaluate() (doctor reads it after the smoke tests); none when either reading is missing.
 std::vector<report::Finding> evaluate_link_counters(const probe::HostFacts& facts, const Thresholds& thresholds);
 
+/// The status of one SXid headline (probe::judge_sxid: the driver's Fatal fails, a secondary row warns at most), for
+/// doctor's fabric.sxid and watch.sxid alike.
+report::Status sxid_status(const std::optional<probe::SxidInfo>& info, bool driver_fatal);
+
 }  // namespace gpuenv::doctor

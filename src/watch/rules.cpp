@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "doctor/rules.hpp"
 #include "probe/nvlink5.hpp"
 #include "probe/pci_bus_id.hpp"
 #include "probe/sxid.hpp"
@@ -536,10 +537,7 @@ void check_sxid_record(const KernelRecord& record, Emitter& emit) {
   const int code = record.code.value_or(0);
   const std::optional<probe::SxidInfo> info = probe::sxid_info(code);
   // record_of (kernel_log.cpp) keeps the driver's word first: "Fatal, Link 48 LTSSM Fault Up".
-  const probe::SxidJudgement judgement = probe::judge_sxid(info, util::starts_with(record.message, "Fatal, "));
-  const Status status = judgement == probe::SxidJudgement::fail   ? Status::fail
-                        : judgement == probe::SxidJudgement::warn ? Status::warn
-                                                                  : Status::pass;
+  const Status status = doctor::sxid_status(info, util::starts_with(record.message, "Fatal, "));
   const std::string where = record.pci_bus_id.empty() ? "an NVSwitch" : "NVSwitch " + record.pci_bus_id;
   emit.emit("watch.sxid", nullptr, status,
             where + ": SXid " + std::to_string(code) +
