@@ -3,15 +3,21 @@
 
 cmake_minimum_required(VERSION 3.18)  # IN_LIST (CMP0057) in a cmake -P script
 
-# The test names a Catch2 test spec selects (an empty spec: every test that is not hidden).
-function(list_tests spec out_var)
-  execute_process(COMMAND "${TEST_EXECUTABLE}" ${spec} --list-test-names-only
+# What the test executable lists with ARGN (a test spec and --list-test-names-only or --list-tags), into out_var.
+function(catch_listing out_var)
+  execute_process(COMMAND "${TEST_EXECUTABLE}" ${ARGN}
                   OUTPUT_VARIABLE output ERROR_VARIABLE errors RESULT_VARIABLE result
                   WORKING_DIRECTORY "${WORKING_DIRECTORY}")
-  # Catch2 v2 exits with the number of tests listed (at most 255); a signal or a message is a broken executable.
+  # Catch2 v2 exits with the number of items listed (at most 255); a signal or a message is a broken executable.
   if(NOT result MATCHES "^[0-9]+$" OR NOT errors STREQUAL "")
-    message(FATAL_ERROR "${TEST_EXECUTABLE} ${spec} --list-test-names-only failed (${result}):\n${errors}${output}")
+    message(FATAL_ERROR "${TEST_EXECUTABLE} ${ARGN} failed (${result}):\n${errors}${output}")
   endif()
+  set(${out_var} "${output}" PARENT_SCOPE)
+endfunction()
+
+# The test names a Catch2 test spec selects (an empty spec: every test that is not hidden).
+function(list_tests spec out_var)
+  catch_listing(output ${spec} --list-test-names-only)
   string(REGEX REPLACE "\n$" "" output "${output}")
   # A test name holds no ';' (tests/support/test_names_test.cpp), so the lines are a CMake list as they are.
   string(REPLACE "\n" ";" names "${output}")
@@ -62,12 +68,7 @@ endforeach()
 if(BATCH_UNIT_TESTS)
   # A filter also selects the hidden test cases ([.gpu]) unless told not to. "-#" is quoted: # begins a CMake comment.
   set(unit_spec "~[system-test]~[!hide]")
-  execute_process(COMMAND "${TEST_EXECUTABLE}" "-#" "${unit_spec}" --list-tags
-                  OUTPUT_VARIABLE output ERROR_VARIABLE errors RESULT_VARIABLE result
-                  WORKING_DIRECTORY "${WORKING_DIRECTORY}")
-  if(NOT result MATCHES "^[0-9]+$" OR NOT errors STREQUAL "")
-    message(FATAL_ERROR "${TEST_EXECUTABLE} -# ${unit_spec} --list-tags failed (${result}):\n${errors}${output}")
-  endif()
+  catch_listing(output "-#" "${unit_spec}" --list-tags)
   string(REGEX MATCHALL "[0-9]+  \\[#[^]\n]+\\]" file_tags "${output}")
   set(batched_count 0)
   foreach(file_tag IN LISTS file_tags)
